@@ -1,0 +1,10 @@
+/* CCO ABI: everything that crosses the kernel boundary, in one include. */
+#ifndef CCO_ABI_CCO_ABI_H_
+#define CCO_ABI_CCO_ABI_H_
+
+#include "abi/version.h"
+#include "abi/enums.h"
+#include "abi/window.h"
+#include "abi/devcomm.h"
+
+#endif /* CCO_ABI_CCO_ABI_H_ */

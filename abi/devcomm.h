@@ -1,0 +1,104 @@
+/* CCO ABI: the device communicator.
+ *
+ * ccoDevCommCreate fills one ccoDevComm on the host and copies it to device memory; a
+ * kernel takes it by value (C++) or as `dc`, the uint64 device address of that copy
+ * (DSL kernels, through the bitcode). Everything a device function needs reaches it
+ * through this struct and window handles: there is no process-global device state.
+ */
+#ifndef CCO_ABI_DEVCOMM_H_
+#define CCO_ABI_DEVCOMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/version.h"
+#include "abi/window.h"
+
+/* A logical subset of ranks; member i has world rank worldBase + i * stride.
+ * rank is this rank's index in the team, or -1 where it is not a member. */
+typedef struct ccoTeam {
+  int32_t nRanks;
+  int32_t rank;
+  int32_t stride;
+  int32_t worldBase;
+} ccoTeam;
+
+CCO_STATIC_ASSERT(sizeof(ccoTeam) == 16, "ccoTeam size");
+
+typedef struct ccoDevComm {
+  /* header */
+  uint32_t magic;                 /* CCO_DEV_COMM_MAGIC */
+  uint32_t abiVersion;            /* CCO_ABI_VERSION */
+  uint32_t size;                  /* sizeof(ccoDevComm) */
+  uint32_t flags;                 /* zero */
+  uint64_t ptr;                   /* device address of the device copy (what kernels get as dc) */
+
+  /* topology */
+  int32_t rank;
+  int32_t worldSize;
+  int32_t lsaRank;
+  int32_t lsaSize;
+  int32_t node;
+  int32_t nNodes;
+  ccoTeam teamWorld;
+  ccoTeam teamLsa;
+  ccoTeam teamRail;               /* same LSA rank on every node; {1, 0, 0, rank} if nodes differ in size */
+
+  /* symmetric memory: peer address = lsaFlatBase + lsaPeer * lsaStride + offset */
+  uint64_t lsaFlatBase;
+  uint64_t lsaStride;
+
+  /* the resource window: signals, counters and barrier state of this devcomm */
+  ccoWindow_t resourceWindow;
+  uint64_t resourceOffset;        /* where the resource window starts inside every slice */
+  uint64_t resourceSize;
+  uint64_t abortFlag;             /* address of a uint32 that ccoCommAbort sets non-zero */
+
+  /* LSA barriers, inside the resource window:
+   *   epochs: lsaBarrierCount uint32 at lsaBarrierEpochOffset (this rank's progress)
+   *   inboxes: lsaBarrierCount * lsaSize uint32 at lsaBarrierInboxOffset; slot
+   *            [barrier * lsaSize + peer] is written by LSA rank `peer` */
+  uint32_t lsaBarrierCount;
+  uint32_t lsaBarrierEpochOffset;
+  uint32_t lsaBarrierInboxOffset;
+  uint32_t reserved0;
+
+  /* GDA (proxy provider) and SDMA resources, inside the resource window */
+  uint32_t gdaConnectionType;     /* ccoGdaConnectionType */
+  uint32_t gdaContextCount;
+  uint32_t gdaSignalCount;
+  uint32_t gdaCounterCount;
+  uint32_t gdaSignalOffset;       /* gdaSignalCount uint64 signals */
+  uint32_t gdaShadowOffset;       /* gdaSignalCount uint64 shadows (consumed part of each signal) */
+  uint32_t gdaCounterOffset;      /* gdaCounterCount uint64 counters */
+  uint32_t sdmaQueueCount;
+
+  uint64_t reserved[8];           /* zero */
+} ccoDevComm;
+
+CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 256, "ccoDevComm size");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, ptr) == 16, "ccoDevComm.ptr");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, rank) == 24, "ccoDevComm.rank");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, worldSize) == 28, "ccoDevComm.worldSize");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaRank) == 32, "ccoDevComm.lsaRank");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaSize) == 36, "ccoDevComm.lsaSize");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, node) == 40, "ccoDevComm.node");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, nNodes) == 44, "ccoDevComm.nNodes");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, teamWorld) == 48, "ccoDevComm.teamWorld");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, teamLsa) == 64, "ccoDevComm.teamLsa");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, teamRail) == 80, "ccoDevComm.teamRail");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaFlatBase) == 96, "ccoDevComm.lsaFlatBase");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaStride) == 104, "ccoDevComm.lsaStride");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, resourceWindow) == 112, "ccoDevComm.resourceWindow");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, resourceOffset) == 120, "ccoDevComm.resourceOffset");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, resourceSize) == 128, "ccoDevComm.resourceSize");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, abortFlag) == 136, "ccoDevComm.abortFlag");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaBarrierCount) == 144, "ccoDevComm.lsaBarrierCount");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaBarrierEpochOffset) == 148, "ccoDevComm.lsaBarrierEpochOffset");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaBarrierInboxOffset) == 152, "ccoDevComm.lsaBarrierInboxOffset");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaConnectionType) == 160, "ccoDevComm.gdaConnectionType");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaSignalOffset) == 176, "ccoDevComm.gdaSignalOffset");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaQueueCount) == 188, "ccoDevComm.sdmaQueueCount");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 192, "ccoDevComm.reserved");
+
+#endif /* CCO_ABI_DEVCOMM_H_ */

@@ -1,0 +1,61 @@
+/* CCO ABI: enumerations shared by the host SDK, the device library and the ABI table.
+ *
+ * tools/abi/gen_abi.py reads this file to put the enums into abi/cco_abi_table.json,
+ * so keep the form: one `typedef enum ccoName { CCO_PREFIX_VALUE = N, ... } ccoName;`
+ * per enum, every value explicit. Structs never store these types (their size is the
+ * compiler's choice); they store int32_t / uint32_t fields holding the values. */
+#ifndef CCO_ABI_ENUMS_H_
+#define CCO_ABI_ENUMS_H_
+
+/* Which threads cooperate in one device call. */
+typedef enum ccoCoopScope {
+  CCO_COOP_THREAD = 0,
+  CCO_COOP_WARP = 1,
+  CCO_COOP_BLOCK = 2
+} ccoCoopScope;
+
+/* What a signalling operation does to the remote signal slot. */
+typedef enum ccoSignalOp {
+  CCO_SIGNAL_NONE = 0,
+  CCO_SIGNAL_INC = 1,
+  CCO_SIGNAL_ADD = 2
+} ccoSignalOp;
+
+/* Whether the threads of a coop post independently or aggregate into one post. */
+typedef enum ccoThreadMode {
+  CCO_THREAD_INDEPENDENT = 0,
+  CCO_THREAD_AGGREGATE = 1
+} ccoThreadMode;
+
+/* When a GDA post rings the NIC's doorbell. */
+typedef enum ccoGdaDoorbellMode {
+  CCO_GDA_DOORBELL_IMMEDIATE = 0,
+  CCO_GDA_DOORBELL_DEFERRED = 1,
+  CCO_GDA_DOORBELL_CALLER_ORDERED = 2
+} ccoGdaDoorbellMode;
+
+/* Which peers get GDA (RDMA) connections. */
+typedef enum ccoGdaConnectionType {
+  CCO_GDA_CONNECTION_NONE = 0,
+  CCO_GDA_CONNECTION_CROSSNODE = 1,
+  CCO_GDA_CONNECTION_FULL = 2,
+  CCO_GDA_CONNECTION_RAIL = 3
+} ccoGdaConnectionType;
+
+/* Logical rank subsets that device code addresses peers through. */
+typedef enum ccoTeamKind {
+  CCO_TEAM_WORLD = 0,
+  CCO_TEAM_LSA = 1,
+  CCO_TEAM_CROSSNODE = 2,
+  CCO_TEAM_RAIL = 3
+} ccoTeamKind;
+
+/* What a device wait that can fail returns. */
+typedef enum ccoDeviceStatus {
+  CCO_DEVICE_STATUS_OK = 0,
+  CCO_DEVICE_STATUS_TIMEOUT = 1,
+  CCO_DEVICE_STATUS_ABORTED = 2,
+  CCO_DEVICE_STATUS_INVALID_ARGUMENT = 3
+} ccoDeviceStatus;
+
+#endif /* CCO_ABI_ENUMS_H_ */

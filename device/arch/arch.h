@@ -1,0 +1,49 @@
+//===-- device/arch/arch.h - the portable device primitives -----*- C++ -*-===//
+//
+// One interface, one implementation per target, picked by the preprocessor (no run-time
+// dispatch). Every implementation defines, in namespace cco::arch:
+//
+//   ids and sizes   lane_id() warp_size() thread_id() block_size() block_id() grid_size()
+//                   warp_id()  (thread_id / warp_size, 1-D view of a 3-D block)
+//   lanes           LaneMask active_mask(); LaneMask ballot(bool); warp_sync(); block_sync()
+//   atomics         load<O,S>(p) store<O,S>(p,v) fetch_add<O,S>(p,v) exchange<O,S>(p,v)
+//                   compare_exchange<O,S>(p, expected, desired) -> old   fetch_max<O,S>(p,v)
+//                   for T = uint32_t and uint64_t, O and S tags of memory_order.h
+//   fences          fence<S>() (acq_rel)
+//   time            nanosleep(ns); cycles() (this SM/CU's cycle counter);
+//                   timer_ns() (a clock that is comparable across the device's threads)
+//
+// Lane width is queried, never assumed: 32 on nvptx, 64 on our amdgcn targets, 1 on host.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_ARCH_ARCH_H_
+#define CCO_DEVICE_ARCH_ARCH_H_
+
+#include <stdint.h>
+
+#include "device/arch/memory_order.h"
+
+namespace cco {
+namespace arch {
+using LaneMask = uint64_t;  // wide enough for a 64-lane wavefront
+}  // namespace arch
+}  // namespace cco
+
+#if defined(__NVPTX__)
+#include "device/arch/nvptx.h"
+#elif defined(__AMDGCN__)
+#include "device/arch/amdgcn.h"
+#else
+#include "device/arch/host.h"
+#endif
+
+namespace cco {
+namespace arch {
+// Derived helpers, the same on every target.
+inline uint32_t warp_id() { return thread_id() / warp_size(); }
+inline bool is_block_leader() { return thread_id() == 0; }
+inline bool is_warp_leader() { return lane_id() == 0; }
+}  // namespace arch
+}  // namespace cco
+
+#endif  // CCO_DEVICE_ARCH_ARCH_H_

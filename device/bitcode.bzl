@@ -1,0 +1,77 @@
+"""cco_bitcode: one LLVM bitcode file of the device library for one variant.
+
+clang-19, freestanding (no CUDA/ROCm headers), then `opt` internalizes everything but the
+ABI's public list and drops what became dead. Freestanding nvptx emits no
+`nvvm-reflect-ftz` module flag, so the bitcode links into Triton's modules as it is.
+"""
+
+_TARGET_FLAGS = {
+    "nvptx": ["--target=nvptx64-nvidia-cuda", "-march={arch}", "-nostdlibinc"],
+    "amdgcn": ["--target=amdgcn-amd-amdhsa", "-mcpu={arch}", "-nogpulib", "-nostdlibinc"],
+}
+
+_COMMON_FLAGS = [
+    "-emit-llvm", "-c", "-O2", "-std=c++17", "-ffreestanding", "-fno-exceptions", "-fno-rtti",
+    "-Wall", "-Wextra", "-Werror", "-I.",
+]
+
+def _cco_bitcode_impl(ctx):
+    flags = [f.replace("{arch}", ctx.attr.clang_arch) for f in _TARGET_FLAGS[ctx.attr.target]]
+    if ctx.attr.target == "amdgcn":
+        # A fixed code-object version is a module flag: it links only into modules of the
+        # same version, hence one variant per version.
+        flags += ["-Xclang", "-mcode-object-version=" + (ctx.attr.cov or "none")]
+    flags += ["-I" + ctx.bin_dir.path, "-DCCO_NIC_" + ctx.attr.nic.upper() + "=1"]
+
+    compiled = ctx.actions.declare_file("_%s/compiled.bc" % ctx.label.name)
+    args = ctx.actions.args()
+    args.add_all(flags + _COMMON_FLAGS + ctx.attr.copts)
+    args.add(ctx.file.src)
+    args.add("-o", compiled)
+    ctx.actions.run(
+        executable = ctx.executable._clang,
+        arguments = [args],
+        inputs = [ctx.file.src] + ctx.files.hdrs,
+        outputs = [compiled],
+        mnemonic = "CcoBitcodeCompile",
+        progress_message = "Compiling CCO device library for %s" % ctx.label.name,
+    )
+
+    out = ctx.outputs.out
+    opt_args = ctx.actions.args()
+    opt_args.add("-passes=internalize,globaldce")
+    opt_args.add("-internalize-public-api-file=" + ctx.file.public_list.path)
+    opt_args.add(compiled)
+    opt_args.add("-o", out)
+    ctx.actions.run(
+        executable = ctx.executable._opt,
+        arguments = [opt_args],
+        inputs = [compiled, ctx.file.public_list],
+        outputs = [out],
+        mnemonic = "CcoBitcodeInternalize",
+        progress_message = "Internalizing %s" % out.short_path,
+    )
+    # runfiles: tests take the .bc as `data`, which Starlark rules do not provide by themselves.
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+cco_bitcode = rule(
+    implementation = _cco_bitcode_impl,
+    attrs = {
+        "src": attr.label(allow_single_file = [".cc"], mandatory = True),
+        "hdrs": attr.label_list(allow_files = [".h", ".hpp", ".inc"]),
+        "public_list": attr.label(allow_single_file = True, mandatory = True),
+        "target": attr.string(mandatory = True, values = ["amdgcn", "nvptx"]),
+        "clang_arch": attr.string(mandatory = True),
+        "nic": attr.string(mandatory = True),
+        "cov": attr.string(default = ""),
+        "copts": attr.string_list(),
+        "out": attr.output(mandatory = True),
+        "_clang": attr.label(default = "//device/toolchain:clang", executable = True, cfg = "exec",
+                             allow_single_file = True),
+        "_opt": attr.label(default = "//device/toolchain:opt", executable = True, cfg = "exec",
+                           allow_single_file = True),
+    },
+)
+
+def bitcode_file_name(variant):
+    return "libcco_device-%s.bc" % variant.name

@@ -1,0 +1,63 @@
+"""The bitcode matrix: every (arch, NIC provider, code-object version) CCO ships.
+
+Adding an arch or a NIC provider is one line here; the ABI table's target list, the
+bitcode rules, the manifest and the tests all read this file.
+"""
+
+# arch -> the arch clang-19 compiles for. LLVM 19 knows neither sm_100 nor gfx950; their
+# variants are compiled for the nearest older arch (CCO's device code uses no instruction
+# newer than sm_70 / gfx90a) and checked by code generation with llc-22 and by Triton's
+# AOT compiler linking them into kernels for the real arch.
+NVPTX_ARCHS = {
+    "sm_90": "sm_90",
+    "sm_100": "sm_90",
+}
+AMDGCN_ARCHS = {
+    "gfx942": "gfx942",
+    "gfx950": "gfx942",
+}
+
+# NIC providers (compile-time). `proxy`: the device posts descriptors, a host thread moves
+# the bytes; works on any NIC or none.
+NICS = ["proxy"]
+
+# AMD code-object versions: Triton links version 5, FlyDSL version 6.
+AMDGCN_CODE_OBJECT_VERSIONS = ["5", "6"]
+
+# Archs llc-19 cannot generate code for: the tests check them with llc-22.
+LLC22_ONLY_ARCHS = ["sm_100", "gfx950"]
+
+def cco_variants():
+    """Every variant as a struct: name, target, triple, arch, clang_arch, nic, cov ("" = none)."""
+    variants = []
+    for arch, clang_arch in NVPTX_ARCHS.items():
+        for nic in NICS:
+            variants.append(struct(
+                name = "nvptx-%s-%s" % (arch, nic),
+                target = "nvptx",
+                triple = "nvptx64-nvidia-cuda",
+                arch = arch,
+                clang_arch = clang_arch,
+                nic = nic,
+                cov = "",
+            ))
+    for arch, clang_arch in AMDGCN_ARCHS.items():
+        for nic in NICS:
+            for cov in AMDGCN_CODE_OBJECT_VERSIONS:
+                variants.append(struct(
+                    name = "amdgcn-%s-%s-cov%s" % (arch, nic, cov),
+                    target = "amdgcn",
+                    triple = "amdgcn-amd-amdhsa",
+                    arch = arch,
+                    clang_arch = clang_arch,
+                    nic = nic,
+                    cov = cov,
+                ))
+    return variants
+
+def abi_target_args():
+    """The variants as gen_abi.py --target NAME:TRIPLE:ARCH:NIC:COV arguments."""
+    return " ".join([
+        "--target %s:%s:%s:%s:%s" % (v.name, v.triple, v.arch, v.nic, v.cov)
+        for v in cco_variants()
+    ])

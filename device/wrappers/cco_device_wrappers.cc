@@ -1,0 +1,13 @@
+//===-- device/wrappers/cco_device_wrappers.cc - the exported ABI ---------===//
+//
+// Compiled once per bitcode variant. The extern "C" definitions are generated from
+// abi/functions.list (cco_device_wrappers.inc); each forwards to cco::abi. Public
+// symbols keep default visibility (amdgcn defaults to hidden) so internalize keeps them.
+//
+//===----------------------------------------------------------------------===//
+#include "device/wrappers/abi_impl.hpp"
+#include "device/wrappers/cco_device_abi.h"  // generated C prototypes: the wrappers must match
+
+#define CCO_ABI_EXPORT extern "C" __attribute__((visibility("default")))
+
+#include "device/wrappers/cco_device_wrappers.inc"

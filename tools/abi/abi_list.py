@@ -1,0 +1,151 @@
+"""Reads abi/functions.list and abi/enums.h: the single source of CCO's device ABI.
+
+Everything derived from the ABI (wrappers, C header, internalize list, JSON table) is
+produced from the model this module builds, so the derived files cannot drift apart.
+"""
+
+import dataclasses
+import itertools
+import re
+
+# ABI scalar types: the list's spelling -> C type, LLVM IR type, and the table's name
+# (the table's names are those of the guide's system, which DSL bindings already read).
+TYPES = {
+    "i32": {"c": "int32_t", "llvm": "i32", "table": "int32"},
+    "u64": {"c": "uint64_t", "llvm": "i64", "table": "uint64"},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Arg:
+    type: str
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Function:
+    symbol: str
+    family: str
+    op: str            # the symbol without "cco_" and without its axis suffixes
+    ret: str
+    pure: bool
+    impl: str          # C++ expression naming the implementation in namespace cco::abi
+    args: tuple
+    axes: tuple        # ((axis, value), ...) in the order the symbol names them
+
+
+class AbiListError(Exception):
+    pass
+
+
+def _parse_axis(tokens, where):
+    if len(tokens) < 2:
+        raise AbiListError(f"{where}: 'axis NAME VALUE=CXX ...' needs a name and values")
+    values = []
+    for tok in tokens[1:]:
+        if "=" not in tok:
+            raise AbiListError(f"{where}: axis value {tok!r} is not VALUE=CXX_ARGUMENT")
+        value, cxx = tok.split("=", 1)
+        values.append((value, cxx))
+    return tokens[0], values
+
+
+def _parse_args(tokens, where):
+    args = []
+    for tok in tokens:
+        type_name = tok.split(":", 1)
+        if len(type_name) != 2 or type_name[0] not in TYPES or not type_name[1].isidentifier():
+            raise AbiListError(f"{where}: argument {tok!r} is not TYPE:NAME with TYPE in {sorted(TYPES)}")
+        args.append(Arg(*type_name))
+    if len({a.name for a in args}) != len(args):
+        raise AbiListError(f"{where}: repeated argument name")
+    return tuple(args)
+
+
+def _expand(family, symbol_t, ret, purity, impl_t, args, axes, where):
+    used = re.findall(r"\{(\w+)\}", symbol_t)
+    for name in used:
+        if name not in axes:
+            raise AbiListError(f"{where}: unknown axis {{{name}}}")
+    op = re.sub(r"__\{\w+\}", "", symbol_t)
+    if "{" in op or not op.startswith("cco_"):
+        raise AbiListError(f"{where}: axes must be '__{{axis}}' suffixes of a 'cco_' symbol")
+    op = op[len("cco_"):]
+    for combo in itertools.product(*(axes[name] for name in used)):
+        symbol, impl = symbol_t, impl_t
+        chosen = []
+        for name, (value, cxx) in zip(used, combo):
+            symbol = symbol.replace("{%s}" % name, value)
+            impl = impl.replace("{%s}" % name, cxx)
+            chosen.append((name, value))
+        yield Function(symbol, family, op, ret, purity == "pure", impl, args, tuple(chosen))
+
+
+def parse_functions(text, path="functions.list"):
+    axes = {}
+    functions = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].split()
+        if not line:
+            continue
+        where = f"{path}:{lineno}"
+        kind, rest = line[0], line[1:]
+        if kind == "axis":
+            name, values = _parse_axis(rest, where)
+            axes[name] = values
+        elif kind == "fn":
+            if len(rest) < 5:
+                raise AbiListError(f"{where}: 'fn FAMILY SYMBOL RET PURITY IMPL [ARGS]' is incomplete")
+            family, symbol_t, ret, purity, impl_t = rest[:5]
+            if ret not in TYPES:
+                raise AbiListError(f"{where}: return type {ret!r} not in {sorted(TYPES)}")
+            if purity not in ("pure", "effect"):
+                raise AbiListError(f"{where}: purity {purity!r} is neither 'pure' nor 'effect'")
+            if purity == "effect" and ret != "i32":
+                raise AbiListError(f"{where}: a side-effect function returns i32 (0)")
+            args = _parse_args(rest[5:], where)
+            functions.extend(_expand(family, symbol_t, ret, purity, impl_t, args, axes, where))
+        else:
+            raise AbiListError(f"{where}: unknown directive {kind!r}")
+    symbols = [f.symbol for f in functions]
+    dupes = sorted({s for s in symbols if symbols.count(s) > 1})
+    if dupes:
+        raise AbiListError(f"{path}: symbols defined twice: {', '.join(dupes)}")
+    return functions, axes
+
+
+_ENUM_RE = re.compile(r"typedef\s+enum\s+(cco\w+)\s*\{([^}]*)\}\s*(cco\w+)\s*;", re.S)
+_VALUE_RE = re.compile(r"^\s*(CCO_\w+)\s*=\s*(-?\d+)\s*$")
+
+
+def parse_enums(text, path="enums.h"):
+    """Returns {TableName: {MEMBER: value}}: ccoCoopScope/CCO_COOP_THREAD -> CoopScope/THREAD."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    enums = {}
+    for tag, body, name in _ENUM_RE.findall(text):
+        if tag != name:
+            raise AbiListError(f"{path}: enum tag {tag} differs from its typedef {name}")
+        members = []
+        for item in filter(str.strip, body.split(",")):
+            m = _VALUE_RE.match(item)
+            if not m:
+                raise AbiListError(f"{path}: {name}: {item.strip()!r} is not 'CCO_NAME = N'")
+            members.append((m.group(1), int(m.group(2))))
+        prefix = _common_word_prefix([m for m, _ in members])
+        enums[name[len("cco"):]] = {m[len(prefix):]: v for m, v in members}
+    if not enums:
+        raise AbiListError(f"{path}: no enums found")
+    return enums
+
+
+def _common_word_prefix(names):
+    """Longest common prefix ending in '_' (never the whole of a member's name)."""
+    first = names[0]
+    end = 0
+    for i, ch in enumerate(first):
+        if all(len(n) > i and n[i] == ch for n in names):
+            if ch == "_":
+                end = i + 1
+        else:
+            break
+    return first[:end]
