@@ -1,7 +1,8 @@
 """cco_bitcode: one LLVM bitcode file of the device library for one variant.
 
 clang-19, freestanding (no CUDA/ROCm headers), then `opt` internalizes everything but the
-ABI's public list and drops what became dead. Freestanding nvptx emits no
+ABI's public list and drops what became dead, then tools/bitcode/stamp.py records the ABI
+version and variant in the bitcode wrapper (outside the IR). Freestanding nvptx emits no
 `nvvm-reflect-ftz` module flag, so the bitcode links into Triton's modules as it is.
 """
 
@@ -22,6 +23,8 @@ def _cco_bitcode_impl(ctx):
         # same version, hence one variant per version.
         flags += ["-Xclang", "-mcode-object-version=" + (ctx.attr.cov or "none")]
     flags += ["-I" + ctx.bin_dir.path, "-DCCO_NIC_" + ctx.attr.nic.upper() + "=1"]
+    # The wrappers refuse to compile if this differs from abi/version.h.
+    flags += ["-DCCO_BUILD_ABI_VERSION=%d" % ctx.attr.abi_version]
 
     compiled = ctx.actions.declare_file("_%s/compiled.bc" % ctx.label.name)
     args = ctx.actions.args()
@@ -37,19 +40,32 @@ def _cco_bitcode_impl(ctx):
         progress_message = "Compiling CCO device library for %s" % ctx.label.name,
     )
 
+    internalized = ctx.actions.declare_file("_%s/internalized.bc" % ctx.label.name)
     out = ctx.outputs.out
     opt_args = ctx.actions.args()
     opt_args.add("-passes=internalize,globaldce")
     opt_args.add("-internalize-public-api-file=" + ctx.file.public_list.path)
     opt_args.add(compiled)
-    opt_args.add("-o", out)
+    opt_args.add("-o", internalized)
     ctx.actions.run(
         executable = ctx.executable._opt,
         arguments = [opt_args],
         inputs = [compiled, ctx.file.public_list],
-        outputs = [out],
+        outputs = [internalized],
         mnemonic = "CcoBitcodeInternalize",
         progress_message = "Internalizing %s" % out.short_path,
+    )
+
+    # ABI version and variant go into the bitcode wrapper, outside the IR, where tools
+    # without LLVM (find_cco_bitcode) read them.
+    ctx.actions.run_shell(
+        command = "python3 %s %s %s --abi-version %d --variant %s" % (
+            ctx.file._stamp.path, internalized.path, out.path, ctx.attr.abi_version, ctx.attr.variant),
+        inputs = [internalized, ctx.file._stamp],
+        outputs = [out],
+        use_default_shell_env = True,
+        mnemonic = "CcoBitcodeStamp",
+        progress_message = "Stamping %s" % out.short_path,
     )
     # runfiles: tests take the .bc as `data`, which Starlark rules do not provide by themselves.
     return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
@@ -63,11 +79,14 @@ cco_bitcode = rule(
         "target": attr.string(mandatory = True, values = ["amdgcn", "nvptx"]),
         "clang_arch": attr.string(mandatory = True),
         "nic": attr.string(mandatory = True),
+        "variant": attr.string(mandatory = True),
+        "abi_version": attr.int(mandatory = True),
         "cov": attr.string(default = ""),
         "copts": attr.string_list(),
         "out": attr.output(mandatory = True),
         "_clang": attr.label(default = "//device/toolchain:clang", executable = True, cfg = "exec",
                              allow_single_file = True),
+        "_stamp": attr.label(default = "//tools/bitcode:stamp.py", allow_single_file = True),
         "_opt": attr.label(default = "//device/toolchain:opt", executable = True, cfg = "exec",
                            allow_single_file = True),
     },

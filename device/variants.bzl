@@ -4,6 +4,10 @@ Adding an arch or a NIC provider is one line here; the ABI table's target list, 
 bitcode rules, the manifest and the tests all read this file.
 """
 
+# Must equal CCO_ABI_VERSION in abi/version.h (the wrappers refuse to compile otherwise);
+# the bitcode records it where tools without LLVM can read it.
+ABI_VERSION = 1
+
 # arch -> the arch clang-19 compiles for. LLVM 19 knows neither sm_100 nor gfx950; their
 # variants are compiled for the nearest older arch (CCO's device code uses no instruction
 # newer than sm_70 / gfx90a) and checked by code generation with llc-22 and by Triton's

@@ -27,6 +27,7 @@ class Function:
     symbol: str
     family: str
     op: str            # the symbol without "cco_" and without its axis suffixes
+    dsl: str           # Namespace.method (or bare name) in DSL bindings
     ret: str
     pure: bool
     impl: str          # C++ expression naming the implementation in namespace cco::abi
@@ -38,16 +39,23 @@ class AbiListError(Exception):
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    name: str
+    enum: str
+    values: tuple      # ((value, cxx_argument), ...)
+
+
 def _parse_axis(tokens, where):
-    if len(tokens) < 2:
-        raise AbiListError(f"{where}: 'axis NAME VALUE=CXX ...' needs a name and values")
+    if len(tokens) < 3:
+        raise AbiListError(f"{where}: 'axis NAME ENUM VALUE=CXX ...' needs a name, an enum and values")
     values = []
-    for tok in tokens[1:]:
+    for tok in tokens[2:]:
         if "=" not in tok:
             raise AbiListError(f"{where}: axis value {tok!r} is not VALUE=CXX_ARGUMENT")
         value, cxx = tok.split("=", 1)
         values.append((value, cxx))
-    return tokens[0], values
+    return Axis(tokens[0], tokens[1], tuple(values))
 
 
 def _parse_args(tokens, where):
@@ -62,7 +70,7 @@ def _parse_args(tokens, where):
     return tuple(args)
 
 
-def _expand(family, symbol_t, ret, purity, impl_t, args, axes, where):
+def _expand(family, symbol_t, dsl, ret, purity, impl_t, args, axes, where):
     used = re.findall(r"\{(\w+)\}", symbol_t)
     for name in used:
         if name not in axes:
@@ -71,14 +79,14 @@ def _expand(family, symbol_t, ret, purity, impl_t, args, axes, where):
     if "{" in op or not op.startswith("cco_"):
         raise AbiListError(f"{where}: axes must be '__{{axis}}' suffixes of a 'cco_' symbol")
     op = op[len("cco_"):]
-    for combo in itertools.product(*(axes[name] for name in used)):
+    for combo in itertools.product(*(axes[name].values for name in used)):
         symbol, impl = symbol_t, impl_t
         chosen = []
         for name, (value, cxx) in zip(used, combo):
             symbol = symbol.replace("{%s}" % name, value)
             impl = impl.replace("{%s}" % name, cxx)
             chosen.append((name, value))
-        yield Function(symbol, family, op, ret, purity == "pure", impl, args, tuple(chosen))
+        yield Function(symbol, family, op, dsl, ret, purity == "pure", impl, args, tuple(chosen))
 
 
 def parse_functions(text, path="functions.list"):
@@ -91,20 +99,22 @@ def parse_functions(text, path="functions.list"):
         where = f"{path}:{lineno}"
         kind, rest = line[0], line[1:]
         if kind == "axis":
-            name, values = _parse_axis(rest, where)
-            axes[name] = values
+            axis = _parse_axis(rest, where)
+            axes[axis.name] = axis
         elif kind == "fn":
-            if len(rest) < 5:
-                raise AbiListError(f"{where}: 'fn FAMILY SYMBOL RET PURITY IMPL [ARGS]' is incomplete")
-            family, symbol_t, ret, purity, impl_t = rest[:5]
+            if len(rest) < 6:
+                raise AbiListError(f"{where}: 'fn FAMILY SYMBOL DSL RET PURITY IMPL [ARGS]' is incomplete")
+            family, symbol_t, dsl, ret, purity, impl_t = rest[:6]
+            if not re.fullmatch(r"([A-Z]\w*\.)?[a-z_]\w*", dsl):
+                raise AbiListError(f"{where}: DSL name {dsl!r} is not Namespace.method or method")
             if ret not in TYPES:
                 raise AbiListError(f"{where}: return type {ret!r} not in {sorted(TYPES)}")
             if purity not in ("pure", "effect"):
                 raise AbiListError(f"{where}: purity {purity!r} is neither 'pure' nor 'effect'")
             if purity == "effect" and ret != "i32":
                 raise AbiListError(f"{where}: a side-effect function returns i32 (0)")
-            args = _parse_args(rest[5:], where)
-            functions.extend(_expand(family, symbol_t, ret, purity, impl_t, args, axes, where))
+            args = _parse_args(rest[6:], where)
+            functions.extend(_expand(family, symbol_t, dsl, ret, purity, impl_t, args, axes, where))
         else:
             raise AbiListError(f"{where}: unknown directive {kind!r}")
     symbols = [f.symbol for f in functions]
@@ -116,6 +126,17 @@ def parse_functions(text, path="functions.list"):
 
 _ENUM_RE = re.compile(r"typedef\s+enum\s+(cco\w+)\s*\{([^}]*)\}\s*(cco\w+)\s*;", re.S)
 _VALUE_RE = re.compile(r"^\s*(CCO_\w+)\s*=\s*(-?\d+)\s*$")
+
+
+def check_axes(axes, enums):
+    """Every axis names an enum whose members are exactly its values."""
+    for axis in axes.values():
+        if axis.enum not in enums:
+            raise AbiListError(f"axis {axis.name}: no enum {axis.enum} in enums.h")
+        members = {m.lower() for m in enums[axis.enum]}
+        unknown = [v for v, _ in axis.values if v not in members]
+        if unknown:
+            raise AbiListError(f"axis {axis.name}: {unknown} are not members of {axis.enum}")
 
 
 def parse_enums(text, path="enums.h"):

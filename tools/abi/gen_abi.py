@@ -35,7 +35,7 @@ def table(functions, axes, enums, version, targets):
         "abi_version": version,
         "generator": "tools/abi/gen_abi.py from abi/functions.list and abi/enums.h",
         "types": {v["table"]: {"c": v["c"], "llvm": v["llvm"]} for v in abi_list.TYPES.values()},
-        "axes": {name: [v for v, _ in values] for name, values in axes.items()},
+        "axes": {a.name: {"enum": a.enum, "values": [v for v, _ in a.values]} for a in axes.values()},
         "enums": enums,
         "targets": targets,
         "functions": [
@@ -43,6 +43,7 @@ def table(functions, axes, enums, version, targets):
                 "symbol": f.symbol,
                 "family": f.family,
                 "op": f.op,
+                "dsl": f.dsl,
                 "args": [{"name": a.name, "type": abi_list.TYPES[a.type]["table"]} for a in f.args],
                 "ret": abi_list.TYPES[f.ret]["table"],
                 "pure": f.pure,
@@ -121,6 +122,7 @@ def main(argv):
             functions, axes = abi_list.parse_functions(f.read(), opts.list)
         with open(opts.enums, encoding="utf-8") as f:
             enums = abi_list.parse_enums(f.read(), opts.enums)
+        abi_list.check_axes(axes, enums)
         with open(opts.version_header, encoding="utf-8") as f:
             version = abi_version(f.read())
         targets = [parse_target(t) for t in opts.target]

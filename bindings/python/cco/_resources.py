@@ -1,0 +1,44 @@
+"""Where CCO's files are: inside an installed wheel (cco/_data/) or in a source checkout.
+
+A wheel carries libcco.so, the ABI table, the bitcode variants and their manifest under
+cco/_data/. In a checkout they are the committed abi/cco_abi_table.json and Bazel's
+outputs under bazel-bin/.
+"""
+
+import os
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+DATA_DIR = os.path.join(PACKAGE_DIR, "_data")
+# bindings/python/cco -> the repository root, when running from a checkout.
+REPO_ROOT = os.path.abspath(os.path.join(PACKAGE_DIR, "..", "..", ".."))
+
+
+def _first_existing(paths):
+    for path in paths:
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def abi_table_path():
+    return _first_existing([
+        os.path.join(DATA_DIR, "cco_abi_table.json"),
+        os.path.join(REPO_ROOT, "abi", "cco_abi_table.json"),
+    ])
+
+
+def bitcode_dirs():
+    """Folders that may hold prebuilt bitcode and its manifest, in lookup order."""
+    return [d for d in (
+        os.path.join(DATA_DIR, "bitcode"),
+        os.path.join(REPO_ROOT, "lib"),
+        os.path.join(REPO_ROOT, "bazel-bin", "device"),
+        os.path.join(REPO_ROOT, "device"),  # inside a Bazel test's runfiles
+    ) if os.path.isdir(d)]
+
+
+def host_library_path():
+    return _first_existing([
+        os.path.join(DATA_DIR, "libcco.so"),
+        os.path.join(REPO_ROOT, "bazel-bin", "host", "libcco.so"),
+    ])

@@ -1,0 +1,34 @@
+"""The committed ABI table, loaded once."""
+
+import functools
+import json
+
+from cco import _resources
+
+
+@functools.lru_cache(maxsize=None)
+def load_abi_table():
+    path = _resources.abi_table_path()
+    if path is None:
+        raise FileNotFoundError("cco: the ABI table (cco_abi_table.json) is neither in the package nor in the checkout")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+_TABLE = load_abi_table()
+ABI_VERSION = _TABLE["abi_version"]
+ENUMS = _TABLE["enums"]
+TARGETS = _TABLE["targets"]
+CCO_DEVICE_FUNCTIONS = [
+    {
+        "symbol": f["symbol"],
+        "family": f["family"],
+        "args": [a["type"] for a in f["args"]],
+        "arg_names": [a["name"] for a in f["args"]],
+        "ret": f["ret"],
+        "pure": f["pure"],
+        "axes": dict(f["axes"]),
+        "dsl": f["dsl"],
+    }
+    for f in _TABLE["functions"]
+]

@@ -1,0 +1,1 @@
+"""DSL bindings of the CCO device ABI, generated from the ABI table."""

@@ -1,0 +1,1 @@
+"""Triton bindings: `from cco.ir.triton import cco`."""

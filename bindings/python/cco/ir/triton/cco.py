@@ -1,0 +1,109 @@
+"""The CCO device API inside Triton kernels, generated from the ABI table.
+
+    from cco.ir.triton import cco
+
+    @triton.jit
+    def kernel(dc, win, ...):
+        me = cco.DevComm.lsa_rank(dc)
+        ptr = cco.Window.lsa_ptr(win, peer, 0).to(tl.pointer_type(tl.uint32), bitcast=True)
+        cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK)
+
+    kernel[grid](dc.ptr, win.handle, ..., extern_libs=cco.get_extern_libs())
+
+Every function of the table is a Triton builtin in the namespace its "dsl" field names.
+Functions that differ only by template axes (coop, thread mode, signal op, doorbell mode)
+share one name; the axis is a keyword argument that must be a compile-time constant, and
+it picks the symbol while the kernel is traced, so the kernel makes one direct call.
+"""
+
+import types
+
+from triton.language import core
+
+from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
+from cco.device.abi_table import load_abi_table
+
+LIB_NAME = "cco"
+
+_DTYPES = {"int32": core.int32, "uint64": core.uint64}
+
+# Enums as namespaces of ints: cco.CoopScope.BLOCK, cco.SignalOp.INC, ...
+for _enum, _members in ENUMS.items():
+    globals()[_enum] = types.SimpleNamespace(**_members)
+
+_AXIS_ENUMS = {name: axis["enum"] for name, axis in load_abi_table()["axes"].items()}
+
+
+def _constant(value):
+    return value.value if isinstance(value, core.constexpr) else value
+
+
+def _axis_value(axis, value, dsl):
+    """An axis argument as the table's spelling: CoopScope.BLOCK (2), "block" or "BLOCK"."""
+    value = _constant(value)
+    members = ENUMS[_AXIS_ENUMS[axis]]
+    if isinstance(value, str) and value.upper() in members:
+        return value.lower()
+    if isinstance(value, int) and not isinstance(value, bool):
+        for member, number in members.items():
+            if number == value:
+                return member.lower()
+    raise ValueError(f"cco.{dsl}: {axis}={value!r} is not a compile-time {_AXIS_ENUMS[axis]} "
+                     f"({', '.join(members)})")
+
+
+def _make_builtin(dsl, entries):
+    """One Triton builtin for every symbol that shares the DSL name `dsl`."""
+    by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
+    axis_names = sorted({a for e in entries for a in e["axes"]})
+    arg_names = entries[0]["arg_names"]
+
+    def call(*args, _semantic=None, **axes):
+        unknown = set(axes) - set(axis_names)
+        if unknown:
+            raise TypeError(f"cco.{dsl}: unknown keyword(s) {sorted(unknown)}; axes: {axis_names or 'none'}")
+        missing = [a for a in axis_names if a not in axes]
+        if missing:
+            raise TypeError(f"cco.{dsl}: needs {', '.join(f'{a}=' for a in missing)} (a compile-time constant)")
+        key = tuple(sorted((a, _axis_value(a, v, dsl)) for a, v in axes.items()))
+        entry = by_axes.get(key)
+        if entry is None:
+            have = [", ".join(f"{k}={v}" for k, v in k_) for k_ in by_axes]
+            raise ValueError(f"cco.{dsl}: no variant for {dict(key)}; available: {have}")
+        if len(args) != len(arg_names):
+            raise TypeError(f"cco.{dsl} takes {len(arg_names)} arguments ({', '.join(arg_names)}), got {len(args)}")
+        dtypes = [_DTYPES[t] for t in entry["args"]]
+        values = [_semantic.to_tensor(a).to(d, _semantic=_semantic) for a, d in zip(args, dtypes)]
+        ret = _DTYPES[entry["ret"]]
+        return core.extern_elementwise(LIB_NAME, "", values, {tuple(dtypes): (entry["symbol"], ret)},
+                                       is_pure=entry["pure"], _semantic=_semantic)
+
+    call.__name__ = dsl.rsplit(".", 1)[-1]
+    call.__qualname__ = dsl
+    call.__doc__ = f"cco.{dsl}({', '.join(arg_names)}" + "".join(f", {a}=" for a in axis_names) + ")"
+    return core.extern(call)
+
+
+def _build_namespaces():
+    groups = {}
+    for entry in CCO_DEVICE_FUNCTIONS:
+        groups.setdefault(entry["dsl"], []).append(entry)
+    namespaces = {}
+    for dsl, entries in groups.items():
+        builtin = _make_builtin(dsl, entries)
+        if "." in dsl:
+            space, name = dsl.split(".", 1)
+            namespaces.setdefault(space, {})[name] = builtin
+        else:
+            globals()[dsl] = builtin
+    for space, members in namespaces.items():
+        globals()[space] = type(space, (), {k: staticmethod(v) for k, v in members.items()})
+
+
+_build_namespaces()
+
+
+def get_extern_libs(target=None, nic=None):
+    """The extern_libs dict for a Triton launch or compile: {"cco": bitcode path}.
+    target: a triton GPUTarget (AOT) or None for the current GPU."""
+    return {LIB_NAME: find_cco_bitcode(target, nic=nic)}

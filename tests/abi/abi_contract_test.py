@@ -1,0 +1,153 @@
+"""The device ABI contract, checked on the built artifacts.
+
+- the committed ABI table equals the one generated from abi/functions.list now;
+- every bitcode variant defines exactly the table's symbols with the table's LLVM
+  signatures and default visibility, defines or references nothing else external (LLVM
+  intrinsics aside), carries no nvvm-reflect-ftz flag, and has its variant's code-object
+  version; llc generates code from it (llc-19, or llc-22 for archs LLVM 19 lacks);
+- the manifest lists every variant of the table with the file's sha256 and ABI version.
+"""
+
+import hashlib
+import json
+import os
+import re
+import struct
+import subprocess
+
+import pytest
+
+
+def opt(request, name):
+    return request.config.getoption(name)
+
+
+def load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def table(request):
+    return load_json(opt(request, "committed"))
+
+
+@pytest.fixture(scope="module")
+def manifest(request):
+    return load_json(opt(request, "manifest"))
+
+
+def test_committed_table_is_current(request, table):
+    generated = load_json(opt(request, "generated"))
+    assert table == generated, (
+        "abi/cco_abi_table.json is stale: run tools/abi/update_table.sh and commit the result")
+
+
+def test_table_describes_the_guide_abi(table):
+    by_symbol = {f["symbol"]: f for f in table["functions"]}
+    lsa = by_symbol["cco_lsa_ptr"]
+    assert [a["type"] for a in lsa["args"]] == ["uint64", "int32", "uint64"]
+    assert lsa["ret"] == "uint64" and lsa["pure"] is True
+    for name in ("rank", "world_size", "lsa_rank", "lsa_size"):
+        f = by_symbol[f"cco_devcomm_{name}"]
+        assert [a["type"] for a in f["args"]] == ["uint64"] and f["ret"] == "int32" and f["pure"]
+    fence = by_symbol["cco_system_fence"]
+    assert [a["type"] for a in fence["args"]] == ["int32"] and fence["pure"] is False
+    assert table["enums"]["CoopScope"] == {"THREAD": 0, "WARP": 1, "BLOCK": 2}
+    assert table["enums"]["SignalOp"] == {"NONE": 0, "INC": 1, "ADD": 2}
+    assert table["enums"]["ThreadMode"] == {"INDEPENDENT": 0, "AGGREGATE": 1}
+
+
+def variants(manifest):
+    return manifest["variants"]
+
+
+def pytest_generate_tests(metafunc):
+    if "variant" in metafunc.fixturenames:
+        data = load_json(metafunc.config.getoption("manifest"))
+        metafunc.parametrize("variant", data["variants"], ids=[v["name"] for v in data["variants"]])
+
+
+def bitcode_path(request, variant):
+    return os.path.join(os.path.dirname(opt(request, "manifest")), variant["file"])
+
+
+def disassemble(request, variant):
+    out = subprocess.run([opt(request, "llvm_dis"), bitcode_path(request, variant), "-o", "-"],
+                         check=True, capture_output=True, text=True)
+    return out.stdout
+
+
+_DEFINE = re.compile(r"^define\s+(?P<attrs>[^@]*?)(?P<ret>\b(?:i\d+|void|ptr))\s+@(?P<name>[\w.$]+)\((?P<args>[^)]*)\)", re.M)
+_DECLARE = re.compile(r"^declare\s+[^@]*@(?P<name>[\w.$]+)\(", re.M)
+_GLOBAL = re.compile(r"^@(?P<name>[\w.$]+)\s*=\s*(?P<linkage>[\w ]*?)(?:global|constant)", re.M)
+
+
+def test_manifest_matches_table_targets(table, manifest):
+    assert manifest["abi_version"] == table["abi_version"]
+    assert [v["name"] for v in manifest["variants"]] == [t["name"] for t in table["targets"]]
+    for v, t in zip(manifest["variants"], table["targets"]):
+        assert (v["triple"], v["arch"], v["nic"], v["code_object_version"]) == (
+            t["triple"], t["arch"], t["nic"], t["code_object_version"])
+        assert v["abi_version"] == table["abi_version"]
+        assert v["file"] == f"libcco_device-{v['name']}.bc"
+
+
+def test_bitcode_exports_exactly_the_table(request, table, variant):
+    ir = disassemble(request, variant)
+    public = {}
+    for m in _DEFINE.finditer(ir):
+        attrs = m.group("attrs").split()
+        if "internal" in attrs or "private" in attrs:
+            continue
+        assert "hidden" not in attrs, f"{m.group('name')} is hidden: consumers cannot link it"
+        arg_types = [a.strip().split()[0] for a in m.group("args").split(",") if a.strip()]
+        public[m.group("name")] = (m.group("ret"), arg_types)
+    expected = {f["symbol"]: (f["llvm"]["ret"], f["llvm"]["args"]) for f in table["functions"]}
+    assert public == expected
+
+    undefined = [m.group("name") for m in _DECLARE.finditer(ir) if not m.group("name").startswith("llvm.")]
+    assert undefined == [], f"undefined external references: {undefined}"
+    external_globals = [m.group("name") for m in _GLOBAL.finditer(ir)
+                        if not re.search(r"\b(internal|private)\b", m.group("linkage"))]
+    assert external_globals == [], f"external globals: {external_globals}"
+
+
+def test_bitcode_module_flags(request, variant):
+    ir = disassemble(request, variant)
+    assert "nvvm-reflect-ftz" not in ir
+    assert f'target triple = "{variant["triple"]}"' in ir
+    cov = re.search(r'!"amdhsa_code_object_version", i32 (\d+)', ir)
+    if variant["code_object_version"] is None:
+        assert cov is None
+    else:
+        assert cov and int(cov.group(1)) == variant["code_object_version"] * 100
+
+
+def test_bitcode_sha256_and_stamp(request, variant, table):
+    with open(bitcode_path(request, variant), "rb") as f:
+        data = f.read()
+    assert hashlib.sha256(data).hexdigest() == variant["sha256"]
+    assert variant["abi_version"] == table["abi_version"]
+    # The wrapper (magic, version, offset, size, cputype) and the stamp before the IR.
+    magic, _, offset, size, _ = struct.unpack("<5I", data[:20])
+    assert magic == 0x0B17C0DE and data[offset:offset + 4] == b"BC\xc0\xde" and offset + size == len(data)
+    stamp = data[20:offset].rstrip(b"\0").split(b"\0")
+    assert stamp == [f"CCO_BUILD_ABI_VERSION={table['abi_version']}".encode(),
+                     f"CCO_BITCODE_VARIANT={variant['name']}".encode()]
+
+
+def test_llc_generates_code(request, variant, tmp_path):
+    """llc-19 for the arch the bitcode was compiled for; llc-22 also for the named arch
+    where LLVM 19 does not know it (sm_100, gfx950)."""
+    runs = [(opt(request, "llc"), variant["compiled_for"])]
+    if variant["arch"] in opt(request, "llc22_archs").split(","):
+        runs.append((opt(request, "llc22"), variant["arch"]))
+    for llc, cpu in runs:
+        out = tmp_path / f"{cpu}.s"
+        result = subprocess.run([llc, f"-mcpu={cpu}", bitcode_path(request, variant), "-o", str(out)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, f"{llc} -mcpu={cpu}: {result.stderr}"
+        asm = out.read_text()
+        for sym in ("cco_lsa_ptr", "cco_system_fence", "cco_devcomm_lsa_rank"):
+            assert re.search(rf"^\s*(\.visible\s+\.func.*\b{sym}\(|{sym}:)", asm, re.M), f"{sym} not in {cpu} code"

@@ -1,0 +1,4 @@
+def pytest_addoption(parser):
+    for name in ("committed", "generated", "manifest", "llvm-dis", "llc", "llc22", "llc22-archs", "host-table"):
+        parser.addoption("--" + name)
+    parser.addoption("--ir", action="append", default=[])

@@ -1,0 +1,26 @@
+// Every field of every struct that crosses the kernel boundary, for the cross-target
+// layout comparison (tests/abi/layout_test.py). A field added to abi/ without a line here
+// makes the size check below fail, because the listed sizes no longer add up.
+#ifndef CCO_TESTS_ABI_LAYOUT_FIELDS_H_
+#define CCO_TESTS_ABI_LAYOUT_FIELDS_H_
+
+#define CCO_LAYOUT_FIELDS(X)                                        \
+  X(ccoTeam, nRanks) X(ccoTeam, rank) X(ccoTeam, stride) X(ccoTeam, worldBase) \
+  X(ccoWindowDevice, magic) X(ccoWindowDevice, abiVersion) X(ccoWindowDevice, flatBase) \
+  X(ccoWindowDevice, stride) X(ccoWindowDevice, offset) X(ccoWindowDevice, size) \
+  X(ccoWindowDevice, lsaRank) X(ccoWindowDevice, lsaSize) X(ccoWindowDevice, rank) \
+  X(ccoWindowDevice, lsaWorldBase) X(ccoWindowDevice, reserved) \
+  X(ccoDevComm, magic) X(ccoDevComm, abiVersion) X(ccoDevComm, size) X(ccoDevComm, flags) \
+  X(ccoDevComm, ptr) X(ccoDevComm, rank) X(ccoDevComm, worldSize) X(ccoDevComm, lsaRank) \
+  X(ccoDevComm, lsaSize) X(ccoDevComm, node) X(ccoDevComm, nNodes) X(ccoDevComm, teamWorld) \
+  X(ccoDevComm, teamLsa) X(ccoDevComm, teamRail) X(ccoDevComm, lsaFlatBase) X(ccoDevComm, lsaStride) \
+  X(ccoDevComm, resourceWindow) X(ccoDevComm, resourceOffset) X(ccoDevComm, resourceSize) \
+  X(ccoDevComm, abortFlag) X(ccoDevComm, lsaBarrierCount) X(ccoDevComm, lsaBarrierEpochOffset) \
+  X(ccoDevComm, lsaBarrierInboxOffset) X(ccoDevComm, reserved0) X(ccoDevComm, gdaConnectionType) \
+  X(ccoDevComm, gdaContextCount) X(ccoDevComm, gdaSignalCount) X(ccoDevComm, gdaCounterCount) \
+  X(ccoDevComm, gdaSignalOffset) X(ccoDevComm, gdaShadowOffset) X(ccoDevComm, gdaCounterOffset) \
+  X(ccoDevComm, sdmaQueueCount) X(ccoDevComm, reserved)
+
+#define CCO_LAYOUT_STRUCTS(X) X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm)
+
+#endif  // CCO_TESTS_ABI_LAYOUT_FIELDS_H_

@@ -1,0 +1,29 @@
+"""Triton kernels that call the CCO device API, shared by the AOT tests (CPU) and the
+GPU tests. `every_function` calls every function of the ABI table once."""
+
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+
+@triton.jit
+def every_function(dc, win, out, peer: tl.constexpr):
+    """out[0..7]: abi version, rank, world size, lsa rank, lsa size, and three values
+    written through peer pointers; out[8] = 1 after the system fence."""
+    tl.store(out + 0, cco.abi_version())
+    tl.store(out + 1, cco.DevComm.rank(dc))
+    tl.store(out + 2, cco.DevComm.world_size(dc))
+    tl.store(out + 3, cco.DevComm.lsa_rank(dc))
+    tl.store(out + 4, cco.DevComm.lsa_size(dc))
+    me = cco.DevComm.lsa_rank(dc)
+    mine = cco.Window.lsa_ptr(win, me, 0).to(tl.pointer_type(tl.uint32), bitcast=True)
+    theirs = cco.Window.lsa_ptr(win, peer, 64).to(tl.pointer_type(tl.uint32), bitcast=True)
+    tl.store(mine, 0xC0FFEE)
+    tl.store(theirs, 0xBEEF00 + me)
+    nowhere = cco.Window.lsa_ptr(win, -1, 0)  # not an LSA rank: 0
+    tl.store(out + 5, tl.load(mine))
+    tl.store(out + 6, tl.load(theirs))
+    tl.store(out + 7, nowhere.to(tl.int32))
+    cco.system_fence(1)
+    tl.store(out + 8, 1)

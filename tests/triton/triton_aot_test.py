@@ -1,0 +1,70 @@
+"""Triton (PyPI, no GPU) compiles kernels calling the CCO device API for every target we
+ship, linking that target's bitcode variant; the bitcode is fully inlined (no call left)
+and its memory-model instructions appear in the kernel's code."""
+
+import re
+
+import pytest
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from cco.device import CCO_DEVICE_FUNCTIONS
+from cco.ir.triton import cco
+
+import kernels
+
+TARGETS = {
+    "cuda-sm_90": GPUTarget("cuda", 90, 32),
+    "cuda-sm_100": GPUTarget("cuda", 100, 32),
+    "hip-gfx942": GPUTarget("hip", "gfx942", 64),
+    "hip-gfx950": GPUTarget("hip", "gfx950", 64),
+}
+
+# A system-scope fence as each target spells it.
+SYSTEM_FENCE = {"cuda": r"fence\.acq_rel\.sys", "hip": r"buffer_wbl2 sc0 sc1"}
+CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
+
+
+def compile_for(kernel, signature, constexprs, target):
+    src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
+    return triton.compile(src, target=target, options={"extern_libs": tuple(cco.get_extern_libs(target).items())})
+
+
+@pytest.fixture(scope="module", params=sorted(TARGETS))
+def compiled(request):
+    target = TARGETS[request.param]
+    c = compile_for(kernels.every_function, {"dc": "u64", "win": "u64", "out": "*i32", "peer": "constexpr"},
+                    {"peer": 1}, target)
+    return target, c
+
+
+def test_links_the_targets_variant(compiled):
+    target, _ = compiled
+    path = cco.get_extern_libs(target)["cco"]
+    arch = f"sm_{target.arch}" if target.backend == "cuda" else target.arch
+    assert f"-{arch}-" in path
+    if target.backend == "hip":
+        assert path.endswith("-cov5.bc")  # Triton's AMD backend links code-object v5
+
+
+def test_every_exported_function_is_called(compiled):
+    _, c = compiled
+    called = set(re.findall(r'symbol = "(cco_\w+)"', c.asm["ttir"]))
+    assert called == {f["symbol"] for f in CCO_DEVICE_FUNCTIONS}
+
+
+def test_fully_inlined(compiled):
+    target, c = compiled
+    asm = c.asm["ptx"] if target.backend == "cuda" else c.asm["amdgcn"]
+    calls = re.findall(CALL[target.backend], asm, re.M)
+    assert calls == [], "the bitcode was not inlined"
+    comment = "//" if target.backend == "cuda" else ";"
+    code = "\n".join(line.split(comment, 1)[0] for line in asm.splitlines())
+    assert "cco_" not in code, "a cco_ function survives in the kernel's code"
+    assert re.search(SYSTEM_FENCE[target.backend], asm), "the system fence is missing"
+
+
+def test_binary_produced(compiled):
+    target, c = compiled
+    assert c.asm["cubin" if target.backend == "cuda" else "hsaco"]
