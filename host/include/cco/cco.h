@@ -1,0 +1,131 @@
+/* CCO host API: communicators, symmetric memory, windows and the device communicator.
+ *
+ * Plain C with a stable ABI. Every call returns a ccoResult_t; on failure,
+ * ccoGetLastError() tells, for the calling thread, what was wrong (which argument, which
+ * rank, which size). The library never exits or aborts the process, and every blocking
+ * call is bounded by CCO_TIMEOUT_MS.
+ *
+ * Collective calls (every rank of the communicator calls them, in the same order, with
+ * matching arguments): ccoCommCreate, ccoCommDestroy, ccoWindowRegister,
+ * ccoWindowAllocRegister, ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy,
+ * ccoBarrierAll. Ranks that disagree fail together, with a message naming the mismatch.
+ * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort.
+ *
+ * Symmetric memory: ccoMemAlloc places an allocation at the same offset of every rank's
+ * slice of the communicator's flat virtual range when ranks allocate in the same order;
+ * ccoWindowRegister maps each LSA peer's copy, so peer pointer = base + peer*stride + offset.
+ */
+#ifndef CCO_CCO_H_
+#define CCO_CCO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/cco_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CCO_VERSION_MAJOR 0
+#define CCO_VERSION_MINOR 1
+#define CCO_VERSION_PATCH 0
+
+typedef enum ccoResult_t {
+  ccoSuccess = 0,
+  ccoInvalidArgument = 1, /* a bad pointer, size, rank or handle from the caller */
+  ccoInvalidUsage = 2,    /* a call that is not allowed now (use after destroy, free of a registered window) */
+  ccoSystemError = 3,     /* the OS refused (sockets, mmap, file descriptors) */
+  ccoPlatformError = 4,   /* the GPU driver refused */
+  ccoRemoteError = 5,     /* another rank failed, exited, or disagreed on a collective call */
+  ccoTimeout = 6,         /* a bounded wait expired (CCO_TIMEOUT_MS) */
+  ccoOutOfMemory = 7,     /* the symmetric heap or the device is full */
+  ccoAborted = 8,         /* ccoCommAbort was called on this communicator */
+  ccoUnsupported = 9,     /* not available on this platform / build */
+  ccoInternalError = 10
+} ccoResult_t;
+
+typedef enum ccoPlatform_t {
+  ccoPlatformCpu = 0,  /* host memory stands in for device memory (memfd) */
+  ccoPlatformCuda = 1, /* NVIDIA, through libcuda.so.1 (driver VMM) */
+  ccoPlatformHip = 2   /* AMD, through libamdhip64.so */
+} ccoPlatform_t;
+
+#define CCO_UNIQUE_ID_BYTES 128
+typedef struct ccoUniqueId {
+  char internal[CCO_UNIQUE_ID_BYTES];
+} ccoUniqueId;
+
+typedef struct ccoComm ccoComm;
+
+/* What ccoDevCommCreate provides. Always start from CCO_DEV_COMM_REQUIREMENTS_INITIALIZER:
+ * the header (size, magic, version) lets the library reject an uninitialised struct. */
+typedef struct ccoDevCommRequirements {
+  size_t size;       /* sizeof(ccoDevCommRequirements) */
+  uint32_t magic;    /* CCO_DEV_COMM_REQUIREMENTS_MAGIC */
+  uint32_t version;  /* CCO_ABI_VERSION */
+  int gdaConnectionType; /* ccoGdaConnectionType: which peers get GDA connections */
+  int gdaContextCount;   /* GDA contexts (queue sets) */
+  int gdaSignalCount;    /* GDA signal slots (completion signalling) */
+  int gdaCounterCount;   /* GDA counter slots (local completion) */
+  int lsaBarrierCount;   /* intra-node (LSA) barriers */
+  int sdmaQueueCount;    /* SDMA queues (0 = default) */
+} ccoDevCommRequirements;
+
+#define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                             \
+  {                                                                                       \
+    sizeof(ccoDevCommRequirements), CCO_DEV_COMM_REQUIREMENTS_MAGIC, CCO_ABI_VERSION,     \
+        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0                                     \
+  }
+
+/* --- errors and versions --------------------------------------------------------------- */
+const char* ccoGetErrorString(ccoResult_t result);
+/* What the calling thread's last failed call reported ("" if none). */
+const char* ccoGetLastError(void);
+int ccoGetAbiVersion(void);
+ccoResult_t ccoGetVersion(int* major, int* minor, int* patch);
+
+/* --- communicators --------------------------------------------------------------------- */
+/* Mints a fresh id on the process that will host the rendezvous; hand the same id to
+ * every rank (MPI, torch.distributed, a file). One id serves one ccoCommCreate. */
+ccoResult_t ccoGetUniqueId(ccoUniqueId* id);
+/* perRankVmmSize: virtual space of each rank's slice (rounded up to the granularity);
+ * 0 picks the platform default (the device's memory size, 1 GiB on the cpu platform). */
+ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize, ccoComm** comm);
+ccoResult_t ccoCommDestroy(ccoComm* comm);
+/* Makes every blocking call on comm, host or device, return ccoAborted / an aborted
+ * status; the communicator can then only be destroyed. Callable from any thread. */
+ccoResult_t ccoCommAbort(ccoComm* comm);
+
+ccoResult_t ccoCommRank(const ccoComm* comm, int* rank);
+ccoResult_t ccoCommSize(const ccoComm* comm, int* nRanks);
+ccoResult_t ccoCommLsaRank(const ccoComm* comm, int* lsaRank);
+ccoResult_t ccoCommLsaSize(const ccoComm* comm, int* lsaSize);
+ccoResult_t ccoCommNode(const ccoComm* comm, int* node, int* nNodes);
+ccoResult_t ccoCommPlatform(const ccoComm* comm, ccoPlatform_t* platform);
+ccoResult_t ccoCommDevice(const ccoComm* comm, int* device);
+
+/* --- symmetric memory and windows ------------------------------------------------------ */
+ccoResult_t ccoMemAlloc(ccoComm* comm, size_t size, void** ptr);
+ccoResult_t ccoMemFree(ccoComm* comm, void* ptr);
+/* ptr..ptr+size must lie in one ccoMemAlloc allocation of comm. */
+ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win);
+/* The size-only form: allocate and register in one call (ccoWindowDeregister frees it). */
+ccoResult_t ccoWindowAllocRegister(ccoComm* comm, size_t size, void** ptr, ccoWindow_t* win);
+ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win);
+/* Host-usable address of byte `offset` of LSA rank lsaPeer's copy of the window. */
+ccoResult_t ccoGetPeerPtr(ccoComm* comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);
+
+/* --- device communicator --------------------------------------------------------------- */
+/* Fills devComm (pass it by value to C++ kernels, or devComm->ptr to DSL kernels). */
+ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
+ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm);
+
+/* --- host synchronisation -------------------------------------------------------------- */
+ccoResult_t ccoBarrierAll(ccoComm* comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CCO_CCO_H_ */

@@ -1,0 +1,176 @@
+// Creation, agreement, abort and destruction of a communicator.
+#include <stdio.h>
+#include <string.h>
+
+#include <algorithm>
+#include <unistd.h>
+
+#include "bootstrap/wire.h"
+#include "comm/communicator.h"
+#include "common/env.h"
+#include "topology/cpu_affinity.h"
+
+namespace cco {
+namespace {
+
+RankInfo LocalRankInfo(const ccoComm& c, size_t perRankVmmSize, const DeviceInfo& dev) {
+  RankInfo info;
+  memset(&info, 0, sizeof(info));
+  info.hostHash = HostHash();
+  info.perRankVmmSize = perRankVmmSize;
+  info.granularity = dev.granularity;
+  info.totalMemory = dev.totalMemory;
+  info.pid = getpid();
+  info.platform = c.platform->kind();
+  info.device = c.device;
+  strncpy(info.busId, dev.pciBusId.c_str(), sizeof(info.busId) - 1);
+  return info;
+}
+
+// Pins the calling thread near its GPU before any thread is started (GPU platforms only).
+Status BindCpus(ccoComm& c) {
+  if (c.platform->kind() == ccoPlatformCpu) return Status::Ok();
+  int count = 0;
+  CCO_RETURN_IF_ERROR(c.platform->DeviceCount(&count));
+  std::vector<std::string> buses;
+  std::string mine;
+  for (int d = 0; d < count; ++d) {
+    DeviceInfo info;
+    CCO_RETURN_IF_ERROR(c.platform->GetDeviceInfo(d, &info));
+    buses.push_back(info.pciBusId);
+    if (d == c.device) mine = info.pciBusId;
+  }
+  std::string description;
+  Status s = ApplyCpuAffinity(mine, buses, &description);
+  // Placement is an optimisation: a sysfs the kernel filled oddly must not stop the job.
+  if (!s.ok()) fprintf(stderr, "cco: warning: CPU affinity left unchanged: %s\n", s.message().c_str());
+  return Status::Ok();
+}
+
+// Checks that every rank asked for the same slice size, then resolves it.
+Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t* granularity) {
+  size_t g = 0;
+  for (size_t r = 0; r < infos.size(); ++r) {
+    if (infos[r].perRankVmmSize != infos[0].perRankVmmSize)
+      return InvalidUsage(Fmt("ccoCommCreate: rank ", r, " asked for perRankVmmSize=", infos[r].perRankVmmSize,
+                              " but rank 0 for ", infos[0].perRankVmmSize));
+    g = std::max<size_t>(g, infos[r].granularity);
+  }
+  size_t want = infos[0].perRankVmmSize;
+  if (want == 0) {  // the default: the smallest device memory among the ranks
+    want = infos[0].totalMemory;
+    for (const auto& i : infos) want = std::min<size_t>(want, i.totalMemory);
+  }
+  *granularity = g;
+  *stride = (want + g - 1) / g * g;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Agree(ccoComm& c, const std::string& op, const Status& local) {
+  std::vector<std::string> all;
+  const std::string mine = WireWriter().Put(static_cast<int32_t>(local.code())).PutString(local.message()).bytes();
+  CCO_RETURN_IF_ERROR(c.bootstrap->Exchange(op, mine, &all));
+  for (size_t r = 0; r < all.size(); ++r) {
+    WireReader reader(all[r]);
+    int32_t code = 0;
+    std::string message;
+    if (!reader.Get(&code).ok() || !reader.GetString(&message).ok())
+      return RemoteError(Fmt(op, ": rank ", r, " sent a malformed status"));
+    if (code != ccoSuccess) {
+      if (static_cast<int>(r) == c.topo.rank) return local;
+      return Status(code == ccoInvalidArgument ? ccoRemoteError : static_cast<ccoResult_t>(code),
+                    Fmt(op, " failed on rank ", r, ": ", message));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
+                  std::shared_ptr<ccoComm>* out) {
+  if (nRanks < 1) return InvalidArgument(Fmt("nRanks=", nRanks, " (must be >= 1)"));
+  if (rank < 0 || rank >= nRanks) return InvalidArgument(Fmt("rank=", rank, " is not in [0, nRanks=", nRanks, ")"));
+  UniqueIdContents uid;
+  CCO_RETURN_IF_ERROR(DecodeUniqueId(id, &uid));
+
+  auto c = std::make_shared<ccoComm>();
+  c->nonce = uid.nonce;
+  c->timeoutMs = env::TimeoutMs();
+  CCO_RETURN_IF_ERROR(GetPlatform(&c->platform));
+  CCO_RETURN_IF_ERROR(c->platform->CurrentDevice(&c->device));
+  DeviceInfo dev;
+  CCO_RETURN_IF_ERROR(c->platform->GetDeviceInfo(c->device, &dev));
+  CCO_RETURN_IF_ERROR(BindCpus(*c));
+
+  CCO_RETURN_IF_ERROR(FdMesh::Listen(uid.nonce, rank, &c->mesh));
+  CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
+
+  std::vector<RankInfo> infos(nRanks);
+  RankInfo mine = LocalRankInfo(*c, perRankVmmSize, dev);
+  CCO_RETURN_IF_ERROR(c->bootstrap->AllGather("ccoCommCreate", &mine, sizeof(mine), infos.data()));
+  // Every rank sees the same infos, so every rank reaches the same verdict here.
+  CCO_RETURN_IF_ERROR(ComputeTopology(infos, rank, static_cast<int>(env::Int("CCO_TEST_NODES_PER_HOST", 1)), &c->topo));
+  CCO_RETURN_IF_ERROR(ResolveStride(infos, &c->stride, &c->granularity));
+
+  // Local resources; then all ranks agree before the host's ranks connect to each other.
+  Status local = [&] {
+    c->reserved = c->stride * static_cast<size_t>(c->topo.lsaSize);
+    if (c->reserved / c->topo.lsaSize != c->stride) return InvalidArgument("perRankVmmSize x LSA size overflows");
+    CCO_RETURN_IF_ERROR(c->platform->Reserve(c->reserved, c->granularity, &c->flatBase)
+                            .Prefixed(Fmt("reserving ", c->topo.lsaSize, " x ", c->stride, " bytes of address space")));
+    c->slots = SlotAllocator(c->stride, c->granularity);
+    c->descriptors.reset(new DescriptorPool(c->platform, c->device));
+    void* host = nullptr;
+    CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
+    c->abortHost = static_cast<uint32_t*>(host);
+    return Status::Ok();
+  }();
+  Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
+  if (agreed.ok()) {
+    std::vector<int> team(c->topo.lsaSize);
+    for (int i = 0; i < c->topo.lsaSize; ++i) team[i] = c->topo.lsaWorldBase + i;
+    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(team, c->topo.lsaRank, c->timeoutMs));
+  }
+  if (!agreed.ok()) {
+    DestroyComm(*c);
+    return agreed;
+  }
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+void AbortComm(ccoComm& c) {
+  c.aborted = true;
+  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, 1u, __ATOMIC_RELEASE);
+  if (c.bootstrap) c.bootstrap->Abort();
+  if (c.mesh) c.mesh->Abort();
+}
+
+void DestroyComm(ccoComm& c) {
+  // Local teardown, in reverse: descriptors, peers' mappings, own memory, the range.
+  c.devComms.clear();
+  c.windows.clear();
+  c.descriptors.reset();
+  for (auto& entry : c.allocations) {
+    Allocation& a = entry.second;
+    if (a.peersMapped) {
+      for (int p = 0; p < static_cast<int>(a.peers.size()); ++p) {
+        if (p == c.topo.lsaRank) continue;
+        c.platform->Unmap(c.SliceBase(p) + a.offset, a.size);
+        c.platform->Destroy(a.peers[p]);
+      }
+    }
+    c.platform->Unmap(c.MySlice() + a.offset, a.size);
+    c.platform->Destroy(a.handle);
+  }
+  c.allocations.clear();
+  if (c.flatBase != 0) c.platform->Release(c.flatBase, c.reserved);
+  c.flatBase = 0;
+  if (c.abortHost != nullptr) c.platform->HostMappedFree(c.abortHost);
+  c.abortHost = nullptr;
+  c.mesh.reset();
+  c.bootstrap.reset();
+}
+
+}  // namespace cco

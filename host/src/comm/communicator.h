@@ -1,0 +1,107 @@
+// ccoComm: one communicator's state, and the operations the C API runs on it.
+//
+// Locking: `mu` serialises the calls on one communicator (different communicators run
+// in parallel). ccoCommAbort takes no lock: it must reach a call that blocks holding it.
+#ifndef CCO_HOST_COMM_COMMUNICATOR_H_
+#define CCO_HOST_COMM_COMMUNICATOR_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/fd_mesh.h"
+#include "memory/descriptor_pool.h"
+#include "memory/slot_allocator.h"
+#include "platform/platform.h"
+#include "topology/topology.h"
+
+namespace cco {
+
+// One ccoMemAlloc allocation: a slot of this rank's slice, backed by its own physical
+// memory; once a window covers it, each LSA peer's copy is mapped in the peer's slice.
+struct Allocation {
+  size_t offset = 0;
+  size_t size = 0;
+  MemHandle handle = 0;
+  int windows = 0;                 // live windows over it
+  bool peersMapped = false;
+  std::vector<MemHandle> peers;    // imported handles by LSA rank (own slot unused)
+};
+
+struct WindowRecord {
+  ccoWindow_t handle = 0;
+  size_t offset = 0;               // window start inside the slice
+  size_t size = 0;
+  size_t allocOffset = 0;          // the allocation it lies in
+  bool ownsAllocation = false;     // made by ccoWindowAllocRegister: deregistration frees it
+};
+
+struct DevCommRecord {
+  ccoWindow_t resourceWindow = 0;
+};
+
+}  // namespace cco
+
+struct ccoComm {
+  std::mutex mu;
+  cco::Platform* platform = nullptr;
+  int device = 0;
+  int64_t timeoutMs = 0;
+  cco::Nonce nonce{};
+  cco::Topology topo;
+  std::unique_ptr<cco::Bootstrap> bootstrap;
+  std::unique_ptr<cco::FdMesh> mesh;
+
+  // The flat virtual range: LSA rank p's slice starts at flatBase + p * stride.
+  uint64_t flatBase = 0;
+  size_t stride = 0;
+  size_t reserved = 0;
+  size_t granularity = 0;
+  cco::SlotAllocator slots;
+  std::map<size_t, cco::Allocation> allocations;   // by offset
+  std::map<ccoWindow_t, cco::WindowRecord> windows;
+  std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
+  std::unique_ptr<cco::DescriptorPool> descriptors;
+  uint64_t fdTag = 0;
+
+  // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.
+  uint32_t* abortHost = nullptr;
+  uint64_t abortDevice = 0;
+  std::atomic<bool> aborted{false};
+
+  uint64_t SliceBase(int lsaRank) const { return flatBase + static_cast<uint64_t>(lsaRank) * stride; }
+  uint64_t MySlice() const { return SliceBase(topo.lsaRank); }
+};
+
+namespace cco {
+
+Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
+                  std::shared_ptr<ccoComm>* out);
+// Local: frees every mapping, handle, descriptor and socket of this rank.
+void DestroyComm(ccoComm& comm);
+void AbortComm(ccoComm& comm);
+
+Status AllocMem(ccoComm& comm, size_t size, void** ptr);
+Status FreeMem(ccoComm& comm, void* ptr);
+
+Status RegisterWindow(ccoComm& comm, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win);
+Status DeregisterWindow(ccoComm& comm, ccoWindow_t win);
+Status PeerPointer(ccoComm& comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);
+
+Status CreateDevComm(ccoComm& comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
+Status DestroyDevComm(ccoComm& comm, ccoDevComm* devComm);
+
+// Every rank reports how its part of the collective call `op` went; all fail if one did,
+// with that rank's message. Keeps ranks from drifting apart after a local failure.
+Status Agree(ccoComm& comm, const std::string& op, const Status& local);
+
+}  // namespace cco
+
+#endif  // CCO_HOST_COMM_COMMUNICATOR_H_

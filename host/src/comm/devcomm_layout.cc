@@ -1,0 +1,56 @@
+#include "comm/devcomm_layout.h"
+
+namespace cco {
+namespace {
+
+// Each region starts on its own 256-byte boundary (no false sharing between regions).
+constexpr size_t kAlign = 256;
+size_t Up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Generous bounds that still keep a resource window small and offsets within uint32.
+constexpr int kMaxCount = 1 << 20;
+
+}  // namespace
+
+Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
+  if (reqs == nullptr) return InvalidArgument("reqs is NULL");
+  if (reqs->magic != CCO_DEV_COMM_REQUIREMENTS_MAGIC)
+    return InvalidArgument("reqs has a wrong magic: initialise it with CCO_DEV_COMM_REQUIREMENTS_INITIALIZER");
+  if (reqs->size < sizeof(ccoDevCommRequirements))
+    return InvalidArgument(Fmt("reqs->size=", reqs->size, " is smaller than this library's ccoDevCommRequirements (",
+                               sizeof(ccoDevCommRequirements), ")"));
+  if (reqs->version != CCO_ABI_VERSION)
+    return InvalidArgument(Fmt("reqs->version=", reqs->version, " but this library speaks ABI version ", CCO_ABI_VERSION));
+  const struct {
+    const char* name;
+    int value;
+  } counts[] = {{"gdaContextCount", reqs->gdaContextCount}, {"gdaSignalCount", reqs->gdaSignalCount},
+                {"gdaCounterCount", reqs->gdaCounterCount}, {"lsaBarrierCount", reqs->lsaBarrierCount},
+                {"sdmaQueueCount", reqs->sdmaQueueCount}};
+  for (const auto& c : counts)
+    if (c.value < 0 || c.value > kMaxCount) return InvalidArgument(Fmt("reqs->", c.name, "=", c.value, " is not in [0, ", kMaxCount, "]"));
+  if (reqs->gdaConnectionType < CCO_GDA_CONNECTION_NONE || reqs->gdaConnectionType > CCO_GDA_CONNECTION_RAIL)
+    return InvalidArgument(Fmt("reqs->gdaConnectionType=", reqs->gdaConnectionType, " is not a ccoGdaConnectionType"));
+  return Status::Ok();
+}
+
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize) {
+  ResourceLayout l;
+  size_t at = 0;
+  l.devComm = at;
+  at = Up(at + sizeof(ccoDevComm));
+  l.barrierEpochs = at;
+  at = Up(at + sizeof(uint32_t) * reqs.lsaBarrierCount);
+  l.barrierInboxes = at;
+  at = Up(at + sizeof(uint32_t) * static_cast<size_t>(reqs.lsaBarrierCount) * lsaSize);
+  l.signals = at;
+  at = Up(at + sizeof(uint64_t) * reqs.gdaSignalCount);
+  l.shadows = at;
+  at = Up(at + sizeof(uint64_t) * reqs.gdaSignalCount);
+  l.counters = at;
+  at = Up(at + sizeof(uint64_t) * reqs.gdaCounterCount);
+  l.bytes = at;
+  return l;
+}
+
+}  // namespace cco

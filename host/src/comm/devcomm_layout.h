@@ -1,0 +1,30 @@
+// Where a device communicator's resources sit inside its resource window. Every rank
+// computes the same layout from the same requirements, so a peer's inbox is at the same
+// offset in every rank's copy.
+#ifndef CCO_HOST_COMM_DEVCOMM_LAYOUT_H_
+#define CCO_HOST_COMM_DEVCOMM_LAYOUT_H_
+
+#include <stddef.h>
+
+#include "cco/cco.h"
+#include "common/status.h"
+
+namespace cco {
+
+struct ResourceLayout {
+  size_t devComm = 0;        // the device copy of ccoDevComm
+  size_t barrierEpochs = 0;  // lsaBarrierCount uint32
+  size_t barrierInboxes = 0; // lsaBarrierCount * lsaSize uint32
+  size_t signals = 0;        // gdaSignalCount uint64
+  size_t shadows = 0;        // gdaSignalCount uint64
+  size_t counters = 0;       // gdaCounterCount uint64
+  size_t bytes = 0;          // everything, before rounding to the granularity
+};
+
+// Checks the requirements' header and counts, then lays the resources out.
+Status ValidateRequirements(const ccoDevCommRequirements* reqs);
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize);
+
+}  // namespace cco
+
+#endif  // CCO_HOST_COMM_DEVCOMM_LAYOUT_H_

@@ -1,0 +1,68 @@
+#include "common/env.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+namespace cco {
+namespace env {
+namespace {
+
+// CCO name -> the guide's alias.
+const char* AliasOf(const char* name) {
+  static const struct {
+    const char* cco;
+    const char* mori;
+  } kAliases[] = {
+      {"CCO_SOCKET_IFNAME", "MORI_SOCKET_IFNAME"},
+      {"CCO_IGNORE_CPU_AFFINITY", "MORI_IGNORE_CPU_AFFINITY"},
+      {"CCO_CPU_AFFINITY_NO_SPLIT", "MORI_CPU_AFFINITY_NO_SPLIT"},
+      {"CCO_RDMA_DEVICES", "MORI_RDMA_DEVICES"},
+      {"CCO_RDMA_TC", "MORI_RDMA_TC"},
+      {"CCO_RDMA_SL", "MORI_RDMA_SL"},
+      {"CCO_ENABLE_SDMA", "MORI_ENABLE_SDMA"},
+      {"CCO_DEVICE_BC", "MORI_CCO_BC"},
+      {"CCO_DISABLE_JIT", "MORI_DISABLE_JIT"},
+  };
+  for (const auto& a : kAliases)
+    if (strcmp(a.cco, name) == 0) return a.mori;
+  return nullptr;
+}
+
+const char* Raw(const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr) {
+    const char* alias = AliasOf(name);
+    if (alias != nullptr) v = getenv(alias);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string Get(const char* name, const std::string& fallback) {
+  const char* v = Raw(name);
+  return v ? std::string(v) : fallback;
+}
+
+bool IsSet(const char* name) { return Raw(name) != nullptr; }
+
+bool Flag(const char* name, bool fallback) {
+  const char* v = Raw(name);
+  if (v == nullptr) return fallback;
+  return strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+         strcasecmp(v, "on") == 0;
+}
+
+int64_t Int(const char* name, int64_t fallback) {
+  const char* v = Raw(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long long n = strtoll(v, &end, 10);
+  return (*end == '\0' && n >= 0) ? n : fallback;
+}
+
+int64_t TimeoutMs() { return Int("CCO_TIMEOUT_MS", 120000); }
+
+}  // namespace env
+}  // namespace cco

@@ -1,0 +1,26 @@
+// Environment variables: CCO_* names, with the guide's MORI_* spellings as aliases.
+#ifndef CCO_HOST_COMMON_ENV_H_
+#define CCO_HOST_COMMON_ENV_H_
+
+#include <stdint.h>
+
+#include <string>
+
+namespace cco {
+namespace env {
+
+// The value of `name` (a CCO_* variable) or of its MORI_* alias; `fallback` if neither.
+std::string Get(const char* name, const std::string& fallback = "");
+bool IsSet(const char* name);
+// "1", "true", "yes", "on" (any case) are true; unset is `fallback`.
+bool Flag(const char* name, bool fallback = false);
+// A non-negative integer, or `fallback` when unset or not a number.
+int64_t Int(const char* name, int64_t fallback);
+
+// Every blocking wait's bound: CCO_TIMEOUT_MS (default 120000).
+int64_t TimeoutMs();
+
+}  // namespace env
+}  // namespace cco
+
+#endif  // CCO_HOST_COMMON_ENV_H_

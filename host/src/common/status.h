@@ -1,0 +1,60 @@
+// Status: a ccoResult_t and the sentence that explains it. Internal functions return a
+// Status; the C entry points turn it into a result and the thread's last-error detail.
+#ifndef CCO_HOST_COMMON_STATUS_H_
+#define CCO_HOST_COMMON_STATUS_H_
+
+#include <string>
+#include <utility>
+
+#include "cco/cco.h"
+
+namespace cco {
+
+class Status {
+ public:
+  Status() = default;
+  Status(ccoResult_t code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status Ok() { return Status(); }
+
+  bool ok() const { return code_ == ccoSuccess; }
+  ccoResult_t code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // The same failure, with what the caller was doing in front: "ccoWindowRegister: ...".
+  Status Prefixed(const std::string& context) const {
+    return ok() ? *this : Status(code_, context + ": " + message_);
+  }
+
+ private:
+  ccoResult_t code_ = ccoSuccess;
+  std::string message_;
+};
+
+// Builds a message from pieces: Fmt("rank ", r, " sent ", n, " bytes").
+template <class... Parts> std::string Fmt(const Parts&... parts);
+
+inline Status InvalidArgument(std::string m) { return Status(ccoInvalidArgument, std::move(m)); }
+inline Status InvalidUsage(std::string m) { return Status(ccoInvalidUsage, std::move(m)); }
+inline Status SystemError(std::string m) { return Status(ccoSystemError, std::move(m)); }
+inline Status PlatformError(std::string m) { return Status(ccoPlatformError, std::move(m)); }
+inline Status RemoteError(std::string m) { return Status(ccoRemoteError, std::move(m)); }
+inline Status Timeout(std::string m) { return Status(ccoTimeout, std::move(m)); }
+inline Status OutOfMemory(std::string m) { return Status(ccoOutOfMemory, std::move(m)); }
+inline Status Aborted(std::string m) { return Status(ccoAborted, std::move(m)); }
+inline Status Unsupported(std::string m) { return Status(ccoUnsupported, std::move(m)); }
+inline Status InternalError(std::string m) { return Status(ccoInternalError, std::move(m)); }
+
+// A failed OS call: "what: strerror(errno)".
+Status ErrnoError(const std::string& what, int err);
+
+#define CCO_RETURN_IF_ERROR(expr)          \
+  do {                                     \
+    ::cco::Status cco_status_ = (expr);    \
+    if (!cco_status_.ok()) return cco_status_; \
+  } while (0)
+
+}  // namespace cco
+
+#include "common/status_inl.h"
+
+#endif  // CCO_HOST_COMMON_STATUS_H_

@@ -1,0 +1,145 @@
+// The cpu platform: host memory stands in for device memory, so the whole host SDK runs
+// on machines without a GPU (CI, laptops). Physical memory is a memfd; a file descriptor
+// is the shareable handle itself, so the cross-process path is the real one.
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "platform/platform.h"
+
+namespace cco {
+namespace {
+
+constexpr size_t kGranularity = 4096;
+constexpr size_t kDefaultMemory = size_t{1} << 30;  // what perRankVmmSize = 0 gives
+
+class CpuPlatform final : public Platform {
+ public:
+  ccoPlatform_t kind() const override { return ccoPlatformCpu; }
+  const char* name() const override { return "cpu"; }
+
+  Status CurrentDevice(int* device) override {
+    *device = 0;
+    return Status::Ok();
+  }
+  Status DeviceCount(int* count) override {
+    *count = 1;
+    return Status::Ok();
+  }
+  Status GetDeviceInfo(int device, DeviceInfo* info) override {
+    if (device != 0) return InvalidArgument(Fmt("the cpu platform has one device (0), not ", device));
+    info->ordinal = 0;
+    info->pciBusId.clear();
+    info->totalMemory = kDefaultMemory;
+    info->granularity = kGranularity;
+    return Status::Ok();
+  }
+
+  Status Reserve(size_t size, size_t alignment, uint64_t* va) override {
+    if (alignment < kGranularity) alignment = kGranularity;
+    // Over-reserve, then trim, to honour any alignment.
+    const size_t span = size + alignment;
+    void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return ErrnoError(Fmt("mmap reserve of ", size, " bytes"), errno);
+    const uint64_t start = reinterpret_cast<uint64_t>(p);
+    const uint64_t aligned = (start + alignment - 1) / alignment * alignment;
+    if (aligned > start) munmap(p, aligned - start);
+    const uint64_t tail = start + span - (aligned + size);
+    if (tail > 0) munmap(reinterpret_cast<void*>(aligned + size), tail);
+    *va = aligned;
+    return Status::Ok();
+  }
+  Status Release(uint64_t va, size_t size) override {
+    if (munmap(reinterpret_cast<void*>(va), size) != 0) return ErrnoError("munmap of a reservation", errno);
+    return Status::Ok();
+  }
+
+  Status Create(int /*device*/, size_t size, MemHandle* handle) override {
+    int fd = memfd_create("cco-symmetric", MFD_CLOEXEC);
+    if (fd < 0) return ErrnoError("memfd_create", errno);
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      Status s = ErrnoError(Fmt("ftruncate of a memfd to ", size, " bytes"), errno);
+      close(fd);
+      return s;
+    }
+    *handle = static_cast<MemHandle>(fd);
+    return Status::Ok();
+  }
+  Status Destroy(MemHandle handle) override {
+    if (close(static_cast<int>(handle)) != 0) return ErrnoError("close of a memfd", errno);
+    return Status::Ok();
+  }
+  Status Export(MemHandle handle, int* fd) override {
+    *fd = fcntl_dup(static_cast<int>(handle));
+    if (*fd < 0) return ErrnoError("dup of a memfd", errno);
+    return Status::Ok();
+  }
+  Status Import(int fd, size_t /*size*/, MemHandle* handle) override {
+    *handle = static_cast<MemHandle>(fd);  // the descriptor is the handle
+    return Status::Ok();
+  }
+
+  Status Map(uint64_t va, size_t size, MemHandle handle, int /*device*/) override {
+    void* p = mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                   static_cast<int>(handle), 0);
+    if (p == MAP_FAILED) return ErrnoError(Fmt("mmap of ", size, " bytes at 0x", std::hex, va), errno);
+    return Status::Ok();
+  }
+  Status Unmap(uint64_t va, size_t size) override {
+    // Put the reservation back in place of the mapping.
+    void* p = mmap(reinterpret_cast<void*>(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+                   -1, 0);
+    if (p == MAP_FAILED) return ErrnoError("mmap re-reserving an unmapped range", errno);
+    return Status::Ok();
+  }
+
+  Status Memset(int, uint64_t va, int value, size_t size) override {
+    memset(reinterpret_cast<void*>(va), value, size);
+    return Status::Ok();
+  }
+  Status CopyToDevice(int, uint64_t dst, const void* src, size_t size) override {
+    memcpy(reinterpret_cast<void*>(dst), src, size);
+    return Status::Ok();
+  }
+  Status CopyFromDevice(int, void* dst, uint64_t src, size_t size) override {
+    memcpy(dst, reinterpret_cast<const void*>(src), size);
+    return Status::Ok();
+  }
+
+  Status HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) override {
+    *host = calloc(1, size);
+    if (*host == nullptr) return OutOfMemory(Fmt("calloc of ", size, " bytes"));
+    *deviceAddress = reinterpret_cast<uint64_t>(*host);
+    return Status::Ok();
+  }
+  Status HostMappedFree(void* host) override {
+    free(host);
+    return Status::Ok();
+  }
+
+  Status DeviceAlloc(int, size_t size, uint64_t* va) override {
+    void* p = calloc(1, size);
+    if (p == nullptr) return OutOfMemory(Fmt("calloc of ", size, " bytes"));
+    *va = reinterpret_cast<uint64_t>(p);
+    return Status::Ok();
+  }
+  Status DeviceFree(int, uint64_t va) override {
+    free(reinterpret_cast<void*>(va));
+    return Status::Ok();
+  }
+
+ private:
+  static int fcntl_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+};
+
+}  // namespace
+
+Status CreateCpuPlatform(Platform** platform) {
+  *platform = new CpuPlatform();
+  return Status::Ok();
+}
+
+}  // namespace cco

@@ -1,0 +1,250 @@
+// The CUDA platform: GpuVmmPlatform over libcuda.so.1, loaded with dlopen. No CUDA header
+// is included; the types below are cuda.h's, as the driver's ABI fixes them.
+#include <stdint.h>
+
+#include <mutex>
+#include <vector>
+
+#include "platform/driver_library.h"
+#include "platform/gpu_driver_api.h"
+#include "platform/gpu_vmm_platform.h"
+#include "platform/platform.h"
+
+namespace cco {
+
+namespace {
+
+using gpu::AllocationHandle;
+using gpu::DriverResult;
+using gpu::kDriverSuccess;
+
+using CUdevice = int;
+using CUcontext = void*;
+
+constexpr DriverResult kCudaErrorNoDevice = 100;  // CUDA_ERROR_NO_DEVICE
+
+// The driver, loaded once per process: the raw entry points the table's adapters call,
+// and the per-device state behind device binding.
+struct CudaDriver {
+  gpu::GpuDriverApi api;
+
+  DriverResult (*init)(unsigned flags) = nullptr;
+  DriverResult (*getErrorName)(DriverResult result, const char** text) = nullptr;
+  DriverResult (*getErrorString)(DriverResult result, const char** text) = nullptr;
+  DriverResult (*deviceGet)(CUdevice* device, int ordinal) = nullptr;
+  DriverResult (*primaryCtxRetain)(CUcontext* context, CUdevice device) = nullptr;
+  DriverResult (*ctxGetCurrent)(CUcontext* context) = nullptr;
+  DriverResult (*ctxSetCurrent)(CUcontext context) = nullptr;
+  DriverResult (*ctxGetDevice)(CUdevice* device) = nullptr;
+  DriverResult (*deviceGetPciBusId)(char* busId, int length, CUdevice device) = nullptr;
+  DriverResult (*deviceTotalMem)(size_t* bytes, CUdevice device) = nullptr;
+  DriverResult (*exportToShareableHandle)(void* shareable, AllocationHandle handle, int type,
+                                          unsigned long long flags) = nullptr;
+  DriverResult (*importFromShareableHandle)(AllocationHandle* handle, void* osHandle, int type) = nullptr;
+
+  // The driver's device handle of each ordinal; fixed once loaded.
+  std::vector<CUdevice> devices;
+
+  // Each device's primary context, retained on first use and kept for the process
+  // lifetime: the primary context is the one the CUDA runtime (and so the user's kernels)
+  // uses, and releasing it could tear down memory others still map.
+  std::mutex contextMutex;
+  std::vector<CUcontext> primaryContexts;
+};
+
+CudaDriver& Driver() {
+  static CudaDriver* driver = new CudaDriver();  // never destroyed: drivers outlive exit handlers
+  return *driver;
+}
+
+std::string DescribeCudaError(DriverResult result) {
+  const CudaDriver& driver = Driver();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (driver.getErrorName == nullptr || driver.getErrorName(result, &name) != kDriverSuccess) name = nullptr;
+  if (driver.getErrorString == nullptr || driver.getErrorString(result, &text) != kDriverSuccess) text = nullptr;
+  if (name == nullptr) return Fmt("CUresult ", result);
+  return text != nullptr ? Fmt(name, " (", text, ")") : std::string(name);
+}
+
+Status CudaCallFailed(const char* call, DriverResult result, const std::string& arguments) {
+  return gpu::DriverCallFailed(call, arguments, DescribeCudaError(result));
+}
+
+// --- device binding (the table's hooks) ------------------------------------------------
+
+Status PrimaryContext(int device, CUcontext* context) {
+  CudaDriver& driver = Driver();
+  if (device < 0 || static_cast<size_t>(device) >= driver.devices.size()) {
+    return InvalidArgument(Fmt("cuda device ", device, " does not exist (this process sees ",
+                               driver.devices.size(), ")"));
+  }
+  std::lock_guard<std::mutex> lock(driver.contextMutex);
+  CUcontext& slot = driver.primaryContexts[device];
+  if (slot == nullptr) {
+    DriverResult result = driver.primaryCtxRetain(&slot, driver.devices[device]);
+    if (result != kDriverSuccess) {
+      slot = nullptr;
+      return CudaCallFailed("cuDevicePrimaryCtxRetain", result, Fmt("device=", device));
+    }
+  }
+  *context = slot;
+  return Status::Ok();
+}
+
+Status BindCudaDevice(int device) {
+  CudaDriver& driver = Driver();
+  CUcontext primary = nullptr;
+  CCO_RETURN_IF_ERROR(PrimaryContext(device, &primary));
+  CUcontext current = nullptr;
+  DriverResult result = driver.ctxGetCurrent(&current);
+  if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetCurrent", result, "");
+  if (current == primary) return Status::Ok();
+  result = driver.ctxSetCurrent(primary);
+  if (result != kDriverSuccess) return CudaCallFailed("cuCtxSetCurrent", result, Fmt("device=", device, " primary"));
+  return Status::Ok();
+}
+
+Status CurrentCudaDevice(int* device) {
+  CudaDriver& driver = Driver();
+  CUcontext current = nullptr;
+  DriverResult result = driver.ctxGetCurrent(&current);
+  if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetCurrent", result, "");
+  if (current == nullptr) {
+    *device = 0;
+    return Status::Ok();
+  }
+  CUdevice handle = 0;
+  result = driver.ctxGetDevice(&handle);
+  if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetDevice", result, "of the current context");
+  for (size_t ordinal = 0; ordinal < driver.devices.size(); ++ordinal) {
+    if (driver.devices[ordinal] == handle) {
+      *device = static_cast<int>(ordinal);
+      return Status::Ok();
+    }
+  }
+  return PlatformError(Fmt("cuCtxGetDevice gave device handle ", handle, ", which no ordinal of ",
+                           driver.devices.size(), " maps to"));
+}
+
+// --- adapters: the table speaks ordinals and POSIX descriptors -------------------------
+
+DriverResult CudaPciBusId(char* busId, int length, int device) {
+  return Driver().deviceGetPciBusId(busId, length, Driver().devices[device]);
+}
+
+DriverResult CudaTotalMemory(size_t* bytes, int device) {
+  return Driver().deviceTotalMem(bytes, Driver().devices[device]);
+}
+
+DriverResult CudaExportFd(int* fd, AllocationHandle handle) {
+  // The driver writes an int through the untyped pointer.
+  return Driver().exportToShareableHandle(fd, handle, gpu::kMemHandleTypePosixFileDescriptor, 0);
+}
+
+DriverResult CudaImportFd(AllocationHandle* handle, int fd) {
+  // CUDA takes the descriptor's value itself in the pointer argument.
+  return Driver().importFromShareableHandle(handle, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                            gpu::kMemHandleTypePosixFileDescriptor);
+}
+
+// --- loading ---------------------------------------------------------------------------
+
+Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
+  gpu::GpuDriverApi& api = driver->api;
+  // The versioned names: the plain ones are the 32-bit-pointer ABI of CUDA 3.1 and older.
+  CCO_RETURN_IF_ERROR(library.Resolve("cuInit", &driver->init));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuGetErrorName", &driver->getErrorName));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuGetErrorString", &driver->getErrorString));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuDeviceGet", &driver->deviceGet));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuDevicePrimaryCtxRetain", &driver->primaryCtxRetain));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuCtxGetCurrent", &driver->ctxGetCurrent));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuCtxSetCurrent", &driver->ctxSetCurrent));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuCtxGetDevice", &driver->ctxGetDevice));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuDeviceGetPCIBusId", &driver->deviceGetPciBusId));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuDeviceTotalMem_v2", &driver->deviceTotalMem));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuMemExportToShareableHandle", &driver->exportToShareableHandle));
+  CCO_RETURN_IF_ERROR(library.Resolve("cuMemImportFromShareableHandle", &driver->importFromShareableHandle));
+
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuDeviceGetCount", &api.deviceCount));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemGetAllocationGranularity", &api.allocationGranularity));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemAddressReserve", &api.addressReserve));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemAddressFree", &api.addressFree));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemCreate", &api.memCreate));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemRelease", &api.memRelease));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemMap", &api.memMap));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemUnmap", &api.memUnmap));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemSetAccess", &api.memSetAccess));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemsetD8_v2", &api.memsetD8));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemcpyHtoD_v2", &api.copyHtoD));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemcpyDtoH_v2", &api.copyDtoH));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuCtxSynchronize", &api.synchronize));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemHostAlloc", &api.hostAlloc));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemFreeHost", &api.hostFree));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemHostGetDevicePointer_v2", &api.hostDevicePointer));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemAlloc_v2", &api.memAlloc));
+  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemFree_v2", &api.memFree));
+
+  api.pciBusId = {&CudaPciBusId, "cuDeviceGetPCIBusId"};
+  api.totalMemory = {&CudaTotalMemory, "cuDeviceTotalMem_v2"};
+  api.exportFd = {&CudaExportFd, "cuMemExportToShareableHandle"};
+  api.importFd = {&CudaImportFd, "cuMemImportFromShareableHandle"};
+  api.kind = ccoPlatformCuda;
+  api.platformName = "cuda";
+  api.describeError = &DescribeCudaError;
+  api.bindDevice = &BindCudaDevice;
+  api.currentDevice = &CurrentCudaDevice;
+  return Status::Ok();
+}
+
+// Brings the driver up and learns its devices. Any failure means "no usable CUDA here".
+Status InitializeDevices(CudaDriver* driver) {
+  DriverResult result = driver->init(0);
+  if (result == kCudaErrorNoDevice) {
+    return Unsupported(Fmt("libcuda.so.1 sees no device (cuInit: ", DescribeCudaError(result), ")"));
+  }
+  if (result != kDriverSuccess) {
+    return Unsupported(Fmt("libcuda.so.1 is unusable: cuInit(0) failed: ", DescribeCudaError(result)));
+  }
+  int count = 0;
+  result = driver->api.deviceCount.fn(&count);
+  if (result != kDriverSuccess) {
+    return Unsupported(Fmt("libcuda.so.1 is unusable: cuDeviceGetCount failed: ", DescribeCudaError(result)));
+  }
+  if (count <= 0) return Unsupported("libcuda.so.1 sees no device (cuDeviceGetCount gave 0)");
+  driver->devices.assign(count, 0);
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    result = driver->deviceGet(&driver->devices[ordinal], ordinal);
+    if (result != kDriverSuccess) {
+      return Unsupported(Fmt("libcuda.so.1 is unusable: cuDeviceGet(ordinal=", ordinal,
+                             ") failed: ", DescribeCudaError(result)));
+    }
+  }
+  driver->primaryContexts.assign(count, nullptr);
+  return Status::Ok();
+}
+
+Status LoadCudaDriver(CudaDriver* driver) {
+  static const char* const kLibraries[] = {"libcuda.so.1", nullptr};
+  gpu::DriverLibrary library;
+  CCO_RETURN_IF_ERROR(gpu::DriverLibrary::Open(kLibraries, &library));
+  CCO_RETURN_IF_ERROR(ResolveSymbols(library, driver));
+  return InitializeDevices(driver);
+}
+
+// Loading and cuInit happen once, whatever the number of platforms created.
+const Status& CudaDriverLoaded() {
+  static const Status status = LoadCudaDriver(&Driver()).Prefixed("cuda platform");
+  return status;
+}
+
+}  // namespace
+
+Status CreateCudaPlatform(Platform** platform) {
+  if (platform == nullptr) return InvalidArgument("CreateCudaPlatform: platform is null");
+  CCO_RETURN_IF_ERROR(CudaDriverLoaded());
+  *platform = new gpu::GpuVmmPlatform(Driver().api);
+  return Status::Ok();
+}
+
+}  // namespace cco

@@ -1,0 +1,376 @@
+#include "platform/gpu_vmm_platform.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+namespace cco {
+namespace gpu {
+
+namespace {
+
+bool IsPowerOfTwo(size_t value) { return value != 0 && (value & (value - 1)) == 0; }
+
+// Addresses and handles read best in hex: "0x7f3a00000000".
+std::string Hex(uint64_t value) {
+  char text[2 + 16 + 1];
+  snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// The driver's allocation properties for memory on `device` that can travel between
+// processes as a POSIX file descriptor.
+MemAllocationProp ShareableDeviceMemory(int device) {
+  MemAllocationProp prop;
+  memset(&prop, 0, sizeof(prop));  // the driver requires every unused field to be zero
+  prop.type = kMemAllocationTypePinned;
+  prop.requestedHandleTypes = kMemHandleTypePosixFileDescriptor;
+  prop.location.type = kMemLocationTypeDevice;
+  prop.location.id = device;
+  return prop;
+}
+
+// Closes a descriptor this platform owns on every path out of the scope.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() { close(fd_); }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+// --- devices ---------------------------------------------------------------------------
+
+Status GpuVmmPlatform::BindDevice(int device) {
+  int count = 0;
+  CCO_RETURN_IF_ERROR(DeviceCount(&count));
+  if (device < 0 || device >= count) {
+    return InvalidArgument(Fmt(api_.platformName, " device ", device, " does not exist (this process sees ",
+                               count, ")"));
+  }
+  return api_.bindDevice(device);
+}
+
+Status GpuVmmPlatform::BindCurrentDevice() {
+  int device = 0;
+  return CurrentDevice(&device);
+}
+
+Status GpuVmmPlatform::CurrentDevice(int* device) {
+  if (device == nullptr) return InvalidArgument("CurrentDevice: device is null");
+  int current = 0;
+  CCO_RETURN_IF_ERROR(api_.currentDevice(&current));
+  CCO_RETURN_IF_ERROR(BindDevice(current));
+  *device = current;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::DeviceCount(int* count) {
+  if (count == nullptr) return InvalidArgument("DeviceCount: count is null");
+  DriverResult result = api_.deviceCount.fn(count);
+  if (result != kDriverSuccess) return Failed(api_.deviceCount, result, "");
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::GetDeviceInfo(int device, DeviceInfo* info) {
+  if (info == nullptr) return InvalidArgument("GetDeviceInfo: info is null");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+
+  char busId[64] = {};
+  DriverResult result = api_.pciBusId.fn(busId, sizeof(busId), device);
+  if (result != kDriverSuccess) return Failed(api_.pciBusId, result, Fmt("device=", device));
+
+  size_t totalMemory = 0;
+  result = api_.totalMemory.fn(&totalMemory, device);
+  if (result != kDriverSuccess) return Failed(api_.totalMemory, result, Fmt("device=", device));
+
+  // The minimum granularity, not the recommended one: it is what Create and Map require,
+  // and every rank's slice of the symmetric heap is sized in it.
+  const MemAllocationProp prop = ShareableDeviceMemory(device);
+  size_t granularity = 0;
+  result = api_.allocationGranularity.fn(&granularity, &prop, kMemAllocGranularityMinimum);
+  if (result != kDriverSuccess) {
+    return Failed(api_.allocationGranularity, result, Fmt("device=", device, ", minimum, posix fd"));
+  }
+
+  info->ordinal = device;
+  info->pciBusId = busId;
+  info->totalMemory = totalMemory;
+  info->granularity = granularity;
+  return Status::Ok();
+}
+
+// --- virtual address space -------------------------------------------------------------
+
+Status GpuVmmPlatform::Reserve(size_t size, size_t alignment, uint64_t* va) {
+  if (va == nullptr) return InvalidArgument("Reserve: va is null");
+  if (size == 0) return InvalidArgument("Reserve: size is 0");
+  if (alignment != 0 && !IsPowerOfTwo(alignment)) {
+    return InvalidArgument(Fmt("Reserve: alignment ", alignment, " is not a power of two"));
+  }
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  return ReserveAligned(size, alignment, va);
+}
+
+Status GpuVmmPlatform::ReserveAligned(size_t size, size_t alignment, uint64_t* va) {
+  DeviceAddress start = 0;
+  DriverResult result = api_.addressReserve.fn(&start, size, alignment, 0, 0);
+  if (result != kDriverSuccess) {
+    return Failed(api_.addressReserve, result, Fmt("size=", size, ", alignment=", alignment));
+  }
+  if (alignment == 0 || start % alignment == 0) {
+    *va = start;
+    return Status::Ok();
+  }
+
+  // Some driver versions treat a large alignment as a hint. Reserve enough to hold an
+  // aligned range instead, and remember the real reservation for Release.
+  result = api_.addressFree.fn(start, size);
+  if (result != kDriverSuccess) {
+    return Failed(api_.addressFree, result, Fmt("va=", Hex(start), ", size=", size));
+  }
+  if (size > SIZE_MAX - alignment) {
+    return InvalidArgument(Fmt("Reserve: size ", size, " plus alignment ", alignment, " overflows"));
+  }
+  const size_t paddedSize = size + alignment;
+  DeviceAddress base = 0;
+  result = api_.addressReserve.fn(&base, paddedSize, 0, 0, 0);
+  if (result != kDriverSuccess) {
+    return Failed(api_.addressReserve, result,
+                  Fmt("size=", paddedSize, " (", size, " padded to align to ", alignment, ")"));
+  }
+  const uint64_t aligned = (base + alignment - 1) & ~static_cast<uint64_t>(alignment - 1);
+  {
+    std::lock_guard<std::mutex> lock(paddedMutex_);
+    padded_[aligned] = PaddedReservation{base, paddedSize};
+  }
+  *va = aligned;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::Release(uint64_t va, size_t size) {
+  if (va == 0 || size == 0) return InvalidArgument("Release: va or size is 0");
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+
+  uint64_t base = va;
+  size_t reservedSize = size;
+  bool wasPadded = false;
+  {
+    std::lock_guard<std::mutex> lock(paddedMutex_);
+    auto it = padded_.find(va);
+    if (it != padded_.end()) {
+      base = it->second.base;
+      reservedSize = it->second.size;
+      padded_.erase(it);
+      wasPadded = true;
+    }
+  }
+  DriverResult result = api_.addressFree.fn(base, reservedSize);
+  if (result != kDriverSuccess) {
+    if (wasPadded) {
+      // Still reserved: keep the record so that a retry frees the right range.
+      std::lock_guard<std::mutex> lock(paddedMutex_);
+      padded_[va] = PaddedReservation{base, reservedSize};
+    }
+    return Failed(api_.addressFree, result, Fmt("va=", Hex(base), ", size=", reservedSize));
+  }
+  return Status::Ok();
+}
+
+// --- physical memory -------------------------------------------------------------------
+
+Status GpuVmmPlatform::Create(int device, size_t size, MemHandle* handle) {
+  if (handle == nullptr) return InvalidArgument("Create: handle is null");
+  if (size == 0) return InvalidArgument("Create: size is 0");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  const MemAllocationProp prop = ShareableDeviceMemory(device);
+  AllocationHandle created = 0;
+  DriverResult result = api_.memCreate.fn(&created, size, &prop, 0);
+  if (result != kDriverSuccess) {
+    return Failed(api_.memCreate, result, Fmt("size=", size, ", device=", device, ", posix fd"));
+  }
+  *handle = created;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::Destroy(MemHandle handle) {
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  DriverResult result = api_.memRelease.fn(handle);
+  if (result != kDriverSuccess) return Failed(api_.memRelease, result, Fmt("handle=", Hex(handle)));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::Export(MemHandle handle, int* fd) {
+  if (fd == nullptr) return InvalidArgument("Export: fd is null");
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  int exported = -1;
+  DriverResult result = api_.exportFd.fn(&exported, handle);
+  if (result != kDriverSuccess) {
+    return Failed(api_.exportFd, result, Fmt("handle=", Hex(handle), ", posix fd"));
+  }
+  *fd = exported;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::Import(int fd, size_t size, MemHandle* handle) {
+  if (fd < 0) return InvalidArgument(Fmt("Import: fd ", fd, " is not a descriptor"));
+  // The descriptor is ours from here on, whatever happens: the driver holds its own
+  // reference to the memory once the import succeeds.
+  FdCloser closer(fd);
+  if (handle == nullptr) return InvalidArgument("Import: handle is null");
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  AllocationHandle imported = 0;
+  DriverResult result = api_.importFd.fn(&imported, fd);
+  if (result != kDriverSuccess) {
+    return Failed(api_.importFd, result, Fmt("fd=", fd, ", size=", size, ", posix fd"));
+  }
+  *handle = imported;
+  return Status::Ok();
+}
+
+// --- mappings --------------------------------------------------------------------------
+
+Status GpuVmmPlatform::Map(uint64_t va, size_t size, MemHandle handle, int device) {
+  if (va == 0 || size == 0) return InvalidArgument("Map: va or size is 0");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  DriverResult result = api_.memMap.fn(va, size, 0, handle, 0);
+  if (result != kDriverSuccess) {
+    return Failed(api_.memMap, result,
+                  Fmt("va=", Hex(va), ", size=", size, ", handle=", Hex(handle)));
+  }
+  // A mapping is unusable until access is granted; a range left mapped without it would
+  // only fault later, so undo the map on failure.
+  MemAccessDesc access;
+  memset(&access, 0, sizeof(access));
+  access.location.type = kMemLocationTypeDevice;
+  access.location.id = device;
+  access.flags = kMemAccessProtReadWrite;
+  result = api_.memSetAccess.fn(va, size, &access, 1);
+  if (result != kDriverSuccess) {
+    Status failure = Failed(api_.memSetAccess, result,
+                            Fmt("va=", Hex(va), ", size=", size, ", device=", device,
+                                ", read/write"));
+    api_.memUnmap.fn(va, size);
+    return failure;
+  }
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::Unmap(uint64_t va, size_t size) {
+  if (va == 0 || size == 0) return InvalidArgument("Unmap: va or size is 0");
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  DriverResult result = api_.memUnmap.fn(va, size);
+  if (result != kDriverSuccess) {
+    return Failed(api_.memUnmap, result, Fmt("va=", Hex(va), ", size=", size));
+  }
+  return Status::Ok();
+}
+
+// --- copies and fills ------------------------------------------------------------------
+
+Status GpuVmmPlatform::Memset(int device, uint64_t va, int value, size_t size) {
+  if (size == 0) return Status::Ok();
+  if (va == 0) return InvalidArgument("Memset: va is 0");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  const std::string arguments =
+      Fmt("va=", Hex(va), ", value=", Hex(value & 0xff), ", size=", size, ", device=", device);
+  DriverResult result = api_.memsetD8.fn(va, static_cast<unsigned char>(value), size);
+  if (result != kDriverSuccess) return Failed(api_.memsetD8, result, arguments);
+  // A fill of device memory may return before it lands; the caller (and other processes
+  // mapping the same memory) must see it done.
+  result = api_.synchronize.fn();
+  if (result != kDriverSuccess) return Failed(api_.synchronize, result, Fmt("after memset ", arguments));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, size_t size) {
+  if (size == 0) return Status::Ok();
+  if (dst == 0 || src == nullptr) return InvalidArgument("CopyToDevice: dst or src is null");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  DriverResult result = api_.copyHtoD.fn(dst, src, size);
+  if (result != kDriverSuccess) {
+    return Failed(api_.copyHtoD, result,
+                  Fmt("dst=", Hex(dst), ", src=", src, ", size=", size, ", device=", device));
+  }
+  // From pageable memory the copy returns once staged, not once it has landed.
+  result = api_.synchronize.fn();
+  if (result != kDriverSuccess) {
+    return Failed(api_.synchronize, result, Fmt("after copy to device, size=", size, ", device=", device));
+  }
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::CopyFromDevice(int device, void* dst, uint64_t src, size_t size) {
+  if (size == 0) return Status::Ok();
+  if (dst == nullptr || src == 0) return InvalidArgument("CopyFromDevice: dst or src is null");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  DriverResult result = api_.copyDtoH.fn(dst, src, size);
+  if (result != kDriverSuccess) {
+    return Failed(api_.copyDtoH, result,
+                  Fmt("dst=", dst, ", src=", Hex(src), ", size=", size, ", device=", device));
+  }
+  return Status::Ok();
+}
+
+// --- host-mapped and plain device memory -----------------------------------------------
+
+Status GpuVmmPlatform::HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) {
+  if (host == nullptr || deviceAddress == nullptr) {
+    return InvalidArgument("HostMappedAlloc: host or deviceAddress is null");
+  }
+  if (size == 0) return InvalidArgument("HostMappedAlloc: size is 0");
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  // Portable: every device of the process may use it, not only the one bound now.
+  void* allocated = nullptr;
+  DriverResult result = api_.hostAlloc.fn(&allocated, size, kHostAllocPortable | kHostAllocDeviceMap);
+  if (result != kDriverSuccess) return Failed(api_.hostAlloc, result, Fmt("size=", size, ", portable, mapped"));
+  DeviceAddress mapped = 0;
+  result = api_.hostDevicePointer.fn(&mapped, allocated, 0);
+  if (result != kDriverSuccess) {
+    Status failure = Failed(api_.hostDevicePointer, result, Fmt("host=", allocated, ", size=", size));
+    api_.hostFree.fn(allocated);
+    return failure;
+  }
+  // Flags kept here (the abort flag) must start clear; the driver does not zero.
+  memset(allocated, 0, size);
+  *host = allocated;
+  *deviceAddress = mapped;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::HostMappedFree(void* host) {
+  if (host == nullptr) return Status::Ok();
+  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  DriverResult result = api_.hostFree.fn(host);
+  if (result != kDriverSuccess) return Failed(api_.hostFree, result, Fmt("host=", host));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::DeviceAlloc(int device, size_t size, uint64_t* va) {
+  if (va == nullptr) return InvalidArgument("DeviceAlloc: va is null");
+  if (size == 0) return InvalidArgument("DeviceAlloc: size is 0");
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  DeviceAddress allocated = 0;
+  DriverResult result = api_.memAlloc.fn(&allocated, size);
+  if (result != kDriverSuccess) return Failed(api_.memAlloc, result, Fmt("size=", size, ", device=", device));
+  *va = allocated;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::DeviceFree(int device, uint64_t va) {
+  if (va == 0) return Status::Ok();
+  CCO_RETURN_IF_ERROR(BindDevice(device));
+  DriverResult result = api_.memFree.fn(va);
+  if (result != kDriverSuccess) {
+    return Failed(api_.memFree, result, Fmt("va=", Hex(va), ", device=", device));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpu
+}  // namespace cco

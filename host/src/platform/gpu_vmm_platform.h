@@ -1,0 +1,79 @@
+// The Platform of a GPU with driver virtual-memory management (CUDA, HIP), written once
+// over a GpuDriverApi table: reservations, physical allocations shared as POSIX file
+// descriptors, mappings with device access, synchronous copies and fills, host-mapped and
+// plain device allocations.
+#ifndef CCO_HOST_PLATFORM_GPU_VMM_PLATFORM_H_
+#define CCO_HOST_PLATFORM_GPU_VMM_PLATFORM_H_
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "platform/gpu_driver_api.h"
+#include "platform/platform.h"
+
+namespace cco {
+namespace gpu {
+
+class GpuVmmPlatform : public Platform {
+ public:
+  // `api` is fully resolved and the driver initialised (it sees at least one device).
+  explicit GpuVmmPlatform(const GpuDriverApi& api) : api_(api) {}
+
+  ccoPlatform_t kind() const override { return api_.kind; }
+  const char* name() const override { return api_.platformName; }
+
+  Status CurrentDevice(int* device) override;
+  Status GetDeviceInfo(int device, DeviceInfo* info) override;
+  Status DeviceCount(int* count) override;
+
+  Status Reserve(size_t size, size_t alignment, uint64_t* va) override;
+  Status Release(uint64_t va, size_t size) override;
+
+  Status Create(int device, size_t size, MemHandle* handle) override;
+  Status Destroy(MemHandle handle) override;
+  Status Export(MemHandle handle, int* fd) override;
+  Status Import(int fd, size_t size, MemHandle* handle) override;
+
+  Status Map(uint64_t va, size_t size, MemHandle handle, int device) override;
+  Status Unmap(uint64_t va, size_t size) override;
+
+  Status Memset(int device, uint64_t va, int value, size_t size) override;
+  Status CopyToDevice(int device, uint64_t dst, const void* src, size_t size) override;
+  Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) override;
+
+  Status HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) override;
+  Status HostMappedFree(void* host) override;
+
+  Status DeviceAlloc(int device, size_t size, uint64_t* va) override;
+  Status DeviceFree(int device, uint64_t va) override;
+
+ private:
+  // A reservation the driver placed without the requested alignment, redone larger so an
+  // aligned start fits inside: what has to be given back on Release.
+  struct PaddedReservation {
+    uint64_t base;
+    size_t size;
+  };
+
+  // The failure of driver entry `call` with result `result` on `arguments`.
+  template <class Fn>
+  Status Failed(const DriverEntry<Fn>& call, DriverResult result, const std::string& arguments) const {
+    return DriverCallFailed(call.name, arguments, api_.describeError(result));
+  }
+
+  // An ordinal this process's driver knows, made the calling thread's device.
+  Status BindDevice(int device);
+  // For methods without a device argument: the calling thread's current device, bound.
+  Status BindCurrentDevice();
+  Status ReserveAligned(size_t size, size_t alignment, uint64_t* va);
+
+  const GpuDriverApi api_;
+  std::mutex paddedMutex_;
+  std::map<uint64_t, PaddedReservation> padded_;  // by the aligned address handed out
+};
+
+}  // namespace gpu
+}  // namespace cco
+
+#endif  // CCO_HOST_PLATFORM_GPU_VMM_PLATFORM_H_

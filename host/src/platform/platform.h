@@ -1,0 +1,89 @@
+// Platform: the memory a communicator is made of, behind one interface.
+//
+//   cuda  libcuda.so.1 (dlopen), driver virtual-memory management
+//   hip   libamdhip64.so (dlopen), the same calls in HIP spelling
+//   cpu   memfd-backed host memory mapped at fixed addresses ("device memory" for CI)
+//
+// Physical memory is a MemHandle that can be exported as a POSIX file descriptor, sent to
+// another process of the host (SCM_RIGHTS) and imported there, then mapped anywhere in a
+// reserved virtual range. Every method is thread-safe; the device argument is an ordinal
+// of this process's view (what cudaSetDevice takes).
+#ifndef CCO_HOST_PLATFORM_PLATFORM_H_
+#define CCO_HOST_PLATFORM_PLATFORM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+
+#include "cco/cco.h"
+#include "common/status.h"
+
+namespace cco {
+
+using MemHandle = uint64_t;
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string pciBusId;      // "0000:18:00.0"; empty on the cpu platform
+  size_t totalMemory = 0;    // bytes
+  size_t granularity = 0;    // physical allocation and mapping granularity, bytes
+};
+
+class Platform {
+ public:
+  virtual ~Platform() = default;
+
+  virtual ccoPlatform_t kind() const = 0;
+  virtual const char* name() const = 0;
+
+  // The device the calling thread works on (its current context / device, else 0), made
+  // current for this thread.
+  virtual Status CurrentDevice(int* device) = 0;
+  virtual Status GetDeviceInfo(int device, DeviceInfo* info) = 0;
+  virtual Status DeviceCount(int* count) = 0;
+
+  // Virtual address space: reserve `size` bytes aligned to `alignment`; release it.
+  virtual Status Reserve(size_t size, size_t alignment, uint64_t* va) = 0;
+  virtual Status Release(uint64_t va, size_t size) = 0;
+
+  // Physical memory of `size` bytes (a multiple of the granularity) on `device`.
+  virtual Status Create(int device, size_t size, MemHandle* handle) = 0;
+  virtual Status Destroy(MemHandle handle) = 0;
+  // A new file descriptor the caller owns; Import takes ownership of `fd` (closes it).
+  virtual Status Export(MemHandle handle, int* fd) = 0;
+  virtual Status Import(int fd, size_t size, MemHandle* handle) = 0;
+
+  // Map `handle` at va..va+size inside a reservation, readable and writable by `device`;
+  // Unmap leaves the range reserved.
+  virtual Status Map(uint64_t va, size_t size, MemHandle handle, int device) = 0;
+  virtual Status Unmap(uint64_t va, size_t size) = 0;
+
+  // Synchronous copies and fill on device memory (from any thread).
+  virtual Status Memset(int device, uint64_t va, int value, size_t size) = 0;
+  virtual Status CopyToDevice(int device, uint64_t dst, const void* src, size_t size) = 0;
+  virtual Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) = 0;
+
+  // Host memory the device can read and write (the abort flag): host pointer and the
+  // address kernels use.
+  virtual Status HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) = 0;
+  virtual Status HostMappedFree(void* host) = 0;
+
+  // Plain device memory for small descriptors (window descriptors).
+  virtual Status DeviceAlloc(int device, size_t size, uint64_t* va) = 0;
+  virtual Status DeviceFree(int device, uint64_t va) = 0;
+};
+
+// The platform this process uses: CCO_PLATFORM=cuda|hip|cpu, else the first of cuda, hip
+// whose driver loads and sees a device, else cpu. Created once; never destroyed.
+Status GetPlatform(Platform** platform);
+
+// Constructors, for GetPlatform and tests. A GPU platform fails (ccoUnsupported) when
+// its driver library is missing or sees no device.
+Status CreateCpuPlatform(Platform** platform);
+Status CreateCudaPlatform(Platform** platform);
+Status CreateHipPlatform(Platform** platform);
+
+}  // namespace cco
+
+#endif  // CCO_HOST_PLATFORM_PLATFORM_H_

@@ -1,0 +1,92 @@
+#include "topology/topology.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/env.h"
+
+namespace cco {
+namespace {
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+uint64_t HostHash() {
+  std::string id = env::Get("CCO_HOSTID");
+  if (id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::stringstream boot_id;
+    boot_id << boot.rdbuf();
+    id = std::string(host) + "/" + boot_id.str();
+  }
+  return Fnv1a(id);
+}
+
+Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {
+  const int n = static_cast<int>(infos.size());
+  if (nodesPerHost < 1) return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " must be >= 1"));
+
+  // Hosts in order of their lowest rank; each host's ranks in rank order.
+  std::map<uint64_t, int> host_index;
+  std::vector<std::vector<int>> hosts;
+  for (int r = 0; r < n; ++r) {
+    if (infos[r].platform != infos[0].platform)
+      return InvalidUsage(Fmt("rank ", r, " runs platform ", infos[r].platform, " but rank 0 runs ", infos[0].platform,
+                              " (CCO_PLATFORM must agree)"));
+    auto it = host_index.emplace(infos[r].hostHash, static_cast<int>(hosts.size())).first;
+    if (it->second == static_cast<int>(hosts.size())) hosts.emplace_back();
+    hosts[it->second].push_back(r);
+  }
+
+  // Split each host into nodesPerHost nodes of contiguous ranks (sizes differ by <= 1).
+  Topology t;
+  t.rank = rank;
+  t.nRanks = n;
+  t.nodeOfRank.assign(n, -1);
+  std::vector<std::vector<int>> nodes;
+  for (const auto& ranks : hosts) {
+    const int count = static_cast<int>(ranks.size());
+    if (nodesPerHost > count)
+      return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " but a host has only ", count, " rank(s)"));
+    for (int g = 0; g < nodesPerHost; ++g) {
+      nodes.emplace_back(ranks.begin() + g * count / nodesPerHost, ranks.begin() + (g + 1) * count / nodesPerHost);
+      for (int r : nodes.back()) t.nodeOfRank[r] = static_cast<int>(nodes.size()) - 1;
+    }
+  }
+  for (const auto& members : nodes) {
+    for (size_t i = 1; i < members.size(); ++i)
+      if (members[i] != members[0] + static_cast<int>(i))
+        return InvalidUsage(Fmt("the ranks of one node must be contiguous, but ranks ", members[i - 1], " and ",
+                                members[i], " share a node while rank ", members[i - 1] + 1, " is elsewhere"));
+  }
+
+  t.nNodes = static_cast<int>(nodes.size());
+  t.node = t.nodeOfRank[rank];
+  const std::vector<int>& mine = nodes[t.node];
+  t.lsaSize = static_cast<int>(mine.size());
+  t.lsaWorldBase = mine[0];
+  t.lsaRank = rank - mine[0];
+  t.world = ccoTeam{n, rank, 1, 0};
+  t.lsa = ccoTeam{t.lsaSize, t.lsaRank, 1, t.lsaWorldBase};
+  bool uniform = true;
+  for (const auto& members : nodes) uniform &= members.size() == mine.size();
+  // Rail: the same LSA rank on every node; only defined when nodes are the same size.
+  t.rail = uniform ? ccoTeam{t.nNodes, t.node, t.lsaSize, t.lsaRank} : ccoTeam{1, 0, 0, rank};
+  *out = t;
+  return Status::Ok();
+}
+
+}  // namespace cco

@@ -1,0 +1,52 @@
+// Who is where: nodes, the LSA team, and the teams of ccoDevComm, from what every rank
+// reported at creation. Pure functions of their inputs, so every rank computes the same.
+#ifndef CCO_HOST_TOPOLOGY_TOPOLOGY_H_
+#define CCO_HOST_TOPOLOGY_TOPOLOGY_H_
+
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "abi/devcomm.h"
+#include "common/status.h"
+
+namespace cco {
+
+// What each rank tells the others at ccoCommCreate (plain data: it travels as bytes).
+struct RankInfo {
+  uint64_t hostHash;
+  uint64_t perRankVmmSize;  // as the caller asked (0 = default)
+  uint64_t granularity;
+  uint64_t totalMemory;
+  int32_t pid;
+  int32_t platform;         // ccoPlatform_t
+  int32_t device;
+  char busId[32];
+};
+
+struct Topology {
+  int rank = 0;
+  int nRanks = 1;
+  int node = 0;
+  int nNodes = 1;
+  int lsaRank = 0;
+  int lsaSize = 1;
+  int lsaWorldBase = 0;       // world rank of LSA rank 0 (teams are contiguous)
+  std::vector<int> nodeOfRank;
+  ccoTeam world{};
+  ccoTeam lsa{};
+  ccoTeam rail{};
+};
+
+// Ranks with the same host hash share a host; `nodesPerHost` > 1 (a test knob,
+// CCO_TEST_NODES_PER_HOST) splits each host's ranks into that many contiguous "nodes", so
+// cross-node paths run on one machine. A node's ranks must be contiguous world ranks.
+Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out);
+
+// This machine's identity: hostname and boot id (CCO_HOSTID overrides, for tests).
+uint64_t HostHash();
+
+}  // namespace cco
+
+#endif  // CCO_HOST_TOPOLOGY_TOPOLOGY_H_

@@ -1,0 +1,274 @@
+// The CUDA and HIP platforms. Without their driver (this CI machine) they must refuse
+// cleanly, naming the missing library; with a driver and a device (the GPU machine) the
+// same test drives a full virtual-memory round trip through the Platform interface.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "platform/platform.h"
+
+namespace cco {
+namespace {
+
+#define ASSERT_OK(expr)                                                  \
+  do {                                                                   \
+    ::cco::Status status_ = (expr);                                      \
+    ASSERT_TRUE(status_.ok()) << #expr << " -> " << status_.message();   \
+  } while (0)
+
+const char* const kCudaLibraries[] = {"libcuda.so.1", nullptr};
+const char* const kHipLibraries[] = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", nullptr};
+
+// Whether the driver library exists here, asked the way the platform asks.
+bool AnyLibraryLoads(const char* const* names) {
+  for (const char* const* name = names; *name != nullptr; ++name) {
+    // Left open: the platform under test loads the same library anyway.
+    if (dlopen(*name, RTLD_NOW | RTLD_LOCAL) != nullptr) return true;
+  }
+  return false;
+}
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+bool AllBytesAre(const std::vector<unsigned char>& bytes, unsigned char value) {
+  return std::all_of(bytes.begin(), bytes.end(), [value](unsigned char b) { return b == value; });
+}
+
+void ExpectUnsupportedNaming(Status (*create)(Platform**), const char* library) {
+  Platform* platform = nullptr;
+  Status status = create(&platform);
+  EXPECT_EQ(status.code(), ccoUnsupported) << status.message();
+  EXPECT_TRUE(Contains(status.message(), library)) << status.message();
+  EXPECT_EQ(platform, nullptr);
+  // Loading is attempted once; asking again gives the same answer, still without crashing.
+  Status again = create(&platform);
+  EXPECT_EQ(again.code(), ccoUnsupported);
+  EXPECT_EQ(again.message(), status.message());
+}
+
+// --- the round trip, for whichever driver is present -----------------------------------
+
+void ExpectDeviceInfo(Platform* platform, int* device, size_t* granularity) {
+  ASSERT_OK(platform->CurrentDevice(device));
+  int count = 0;
+  ASSERT_OK(platform->DeviceCount(&count));
+  ASSERT_GE(*device, 0);
+  ASSERT_LT(*device, count);
+  DeviceInfo info;
+  ASSERT_OK(platform->GetDeviceInfo(*device, &info));
+  EXPECT_EQ(info.ordinal, *device);
+  EXPECT_FALSE(info.pciBusId.empty());
+  EXPECT_GT(info.totalMemory, 0u);
+  ASSERT_GT(info.granularity, 0u);
+  EXPECT_EQ(info.granularity & (info.granularity - 1), 0u) << "granularity " << info.granularity;
+  *granularity = info.granularity;
+}
+
+void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule) {
+  // Two granules, aligned to two: the alignment argument is honoured.
+  uint64_t va = 0;
+  ASSERT_OK(platform->Reserve(2 * granule, 2 * granule, &va));
+  EXPECT_EQ(va % (2 * granule), 0u);
+  const uint64_t second = va + granule;
+
+  MemHandle handle = 0;
+  ASSERT_OK(platform->Create(device, granule, &handle));
+  ASSERT_OK(platform->Map(va, granule, handle, device));
+
+  std::vector<unsigned char> read(granule);
+  ASSERT_OK(platform->Memset(device, va, 0x5a, granule));
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
+  EXPECT_TRUE(AllBytesAre(read, 0x5a));
+
+  std::vector<unsigned char> pattern(granule);
+  for (size_t i = 0; i < granule; ++i) pattern[i] = static_cast<unsigned char>(i * 131 + 7);
+  ASSERT_OK(platform->CopyToDevice(device, va, pattern.data(), granule));
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
+  EXPECT_EQ(read, pattern);
+
+  // The same physical memory, exported and imported again, mapped at a second address.
+  int fd = -1;
+  ASSERT_OK(platform->Export(handle, &fd));
+  ASSERT_GE(fd, 0);
+  MemHandle imported = 0;
+  ASSERT_OK(platform->Import(fd, granule, &imported));
+  ASSERT_OK(platform->Map(second, granule, imported, device));
+  std::fill(read.begin(), read.end(), 0);
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), second, granule));
+  EXPECT_EQ(read, pattern);
+
+  // A write through one mapping shows through the other.
+  std::vector<unsigned char> head(64);
+  ASSERT_OK(platform->Memset(device, second, 0x11, head.size()));
+  ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
+  EXPECT_TRUE(AllBytesAre(head, 0x11));
+
+  ASSERT_OK(platform->Unmap(second, granule));
+  ASSERT_OK(platform->Unmap(va, granule));
+
+  // Unmap left the range reserved: it can be mapped again, and the memory kept its bytes.
+  ASSERT_OK(platform->Map(va, granule, imported, device));
+  ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
+  EXPECT_TRUE(AllBytesAre(head, 0x11));
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
+  EXPECT_TRUE(std::equal(pattern.begin() + head.size(), pattern.end(), read.begin() + head.size()));
+  ASSERT_OK(platform->Unmap(va, granule));
+
+  ASSERT_OK(platform->Destroy(imported));
+  ASSERT_OK(platform->Destroy(handle));
+  ASSERT_OK(platform->Release(va, 2 * granule));
+}
+
+void ExpectHostMappedMemory(Platform* platform, int device) {
+  const size_t size = 4096;
+  void* host = nullptr;
+  uint64_t deviceAddress = 0;
+  ASSERT_OK(platform->HostMappedAlloc(size, &host, &deviceAddress));
+  ASSERT_NE(host, nullptr);
+  EXPECT_NE(deviceAddress, 0u);
+  const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(host);
+  EXPECT_EQ(bytes[0], 0) << "host-mapped memory starts zeroed";
+
+  // The device writes it; the host sees the bytes.
+  ASSERT_OK(platform->Memset(device, deviceAddress, 0x44, size));
+  EXPECT_EQ(bytes[0], 0x44);
+  EXPECT_EQ(bytes[size - 1], 0x44);
+  std::vector<unsigned char> read(size);
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), deviceAddress, size));
+  EXPECT_TRUE(AllBytesAre(read, 0x44));
+  ASSERT_OK(platform->HostMappedFree(host));
+}
+
+void ExpectDeviceMemoryFromAnotherThread(Platform* platform, int device) {
+  uint64_t va = 0;
+  const std::vector<unsigned char> data = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));
+  EXPECT_NE(va, 0u);
+  ASSERT_OK(platform->CopyToDevice(device, va, data.data(), data.size()));
+
+  // A fresh thread has no device bound yet: every call binds it itself.
+  Status threadStatus;
+  std::vector<unsigned char> read(data.size());
+  std::thread reader([&] {
+    int current = -1;
+    threadStatus = platform->CurrentDevice(&current);
+    if (threadStatus.ok()) threadStatus = platform->CopyFromDevice(device, read.data(), va, read.size());
+  });
+  reader.join();
+  ASSERT_TRUE(threadStatus.ok()) << threadStatus.message();
+  EXPECT_EQ(read, data);
+  ASSERT_OK(platform->DeviceFree(device, va));
+}
+
+// Failures are statuses that say what was asked, and Import owns its descriptor even
+// when the driver refuses it.
+void ExpectCleanFailures(Platform* platform, int device, size_t granule) {
+  int count = 0;
+  ASSERT_OK(platform->DeviceCount(&count));
+  MemHandle handle = 0;
+  Status status = platform->Create(count, granule, &handle);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+
+  uint64_t va = 0;
+  status = platform->Reserve(granule, 3, &va);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+
+  status = platform->Import(-1, granule, &handle);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+
+  // A pipe is no memory handle. Once Import has closed the write end, the read end sees
+  // end-of-file rather than "would block".
+  int ends[2];
+  ASSERT_EQ(pipe2(ends, O_NONBLOCK | O_CLOEXEC), 0);
+  status = platform->Import(ends[1], granule, &handle);
+  EXPECT_EQ(status.code(), ccoPlatformError) << status.message();
+  EXPECT_TRUE(Contains(status.message(), "ImportFromShareableHandle")) << status.message();
+  char byte = 0;
+  EXPECT_EQ(read(ends[0], &byte, 1), 0) << "Import left the descriptor open (errno " << errno << ")";
+  close(ends[0]);
+  (void)device;
+}
+
+void ExpectCudaSizeErrorNamesTheCall(Platform* platform, int device, size_t granule) {
+  MemHandle handle = 0;
+  Status status = platform->Create(device, granule + 1, &handle);
+  EXPECT_EQ(status.code(), ccoPlatformError) << status.message();
+  EXPECT_TRUE(Contains(status.message(), "cuMemCreate")) << status.message();
+  EXPECT_TRUE(Contains(status.message(), Fmt("size=", granule + 1))) << status.message();
+  EXPECT_TRUE(Contains(status.message(), Fmt("device=", device))) << status.message();
+}
+
+// The platform, or a skip when the driver is missing here or sees no device.
+void CreateOrSkip(Status (*create)(Platform**), const char* const* libraries, Platform** platform,
+                  bool* skipped) {
+  *skipped = true;
+  if (!AnyLibraryLoads(libraries)) GTEST_SKIP() << libraries[0] << " is not installed here";
+  Status status = create(platform);
+  if (status.code() == ccoUnsupported && Contains(status.message(), "sees no device")) {
+    GTEST_SKIP() << status.message();
+  }
+  ASSERT_TRUE(status.ok()) << status.message();
+  *skipped = false;
+}
+
+void RunRoundTrip(Platform* platform) {
+  int device = -1;
+  size_t granule = 0;
+  ASSERT_NO_FATAL_FAILURE(ExpectDeviceInfo(platform, &device, &granule));
+  ASSERT_NO_FATAL_FAILURE(ExpectVirtualMemoryRoundTrip(platform, device, granule));
+  ASSERT_NO_FATAL_FAILURE(ExpectHostMappedMemory(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectDeviceMemoryFromAnotherThread(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectCleanFailures(platform, device, granule));
+}
+
+// --- CUDA -------------------------------------------------------------------------------
+
+TEST(CudaPlatformTest, MissingDriverIsUnsupported) {
+  if (AnyLibraryLoads(kCudaLibraries)) GTEST_SKIP() << "libcuda.so.1 is installed here";
+  ExpectUnsupportedNaming(&CreateCudaPlatform, "libcuda.so.1");
+}
+
+TEST(CudaPlatformTest, VirtualMemoryRoundTrip) {
+  Platform* platform = nullptr;
+  bool skipped = true;
+  CreateOrSkip(&CreateCudaPlatform, kCudaLibraries, &platform, &skipped);
+  if (skipped) return;
+  EXPECT_EQ(platform->kind(), ccoPlatformCuda);
+  EXPECT_STREQ(platform->name(), "cuda");
+  RunRoundTrip(platform);
+  int device = 0;
+  DeviceInfo info;
+  ASSERT_OK(platform->CurrentDevice(&device));
+  ASSERT_OK(platform->GetDeviceInfo(device, &info));
+  ExpectCudaSizeErrorNamesTheCall(platform, device, info.granularity);
+  delete platform;
+}
+
+// --- HIP --------------------------------------------------------------------------------
+
+TEST(HipPlatformTest, MissingDriverIsUnsupported) {
+  if (AnyLibraryLoads(kHipLibraries)) GTEST_SKIP() << "libamdhip64 is installed here";
+  ExpectUnsupportedNaming(&CreateHipPlatform, "libamdhip64.so");
+}
+
+TEST(HipPlatformTest, VirtualMemoryRoundTrip) {
+  Platform* platform = nullptr;
+  bool skipped = true;
+  CreateOrSkip(&CreateHipPlatform, kHipLibraries, &platform, &skipped);
+  if (skipped) return;
+  EXPECT_EQ(platform->kind(), ccoPlatformHip);
+  EXPECT_STREQ(platform->name(), "hip");
+  RunRoundTrip(platform);
+  delete platform;
+}
+
+}  // namespace
+}  // namespace cco
