@@ -1,6 +1,7 @@
 // The CUDA and HIP platforms. Without their driver (this CI machine) they must refuse
 // cleanly, naming the missing library; with a driver and a device (the GPU machine) the
-// same test drives a full virtual-memory round trip through the Platform interface.
+// same test drives a full virtual-memory round trip through the Platform interface. The
+// logic they share is also driven everywhere over a fake driver table.
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "platform/gpu_vmm_platform.h"
 #include "platform/platform.h"
 
 namespace cco {
@@ -268,6 +270,153 @@ TEST(HipPlatformTest, VirtualMemoryRoundTrip) {
   EXPECT_STREQ(platform->name(), "hip");
   RunRoundTrip(platform);
   delete platform;
+}
+
+// --- the shared logic over a fake driver --------------------------------------------------
+
+// What the fake driver was asked; the table's entries are plain functions, so it is global.
+struct FakeDriver {
+  int boundDevice = -1;
+  uint64_t nextVa = 0;
+  std::vector<std::pair<uint64_t, size_t>> reserved;
+  std::vector<std::pair<uint64_t, size_t>> freed;
+  gpu::MemAllocationProp createdProp = {};
+  bool failSetAccess = false;
+  int unmaps = 0;
+};
+FakeDriver fake;
+
+std::string FakeDescribe(gpu::DriverResult result) { return Fmt("FAKE_ERROR_", result); }
+Status FakeBind(int device) {
+  fake.boundDevice = device;
+  return Status::Ok();
+}
+Status FakeCurrent(int* device) {
+  *device = 1;
+  return Status::Ok();
+}
+gpu::DriverResult FakeCount(int* count) {
+  *count = 2;
+  return 0;
+}
+// Ignores the alignment, like drivers that take it as a hint: every address it hands out
+// is 4 KiB past a 2 MiB boundary.
+gpu::DriverResult FakeReserve(uint64_t* va, size_t size, size_t, uint64_t, unsigned long long) {
+  *va = fake.nextVa;
+  fake.reserved.emplace_back(*va, size);
+  fake.nextVa += ((size + (2u << 20) - 1) / (2u << 20) + 1) * (2u << 20);
+  return 0;
+}
+gpu::DriverResult FakeFree(uint64_t va, size_t size) {
+  fake.freed.emplace_back(va, size);
+  return 0;
+}
+gpu::DriverResult FakeCreate(uint64_t* handle, size_t, const gpu::MemAllocationProp* prop, unsigned long long) {
+  fake.createdProp = *prop;
+  *handle = 0x1234;
+  return 0;
+}
+gpu::DriverResult FakeImportRefuses(uint64_t*, int) { return 1; }
+gpu::DriverResult FakeMap(uint64_t, size_t, size_t, uint64_t, unsigned long long) { return 0; }
+gpu::DriverResult FakeSetAccess(uint64_t, size_t, const gpu::MemAccessDesc*, size_t) {
+  return fake.failSetAccess ? 2 : 0;
+}
+gpu::DriverResult FakeUnmap(uint64_t, size_t) {
+  ++fake.unmaps;
+  return 0;
+}
+
+class FakeDriverTest : public ::testing::Test {
+ protected:
+  FakeDriverTest() : platform_(FakeApi()) {
+    fake = FakeDriver();
+    fake.nextVa = (64u << 20) + 4096;
+  }
+
+  static gpu::GpuDriverApi FakeApi() {
+    gpu::GpuDriverApi api;
+    api.platformName = "fake";
+    api.describeError = &FakeDescribe;
+    api.bindDevice = &FakeBind;
+    api.currentDevice = &FakeCurrent;
+    api.deviceCount = {&FakeCount, "fakeDeviceCount"};
+    api.addressReserve = {&FakeReserve, "fakeAddressReserve"};
+    api.addressFree = {&FakeFree, "fakeAddressFree"};
+    api.memCreate = {&FakeCreate, "fakeMemCreate"};
+    api.importFd = {&FakeImportRefuses, "fakeImport"};
+    api.memMap = {&FakeMap, "fakeMemMap"};
+    api.memSetAccess = {&FakeSetAccess, "fakeMemSetAccess"};
+    api.memUnmap = {&FakeUnmap, "fakeMemUnmap"};
+    return api;
+  }
+
+  gpu::GpuVmmPlatform platform_;
+};
+
+TEST_F(FakeDriverTest, ReserveAlignsWhereTheDriverDoesNot) {
+  const size_t size = 16 << 10;
+  const size_t alignment = 2 << 20;
+  uint64_t va = 0;
+  ASSERT_OK(platform_.Reserve(size, alignment, &va));
+  EXPECT_EQ(va % alignment, 0u);
+  // The misaligned first try was given back; the padded one holds the aligned range.
+  ASSERT_EQ(fake.reserved.size(), 2u);
+  ASSERT_EQ(fake.freed.size(), 1u);
+  EXPECT_EQ(fake.freed[0], fake.reserved[0]);
+  const uint64_t base = fake.reserved[1].first;
+  const size_t padded = fake.reserved[1].second;
+  EXPECT_GE(va, base);
+  EXPECT_LE(va + size, base + padded);
+
+  ASSERT_OK(platform_.Release(va, size));
+  ASSERT_EQ(fake.freed.size(), 2u);
+  EXPECT_EQ(fake.freed[1], fake.reserved[1]);
+}
+
+TEST_F(FakeDriverTest, ReserveRejectsAnAlignmentThatIsNoPowerOfTwo) {
+  uint64_t va = 0;
+  EXPECT_EQ(platform_.Reserve(4096, 3 << 20, &va).code(), ccoInvalidArgument);
+  EXPECT_TRUE(fake.reserved.empty());
+}
+
+TEST_F(FakeDriverTest, CreateAsksForShareableMemoryOnTheBoundDevice) {
+  MemHandle handle = 0;
+  ASSERT_OK(platform_.Create(1, 2 << 20, &handle));
+  EXPECT_EQ(handle, 0x1234u);
+  EXPECT_EQ(fake.boundDevice, 1);
+  EXPECT_EQ(fake.createdProp.type, gpu::kMemAllocationTypePinned);
+  EXPECT_EQ(fake.createdProp.requestedHandleTypes, gpu::kMemHandleTypePosixFileDescriptor);
+  EXPECT_EQ(fake.createdProp.location.type, gpu::kMemLocationTypeDevice);
+  EXPECT_EQ(fake.createdProp.location.id, 1);
+  EXPECT_EQ(platform_.Create(2, 2 << 20, &handle).code(), ccoInvalidArgument);
+}
+
+TEST_F(FakeDriverTest, CurrentDeviceBindsIt) {
+  int device = -1;
+  ASSERT_OK(platform_.CurrentDevice(&device));
+  EXPECT_EQ(device, 1);
+  EXPECT_EQ(fake.boundDevice, 1);
+}
+
+TEST_F(FakeDriverTest, MapUndoesTheMappingWhenAccessIsRefused) {
+  fake.failSetAccess = true;
+  Status status = platform_.Map(64 << 20, 2 << 20, 0x1234, 1);
+  EXPECT_EQ(status.code(), ccoPlatformError);
+  EXPECT_EQ(status.message(),
+            "fakeMemSetAccess(va=0x4000000, size=2097152, device=1, read/write) failed: FAKE_ERROR_2");
+  EXPECT_EQ(fake.unmaps, 1);
+}
+
+TEST_F(FakeDriverTest, ImportClosesTheDescriptorWhenTheDriverRefusesIt) {
+  int ends[2];
+  ASSERT_EQ(pipe2(ends, O_NONBLOCK | O_CLOEXEC), 0);
+  MemHandle handle = 0;
+  Status status = platform_.Import(ends[1], 4096, &handle);
+  EXPECT_EQ(status.code(), ccoPlatformError);
+  EXPECT_TRUE(Contains(status.message(), Fmt("fakeImport(fd=", ends[1], ", size=4096"))) << status.message();
+  char byte = 0;
+  EXPECT_EQ(read(ends[0], &byte, 1), 0) << "the write end is still open";
+  close(ends[0]);
 }
 
 }  // namespace

@@ -90,12 +90,14 @@ Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64
   std::string bytes;
   // The root answers once every rank arrived, or when its own timeout expires: wait for it.
   Status got = RecvFrame(root.get(), &bytes, 4096, DeadlineIn(2 * timeoutMs + 1000));
+  root.Reset();
+  // If this process hosts the root, let it finish answering the others (an error too)
+  // before this rank returns, and leave no root thread behind.
+  AwaitLocalRoot(id.nonce, DeadlineIn(timeoutMs));
   if (!got.ok()) return got.Prefixed("waiting for the other ranks at the rendezvous root");
   RootWelcome welcome;
   CCO_RETURN_IF_ERROR(DecodeWelcome(bytes, &welcome));
   if (!welcome.status.ok()) return welcome.status;
-  root.Reset();
-  AwaitLocalRoot(id.nonce, DeadlineIn(1000));  // leave no root thread behind in this process
 
   CCO_RETURN_IF_ERROR(b->ConnectHub(id, std::move(hub_listener), welcome.hub));
   *out = std::move(b);

@@ -8,14 +8,17 @@
 namespace cco {
 
 Status FdMesh::Listen(const Nonce& nonce, int worldRank, std::unique_ptr<FdMesh>* out) {
-  std::unique_ptr<FdMesh> mesh(new FdMesh(nonce, worldRank));
-  CCO_RETURN_IF_ERROR(ListenUnix(mesh->NameOf(worldRank), &mesh->listener_));
+  std::unique_ptr<FdMesh> mesh(new FdMesh(worldRank));
+  // The pid keeps two processes that (wrongly) claim one rank from colliding here: the
+  // rendezvous reports that mistake with a better message.
+  mesh->name_ = Fmt("cco-", nonce.Hex(), "-", worldRank, "-", getpid());
+  CCO_RETURN_IF_ERROR(ListenUnix(mesh->name_, &mesh->listener_));
   *out = std::move(mesh);
   return Status::Ok();
 }
 
-Status FdMesh::Connect(const std::vector<int>& teamWorldRanks, int myIndex, int64_t timeoutMs) {
-  team_ = teamWorldRanks;
+Status FdMesh::Connect(const std::vector<std::string>& teamNames, int myIndex, int64_t timeoutMs) {
+  team_ = teamNames;
   my_index_ = myIndex;
   timeout_ms_ = timeoutMs;
   peers_.clear();
@@ -23,8 +26,8 @@ Status FdMesh::Connect(const std::vector<int>& teamWorldRanks, int myIndex, int6
   const Deadline deadline = DeadlineIn(timeoutMs);
   // Lower indices listen for us; we listen for higher ones.
   for (int i = 0; i < myIndex; ++i) {
-    CCO_RETURN_IF_ERROR(ConnectUnix(NameOf(team_[i]), deadline, &peers_[i])
-                            .Prefixed(Fmt("reaching rank ", team_[i], " on this host")));
+    CCO_RETURN_IF_ERROR(ConnectUnix(team_[i], deadline, &peers_[i])
+                            .Prefixed(Fmt("reaching LSA rank ", i, " on this host")));
     const int32_t me = myIndex;
     CCO_RETURN_IF_ERROR(SendAll(peers_[i].get(), &me, sizeof(me), deadline));
   }
@@ -47,7 +50,7 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
   const Deadline deadline = DeadlineIn(timeout_ms_);
   for (size_t i = 0; i < team_.size(); ++i) {
     if (static_cast<int>(i) == my_index_) continue;
-    CCO_RETURN_IF_ERROR(SendFd(peers_[i].get(), myFd, tag, deadline).Prefixed(Fmt("sending to rank ", team_[i])));
+    CCO_RETURN_IF_ERROR(SendFd(peers_[i].get(), myFd, tag, deadline).Prefixed(Fmt("sending to LSA rank ", i)));
   }
   for (size_t i = 0; i < team_.size(); ++i) {
     if (static_cast<int>(i) == my_index_) continue;
@@ -55,7 +58,7 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
     if (!s.ok()) {
       for (int& fd : *fds)
         if (fd >= 0) close(fd), fd = -1;
-      return s.Prefixed(Fmt("receiving from rank ", team_[i]));
+      return s.Prefixed(Fmt("receiving from LSA rank ", i));
     }
   }
   return Status::Ok();

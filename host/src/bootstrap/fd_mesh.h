@@ -15,12 +15,13 @@ namespace cco {
 
 class FdMesh {
  public:
-  // Opens this rank's listener; do this before ranks learn the team, so peers never
-  // connect to a listener that does not exist yet.
+  // Opens this rank's listener under a name unique to this process; do this before ranks
+  // learn the team, so peers never connect to a listener that does not exist yet.
   static Status Listen(const Nonce& nonce, int worldRank, std::unique_ptr<FdMesh>* out);
+  const std::string& name() const { return name_; }
 
-  // Connects to every other member of the team (world ranks, this rank at myIndex).
-  Status Connect(const std::vector<int>& teamWorldRanks, int myIndex, int64_t timeoutMs);
+  // Connects to every other member of the team: their listener names, this rank at myIndex.
+  Status Connect(const std::vector<std::string>& teamNames, int myIndex, int64_t timeoutMs);
 
   // Sends `myFd` to every peer and receives each peer's descriptor (fds[myIndex] = -1);
   // `tag` identifies the operation on both sides. The caller owns the received fds.
@@ -29,14 +30,13 @@ class FdMesh {
   void Abort();
 
  private:
-  FdMesh(const Nonce& nonce, int worldRank) : nonce_(nonce), world_rank_(worldRank) {}
-  std::string NameOf(int worldRank) const { return Fmt("cco-", nonce_.Hex(), "-", worldRank); }
+  explicit FdMesh(int worldRank) : world_rank_(worldRank) {}
 
-  Nonce nonce_;
   int world_rank_;
+  std::string name_;
   int my_index_ = 0;
   int64_t timeout_ms_ = 0;
-  std::vector<int> team_;
+  std::vector<std::string> team_;
   Fd listener_;
   std::vector<Fd> peers_;  // by team index
 };

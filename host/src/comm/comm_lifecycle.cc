@@ -24,6 +24,7 @@ RankInfo LocalRankInfo(const ccoComm& c, size_t perRankVmmSize, const DeviceInfo
   info.platform = c.platform->kind();
   info.device = c.device;
   strncpy(info.busId, dev.pciBusId.c_str(), sizeof(info.busId) - 1);
+  strncpy(info.meshName, c.mesh->name().c_str(), sizeof(info.meshName) - 1);
   return info;
 }
 
@@ -72,6 +73,7 @@ Status Agree(ccoComm& c, const std::string& op, const Status& local) {
   std::vector<std::string> all;
   const std::string mine = WireWriter().Put(static_cast<int32_t>(local.code())).PutString(local.message()).bytes();
   CCO_RETURN_IF_ERROR(c.bootstrap->Exchange(op, mine, &all));
+  if (!local.ok()) return local;  // a rank's own failure is the most precise thing to say
   for (size_t r = 0; r < all.size(); ++r) {
     WireReader reader(all[r]);
     int32_t code = 0;
@@ -79,7 +81,6 @@ Status Agree(ccoComm& c, const std::string& op, const Status& local) {
     if (!reader.Get(&code).ok() || !reader.GetString(&message).ok())
       return RemoteError(Fmt(op, ": rank ", r, " sent a malformed status"));
     if (code != ccoSuccess) {
-      if (static_cast<int>(r) == c.topo.rank) return local;
       return Status(code == ccoInvalidArgument ? ccoRemoteError : static_cast<ccoResult_t>(code),
                     Fmt(op, " failed on rank ", r, ": ", message));
     }
@@ -128,8 +129,8 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   }();
   Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
   if (agreed.ok()) {
-    std::vector<int> team(c->topo.lsaSize);
-    for (int i = 0; i < c->topo.lsaSize; ++i) team[i] = c->topo.lsaWorldBase + i;
+    std::vector<std::string> team(c->topo.lsaSize);
+    for (int i = 0; i < c->topo.lsaSize; ++i) team[i] = infos[c->topo.lsaWorldBase + i].meshName;
     agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(team, c->topo.lsaRank, c->timeoutMs));
   }
   if (!agreed.ok()) {

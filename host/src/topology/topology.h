@@ -23,6 +23,7 @@ struct RankInfo {
   int32_t platform;         // ccoPlatform_t
   int32_t device;
   char busId[32];
+  char meshName[64];        // this rank's Unix listener for descriptor passing
 };
 
 struct Topology {

@@ -1,0 +1,110 @@
+// The device communicator on the cpu platform: the struct ccoDevCommCreate fills, its
+// device copy, the resource window's layout as peers see it, and requirement checks.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cco/cco.h"
+#include "multiprocess.h"
+
+namespace {
+
+using cco_test::RunRanks;
+
+class DevCommTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    setenv("CCO_PLATFORM", "cpu", 1);
+    setenv("CCO_TIMEOUT_MS", "10000", 1);
+  }
+};
+
+int FieldsDeviceCopyAndInboxes(int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    RANK_CHECK(reqs.gdaConnectionType == CCO_GDA_CONNECTION_CROSSNODE && reqs.gdaContextCount == 4 &&
+               reqs.gdaSignalCount == 16 && reqs.gdaCounterCount == 16 && reqs.lsaBarrierCount == 0);
+    reqs.lsaBarrierCount = 3;
+    ccoDevComm dc;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    RANK_CHECK(dc.magic == CCO_DEV_COMM_MAGIC && dc.abiVersion == CCO_ABI_VERSION && dc.size == sizeof(ccoDevComm));
+    RANK_CHECK(dc.rank == rank && dc.worldSize == n && dc.lsaRank == rank && dc.lsaSize == n);
+    RANK_CHECK(dc.node == 0 && dc.nNodes == 1);
+    RANK_CHECK(dc.teamWorld.nRanks == n && dc.teamWorld.rank == rank && dc.teamWorld.stride == 1);
+    RANK_CHECK(dc.teamLsa.nRanks == n && dc.teamLsa.rank == rank && dc.teamLsa.worldBase == 0);
+    RANK_CHECK(dc.teamRail.nRanks == 1 && dc.teamRail.rank == 0 && dc.teamRail.stride == n);
+    RANK_CHECK(dc.lsaBarrierCount == 3 && dc.gdaSignalCount == 16 && dc.gdaCounterCount == 16);
+    RANK_CHECK(dc.lsaBarrierInboxOffset >= dc.lsaBarrierEpochOffset + 3 * 4);
+    RANK_CHECK(dc.gdaSignalOffset >= dc.lsaBarrierInboxOffset + 3 * 4 * n);
+    RANK_CHECK(dc.gdaCounterOffset >= dc.gdaShadowOffset + 16 * 8 && dc.resourceSize >= dc.gdaCounterOffset + 16 * 8);
+    // The device copy (host memory here) equals what the call returned.
+    RANK_CHECK(memcmp(reinterpret_cast<const void*>(dc.ptr), &dc, sizeof(dc)) == 0);
+    // Every counter and inbox starts at zero.
+    const auto* base = reinterpret_cast<const unsigned char*>(dc.lsaFlatBase + rank * dc.lsaStride + dc.resourceOffset);
+    for (uint64_t i = dc.lsaBarrierEpochOffset; i < dc.resourceSize; ++i) RANK_CHECK(base[i] == 0);
+    RANK_OK(ccoBarrierAll(comm));  // everyone checked before anyone writes
+    // Write barrier 2's inbox slot for this rank in every peer's resource window, as
+    // the device barrier does, and find every peer's word in our own inboxes.
+    for (int p = 0; p < n; ++p) {
+      auto* peer = reinterpret_cast<uint32_t*>(dc.lsaFlatBase + p * dc.lsaStride + dc.resourceOffset +
+                                               dc.lsaBarrierInboxOffset);
+      peer[2 * n + rank] = 100 + rank;
+    }
+    RANK_OK(ccoBarrierAll(comm));
+    const auto* mine = reinterpret_cast<const uint32_t*>(base + dc.lsaBarrierInboxOffset);
+    for (int p = 0; p < n; ++p) RANK_CHECK(mine[2 * n + p] == static_cast<uint32_t>(100 + p));
+    // The resource window is a window: ccoGetPeerPtr agrees with the flat arithmetic.
+    void* viaApi = nullptr;
+    RANK_OK(ccoGetPeerPtr(comm, dc.resourceWindow, (rank + 1) % n, 0, &viaApi));
+    RANK_CHECK(reinterpret_cast<uint64_t>(viaApi) == dc.lsaFlatBase + ((rank + 1) % n) * dc.lsaStride + dc.resourceOffset);
+    RANK_OK(ccoBarrierAll(comm));
+    RANK_OK(ccoDevCommDestroy(comm, &dc));
+    RANK_CHECK(dc.magic == 0);
+    RANK_CHECK(ccoDevCommDestroy(comm, &dc) == ccoInvalidArgument);  // twice
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+}
+
+int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+    ccoDevComm dc;
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    RANK_CHECK(ccoDevCommCreate(comm, nullptr, &dc) == ccoInvalidArgument || n > 1);
+    ccoDevCommRequirements zeroed = {};
+    ccoResult_t r = ccoDevCommCreate(comm, &zeroed, &dc);
+    RANK_CHECK(r == ccoInvalidArgument && strstr(ccoGetLastError(), "INITIALIZER"));
+    reqs.lsaBarrierCount = -1;
+    RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoInvalidArgument);
+    RANK_CHECK(strstr(ccoGetLastError(), "lsaBarrierCount=-1"));
+    // Only rank 0 asks for something wrong: the others fail too, naming rank 0.
+    reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    if (rank == 0) reqs.gdaSignalCount = -5;
+    r = ccoDevCommCreate(comm, &reqs, &dc);
+    RANK_CHECK(r != ccoSuccess);
+    if (rank != 0) RANK_CHECK(r == ccoRemoteError && strstr(ccoGetLastError(), "rank 0"));
+    // GDA connections between ranks are not in this build: refused, not ignored.
+    reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+    r = ccoDevCommCreate(comm, &reqs, &dc);
+    RANK_CHECK(n == 1 ? r == ccoSuccess : r == ccoUnsupported);
+    if (r == ccoSuccess) RANK_OK(ccoDevCommDestroy(comm, &dc));
+    reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.sdmaQueueCount = 2;
+    RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoUnsupported);
+    // The communicator is still good after refused requests.
+    reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    RANK_OK(ccoDevCommDestroy(comm, &dc));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+}
+
+TEST_P(DevCommTest, FieldsDeviceCopyAndInboxes) { EXPECT_TRUE(RunRanks(GetParam(), FieldsDeviceCopyAndInboxes)); }
+TEST_P(DevCommTest, BadRequirementsFailEverywhere) { EXPECT_TRUE(RunRanks(GetParam(), BadRequirementsFailEverywhere)); }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DevCommTest, ::testing::Values(1, 2, 4),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
+
+}  // namespace

@@ -1,0 +1,237 @@
+// Lifecycles: 200 create/destroy cycles leave no descriptor, mapping, thread or memory
+// behind; communicators created and driven from many threads at once; ranks that share
+// one process; abort wakes a blocked call.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cco/cco.h"
+#include "multiprocess.h"
+
+namespace {
+
+using cco_test::RunRanks;
+
+int CountEntries(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == nullptr) return -1;
+  int n = 0;
+  for (dirent* e; (e = readdir(d)) != nullptr;) n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return n;
+}
+
+int CountLines(const char* path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+long RssKb() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return atol(line.c_str() + 6);
+  return -1;
+}
+
+struct Footprint {
+  int fds, maps, threads;
+  long rssKb;
+};
+
+Footprint Measure() {
+  // Root threads end right after answering: give a finished one a moment to go.
+  for (int i = 0; i < 20 && CountEntries("/proc/self/task") > 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return Footprint{CountEntries("/proc/self/fd"), CountLines("/proc/self/maps"), CountEntries("/proc/self/task"), RssKb()};
+}
+
+// One full cycle: create, allocate, register, write a peer, devcomm, tear down. Rank 0
+// mints the next cycle's id and hands it over through symmetric memory.
+int Cycle(int rank, int n, ccoUniqueId* id) {
+  ccoComm* comm = nullptr;
+  RANK_OK(ccoCommCreate(*id, n, rank, 8 << 20, &comm));
+  void* mem = nullptr;
+  ccoWindow_t win = 0;
+  RANK_OK(ccoWindowAllocRegister(comm, sizeof(ccoUniqueId) + 4096, &mem, &win));
+  ccoUniqueId next;
+  if (rank == 0) {
+    RANK_OK(ccoGetUniqueId(&next));
+    for (int p = 1; p < n; ++p) {
+      void* dst = nullptr;
+      RANK_OK(ccoGetPeerPtr(comm, win, p, 0, &dst));
+      memcpy(dst, &next, sizeof(next));
+    }
+  }
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.lsaBarrierCount = 2;
+  ccoDevComm dc;
+  RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+  RANK_OK(ccoBarrierAll(comm));
+  if (rank != 0) memcpy(&next, mem, sizeof(next));
+  RANK_OK(ccoDevCommDestroy(comm, &dc));
+  RANK_OK(ccoWindowDeregister(comm, win));
+  RANK_OK(ccoCommDestroy(comm));
+  *id = next;
+  return 0;
+}
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CCO_PLATFORM", "cpu", 1);
+    setenv("CCO_TIMEOUT_MS", "20000", 1);
+  }
+};
+
+TEST_F(LifecycleTest, TwoHundredCyclesLeaveNothingBehind) {
+  EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& first) {
+    ccoUniqueId id = first;
+    for (int i = 0; i < 10; ++i) RANK_CHECK(Cycle(rank, n, &id) == 0);  // warm up allocators
+    const Footprint before = Measure();
+    for (int i = 0; i < 200; ++i) RANK_CHECK(Cycle(rank, n, &id) == 0);
+    const Footprint after = Measure();
+    fprintf(stderr, "rank %d: fds %d->%d maps %d->%d threads %d->%d rss %ld->%ld KiB\n", rank, before.fds, after.fds,
+            before.maps, after.maps, before.threads, after.threads, before.rssKb, after.rssKb);
+    RANK_CHECK(after.fds == before.fds);
+    RANK_CHECK(after.maps == before.maps);
+    RANK_CHECK(after.threads == before.threads);
+    RANK_CHECK(after.rssKb - before.rssKb < 4096);
+    // The last minted id's root still waits for its ranks: use it so it ends too.
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 8 << 20, &comm));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+  }, 120));
+}
+
+// Four communicators per process, each driven by its own thread, all at once.
+TEST_F(LifecycleTest, CommunicatorsInThreadsAtOnce) {
+  EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {
+    constexpr int kComms = 4;
+    ccoComm* world = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 8 << 20, &world));
+    void* mem = nullptr;
+    ccoWindow_t win = 0;
+    RANK_OK(ccoWindowAllocRegister(world, kComms * sizeof(ccoUniqueId), &mem, &win));
+    if (rank == 0) {
+      void* dst = nullptr;
+      RANK_OK(ccoGetPeerPtr(world, win, 1, 0, &dst));
+      for (int k = 0; k < kComms; ++k) RANK_OK(ccoGetUniqueId(static_cast<ccoUniqueId*>(dst) + k));
+      memcpy(mem, dst, kComms * sizeof(ccoUniqueId));
+    }
+    RANK_OK(ccoBarrierAll(world));
+    std::vector<ccoUniqueId> ids(static_cast<ccoUniqueId*>(mem), static_cast<ccoUniqueId*>(mem) + kComms);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < kComms; ++k) {
+      threads.emplace_back([&, k] {
+        ccoComm* comm = nullptr;
+        if (ccoCommCreate(ids[k], n, rank, 8 << 20, &comm) != ccoSuccess) {
+          fprintf(stderr, "thread %d: %s\n", k, ccoGetLastError());
+          ++failures;
+          return;
+        }
+        for (int round = 0; round < 20; ++round) {
+          void* m = nullptr;
+          ccoWindow_t w = 0;
+          bool ok = ccoWindowAllocRegister(comm, 4096 * (k + 1), &m, &w) == ccoSuccess;
+          void* peer = nullptr;
+          ok = ok && ccoGetPeerPtr(comm, w, 1 - rank, 0, &peer) == ccoSuccess;
+          if (ok) static_cast<int*>(peer)[0] = k * 100 + round + rank;
+          ok = ok && ccoBarrierAll(comm) == ccoSuccess;
+          ok = ok && static_cast<int*>(m)[0] == k * 100 + round + (1 - rank);
+          ok = ok && ccoWindowDeregister(comm, w) == ccoSuccess;
+          if (!ok) {
+            fprintf(stderr, "thread %d round %d: %s\n", k, round, ccoGetLastError());
+            ++failures;
+            break;
+          }
+        }
+        if (ccoCommDestroy(comm) != ccoSuccess) ++failures;
+      });
+    }
+    for (auto& t : threads) t.join();
+    RANK_CHECK(failures == 0);
+    RANK_OK(ccoWindowDeregister(world, win));
+    RANK_OK(ccoCommDestroy(world));
+    return 0;
+  }));
+}
+
+// Ranks of one communicator as threads of one process (what `cco perf` does when ranks
+// share a GPU): one LSA team, and writes through peer pointers arrive.
+TEST_F(LifecycleTest, RanksAsThreadsOfOneProcess) {
+  constexpr int kRanks = 4;
+  ccoUniqueId id;
+  ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      ccoComm* comm = nullptr;
+      void* mem = nullptr;
+      ccoWindow_t win = 0;
+      void* peer = nullptr;
+      bool ok = ccoCommCreate(id, kRanks, r, 8 << 20, &comm) == ccoSuccess &&
+                ccoWindowAllocRegister(comm, 8192, &mem, &win) == ccoSuccess &&
+                ccoGetPeerPtr(comm, win, (r + 1) % kRanks, 0, &peer) == ccoSuccess;
+      if (ok) static_cast<int*>(peer)[1] = 7000 + r;
+      ok = ok && ccoBarrierAll(comm) == ccoSuccess;
+      ok = ok && static_cast<int*>(mem)[1] == 7000 + (r + kRanks - 1) % kRanks;
+      ok = ok && ccoWindowDeregister(comm, win) == ccoSuccess && ccoCommDestroy(comm) == ccoSuccess;
+      if (!ok) {
+        fprintf(stderr, "rank %d: %s\n", r, ccoGetLastError());
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+}
+
+// ccoCommAbort from another thread ends a barrier that would otherwise wait for a rank
+// that never comes, and raises the device-visible abort flag.
+TEST_F(LifecycleTest, AbortWakesABlockedBarrier) {
+  setenv("CCO_TIMEOUT_MS", "30000", 1);
+  EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 8 << 20, &comm));
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    ccoDevComm dc;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    if (rank == 1) {
+      sleep(3);  // never joins the barrier below
+      RANK_OK(ccoCommDestroy(comm));
+      return 0;
+    }
+    RANK_CHECK(*reinterpret_cast<volatile uint32_t*>(dc.abortFlag) == 0);
+    std::thread aborter([comm] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ccoCommAbort(comm);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    ccoResult_t r = ccoBarrierAll(comm);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    aborter.join();
+    RANK_CHECK(r == ccoAborted);
+    RANK_CHECK(waited < 2.0);
+    RANK_CHECK(*reinterpret_cast<volatile uint32_t*>(dc.abortFlag) == 1);
+    RANK_CHECK(ccoBarrierAll(comm) == ccoAborted);  // and every later call
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+  }));
+}
+
+}  // namespace
