@@ -11,29 +11,30 @@
 #include <stdint.h>
 
 #include "abi/cco_abi.h"
+#include "device/arch/arch.h"
 
 namespace cco {
 
 /// Address of byte `offset` of LSA rank `peer`'s copy of the window, or 0 where `peer` is
 /// not an LSA rank (0 <= peer < lsaSize). `offset` is not checked against the window size,
 /// so one-past-the-end pointers stay expressible.
-inline uint64_t lsa_peer_address(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
+CCO_DEVICE_API uint64_t lsa_peer_address(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
   if (static_cast<uint32_t>(peer) >= static_cast<uint32_t>(win->lsaSize)) return 0;
   return win->flatBase + static_cast<uint64_t>(peer) * win->stride + win->offset + offset;
 }
 
 /// The same for a peer named by its world rank: 0 where that rank is not in this rank's
 /// LSA team (another node), or is not a rank at all.
-inline uint64_t lsa_world_peer_address(const ccoWindowDevice* win, int32_t worldPeer, uint64_t offset) {
+CCO_DEVICE_API uint64_t lsa_world_peer_address(const ccoWindowDevice* win, int32_t worldPeer, uint64_t offset) {
   return lsa_peer_address(win, worldPeer - win->lsaWorldBase, offset);
 }
 
 /// This rank's own copy of the window.
-inline uint64_t lsa_local_address(const ccoWindowDevice* win, uint64_t offset) {
+CCO_DEVICE_API uint64_t lsa_local_address(const ccoWindowDevice* win, uint64_t offset) {
   return win->flatBase + static_cast<uint64_t>(win->lsaRank) * win->stride + win->offset + offset;
 }
 
-template <class T> inline T* lsa_peer_ptr(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
+template <class T> CCO_DEVICE_API T* lsa_peer_ptr(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
   return reinterpret_cast<T*>(lsa_peer_address(win, peer, offset));
 }
 

@@ -36,8 +36,8 @@ template <> struct OrderId<order::AcqRel> { static constexpr int value = __ATOMI
 // The HSA kernel dispatch packet (hsa_kernel_dispatch_packet_t): what the launch said.
 typedef __attribute__((address_space(4))) const uint16_t* DispatchU16;
 typedef __attribute__((address_space(4))) const uint32_t* DispatchU32;
-inline DispatchU16 dispatch16() { return reinterpret_cast<DispatchU16>(__builtin_amdgcn_dispatch_ptr()); }
-inline DispatchU32 dispatch32() { return reinterpret_cast<DispatchU32>(__builtin_amdgcn_dispatch_ptr()); }
+CCO_DEVICE_API DispatchU16 dispatch16() { return reinterpret_cast<DispatchU16>(__builtin_amdgcn_dispatch_ptr()); }
+CCO_DEVICE_API DispatchU32 dispatch32() { return reinterpret_cast<DispatchU32>(__builtin_amdgcn_dispatch_ptr()); }
 
 template <class T> struct IsAtomicWord { static constexpr bool value = false; };
 template <> struct IsAtomicWord<uint32_t> { static constexpr bool value = true; };
@@ -46,34 +46,34 @@ template <> struct IsAtomicWord<uint64_t> { static constexpr bool value = true; 
 }  // namespace amdgcn_detail
 
 // --- ids and sizes --------------------------------------------------------------------
-inline uint32_t lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
-inline uint32_t warp_size() { return __builtin_amdgcn_wavefrontsize(); }
+CCO_DEVICE_API uint32_t lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
+CCO_DEVICE_API uint32_t warp_size() { return __builtin_amdgcn_wavefrontsize(); }
 // Packet: workgroup_size_x/y/z are uint16 at bytes 4/6/8, grid_size_x/y/z uint32 (in
 // work-items) at bytes 12/16/20.
-inline uint32_t block_dim(int axis) { return amdgcn_detail::dispatch16()[2 + axis]; }
-inline uint32_t grid_dim(int axis) {
+CCO_DEVICE_API uint32_t block_dim(int axis) { return amdgcn_detail::dispatch16()[2 + axis]; }
+CCO_DEVICE_API uint32_t grid_dim(int axis) {
   return (amdgcn_detail::dispatch32()[3 + axis] + block_dim(axis) - 1) / block_dim(axis);
 }
-inline uint32_t thread_id() {
+CCO_DEVICE_API uint32_t thread_id() {
   return __builtin_amdgcn_workitem_id_x() +
          block_dim(0) * (__builtin_amdgcn_workitem_id_y() + block_dim(1) * __builtin_amdgcn_workitem_id_z());
 }
-inline uint32_t block_size() { return block_dim(0) * block_dim(1) * block_dim(2); }
-inline uint32_t block_id() {
+CCO_DEVICE_API uint32_t block_size() { return block_dim(0) * block_dim(1) * block_dim(2); }
+CCO_DEVICE_API uint32_t block_id() {
   return __builtin_amdgcn_workgroup_id_x() +
          grid_dim(0) * (__builtin_amdgcn_workgroup_id_y() + grid_dim(1) * __builtin_amdgcn_workgroup_id_z());
 }
-inline uint32_t grid_size() { return grid_dim(0) * grid_dim(1) * grid_dim(2); }
+CCO_DEVICE_API uint32_t grid_size() { return grid_dim(0) * grid_dim(1) * grid_dim(2); }
 
 // --- lanes ----------------------------------------------------------------------------
-inline LaneMask active_mask() { return __builtin_amdgcn_read_exec(); }
-inline LaneMask ballot(bool predicate) { return __builtin_amdgcn_ballot_w64(predicate); }
-inline void warp_sync() {
+CCO_DEVICE_API LaneMask active_mask() { return __builtin_amdgcn_read_exec(); }
+CCO_DEVICE_API LaneMask ballot(bool predicate) { return __builtin_amdgcn_ballot_w64(predicate); }
+CCO_DEVICE_API void warp_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
-inline void block_sync() {
+CCO_DEVICE_API void block_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
@@ -84,27 +84,27 @@ inline void block_sync() {
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && amdgcn_detail::IsAtomicWord<T>::value, \
                 WHAT ": bad order, scope or type (uint32_t / uint64_t)")
 
-template <class O, class S, class T> inline T load(const T* p) {
+template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_AMDGCN_CHECK("load", IsLoadOrder);
   return __hip_atomic_load(p, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
-template <class O, class S, class T> inline void store(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API void store(T* p, T v) {
   CCO_AMDGCN_CHECK("store", IsStoreOrder);
   __hip_atomic_store(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
-template <class O, class S, class T> inline T fetch_add(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T* p, T v) {
   CCO_AMDGCN_CHECK("fetch_add", IsRmwOrder);
   return __hip_atomic_fetch_add(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
-template <class O, class S, class T> inline T exchange(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API T exchange(T* p, T v) {
   CCO_AMDGCN_CHECK("exchange", IsRmwOrder);
   return __hip_atomic_exchange(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
-template <class O, class S, class T> inline T fetch_max(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API T fetch_max(T* p, T v) {
   CCO_AMDGCN_CHECK("fetch_max", IsRmwOrder);
   return __hip_atomic_fetch_max(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
-template <class O, class S, class T> inline T compare_exchange(T* p, T expected, T desired) {
+template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T* p, T expected, T desired) {
   CCO_AMDGCN_CHECK("compare_exchange", IsRmwOrder);
   // The failure order may not be stronger than the success order, nor a release.
   constexpr int kFailure = detail::IsSame<O, order::Acquire>::value || detail::IsSame<O, order::AcqRel>::value
@@ -117,7 +117,7 @@ template <class O, class S, class T> inline T compare_exchange(T* p, T expected,
 #undef CCO_AMDGCN_CHECK
 
 // --- fences ---------------------------------------------------------------------------
-template <class S> inline void fence() {
+template <class S> CCO_DEVICE_API void fence() {
   static_assert(IsScope<S>::value, "fence: a scope tag");
   if constexpr (detail::IsSame<S, scope::Block>::value) {
     __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "workgroup");
@@ -130,9 +130,9 @@ template <class S> inline void fence() {
 
 // --- time -----------------------------------------------------------------------------
 // s_memrealtime counts a constant 100 MHz clock on gfx9 (MI300 series included).
-inline uint64_t timer_ns() { return __builtin_amdgcn_s_memrealtime() * 10; }
-inline uint64_t cycles() { return __builtin_readcyclecounter(); }
-inline void nanosleep(uint32_t ns) {
+CCO_DEVICE_API uint64_t timer_ns() { return __builtin_amdgcn_s_memrealtime() * 10; }
+CCO_DEVICE_API uint64_t cycles() { return __builtin_readcyclecounter(); }
+CCO_DEVICE_API void nanosleep(uint32_t ns) {
   const uint64_t start = timer_ns();
   while (timer_ns() - start < ns) __builtin_amdgcn_s_sleep(1);  // ~64 cycles a step
 }

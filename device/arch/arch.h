@@ -23,13 +23,22 @@
 
 #include "device/arch/memory_order.h"
 
+// CCO_DEVICE_API marks the device API's functions: plain (always-inlined) functions in a
+// freestanding build (the bitcode, host tests), host+device functions under nvcc / hipcc /
+// clang -x cuda, so each compiler pass gets the implementation of its own target.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define CCO_DEVICE_API __host__ __device__ inline __attribute__((always_inline))
+#else
+#define CCO_DEVICE_API inline __attribute__((always_inline))
+#endif
+
 namespace cco {
 namespace arch {
 using LaneMask = uint64_t;  // wide enough for a 64-lane wavefront
 }  // namespace arch
 }  // namespace cco
 
-#if defined(__NVPTX__)
+#if defined(__NVPTX__) || defined(__CUDA_ARCH__)
 #include "device/arch/nvptx.h"
 #elif defined(__AMDGCN__)
 #include "device/arch/amdgcn.h"
@@ -40,9 +49,9 @@ using LaneMask = uint64_t;  // wide enough for a 64-lane wavefront
 namespace cco {
 namespace arch {
 // Derived helpers, the same on every target.
-inline uint32_t warp_id() { return thread_id() / warp_size(); }
-inline bool is_block_leader() { return thread_id() == 0; }
-inline bool is_warp_leader() { return lane_id() == 0; }
+CCO_DEVICE_API uint32_t warp_id() { return thread_id() / warp_size(); }
+CCO_DEVICE_API bool is_block_leader() { return thread_id() == 0; }
+CCO_DEVICE_API bool is_warp_leader() { return lane_id() == 0; }
 }  // namespace arch
 }  // namespace cco
 

@@ -26,41 +26,41 @@ template <> struct IsAtomicWord<uint64_t> { static constexpr bool value = true; 
 }  // namespace host_detail
 
 // --- ids and sizes --------------------------------------------------------------------
-inline uint32_t lane_id() { return 0; }
-inline uint32_t warp_size() { return 1; }
-inline uint32_t thread_id() { return 0; }
-inline uint32_t block_size() { return 1; }
-inline uint32_t block_id() { return 0; }
-inline uint32_t grid_size() { return 1; }
+CCO_DEVICE_API uint32_t lane_id() { return 0; }
+CCO_DEVICE_API uint32_t warp_size() { return 1; }
+CCO_DEVICE_API uint32_t thread_id() { return 0; }
+CCO_DEVICE_API uint32_t block_size() { return 1; }
+CCO_DEVICE_API uint32_t block_id() { return 0; }
+CCO_DEVICE_API uint32_t grid_size() { return 1; }
 
 // --- lanes ----------------------------------------------------------------------------
-inline LaneMask active_mask() { return 1; }
-inline LaneMask ballot(bool predicate) { return predicate ? 1 : 0; }
-inline void warp_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
-inline void block_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+CCO_DEVICE_API LaneMask active_mask() { return 1; }
+CCO_DEVICE_API LaneMask ballot(bool predicate) { return predicate ? 1 : 0; }
+CCO_DEVICE_API void warp_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+CCO_DEVICE_API void block_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
 // --- atomics --------------------------------------------------------------------------
 #define CCO_HOST_CHECK(WHAT, ORDER_OK)                                                        \
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && host_detail::IsAtomicWord<T>::value, \
                 WHAT ": bad order, scope or type (uint32_t / uint64_t)")
 
-template <class O, class S, class T> inline T load(const T* p) {
+template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_HOST_CHECK("load", IsLoadOrder);
   return __atomic_load_n(p, host_detail::OrderId<O>::value);
 }
-template <class O, class S, class T> inline void store(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API void store(T* p, T v) {
   CCO_HOST_CHECK("store", IsStoreOrder);
   __atomic_store_n(p, v, host_detail::OrderId<O>::value);
 }
-template <class O, class S, class T> inline T fetch_add(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T* p, T v) {
   CCO_HOST_CHECK("fetch_add", IsRmwOrder);
   return __atomic_fetch_add(p, v, host_detail::OrderId<O>::value);
 }
-template <class O, class S, class T> inline T exchange(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API T exchange(T* p, T v) {
   CCO_HOST_CHECK("exchange", IsRmwOrder);
   return __atomic_exchange_n(p, v, host_detail::OrderId<O>::value);
 }
-template <class O, class S, class T> inline T fetch_max(T* p, T v) {
+template <class O, class S, class T> CCO_DEVICE_API T fetch_max(T* p, T v) {
   CCO_HOST_CHECK("fetch_max", IsRmwOrder);
   // A true read-modify-write with order O even when v does not win: it stores max(old, v).
   T seen = __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -69,7 +69,7 @@ template <class O, class S, class T> inline T fetch_max(T* p, T v) {
   }
   return seen;
 }
-template <class O, class S, class T> inline T compare_exchange(T* p, T expected, T desired) {
+template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T* p, T expected, T desired) {
   CCO_HOST_CHECK("compare_exchange", IsRmwOrder);
   constexpr int kFailure = detail::IsSame<O, order::Acquire>::value || detail::IsSame<O, order::AcqRel>::value
                                ? __ATOMIC_ACQUIRE
@@ -80,25 +80,25 @@ template <class O, class S, class T> inline T compare_exchange(T* p, T expected,
 #undef CCO_HOST_CHECK
 
 // --- fences ---------------------------------------------------------------------------
-template <class S> inline void fence() {
+template <class S> CCO_DEVICE_API void fence() {
   static_assert(IsScope<S>::value, "fence: a scope tag");
   __atomic_thread_fence(__ATOMIC_ACQ_REL);
 }
 
 // --- time -----------------------------------------------------------------------------
-inline uint64_t timer_ns() {
+CCO_DEVICE_API uint64_t timer_ns() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
-inline uint64_t cycles() {
+CCO_DEVICE_API uint64_t cycles() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_ia32_rdtsc();
 #else
   return timer_ns();
 #endif
 }
-inline void nanosleep(uint32_t ns) {
+CCO_DEVICE_API void nanosleep(uint32_t ns) {
   if (ns < 1000) {
     sched_yield();  // shorter than a timer slice: give the core away once
     return;

@@ -1,7 +1,7 @@
 //===-- device/arch/nvptx.h - NVIDIA implementation of arch.h ---*- C++ -*-===//
 //
-// Freestanding: clang builtins for the special registers, inline PTX for everything that
-// carries a memory order or scope. LLVM 19 cannot select scoped acquire/release loads,
+// Inline PTX throughout (clang and nvcc accept it; clang's __nvvm builtins are clang's
+// alone): special registers, and every instruction that carries a memory order or scope. LLVM 19 cannot select scoped acquire/release loads,
 // stores and fences for NVPTX (llc crashes or drops the order), so each (order, scope)
 // pair is spelled out as its own PTX instruction (needs sm_70+, PTX 6.0+).
 //
@@ -13,32 +13,56 @@ namespace cco {
 namespace arch {
 
 // --- ids and sizes --------------------------------------------------------------------
-inline uint32_t lane_id() { return __nvvm_read_ptx_sreg_laneid(); }
-inline uint32_t warp_size() { return 32; }
-inline uint32_t thread_id() {
-  return __nvvm_read_ptx_sreg_tid_x() +
-         __nvvm_read_ptx_sreg_ntid_x() *
-             (__nvvm_read_ptx_sreg_tid_y() + __nvvm_read_ptx_sreg_ntid_y() * __nvvm_read_ptx_sreg_tid_z());
+// Special registers through inline PTX, which clang and nvcc both accept.
+#define CCO_NVPTX_SREG(NAME, REG)                          \
+  CCO_DEVICE_API uint32_t NAME() {                         \
+    uint32_t v;                                            \
+    asm("mov.u32 %0, %%" REG ";" : "=r"(v));               \
+    return v;                                              \
+  }
+namespace nvptx_detail {
+CCO_NVPTX_SREG(tid_x, "tid.x")
+CCO_NVPTX_SREG(tid_y, "tid.y")
+CCO_NVPTX_SREG(tid_z, "tid.z")
+CCO_NVPTX_SREG(ntid_x, "ntid.x")
+CCO_NVPTX_SREG(ntid_y, "ntid.y")
+CCO_NVPTX_SREG(ntid_z, "ntid.z")
+CCO_NVPTX_SREG(ctaid_x, "ctaid.x")
+CCO_NVPTX_SREG(ctaid_y, "ctaid.y")
+CCO_NVPTX_SREG(ctaid_z, "ctaid.z")
+CCO_NVPTX_SREG(nctaid_x, "nctaid.x")
+CCO_NVPTX_SREG(nctaid_y, "nctaid.y")
+CCO_NVPTX_SREG(nctaid_z, "nctaid.z")
+CCO_NVPTX_SREG(laneid, "laneid")
+}  // namespace nvptx_detail
+#undef CCO_NVPTX_SREG
+
+CCO_DEVICE_API uint32_t lane_id() { return nvptx_detail::laneid(); }
+CCO_DEVICE_API uint32_t warp_size() { return 32; }
+CCO_DEVICE_API uint32_t thread_id() {
+  using namespace nvptx_detail;
+  return tid_x() + ntid_x() * (tid_y() + ntid_y() * tid_z());
 }
-inline uint32_t block_size() {
-  return __nvvm_read_ptx_sreg_ntid_x() * __nvvm_read_ptx_sreg_ntid_y() * __nvvm_read_ptx_sreg_ntid_z();
+CCO_DEVICE_API uint32_t block_size() {
+  using namespace nvptx_detail;
+  return ntid_x() * ntid_y() * ntid_z();
 }
-inline uint32_t block_id() {
-  return __nvvm_read_ptx_sreg_ctaid_x() +
-         __nvvm_read_ptx_sreg_nctaid_x() *
-             (__nvvm_read_ptx_sreg_ctaid_y() + __nvvm_read_ptx_sreg_nctaid_y() * __nvvm_read_ptx_sreg_ctaid_z());
+CCO_DEVICE_API uint32_t block_id() {
+  using namespace nvptx_detail;
+  return ctaid_x() + nctaid_x() * (ctaid_y() + nctaid_y() * ctaid_z());
 }
-inline uint32_t grid_size() {
-  return __nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_nctaid_y() * __nvvm_read_ptx_sreg_nctaid_z();
+CCO_DEVICE_API uint32_t grid_size() {
+  using namespace nvptx_detail;
+  return nctaid_x() * nctaid_y() * nctaid_z();
 }
 
 // --- lanes ----------------------------------------------------------------------------
-inline LaneMask active_mask() {
+CCO_DEVICE_API LaneMask active_mask() {
   uint32_t mask;
   asm volatile("activemask.b32 %0;" : "=r"(mask));
   return mask;
 }
-inline LaneMask ballot(bool predicate) {
+CCO_DEVICE_API LaneMask ballot(bool predicate) {
   uint32_t result;
   asm volatile(
       "{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, %2; }"
@@ -46,36 +70,36 @@ inline LaneMask ballot(bool predicate) {
       : "r"(static_cast<uint32_t>(predicate)), "r"(static_cast<uint32_t>(active_mask())));
   return result;
 }
-inline void warp_sync() {
+CCO_DEVICE_API void warp_sync() {
   asm volatile("bar.warp.sync %0;" ::"r"(static_cast<uint32_t>(active_mask())) : "memory");
 }
 // barrier.sync (not bar.sync): threads may reach it from different instructions.
-inline void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
+CCO_DEVICE_API void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
 
 // --- atomics --------------------------------------------------------------------------
 // Primary templates reject what no specialisation below covers, at compile time.
-template <class O, class S, class T> inline T load(const T*) {
+template <class O, class S, class T> CCO_DEVICE_API T load(const T*) {
   static_assert(IsLoadOrder<O>::value && IsScope<S>::value && sizeof(T) == 0,
                 "load: order Relaxed or Acquire, a scope tag, T uint32_t or uint64_t");
   return T();
 }
-template <class O, class S, class T> inline void store(T*, T) {
+template <class O, class S, class T> CCO_DEVICE_API void store(T*, T) {
   static_assert(IsStoreOrder<O>::value && IsScope<S>::value && sizeof(T) == 0,
                 "store: order Relaxed or Release, a scope tag, T uint32_t or uint64_t");
 }
-template <class O, class S, class T> inline T fetch_add(T*, T) {
+template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T*, T) {
   static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "fetch_add: bad order/scope/type");
   return T();
 }
-template <class O, class S, class T> inline T exchange(T*, T) {
+template <class O, class S, class T> CCO_DEVICE_API T exchange(T*, T) {
   static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "exchange: bad order/scope/type");
   return T();
 }
-template <class O, class S, class T> inline T fetch_max(T*, T) {
+template <class O, class S, class T> CCO_DEVICE_API T fetch_max(T*, T) {
   static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "fetch_max: bad order/scope/type");
   return T();
 }
-template <class O, class S, class T> inline T compare_exchange(T*, T, T) {
+template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T*, T, T) {
   static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0,
                 "compare_exchange: bad order/scope/type");
   return T();
@@ -87,34 +111,34 @@ template <class O, class S, class T> inline T compare_exchange(T*, T, T) {
   M(OTAG, OSTR, scope::System, "sys")
 
 #define CCO_NVPTX_LOAD(OTAG, OSTR, STAG, SSTR)                                          \
-  template <> inline uint32_t load<OTAG, STAG, uint32_t>(const uint32_t* p) {           \
+  template <> CCO_DEVICE_API uint32_t load<OTAG, STAG, uint32_t>(const uint32_t* p) {           \
     uint32_t v;                                                                          \
     asm volatile("ld." OSTR "." SSTR ".u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");   \
     return v;                                                                            \
   }                                                                                      \
-  template <> inline uint64_t load<OTAG, STAG, uint64_t>(const uint64_t* p) {           \
+  template <> CCO_DEVICE_API uint64_t load<OTAG, STAG, uint64_t>(const uint64_t* p) {           \
     uint64_t v;                                                                          \
     asm volatile("ld." OSTR "." SSTR ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");   \
     return v;                                                                            \
   }
 
 #define CCO_NVPTX_STORE(OTAG, OSTR, STAG, SSTR)                                         \
-  template <> inline void store<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {       \
+  template <> CCO_DEVICE_API void store<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {       \
     asm volatile("st." OSTR "." SSTR ".u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");      \
   }                                                                                      \
-  template <> inline void store<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {       \
+  template <> CCO_DEVICE_API void store<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {       \
     asm volatile("st." OSTR "." SSTR ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");      \
   }
 
 // One read-modify-write instruction, 32- and 64-bit: OP is the PTX operation with its
 // type suffix stem ("add.u", "exch.b", "max.u").
 #define CCO_NVPTX_RMW(NAME, OP, OTAG, OSTR, STAG, SSTR)                                             \
-  template <> inline uint32_t NAME<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {                \
+  template <> CCO_DEVICE_API uint32_t NAME<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {                \
     uint32_t old;                                                                                    \
     asm volatile("atom." OSTR "." SSTR "." OP "32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory"); \
     return old;                                                                                      \
   }                                                                                                  \
-  template <> inline uint64_t NAME<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {                \
+  template <> CCO_DEVICE_API uint64_t NAME<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {                \
     uint64_t old;                                                                                    \
     asm volatile("atom." OSTR "." SSTR "." OP "64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory"); \
     return old;                                                                                      \
@@ -124,13 +148,13 @@ template <class O, class S, class T> inline T compare_exchange(T*, T, T) {
 #define CCO_NVPTX_MAX(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(fetch_max, "max.u", OTAG, OSTR, STAG, SSTR)
 
 #define CCO_NVPTX_CAS(OTAG, OSTR, STAG, SSTR)                                                          \
-  template <> inline uint32_t compare_exchange<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t e, uint32_t d) { \
+  template <> CCO_DEVICE_API uint32_t compare_exchange<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t e, uint32_t d) { \
     uint32_t old;                                                                                       \
     asm volatile("atom." OSTR "." SSTR ".cas.b32 %0, [%1], %2, %3;"                                    \
                  : "=r"(old) : "l"(p), "r"(e), "r"(d) : "memory");                                      \
     return old;                                                                                         \
   }                                                                                                     \
-  template <> inline uint64_t compare_exchange<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t e, uint64_t d) { \
+  template <> CCO_DEVICE_API uint64_t compare_exchange<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t e, uint64_t d) { \
     uint64_t old;                                                                                       \
     asm volatile("atom." OSTR "." SSTR ".cas.b64 %0, [%1], %2, %3;"                                    \
                  : "=l"(old) : "l"(p), "l"(e), "l"(d) : "memory");                                      \
@@ -163,7 +187,7 @@ CCO_NVPTX_FOR_RMW_ORDERS(CCO_NVPTX_CAS)
 #undef CCO_NVPTX_FOR_SCOPES
 
 // --- fences ---------------------------------------------------------------------------
-template <class S> inline void fence() {
+template <class S> CCO_DEVICE_API void fence() {
   static_assert(IsScope<S>::value, "fence: a scope tag");
   if constexpr (detail::IsSame<S, scope::Block>::value) {
     asm volatile("fence.acq_rel.cta;" ::: "memory");
@@ -175,13 +199,13 @@ template <class S> inline void fence() {
 }
 
 // --- time -----------------------------------------------------------------------------
-inline void nanosleep(uint32_t ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
-inline uint64_t cycles() {
+CCO_DEVICE_API void nanosleep(uint32_t ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
+CCO_DEVICE_API uint64_t cycles() {
   uint64_t c;
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
   return c;
 }
-inline uint64_t timer_ns() {
+CCO_DEVICE_API uint64_t timer_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;

@@ -10,7 +10,8 @@ from cco.ir.triton import cco
 @triton.jit
 def every_function(dc, win, out, peer: tl.constexpr):
     """out[0..7]: abi version, rank, world size, lsa rank, lsa size, and three values
-    written through peer pointers; out[8] = 1 after the system fence."""
+    written through peer pointers; out[8] = 1 after the system fence; out[9] = 1 when the
+    world-rank and local pointers agree; out[10] = the abort flag."""
     tl.store(out + 0, cco.abi_version())
     tl.store(out + 1, cco.DevComm.rank(dc))
     tl.store(out + 2, cco.DevComm.world_size(dc))
@@ -27,3 +28,28 @@ def every_function(dc, win, out, peer: tl.constexpr):
     tl.store(out + 7, nowhere.to(tl.int32))
     cco.system_fence(1)
     tl.store(out + 8, 1)
+    world = cco.Window.lsa_ptr_world(win, cco.DevComm.rank(dc), 0)
+    local = cco.Window.local_ptr(win, 0)
+    tl.store(out + 9, (world == local).to(tl.int32))
+    tl.store(out + 10, cco.DevComm.aborted(dc))
+
+
+@triton.jit
+def every_barrier(dc, out):
+    """Every LSA barrier symbol, each coop scope; out[i] = the status of call i."""
+    tl.store(out + 0, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.THREAD))
+    tl.store(out + 1, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.THREAD))
+    tl.store(out + 2, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.WARP))
+    tl.store(out + 3, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.WARP))
+    tl.store(out + 4, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 5, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 6, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.THREAD))
+    tl.store(out + 7, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.WARP))
+    tl.store(out + 8, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK))
+    t = 1000000
+    tl.store(out + 9, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.THREAD))
+    tl.store(out + 10, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
+    tl.store(out + 11, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 12, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.THREAD))
+    tl.store(out + 13, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
+    tl.store(out + 14, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))

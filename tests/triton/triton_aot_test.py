@@ -21,8 +21,14 @@ TARGETS = {
     "hip-gfx950": GPUTarget("hip", "gfx950", 64),
 }
 
-# A system-scope fence as each target spells it.
-SYSTEM_FENCE = {"cuda": r"fence\.acq_rel\.sys", "hip": r"buffer_wbl2 sc0 sc1"}
+# What each kernel's memory-model operations look like per target: a system-scope fence
+# (every_function), release stores and acquire loads at system scope (every_barrier).
+MEMORY_MODEL = {
+    ("cuda", 0): [r"fence\.acq_rel\.sys"],
+    ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.acquire\.sys\.u32"],
+    ("hip", 0): [r"buffer_wbl2 sc0 sc1"],
+    ("hip", 1): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
+}
 CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 
 
@@ -33,10 +39,14 @@ def compile_for(kernel, signature, constexprs, target):
 
 @pytest.fixture(scope="module", params=sorted(TARGETS))
 def compiled(request):
+    """The kernels that together call every exported function, compiled for one target."""
     target = TARGETS[request.param]
-    c = compile_for(kernels.every_function, {"dc": "u64", "win": "u64", "out": "*i32", "peer": "constexpr"},
-                    {"peer": 1}, target)
-    return target, c
+    kernels_ = [
+        compile_for(kernels.every_function, {"dc": "u64", "win": "u64", "out": "*i32", "peer": "constexpr"},
+                    {"peer": 1}, target),
+        compile_for(kernels.every_barrier, {"dc": "u64", "out": "*i32"}, {}, target),
+    ]
+    return target, kernels_
 
 
 def test_links_the_targets_variant(compiled):
@@ -49,22 +59,43 @@ def test_links_the_targets_variant(compiled):
 
 
 def test_every_exported_function_is_called(compiled):
-    _, c = compiled
-    called = set(re.findall(r'symbol = "(cco_\w+)"', c.asm["ttir"]))
+    _, ks = compiled
+    called = set()
+    for c in ks:
+        called |= set(re.findall(r'symbol = "(cco_\w+)"', c.asm["ttir"]))
     assert called == {f["symbol"] for f in CCO_DEVICE_FUNCTIONS}
 
 
 def test_fully_inlined(compiled):
-    target, c = compiled
-    asm = c.asm["ptx"] if target.backend == "cuda" else c.asm["amdgcn"]
-    calls = re.findall(CALL[target.backend], asm, re.M)
-    assert calls == [], "the bitcode was not inlined"
-    comment = "//" if target.backend == "cuda" else ";"
-    code = "\n".join(line.split(comment, 1)[0] for line in asm.splitlines())
-    assert "cco_" not in code, "a cco_ function survives in the kernel's code"
-    assert re.search(SYSTEM_FENCE[target.backend], asm), "the system fence is missing"
+    target, ks = compiled
+    for k, c in enumerate(ks):
+        asm = c.asm["ptx"] if target.backend == "cuda" else c.asm["amdgcn"]
+        calls = re.findall(CALL[target.backend], asm, re.M)
+        assert calls == [], "the bitcode was not inlined"
+        comment = "//" if target.backend == "cuda" else ";"
+        code = "\n".join(line.split(comment, 1)[0] for line in asm.splitlines())
+        assert "cco_" not in code, "a cco_ function survives in the kernel's code"
+        for pattern in MEMORY_MODEL[(target.backend, k)]:
+            assert re.search(pattern, asm), f"kernel {k}: no /{pattern}/ in the {target.arch} code"
 
 
 def test_binary_produced(compiled):
-    target, c = compiled
-    assert c.asm["cubin" if target.backend == "cuda" else "hsaco"]
+    target, ks = compiled
+    for c in ks:
+        assert c.asm["cubin" if target.backend == "cuda" else "hsaco"]
+
+
+def test_bad_axis_value_is_a_compile_error():
+    import triton.language as tl
+
+    @triton.jit
+    def bad(dc):
+        cco.LsaBarrier.sync(dc, 0, coop=7)
+
+    @triton.jit
+    def missing(dc):
+        cco.LsaBarrier.sync(dc, 0)
+
+    for kernel, text in ((bad, "coop=7 is not a compile-time CoopScope"), (missing, "needs coop=")):
+        with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
+            compile_for(kernel, {"dc": "u64"}, {}, TARGETS["cuda-sm_90"])

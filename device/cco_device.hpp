@@ -1,0 +1,23 @@
+//===-- device/cco_device.hpp - the header-only device API ------*- C++ -*-===//
+//
+// What a CUDA / HIP C++ kernel includes to talk to other GPUs by itself (the same code
+// the bitcode's extern "C" wrappers call). The kernel takes ccoDevComm by value and
+// ccoWindow_t handles; nothing else, no module-global state.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_CCO_DEVICE_HPP_
+#define CCO_DEVICE_CCO_DEVICE_HPP_
+
+#include "abi/cco_abi.h"
+#include "device/arch/arch.h"
+#include "device/coop.hpp"
+#include "device/lsa.hpp"
+#include "device/lsa_barrier.hpp"
+
+/// The guide's spelling: a peer's load/store address of byte `offset` of window `win`.
+CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, uint64_t offset) {
+  return reinterpret_cast<void*>(
+      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
+}
+
+#endif  // CCO_DEVICE_CCO_DEVICE_HPP_

@@ -1,0 +1,39 @@
+//===-- device/coop.hpp - cooperation scopes --------------------*- C++ -*-===//
+//
+// Which threads take part in one device call, and how they split its work:
+//   ccoCoopThread  one thread alone
+//   ccoCoopWarp    the (active) threads of one warp / wavefront
+//   ccoCoopBlock   every thread of the block, all of which must make the call
+// thread_rank() / size() place the caller in the group, sync() is the group's barrier.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_COOP_HPP_
+#define CCO_DEVICE_COOP_HPP_
+
+#include <stdint.h>
+
+#include "abi/enums.h"
+#include "device/arch/arch.h"
+
+struct ccoCoopThread {
+  static constexpr ccoCoopScope kScope = CCO_COOP_THREAD;
+  CCO_DEVICE_API uint32_t thread_rank() const { return 0; }
+  CCO_DEVICE_API uint32_t size() const { return 1; }
+  CCO_DEVICE_API void sync() const {}
+};
+
+struct ccoCoopWarp {
+  static constexpr ccoCoopScope kScope = CCO_COOP_WARP;
+  CCO_DEVICE_API uint32_t thread_rank() const { return cco::arch::lane_id(); }
+  CCO_DEVICE_API uint32_t size() const { return cco::arch::warp_size(); }
+  CCO_DEVICE_API void sync() const { cco::arch::warp_sync(); }
+};
+
+struct ccoCoopBlock {
+  static constexpr ccoCoopScope kScope = CCO_COOP_BLOCK;
+  CCO_DEVICE_API uint32_t thread_rank() const { return cco::arch::thread_id(); }
+  CCO_DEVICE_API uint32_t size() const { return cco::arch::block_size(); }
+  CCO_DEVICE_API void sync() const { cco::arch::block_sync(); }
+};
+
+#endif  // CCO_DEVICE_COOP_HPP_

@@ -1,0 +1,114 @@
+//===-- device/lsa_barrier.hpp - barriers among an LSA team -----*- C++ -*-===//
+//
+// ccoLsaBarrierSession<Coop>: barrier `index` of a device communicator, among the ranks
+// of one LSA team, through their resource windows.
+//
+// State (abi/devcomm.h): this rank's epoch for the barrier, and an inbox of one uint32
+// per peer in every rank's resource window. A round with epoch E:
+//   arrive: the coop synchronises (its writes come first), then stores E+1 with release
+//           semantics at system scope into slot [index][me] of every peer's inbox;
+//   wait:   polls slot [index][peer] of its own inbox, acquire, until it reaches E+1
+//           (wrap-safe: (int32)(seen - (E+1)) >= 0), then the epoch becomes E+1.
+// Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
+// threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
+// the communicator's abort flag; the timeout variants give up after their deadline.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_LSA_BARRIER_HPP_
+#define CCO_DEVICE_LSA_BARRIER_HPP_
+
+#include <stdint.h>
+
+#include "abi/cco_abi.h"
+#include "device/arch/arch.h"
+#include "device/coop.hpp"
+
+namespace cco {
+namespace lsa_barrier_detail {
+
+// Polls between two looks at the abort flag (host memory: a look costs a bus trip).
+constexpr uint32_t kAbortCheckInterval = 1024;
+// Polls before the spin starts sleeping a little between looks.
+constexpr uint32_t kSpinsBeforeBackoff = 1u << 16;
+
+CCO_DEVICE_API bool aborted(const ccoDevComm& dc) {
+  return dc.abortFlag != 0 &&
+         arch::load<order::Relaxed, scope::System>(reinterpret_cast<const uint32_t*>(dc.abortFlag)) != 0;
+}
+
+CCO_DEVICE_API bool reached(uint32_t seen, uint32_t target) { return static_cast<int32_t>(seen - target) >= 0; }
+
+}  // namespace lsa_barrier_detail
+
+template <class Coop> class ccoLsaBarrierSession {
+ public:
+  CCO_DEVICE_API ccoLsaBarrierSession(Coop coop, const ccoDevComm& dc, uint32_t index)
+      : coop_(coop), dc_(dc), index_(index) {
+    const uint64_t resource = dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset;
+    epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + index;
+    inbox_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
+    target_ = *epoch_ + 1;
+  }
+
+  /// Tells every peer this rank reached the barrier (after the coop's earlier writes).
+  CCO_DEVICE_API void arrive() {
+    coop_.sync();
+    for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(dc_.lsaSize); p += coop_.size()) {
+      if (static_cast<int32_t>(p) == dc_.lsaRank) continue;
+      arch::store<order::Release, scope::System>(peer_slot(p), target_);
+    }
+  }
+
+  /// Waits until every peer arrived; returns a ccoDeviceStatus (OK, or ABORTED, or
+  /// TIMEOUT once `timeout_ns` passed; 0 means no timeout). The epoch advances anyway, so
+  /// a peer that arrives late leaves the barrier consistent.
+  CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) {
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
+    for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(dc_.lsaSize) && status == CCO_DEVICE_STATUS_OK;
+         p += coop_.size()) {
+      if (static_cast<int32_t>(p) == dc_.lsaRank) continue;
+      status = poll(inbox_ + p, start, timeout_ns);
+    }
+    if (coop_.thread_rank() == 0) *epoch_ = target_;  // before the sync: the next round reads it
+    coop_.sync();
+    return status;
+  }
+
+  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) {
+    arrive();
+    return wait(timeout_ns);
+  }
+
+ private:
+  CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
+    const uint64_t resource = dc_.lsaFlatBase + static_cast<uint64_t>(peer) * dc_.lsaStride + dc_.resourceOffset;
+    return reinterpret_cast<uint32_t*>(resource + dc_.lsaBarrierInboxOffset) +
+           static_cast<uint64_t>(index_) * dc_.lsaSize + dc_.lsaRank;
+  }
+
+  CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
+    using namespace lsa_barrier_detail;
+    for (uint32_t spins = 1;; ++spins) {
+      if (reached(arch::load<order::Acquire, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
+      if (spins % kAbortCheckInterval == 0) {
+        if (aborted(dc_)) return CCO_DEVICE_STATUS_ABORTED;
+        if (timeout_ns && arch::timer_ns() - start >= timeout_ns) return CCO_DEVICE_STATUS_TIMEOUT;
+      }
+      if (spins >= kSpinsBeforeBackoff) arch::nanosleep(256);
+    }
+  }
+
+  Coop coop_;
+  const ccoDevComm& dc_;
+  uint32_t index_;
+  uint32_t* epoch_;
+  uint32_t* inbox_;
+  uint32_t target_;
+};
+
+}  // namespace cco
+
+using cco::ccoLsaBarrierSession;
+
+#endif  // CCO_DEVICE_LSA_BARRIER_HPP_
