@@ -59,9 +59,10 @@ def _cco_bitcode_impl(ctx):
     # ABI version and variant go into the bitcode wrapper, outside the IR, where tools
     # without LLVM (find_cco_bitcode) read them.
     ctx.actions.run_shell(
-        command = "python3 %s %s %s --abi-version %d --variant %s" % (
-            ctx.file._stamp.path, internalized.path, out.path, ctx.attr.abi_version, ctx.attr.variant),
-        inputs = [internalized, ctx.file._stamp],
+        command = "python3 %s %s %s %s --abi-version %d --variant %s" % (
+            ctx.file._stamp.path, ctx.file._stamp_module.path, internalized.path, out.path,
+            ctx.attr.abi_version, ctx.attr.variant),
+        inputs = [internalized, ctx.file._stamp, ctx.file._stamp_module],
         outputs = [out],
         use_default_shell_env = True,
         mnemonic = "CcoBitcodeStamp",
@@ -87,6 +88,7 @@ cco_bitcode = rule(
         "_clang": attr.label(default = "//device/toolchain:clang", executable = True, cfg = "exec",
                              allow_single_file = True),
         "_stamp": attr.label(default = "//tools/bitcode:stamp.py", allow_single_file = True),
+        "_stamp_module": attr.label(default = "//bindings/python:cco/device/stamp.py", allow_single_file = True),
         "_opt": attr.label(default = "//device/toolchain:opt", executable = True, cfg = "exec",
                            allow_single_file = True),
     },

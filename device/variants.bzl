@@ -60,8 +60,8 @@ def cco_variants():
     return variants
 
 def abi_target_args():
-    """The variants as gen_abi.py --target NAME:TRIPLE:ARCH:NIC:COV arguments."""
+    """The variants as gen_abi.py --target NAME:TRIPLE:ARCH:COMPILED_FOR:NIC:COV arguments."""
     return " ".join([
-        "--target %s:%s:%s:%s:%s" % (v.name, v.triple, v.arch, v.nic, v.cov)
+        "--target %s:%s:%s:%s:%s:%s" % (v.name, v.triple, v.arch, v.clang_arch, v.nic, v.cov)
         for v in cco_variants()
     ])

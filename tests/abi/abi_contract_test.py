@@ -87,8 +87,8 @@ def test_manifest_matches_table_targets(table, manifest):
     assert manifest["abi_version"] == table["abi_version"]
     assert [v["name"] for v in manifest["variants"]] == [t["name"] for t in table["targets"]]
     for v, t in zip(manifest["variants"], table["targets"]):
-        assert (v["triple"], v["arch"], v["nic"], v["code_object_version"]) == (
-            t["triple"], t["arch"], t["nic"], t["code_object_version"])
+        assert (v["triple"], v["arch"], v["compiled_for"], v["nic"], v["code_object_version"]) == (
+            t["triple"], t["arch"], t["compiled_for"], t["nic"], t["code_object_version"])
         assert v["abi_version"] == table["abi_version"]
         assert v["file"] == f"libcco_device-{v['name']}.bc"
 

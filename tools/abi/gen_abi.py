@@ -2,7 +2,7 @@
 """Derives CCO's device-ABI artifacts from abi/functions.list and abi/enums.h.
 
   gen_abi.py --list abi/functions.list --enums abi/enums.h \
-      [--json OUT --target NAME:TRIPLE:ARCH:NIC:COV ...] [--c-header OUT] [--wrappers OUT]
+      [--json OUT --target NAME:TRIPLE:ARCH:COMPILED_FOR:NIC:COV ...] [--c-header OUT] [--wrappers OUT]
       [--public-list OUT]
 
 Each output is written only when asked for; all come from one parse.
@@ -60,10 +60,10 @@ def table(functions, axes, enums, version, targets):
 
 def parse_target(spec):
     parts = spec.split(":")
-    if len(parts) != 5:
-        raise abi_list.AbiListError(f"--target {spec!r} is not NAME:TRIPLE:ARCH:NIC:COV")
-    name, triple, arch, nic, cov = parts
-    return {"name": name, "triple": triple, "arch": arch, "nic": nic,
+    if len(parts) != 6:
+        raise abi_list.AbiListError(f"--target {spec!r} is not NAME:TRIPLE:ARCH:COMPILED_FOR:NIC:COV")
+    name, triple, arch, compiled_for, nic, cov = parts
+    return {"name": name, "triple": triple, "arch": arch, "compiled_for": compiled_for, "nic": nic,
             "code_object_version": int(cov) if cov else None}
 
 

@@ -41,4 +41,5 @@ def host_library_path():
     return _first_existing([
         os.path.join(DATA_DIR, "libcco.so"),
         os.path.join(REPO_ROOT, "bazel-bin", "host", "libcco.so"),
+        os.path.join(REPO_ROOT, "host", "libcco.so"),  # inside a Bazel test's runfiles
     ])

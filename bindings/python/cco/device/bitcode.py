@@ -10,27 +10,13 @@ Whatever the source, a bitcode whose ABI version differs from the host library's
 
 import json
 import os
-import re
 
 from cco import _env, _resources
 from cco.device.abi_table import ABI_VERSION, TARGETS
+from cco.device.stamp import read_stamp
 
 DEFAULT_NIC = "proxy"
 TRITON_CODE_OBJECT_VERSION = 5  # Triton's AMD backend links code-object v5 modules
-
-# The stamp tools/bitcode/stamp.py puts between the bitcode wrapper and the IR.
-_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
-_ABI_MARK = re.compile(rb"CCO_BUILD_ABI_VERSION=(\d+)\0")
-_VARIANT_MARK = re.compile(rb"CCO_BITCODE_VARIANT=([\w.-]+)\0")
-
-
-def _stamp(path):
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    if head[:4] != _WRAPPER_MAGIC:
-        return b""
-    offset = int.from_bytes(head[8:12], "little")
-    return head[20:offset]
 
 
 class BitcodeError(RuntimeError):
@@ -40,13 +26,11 @@ class BitcodeError(RuntimeError):
 def bitcode_abi_version(path):
     """The ABI version a CCO bitcode was built for (its stamp), or None for a file that
     carries no CCO stamp."""
-    m = _ABI_MARK.search(_stamp(path))
-    return int(m.group(1)) if m else None
+    return read_stamp(path)[0]
 
 
 def bitcode_variant(path):
-    m = _VARIANT_MARK.search(_stamp(path))
-    return m.group(1).decode() if m else None
+    return read_stamp(path)[1]
 
 
 def variant_for_target(backend, arch, nic=None, cov=None):

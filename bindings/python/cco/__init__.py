@@ -1,0 +1,40 @@
+"""cco: the host API of CCO (communicators, symmetric memory, windows, device communicators).
+
+    from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE
+
+Importing cco needs neither a GPU nor Triton nor libcco.so: the library is loaded on
+the first call that needs it. The device side is cco.device (ABI table, bitcode) and
+cco.ir.triton (Triton bindings).
+"""
+
+from cco._abi import (
+    GDA_CONNECTION_CROSSNODE,
+    GDA_CONNECTION_FULL,
+    GDA_CONNECTION_NONE,
+    GDA_CONNECTION_RAIL,
+)
+from cco._lib import LibraryError
+from cco.communicator import Communicator
+from cco.devcomm import DevCommHandle
+from cco.errors import CCOAbortedError, CCOError, CCOTimeoutError
+from cco.memory import AllocatedMemory, RegisteredWindow
+from cco.requirements import CCODevCommRequirements
+
+# The release of cco.h (CCO_VERSION_MAJOR.MINOR.PATCH) these bindings belong to.
+__version__ = "0.1.0"
+
+__all__ = [
+    "AllocatedMemory",
+    "CCOAbortedError",
+    "CCODevCommRequirements",
+    "CCOError",
+    "CCOTimeoutError",
+    "Communicator",
+    "DevCommHandle",
+    "GDA_CONNECTION_CROSSNODE",
+    "GDA_CONNECTION_FULL",
+    "GDA_CONNECTION_NONE",
+    "GDA_CONNECTION_RAIL",
+    "LibraryError",
+    "RegisteredWindow",
+]

@@ -1,0 +1,1 @@
+"""The `cco` command: perf (the main job), info."""

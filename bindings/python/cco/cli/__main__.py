@@ -1,0 +1,19 @@
+"""cco perf | cco info — see `python -m cco.cli -h`."""
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="cco", description="CCO: GPU-initiated communication")
+    sub = ap.add_subparsers(dest="command", required=True)
+    from cco.cli import info, perf
+
+    perf.add_parser(sub)
+    info.add_parser(sub)
+    opts = ap.parse_args(argv)
+    return opts.run(opts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Reference Triton kernels on the CCO device API (used by `cco perf`, tests and examples)."""

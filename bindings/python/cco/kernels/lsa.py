@@ -1,0 +1,101 @@
+"""LSA kernels in Triton: put / get through peer pointers, barrier loops, a one-shot
+all-reduce, and the raw anchors they are measured against (a raw-pointer copy twin and a
+flag ping-pong that uses no CCO at all).
+
+Every CCO call here is made by all threads of a program, so barriers use coop=BLOCK (a
+program with num_warps=1 is one warp: coop=WARP is then the same group).
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+
+@triton.jit
+def _copy(src, dst, n, BLOCK: tl.constexpr):
+    """Grid-stride copy of n int64 words (the loop keeps the grid small and persistent)."""
+    pid = tl.program_id(0)
+    step = tl.num_programs(0) * BLOCK
+    for start in range(pid * BLOCK, n, step):
+        offs = start + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(dst + offs, tl.load(src + offs, mask=mask, eviction_policy="evict_first"), mask=mask,
+                 cache_modifier=".cs")
+
+
+@triton.jit
+def lsa_put(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr):
+    """This rank's copy [src_offset, +8*n_words) -> peer's copy at dst_offset."""
+    src = cco.Window.local_ptr(win, src_offset).to(tl.pointer_type(tl.int64), bitcast=True)
+    dst = cco.Window.lsa_ptr(win, peer, dst_offset).to(tl.pointer_type(tl.int64), bitcast=True)
+    _copy(src, dst, n_words, BLOCK)
+
+
+@triton.jit
+def lsa_get(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr):
+    """Peer's copy at src_offset -> this rank's copy at dst_offset."""
+    src = cco.Window.lsa_ptr(win, peer, src_offset).to(tl.pointer_type(tl.int64), bitcast=True)
+    dst = cco.Window.local_ptr(win, dst_offset).to(tl.pointer_type(tl.int64), bitcast=True)
+    _copy(src, dst, n_words, BLOCK)
+
+
+@triton.jit
+def raw_copy(src_addr, dst_addr, n_words, BLOCK: tl.constexpr):
+    """The raw-pointer twin of lsa_put / lsa_get: addresses computed on the host."""
+    src = src_addr.to(tl.pointer_type(tl.int64), bitcast=True)
+    dst = dst_addr.to(tl.pointer_type(tl.int64), bitcast=True)
+    _copy(src, dst, n_words, BLOCK)
+
+
+@triton.jit
+def barrier_loop(dc, rounds, status, COOP: tl.constexpr):
+    """`rounds` LSA barrier rounds on barrier (program id); status[pid] = the worst status."""
+    pid = tl.program_id(0)
+    worst = 0
+    for _ in range(rounds):
+        worst = tl.maximum(worst, cco.LsaBarrier.sync(dc, pid, coop=COOP))
+    tl.store(status + pid, worst)
+
+
+@triton.jit
+def barrier_timeout(dc, timeout_ns, status, COOP: tl.constexpr):
+    tl.store(status + tl.program_id(0), cco.LsaBarrier.sync_timeout(dc, tl.program_id(0), timeout_ns, coop=COOP))
+
+
+@triton.jit
+def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times.
+
+    Program p reduces elements [p*BLOCK, (p+1)*BLOCK) and uses LSA barrier p: one barrier
+    before reading (every rank's input is in place), one after (nobody overwrites its input
+    while a peer still reads it).
+    """
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    for _ in range(iters):
+        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for p in tl.static_range(NRANKS):
+            src = cco.Window.lsa_ptr(win, p, 0).to(tl.pointer_type(tl.float32), bitcast=True)
+            acc += tl.load(src + offs, mask=mask)
+        tl.store(out + offs, acc, mask=mask)
+        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+
+
+@triton.jit
+def flag_pingpong(my_flag, peer_flag, rounds, FIRST: tl.constexpr):
+    """The latency floor: two kernels bounce a flag through each other's memory with
+    system-scope release / volatile polling, no CCO involved. One round trip per round."""
+    for i in range(rounds):
+        if FIRST:
+            tl.atomic_xchg(peer_flag, i + 1, sem="release", scope="sys")
+            seen = tl.load(my_flag, volatile=True)
+            while seen != i + 1:
+                seen = tl.load(my_flag, volatile=True)
+        else:
+            seen = tl.load(my_flag, volatile=True)
+            while seen != i + 1:
+                seen = tl.load(my_flag, volatile=True)
+            tl.atomic_xchg(peer_flag, i + 1, sem="release", scope="sys")

@@ -1,0 +1,105 @@
+// Intra-node LSA put with the header-only C++ device API (device/cco_device.hpp) and
+// the C host API (cco.h): each rank writes rank*1000+i into the next rank's window, the
+// ranks meet at LSA barriers of every coop scope, and each rank checks what it received.
+//
+//   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o lsa_put
+//   python -m cco.launch -n 2 ./lsa_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cco/cco.h"
+#include "device/cco_device.hpp"
+
+#define CHECK_CCO(call)                                                                       \
+  do {                                                                                        \
+    ccoResult_t r_ = (call);                                                                  \
+    if (r_ != ccoSuccess) {                                                                   \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, ccoGetErrorString(r_), ccoGetLastError()); \
+      return 1;                                                                               \
+    }                                                                                         \
+  } while (0)
+
+__global__ void put_and_check(ccoDevComm dc, ccoWindow_t win, int n, int* errors) {
+  const int peer = (dc.lsaRank + 1) % dc.lsaSize;
+  const int left = (dc.lsaRank + dc.lsaSize - 1) % dc.lsaSize;
+  auto* dst = static_cast<unsigned*>(ccoGetLsaPeerPtr(win, peer, 0));
+  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = dc.rank * 1000 + i;
+
+  // Block scope: the whole block's stores come before the arrival.
+  ccoLsaBarrierSession<ccoCoopBlock> block(ccoCoopBlock(), dc, 0);
+  if (block.sync() != CCO_DEVICE_STATUS_OK) atomicAdd(errors, 1000000);
+
+  auto* mine = static_cast<const unsigned*>(ccoGetLsaPeerPtr(win, dc.lsaRank, 0));
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    if (mine[i] != static_cast<unsigned>(left * 1000 + i)) atomicAdd(errors, 1);
+
+  // Warp and thread scopes, with a timeout this time.
+  if (threadIdx.x < 32) {
+    ccoLsaBarrierSession<ccoCoopWarp> warp(ccoCoopWarp(), dc, 1);
+    if (warp.sync(1000000000ull) != CCO_DEVICE_STATUS_OK) atomicAdd(errors, 1000000);
+  }
+  if (threadIdx.x == 0) {
+    ccoLsaBarrierSession<ccoCoopThread> one(ccoCoopThread(), dc, 2);
+    if (one.sync(1000000000ull) != CCO_DEVICE_STATUS_OK) atomicAdd(errors, 1000000);
+  }
+}
+
+static int FromHex(const char* hex, ccoUniqueId* id) {
+  if (strlen(hex) != 2 * sizeof(id->internal)) return 1;
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    unsigned v;
+    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return 1;
+    id->internal[i] = static_cast<char>(v);
+  }
+  return 0;
+}
+
+int main() {
+  const char* rank_s = getenv("CCO_RANK");
+  const char* world_s = getenv("CCO_WORLD_SIZE");
+  const char* uid_s = getenv("CCO_UNIQUE_ID");
+  if (!rank_s || !world_s || !uid_s) {
+    fprintf(stderr, "run under `python -m cco.launch -n N ./lsa_put`\n");
+    return 2;
+  }
+  const int rank = atoi(rank_s), world = atoi(world_s);
+  ccoUniqueId id;
+  if (FromHex(uid_s, &id)) {
+    fprintf(stderr, "CCO_UNIQUE_ID is not 256 hex digits\n");
+    return 2;
+  }
+  cudaSetDevice(0);
+  cudaFree(nullptr);  // create the context CCO will use
+
+  const int n = 1 << 16;
+  ccoComm* comm = nullptr;
+  CHECK_CCO(ccoCommCreate(id, world, rank, size_t{256} << 20, &comm));
+  void* mem = nullptr;
+  ccoWindow_t win = 0;
+  CHECK_CCO(ccoWindowAllocRegister(comm, n * sizeof(unsigned), &mem, &win));
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+  reqs.lsaBarrierCount = 3;
+  ccoDevComm dc;
+  CHECK_CCO(ccoDevCommCreate(comm, &reqs, &dc));
+
+  int* errors = nullptr;
+  cudaMalloc(&errors, sizeof(int));
+  cudaMemset(errors, 0, sizeof(int));
+  put_and_check<<<1, 256>>>(dc, win, n, errors);
+  int host_errors = -1;
+  cudaError_t e = cudaMemcpy(&host_errors, errors, sizeof(int), cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) {
+    fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
+    return 1;
+  }
+  printf("rank %d/%d: %s (%d errors)\n", rank, world, host_errors == 0 ? "OK" : "WRONG", host_errors);
+  cudaFree(errors);
+  CHECK_CCO(ccoBarrierAll(comm));
+  CHECK_CCO(ccoDevCommDestroy(comm, &dc));
+  CHECK_CCO(ccoWindowDeregister(comm, win));
+  CHECK_CCO(ccoCommDestroy(comm));
+  return host_errors == 0 ? 0 : 1;
+}

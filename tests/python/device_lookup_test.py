@@ -1,0 +1,114 @@
+"""cco.device: the ABI table as data, find_cco_bitcode's order (explicit path, JIT,
+prebuilt), the JIT build (byte-identical to Bazel's, cached, built once under a lock) and
+the refusal of a bitcode whose ABI version differs from the host library's."""
+
+import json
+import multiprocessing
+import os
+import shutil
+
+import pytest
+
+from cco import _resources
+from cco.device import (ABI_VERSION, CCO_DEVICE_FUNCTIONS, TARGETS, BitcodeError, bitcode_abi_version,
+                        find_cco_bitcode, jit)
+from cco.device import bitcode as bitcode_module
+from cco.device.stamp import read_stamp, stamp
+
+NV = ("cuda", 90)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for name in ("CCO_DEVICE_BC", "MORI_CCO_BC", "CCO_DISABLE_JIT", "MORI_DISABLE_JIT", "CCO_NIC"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CCO_JIT_CACHE", str(tmp_path / "jit"))
+
+
+def prebuilt(variant):
+    return bitcode_module._prebuilt(variant)
+
+
+def test_functions_come_from_the_committed_table():
+    with open(_resources.abi_table_path()) as f:
+        table = json.load(f)
+    assert [f["symbol"] for f in CCO_DEVICE_FUNCTIONS] == [f["symbol"] for f in table["functions"]]
+    assert ABI_VERSION == table["abi_version"]
+    lsa = next(f for f in CCO_DEVICE_FUNCTIONS if f["symbol"] == "cco_lsa_ptr")
+    assert lsa["args"] == ["uint64", "int32", "uint64"] and lsa["ret"] == "uint64" and lsa["pure"]
+
+
+def test_explicit_path_wins(monkeypatch):
+    path = prebuilt("amdgcn-gfx942-proxy-cov5")
+    monkeypatch.setenv("CCO_DEVICE_BC", path)
+    assert find_cco_bitcode(NV) == path  # even for another target: the user said so
+    monkeypatch.delenv("CCO_DEVICE_BC")
+    monkeypatch.setenv("MORI_CCO_BC", path)  # the guide's name
+    assert find_cco_bitcode(NV) == path
+    monkeypatch.setenv("MORI_CCO_BC", "/nonexistent.bc")
+    with pytest.raises(BitcodeError, match="does not exist"):
+        find_cco_bitcode(NV)
+
+
+@pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
+def test_jit_builds_every_variant_identical_to_prebuilt(tmp_path):
+    for target in TARGETS:
+        built = jit.build(target["name"])
+        assert built.startswith(str(tmp_path / "jit"))
+        with open(built, "rb") as a, open(prebuilt(target["name"]), "rb") as b:
+            assert a.read() == b.read(), target["name"]
+        assert read_stamp(built) == (ABI_VERSION, target["name"])
+
+
+@pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
+def test_lookup_order_jit_then_prebuilt(monkeypatch, tmp_path):
+    path = find_cco_bitcode(NV)
+    assert path.startswith(str(tmp_path / "jit")) and path.endswith("libcco_device-nvptx-sm_90-proxy.bc")
+    mtime = os.path.getmtime(path)
+    assert find_cco_bitcode(NV) == path and os.path.getmtime(path) == mtime  # cached, not rebuilt
+    monkeypatch.setenv("CCO_DISABLE_JIT", "1")
+    assert find_cco_bitcode(NV) == prebuilt("nvptx-sm_90-proxy")
+    monkeypatch.delenv("CCO_DISABLE_JIT")
+    monkeypatch.setenv("MORI_DISABLE_JIT", "1")
+    assert find_cco_bitcode(("hip", "gfx950")) == prebuilt("amdgcn-gfx950-proxy-cov5")
+
+
+def _build_in_child(args):
+    cache, variant = args
+    os.environ["CCO_JIT_CACHE"] = cache
+    return jit.build(variant)
+
+
+@pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
+def test_concurrent_builds_make_one_file(tmp_path):
+    cache = str(tmp_path / "shared")
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        paths = pool.map(_build_in_child, [(cache, "nvptx-sm_100-proxy")] * 4)
+    assert len(set(paths)) == 1
+    files = [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs if f.endswith(".bc")]
+    assert files == paths[:1]
+
+
+def test_abi_mismatch_is_refused_with_both_versions(monkeypatch, tmp_path):
+    with open(prebuilt("nvptx-sm_90-proxy"), "rb") as f:
+        data = f.read()
+    offset = int.from_bytes(data[8:12], "little")
+    foreign = tmp_path / "old.bc"
+    foreign.write_bytes(stamp(data[offset:], ABI_VERSION + 41, "nvptx-sm_90-proxy"))
+    assert bitcode_abi_version(str(foreign)) == ABI_VERSION + 41
+    monkeypatch.setenv("CCO_DEVICE_BC", str(foreign))
+    with pytest.raises(BitcodeError) as e:
+        find_cco_bitcode(NV)
+    assert f"version {ABI_VERSION + 41}" in str(e.value) and f"version {ABI_VERSION}" in str(e.value)
+    unstamped = tmp_path / "raw.bc"
+    unstamped.write_bytes(data[offset:])
+    monkeypatch.setenv("CCO_DEVICE_BC", str(unstamped))
+    with pytest.raises(BitcodeError, match="not a CCO device bitcode"):
+        find_cco_bitcode(NV)
+
+
+def test_unknown_targets_are_named():
+    with pytest.raises(BitcodeError, match="nvptx-sm_75-proxy"):
+        find_cco_bitcode(("cuda", 75))
+    with pytest.raises(BitcodeError, match="backend 'opencl'"):
+        find_cco_bitcode(("opencl", "x"))
