@@ -40,7 +40,8 @@ class FileBroadcast:
         deadline = time.monotonic() + self.timeout_s
         while not os.path.exists(path):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"rank {self.rank}: no broadcast from rank {root} in {path} after {self.timeout_s} s")
+                raise TimeoutError(
+                    f"rank {self.rank}: no broadcast from rank {root} in {path} after {self.timeout_s} s")
             time.sleep(0.01)
         with open(path, "rb") as f:
             return pickle.load(f)

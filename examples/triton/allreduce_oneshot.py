@@ -11,7 +11,6 @@ needs MPS, or ranks as threads of one process (what `cco perf` does).
 
 import argparse
 
-import torch
 import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
@@ -27,6 +26,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--elements", type=int, default=1 << 18)
     args = ap.parse_args(argv)
+    import torch  # imported here so the kernel also compiles ahead of time on machines without torch
+
     rank, nranks, uid = bootstrap()
     n = args.elements
     programs = triton.cdiv(n, BLOCK)

@@ -86,7 +86,8 @@ class CCODevCommRequirements(ctypes.Structure):
         )
         unknown = sorted(set(fields) - set(self.FIELDS))
         if unknown:
-            raise TypeError(f"CCODevCommRequirements has no field {', '.join(unknown)}; fields: {', '.join(self.FIELDS)}")
+            raise TypeError(
+                f"CCODevCommRequirements has no field {', '.join(unknown)}; fields: {', '.join(self.FIELDS)}")
         for name, value in fields.items():
             setattr(self, name, value)
 

@@ -14,8 +14,8 @@ import sys
 
 from cco.cli.report import parse_size
 
-GPU_SUITES = ("put", "get", "barrier", "allreduce")
-CPU_SUITES = ("barrier", "put")
+GPU_SUITES = ("host", "put", "get", "barrier", "allreduce")
+CPU_SUITES = ("host", "barrier", "put")
 
 
 def add_parser(sub):
@@ -27,6 +27,8 @@ def add_parser(sub):
     p.add_argument("--allreduce-ranks", type=int, default=4, help="ranks of the all-reduce suite")
     p.add_argument("--allreduce-max", default="1M", help="largest all-reduce (bytes of float32)")
     p.add_argument("--barrier-rounds", type=int, default=20000)
+    p.add_argument("--host-ranks", type=int, default=8, help="processes of the host suite")
+    p.add_argument("--host-window", default="", help="window of the host suite (1G on GPUs, 64M on cpu)")
     p.add_argument("--platform", choices=["auto", "cuda", "cpu"], default="auto")
     p.add_argument("--quick", action="store_true", help="few sizes and repetitions (smoke test)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -63,6 +65,12 @@ def run(opts):
               file=sys.stderr)
         return 2
     report = backend.run(opts)
+    if "host" in opts.suite_list:
+        from cco.cli import perf_host
+
+        window = parse_size(opts.host_window or ("64M" if platform == "cpu" else "1G"))
+        ranks = min(opts.host_ranks, 4) if opts.quick else opts.host_ranks
+        perf_host.run_suite(report, ranks, window, platform)
     if opts.json:
         print(report.to_json())
     else:

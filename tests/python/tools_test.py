@@ -1,0 +1,117 @@
+"""`cco perf` on the cpu platform, CCO's launcher, and the example and perf kernels
+compiled ahead of time (no GPU) for every target CCO ships."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ENV = dict(os.environ, CCO_PLATFORM="cpu", CCO_TIMEOUT_MS="20000")
+
+
+def run_cco(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "cco.cli", *args], env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_perf_on_the_cpu_platform_with_two_ranks():
+    r = run_cco("perf", "--ranks", "2", "--quick", "--host-ranks", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    suites = {s["suite"].split(" (")[0].split(",")[0]: s for s in report["suites"]}
+    barrier = suites["host barrier"]["rows"][0]
+    assert barrier["ranks"] == 2 and 0 < barrier["us/barrier"] < 1e5
+    put = suites["put through peer pointers"]["rows"]
+    assert [row["size"] for row in put][:3] == ["4KiB", "16KiB", "64KiB"]
+    assert all(row["put GB/s"] > 0 and row["memmove GB/s"] > 0 for row in put)
+    host = {row["step"]: row for row in suites["host control plane"]["rows"]}
+    assert host["ccoCommCreate (first)"]["max ms"] > 0 and "ccoWindowRegister 64MiB" in host
+
+
+def test_perf_table_and_bad_suite():
+    r = run_cco("perf", "--quick", "--suites", "barrier")
+    assert r.returncode == 0 and "# host barrier (ccoBarrierAll)" in r.stdout, r.stderr
+    r = run_cco("perf", "--suites", "warp-drive")
+    assert r.returncode == 2 and "unknown suite" in r.stderr
+
+
+def test_info_lists_every_target():
+    r = run_cco("info", "--json")
+    assert r.returncode == 0, r.stderr
+    facts = json.loads(r.stdout)
+    assert facts["host_abi_version"] == facts["abi_version"]
+    assert set(facts["targets"]) >= {"nvptx-sm_90-proxy", "amdgcn-gfx942-proxy-cov5"}
+
+
+def test_launcher_runs_ranks_and_reports_failure(tmp_path):
+    script = tmp_path / "ranks.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        from cco import Communicator
+        rank, world = int(os.environ["CCO_RANK"]), int(os.environ["CCO_WORLD_SIZE"])
+        uid = bytes.fromhex(os.environ["CCO_UNIQUE_ID"])
+        with Communicator.init(world, rank, uid, per_rank_vmm=1 << 24) as comm:
+            comm.barrier()
+            print(f"rank {comm.rank} of {comm.world_size}")
+        sys.exit(int(os.environ.get("FAIL_RANK", "-1")) == rank)
+    """))
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "3", str(script)], env=ENV, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sorted(re.findall(r"rank (\d) of 3", r.stdout)) == ["0", "1", "2"]
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "2", str(script)],
+                       env=dict(ENV, FAIL_RANK="1"), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+
+
+# --- ahead-of-time compilation of the kernels (no GPU) --------------------------------
+triton = pytest.importorskip("triton")
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+TARGETS = [GPUTarget("cuda", 90, 32), GPUTarget("cuda", 100, 32), GPUTarget("hip", "gfx942", 64),
+           GPUTarget("hip", "gfx950", 64)]
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join("examples", "triton", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernels_to_compile():
+    from cco.kernels import lsa as K
+
+    copy_sig = {"win": "u64", "peer": "i32", "src_offset": "u64", "dst_offset": "u64", "n_words": "i64",
+                "BLOCK": "constexpr"}
+    return [
+        ("lsa_copy", load_example("lsa_copy").lsa_copy, {"dev_comm": "u64", "win": "u64", "peer": "constexpr",
+                                                         "N": "constexpr"}, {"peer": 1, "N": 256}),
+        ("lsa_put", K.lsa_put, copy_sig, {"BLOCK": 2048}),
+        ("lsa_get", K.lsa_get, copy_sig, {"BLOCK": 2048}),
+        ("barrier_loop", K.barrier_loop, {"dc": "u64", "rounds": "i32", "status": "*i32", "COOP": "constexpr"},
+         {"COOP": 2}),
+        ("barrier_timeout", K.barrier_timeout, {"dc": "u64", "timeout_ns": "u64", "status": "*i32",
+                                                "COOP": "constexpr"}, {"COOP": 2}),
+        ("oneshot_allreduce", K.oneshot_allreduce, {"dc": "u64", "win": "u64", "out": "*fp32", "n": "i32",
+                                                    "iters": "i32", "NRANKS": "constexpr", "BLOCK": "constexpr"},
+         {"NRANKS": 4, "BLOCK": 1024}),
+    ]
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"{t.backend}-{t.arch}")
+def test_example_and_perf_kernels_compile_for_every_target(target):
+    from cco.ir.triton import cco
+
+    libs = tuple(cco.get_extern_libs(target).items())
+    for name, fn, signature, constexprs in kernels_to_compile():
+        compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=target,
+                                  options={"extern_libs": libs})
+        asm = compiled.asm["ptx" if target.backend == "cuda" else "amdgcn"]
+        assert not re.search(r"^\s*(call(\.uni)?|s_swappc_b64)\b", asm, re.M), f"{name}: a call survived"
