@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Every GPU check, on the device machine, from the repository root with stage/ carried:
+#   bash tests/gpu/run_all.sh [pytest|examples|perf|anchor ...]   (default: all)
+# Logs and results go to $OUT. NVLink multicast stays off.
+set -uo pipefail
+OUT=${OUT:-/tmp/cco-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples perf anchor)
+
+python3 -m pip install -q --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
+export PYTHONPATH=/tmp/site
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+
+mps_start() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+  mkdir -p /tmp/mps /tmp/mpslog
+  nvidia-cuda-mps-control -d && sleep 1
+}
+mps_stop() { echo quit | nvidia-cuda-mps-control; sleep 1; }
+
+for step in "${steps[@]}"; do
+  echo "=== $step"
+  case $step in
+    pytest)
+      timeout 900 python3 -m pytest -q -p no:cacheprovider tests/gpu --junitxml="$OUT/gpu-junit.xml" -x -ra \
+        2>&1 | tee "$OUT/pytest.log" | tail -40 ;;
+    examples)
+      mps_start
+      {
+        python3 -m cco.launch -n 2 --timeout 120 examples/triton/lsa_copy.py && echo "lsa_copy 2 ranks: PASS"
+        python3 -m cco.launch -n 4 --timeout 120 examples/triton/allreduce_oneshot.py && echo "allreduce 4 ranks: PASS"
+        python3 -m cco.launch -n 8 --timeout 120 examples/triton/allreduce_oneshot.py --elements 100000 &&
+          echo "allreduce 8 ranks: PASS"
+        nvcc -std=c++17 -arch=sm_90 -I. -I/tmp/site/cco/_data/include examples/cpp/lsa_put.cu \
+          -L/tmp/site/cco/_data -lcco -Xlinker -rpath=/tmp/site/cco/_data -o /tmp/lsa_put &&
+          python3 -m cco.launch -n 2 --timeout 120 /tmp/lsa_put && echo "C++ lsa_put 2 ranks: PASS"
+        python3 -m cco.launch -n 4 --timeout 120 /tmp/lsa_put && echo "C++ lsa_put 4 ranks: PASS"
+      } 2>&1 | tee "$OUT/examples.log"
+      mps_stop ;;
+    perf)
+      timeout 900 python3 -m cco.cli perf --json > "$OUT/perf.json" 2> "$OUT/perf.err"
+      echo "perf exit $?"; tail -5 "$OUT/perf.err"
+      python3 - "$OUT/perf.json" <<'PY'
+import json, sys
+from cco.cli.report import Report
+d = json.load(open(sys.argv[1])); r = Report(d["header"])
+for s in d["suites"]:
+    cols = list(s["rows"][0]) if s["rows"] else []
+    rows = r.suite(s["suite"], cols, s["note"]); rows += [[row[c] for c in cols] for row in s["rows"]]
+r.print_table(sys.stdout)
+PY
+      ;;
+    anchor)
+      NV=$(python3 -c "import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))" 2>/dev/null ||
+           python3 -c "import nvidia, os; print(os.path.join(nvidia.__path__[0], 'nvshmem'))")
+      mkdir -p /tmp/nvlib && ln -sf "$NV"/lib/libnvshmem_host.so.3 /tmp/nvlib/libnvshmem_host.so
+      nvcc -rdc=true -std=c++17 -arch=sm_90 -I"$NV/include" tools/perf/nvshmem_anchor.cu -L/tmp/nvlib -L"$NV/lib" \
+        -lnvshmem_host -lnvshmem_device -lcuda -Xlinker -rpath="$NV/lib" -o /tmp/nvshmem_anchor 2>&1 | tail -5
+      mps_start
+      rm -f /tmp/anchor.uid
+      for pe in 0 1; do
+        ANCHOR_RANK=$pe ANCHOR_UID_FILE=/tmp/anchor.uid NVSHMEM_REMOTE_TRANSPORT=none timeout 300 /tmp/nvshmem_anchor &
+      done
+      wait
+      mps_stop ;;
+  esac
+done 2>&1 | tee -a "$OUT/run_all.log"

@@ -1,0 +1,60 @@
+"""The foundation's GPU check: a Triton kernel links the sm_90 bitcode, calls cco_lsa_ptr
+and cco_devcomm_* on a window and a devcomm filled by hand in device memory (no host
+SDK involved), writes through the computed pointers, and the host verifies every value."""
+
+import ctypes
+import struct
+
+import torch
+
+from cco.devcomm import DevCommStruct
+from cco.device import find_cco_bitcode
+
+import kernels
+
+SLICE = 1 << 20      # bytes between LSA ranks' slices of the fake flat range
+WIN_OFFSET = 4096    # the window's start in every slice
+LSA_SIZE, LSA_RANK, WORLD_BASE, WORLD = 4, 1, 4, 8
+PEER = 3
+
+
+def window_bytes(flat_base):
+    # ccoWindowDevice: magic, abiVersion, flatBase, stride, offset, size, lsaRank, lsaSize,
+    # rank, lsaWorldBase, reserved[9] (abi/window.h)
+    return struct.pack("<IIQQQQiiii9Q", 0x574F4343, 1, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK, LSA_SIZE,
+                       WORLD_BASE + LSA_RANK, WORLD_BASE, *([0] * 9))
+
+
+def devcomm_bytes():
+    dc = DevCommStruct()
+    dc.magic, dc.abiVersion, dc.size = 0x444F4343, 1, ctypes.sizeof(DevCommStruct)
+    dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize = WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE
+    return bytes(dc)
+
+
+def to_device(data):
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).cuda()
+
+
+def test_bitcode_on_hand_filled_structs():
+    flat = torch.zeros(LSA_SIZE * SLICE // 4, dtype=torch.int32, device="cuda")
+    win = to_device(window_bytes(flat.data_ptr()))
+    dc = to_device(devcomm_bytes())
+    out = torch.full((16,), -1, dtype=torch.int32, device="cuda")
+    path = find_cco_bitcode(("cuda", 90))
+    assert path.endswith("libcco_device-nvptx-sm_90-proxy.bc")
+    kernels.every_function[(1,)](dc.data_ptr(), win.data_ptr(), out, peer=PEER, extern_libs={"cco": path})
+    torch.cuda.synchronize()
+    got = out.tolist()
+    assert got[0] == 1                       # cco_abi_version
+    assert got[1:5] == [WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE]
+    assert got[5] == 0xC0FFEE                # read back through this rank's own pointer
+    assert got[6] == 0xBEEF00 + LSA_RANK     # and through the peer's
+    assert got[7] == 0                       # lsa_ptr of a non-member is 0
+    assert got[8] == 1 and got[9] == 1 and got[10] == 0
+    words = flat.cpu()
+    mine = (LSA_RANK * SLICE + WIN_OFFSET) // 4
+    theirs = (PEER * SLICE + WIN_OFFSET + 64) // 4
+    assert words[mine].item() == 0xC0FFEE and words[theirs].item() == 0xBEEF00 + LSA_RANK
+    # Nothing else of the flat range was touched.
+    assert int((words != 0).sum()) == 2

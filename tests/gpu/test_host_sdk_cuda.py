@@ -1,0 +1,84 @@
+"""The host SDK on the cuda platform, ranks as processes on the one GPU: creation,
+symmetric memory, windows whose peers' copies are reached through the flat virtual range
+(each rank writes its right neighbour's copy with cuMemcpyHtoD to the flat VA and reads
+its own with cuMemcpyDtoH), device communicators; and the host-side timings."""
+
+import ctypes
+import json
+import multiprocessing as mp
+import os
+
+import pytest
+
+N_WORDS = 1 << 20  # 4 MiB per rank
+
+
+def _cuda():
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
+    lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
+    return lib
+
+
+def _rank(rank, n, uid, queue):
+    os.environ["CCO_PLATFORM"] = "cuda"
+    try:
+        from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
+
+        cuda = _cuda()
+        with Communicator.init(n, rank, uid, per_rank_vmm=1 << 30) as comm:
+            assert comm.platform == "cuda" and comm.lsa_size == n and comm.lsa_rank == rank
+            mem = comm.alloc_mem(4 * N_WORDS)
+            win = comm.register_window(mem.ptr, mem.size)
+            right, left = (rank + 1) % n, (rank - 1) % n
+            payload = (ctypes.c_uint32 * N_WORDS)(*[rank * 1000 + i for i in range(N_WORDS)])
+            peer = comm.peer_ptr(win, right, 0)
+            # The flat VA: peer = base + right * stride + offset, the same arithmetic as the kernel's.
+            assert peer - comm.peer_ptr(win, rank, 0) == (right - rank) * (comm.peer_ptr(win, 1 % n, 0) -
+                                                                           comm.peer_ptr(win, 0, 0))
+            assert cuda.cuMemcpyHtoD_v2(peer, payload, 4 * N_WORDS) == 0
+            comm.barrier()
+            got = (ctypes.c_uint32 * N_WORDS)()
+            assert cuda.cuMemcpyDtoH_v2(got, mem.ptr, 4 * N_WORDS) == 0
+            bad = sum(1 for i in range(0, N_WORDS, 997) if got[i] != left * 1000 + i)
+            assert bad == 0 and got[N_WORDS - 1] == left * 1000 + N_WORDS - 1
+            reqs = CCODevCommRequirements()
+            reqs.gda_connection_type = GDA_CONNECTION_NONE
+            reqs.lsa_barrier_count = 4
+            dc = comm.create_dev_comm(reqs)
+            assert dc.rank == rank and dc.world_size == n and dc.lsa_rank == rank and dc.lsa_size == n
+            raw = (ctypes.c_uint8 * 256)()
+            assert cuda.cuMemcpyDtoH_v2(raw, dc.ptr, 256) == 0  # the device copy equals the returned struct
+            assert bytes(raw) == bytes(dc.struct)
+            comm.barrier()
+        queue.put((rank, "ok"))
+    except BaseException as e:  # reported to the parent
+        queue.put((rank, f"{type(e).__name__}: {e}"))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ranks_as_processes_on_one_gpu(n):
+    from cco import Communicator
+
+    ctx = mp.get_context("spawn")
+    uid = Communicator.get_unique_id()
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_rank, args=(r, n, uid, queue)) for r in range(n)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get(timeout=180) for _ in range(n))
+    for p in procs:
+        p.join(timeout=60)
+    assert results == {r: "ok" for r in range(n)}
+
+
+def test_gpu_platform_round_trip_binary():
+    """The C++ platform test (built on the CPU machine, staged) on the real driver."""
+    import subprocess
+
+    binary = os.path.join(os.environ.get("CCO_STAGE", "stage"), "bin", "gpu_platform_test")
+    if not os.path.exists(binary):
+        pytest.skip("stage/bin/gpu_platform_test not staged")
+    r = subprocess.run([binary], capture_output=True, text=True, timeout=300)
+    print(r.stdout[-3000:])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -1,0 +1,133 @@
+"""LSA on the GPU with ranks as threads of this process (one communicator and stream
+each, kernels running at once): the guide's lsa_copy, the one-shot all-reduce and the LSA
+barrier with 2, 4 and 8 ranks, exact results; 100 000 barrier rounds; a barrier whose
+peer never arrives times out, and one that waits forever ends on ccoCommAbort."""
+
+import importlib.util
+import os
+import threading
+
+import pytest
+import torch
+import triton
+
+from cco.cli.perf_gpu import RankGroup
+from cco.ir.triton import cco
+from cco.kernels import lsa as K
+
+RANKS = [2, 4, 8]
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "triton")
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Watchdog:
+    """Aborts every communicator of a group if a test runs past its time: a hung barrier
+    then ends with ABORTED and the test fails instead of hanging."""
+
+    def __init__(self, group, seconds):
+        self.timer = threading.Timer(seconds, lambda: [rk.comm.abort() for rk in group.ranks])
+
+    def __enter__(self):
+        self.timer.start()
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+
+@pytest.fixture(params=RANKS, ids=lambda n: f"{n}ranks")
+def group(request):
+    g = RankGroup(request.param, window_bytes=8 << 20, barriers=64)
+    yield g
+    g.close()
+
+
+def test_lsa_copy_ring(group):
+    lsa_copy = load_example("lsa_copy").lsa_copy
+    n, N = len(group.ranks), 256
+    for rk in group.ranks:
+        rk.view(rk.rank, 0, 2 * N, torch.int32)[:N].copy_(
+            torch.arange(N, dtype=torch.int32, device=f"cuda:{rk.device}") + rk.rank * 1000)
+    group.sync()
+    group.run_once({r: (lambda rk=rk: lsa_copy[(1,)](rk.dc.ptr, rk.win.handle, peer=(rk.rank + 1) % n, N=N,
+                                                    extern_libs=group.libs))
+                    for r, rk in enumerate(group.ranks)})
+    for rk in group.ranks:
+        got = rk.view(rk.rank, 0, 2 * N, torch.int32)[N:]
+        left = (rk.rank - 1) % n
+        assert torch.equal(got, torch.arange(N, dtype=torch.int32, device=got.device) + left * 1000), rk.rank
+
+
+@pytest.mark.parametrize("count", [1000, 1 << 18])
+def test_oneshot_allreduce(group, count):
+    n = len(group.ranks)
+    outs = []
+    for rk in group.ranks:
+        rk.view(rk.rank, 0, count, torch.float32).copy_(
+            torch.arange(count, device=f"cuda:{rk.device}", dtype=torch.float32) % 113 + 10 * rk.rank)
+        outs.append(torch.full((count,), -1.0, device=f"cuda:{rk.device}"))
+    group.sync()
+    programs = triton.cdiv(count, 1024)
+    assert programs <= 64 * 4
+    grid = (min(programs, 64),)
+    block = triton.next_power_of_2(triton.cdiv(count, grid[0]))
+    with Watchdog(group, 60):
+        group.run_once({r: (lambda r=r, rk=rk: K.oneshot_allreduce[grid](
+            rk.dc.ptr, rk.win.handle, outs[r], count, 3, NRANKS=n, BLOCK=block, extern_libs=group.libs))
+            for r, rk in enumerate(group.ranks)})
+    want = (torch.arange(count, dtype=torch.float32) % 113) * n + 10 * sum(range(n))
+    for r, out in enumerate(outs):
+        assert torch.equal(out.cpu(), want), f"rank {r}"
+
+
+def test_barrier_100000_rounds(group):
+    status = [torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in group.ranks]
+    with Watchdog(group, 120):
+        group.run_once({r: (lambda rk=rk, r=r: K.barrier_loop[(1,)](rk.dc.ptr, 100000, status[r],
+                                                                    COOP=cco.CoopScope.BLOCK, extern_libs=group.libs))
+                        for r, rk in enumerate(group.ranks)})
+    assert [int(s.item()) for s in status] == [0] * len(group.ranks)
+
+
+def test_barrier_per_program_and_warp_scope(group):
+    """16 programs, each on its own barrier index, with coop=WARP (one-warp programs)."""
+    status = [torch.full((16,), -1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in group.ranks]
+    with Watchdog(group, 60):
+        group.run_once({r: (lambda rk=rk, r=r: K.barrier_loop[(16,)](rk.dc.ptr, 2000, status[r],
+                                                                     COOP=cco.CoopScope.WARP, num_warps=1,
+                                                                     extern_libs=group.libs))
+                        for r, rk in enumerate(group.ranks)})
+    assert all(s.tolist() == [0] * 16 for s in status)
+
+
+def test_barrier_timeout_when_a_peer_never_arrives():
+    g = RankGroup(2, window_bytes=1 << 20, barriers=4)
+    try:
+        status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+        with Watchdog(g, 30):
+            g.run_once({0: lambda: K.barrier_timeout[(1,)](g.ranks[0].dc.ptr, 50_000_000, status,
+                                                           COOP=cco.CoopScope.BLOCK, extern_libs=g.libs)})
+        assert int(status.item()) == 1  # CCO_DEVICE_STATUS_TIMEOUT
+    finally:
+        g.close()
+
+
+def test_barrier_ends_on_abort():
+    g = RankGroup(2, window_bytes=1 << 20, barriers=4)
+    try:
+        status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+        timer = threading.Timer(0.3, g.ranks[0].comm.abort)
+        timer.start()
+        g.run_once({0: lambda: K.barrier_loop[(1,)](g.ranks[0].dc.ptr, 1, status, COOP=cco.CoopScope.BLOCK,
+                                                    extern_libs=g.libs)})
+        timer.join()
+        assert int(status.item()) == 2  # CCO_DEVICE_STATUS_ABORTED
+    finally:
+        for rk in g.ranks:  # rank 0 is aborted: tear both down locally
+            rk.comm.abort()
+        g.close()

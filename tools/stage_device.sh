@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds here what the GPU machine runs, into stage/ (git-ignored; pass it in `carry`):
+#   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
+#   stage/bin/*              host test binaries that run on the real driver
+# The GPU machine then runs tests/gpu/run_all.sh from the working tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bazel build //tools/wheel //tests/host:gpu_platform_test >/dev/null
+rm -rf stage
+mkdir -p stage/bin
+cp bazel-bin/tools/wheel/cco-*.whl stage/
+cp bazel-bin/tests/host/gpu_platform_test stage/bin/
+chmod -R u+w stage
+du -sh stage

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Builds the cco wheel: the Python package with libcco.so, every bitcode variant and its
+manifest, the ABI table, the public headers, and the device sources the JIT build compiles.
+
+  build_wheel.py --out DIR --package bindings/python/cco --lib libcco.so --table T.json
+      --manifest M.json --bitcode A.bc ... --header DEST=SRC ... --source DEST=SRC ...
+
+A wheel is a zip with a .dist-info folder; writing it directly keeps the build offline.
+"""
+
+import argparse
+import base64
+import hashlib
+import os
+import sys
+import zipfile
+
+NAME, VERSION = "cco", "0.1.0"
+TAG = "py3-none-linux_x86_64"  # libcco.so is loaded with ctypes: no CPython ABI tie
+
+
+def record_line(path, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest},{len(data)}"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--package", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--manifest", required=True)
+    ap.add_argument("--bitcode", nargs="+", required=True)
+    ap.add_argument("--header", action="append", default=[], help="DEST=SRC under cco/_data/include")
+    ap.add_argument("--source", action="append", default=[], help="DEST=SRC under cco/_data/src")
+    opts = ap.parse_args(argv)
+
+    files = {}  # archive path -> bytes
+    for folder, _, names in os.walk(opts.package):
+        for n in sorted(names):
+            if n.endswith(".py"):
+                src = os.path.join(folder, n)
+                files[os.path.join("cco", os.path.relpath(src, opts.package))] = open(src, "rb").read()
+    data = "cco/_data"
+    files[f"{data}/libcco.so"] = open(opts.lib, "rb").read()
+    files[f"{data}/cco_abi_table.json"] = open(opts.table, "rb").read()
+    files[f"{data}/bitcode/bitcode_manifest.json"] = open(opts.manifest, "rb").read()
+    for bc in opts.bitcode:
+        files[f"{data}/bitcode/{os.path.basename(bc)}"] = open(bc, "rb").read()
+    for prefix, pairs in (("include", opts.header), ("src", opts.source)):
+        for pair in pairs:
+            dest, src = pair.split("=", 1)
+            files[f"{data}/{prefix}/{dest}"] = open(src, "rb").read()
+
+    info = f"{NAME}-{VERSION}.dist-info"
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n"
+        "Summary: CCO: GPU-initiated communication (LSA, GDA, SDMA) as LLVM bitcode + a thin host SDK\n"
+        "Requires-Python: >=3.10\n").encode()
+    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco.cli.__main__:main\n"
+    record = [record_line(p, d) for p, d in sorted(files.items())] + [f"{info}/RECORD,,"]
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+
+    path = os.path.join(opts.out, f"{NAME}-{VERSION}-{TAG}.whl")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
+        for name, content in sorted(files.items()):
+            info_ = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # reproducible
+            info_.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+            whl.writestr(info_, content, zipfile.ZIP_DEFLATED)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
