@@ -55,7 +55,8 @@ typedef struct ccoDevComm {
   uint64_t abortFlag;             /* address of a uint32 that ccoCommAbort sets non-zero */
 
   /* LSA barriers, inside the resource window:
-   *   epochs: lsaBarrierCount uint32 at lsaBarrierEpochOffset (this rank's progress)
+   *   epochs: lsaBarrierCount pairs of uint32 at lsaBarrierEpochOffset: {epoch (this
+   *           rank's progress), verdict (scratch where a coop agrees on a status)}
    *   inboxes: lsaBarrierCount * lsaSize uint32 at lsaBarrierInboxOffset; slot
    *            [barrier * lsaSize + peer] is written by LSA rank `peer` */
   uint32_t lsaBarrierCount;

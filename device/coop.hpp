@@ -2,7 +2,7 @@
 //
 // Which threads take part in one device call, and how they split its work:
 //   ccoCoopThread  one thread alone
-//   ccoCoopWarp    the (active) threads of one warp / wavefront
+//   ccoCoopWarp    every thread of one warp / wavefront, all of which must make the call
 //   ccoCoopBlock   every thread of the block, all of which must make the call
 // thread_rank() / size() place the caller in the group, sync() is the group's barrier.
 //
@@ -26,7 +26,7 @@ struct ccoCoopWarp {
   static constexpr ccoCoopScope kScope = CCO_COOP_WARP;
   CCO_DEVICE_API uint32_t thread_rank() const { return cco::arch::lane_id(); }
   CCO_DEVICE_API uint32_t size() const { return cco::arch::warp_size(); }
-  CCO_DEVICE_API void sync() const { cco::arch::warp_sync(); }
+  CCO_DEVICE_API void sync() const { cco::arch::warp_sync_all(); }
 };
 
 struct ccoCoopBlock {

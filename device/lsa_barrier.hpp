@@ -3,12 +3,13 @@
 // ccoLsaBarrierSession<Coop>: barrier `index` of a device communicator, among the ranks
 // of one LSA team, through their resource windows.
 //
-// State (abi/devcomm.h): this rank's epoch for the barrier, and an inbox of one uint32
-// per peer in every rank's resource window. A round with epoch E:
+// State (abi/devcomm.h): this rank's epoch and verdict words for the barrier, and an
+// inbox of one uint32 per peer in every rank's resource window. A round with epoch E:
 //   arrive: the coop synchronises (its writes come first), then stores E+1 with release
 //           semantics at system scope into slot [index][me] of every peer's inbox;
 //   wait:   polls slot [index][peer] of its own inbox, acquire, until it reaches E+1
-//           (wrap-safe: (int32)(seen - (E+1)) >= 0), then the epoch becomes E+1.
+//           (wrap-safe: (int32)(seen - (E+1)) >= 0); the coop agrees on one status
+//           through the verdict word; the epoch becomes E+1.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
 // threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
 // the communicator's abort flag; the timeout variants give up after their deadline.
@@ -45,14 +46,14 @@ template <class Coop> class ccoLsaBarrierSession {
   CCO_DEVICE_API ccoLsaBarrierSession(Coop coop, const ccoDevComm& dc, uint32_t index)
       : coop_(coop), dc_(dc), index_(index) {
     const uint64_t resource = dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset;
-    epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + index;
+    epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
+    verdict_ = epoch_ + 1;
     inbox_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
-    target_ = *epoch_ + 1;
   }
 
   /// Tells every peer this rank reached the barrier (after the coop's earlier writes).
   CCO_DEVICE_API void arrive() {
-    coop_.sync();
+    prepare();
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(dc_.lsaSize); p += coop_.size()) {
       if (static_cast<int32_t>(p) == dc_.lsaRank) continue;
       arch::store<order::Release, scope::System>(peer_slot(p), target_);
@@ -60,9 +61,11 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
   /// Waits until every peer arrived; returns a ccoDeviceStatus (OK, or ABORTED, or
-  /// TIMEOUT once `timeout_ns` passed; 0 means no timeout). The epoch advances anyway, so
-  /// a peer that arrives late leaves the barrier consistent.
+  /// TIMEOUT once `timeout_ns` passed; 0 means no timeout), the same for every thread of
+  /// the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
+  /// consistent.
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) {
+    prepare();
     int32_t status = CCO_DEVICE_STATUS_OK;
     const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(dc_.lsaSize) && status == CCO_DEVICE_STATUS_OK;
@@ -70,9 +73,19 @@ template <class Coop> class ccoLsaBarrierSession {
       if (static_cast<int32_t>(p) == dc_.lsaRank) continue;
       status = poll(inbox_ + p, start, timeout_ns);
     }
-    if (coop_.thread_rank() == 0) *epoch_ = target_;  // before the sync: the next round reads it
+    // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK), through
+    // this barrier's verdict word. The next round starts with a coop sync (prepare), which
+    // orders the leader's reset and epoch store before anyone's next look at them.
+    if (status != CCO_DEVICE_STATUS_OK) arch::fetch_max<order::Relaxed, scope::Block>(verdict_, uint32_t(status));
     coop_.sync();
-    return status;
+    const int32_t verdict = static_cast<int32_t>(arch::load<order::Relaxed, scope::Block>(verdict_));
+    coop_.sync();
+    if (coop_.thread_rank() == 0) {
+      if (verdict != CCO_DEVICE_STATUS_OK) arch::store<order::Relaxed, scope::Block>(verdict_, 0u);
+      *epoch_ = target_;
+    }
+    prepared_ = false;
+    return verdict;
   }
 
   CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) {
@@ -81,6 +94,15 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
  private:
+  // The coop's earlier writes (and the previous round's epoch store) come first; then
+  // every thread reads this round's target.
+  CCO_DEVICE_API void prepare() {
+    if (prepared_) return;
+    coop_.sync();
+    target_ = *reinterpret_cast<volatile uint32_t*>(epoch_) + 1;
+    prepared_ = true;
+  }
+
   CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
     const uint64_t resource = dc_.lsaFlatBase + static_cast<uint64_t>(peer) * dc_.lsaStride + dc_.resourceOffset;
     return reinterpret_cast<uint32_t*>(resource + dc_.lsaBarrierInboxOffset) +
@@ -103,8 +125,10 @@ template <class Coop> class ccoLsaBarrierSession {
   const ccoDevComm& dc_;
   uint32_t index_;
   uint32_t* epoch_;
+  uint32_t* verdict_;
   uint32_t* inbox_;
-  uint32_t target_;
+  uint32_t target_ = 0;
+  bool prepared_ = false;
 };
 
 }  // namespace cco

@@ -73,6 +73,8 @@ CCO_DEVICE_API void warp_sync() {
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
+// Lanes of a wavefront reconverge before the barrier: the same as warp_sync.
+CCO_DEVICE_API void warp_sync_all() { warp_sync(); }
 CCO_DEVICE_API void block_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();

@@ -73,6 +73,9 @@ CCO_DEVICE_API LaneMask ballot(bool predicate) {
 CCO_DEVICE_API void warp_sync() {
   asm volatile("bar.warp.sync %0;" ::"r"(static_cast<uint32_t>(active_mask())) : "memory");
 }
+// Every lane of the warp, whatever is active now: lanes still diverged in a spin are
+// waited for (a coop of a whole warp needs this, activemask would leave them behind).
+CCO_DEVICE_API void warp_sync_all() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 // barrier.sync (not bar.sync): threads may reach it from different instructions.
 CCO_DEVICE_API void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
 

@@ -15,7 +15,7 @@ import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
 from cco.ir.triton import cco
-from cco.kernels.lsa import oneshot_allreduce
+from cco.kernels.lsa import max_programs, oneshot_allreduce
 from cco.memview import torch_view
 from cco.runtime import bootstrap
 
@@ -30,7 +30,8 @@ def main(argv=None):
 
     rank, nranks, uid = bootstrap()
     n = args.elements
-    programs = triton.cdiv(n, BLOCK)
+    # Persistent programs: every rank's grid must be resident at once (ranks may share a GPU).
+    programs = min(triton.cdiv(n, BLOCK), max_programs(nranks // max(1, torch.cuda.device_count())))
     with Communicator.init(nranks, rank, uid, per_rank_vmm=1 << 30) as comm:
         mem = comm.alloc_mem(n * 4)
         win = comm.register_window(mem.ptr, mem.size)

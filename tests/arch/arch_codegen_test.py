@@ -67,7 +67,7 @@ def bodies(probe):
     target, _, path = probe
     with open(path, encoding="utf-8") as f:
         found = function_bodies(f.read(), target)
-    assert len(found) >= 136, f"{path}: only {len(found)} probe functions found"
+    assert len(found) >= 137, f"{path}: only {len(found)} probe functions found"
     return {name: instructions(body, target) for name, body in found.items()}
 
 
@@ -95,6 +95,7 @@ def nvptx_expectations():
     yield "probe_active_mask", r"\bactivemask\.b32\b"
     yield "probe_ballot", r"\bvote\.sync\.ballot\.b32\b"
     yield "probe_warp_sync", r"\bbar\.warp\.sync\b"
+    yield "probe_warp_sync_all", r"\bbar\.warp\.sync -1;"
     yield "probe_block_sync", r"\bbarrier\.sync 0;"
     yield "probe_nanosleep", r"\bnanosleep\.u32\b"
     yield "probe_cycles", r"%clock64"

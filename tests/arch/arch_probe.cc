@@ -59,6 +59,7 @@ PROBE uint32_t probe_grid_size() { return cco::arch::grid_size(); }
 PROBE uint64_t probe_active_mask() { return cco::arch::active_mask(); }
 PROBE uint64_t probe_ballot(int predicate) { return cco::arch::ballot(predicate != 0); }
 PROBE void probe_warp_sync() { cco::arch::warp_sync(); }
+PROBE void probe_warp_sync_all() { cco::arch::warp_sync_all(); }
 PROBE void probe_block_sync() { cco::arch::block_sync(); }
 PROBE void probe_nanosleep(uint32_t ns) { cco::arch::nanosleep(ns); }
 PROBE uint64_t probe_cycles() { return cco::arch::cycles(); }

@@ -26,7 +26,7 @@ for step in "${steps[@]}"; do
   echo "=== $step"
   case $step in
     pytest)
-      timeout 900 python3 -m pytest -q -p no:cacheprovider tests/gpu --junitxml="$OUT/gpu-junit.xml" -x -ra \
+      timeout 900 python3 -m pytest -q -p no:cacheprovider tests/gpu --junitxml="$OUT/gpu-junit.xml" -ra \
         2>&1 | tee "$OUT/pytest.log" | tail -40 ;;
     examples)
       mps_start

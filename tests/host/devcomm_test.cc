@@ -35,7 +35,7 @@ int FieldsDeviceCopyAndInboxes(int rank, int n, const ccoUniqueId& id) {
     RANK_CHECK(dc.teamLsa.nRanks == n && dc.teamLsa.rank == rank && dc.teamLsa.worldBase == 0);
     RANK_CHECK(dc.teamRail.nRanks == 1 && dc.teamRail.rank == 0 && dc.teamRail.stride == n);
     RANK_CHECK(dc.lsaBarrierCount == 3 && dc.gdaSignalCount == 16 && dc.gdaCounterCount == 16);
-    RANK_CHECK(dc.lsaBarrierInboxOffset >= dc.lsaBarrierEpochOffset + 3 * 4);
+    RANK_CHECK(dc.lsaBarrierInboxOffset >= dc.lsaBarrierEpochOffset + 3 * 8);
     RANK_CHECK(dc.gdaSignalOffset >= dc.lsaBarrierInboxOffset + 3 * 4 * n);
     RANK_CHECK(dc.gdaCounterOffset >= dc.gdaShadowOffset + 16 * 8 && dc.resourceSize >= dc.gdaCounterOffset + 16 * 8);
     // The device copy (host memory here) equals what the call returned.

@@ -31,10 +31,19 @@ int CountEntries(const char* dir) {
   return n;
 }
 
-int CountLines(const char* path) {
-  std::ifstream in(path);
+// CCO's own mappings: symmetric memory (memfd) and address-space reservations (16 MiB
+// and up, inaccessible). Counting every line would count malloc arenas and cached thread
+// stacks, which glibc keeps and reuses on its own schedule.
+int CountCcoMappings() {
+  std::ifstream in("/proc/self/maps");
   int n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;
+    const bool reservation = std::string(perms) == "---p" && hi - lo >= (16ul << 20);
+    n += reservation || line.find("memfd:cco") != std::string::npos;
+  }
   return n;
 }
 
@@ -54,7 +63,7 @@ Footprint Measure() {
   // Root threads end right after answering: give a finished one a moment to go.
   for (int i = 0; i < 20 && CountEntries("/proc/self/task") > 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  return Footprint{CountEntries("/proc/self/fd"), CountLines("/proc/self/maps"), CountEntries("/proc/self/task"), RssKb()};
+  return Footprint{CountEntries("/proc/self/fd"), CountCcoMappings(), CountEntries("/proc/self/task"), RssKb()};
 }
 
 // One full cycle: create, allocate, register, write a peer, devcomm, tear down. Rank 0

@@ -178,7 +178,7 @@ TEST(ResourceLayout, RegionsAreDisjointAndAligned) {
   ResourceLayout l = LayoutResources(reqs, 8);
   EXPECT_EQ(l.devComm, 0u);
   EXPECT_GE(l.barrierEpochs, sizeof(ccoDevComm));
-  EXPECT_GE(l.barrierInboxes, l.barrierEpochs + 5 * 4);
+  EXPECT_GE(l.barrierInboxes, l.barrierEpochs + 5 * 8);  // {epoch, verdict} per barrier
   EXPECT_GE(l.signals, l.barrierInboxes + 5 * 8 * 4);
   EXPECT_GE(l.shadows, l.signals + 16 * 8);
   EXPECT_GE(l.counters, l.shadows + 16 * 8);

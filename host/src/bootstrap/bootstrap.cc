@@ -212,8 +212,17 @@ Status Bootstrap::HubExchange(const std::string& op, const std::string& mine, st
 Status Bootstrap::PeerExchange(const std::string& op, const std::string& mine, std::vector<std::string>* all) {
   Contribution c{seq_, op, mine};
   Status sent = SendFrame(hub_.get(), EncodeContribution(c), DeadlineIn(timeout_ms_));
-  if (!sent.ok()) return RemoteError(Fmt(op, ": rank 0 is gone (", sent.message(), ")"));
   std::string bytes;
+  if (!sent.ok()) {
+    // Rank 0 may have failed this call already (a rank left) and closed: its verdict,
+    // sent before it went, is the better message.
+    std::vector<std::string> unused;
+    if (RecvFrame(hub_.get(), &bytes, kMaxMessage, DeadlineIn(100)).ok()) {
+      Status verdict = DecodeAnswer(bytes, n_ranks_, &unused);
+      if (!verdict.ok()) return verdict;
+    }
+    return RemoteError(Fmt(op, ": rank 0 is gone (", sent.message(), ")"));
+  }
   // Rank 0 answers when all have arrived or after its own timeout: allow for both.
   Status got = RecvFrame(hub_.get(), &bytes, kMaxMessage, DeadlineIn(2 * timeout_ms_ + 1000));
   if (!got.ok()) {

@@ -40,7 +40,7 @@ ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize) 
   l.devComm = at;
   at = Up(at + sizeof(ccoDevComm));
   l.barrierEpochs = at;
-  at = Up(at + sizeof(uint32_t) * reqs.lsaBarrierCount);
+  at = Up(at + 2 * sizeof(uint32_t) * reqs.lsaBarrierCount);
   l.barrierInboxes = at;
   at = Up(at + sizeof(uint32_t) * static_cast<size_t>(reqs.lsaBarrierCount) * lsaSize);
   l.signals = at;

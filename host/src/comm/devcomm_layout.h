@@ -13,7 +13,7 @@ namespace cco {
 
 struct ResourceLayout {
   size_t devComm = 0;        // the device copy of ccoDevComm
-  size_t barrierEpochs = 0;  // lsaBarrierCount uint32
+  size_t barrierEpochs = 0;  // lsaBarrierCount x {epoch, verdict} uint32
   size_t barrierInboxes = 0; // lsaBarrierCount * lsaSize uint32
   size_t signals = 0;        // gdaSignalCount uint64
   size_t shadows = 0;        // gdaSignalCount uint64

@@ -234,8 +234,8 @@ def _barrier_suite(report, opts, group):
 def _allreduce_suite(report, opts):
     n = opts.allreduce_ranks
     top = opts.allreduce_max_bytes
-    programs = triton.cdiv(top // 4, REDUCE_BLOCK)
-    group = RankGroup(n, top, barriers=programs)
+    limit = K.max_programs(triton.cdiv(n, torch.cuda.device_count()))
+    group = RankGroup(n, top, barriers=limit)
     try:
         rows = report.suite(f"one-shot all-reduce (float32 sum), {n} ranks on {torch.cuda.device_count()} GPU(s)",
                             ["size", "cco us", "algbw GB/s", "busbw GB/s", "torch reduce us", "cco/torch"],
@@ -244,7 +244,7 @@ def _allreduce_suite(report, opts):
         iters = 50 if opts.quick else 200
         for size in sweep(8192, top):
             count = size // 4
-            grid = (triton.cdiv(count, REDUCE_BLOCK),)
+            grid = (min(triton.cdiv(count, REDUCE_BLOCK), limit),)
             outs = []
             for rk in group.ranks:
                 x = rk.view(rk.rank, 0, count, torch.float32)

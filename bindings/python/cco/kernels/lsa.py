@@ -67,21 +67,34 @@ def barrier_timeout(dc, timeout_ns, status, COOP: tl.constexpr):
 def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
     """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times.
 
-    Program p reduces elements [p*BLOCK, (p+1)*BLOCK) and uses LSA barrier p: one barrier
-    before reading (every rank's input is in place), one after (nobody overwrites its input
-    while a peer still reads it).
+    Programs are persistent (grid-stride over BLOCK chunks), and program p uses LSA
+    barrier p: one barrier before reading (every rank's input is in place), one after
+    (nobody overwrites its input while a peer still reads it). A rank's programs wait for
+    the same programs of its peers, so every rank's grid must be resident at once: keep the
+    grid within what the GPU holds alongside the peers sharing it (max_programs()).
     """
     pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    step = tl.num_programs(0) * BLOCK
     for _ in range(iters):
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for p in tl.static_range(NRANKS):
-            src = cco.Window.lsa_ptr(win, p, 0).to(tl.pointer_type(tl.float32), bitcast=True)
-            acc += tl.load(src + offs, mask=mask)
-        tl.store(out + offs, acc, mask=mask)
+        for start in range(pid * BLOCK, n, step):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < n
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for p in tl.static_range(NRANKS):
+                src = cco.Window.lsa_ptr(win, p, 0).to(tl.pointer_type(tl.float32), bitcast=True)
+                acc += tl.load(src + offs, mask=mask)
+            tl.store(out + offs, acc, mask=mask)
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+
+
+def max_programs(ranks_per_gpu, device=0):
+    """Programs per rank that are resident at once with every rank sharing the GPU: one
+    per multiprocessor split among the ranks (a waiting program holds its SM slot)."""
+    import torch
+
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, sms // max(1, ranks_per_gpu))
 
 
 @triton.jit
