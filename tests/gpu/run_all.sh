@@ -42,17 +42,26 @@ for step in "${steps[@]}"; do
       } 2>&1 | tee "$OUT/examples.log"
       mps_stop ;;
     perf)
-      timeout 900 python3 -m cco.cli perf --json > "$OUT/perf.json" 2> "$OUT/perf.err"
-      echo "perf exit $?"; tail -5 "$OUT/perf.err"
-      python3 - "$OUT/perf.json" <<'PY'
+      # One process per suite, each bounded: a stuck suite costs its own figures only.
+      for suite in put,get allreduce barrier host; do
+        name=${suite//,/-}
+        timeout "${PERF_SUITE_TIMEOUT:-150}" python3 -m cco.cli perf --suites "$suite" --json \
+          > "$OUT/perf-$name.json" 2> "$OUT/perf-$name.err"
+        echo "perf $suite: exit $?"; tail -3 "$OUT/perf-$name.err"
+        python3 - "$OUT/perf-$name.json" <<'PY'
 import json, sys
 from cco.cli.report import Report
-d = json.load(open(sys.argv[1])); r = Report(d["header"])
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(f"no report: {e}")
+r = Report(d["header"])
 for s in d["suites"]:
     cols = list(s["rows"][0]) if s["rows"] else []
     rows = r.suite(s["suite"], cols, s["note"]); rows += [[row[c] for c in cols] for row in s["rows"]]
 r.print_table(sys.stdout)
 PY
+      done
       ;;
     anchor)
       NV=$(python3 -c "import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))" 2>/dev/null ||

@@ -99,6 +99,8 @@ def kernels_to_compile():
          {"COOP": 2}),
         ("barrier_timeout", K.barrier_timeout, {"dc": "u64", "timeout_ns": "u64", "status": "*i32",
                                                 "COOP": "constexpr"}, {"COOP": 2}),
+        ("flag_pingpong", K.flag_pingpong, {"my_flag": "*i32", "peer_flag": "*i32", "rounds": "i32",
+                                            "failed": "*i32", "FIRST": "constexpr"}, {"FIRST": True}),
         ("oneshot_allreduce", K.oneshot_allreduce, {"dc": "u64", "win": "u64", "out": "*fp32", "n": "i32",
                                                     "iters": "i32", "NRANKS": "constexpr", "BLOCK": "constexpr"},
          {"NRANKS": 4, "BLOCK": 1024}),

@@ -3,7 +3,9 @@ perf.py); every kernel of a measurement is captured in a CUDA graph per rank and
 graphs are replayed at once, so launch overhead is out of the figures and ranks overlap.
 """
 
+import sys
 import threading
+import time
 
 import torch
 import triton
@@ -127,6 +129,11 @@ class RankGroup:
         return max(s.elapsed_time(e) for s, e in events.values()) / 1e3 / units
 
 
+def progress(*what):
+    """One line per step on stderr, so a slow or stuck step is visible while it runs."""
+    print(f"[cco perf {time.strftime('%H:%M:%S')}]", *what, file=sys.stderr, flush=True)
+
+
 def _reps(size):
     return max(5, min(200, int(4e9 // max(size, 1)) // 50))
 
@@ -170,6 +177,7 @@ def _transfer_suite(report, opts, group, direction):
         return lambda: dst.copy_(src)
 
     for size in sweep(max(opts.min_bytes, 4096), span):
+        progress(direction, size_label(size))
         reps = _reps(size)
         t_cco = group.time_graphs({0: launch(a, 1, size)}, reps)
         t_raw = group.time_graphs({0: raw(a, 1, size)}, reps)
@@ -202,21 +210,27 @@ def _barrier_suite(report, opts, group):
         f.zero_()
     group.sync()
 
+    failed = [torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in (a, b)]
+
     def pingpong(rk, peer, first, count):
         mine = rk.comm.peer_ptr(rk.win, rk.rank, 0)
         theirs = rk.comm.peer_ptr(rk.win, peer, 0)
         mine_t = torch_view(mine, (1,), torch.int32, device=f"cuda:{rk.device}")
         theirs_t = torch_view(theirs, (1,), torch.int32, device=f"cuda:{rk.device}")
-        return lambda: K.flag_pingpong[(1,)](mine_t, theirs_t, count, FIRST=first, num_warps=1)
+        return lambda: K.flag_pingpong[(1,)](mine_t, theirs_t, count, failed[rk.rank], FIRST=first, num_warps=1)
 
+    progress("barrier: flag ping-pong anchor")
     group.run_once({0: pingpong(a, 1, True, 10), 1: pingpong(b, 0, False, 10)})
     for f in flags.values():
         f.zero_()
     group.sync()
     t_pp = group.time_kernels({0: pingpong(a, 1, True, rounds), 1: pingpong(b, 0, False, rounds)}, rounds)
+    if any(int(f.item()) for f in failed):
+        raise RuntimeError("cco perf: the flag ping-pong anchor lost its peer (kernels not resident together?)")
 
     for coop, warps in (("block", 4), ("warp", 1)):
         const = getattr(cco_ir.CoopScope, coop.upper())
+        progress(f"barrier: coop={coop}")
 
         def loop(rk, count, const=const, warps=warps):
             return lambda: K.barrier_loop[(1,)](rk.dc.ptr, count, status[rk.rank], COOP=const, num_warps=warps,
@@ -243,6 +257,7 @@ def _allreduce_suite(report, opts):
                                  "communication (the local floor)")
         iters = 50 if opts.quick else 200
         for size in sweep(8192, top):
+            progress("allreduce", size_label(size))
             count = size // 4
             grid = (min(triton.cdiv(count, REDUCE_BLOCK), limit),)
             outs = []

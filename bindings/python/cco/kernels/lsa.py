@@ -98,17 +98,20 @@ def max_programs(ranks_per_gpu, device=0):
 
 
 @triton.jit
-def flag_pingpong(my_flag, peer_flag, rounds, FIRST: tl.constexpr):
+def flag_pingpong(my_flag, peer_flag, rounds, failed, FIRST: tl.constexpr):
     """The latency floor: two kernels bounce a flag through each other's memory with
-    system-scope release / volatile polling, no CCO involved. One round trip per round."""
+    system-scope release stores and acquire atomic reads, no CCO involved. One round trip
+    per round. A peer that never answers ends the loop after 2**26 polls (failed = 1)."""
+    gave_up = 0
     for i in range(rounds):
         if FIRST:
             tl.atomic_xchg(peer_flag, i + 1, sem="release", scope="sys")
-            seen = tl.load(my_flag, volatile=True)
-            while seen != i + 1:
-                seen = tl.load(my_flag, volatile=True)
-        else:
-            seen = tl.load(my_flag, volatile=True)
-            while seen != i + 1:
-                seen = tl.load(my_flag, volatile=True)
+        seen = tl.atomic_add(my_flag, 0, sem="acquire", scope="sys")
+        spins = 0
+        while (seen != i + 1) & (spins < 67108864):
+            seen = tl.atomic_add(my_flag, 0, sem="acquire", scope="sys")
+            spins += 1
+        gave_up = gave_up | (seen != i + 1).to(tl.int32)
+        if not FIRST:
             tl.atomic_xchg(peer_flag, i + 1, sem="release", scope="sys")
+    tl.store(failed, gave_up)
