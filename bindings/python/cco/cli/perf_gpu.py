@@ -17,8 +17,9 @@ from cco.ir.triton import cco as cco_ir
 from cco.kernels import lsa as K
 from cco.memview import torch_view
 
-COPY_BLOCK = 2048      # int64 words a program moves per step (16 KiB)
-COPY_WARPS = 8
+# Copy kernel shapes tried once at 64 MiB: (int64 words per program step, warps,
+# programs per SM). The fastest for the raw twin is then used by CCO and twin alike.
+COPY_CONFIGS = [(2048, 8, 4), (4096, 8, 2), (4096, 16, 2), (1024, 4, 8), (8192, 16, 1), (2048, 4, 8)]
 REDUCE_BLOCK = 1024    # float32 elements per all-reduce program
 
 
@@ -151,25 +152,42 @@ def _transfer_suite(report, opts, group, direction):
         f"LSA {direction} bandwidth, {len(group.ranks)} ranks on {torch.cuda.device_count()} GPU(s)",
         ["size", "cco GB/s", "raw twin GB/s", "memcpy GB/s", "cco/memcpy %", "cco/raw %", "both GB/s/rank",
          "both aggregate"],
-        note="one rank transfers, then both at once; memcpy = cudaMemcpyAsync device-to-device of the same bytes")
+        note="one rank transfers, then both at once; memcpy = cudaMemcpyAsync device-to-device of the same bytes; "
+             "copy shape (words/step, warps, programs/SM) chosen at 64 MiB on the raw twin")
     for rk in (a, b):  # a recognisable source in every rank's [0, S)
         rk.view(rk.rank, 0, span // 8, torch.int64).copy_(
             torch.arange(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64) * 10 + rk.rank)
     group.sync()
 
+    config = [COPY_CONFIGS[0]]
+
+    def grid_of(rk, words):
+        block, _, per_sm = config[0]
+        return (min(triton.cdiv(words, block), _sm_count(rk.device) * per_sm),)
+
     def launch(rk, peer, size):
-        words = size // 8
-        grid = (min(triton.cdiv(words, COPY_BLOCK), _sm_count(rk.device) * 4),)
-        return lambda: kernel[grid](rk.win.handle, peer, 0, span, words, BLOCK=COPY_BLOCK, num_warps=COPY_WARPS,
+        words, (block, warps, _) = size // 8, config[0]
+        grid = grid_of(rk, words)
+        return lambda: kernel[grid](rk.win.handle, peer, 0, span, words, BLOCK=block, num_warps=warps,
                                     extern_libs=group.libs)
 
     def raw(rk, peer, size):
-        words = size // 8
-        grid = (min(triton.cdiv(words, COPY_BLOCK), _sm_count(rk.device) * 4),)
+        words, (block, warps, _) = size // 8, config[0]
+        grid = grid_of(rk, words)
         src_rank, dst_rank = (rk.rank, peer) if direction == "put" else (peer, rk.rank)
         src = rk.comm.peer_ptr(rk.win, src_rank, 0)
         dst = rk.comm.peer_ptr(rk.win, dst_rank, span)
-        return lambda: K.raw_copy[grid](src, dst, words, BLOCK=COPY_BLOCK, num_warps=COPY_WARPS)
+        return lambda: K.raw_copy[grid](src, dst, words, BLOCK=block, num_warps=warps)
+
+    tune_size = min(span, 64 << 20)
+    best = None
+    for candidate in COPY_CONFIGS:
+        config[0] = candidate
+        t = group.time_graphs({0: raw(a, 1, tune_size)}, 10)
+        progress(direction, "copy shape", candidate, f"{tune_size / t / 1e9:.0f} GB/s")
+        if best is None or t < best[0]:
+            best = (t, candidate)
+    config[0] = best[1]
 
     def memcpy(rk, peer, size):
         src_rank, dst_rank = (rk.rank, peer) if direction == "put" else (peer, rk.rank)
@@ -210,24 +228,7 @@ def _barrier_suite(report, opts, group):
         f.zero_()
     group.sync()
 
-    failed = [torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in (a, b)]
-
-    def pingpong(rk, peer, first, count):
-        mine = rk.comm.peer_ptr(rk.win, rk.rank, 0)
-        theirs = rk.comm.peer_ptr(rk.win, peer, 0)
-        mine_t = torch_view(mine, (1,), torch.int32, device=f"cuda:{rk.device}")
-        theirs_t = torch_view(theirs, (1,), torch.int32, device=f"cuda:{rk.device}")
-        return lambda: K.flag_pingpong[(1,)](mine_t, theirs_t, count, failed[rk.rank], FIRST=first, num_warps=1)
-
-    progress("barrier: flag ping-pong anchor")
-    group.run_once({0: pingpong(a, 1, True, 10), 1: pingpong(b, 0, False, 10)})
-    for f in flags.values():
-        f.zero_()
-    group.sync()
-    t_pp = group.time_kernels({0: pingpong(a, 1, True, rounds), 1: pingpong(b, 0, False, rounds)}, rounds)
-    if any(int(f.item()) for f in failed):
-        raise RuntimeError("cco perf: the flag ping-pong anchor lost its peer (kernels not resident together?)")
-
+    measured = []
     for coop, warps in (("block", 4), ("warp", 1)):
         const = getattr(cco_ir.CoopScope, coop.upper())
         progress(f"barrier: coop={coop}")
@@ -241,6 +242,30 @@ def _barrier_suite(report, opts, group):
         bad = [int(s.item()) for s in status if int(s.item()) != 0]
         if bad:
             raise RuntimeError(f"cco perf: barrier returned statuses {bad}")
+        measured.append((coop, warps, t))
+    failed = [torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in (a, b)]
+
+    def pingpong(rk, peer, first, count):
+        mine = rk.comm.peer_ptr(rk.win, rk.rank, 0)
+        theirs = rk.comm.peer_ptr(rk.win, peer, 0)
+        mine_t = torch_view(mine, (1,), torch.int32, device=f"cuda:{rk.device}")
+        theirs_t = torch_view(theirs, (1,), torch.int32, device=f"cuda:{rk.device}")
+        return lambda: K.flag_pingpong[(1,)](mine_t, theirs_t, count, failed[rk.rank], FIRST=first, num_warps=1)
+
+    progress("barrier: flag ping-pong anchor")
+    # Each side is its own binary: load both before either spins (a load can wait for a
+    # running kernel of the context).
+    group.run_once({0: pingpong(a, 1, True, 0)})
+    group.run_once({1: pingpong(b, 0, False, 0)})
+    group.run_once({0: pingpong(a, 1, True, 10), 1: pingpong(b, 0, False, 10)})
+    for f in flags.values():
+        f.zero_()
+    group.sync()
+    t_pp = group.time_kernels({0: pingpong(a, 1, True, rounds), 1: pingpong(b, 0, False, rounds)}, rounds)
+    if any(int(f.item()) for f in failed):
+        t_pp = float("nan")  # the anchor lost its peer: report the barrier alone
+
+    for coop, warps, t in measured:
         rows.append([coop, warps, t * 1e6, t_pp * 1e6, t / t_pp])
     rows.append(["thread", 1, "n/a", t_pp * 1e6, "n/a"])
 
@@ -272,7 +297,7 @@ def _allreduce_suite(report, opts):
                 return lambda: K.oneshot_allreduce[grid](rk.dc.ptr, rk.win.handle, outs[r], count, its, NRANKS=n,
                                                          BLOCK=REDUCE_BLOCK, num_warps=4, extern_libs=group.libs)
 
-            group.run_once({r: launch(r, 1) for r in range(n)})
+            group.run_once({r: launch(r, 2) for r in range(n)})
             t = group.time_kernels({r: launch(r, iters) for r in range(n)}, iters)
             want = (torch.arange(count, device=outs[0].device, dtype=torch.float32) % 251) * n + sum(range(n))
             for r, out in enumerate(outs):

@@ -48,7 +48,9 @@ def raw_copy(src_addr, dst_addr, n_words, BLOCK: tl.constexpr):
     _copy(src, dst, n_words, BLOCK)
 
 
-@triton.jit
+# Loop counts are not specialised on: a timed launch must reuse the warm-up's binary
+# (loading a new one while a peer's kernel spins can wait for that kernel forever).
+@triton.jit(do_not_specialize=["rounds"])
 def barrier_loop(dc, rounds, status, COOP: tl.constexpr):
     """`rounds` LSA barrier rounds on barrier (program id); status[pid] = the worst status."""
     pid = tl.program_id(0)
@@ -63,7 +65,7 @@ def barrier_timeout(dc, timeout_ns, status, COOP: tl.constexpr):
     tl.store(status + tl.program_id(0), cco.LsaBarrier.sync_timeout(dc, tl.program_id(0), timeout_ns, coop=COOP))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["iters"])
 def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
     """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times.
 
@@ -97,7 +99,7 @@ def max_programs(ranks_per_gpu, device=0):
     return max(1, sms // max(1, ranks_per_gpu))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["rounds"])
 def flag_pingpong(my_flag, peer_flag, rounds, failed, FIRST: tl.constexpr):
     """The latency floor: two kernels bounce a flag through each other's memory with
     system-scope release stores and acquire atomic reads, no CCO involved. One round trip
