@@ -14,14 +14,17 @@ from cco.ir.triton import cco
 
 @triton.jit
 def _copy(src, dst, n, BLOCK: tl.constexpr):
-    """Grid-stride copy of n int64 words (the loop keeps the grid small and persistent)."""
+    """Grid-stride copy of n int64 words (the loop keeps the grid small and persistent);
+    each step issues two independent loads before its stores, to keep more bytes in
+    flight per program."""
     pid = tl.program_id(0)
-    step = tl.num_programs(0) * BLOCK
-    for start in range(pid * BLOCK, n, step):
+    step = tl.num_programs(0) * BLOCK * 2
+    for start in range(pid * BLOCK * 2, n, step):
         offs = start + tl.arange(0, BLOCK)
-        mask = offs < n
-        tl.store(dst + offs, tl.load(src + offs, mask=mask, eviction_policy="evict_first"), mask=mask,
-                 cache_modifier=".cs")
+        a = tl.load(src + offs, mask=offs < n, eviction_policy="evict_first")
+        b = tl.load(src + offs + BLOCK, mask=offs + BLOCK < n, eviction_policy="evict_first")
+        tl.store(dst + offs, a, mask=offs < n, cache_modifier=".cs")
+        tl.store(dst + offs + BLOCK, b, mask=offs + BLOCK < n, cache_modifier=".cs")
 
 
 @triton.jit
