@@ -116,7 +116,12 @@ TEST_F(LifecycleTest, TwoHundredCyclesLeaveNothingBehind) {
     RANK_CHECK(after.fds == before.fds);
     RANK_CHECK(after.maps == before.maps);
     RANK_CHECK(after.threads == before.threads);
+#if defined(__SANITIZE_ADDRESS__)
+    // ASan holds freed memory in its quarantine, so RSS grows by design there; its leak
+    // checker judges the heap at exit instead.
+#else
     RANK_CHECK(after.rssKb - before.rssKb < 4096);
+#endif
     // The last minted id's root still waits for its ranks: use it so it ends too.
     ccoComm* comm = nullptr;
     RANK_OK(ccoCommCreate(id, n, rank, 8 << 20, &comm));
