@@ -3,31 +3,11 @@
 put bandwidth through peer pointers (anchor: memmove between two local buffers)."""
 
 import ctypes
-import threading
 import time
 
 from cco import Communicator
 from cco.cli.report import Report, size_label
-from cco.cli.timing import sweep
-
-
-def _threads(n, body):
-    results, errors = [None] * n, []
-
-    def run(i):
-        try:
-            results[i] = body(i)
-        except BaseException as e:
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results
+from cco.cli.timing import on_threads, sweep
 
 
 def run(opts):
@@ -35,9 +15,9 @@ def run(opts):
     top = min(opts.max_bytes, 64 << 20) if not opts.quick else min(opts.max_bytes, 1 << 20)
     report = Report(f"cco perf: cpu platform (host memory), {world} ranks as threads")
     uid = Communicator.get_unique_id()
-    comms = _threads(world, lambda r: Communicator.init(world, r, uid, per_rank_vmm=4 * top + (64 << 20)))
+    comms = on_threads(world, lambda r: Communicator.init(world, r, uid, per_rank_vmm=4 * top + (64 << 20)))
     try:
-        wins = _threads(world, lambda r: comms[r].register_window(comms[r].alloc_mem(2 * top).ptr, 2 * top))
+        wins = on_threads(world, lambda r: comms[r].register_window(comms[r].alloc_mem(2 * top).ptr, 2 * top))
         if "barrier" in opts.suite_list:
             rows = report.suite("host barrier (ccoBarrierAll)", ["ranks", "us/barrier"])
             rounds = 200 if opts.quick else 2000
@@ -48,7 +28,7 @@ def run(opts):
                     comms[r].barrier()
                 return time.perf_counter() - t0
 
-            rows.append([world, max(_threads(world, barriers)) / rounds * 1e6])
+            rows.append([world, max(on_threads(world, barriers)) / rounds * 1e6])
         if "put" in opts.suite_list:
             rows = report.suite("put through peer pointers", ["size", "put GB/s", "memmove GB/s", "put/memmove %"],
                                 note="rank 0 copies its [0, S) into rank 1's [S, 2S) (the kernel's job on a GPU)")
@@ -73,5 +53,5 @@ def run(opts):
             if bytes(got) != b"\x07" * 64:
                 raise RuntimeError("cco perf: rank 1 does not see rank 0's put")
     finally:
-        _threads(world, lambda r: comms[r].destroy())
+        on_threads(world, lambda r: comms[r].destroy())
     return report

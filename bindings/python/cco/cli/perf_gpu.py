@@ -4,7 +4,6 @@ graphs are replayed at once, so launch overhead is out of the figures and ranks 
 """
 
 import sys
-import threading
 import time
 
 import torch
@@ -12,7 +11,7 @@ import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
 from cco.cli.report import Report, size_label
-from cco.cli.timing import sweep
+from cco.cli.timing import on_threads, sweep
 from cco.ir.triton import cco as cco_ir
 from cco.kernels import lsa as K
 from cco.memview import torch_view
@@ -44,37 +43,17 @@ class GpuRank:
         return torch_view(self.comm.peer_ptr(self.win, lsa_peer, offset), (count,), dtype, device=f"cuda:{self.device}")
 
 
-def _on_threads(n, body):
-    """body(i) for i in range(n) on n threads at once; re-raises the first failure."""
-    results, errors = [None] * n, []
-
-    def run(i):
-        try:
-            results[i] = body(i)
-        except BaseException as e:  # reported below, with the others
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results
-
-
 class RankGroup:
     """`world` ranks spread round-robin over the visible GPUs."""
 
     def __init__(self, world, window_bytes, barriers):
         uid = Communicator.get_unique_id()
         gpus = torch.cuda.device_count()
-        self.ranks = _on_threads(world, lambda r: GpuRank(r, world, uid, r % gpus, window_bytes, barriers))
+        self.ranks = on_threads(world, lambda r: GpuRank(r, world, uid, r % gpus, window_bytes, barriers))
         self.libs = cco_ir.get_extern_libs()
 
     def close(self):
-        _on_threads(len(self.ranks), lambda r: self.ranks[r].comm.destroy())
+        on_threads(len(self.ranks), lambda r: self.ranks[r].comm.destroy())
 
     def sync(self):
         for rk in self.ranks:
@@ -103,20 +82,11 @@ class RankGroup:
         return self.time_replays(graphs, reps)
 
     def time_replays(self, graphs, reps):
-        events = {}
-        for r, g in graphs.items():
-            rk = self.ranks[r]
-            with torch.cuda.device(rk.device), torch.cuda.stream(rk.stream):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record(rk.stream)
-                g.replay()
-                end.record(rk.stream)
-                events[r] = (start, end)
-        self.sync()
-        return max(s.elapsed_time(e) for s, e in events.values()) / 1e3 / reps
+        return self.time_kernels({r: g.replay for r, g in graphs.items()}, reps)
 
     def time_kernels(self, launches, units):
-        """Seconds per unit of one launch per rank (kernels that loop internally)."""
+        """Seconds per unit of each rank's work (one call of its fn: a kernel that loops
+        internally, or a graph replay), all ranks at once; the slowest rank counts."""
         events = {}
         for r, fn in launches.items():
             rk = self.ranks[r]

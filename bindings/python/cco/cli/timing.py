@@ -1,7 +1,27 @@
-"""Size sweeps and robust timing helpers shared by the perf back ends."""
+"""What the perf back ends share: running ranks on threads at once, and size sweeps."""
 
-import statistics
-import time
+import threading
+
+
+def on_threads(n, body):
+    """body(i) for i in range(n) on n threads at once (ranks rendezvous with each other,
+    so they cannot be created one after the other); re-raises the first failure."""
+    results, errors = [None] * n, []
+
+    def run(i):
+        try:
+            results[i] = body(i)
+        except BaseException as e:  # re-raised below, after every thread ended
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def sweep(lo, hi, factor=4):
@@ -13,14 +33,3 @@ def sweep(lo, hi, factor=4):
     if sizes and sizes[-1] != hi and hi > lo:
         sizes.append(hi)
     return sizes
-
-
-def best_of(fn, repeats):
-    """Median of `repeats` calls of fn() (each returns seconds)."""
-    return statistics.median(fn() for _ in range(repeats))
-
-
-def wall(fn):
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
