@@ -13,6 +13,7 @@
 #include "device/coop.hpp"
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
+#include "device/team.hpp"
 
 /// The guide's spelling: a peer's load/store address of byte `offset` of window `win`.
 CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, uint64_t offset) {

@@ -15,6 +15,7 @@
 #include "device/coop.hpp"
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
+#include "device/team.hpp"
 
 namespace cco {
 namespace abi {
@@ -47,6 +48,12 @@ CCO_DEVICE_API uint64_t lsa_ptr_world(uint64_t win, int32_t worldPeer, uint64_t 
 CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return lsa_local_address(window(win), offset); }
 
 CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) { return lsa_barrier_detail::aborted(*devcomm(dc)) ? 1 : 0; }
+
+CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) { return cco::team_size(*devcomm(dc), team); }
+CCO_DEVICE_API int32_t team_rank(uint64_t dc, int32_t team) { return cco::team_rank(*devcomm(dc), team); }
+CCO_DEVICE_API int32_t team_world_rank(uint64_t dc, int32_t team, int32_t index) {
+  return cco::team_world_rank(*devcomm(dc), team, index);
+}
 
 // Barrier calls check the index (a bad one touches no memory) and run one session.
 CCO_DEVICE_API bool barrier_index_ok(uint64_t dc, int32_t index) {

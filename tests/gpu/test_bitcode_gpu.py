@@ -29,6 +29,7 @@ def devcomm_bytes():
     dc = DevCommStruct()
     dc.magic, dc.abiVersion, dc.size = 0x444F4343, 1, ctypes.sizeof(DevCommStruct)
     dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize = WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE
+    dc.teamLsa.nRanks, dc.teamLsa.rank, dc.teamLsa.stride, dc.teamLsa.worldBase = LSA_SIZE, LSA_RANK, 1, WORLD_BASE
     return bytes(dc)
 
 
@@ -52,6 +53,7 @@ def test_bitcode_on_hand_filled_structs():
     assert got[6] == 0xBEEF00 + LSA_RANK     # and through the peer's
     assert got[7] == 0                       # lsa_ptr of a non-member is 0
     assert got[8] == 1 and got[9] == 1 and got[10] == 0
+    assert got[11:14] == [LSA_SIZE, WORLD_BASE + LSA_RANK, WORLD_BASE]  # Team.size / rank / world_rank
     words = flat.cpu()
     mine = (LSA_RANK * SLICE + WIN_OFFSET) // 4
     theirs = (PEER * SLICE + WIN_OFFSET + 64) // 4

@@ -11,7 +11,8 @@ from cco.ir.triton import cco
 def every_function(dc, win, out, peer: tl.constexpr):
     """out[0..7]: abi version, rank, world size, lsa rank, lsa size, and three values
     written through peer pointers; out[8] = 1 after the system fence; out[9] = 1 when the
-    world-rank and local pointers agree; out[10] = the abort flag."""
+    world-rank and local pointers agree; out[10] = the abort flag; out[11..13] = LSA team
+    size, world-team rank, world rank of LSA member 0."""
     tl.store(out + 0, cco.abi_version())
     tl.store(out + 1, cco.DevComm.rank(dc))
     tl.store(out + 2, cco.DevComm.world_size(dc))
@@ -32,6 +33,9 @@ def every_function(dc, win, out, peer: tl.constexpr):
     local = cco.Window.local_ptr(win, 0)
     tl.store(out + 9, (world == local).to(tl.int32))
     tl.store(out + 10, cco.DevComm.aborted(dc))
+    tl.store(out + 11, cco.Team.size(dc, cco.TeamKind.LSA))
+    tl.store(out + 12, cco.Team.rank(dc, cco.TeamKind.WORLD))
+    tl.store(out + 13, cco.Team.world_rank(dc, cco.TeamKind.LSA, 0))
 
 
 @triton.jit
