@@ -8,6 +8,7 @@
 #include "bootstrap/interface.h"
 #include "bootstrap/root.h"
 #include "bootstrap/wire.h"
+#include "common/text.h"
 
 namespace cco {
 namespace {
@@ -58,13 +59,6 @@ Status DecodeAnswer(const std::string& bytes, int nRanks, std::vector<std::strin
   all->resize(n);
   for (auto& p : *all) CCO_RETURN_IF_ERROR(r.GetString(&p));
   return Status::Ok();
-}
-
-std::string RankList(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size() && i < 16; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 16) s += Fmt(", ... (", ranks.size(), " in all)");
-  return s;
 }
 
 }  // namespace
@@ -123,7 +117,7 @@ Status Bootstrap::AcceptPeers(const Nonce& nonce, Fd hubListener) {
       std::vector<int> missing;
       for (int r = 1; r < n_ranks_; ++r)
         if (!peers_[r].valid()) missing.push_back(r);
-      Status error = Timeout(Fmt("rank", missing.size() > 1 ? "s " : " ", RankList(missing),
+      Status error = Timeout(Fmt(RanksPhrase(missing),
                                  " did not connect to rank 0 within ", timeout_ms_, " ms"));
       SendErrorToPeers(error);
       return error;
@@ -166,7 +160,7 @@ Status Bootstrap::HubExchange(const std::string& op, const std::string& mine, st
     }
     const int64_t left = MsLeft(deadline);
     if (left <= 0) {
-      error = Timeout(Fmt(op, ": rank", who.size() > 1 ? "s " : " ", RankList(who), " did not reach it within ",
+      error = Timeout(Fmt(op, ": ", RanksPhrase(who), " did not reach it within ",
                           timeout_ms_, " ms (CCO_TIMEOUT_MS)"));
       break;
     }

@@ -13,6 +13,7 @@
 #include "bootstrap/interface.h"
 #include "bootstrap/wire.h"
 #include "common/env.h"
+#include "common/text.h"
 
 namespace cco {
 namespace {
@@ -29,13 +30,6 @@ std::mutex g_roots_mu;
 std::map<std::string, std::shared_ptr<RootDone>>& Roots() {
   static auto* roots = new std::map<std::string, std::shared_ptr<RootDone>>();
   return *roots;
-}
-
-std::string RankList(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size() && i < 16; ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 16) s += Fmt(", ... (", ranks.size(), " in all)");
-  return s;
 }
 
 struct Arrival {
@@ -114,7 +108,7 @@ class RootServer {
     if (n_ranks < 0) return Timeout(Fmt("no rank called ccoCommCreate within ", timeout_ms_, " ms"));
     std::vector<int> missing, present;
     for (int r = 0; r < n_ranks; ++r) (owner[r] < 0 ? missing : present).push_back(r);
-    return Timeout(Fmt("ccoCommCreate: rank", missing.size() > 1 ? "s " : " ", RankList(missing),
+    return Timeout(Fmt("ccoCommCreate: ", RanksPhrase(missing),
                        " did not arrive within ", timeout_ms_, " ms (CCO_TIMEOUT_MS); arrived: ", RankList(present)));
   }
 

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <random>
 
+#include "common/hash.h"
+
 namespace cco {
 namespace {
 
@@ -26,15 +28,6 @@ struct Layout {
   uint64_t checksum;  // FNV-1a of everything before it
 };
 static_assert(sizeof(Layout) == CCO_UNIQUE_ID_BYTES, "the id is 128 bytes");
-
-uint64_t Fnv1a(const void* data, size_t size) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < size; ++i) {
-    h ^= static_cast<const uint8_t*>(data)[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 }  // namespace
 

@@ -7,20 +7,9 @@
 #include <sstream>
 
 #include "common/env.h"
+#include "common/hash.h"
 
 namespace cco {
-namespace {
-
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
 
 uint64_t HostHash() {
   std::string id = env::Get("CCO_HOSTID");
@@ -32,7 +21,7 @@ uint64_t HostHash() {
     boot_id << boot.rdbuf();
     id = std::string(host) + "/" + boot_id.str();
   }
-  return Fnv1a(id);
+  return Fnv1a(id.data(), id.size());
 }
 
 Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {
