@@ -19,6 +19,9 @@ namespace cco {
 namespace {
 
 constexpr size_t kMaxHello = 4096;
+// A hello claiming a larger world is not one of ours (a rank table that size would be
+// the root's memory, sized by a stranger).
+constexpr int kMaxWorld = 1 << 20;
 
 struct RootDone {
   std::mutex mu;
@@ -52,18 +55,23 @@ class RootServer {
   }
 
  private:
-  // Accepts connections and hellos until every rank has arrived, or fails.
+  // Accepts connections and hellos until every rank has arrived. A mistake (ranks that
+  // disagree on nRanks, two processes with one rank) is remembered, not returned at once:
+  // the root still waits for as many processes as the smallest nRanks asked for, so each
+  // of them hears the same verdict instead of a refused or reset connection.
   Status Gather() {
     // No rank for a whole timeout after minting: give up (the id is never used).
     Deadline deadline = DeadlineIn(timeout_ms_);
-    int n_ranks = -1;
-    int greeted = 0;
+    int n_ranks = -1;     // the first greeted rank's nRanks: the world the others must match
+    int smallest = -1;    // the smallest nRanks any rank asked for: how many to wait for
+    int greeted = 0;      // greeted processes, duplicates and mismatches included
+    Status verdict = Status::Ok();
     std::vector<int> owner;  // owner[rank] = index in arrivals_, or -1
     for (;;) {
       std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
       for (auto& a : arrivals_) fds.push_back({a.greeted ? -1 : a.fd.get(), POLLIN, 0});
       int64_t left = MsLeft(deadline);
-      if (left <= 0) return MissingRanks(n_ranks, owner);
+      if (left <= 0) return verdict.ok() ? MissingRanks(n_ranks, owner) : verdict;
       int n = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left, 1000)));
       if (n < 0 && errno != EINTR) return ErrnoError("rendezvous root: poll", errno);
       if (n <= 0) continue;
@@ -77,31 +85,39 @@ class RootServer {
         std::string bytes;
         RootHello h;
         if (!RecvFrame(a.fd.get(), &bytes, kMaxHello, DeadlineIn(timeout_ms_)).ok() || !DecodeHello(bytes, &h).ok() ||
-            !(h.nonce == nonce_)) {
+            !(h.nonce == nonce_) || h.nRanks <= 0 || h.nRanks > kMaxWorld) {
           a.fd.Reset();  // a stray or foreign connection: drop it
           continue;
         }
+        a.greeted = true;
+        a.hello = h;
+        ++greeted;
+        smallest = smallest < 0 ? h.nRanks : std::min(smallest, h.nRanks);
         if (n_ranks < 0) {
           n_ranks = h.nRanks;
           owner.assign(n_ranks, -1);
+          first_greeted_ = i - 1;
           deadline = DeadlineIn(timeout_ms_);  // from the first arrival, the rest have one timeout
-        } else if (h.nRanks != n_ranks) {
-          a.greeted = true;
-          return InvalidUsage(Fmt("ccoCommCreate: rank ", h.rank, " was called with nRanks=", h.nRanks,
-                                  " but rank ", arrivals_[first_greeted_].hello.rank, " with nRanks=", n_ranks));
         }
-        if (h.rank < 0 || h.rank >= n_ranks) continue;  // ranks validate this before connecting
-        a.greeted = true;
-        a.hello = h;
-        if (greeted == 0) first_greeted_ = i - 1;
-        if (owner[h.rank] >= 0)
-          return InvalidUsage(Fmt("ccoCommCreate: two processes called it as rank ", h.rank, " of ", n_ranks));
-        owner[h.rank] = static_cast<int>(i - 1);
-        if (h.rank == 0) hub_ = h.hub;
-        if (++greeted == n_ranks) return Status::Ok();
+        if (verdict.ok()) verdict = Admit(h, i - 1, n_ranks, &owner);
+        if (greeted >= smallest) return verdict;
       }
       // (A dropped connection keeps its slot with fd -1, which poll ignores.)
     }
+  }
+
+  // Takes arrival `index` as the owner of its rank, or says why it cannot be.
+  Status Admit(const RootHello& h, size_t index, int n_ranks, std::vector<int>* owner) {
+    if (h.nRanks != n_ranks)
+      return InvalidUsage(Fmt("ccoCommCreate: rank ", h.rank, " was called with nRanks=", h.nRanks, " but rank ",
+                              arrivals_[first_greeted_].hello.rank, " with nRanks=", n_ranks));
+    if (h.rank < 0 || h.rank >= n_ranks)  // ranks check this before connecting; a forged hello may not
+      return InvalidUsage(Fmt("ccoCommCreate: rank ", h.rank, " is outside 0..", n_ranks - 1));
+    if ((*owner)[h.rank] >= 0)
+      return InvalidUsage(Fmt("ccoCommCreate: two processes called it as rank ", h.rank, " of ", n_ranks));
+    (*owner)[h.rank] = static_cast<int>(index);
+    if (h.rank == 0) hub_ = h.hub;
+    return Status::Ok();
   }
 
   Status MissingRanks(int n_ranks, const std::vector<int>& owner) {
