@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|perf|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|perf|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples perf anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples perf perf-procs anchor)
 
 python3 -m pip install -q --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -55,14 +55,18 @@ try:
     d = json.load(open(sys.argv[1]))
 except Exception as e:
     sys.exit(f"no report: {e}")
-r = Report(d["header"])
-for s in d["suites"]:
-    cols = list(s["rows"][0]) if s["rows"] else []
-    rows = r.suite(s["suite"], cols, s["note"]); rows += [[row[c] for c in cols] for row in s["rows"]]
-r.print_table(sys.stdout)
+Report.from_dict(d).print_table(sys.stdout)
 PY
       done
       ;;
+    perf-procs)
+      # Ranks as processes (what one process per GPU does), two of them sharing the one
+      # GPU: under MPS, so their kernels run at once.
+      mps_start
+      timeout 300 python3 -m cco.cli perf --launch processes -n 2 --quick --suites put,barrier,allreduce \
+        > "$OUT/perf-procs.txt" 2> "$OUT/perf-procs.err"
+      echo "perf --launch processes: exit $?"; cat "$OUT/perf-procs.txt"; tail -3 "$OUT/perf-procs.err"
+      mps_stop ;;
     anchor)
       NV=$(python3 -c "import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))" 2>/dev/null ||
            python3 -c "import nvidia, os; print(os.path.join(nvidia.__path__[0], 'nvshmem'))")

@@ -69,6 +69,64 @@ def test_launcher_runs_ranks_and_reports_failure(tmp_path):
     assert r.returncode == 1
 
 
+
+def perf_suites(report):
+    return {s["suite"].split(" (")[0].split(",")[0]: s for s in report["suites"]}
+
+
+def test_perf_starts_one_process_per_rank():
+    r = run_cco("perf", "--launch", "processes", "-n", "3", "--quick", "--suites", "barrier,put,host",
+                "--host-ranks", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # one document: rank 0's, merged with the host suite run here
+    assert "3 ranks as launched processes" in report["header"]
+    suites = perf_suites(report)
+    assert suites["host barrier"]["rows"][0]["ranks"] == 3
+    assert all(row["put GB/s"] > 0 for row in suites["put through peer pointers"]["rows"])
+    assert "ccoCommCreate (first)" in {row["step"] for row in suites["host control plane"]["rows"]}
+
+
+def test_perf_joins_an_external_launcher():
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "2", "-m", "cco.cli", "perf", "--quick", "--json"],
+                       env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # only rank 0 prints
+    assert "2 ranks as launched processes" in report["header"]
+    assert set(perf_suites(report)) == {"host barrier", "put through peer pointers"}
+    assert "the host suite runs only when cco perf starts the ranks itself" in r.stderr
+
+
+def test_launched_ranks_agree_on_the_slowest_figure(tmp_path):
+    script = tmp_path / "slowest.py"
+    script.write_text(textwrap.dedent("""
+        from cco import runtime
+        from cco.cli.perf_cpu import CpuRank
+        from cco.cli.ranks import Ranks
+        rank, world, uid = runtime.launched()
+        group = Ranks(world, lambda r, u: CpuRank(r, world, u, 1 << 16), (rank, uid))
+        first = group.slowest(1.5 * rank)
+        second = group.slowest(10.0 - rank)  # a new round: nobody reads the old values
+        assert (first, second) == (1.5 * (world - 1), 10.0), (rank, first, second)
+        assert group.leads == (rank == 0) and list(group.local) == [rank]
+        group.close()
+        print("agreed", rank)
+    """))
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "3", str(script)], env=ENV, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sorted(re.findall(r"agreed (\d)", r.stdout)) == ["0", "1", "2"]
+
+
+def test_report_survives_json():
+    from cco.cli.report import Report
+
+    report = Report("header")
+    report.suite("a", ["size", "GB/s"], note="n").extend([["4KiB", 1.5], ["8KiB", 2.5]])
+    report.suite("empty", ["x"])
+    again = Report.from_dict(json.loads(report.to_json()))
+    assert again.to_json() == report.to_json()
+
+
 # --- ahead-of-time compilation of the kernels (no GPU) --------------------------------
 triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402

@@ -1,4 +1,5 @@
 """CCO's launcher: `python -m cco.launch -n N [--] script.py|program args...`
+(or `-m module args...`)
 
 Mints the unique id (this process hosts the rendezvous), starts N copies of the script
 with CCO_RANK / CCO_WORLD_SIZE / CCO_LOCAL_RANK / CCO_UNIQUE_ID set, and waits. If one
@@ -15,15 +16,17 @@ import time
 from cco.communicator import Communicator
 
 
-def launch(n, argv, timeout=None):
+def launch(n, argv, timeout=None, env=None):
+    """Runs `argv` as ranks 0..n-1 (with `env` added to this environment); returns the
+    exit status."""
     uid = Communicator.get_unique_id()
     procs = []
     for rank in range(n):
-        env = dict(os.environ, CCO_RANK=str(rank), CCO_WORLD_SIZE=str(n), CCO_LOCAL_RANK=str(rank),
-                   CCO_UNIQUE_ID=uid.hex())
+        rank_env = {**os.environ, **(env or {}), "CCO_RANK": str(rank), "CCO_WORLD_SIZE": str(n),
+                    "CCO_LOCAL_RANK": str(rank), "CCO_UNIQUE_ID": uid.hex()}
         # A Python script runs under this interpreter; anything else (a C++ example) as it is.
         command = [sys.executable] + argv if argv[0].endswith(".py") or argv[0] == "-m" else argv
-        procs.append(subprocess.Popen(command, env=env))
+        procs.append(subprocess.Popen(command, env=rank_env))
     deadline = None if timeout is None else time.monotonic() + timeout
     status = 0
     while any(p.poll() is None for p in procs):
@@ -50,9 +53,12 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks")
     ap.add_argument("--timeout", type=float, default=None, help="seconds before the ranks are stopped")
+    ap.add_argument("-m", dest="module", help="run a Python module as each rank (like python -m)")
     ap.add_argument("script", nargs=argparse.REMAINDER)
     opts = ap.parse_args(argv)
     script = opts.script[1:] if opts.script[:1] == ["--"] else opts.script
+    if opts.module:
+        script = ["-m", opts.module] + script
     if opts.nproc < 1 or not script:
         ap.error("need -n >= 1 and a script")
     return launch(opts.nproc, script, opts.timeout)

@@ -44,16 +44,22 @@ def _from_mpi():
     return rank, comm.Get_size(), uid
 
 
-def _local_rank(rank):
+def local_rank(rank):
+    """This rank's index among the ranks of its host, as the launcher tells it."""
     for name in ("LOCAL_RANK", "CCO_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
         if name in os.environ:
             return int(os.environ[name])
     return rank
 
 
+def launched():
+    """(rank, world_size, uid) when a launcher started this process, else None."""
+    return _from_cco_launcher() or _from_torchrun() or _from_mpi()
+
+
 def bootstrap(select_device=True):
     """(rank, world_size, uid) for this process; a single process is rank 0 of 1."""
-    found = _from_cco_launcher() or _from_torchrun() or _from_mpi()
+    found = launched()
     if found is None:
         found = (0, 1, Communicator.get_unique_id())
     if select_device:
@@ -61,7 +67,7 @@ def bootstrap(select_device=True):
             import torch
 
             if torch.cuda.is_available():
-                torch.cuda.set_device(_local_rank(found[0]) % torch.cuda.device_count())
+                torch.cuda.set_device(local_rank(found[0]) % torch.cuda.device_count())
         except ImportError:
             pass
     return found

@@ -11,7 +11,10 @@ def main(argv=None):
 
     perf.add_parser(sub)
     info.add_parser(sub)
+    if argv is None:
+        argv = sys.argv[1:]
     opts = ap.parse_args(argv)
+    opts.argv = list(argv)  # `cco perf` hands them on to the ranks it starts
     return opts.run(opts)
 
 

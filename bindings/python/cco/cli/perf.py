@@ -1,12 +1,17 @@
 """`cco perf`: nccl-tests for CCO, with each figure's anchor measured in the same run.
 
-On GPUs (cuda / hip platforms): ranks are threads of this process, one communicator each,
-spread over the visible GPUs (several ranks per GPU share it: their kernels run
-concurrently on separate streams, which processes on one GPU cannot do without MPS).
+Where the ranks run (cli/ranks.py):
+  - under a launcher (`python -m cco.launch`, torchrun, mpirun) this process joins the
+    job as one rank and rank 0 prints the report;
+  - otherwise, with one rank per GPU (`--launch processes`, the default on several GPUs),
+    `cco perf` starts one process per rank itself and merges what they measured;
+  - otherwise ranks are threads of this process, one communicator each, spread over the
+    visible GPUs (several ranks per GPU run their kernels concurrently on separate
+    streams, which processes on one GPU cannot do without MPS).
 Suites: LSA put / get bandwidth (anchors: a raw-pointer twin kernel and the device-to-
 device memcpy), LSA barrier latency per coop scope (anchor: a raw flag ping-pong), one-shot
-all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers).
-Without a GPU it runs the host suites on the cpu platform.
+all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers), and
+the host control plane. Without a GPU it runs the host suites on the cpu platform.
 """
 
 import os
@@ -30,6 +35,9 @@ def add_parser(sub):
     p.add_argument("--host-ranks", type=int, default=8, help="processes of the host suite")
     p.add_argument("--host-window", default="", help="window of the host suite (1G on GPUs, 64M on cpu)")
     p.add_argument("--platform", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--launch", choices=["auto", "threads", "processes"], default="auto",
+                   help="ranks as threads of this process, or one process each (auto: processes when every "
+                        "rank has a GPU of its own); ignored under a launcher, which decides")
     p.add_argument("--quick", action="store_true", help="few sizes and repetitions (smoke test)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=run)
@@ -52,27 +60,108 @@ def run(opts):
     opts.min_bytes = parse_size(opts.min_size)
     opts.max_bytes = parse_size(opts.max_size)
     opts.allreduce_max_bytes = parse_size(opts.allreduce_max)
-    if platform == "cpu":
-        from cco.cli import perf_cpu as backend
-        known = CPU_SUITES
-    else:
-        from cco.cli import perf_gpu as backend
-        known = GPU_SUITES
+    known = CPU_SUITES if platform == "cpu" else GPU_SUITES
     opts.suite_list = [s for s in opts.suites.split(",") if s] or list(known)
     unknown = [s for s in opts.suite_list if s not in known]
     if unknown:
         print(f"cco perf: unknown suite(s) {unknown} for the {platform} platform (have: {', '.join(known)})",
               file=sys.stderr)
         return 2
-    report = backend.run(opts)
-    if "host" in opts.suite_list:
-        from cco.cli import perf_host
+    from cco.cli.ranks import launched_rank
 
-        window = parse_size(opts.host_window or ("64M" if platform == "cpu" else "1G"))
-        ranks = min(opts.host_ranks, 4) if opts.quick else opts.host_ranks
-        perf_host.run_suite(report, ranks, window, platform)
-    if opts.json:
+    joined = launched_rank()
+    if joined is None and _one_process_per_rank(opts, platform):
+        return _start_processes(opts, platform)
+    if platform == "cpu":
+        from cco.cli import perf_cpu as backend
+    else:
+        from cco.cli import perf_gpu as backend
+    if joined is None:
+        report, leads = backend.run(opts)
+    else:
+        rank, world, uid = joined
+        if opts.ranks and opts.ranks != world:
+            print(f"cco perf: the launcher started {world} ranks; --ranks {opts.ranks} is ignored", file=sys.stderr)
+        if platform != "cpu":
+            _pick_gpu(rank)
+        report, leads = backend.run(opts, (rank, uid), world)
+    if "host" in opts.suite_list:
+        if joined is None:
+            _host_suite(report, opts, platform)
+        elif leads and REPORT_FILE not in os.environ:
+            print("cco perf: the host suite runs only when cco perf starts the ranks itself", file=sys.stderr)
+    if leads:
+        _emit(report, opts)
+    return 0
+
+
+# Where the rank-0 process that `cco perf` started writes its report for the parent.
+REPORT_FILE = "CCO_PERF_REPORT"
+
+
+def _one_process_per_rank(opts, platform):
+    if opts.launch != "auto":
+        return opts.launch == "processes"
+    if platform == "cpu":
+        return False
+    import torch
+
+    gpus = torch.cuda.device_count()
+    return gpus >= 2 and (opts.ranks or gpus) <= gpus
+
+
+def _start_processes(opts, platform):
+    """One process per rank through CCO's launcher; rank 0 hands its report back here,
+    where the host suite (which starts processes of its own) runs afterwards."""
+    import json
+    import tempfile
+
+    from cco.cli.report import Report
+    from cco.launch import launch
+
+    world = opts.ranks or (2 if platform == "cpu" else max(2, _gpu_count()))
+    with tempfile.TemporaryDirectory(prefix="cco-perf-") as tmp:
+        path = os.path.join(tmp, "report.json")
+        status = launch(world, ["-m", "cco.cli", *opts.argv], env={REPORT_FILE: path, "CCO_PLATFORM": platform})
+        if status != 0:
+            print(f"cco perf: a rank failed (exit {status})", file=sys.stderr)
+            return status
+        with open(path) as f:
+            report = Report.from_dict(json.load(f))
+    if "host" in opts.suite_list:
+        _host_suite(report, opts, platform)
+    _emit(report, opts)
+    return 0
+
+
+def _host_suite(report, opts, platform):
+    from cco.cli import perf_host
+
+    window = parse_size(opts.host_window or ("64M" if platform == "cpu" else "1G"))
+    ranks = min(opts.host_ranks, 4) if opts.quick else opts.host_ranks
+    perf_host.run_suite(report, ranks, window, platform)
+
+
+def _emit(report, opts):
+    path = os.environ.get(REPORT_FILE)
+    if path:  # a rank that `cco perf` started: the parent prints
+        with open(path, "w") as f:
+            f.write(report.to_json())
+    elif opts.json:
         print(report.to_json())
     else:
         report.print_table(sys.stdout)
-    return 0
+
+
+def _gpu_count():
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def _pick_gpu(rank):
+    import torch
+
+    from cco.runtime import local_rank
+
+    torch.cuda.set_device(local_rank(rank) % torch.cuda.device_count())

@@ -1,6 +1,8 @@
-"""`cco perf` on GPUs. Ranks are threads of this process, one communicator each (see
-perf.py); every kernel of a measurement is captured in a CUDA graph per rank and the
+"""`cco perf` on GPUs. Ranks are threads of this process or launched processes (see
+cli/ranks.py); every kernel of a measurement is captured in a CUDA graph per rank and the
 graphs are replayed at once, so launch overhead is out of the figures and ranks overlap.
+Each suite builds work only for the ranks held here (`group.on`) and makes the same group
+calls on every process, so launched processes stay in step.
 """
 
 import sys
@@ -10,8 +12,9 @@ import torch
 import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
+from cco.cli.ranks import SCRATCH_BYTES, Ranks
 from cco.cli.report import Report, size_label
-from cco.cli.timing import on_threads, sweep
+from cco.cli.timing import sweep
 from cco.ir.triton import cco as cco_ir
 from cco.kernels import lsa as K
 from cco.memview import torch_view
@@ -23,16 +26,18 @@ REDUCE_BLOCK = 1024    # float32 elements per all-reduce program
 
 
 class GpuRank:
-    """One rank's communicator, window, device communicator and stream."""
+    """One rank's communicator, window (payload, then the scratch slot), device
+    communicator and stream."""
 
     def __init__(self, rank, world, uid, device, window_bytes, barriers):
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)  # make this thread's context current before CCO looks
         self.rank, self.device = rank, device
-        vmm = max(1 << 30, 2 * window_bytes)
+        self.scratch = window_bytes
+        vmm = max(1 << 30, 2 * (window_bytes + SCRATCH_BYTES))
         self.comm = Communicator.init(world, rank, uid, per_rank_vmm=vmm)
-        self.mem = self.comm.alloc_mem(window_bytes)
-        self.win = self.comm.register_window(self.mem.ptr, window_bytes)
+        self.mem = self.comm.alloc_mem(window_bytes + SCRATCH_BYTES)
+        self.win = self.comm.register_window(self.mem.ptr, window_bytes + SCRATCH_BYTES)
         reqs = CCODevCommRequirements()
         reqs.gda_connection_type = GDA_CONNECTION_NONE
         reqs.lsa_barrier_count = barriers
@@ -42,54 +47,67 @@ class GpuRank:
     def view(self, lsa_peer, offset, count, dtype):
         return torch_view(self.comm.peer_ptr(self.win, lsa_peer, offset), (count,), dtype, device=f"cuda:{self.device}")
 
+    def write_f64(self, value):
+        self.view(self.rank, self.scratch, 1, torch.float64).fill_(value)
+        torch.cuda.synchronize(self.device)
 
-class RankGroup:
-    """`world` ranks spread round-robin over the visible GPUs."""
+    def read_f64(self, peer):
+        return float(self.view(peer, self.scratch, 1, torch.float64).item())
 
-    def __init__(self, world, window_bytes, barriers):
-        uid = Communicator.get_unique_id()
+
+class RankGroup(Ranks):
+    """`world` ranks: threads spread round-robin over the visible GPUs, or, with
+    `joined` = (rank, uid), this process's one rank of a launched job on its GPU."""
+
+    def __init__(self, world, window_bytes, barriers, joined=None):
         gpus = torch.cuda.device_count()
-        self.ranks = on_threads(world, lambda r: GpuRank(r, world, uid, r % gpus, window_bytes, barriers))
+
+        def make(r, uid):
+            device = r % gpus if joined is None else torch.cuda.current_device()
+            return GpuRank(r, world, uid, device, window_bytes, barriers)
+
+        super().__init__(world, make, joined)
         self.libs = cco_ir.get_extern_libs()
 
-    def close(self):
-        on_threads(len(self.ranks), lambda r: self.ranks[r].comm.destroy())
-
     def sync(self):
-        for rk in self.ranks:
+        for rk in self.local.values():
             torch.cuda.synchronize(rk.device)
 
+    def settle(self):
+        """Every rank's queued work is done and visible to the others."""
+        self.sync()
+        self.align()
+
     def run_once(self, launches):
-        """launches: {rank index: fn}; runs each once on its rank's stream, concurrently."""
+        """launches: {rank: fn} (ranks held here); runs each once on its rank's stream,
+        concurrently, and waits for every rank."""
         for r, fn in launches.items():
-            rk = self.ranks[r]
+            rk = self.local[r]
             with torch.cuda.device(rk.device), torch.cuda.stream(rk.stream):
                 fn()
-        self.sync()
+        self.settle()
 
     def time_graphs(self, launches, reps):
         """Seconds per repetition of each rank's launches, replayed at once (slowest rank)."""
         self.run_once(launches)  # compile and load outside the capture
         graphs = {}
         for r, fn in launches.items():
-            rk = self.ranks[r]
+            rk = self.local[r]
             g = torch.cuda.CUDAGraph()
             with torch.cuda.device(rk.device), torch.cuda.graph(g, stream=rk.stream):
                 for _ in range(reps):
                     fn()
             graphs[r] = g
         self.sync()
-        return self.time_replays(graphs, reps)
-
-    def time_replays(self, graphs, reps):
         return self.time_kernels({r: g.replay for r, g in graphs.items()}, reps)
 
     def time_kernels(self, launches, units):
         """Seconds per unit of each rank's work (one call of its fn: a kernel that loops
         internally, or a graph replay), all ranks at once; the slowest rank counts."""
+        self.align()
         events = {}
         for r, fn in launches.items():
-            rk = self.ranks[r]
+            rk = self.local[r]
             with torch.cuda.device(rk.device), torch.cuda.stream(rk.stream):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record(rk.stream)
@@ -97,7 +115,8 @@ class RankGroup:
                 end.record(rk.stream)
                 events[r] = (start, end)
         self.sync()
-        return max(s.elapsed_time(e) for s, e in events.values()) / 1e3 / units
+        mine = max((s.elapsed_time(e) for s, e in events.values()), default=0.0)
+        return self.slowest(mine) / 1e3 / units
 
 
 def progress(*what):
@@ -114,20 +133,25 @@ def _sm_count(device):
 
 
 def _transfer_suite(report, opts, group, direction):
-    """put: this rank's [0, S) -> peer's [S, 2S); get: peer's [0, S) -> this rank's [S, 2S)."""
-    a, b = group.ranks[0], group.ranks[1]
+    """put: rank 0's [0, S) -> rank 1's [S, 2S); get: rank 1's [0, S) -> rank 0's [S, 2S);
+    then ranks 0 and 1 both at once, each with the other."""
     span = opts.max_bytes
     kernel = K.lsa_put if direction == "put" else K.lsa_get
     rows = report.suite(
-        f"LSA {direction} bandwidth, {len(group.ranks)} ranks on {torch.cuda.device_count()} GPU(s)",
+        f"LSA {direction} bandwidth, {group.world} ranks on {torch.cuda.device_count()} GPU(s)",
         ["size", "cco GB/s", "raw twin GB/s", "memcpy GB/s", "cco/memcpy %", "cco/raw %", "both GB/s/rank",
          "both aggregate"],
         note="one rank transfers, then both at once; memcpy = cudaMemcpyAsync device-to-device of the same bytes; "
              "copy shape (words/step, warps, programs/SM) chosen at 64 MiB on the raw twin")
-    for rk in (a, b):  # a recognisable source in every rank's [0, S)
-        rk.view(rk.rank, 0, span // 8, torch.int64).copy_(
-            torch.arange(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64) * 10 + rk.rank)
-    group.sync()
+    pair = (0, 1)
+    peer_of = {0: 1, 1: 0}
+
+    def pattern(rk, owner):
+        return torch.arange(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64) * 10 + owner
+
+    for rk in group.on(pair, lambda rk: rk).values():  # a recognisable source in [0, S)
+        rk.view(rk.rank, 0, span // 8, torch.int64).copy_(pattern(rk, rk.rank))
+    group.settle()
 
     config = [COPY_CONFIGS[0]]
 
@@ -135,104 +159,114 @@ def _transfer_suite(report, opts, group, direction):
         block, _, per_sm = config[0]
         return (min(triton.cdiv(words, block), _sm_count(rk.device) * per_sm),)
 
-    def launch(rk, peer, size):
-        words, (block, warps, _) = size // 8, config[0]
-        grid = grid_of(rk, words)
-        return lambda: kernel[grid](rk.win.handle, peer, 0, span, words, BLOCK=block, num_warps=warps,
-                                    extern_libs=group.libs)
+    def launch(size):
+        def make(rk):
+            words, (block, warps, _) = size // 8, config[0]
+            grid = grid_of(rk, words)
+            return lambda: kernel[grid](rk.win.handle, peer_of[rk.rank], 0, span, words, BLOCK=block,
+                                        num_warps=warps, extern_libs=group.libs)
+        return make
 
-    def raw(rk, peer, size):
-        words, (block, warps, _) = size // 8, config[0]
-        grid = grid_of(rk, words)
-        src_rank, dst_rank = (rk.rank, peer) if direction == "put" else (peer, rk.rank)
-        src = rk.comm.peer_ptr(rk.win, src_rank, 0)
-        dst = rk.comm.peer_ptr(rk.win, dst_rank, span)
-        return lambda: K.raw_copy[grid](src, dst, words, BLOCK=block, num_warps=warps)
+    def ends(rk):
+        """(source, destination) pointers of rank rk's transfer with its peer."""
+        src_rank, dst_rank = (rk.rank, peer_of[rk.rank]) if direction == "put" else (peer_of[rk.rank], rk.rank)
+        return rk.comm.peer_ptr(rk.win, src_rank, 0), rk.comm.peer_ptr(rk.win, dst_rank, span), src_rank, dst_rank
+
+    def raw(size):
+        def make(rk):
+            words, (block, warps, _) = size // 8, config[0]
+            grid = grid_of(rk, words)
+            src, dst, _, _ = ends(rk)
+            return lambda: K.raw_copy[grid](src, dst, words, BLOCK=block, num_warps=warps)
+        return make
+
+    def memcpy(size):
+        def make(rk):
+            _, _, src_rank, dst_rank = ends(rk)
+            src, dst = rk.view(src_rank, 0, size // 8, torch.int64), rk.view(dst_rank, span, size // 8, torch.int64)
+            return lambda: dst.copy_(src)
+        return make
 
     tune_size = min(span, 64 << 20)
     best = None
     for candidate in COPY_CONFIGS:
         config[0] = candidate
-        t = group.time_graphs({0: raw(a, 1, tune_size)}, 10)
+        t = group.time_graphs(group.on([0], raw(tune_size)), 10)
         progress(direction, "copy shape", candidate, f"{tune_size / t / 1e9:.0f} GB/s")
         if best is None or t < best[0]:
             best = (t, candidate)
-    config[0] = best[1]
-
-    def memcpy(rk, peer, size):
-        src_rank, dst_rank = (rk.rank, peer) if direction == "put" else (peer, rk.rank)
-        src, dst = rk.view(src_rank, 0, size // 8, torch.int64), rk.view(dst_rank, span, size // 8, torch.int64)
-        return lambda: dst.copy_(src)
+    config[0] = best[1]  # the same on every rank: `t` is the slowest rank's
 
     for size in sweep(max(opts.min_bytes, 4096), span):
         progress(direction, size_label(size))
         reps = _reps(size)
-        t_cco = group.time_graphs({0: launch(a, 1, size)}, reps)
-        t_raw = group.time_graphs({0: raw(a, 1, size)}, reps)
-        t_copy = group.time_graphs({0: memcpy(a, 1, size)}, reps)
-        t_both = group.time_graphs({0: launch(a, 1, size), 1: launch(b, 0, size)}, reps)
+        t_cco = group.time_graphs(group.on([0], launch(size)), reps)
+        t_raw = group.time_graphs(group.on([0], raw(size)), reps)
+        t_copy = group.time_graphs(group.on([0], memcpy(size)), reps)
+        t_both = group.time_graphs(group.on(pair, launch(size)), reps)
         gb = size / 1e9
         rows.append([size_label(size), gb / t_cco, gb / t_raw, gb / t_copy, 100 * t_copy / t_cco, 100 * t_raw / t_cco,
                      gb / t_both, 2 * gb / t_both])
-    # The data arrived: after the last (both) transfer, every rank's [S, 2S) holds its
-    # peer's pattern (the peer put it there, or this rank got it from the peer).
-    for rk, peer in ((a, 1), (b, 0)):
-        got = rk.view(rk.rank, span, span // 8, torch.int64)
-        want = torch.arange(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64) * 10 + peer
-        if not torch.equal(got, want):
+    # The data arrived: after the last (both) transfer, ranks 0 and 1 each hold the
+    # other's pattern in [S, 2S) (the peer put it there, or this rank got it).
+    for rk in group.on(pair, lambda rk: rk).values():
+        if not torch.equal(rk.view(rk.rank, span, span // 8, torch.int64), pattern(rk, peer_of[rk.rank])):
             raise RuntimeError(f"cco perf: {direction} data check failed on rank {rk.rank}")
+    group.align()
 
 
 def _barrier_suite(report, opts, group):
-    rows = report.suite(f"LSA barrier latency, {len(group.ranks)} ranks",
+    rows = report.suite(f"LSA barrier latency, {group.world} ranks",
                         ["coop", "warps", "us/round", "pingpong us/rt", "barrier/pingpong"],
                         note="pingpong: two kernels bouncing a flag, no CCO (one round trip per round); "
                              "coop=thread needs one thread per call, which Triton programs are not")
     rounds = opts.barrier_rounds
-    status = [torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in group.ranks]
-
-    # The anchor: a flag ping-pong between ranks 0 and 1 through their windows.
-    a, b = group.ranks[0], group.ranks[1]
-    flags = {rk.rank: rk.view(rk.rank, 0, 2, torch.int32) for rk in (a, b)}
-    for f in flags.values():
-        f.zero_()
-    group.sync()
+    status = {r: torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for r, rk in group.local.items()}
+    everyone = range(group.world)
 
     measured = []
     for coop, warps in (("block", 4), ("warp", 1)):
         const = getattr(cco_ir.CoopScope, coop.upper())
         progress(f"barrier: coop={coop}")
 
-        def loop(rk, count, const=const, warps=warps):
-            return lambda: K.barrier_loop[(1,)](rk.dc.ptr, count, status[rk.rank], COOP=const, num_warps=warps,
-                                                extern_libs=group.libs)
+        def loop(count, const=const, warps=warps):
+            return lambda rk: lambda: K.barrier_loop[(1,)](rk.dc.ptr, count, status[rk.rank], COOP=const,
+                                                           num_warps=warps, extern_libs=group.libs)
 
-        group.run_once({r: loop(rk, 100) for r, rk in enumerate(group.ranks)})  # compile, warm up
-        t = group.time_kernels({r: loop(rk, rounds) for r, rk in enumerate(group.ranks)}, rounds)
-        bad = [int(s.item()) for s in status if int(s.item()) != 0]
+        group.run_once(group.on(everyone, loop(100)))  # compile, warm up
+        t = group.time_kernels(group.on(everyone, loop(rounds)), rounds)
+        bad = {r: int(s.item()) for r, s in status.items() if int(s.item()) != 0}
         if bad:
             raise RuntimeError(f"cco perf: barrier returned statuses {bad}")
         measured.append((coop, warps, t))
-    failed = [torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in (a, b)]
 
-    def pingpong(rk, peer, first, count):
-        mine = rk.comm.peer_ptr(rk.win, rk.rank, 0)
-        theirs = rk.comm.peer_ptr(rk.win, peer, 0)
-        mine_t = torch_view(mine, (1,), torch.int32, device=f"cuda:{rk.device}")
-        theirs_t = torch_view(theirs, (1,), torch.int32, device=f"cuda:{rk.device}")
-        return lambda: K.flag_pingpong[(1,)](mine_t, theirs_t, count, failed[rk.rank], FIRST=first, num_warps=1)
+    # The anchor: a flag ping-pong between ranks 0 and 1 through their windows.
+    pair = (0, 1)
+    failed = group.on(pair, lambda rk: torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}"))
+    for rk in group.on(pair, lambda rk: rk).values():
+        rk.view(rk.rank, 0, 2, torch.int32).zero_()
+    group.settle()
+
+    def pingpong(count):
+        def make(rk):
+            peer = 1 - rk.rank
+            mine = rk.view(rk.rank, 0, 1, torch.int32)
+            theirs = rk.view(peer, 0, 1, torch.int32)
+            return lambda: K.flag_pingpong[(1,)](mine, theirs, count, failed[rk.rank], FIRST=rk.rank == 0,
+                                                 num_warps=1)
+        return make
 
     progress("barrier: flag ping-pong anchor")
     # Each side is its own binary: load both before either spins (a load can wait for a
     # running kernel of the context).
-    group.run_once({0: pingpong(a, 1, True, 0)})
-    group.run_once({1: pingpong(b, 0, False, 0)})
-    group.run_once({0: pingpong(a, 1, True, 10), 1: pingpong(b, 0, False, 10)})
-    for f in flags.values():
-        f.zero_()
-    group.sync()
-    t_pp = group.time_kernels({0: pingpong(a, 1, True, rounds), 1: pingpong(b, 0, False, rounds)}, rounds)
-    if any(int(f.item()) for f in failed):
+    group.run_once(group.on([0], pingpong(0)))
+    group.run_once(group.on([1], pingpong(0)))
+    group.run_once(group.on(pair, pingpong(10)))
+    for rk in group.on(pair, lambda rk: rk).values():
+        rk.view(rk.rank, 0, 2, torch.int32).zero_()
+    group.settle()
+    t_pp = group.time_kernels(group.on(pair, pingpong(rounds)), rounds)
+    if group.slowest(max((int(f.item()) for f in failed.values()), default=0)):
         t_pp = float("nan")  # the anchor lost its peer: report the barrier alone
 
     for coop, warps, t in measured:
@@ -240,67 +274,95 @@ def _barrier_suite(report, opts, group):
     rows.append(["thread", 1, "n/a", t_pp * 1e6, "n/a"])
 
 
-def _allreduce_suite(report, opts):
-    n = opts.allreduce_ranks
+def _allreduce_suite(report, opts, group):
+    n = group.world
     top = opts.allreduce_max_bytes
-    limit = K.max_programs(triton.cdiv(n, torch.cuda.device_count()))
-    group = RankGroup(n, top, barriers=limit)
-    try:
-        rows = report.suite(f"one-shot all-reduce (float32 sum), {n} ranks on {torch.cuda.device_count()} GPU(s)",
-                            ["size", "cco us", "algbw GB/s", "busbw GB/s", "torch reduce us", "cco/torch"],
-                            note="torch reduce: torch.sum over the ranks' buffers stacked on one device, no "
-                                 "communication (the local floor)")
-        iters = 50 if opts.quick else 200
-        for size in sweep(8192, top):
-            progress("allreduce", size_label(size))
-            count = size // 4
-            grid = (min(triton.cdiv(count, REDUCE_BLOCK), limit),)
-            outs = []
-            for rk in group.ranks:
-                x = rk.view(rk.rank, 0, count, torch.float32)
-                x.copy_(torch.arange(count, device=x.device, dtype=torch.float32) % 251 + rk.rank)
-                outs.append(torch.empty(count, device=x.device, dtype=torch.float32))
-            group.sync()
+    limit = _allreduce_programs(n)
+    rows = report.suite(f"one-shot all-reduce (float32 sum), {n} ranks on {torch.cuda.device_count()} GPU(s)",
+                        ["size", "cco us", "algbw GB/s", "busbw GB/s", "torch reduce us", "cco/torch"],
+                        note="torch reduce: torch.sum over as many buffers as ranks, stacked on rank 0's device, "
+                             "no communication (the local floor)")
+    iters = 50 if opts.quick else 200
+    everyone = range(n)
+    for size in sweep(8192, top):
+        progress("allreduce", size_label(size))
+        count = size // 4
+        grid = (min(triton.cdiv(count, REDUCE_BLOCK), limit),)
 
-            def launch(r, its):
-                rk = group.ranks[r]
-                return lambda: K.oneshot_allreduce[grid](rk.dc.ptr, rk.win.handle, outs[r], count, its, NRANKS=n,
-                                                         BLOCK=REDUCE_BLOCK, num_warps=4, extern_libs=group.libs)
+        def expected(device, rank=None):
+            base = torch.arange(count, device=device, dtype=torch.float32) % 251
+            return base + rank if rank is not None else base * n + sum(range(n))
 
-            group.run_once({r: launch(r, 2) for r in range(n)})
-            t = group.time_kernels({r: launch(r, iters) for r in range(n)}, iters)
-            want = (torch.arange(count, device=outs[0].device, dtype=torch.float32) % 251) * n + sum(range(n))
-            for r, out in enumerate(outs):
-                if not torch.equal(out.to(want.device), want):
-                    raise RuntimeError(f"cco perf: all-reduce result wrong on rank {r} at {size_label(size)}")
-            stacked = torch.stack([o.to(outs[0].device) for o in outs])
-            result = torch.empty_like(outs[0])
-            t_torch = group.time_graphs({0: lambda: torch.sum(stacked, 0, out=result)}, iters)
-            alg = size / t / 1e9
-            rows.append([size_label(size), t * 1e6, alg, alg * 2 * (n - 1) / n, t_torch * 1e6, t / t_torch])
-    finally:
-        group.close()
+        outs = {}
+        for r, rk in group.local.items():
+            rk.view(r, 0, count, torch.float32).copy_(expected(f"cuda:{rk.device}", r))
+            outs[r] = torch.empty(count, device=f"cuda:{rk.device}", dtype=torch.float32)
+        group.settle()
+
+        def launch(its):
+            return lambda rk: lambda: K.oneshot_allreduce[grid](rk.dc.ptr, rk.win.handle, outs[rk.rank], count, its,
+                                                                NRANKS=n, BLOCK=REDUCE_BLOCK, num_warps=4,
+                                                                extern_libs=group.libs)
+
+        group.run_once(group.on(everyone, launch(2)))
+        t = group.time_kernels(group.on(everyone, launch(iters)), iters)
+        for r, out in outs.items():
+            if not torch.equal(out, expected(out.device)):
+                raise RuntimeError(f"cco perf: all-reduce result wrong on rank {r} at {size_label(size)}")
+
+        def local_reduce(rk):
+            stacked = torch.stack([outs[rk.rank]] * n)
+            result = torch.empty_like(outs[rk.rank])
+            return lambda: torch.sum(stacked, 0, out=result)
+
+        t_torch = group.time_graphs(group.on([0], local_reduce), iters)
+        alg = size / t / 1e9
+        rows.append([size_label(size), t * 1e6, alg, alg * 2 * (n - 1) / n, t_torch * 1e6, t / t_torch])
 
 
-def run(opts):
+def _allreduce_programs(world):
+    """Programs per rank of the all-reduce: each waits in a barrier, so all of every rank
+    sharing a GPU must be resident at once."""
+    return K.max_programs(triton.cdiv(world, torch.cuda.device_count()))
+
+
+def run(opts, joined=None, world=None):
+    """The GPU suites; joined = (rank, uid) when this process is one rank of `world`."""
     props = torch.cuda.get_device_properties(0)
+    how = "launched processes" if joined else "threads"
     report = Report(f"cco perf: {torch.cuda.device_count()} x {props.name}, triton {triton.__version__}, "
-                    f"torch {torch.__version__}")
+                    f"torch {torch.__version__}, ranks as {how}")
     if opts.quick:
         opts.max_bytes = min(opts.max_bytes, 16 << 20)
         opts.barrier_rounds = min(opts.barrier_rounds, 2000)
-    world = max(2, opts.ranks or torch.cuda.device_count())
+    world = world or max(2, opts.ranks or torch.cuda.device_count())
     suites = opts.suite_list
-    if any(s in suites for s in ("put", "get", "barrier")):
-        group = RankGroup(world, 2 * opts.max_bytes, barriers=1)
+    # Launched processes are one job of `world` ranks: one group serves every suite. On
+    # threads the all-reduce has its own rank count (--allreduce-ranks).
+    shared = joined is not None or opts.allreduce_ranks == world
+    window = 2 * opts.max_bytes
+    barriers = 1
+    if shared and "allreduce" in suites:
+        window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
+    leads = True
+    if any(s in suites for s in ("put", "get", "barrier")) or (shared and "allreduce" in suites):
+        group = RankGroup(world, window, barriers, joined)
+        leads = group.leads
         try:
             for direction in ("put", "get"):
                 if direction in suites:
                     _transfer_suite(report, opts, group, direction)
             if "barrier" in suites:
                 _barrier_suite(report, opts, group)
+            if shared and "allreduce" in suites:
+                _allreduce_suite(report, opts, group)
         finally:
             group.close()
-    if "allreduce" in suites:
-        _allreduce_suite(report, opts)
-    return report
+    if not shared and "allreduce" in suites:
+        n = opts.allreduce_ranks
+        group = RankGroup(n, opts.allreduce_max_bytes, _allreduce_programs(n))
+        try:
+            _allreduce_suite(report, opts, group)
+        finally:
+            group.close()
+    return report, leads

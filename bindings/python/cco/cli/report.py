@@ -25,8 +25,17 @@ class Report:
 
     def to_json(self):
         return json.dumps({"header": self.header, "suites": [
-            {"suite": s["suite"], "note": s["note"], "rows": [dict(zip(s["columns"], r)) for r in s["rows"]]}
+            {"suite": s["suite"], "note": s["note"], "columns": s["columns"],
+             "rows": [dict(zip(s["columns"], r)) for r in s["rows"]]}
             for s in self.suites]}, indent=2)
+
+    @classmethod
+    def from_dict(cls, data):
+        """The report that to_json wrote (another process's)."""
+        report = cls(data["header"])
+        for s in data["suites"]:
+            report.suite(s["suite"], s["columns"], s["note"]).extend([row[c] for c in s["columns"]] for row in s["rows"])
+        return report
 
 
 def _fmt(v):
