@@ -10,7 +10,7 @@ import ctypes
 
 _TYPESTR = {
     "float32": "<f4", "float16": "<f2", "bfloat16": "<V2", "int32": "<i4", "uint32": "<u4",
-    "int64": "<i8", "uint8": "|u1", "int8": "|i1",
+    "int64": "<i8", "float64": "<f8", "uint8": "|u1", "int8": "|i1",
 }
 
 
