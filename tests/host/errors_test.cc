@@ -36,6 +36,8 @@ TEST_F(ErrorsTest, NullPointersAndBadRanks) {
   EXPECT_EQ(ccoCommCreate(id, 2, -1, 0, &comm), ccoInvalidArgument);
   EXPECT_EQ(ccoCommCreate(id, 0, 0, 0, &comm), ccoInvalidArgument);
   EXPECT_TRUE(LastErrorSays("nRanks=0")) << ccoGetLastError();
+  EXPECT_EQ(ccoCommCreate(id, (1 << 20) + 1, 0, 0, &comm), ccoInvalidArgument);  // beyond what a root accepts
+  EXPECT_TRUE(LastErrorSays("nRanks=1048577 (must be in [1, 1048576])")) << ccoGetLastError();
   EXPECT_EQ(comm, nullptr);
   int v;
   EXPECT_EQ(ccoCommRank(nullptr, &v), ccoInvalidUsage);

@@ -117,6 +117,56 @@ def test_launched_ranks_agree_on_the_slowest_figure(tmp_path):
     assert sorted(re.findall(r"agreed (\d)", r.stdout)) == ["0", "1", "2"]
 
 
+
+def test_perf_worlds_of_one_rank():
+    r = run_cco("perf", "--launch", "processes", "-n", "1", "--quick", "--suites", "barrier", "--json")
+    assert r.returncode == 0, r.stderr  # one process per rank, and at least two ranks
+    assert "2 ranks as launched processes" in json.loads(r.stdout)["header"]
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "1", "-m", "cco.cli", "perf", "--quick"],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "the launcher started 1 rank; the suites need 2 or more" in r.stderr
+
+
+def test_perf_min_size_above_the_quick_cap():
+    r = run_cco("perf", "--quick", "--suites", "put", "--min-size", "4M", "--json")
+    assert r.returncode == 0, r.stderr
+    assert [row["size"] for row in perf_suites(json.loads(r.stdout))["put through peer pointers"]["rows"]] == ["1MiB"]
+
+
+def test_a_failing_launched_rank_frees_the_others(tmp_path):
+    # Rank 1 fails inside its group: it aborts and leaves, and rank 0's next host barrier
+    # names it at once instead of waiting out CCO_TIMEOUT_MS.
+    script = tmp_path / "fail.py"
+    script.write_text(textwrap.dedent("""
+        import sys, time
+        from cco import runtime
+        from cco.cli.perf_cpu import CpuRank
+        from cco.cli.ranks import Ranks
+        rank, world, uid = runtime.launched()
+        try:
+            with Ranks(world, lambda r, u: CpuRank(r, world, u, 1 << 16), (rank, uid)) as group:
+                group.slowest(1.0)
+                if rank == 1:
+                    raise RuntimeError("rank 1 gives up")
+                t0 = time.monotonic()
+                try:
+                    group.slowest(2.0)
+                except Exception as e:
+                    print(f"rank 0 heard: {e} after {time.monotonic() - t0:.1f}s", flush=True)
+                    raise
+        except Exception:
+            if rank == 1:
+                time.sleep(5)  # its communicator is gone already; rank 0 speaks first
+            sys.exit(3)
+    """))
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "2", str(script)],
+                       env=dict(ENV, CCO_TIMEOUT_MS="60000"), capture_output=True, text=True, timeout=50)
+    assert r.returncode == 3, r.stderr
+    # Rank 1 tore down locally (no collective teardown that rank 0 would mistake for a
+    # mismatched call): rank 0 learns that it left.
+    assert re.search(r"rank 0 heard: .*rank 1 left", r.stdout), r.stdout + r.stderr
+
+
 def test_report_survives_json():
     from cco.cli.report import Report
 

@@ -19,9 +19,6 @@ namespace cco {
 namespace {
 
 constexpr size_t kMaxHello = 4096;
-// A hello claiming a larger world is not one of ours (a rank table that size would be
-// the root's memory, sized by a stranger).
-constexpr int kMaxWorld = 1 << 20;
 
 struct RootDone {
   std::mutex mu;
@@ -57,8 +54,9 @@ class RootServer {
  private:
   // Accepts connections and hellos until every rank has arrived. A mistake (ranks that
   // disagree on nRanks, two processes with one rank) is remembered, not returned at once:
-  // the root still waits for as many processes as the smallest nRanks asked for, so each
-  // of them hears the same verdict instead of a refused or reset connection.
+  // the root still waits for as many processes as the smallest nRanks asked for (or the
+  // timeout), so each of them hears the same verdict instead of a reset connection. A
+  // process that comes after the verdict finds no root and says so.
   Status Gather() {
     // No rank for a whole timeout after minting: give up (the id is never used).
     Deadline deadline = DeadlineIn(timeout_ms_);
@@ -85,7 +83,7 @@ class RootServer {
         std::string bytes;
         RootHello h;
         if (!RecvFrame(a.fd.get(), &bytes, kMaxHello, DeadlineIn(timeout_ms_)).ok() || !DecodeHello(bytes, &h).ok() ||
-            !(h.nonce == nonce_) || h.nRanks <= 0 || h.nRanks > kMaxWorld) {
+            !(h.nonce == nonce_) || h.nRanks <= 0 || h.nRanks > kMaxRanks) {
           a.fd.Reset();  // a stray or foreign connection: drop it
           continue;
         }

@@ -1,7 +1,7 @@
 // The rendezvous root: a short-lived thread of the process that minted a unique id. It
 // waits for every rank to say hello (bounded by CCO_TIMEOUT_MS), checks that they agree
 // (one nRanks, no rank twice), tells each where rank 0's hub listens, and exits. Ranks
-// that disagree, or never come, turn into one error message every connected rank gets.
+// that disagree, or never come, turn into one error message for every rank it has heard.
 #ifndef CCO_HOST_BOOTSTRAP_ROOT_H_
 #define CCO_HOST_BOOTSTRAP_ROOT_H_
 
@@ -9,6 +9,10 @@
 #include "bootstrap/unique_id.h"
 
 namespace cco {
+
+// The largest world a communicator may have. The root sizes a table by the nRanks a
+// hello claims, so it drops any hello above this instead.
+constexpr int kMaxRanks = 1 << 20;
 
 // Hello (rank -> root) and Welcome (root -> rank).
 struct RootHello {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unistd.h>
 
+#include "bootstrap/root.h"
 #include "bootstrap/wire.h"
 #include "comm/communicator.h"
 #include "common/env.h"
@@ -90,7 +91,8 @@ Status Agree(ccoComm& c, const std::string& op, const Status& local) {
 
 Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
                   std::shared_ptr<ccoComm>* out) {
-  if (nRanks < 1) return InvalidArgument(Fmt("nRanks=", nRanks, " (must be >= 1)"));
+  if (nRanks < 1 || nRanks > kMaxRanks)
+    return InvalidArgument(Fmt("nRanks=", nRanks, " (must be in [1, ", kMaxRanks, "])"));
   if (rank < 0 || rank >= nRanks) return InvalidArgument(Fmt("rank=", rank, " is not in [0, nRanks=", nRanks, ")"));
   UniqueIdContents uid;
   CCO_RETURN_IF_ERROR(DecodeUniqueId(id, &uid));

@@ -29,7 +29,8 @@ def add_parser(sub):
     p.add_argument("--suites", default="", help="comma-separated subset of: " + ", ".join(GPU_SUITES))
     p.add_argument("--min-size", default="4K", help="smallest transfer (put/get)")
     p.add_argument("--max-size", default="256M", help="largest transfer (put/get)")
-    p.add_argument("--allreduce-ranks", type=int, default=4, help="ranks of the all-reduce suite")
+    p.add_argument("--allreduce-ranks", type=int, default=None,
+                   help="ranks of the all-reduce suite when ranks are threads (default 4)")
     p.add_argument("--allreduce-max", default="1M", help="largest all-reduce (bytes of float32)")
     p.add_argument("--barrier-rounds", type=int, default=20000)
     p.add_argument("--host-ranks", type=int, default=8, help="processes of the host suite")
@@ -60,6 +61,8 @@ def run(opts):
     opts.min_bytes = parse_size(opts.min_size)
     opts.max_bytes = parse_size(opts.max_size)
     opts.allreduce_max_bytes = parse_size(opts.allreduce_max)
+    opts.allreduce_ranks_given = opts.allreduce_ranks
+    opts.allreduce_ranks = opts.allreduce_ranks or 4
     known = CPU_SUITES if platform == "cpu" else GPU_SUITES
     opts.suite_list = [s for s in opts.suites.split(",") if s] or list(known)
     unknown = [s for s in opts.suite_list if s not in known]
@@ -84,6 +87,8 @@ def run(opts):
             print(f"cco perf: the launcher started {world} ranks; --ranks {opts.ranks} is ignored", file=sys.stderr)
         if platform != "cpu":
             _pick_gpu(rank)
+            if rank == 0:
+                _warn_about_shared_gpus(opts, world)
         report, leads = backend.run(opts, (rank, uid), world)
     if "host" in opts.suite_list:
         if joined is None:
@@ -119,7 +124,7 @@ def _start_processes(opts, platform):
     from cco.cli.report import Report
     from cco.launch import launch
 
-    world = opts.ranks or (2 if platform == "cpu" else max(2, _gpu_count()))
+    world = max(2, opts.ranks or (0 if platform == "cpu" else _gpu_count()))
     with tempfile.TemporaryDirectory(prefix="cco-perf-") as tmp:
         path = os.path.join(tmp, "report.json")
         status = launch(world, ["-m", "cco.cli", *opts.argv], env={REPORT_FILE: path, "CCO_PLATFORM": platform})
@@ -151,6 +156,20 @@ def _emit(report, opts):
         print(report.to_json())
     else:
         report.print_table(sys.stdout)
+
+
+def _warn_about_shared_gpus(opts, world):
+    """Processes that share a GPU take turns on it unless MPS runs: kernels that wait
+    for each other (barriers, ping-pong) then measure the time slices."""
+    gpus = _gpu_count()
+    mps = os.environ.get("CUDA_MPS_PIPE_DIRECTORY") or os.path.exists("/tmp/nvidia-mps/control")
+    if world > gpus and not mps:
+        print(f"cco perf: {world} processes share {gpus} GPU(s) and no MPS daemon was found: their kernels "
+              "time-slice, so barrier figures will be slow (start nvidia-cuda-mps-control -d, or use "
+              "--launch threads)", file=sys.stderr)
+    if "allreduce" in opts.suite_list and opts.allreduce_ranks_given not in (None, world):
+        print(f"cco perf: ranks are processes, so the all-reduce runs on all {world} of them "
+              f"(--allreduce-ranks applies to threads)", file=sys.stderr)
 
 
 def _gpu_count():

@@ -37,15 +37,15 @@ def run(opts, joined=None, world=None):
     top = min(opts.max_bytes, 64 << 20) if not opts.quick else min(opts.max_bytes, 1 << 20)
     how = "launched processes" if joined else "threads"
     report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}")
-    group = Ranks(world, lambda r, uid: CpuRank(r, world, uid, top), joined)
-    try:
+    leads = joined is None or joined[0] == 0
+    if not any(s in opts.suite_list for s in ("barrier", "put")):
+        return report, leads
+    with Ranks(world, lambda r, uid: CpuRank(r, world, uid, top), joined) as group:
         if "barrier" in opts.suite_list:
             _barrier_suite(report, opts, group)
         if "put" in opts.suite_list:
             _put_suite(report, opts, group, top)
-    finally:
-        group.close()
-    return report, group.leads
+    return report, leads
 
 
 def _barrier_suite(report, opts, group):
@@ -69,7 +69,7 @@ def _put_suite(report, opts, group, top):
     sender = group.local.get(0)
     if sender is not None:
         ctypes.memset(sender.ptr(0, 0), 7, top)
-    for size in sweep(max(4096, opts.min_bytes), top):
+    for size in sweep(min(max(4096, opts.min_bytes), top), top):
         reps = max(3, min(2000, (256 << 20) // size))
 
         def timed(rk, to, size=size, reps=reps):

@@ -119,9 +119,14 @@ class RankGroup(Ranks):
         return self.slowest(mine) / 1e3 / units
 
 
+_quiet = [False]   # a process that holds no rank 0 keeps its progress to itself
+
+
 def progress(*what):
-    """One line per step on stderr, so a slow or stuck step is visible while it runs."""
-    print(f"[cco perf {time.strftime('%H:%M:%S')}]", *what, file=sys.stderr, flush=True)
+    """One line per step on stderr, so a slow or stuck step is visible while it runs
+    (from rank 0's process only, when ranks are processes)."""
+    if not _quiet[0]:
+        print(f"[cco perf {time.strftime('%H:%M:%S')}]", *what, file=sys.stderr, flush=True)
 
 
 def _reps(size):
@@ -197,7 +202,7 @@ def _transfer_suite(report, opts, group, direction):
             best = (t, candidate)
     config[0] = best[1]  # the same on every rank: `t` is the slowest rank's
 
-    for size in sweep(max(opts.min_bytes, 4096), span):
+    for size in sweep(min(max(opts.min_bytes, 4096), span), span):
         progress(direction, size_label(size))
         reps = _reps(size)
         t_cco = group.time_graphs(group.on([0], launch(size)), reps)
@@ -344,11 +349,10 @@ def run(opts, joined=None, world=None):
     barriers = 1
     if shared and "allreduce" in suites:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
-    leads = True
+    leads = joined is None or joined[0] == 0
+    _quiet[0] = not leads
     if any(s in suites for s in ("put", "get", "barrier")) or (shared and "allreduce" in suites):
-        group = RankGroup(world, window, barriers, joined)
-        leads = group.leads
-        try:
+        with RankGroup(world, window, barriers, joined) as group:
             for direction in ("put", "get"):
                 if direction in suites:
                     _transfer_suite(report, opts, group, direction)
@@ -356,13 +360,8 @@ def run(opts, joined=None, world=None):
                 _barrier_suite(report, opts, group)
             if shared and "allreduce" in suites:
                 _allreduce_suite(report, opts, group)
-        finally:
-            group.close()
     if not shared and "allreduce" in suites:
         n = opts.allreduce_ranks
-        group = RankGroup(n, opts.allreduce_max_bytes, _allreduce_programs(n))
-        try:
+        with RankGroup(n, opts.allreduce_max_bytes, _allreduce_programs(n)) as group:
             _allreduce_suite(report, opts, group)
-        finally:
-            group.close()
     return report, leads

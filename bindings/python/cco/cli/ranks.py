@@ -41,6 +41,8 @@ class Ranks:
             self.local = dict(enumerate(on_threads(world, lambda r: make(r, uid))))
         else:
             rank, uid = joined
+            if world < 2:
+                raise RuntimeError(f"cco perf: the launcher started {world} rank; the suites need 2 or more")
             self.local = {rank: make(rank, uid)}
         for rk in self.local.values():
             if rk.comm.lsa_size != world:
@@ -86,6 +88,18 @@ class Ranks:
 
     def close(self):
         self.each(lambda rk: rk.comm.destroy())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and self.spread:
+            # The other processes are not at the same teardown calls: abort, so this
+            # rank's teardown is local, and its exit ends their next host barrier at once.
+            for rk in self.local.values():
+                rk.comm.abort()
+        self.close()
+        return False
 
     def _one(self):
         (rk,) = self.local.values()
