@@ -154,7 +154,7 @@ def _transfer_suite(report, opts, group, direction):
     def pattern(rk, owner):
         return torch.arange(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64) * 10 + owner
 
-    for rk in group.on(pair, lambda rk: rk).values():  # a recognisable source in [0, S)
+    for rk in group.held(pair):  # a recognisable source in [0, S)
         rk.view(rk.rank, 0, span // 8, torch.int64).copy_(pattern(rk, rk.rank))
     group.settle()
 
@@ -214,7 +214,7 @@ def _transfer_suite(report, opts, group, direction):
                      gb / t_both, 2 * gb / t_both])
     # The data arrived: after the last (both) transfer, ranks 0 and 1 each hold the
     # other's pattern in [S, 2S) (the peer put it there, or this rank got it).
-    for rk in group.on(pair, lambda rk: rk).values():
+    for rk in group.held(pair):
         if not torch.equal(rk.view(rk.rank, span, span // 8, torch.int64), pattern(rk, peer_of[rk.rank])):
             raise RuntimeError(f"cco perf: {direction} data check failed on rank {rk.rank}")
     group.align()
@@ -248,7 +248,7 @@ def _barrier_suite(report, opts, group):
     # The anchor: a flag ping-pong between ranks 0 and 1 through their windows.
     pair = (0, 1)
     failed = group.on(pair, lambda rk: torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}"))
-    for rk in group.on(pair, lambda rk: rk).values():
+    for rk in group.held(pair):
         rk.view(rk.rank, 0, 2, torch.int32).zero_()
     group.settle()
 
@@ -267,7 +267,7 @@ def _barrier_suite(report, opts, group):
     group.run_once(group.on([0], pingpong(0)))
     group.run_once(group.on([1], pingpong(0)))
     group.run_once(group.on(pair, pingpong(10)))
-    for rk in group.on(pair, lambda rk: rk).values():
+    for rk in group.held(pair):
         rk.view(rk.rank, 0, 2, torch.int32).zero_()
     group.settle()
     t_pp = group.time_kernels(group.on(pair, pingpong(rounds)), rounds)

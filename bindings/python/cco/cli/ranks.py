@@ -59,6 +59,10 @@ class Ranks:
         """This process holds rank 0: it prints the report."""
         return 0 in self.local
 
+    def held(self, ranks):
+        """The rank objects of `ranks` that are held here."""
+        return [self.local[r] for r in ranks if r in self.local]
+
     def on(self, ranks, make):
         """{r: make(rank object)} for each r in `ranks` held here."""
         return {r: make(self.local[r]) for r in ranks if r in self.local}
