@@ -70,17 +70,18 @@ def run(opts):
         print(f"cco perf: unknown suite(s) {unknown} for the {platform} platform (have: {', '.join(known)})",
               file=sys.stderr)
         return 2
-    from cco.cli.ranks import launched_rank
+    from cco.runtime import launched
 
-    joined = launched_rank()
+    joined = launched()
     if joined is None and _one_process_per_rank(opts, platform):
         return _start_processes(opts, platform)
     if platform == "cpu":
         from cco.cli import perf_cpu as backend
     else:
         from cco.cli import perf_gpu as backend
+    leads = joined is None or joined[0] == 0  # the process that prints
     if joined is None:
-        report, leads = backend.run(opts)
+        report = backend.run(opts)
     else:
         rank, world, uid = joined
         if opts.ranks and opts.ranks != world:
@@ -89,7 +90,7 @@ def run(opts):
             _pick_gpu(rank)
             if rank == 0:
                 _warn_about_shared_gpus(opts, world)
-        report, leads = backend.run(opts, (rank, uid), world)
+        report = backend.run(opts, (rank, uid), world)
     if "host" in opts.suite_list:
         if joined is None:
             _host_suite(report, opts, platform)
@@ -109,9 +110,7 @@ def _one_process_per_rank(opts, platform):
         return opts.launch == "processes"
     if platform == "cpu":
         return False
-    import torch
-
-    gpus = torch.cuda.device_count()
+    gpus = _gpu_count()
     return gpus >= 2 and (opts.ranks or gpus) <= gpus
 
 
@@ -183,4 +182,4 @@ def _pick_gpu(rank):
 
     from cco.runtime import local_rank
 
-    torch.cuda.set_device(local_rank(rank) % torch.cuda.device_count())
+    torch.cuda.set_device(local_rank(rank) % _gpu_count())

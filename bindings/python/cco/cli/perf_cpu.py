@@ -37,15 +37,14 @@ def run(opts, joined=None, world=None):
     top = min(opts.max_bytes, 64 << 20) if not opts.quick else min(opts.max_bytes, 1 << 20)
     how = "launched processes" if joined else "threads"
     report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}")
-    leads = joined is None or joined[0] == 0
     if not any(s in opts.suite_list for s in ("barrier", "put")):
-        return report, leads
+        return report
     with Ranks(world, lambda r, uid: CpuRank(r, world, uid, top), joined) as group:
         if "barrier" in opts.suite_list:
             _barrier_suite(report, opts, group)
         if "put" in opts.suite_list:
             _put_suite(report, opts, group, top)
-    return report, leads
+    return report
 
 
 def _barrier_suite(report, opts, group):

@@ -349,8 +349,7 @@ def run(opts, joined=None, world=None):
     barriers = 1
     if shared and "allreduce" in suites:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
-    leads = joined is None or joined[0] == 0
-    _quiet[0] = not leads
+    _quiet[0] = joined is not None and joined[0] != 0
     if any(s in suites for s in ("put", "get", "barrier")) or (shared and "allreduce" in suites):
         with RankGroup(world, window, barriers, joined) as group:
             for direction in ("put", "get"):
@@ -364,4 +363,4 @@ def run(opts, joined=None, world=None):
         n = opts.allreduce_ranks
         with RankGroup(n, opts.allreduce_max_bytes, _allreduce_programs(n)) as group:
             _allreduce_suite(report, opts, group)
-    return report, leads
+    return report

@@ -21,13 +21,6 @@ from cco.cli.timing import on_threads
 SCRATCH_BYTES = 4096   # per rank, after the payload: one float64 for `slowest`
 
 
-def launched_rank():
-    """(rank, world, uid) when a launcher started this process, else None."""
-    from cco import runtime
-
-    return runtime.launched()
-
-
 class Ranks:
     def __init__(self, world, make, joined=None):
         """make(rank, uid) builds one rank; joined = (rank, uid) of this process in a
@@ -53,11 +46,6 @@ class Ranks:
     def ranks(self):
         """The ranks held here, in rank order."""
         return [self.local[r] for r in sorted(self.local)]
-
-    @property
-    def leads(self):
-        """This process holds rank 0: it prints the report."""
-        return 0 in self.local
 
     def held(self, ranks):
         """The rank objects of `ranks` that are held here."""
