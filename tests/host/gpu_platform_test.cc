@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,13 +78,13 @@ void ExpectDeviceInfo(Platform* platform, int* device, size_t* granularity) {
 void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule) {
   // Two granules, aligned to two: the alignment argument is honoured.
   uint64_t va = 0;
-  ASSERT_OK(platform->Reserve(2 * granule, 2 * granule, &va));
+  ASSERT_OK(platform->Reserve(device, 2 * granule, 2 * granule, &va));
   EXPECT_EQ(va % (2 * granule), 0u);
   const uint64_t second = va + granule;
 
   MemHandle handle = 0;
   ASSERT_OK(platform->Create(device, granule, &handle));
-  ASSERT_OK(platform->Map(va, granule, handle, device));
+  ASSERT_OK(platform->Map(device, va, granule, handle));
 
   std::vector<unsigned char> read(granule);
   ASSERT_OK(platform->Memset(device, va, 0x5a, granule));
@@ -98,11 +99,11 @@ void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule
 
   // The same physical memory, exported and imported again, mapped at a second address.
   int fd = -1;
-  ASSERT_OK(platform->Export(handle, &fd));
+  ASSERT_OK(platform->Export(device, handle, &fd));
   ASSERT_GE(fd, 0);
   MemHandle imported = 0;
-  ASSERT_OK(platform->Import(fd, granule, &imported));
-  ASSERT_OK(platform->Map(second, granule, imported, device));
+  ASSERT_OK(platform->Import(device, fd, granule, &imported));
+  ASSERT_OK(platform->Map(device, second, granule, imported));
   std::fill(read.begin(), read.end(), 0);
   ASSERT_OK(platform->CopyFromDevice(device, read.data(), second, granule));
   EXPECT_EQ(read, pattern);
@@ -113,27 +114,27 @@ void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule
   ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
   EXPECT_TRUE(AllBytesAre(head, 0x11));
 
-  ASSERT_OK(platform->Unmap(second, granule));
-  ASSERT_OK(platform->Unmap(va, granule));
+  ASSERT_OK(platform->Unmap(device, second, granule));
+  ASSERT_OK(platform->Unmap(device, va, granule));
 
   // Unmap left the range reserved: it can be mapped again, and the memory kept its bytes.
-  ASSERT_OK(platform->Map(va, granule, imported, device));
+  ASSERT_OK(platform->Map(device, va, granule, imported));
   ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
   EXPECT_TRUE(AllBytesAre(head, 0x11));
   ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
   EXPECT_TRUE(std::equal(pattern.begin() + head.size(), pattern.end(), read.begin() + head.size()));
-  ASSERT_OK(platform->Unmap(va, granule));
+  ASSERT_OK(platform->Unmap(device, va, granule));
 
-  ASSERT_OK(platform->Destroy(imported));
-  ASSERT_OK(platform->Destroy(handle));
-  ASSERT_OK(platform->Release(va, 2 * granule));
+  ASSERT_OK(platform->Destroy(device, imported));
+  ASSERT_OK(platform->Destroy(device, handle));
+  ASSERT_OK(platform->Release(device, va, 2 * granule));
 }
 
 void ExpectHostMappedMemory(Platform* platform, int device) {
   const size_t size = 4096;
   void* host = nullptr;
   uint64_t deviceAddress = 0;
-  ASSERT_OK(platform->HostMappedAlloc(size, &host, &deviceAddress));
+  ASSERT_OK(platform->HostMappedAlloc(device, size, &host, &deviceAddress));
   ASSERT_NE(host, nullptr);
   EXPECT_NE(deviceAddress, 0u);
   const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(host);
@@ -146,7 +147,7 @@ void ExpectHostMappedMemory(Platform* platform, int device) {
   std::vector<unsigned char> read(size);
   ASSERT_OK(platform->CopyFromDevice(device, read.data(), deviceAddress, size));
   EXPECT_TRUE(AllBytesAre(read, 0x44));
-  ASSERT_OK(platform->HostMappedFree(host));
+  ASSERT_OK(platform->HostMappedFree(device, host));
 }
 
 void ExpectDeviceMemoryFromAnotherThread(Platform* platform, int device) {
@@ -180,23 +181,22 @@ void ExpectCleanFailures(Platform* platform, int device, size_t granule) {
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
 
   uint64_t va = 0;
-  status = platform->Reserve(granule, 3, &va);
+  status = platform->Reserve(device, granule, 3, &va);
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
 
-  status = platform->Import(-1, granule, &handle);
+  status = platform->Import(device, -1, granule, &handle);
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
 
   // A pipe is no memory handle. Once Import has closed the write end, the read end sees
   // end-of-file rather than "would block".
   int ends[2];
   ASSERT_EQ(pipe2(ends, O_NONBLOCK | O_CLOEXEC), 0);
-  status = platform->Import(ends[1], granule, &handle);
+  status = platform->Import(device, ends[1], granule, &handle);
   EXPECT_EQ(status.code(), ccoPlatformError) << status.message();
   EXPECT_TRUE(Contains(status.message(), "ImportFromShareableHandle")) << status.message();
   char byte = 0;
   EXPECT_EQ(read(ends[0], &byte, 1), 0) << "Import left the descriptor open (errno " << errno << ")";
   close(ends[0]);
-  (void)device;
 }
 
 void ExpectCudaSizeErrorNamesTheCall(Platform* platform, int device, size_t granule) {
@@ -276,7 +276,8 @@ TEST(HipPlatformTest, VirtualMemoryRoundTrip) {
 
 // What the fake driver was asked; the table's entries are plain functions, so it is global.
 struct FakeDriver {
-  int boundDevice = -1;
+  int boundDevice = -1;          // the thread's binding as the fake driver keeps it (-1: none)
+  std::vector<int> devicesUsed;  // every device a call bound, in order
   uint64_t nextVa = 0;
   std::vector<std::pair<uint64_t, size_t>> reserved;
   std::vector<std::pair<uint64_t, size_t>> freed;
@@ -287,12 +288,15 @@ struct FakeDriver {
 FakeDriver fake;
 
 std::string FakeDescribe(gpu::DriverResult result) { return Fmt("FAKE_ERROR_", result); }
-Status FakeBind(int device) {
+Status FakeEnter(int device, uint64_t* saved) {
+  *saved = static_cast<uint64_t>(fake.boundDevice);
   fake.boundDevice = device;
+  fake.devicesUsed.push_back(device);
   return Status::Ok();
 }
+void FakeLeave(uint64_t saved) { fake.boundDevice = static_cast<int>(saved); }
 Status FakeCurrent(int* device) {
-  *device = 1;
+  *device = fake.boundDevice < 0 ? 0 : fake.boundDevice;
   return Status::Ok();
 }
 gpu::DriverResult FakeCount(int* count) {
@@ -317,6 +321,10 @@ gpu::DriverResult FakeCreate(uint64_t* handle, size_t, const gpu::MemAllocationP
   return 0;
 }
 gpu::DriverResult FakeImportRefuses(uint64_t*, int) { return 1; }
+gpu::DriverResult FakeBusId(char* busId, int length, int device) {
+  snprintf(busId, length, "0000:%02x:00.0", 0x18 + device);
+  return 0;
+}
 gpu::DriverResult FakeMap(uint64_t, size_t, size_t, uint64_t, unsigned long long) { return 0; }
 gpu::DriverResult FakeSetAccess(uint64_t, size_t, const gpu::MemAccessDesc*, size_t) {
   return fake.failSetAccess ? 2 : 0;
@@ -337,9 +345,11 @@ class FakeDriverTest : public ::testing::Test {
     gpu::GpuDriverApi api;
     api.platformName = "fake";
     api.describeError = &FakeDescribe;
-    api.bindDevice = &FakeBind;
+    api.enterDevice = &FakeEnter;
+    api.leaveDevice = &FakeLeave;
     api.currentDevice = &FakeCurrent;
     api.deviceCount = {&FakeCount, "fakeDeviceCount"};
+    api.pciBusId = {&FakeBusId, "fakePciBusId"};
     api.addressReserve = {&FakeReserve, "fakeAddressReserve"};
     api.addressFree = {&FakeFree, "fakeAddressFree"};
     api.memCreate = {&FakeCreate, "fakeMemCreate"};
@@ -357,7 +367,7 @@ TEST_F(FakeDriverTest, ReserveAlignsWhereTheDriverDoesNot) {
   const size_t size = 16 << 10;
   const size_t alignment = 2 << 20;
   uint64_t va = 0;
-  ASSERT_OK(platform_.Reserve(size, alignment, &va));
+  ASSERT_OK(platform_.Reserve(1, size, alignment, &va));
   EXPECT_EQ(va % alignment, 0u);
   // The misaligned first try was given back; the padded one holds the aligned range.
   ASSERT_EQ(fake.reserved.size(), 2u);
@@ -368,22 +378,22 @@ TEST_F(FakeDriverTest, ReserveAlignsWhereTheDriverDoesNot) {
   EXPECT_GE(va, base);
   EXPECT_LE(va + size, base + padded);
 
-  ASSERT_OK(platform_.Release(va, size));
+  ASSERT_OK(platform_.Release(1, va, size));
   ASSERT_EQ(fake.freed.size(), 2u);
   EXPECT_EQ(fake.freed[1], fake.reserved[1]);
 }
 
 TEST_F(FakeDriverTest, ReserveRejectsAnAlignmentThatIsNoPowerOfTwo) {
   uint64_t va = 0;
-  EXPECT_EQ(platform_.Reserve(4096, 3 << 20, &va).code(), ccoInvalidArgument);
+  EXPECT_EQ(platform_.Reserve(1, 4096, 3 << 20, &va).code(), ccoInvalidArgument);
   EXPECT_TRUE(fake.reserved.empty());
 }
 
-TEST_F(FakeDriverTest, CreateAsksForShareableMemoryOnTheBoundDevice) {
+TEST_F(FakeDriverTest, CreateAsksForShareableMemoryOnTheGivenDevice) {
   MemHandle handle = 0;
   ASSERT_OK(platform_.Create(1, 2 << 20, &handle));
   EXPECT_EQ(handle, 0x1234u);
-  EXPECT_EQ(fake.boundDevice, 1);
+  EXPECT_EQ(fake.devicesUsed, std::vector<int>{1});
   EXPECT_EQ(fake.createdProp.type, gpu::kMemAllocationTypePinned);
   EXPECT_EQ(fake.createdProp.requestedHandleTypes, gpu::kMemHandleTypePosixFileDescriptor);
   EXPECT_EQ(fake.createdProp.location.type, gpu::kMemLocationTypeDevice);
@@ -391,16 +401,47 @@ TEST_F(FakeDriverTest, CreateAsksForShareableMemoryOnTheBoundDevice) {
   EXPECT_EQ(platform_.Create(2, 2 << 20, &handle).code(), ccoInvalidArgument);
 }
 
-TEST_F(FakeDriverTest, CurrentDeviceBindsIt) {
+// The defect behind "two communicators on two GPUs fault": a call that bound its device
+// and left it bound moved the caller's next kernel launch to another GPU.
+TEST_F(FakeDriverTest, EveryCallGivesTheCallersDeviceBack) {
+  for (int caller : {-1, 0}) {
+    fake.boundDevice = caller;
+    uint64_t va = 0;
+    MemHandle handle = 0;
+    ASSERT_OK(platform_.Reserve(1, 4096, 0, &va));
+    EXPECT_EQ(fake.boundDevice, caller);
+    ASSERT_OK(platform_.Create(1, 2 << 20, &handle));
+    EXPECT_EQ(fake.boundDevice, caller);
+    ASSERT_OK(platform_.Map(1, 64 << 20, 2 << 20, handle));
+    EXPECT_EQ(fake.boundDevice, caller);
+    ASSERT_OK(platform_.Unmap(1, 64 << 20, 2 << 20));
+    EXPECT_EQ(fake.boundDevice, caller);
+    EXPECT_EQ(platform_.Map(5, 64 << 20, 2 << 20, handle).code(), ccoInvalidArgument);
+    EXPECT_EQ(fake.boundDevice, caller);
+  }
+  EXPECT_EQ(fake.devicesUsed, std::vector<int>(8, 1));
+}
+
+// Learning every GPU's bus id (CPU affinity) must not bind, and so create a context on,
+// any of them: each costs hundreds of milliseconds on a real driver.
+TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
+  fake.boundDevice = 1;
   int device = -1;
   ASSERT_OK(platform_.CurrentDevice(&device));
   EXPECT_EQ(device, 1);
+  std::string bus0, bus1;
+  ASSERT_OK(platform_.BusId(0, &bus0));
+  ASSERT_OK(platform_.BusId(1, &bus1));
+  EXPECT_EQ(bus0, "0000:18:00.0");
+  EXPECT_EQ(bus1, "0000:19:00.0");
+  EXPECT_EQ(platform_.BusId(2, &bus0).code(), ccoInvalidArgument);
+  EXPECT_TRUE(fake.devicesUsed.empty());
   EXPECT_EQ(fake.boundDevice, 1);
 }
 
 TEST_F(FakeDriverTest, MapUndoesTheMappingWhenAccessIsRefused) {
   fake.failSetAccess = true;
-  Status status = platform_.Map(64 << 20, 2 << 20, 0x1234, 1);
+  Status status = platform_.Map(1, 64 << 20, 2 << 20, 0x1234);
   EXPECT_EQ(status.code(), ccoPlatformError);
   EXPECT_EQ(status.message(),
             "fakeMemSetAccess(va=0x4000000, size=2097152, device=1, read/write) failed: FAKE_ERROR_2");
@@ -411,7 +452,7 @@ TEST_F(FakeDriverTest, ImportClosesTheDescriptorWhenTheDriverRefusesIt) {
   int ends[2];
   ASSERT_EQ(pipe2(ends, O_NONBLOCK | O_CLOEXEC), 0);
   MemHandle handle = 0;
-  Status status = platform_.Import(ends[1], 4096, &handle);
+  Status status = platform_.Import(1, ends[1], 4096, &handle);
   EXPECT_EQ(status.code(), ccoPlatformError);
   EXPECT_TRUE(Contains(status.message(), Fmt("fakeImport(fd=", ends[1], ", size=4096"))) << status.message();
   char byte = 0;

@@ -34,14 +34,10 @@ Status BindCpus(ccoComm& c) {
   if (c.platform->kind() == ccoPlatformCpu) return Status::Ok();
   int count = 0;
   CCO_RETURN_IF_ERROR(c.platform->DeviceCount(&count));
-  std::vector<std::string> buses;
-  std::string mine;
-  for (int d = 0; d < count; ++d) {
-    DeviceInfo info;
-    CCO_RETURN_IF_ERROR(c.platform->GetDeviceInfo(d, &info));
-    buses.push_back(info.pciBusId);
-    if (d == c.device) mine = info.pciBusId;
-  }
+  std::vector<std::string> buses(count);
+  // Bus ids only: a query that needs a context would create one on every GPU.
+  for (int d = 0; d < count; ++d) CCO_RETURN_IF_ERROR(c.platform->BusId(d, &buses[d]));
+  const std::string mine = buses[c.device];
   std::string description;
   Status s = ApplyCpuAffinity(mine, buses, &description);
   // Placement is an optimisation: a sysfs the kernel filled oddly must not stop the job.
@@ -120,12 +116,12 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   Status local = [&] {
     c->reserved = c->stride * static_cast<size_t>(c->topo.lsaSize);
     if (c->reserved / c->topo.lsaSize != c->stride) return InvalidArgument("perRankVmmSize x LSA size overflows");
-    CCO_RETURN_IF_ERROR(c->platform->Reserve(c->reserved, c->granularity, &c->flatBase)
+    CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)
                             .Prefixed(Fmt("reserving ", c->topo.lsaSize, " x ", c->stride, " bytes of address space")));
     c->slots = SlotAllocator(c->stride, c->granularity);
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
     void* host = nullptr;
-    CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
+    CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(c->device, sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
     c->abortHost = static_cast<uint32_t*>(host);
     return Status::Ok();
   }();
@@ -160,17 +156,17 @@ void DestroyComm(ccoComm& c) {
     if (a.peersMapped) {
       for (int p = 0; p < static_cast<int>(a.peers.size()); ++p) {
         if (p == c.topo.lsaRank) continue;
-        c.platform->Unmap(c.SliceBase(p) + a.offset, a.size);
-        c.platform->Destroy(a.peers[p]);
+        c.platform->Unmap(c.device, c.SliceBase(p) + a.offset, a.size);
+        c.platform->Destroy(c.device, a.peers[p]);
       }
     }
-    c.platform->Unmap(c.MySlice() + a.offset, a.size);
-    c.platform->Destroy(a.handle);
+    c.platform->Unmap(c.device, c.MySlice() + a.offset, a.size);
+    c.platform->Destroy(c.device, a.handle);
   }
   c.allocations.clear();
-  if (c.flatBase != 0) c.platform->Release(c.flatBase, c.reserved);
+  if (c.flatBase != 0) c.platform->Release(c.device, c.flatBase, c.reserved);
   c.flatBase = 0;
-  if (c.abortHost != nullptr) c.platform->HostMappedFree(c.abortHost);
+  if (c.abortHost != nullptr) c.platform->HostMappedFree(c.device, c.abortHost);
   c.abortHost = nullptr;
   c.mesh.reset();
   c.bootstrap.reset();

@@ -8,8 +8,8 @@ Status AllocMem(ccoComm& c, size_t size, void** ptr) {
   CCO_RETURN_IF_ERROR(c.slots.Allocate(size, &a.offset, &a.size));
   Status s = c.platform->Create(c.device, a.size, &a.handle);
   if (s.ok()) {
-    s = c.platform->Map(c.MySlice() + a.offset, a.size, a.handle, c.device);
-    if (!s.ok()) c.platform->Destroy(a.handle);
+    s = c.platform->Map(c.device, c.MySlice() + a.offset, a.size, a.handle);
+    if (!s.ok()) c.platform->Destroy(c.device, a.handle);
   }
   if (!s.ok()) {
     c.slots.Free(a.offset);
@@ -34,8 +34,8 @@ Status FreeMem(ccoComm& c, void* ptr) {
                             " registered window(s): ccoWindowDeregister them first"));
   Allocation& a = it->second;
   // Peers' copies stay mapped only while a window covers them, so none remain here.
-  CCO_RETURN_IF_ERROR(c.platform->Unmap(slice + a.offset, a.size));
-  CCO_RETURN_IF_ERROR(c.platform->Destroy(a.handle));
+  CCO_RETURN_IF_ERROR(c.platform->Unmap(c.device, slice + a.offset, a.size));
+  CCO_RETURN_IF_ERROR(c.platform->Destroy(c.device, a.handle));
   CCO_RETURN_IF_ERROR(c.slots.Free(a.offset));
   c.allocations.erase(it);
   return Status::Ok();

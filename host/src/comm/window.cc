@@ -45,7 +45,7 @@ Status CheckProposals(const std::string& op, const std::vector<std::string>& all
 // Imports and maps each LSA peer's copy of allocation `a` (first window over it).
 Status MapPeers(ccoComm& c, Allocation& a) {
   int fd = -1;
-  CCO_RETURN_IF_ERROR(c.platform->Export(a.handle, &fd));
+  CCO_RETURN_IF_ERROR(c.platform->Export(c.device, a.handle, &fd));
   std::vector<int> fds;
   Status s = c.mesh->AllExchange(fd, ++c.fdTag, &fds);
   close(fd);
@@ -53,11 +53,11 @@ Status MapPeers(ccoComm& c, Allocation& a) {
   int mapped = 0;
   for (int p = 0; p < c.topo.lsaSize && s.ok(); ++p) {
     if (p == c.topo.lsaRank) continue;
-    s = c.platform->Import(fds[p], a.size, &a.peers[p]);
+    s = c.platform->Import(c.device, fds[p], a.size, &a.peers[p]);
     fds[p] = -1;  // Import owns it now
     if (s.ok()) {
-      s = c.platform->Map(c.SliceBase(p) + a.offset, a.size, a.peers[p], c.device);
-      if (!s.ok()) c.platform->Destroy(a.peers[p]);
+      s = c.platform->Map(c.device, c.SliceBase(p) + a.offset, a.size, a.peers[p]);
+      if (!s.ok()) c.platform->Destroy(c.device, a.peers[p]);
     }
     if (s.ok()) mapped = p + 1;
   }
@@ -66,8 +66,8 @@ Status MapPeers(ccoComm& c, Allocation& a) {
   if (!s.ok()) {  // undo what was mapped
     for (int p = 0; p < mapped; ++p) {
       if (p == c.topo.lsaRank) continue;
-      c.platform->Unmap(c.SliceBase(p) + a.offset, a.size);
-      c.platform->Destroy(a.peers[p]);
+      c.platform->Unmap(c.device, c.SliceBase(p) + a.offset, a.size);
+      c.platform->Destroy(c.device, a.peers[p]);
     }
     return s.Prefixed(Fmt("mapping the copies of this host's ranks"));
   }
@@ -78,8 +78,8 @@ Status MapPeers(ccoComm& c, Allocation& a) {
 void UnmapPeers(ccoComm& c, Allocation& a) {
   for (int p = 0; p < c.topo.lsaSize; ++p) {
     if (p == c.topo.lsaRank) continue;
-    c.platform->Unmap(c.SliceBase(p) + a.offset, a.size);
-    c.platform->Destroy(a.peers[p]);
+    c.platform->Unmap(c.device, c.SliceBase(p) + a.offset, a.size);
+    c.platform->Destroy(c.device, a.peers[p]);
     a.peers[p] = 0;
   }
   a.peersMapped = false;

@@ -29,6 +29,11 @@ class CpuPlatform final : public Platform {
     *count = 1;
     return Status::Ok();
   }
+  Status BusId(int device, std::string* busId) override {
+    if (device != 0) return InvalidArgument(Fmt("the cpu platform has one device (0), not ", device));
+    busId->clear();
+    return Status::Ok();
+  }
   Status GetDeviceInfo(int device, DeviceInfo* info) override {
     if (device != 0) return InvalidArgument(Fmt("the cpu platform has one device (0), not ", device));
     info->ordinal = 0;
@@ -38,7 +43,7 @@ class CpuPlatform final : public Platform {
     return Status::Ok();
   }
 
-  Status Reserve(size_t size, size_t alignment, uint64_t* va) override {
+  Status Reserve(int, size_t size, size_t alignment, uint64_t* va) override {
     if (alignment < kGranularity) alignment = kGranularity;
     // Over-reserve, then trim, to honour any alignment.
     const size_t span = size + alignment;
@@ -52,7 +57,7 @@ class CpuPlatform final : public Platform {
     *va = aligned;
     return Status::Ok();
   }
-  Status Release(uint64_t va, size_t size) override {
+  Status Release(int, uint64_t va, size_t size) override {
     if (munmap(reinterpret_cast<void*>(va), size) != 0) return ErrnoError("munmap of a reservation", errno);
     return Status::Ok();
   }
@@ -68,27 +73,27 @@ class CpuPlatform final : public Platform {
     *handle = static_cast<MemHandle>(fd);
     return Status::Ok();
   }
-  Status Destroy(MemHandle handle) override {
+  Status Destroy(int, MemHandle handle) override {
     if (close(static_cast<int>(handle)) != 0) return ErrnoError("close of a memfd", errno);
     return Status::Ok();
   }
-  Status Export(MemHandle handle, int* fd) override {
+  Status Export(int, MemHandle handle, int* fd) override {
     *fd = fcntl_dup(static_cast<int>(handle));
     if (*fd < 0) return ErrnoError("dup of a memfd", errno);
     return Status::Ok();
   }
-  Status Import(int fd, size_t /*size*/, MemHandle* handle) override {
+  Status Import(int, int fd, size_t /*size*/, MemHandle* handle) override {
     *handle = static_cast<MemHandle>(fd);  // the descriptor is the handle
     return Status::Ok();
   }
 
-  Status Map(uint64_t va, size_t size, MemHandle handle, int /*device*/) override {
+  Status Map(int, uint64_t va, size_t size, MemHandle handle) override {
     void* p = mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                    static_cast<int>(handle), 0);
     if (p == MAP_FAILED) return ErrnoError(Fmt("mmap of ", size, " bytes at 0x", std::hex, va), errno);
     return Status::Ok();
   }
-  Status Unmap(uint64_t va, size_t size) override {
+  Status Unmap(int, uint64_t va, size_t size) override {
     // Put the reservation back in place of the mapping.
     void* p = mmap(reinterpret_cast<void*>(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
                    -1, 0);
@@ -109,13 +114,13 @@ class CpuPlatform final : public Platform {
     return Status::Ok();
   }
 
-  Status HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) override {
+  Status HostMappedAlloc(int, size_t size, void** host, uint64_t* deviceAddress) override {
     *host = calloc(1, size);
     if (*host == nullptr) return OutOfMemory(Fmt("calloc of ", size, " bytes"));
     *deviceAddress = reinterpret_cast<uint64_t>(*host);
     return Status::Ok();
   }
-  Status HostMappedFree(void* host) override {
+  Status HostMappedFree(int, void* host) override {
     free(host);
     return Status::Ok();
   }

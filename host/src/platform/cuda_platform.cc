@@ -92,17 +92,26 @@ Status PrimaryContext(int device, CUcontext* context) {
   return Status::Ok();
 }
 
-Status BindCudaDevice(int device) {
+Status EnterCudaDevice(int device, uint64_t* saved) {
   CudaDriver& driver = Driver();
   CUcontext primary = nullptr;
   CCO_RETURN_IF_ERROR(PrimaryContext(device, &primary));
   CUcontext current = nullptr;
   DriverResult result = driver.ctxGetCurrent(&current);
   if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetCurrent", result, "");
+  *saved = reinterpret_cast<uint64_t>(current);
   if (current == primary) return Status::Ok();
   result = driver.ctxSetCurrent(primary);
   if (result != kDriverSuccess) return CudaCallFailed("cuCtxSetCurrent", result, Fmt("device=", device, " primary"));
   return Status::Ok();
+}
+
+void LeaveCudaDevice(uint64_t saved) {
+  CudaDriver& driver = Driver();
+  CUcontext current = nullptr;
+  const CUcontext caller = reinterpret_cast<CUcontext>(saved);
+  // A null context is given back too: the runtime then binds the device it chooses.
+  if (driver.ctxGetCurrent(&current) == kDriverSuccess && current != caller) driver.ctxSetCurrent(caller);
 }
 
 Status CurrentCudaDevice(int* device) {
@@ -192,7 +201,8 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   api.kind = ccoPlatformCuda;
   api.platformName = "cuda";
   api.describeError = &DescribeCudaError;
-  api.bindDevice = &BindCudaDevice;
+  api.enterDevice = &EnterCudaDevice;
+  api.leaveDevice = &LeaveCudaDevice;
   api.currentDevice = &CurrentCudaDevice;
   return Status::Ok();
 }

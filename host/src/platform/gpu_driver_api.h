@@ -86,11 +86,16 @@ struct GpuDriverApi {
   std::string (*describeError)(DriverResult result) = nullptr;
 
   // Device binding is where the two drivers differ in kind (CUDA: a primary context per
-  // device, current per thread; HIP: hipSetDevice per thread), so it is a hook with its
-  // own error messages rather than raw calls.
-  // Makes `device` (an ordinal) the calling thread's device.
-  Status (*bindDevice)(int device) = nullptr;
-  // The calling thread's device as the driver sees it (0 when none is chosen yet).
+  // device, current per thread; HIP: hipSetDevice per thread), so it is a pair of hooks with
+  // their own error messages rather than raw calls. The library binds a device only for
+  // the duration of one of its own calls and gives the caller's binding back afterwards:
+  // a library call must never change which device the caller's next kernel launches on.
+  // Saves the calling thread's binding in *saved (opaque) and makes `device` current.
+  Status (*enterDevice)(int device, uint64_t* saved) = nullptr;
+  // Gives back the binding enterDevice saved.
+  void (*leaveDevice)(uint64_t saved) = nullptr;
+  // The calling thread's device as the driver sees it (0 when none is chosen yet); binds
+  // nothing.
   Status (*currentDevice)(int* device) = nullptr;
 
   DriverEntry<DriverResult (*)(int* count)> deviceCount;

@@ -46,26 +46,47 @@ class FdCloser {
 
 // --- devices ---------------------------------------------------------------------------
 
-Status GpuVmmPlatform::BindDevice(int device) {
+class GpuVmmPlatform::DeviceScope {
+ public:
+  DeviceScope(GpuVmmPlatform* platform, int device) : api_(platform->api_) {
+    status_ = platform->CheckOrdinal(device);
+    if (status_.ok()) status_ = api_.enterDevice(device, &saved_);
+    entered_ = status_.ok();
+  }
+  ~DeviceScope() {
+    if (entered_) api_.leaveDevice(saved_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  const GpuDriverApi& api_;
+  Status status_;
+  uint64_t saved_ = 0;
+  bool entered_ = false;
+};
+
+// Binds `device` for the rest of the enclosing scope, or returns why it cannot.
+#define CCO_BIND_DEVICE_FOR_SCOPE(device)         \
+  DeviceScope device_scope_(this, (device));      \
+  CCO_RETURN_IF_ERROR(device_scope_.status())
+
+Status GpuVmmPlatform::CheckOrdinal(int device) {
   int count = 0;
   CCO_RETURN_IF_ERROR(DeviceCount(&count));
   if (device < 0 || device >= count) {
     return InvalidArgument(Fmt(api_.platformName, " device ", device, " does not exist (this process sees ",
                                count, ")"));
   }
-  return api_.bindDevice(device);
-}
-
-Status GpuVmmPlatform::BindCurrentDevice() {
-  int device = 0;
-  return CurrentDevice(&device);
+  return Status::Ok();
 }
 
 Status GpuVmmPlatform::CurrentDevice(int* device) {
   if (device == nullptr) return InvalidArgument("CurrentDevice: device is null");
   int current = 0;
   CCO_RETURN_IF_ERROR(api_.currentDevice(&current));
-  CCO_RETURN_IF_ERROR(BindDevice(current));
+  CCO_RETURN_IF_ERROR(CheckOrdinal(current));
   *device = current;
   return Status::Ok();
 }
@@ -77,16 +98,27 @@ Status GpuVmmPlatform::DeviceCount(int* count) {
   return Status::Ok();
 }
 
+Status GpuVmmPlatform::BusId(int device, std::string* busId) {
+  if (busId == nullptr) return InvalidArgument("BusId: busId is null");
+  CCO_RETURN_IF_ERROR(CheckOrdinal(device));
+  // A device query: it needs no context, and binding one here would create a context on
+  // every GPU of the machine (hundreds of milliseconds each).
+  char text[64] = {};
+  DriverResult result = api_.pciBusId.fn(text, sizeof(text), device);
+  if (result != kDriverSuccess) return Failed(api_.pciBusId, result, Fmt("device=", device));
+  *busId = text;
+  return Status::Ok();
+}
+
 Status GpuVmmPlatform::GetDeviceInfo(int device, DeviceInfo* info) {
   if (info == nullptr) return InvalidArgument("GetDeviceInfo: info is null");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
 
-  char busId[64] = {};
-  DriverResult result = api_.pciBusId.fn(busId, sizeof(busId), device);
-  if (result != kDriverSuccess) return Failed(api_.pciBusId, result, Fmt("device=", device));
+  std::string busId;
+  CCO_RETURN_IF_ERROR(BusId(device, &busId));
 
   size_t totalMemory = 0;
-  result = api_.totalMemory.fn(&totalMemory, device);
+  DriverResult result = api_.totalMemory.fn(&totalMemory, device);
   if (result != kDriverSuccess) return Failed(api_.totalMemory, result, Fmt("device=", device));
 
   // The minimum granularity, not the recommended one: it is what Create and Map require,
@@ -107,13 +139,13 @@ Status GpuVmmPlatform::GetDeviceInfo(int device, DeviceInfo* info) {
 
 // --- virtual address space -------------------------------------------------------------
 
-Status GpuVmmPlatform::Reserve(size_t size, size_t alignment, uint64_t* va) {
+Status GpuVmmPlatform::Reserve(int device, size_t size, size_t alignment, uint64_t* va) {
   if (va == nullptr) return InvalidArgument("Reserve: va is null");
   if (size == 0) return InvalidArgument("Reserve: size is 0");
   if (alignment != 0 && !IsPowerOfTwo(alignment)) {
     return InvalidArgument(Fmt("Reserve: alignment ", alignment, " is not a power of two"));
   }
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   return ReserveAligned(size, alignment, va);
 }
 
@@ -153,9 +185,9 @@ Status GpuVmmPlatform::ReserveAligned(size_t size, size_t alignment, uint64_t* v
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::Release(uint64_t va, size_t size) {
+Status GpuVmmPlatform::Release(int device, uint64_t va, size_t size) {
   if (va == 0 || size == 0) return InvalidArgument("Release: va or size is 0");
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
 
   uint64_t base = va;
   size_t reservedSize = size;
@@ -187,7 +219,7 @@ Status GpuVmmPlatform::Release(uint64_t va, size_t size) {
 Status GpuVmmPlatform::Create(int device, size_t size, MemHandle* handle) {
   if (handle == nullptr) return InvalidArgument("Create: handle is null");
   if (size == 0) return InvalidArgument("Create: size is 0");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   const MemAllocationProp prop = ShareableDeviceMemory(device);
   AllocationHandle created = 0;
   DriverResult result = api_.memCreate.fn(&created, size, &prop, 0);
@@ -198,16 +230,16 @@ Status GpuVmmPlatform::Create(int device, size_t size, MemHandle* handle) {
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::Destroy(MemHandle handle) {
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+Status GpuVmmPlatform::Destroy(int device, MemHandle handle) {
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.memRelease.fn(handle);
   if (result != kDriverSuccess) return Failed(api_.memRelease, result, Fmt("handle=", Hex(handle)));
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::Export(MemHandle handle, int* fd) {
+Status GpuVmmPlatform::Export(int device, MemHandle handle, int* fd) {
   if (fd == nullptr) return InvalidArgument("Export: fd is null");
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   int exported = -1;
   DriverResult result = api_.exportFd.fn(&exported, handle);
   if (result != kDriverSuccess) {
@@ -217,13 +249,13 @@ Status GpuVmmPlatform::Export(MemHandle handle, int* fd) {
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::Import(int fd, size_t size, MemHandle* handle) {
+Status GpuVmmPlatform::Import(int device, int fd, size_t size, MemHandle* handle) {
   if (fd < 0) return InvalidArgument(Fmt("Import: fd ", fd, " is not a descriptor"));
   // The descriptor is ours from here on, whatever happens: the driver holds its own
   // reference to the memory once the import succeeds.
   FdCloser closer(fd);
   if (handle == nullptr) return InvalidArgument("Import: handle is null");
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   AllocationHandle imported = 0;
   DriverResult result = api_.importFd.fn(&imported, fd);
   if (result != kDriverSuccess) {
@@ -235,9 +267,9 @@ Status GpuVmmPlatform::Import(int fd, size_t size, MemHandle* handle) {
 
 // --- mappings --------------------------------------------------------------------------
 
-Status GpuVmmPlatform::Map(uint64_t va, size_t size, MemHandle handle, int device) {
+Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handle) {
   if (va == 0 || size == 0) return InvalidArgument("Map: va or size is 0");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.memMap.fn(va, size, 0, handle, 0);
   if (result != kDriverSuccess) {
     return Failed(api_.memMap, result,
@@ -261,9 +293,9 @@ Status GpuVmmPlatform::Map(uint64_t va, size_t size, MemHandle handle, int devic
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::Unmap(uint64_t va, size_t size) {
+Status GpuVmmPlatform::Unmap(int device, uint64_t va, size_t size) {
   if (va == 0 || size == 0) return InvalidArgument("Unmap: va or size is 0");
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.memUnmap.fn(va, size);
   if (result != kDriverSuccess) {
     return Failed(api_.memUnmap, result, Fmt("va=", Hex(va), ", size=", size));
@@ -276,7 +308,7 @@ Status GpuVmmPlatform::Unmap(uint64_t va, size_t size) {
 Status GpuVmmPlatform::Memset(int device, uint64_t va, int value, size_t size) {
   if (size == 0) return Status::Ok();
   if (va == 0) return InvalidArgument("Memset: va is 0");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   const std::string arguments =
       Fmt("va=", Hex(va), ", value=", Hex(value & 0xff), ", size=", size, ", device=", device);
   DriverResult result = api_.memsetD8.fn(va, static_cast<unsigned char>(value), size);
@@ -291,7 +323,7 @@ Status GpuVmmPlatform::Memset(int device, uint64_t va, int value, size_t size) {
 Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, size_t size) {
   if (size == 0) return Status::Ok();
   if (dst == 0 || src == nullptr) return InvalidArgument("CopyToDevice: dst or src is null");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.copyHtoD.fn(dst, src, size);
   if (result != kDriverSuccess) {
     return Failed(api_.copyHtoD, result,
@@ -308,7 +340,7 @@ Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, s
 Status GpuVmmPlatform::CopyFromDevice(int device, void* dst, uint64_t src, size_t size) {
   if (size == 0) return Status::Ok();
   if (dst == nullptr || src == 0) return InvalidArgument("CopyFromDevice: dst or src is null");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.copyDtoH.fn(dst, src, size);
   if (result != kDriverSuccess) {
     return Failed(api_.copyDtoH, result,
@@ -319,12 +351,12 @@ Status GpuVmmPlatform::CopyFromDevice(int device, void* dst, uint64_t src, size_
 
 // --- host-mapped and plain device memory -----------------------------------------------
 
-Status GpuVmmPlatform::HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) {
+Status GpuVmmPlatform::HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) {
   if (host == nullptr || deviceAddress == nullptr) {
     return InvalidArgument("HostMappedAlloc: host or deviceAddress is null");
   }
   if (size == 0) return InvalidArgument("HostMappedAlloc: size is 0");
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   // Portable: every device of the process may use it, not only the one bound now.
   void* allocated = nullptr;
   DriverResult result = api_.hostAlloc.fn(&allocated, size, kHostAllocPortable | kHostAllocDeviceMap);
@@ -343,9 +375,9 @@ Status GpuVmmPlatform::HostMappedAlloc(size_t size, void** host, uint64_t* devic
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::HostMappedFree(void* host) {
+Status GpuVmmPlatform::HostMappedFree(int device, void* host) {
   if (host == nullptr) return Status::Ok();
-  CCO_RETURN_IF_ERROR(BindCurrentDevice());
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.hostFree.fn(host);
   if (result != kDriverSuccess) return Failed(api_.hostFree, result, Fmt("host=", host));
   return Status::Ok();
@@ -354,7 +386,7 @@ Status GpuVmmPlatform::HostMappedFree(void* host) {
 Status GpuVmmPlatform::DeviceAlloc(int device, size_t size, uint64_t* va) {
   if (va == nullptr) return InvalidArgument("DeviceAlloc: va is null");
   if (size == 0) return InvalidArgument("DeviceAlloc: size is 0");
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DeviceAddress allocated = 0;
   DriverResult result = api_.memAlloc.fn(&allocated, size);
   if (result != kDriverSuccess) return Failed(api_.memAlloc, result, Fmt("size=", size, ", device=", device));
@@ -364,7 +396,7 @@ Status GpuVmmPlatform::DeviceAlloc(int device, size_t size, uint64_t* va) {
 
 Status GpuVmmPlatform::DeviceFree(int device, uint64_t va) {
   if (va == 0) return Status::Ok();
-  CCO_RETURN_IF_ERROR(BindDevice(device));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.memFree.fn(va);
   if (result != kDriverSuccess) {
     return Failed(api_.memFree, result, Fmt("va=", Hex(va), ", device=", device));

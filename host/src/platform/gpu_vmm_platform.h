@@ -26,24 +26,25 @@ class GpuVmmPlatform : public Platform {
   Status CurrentDevice(int* device) override;
   Status GetDeviceInfo(int device, DeviceInfo* info) override;
   Status DeviceCount(int* count) override;
+  Status BusId(int device, std::string* busId) override;
 
-  Status Reserve(size_t size, size_t alignment, uint64_t* va) override;
-  Status Release(uint64_t va, size_t size) override;
+  Status Reserve(int device, size_t size, size_t alignment, uint64_t* va) override;
+  Status Release(int device, uint64_t va, size_t size) override;
 
   Status Create(int device, size_t size, MemHandle* handle) override;
-  Status Destroy(MemHandle handle) override;
-  Status Export(MemHandle handle, int* fd) override;
-  Status Import(int fd, size_t size, MemHandle* handle) override;
+  Status Destroy(int device, MemHandle handle) override;
+  Status Export(int device, MemHandle handle, int* fd) override;
+  Status Import(int device, int fd, size_t size, MemHandle* handle) override;
 
-  Status Map(uint64_t va, size_t size, MemHandle handle, int device) override;
-  Status Unmap(uint64_t va, size_t size) override;
+  Status Map(int device, uint64_t va, size_t size, MemHandle handle) override;
+  Status Unmap(int device, uint64_t va, size_t size) override;
 
   Status Memset(int device, uint64_t va, int value, size_t size) override;
   Status CopyToDevice(int device, uint64_t dst, const void* src, size_t size) override;
   Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) override;
 
-  Status HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) override;
-  Status HostMappedFree(void* host) override;
+  Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) override;
+  Status HostMappedFree(int device, void* host) override;
 
   Status DeviceAlloc(int device, size_t size, uint64_t* va) override;
   Status DeviceFree(int device, uint64_t va) override;
@@ -62,10 +63,11 @@ class GpuVmmPlatform : public Platform {
     return DriverCallFailed(call.name, arguments, api_.describeError(result));
   }
 
-  // An ordinal this process's driver knows, made the calling thread's device.
-  Status BindDevice(int device);
-  // For methods without a device argument: the calling thread's current device, bound.
-  Status BindCurrentDevice();
+  // `device` bound to the calling thread for one scope, the caller's binding given back at
+  // its end (every method runs inside one).
+  class DeviceScope;
+  // An ordinal this process's driver knows.
+  Status CheckOrdinal(int device);
   Status ReserveAligned(size_t size, size_t alignment, uint64_t* va);
 
   const GpuDriverApi api_;

@@ -88,10 +88,21 @@ Status HipCallFailed(const char* call, DriverResult result, const std::string& a
 
 // --- device binding (the table's hooks): HIP has one device per thread, no contexts ----
 
-Status BindHipDevice(int device) {
-  DriverResult result = Driver().setDevice(device);
+Status EnterHipDevice(int device, uint64_t* saved) {
+  int current = 0;
+  DriverResult result = Driver().getDevice(&current);
+  if (result != kDriverSuccess) return HipCallFailed("hipGetDevice", result, "");
+  *saved = static_cast<uint64_t>(current);
+  if (current == device) return Status::Ok();
+  result = Driver().setDevice(device);
   if (result != kDriverSuccess) return HipCallFailed("hipSetDevice", result, Fmt("device=", device));
   return Status::Ok();
+}
+
+void LeaveHipDevice(uint64_t saved) {
+  int current = 0;
+  const int caller = static_cast<int>(saved);
+  if (Driver().getDevice(&current) == kDriverSuccess && current != caller) Driver().setDevice(caller);
 }
 
 Status CurrentHipDevice(int* device) {
@@ -260,7 +271,8 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   api.kind = ccoPlatformHip;
   api.platformName = "hip";
   api.describeError = &DescribeHipError;
-  api.bindDevice = &BindHipDevice;
+  api.enterDevice = &EnterHipDevice;
+  api.leaveDevice = &LeaveHipDevice;
   api.currentDevice = &CurrentHipDevice;
   return Status::Ok();
 }

@@ -37,27 +37,32 @@ class Platform {
   virtual ccoPlatform_t kind() const = 0;
   virtual const char* name() const = 0;
 
-  // The device the calling thread works on (its current context / device, else 0), made
-  // current for this thread.
+  // The device the calling thread works on: its current context / device, else 0. Binds
+  // nothing. Every other method acts for the device it is given and leaves the calling
+  // thread's binding as it found it, so the caller's next kernel launch goes where it did.
   virtual Status CurrentDevice(int* device) = 0;
   virtual Status GetDeviceInfo(int device, DeviceInfo* info) = 0;
   virtual Status DeviceCount(int* count) = 0;
+  // The PCI address of `device` ("0000:18:00.0"; empty on the cpu platform). Creates no
+  // context: asking about every device of the machine costs nothing.
+  virtual Status BusId(int device, std::string* busId) = 0;
 
   // Virtual address space: reserve `size` bytes aligned to `alignment`; release it.
-  virtual Status Reserve(size_t size, size_t alignment, uint64_t* va) = 0;
-  virtual Status Release(uint64_t va, size_t size) = 0;
+  virtual Status Reserve(int device, size_t size, size_t alignment, uint64_t* va) = 0;
+  virtual Status Release(int device, uint64_t va, size_t size) = 0;
 
   // Physical memory of `size` bytes (a multiple of the granularity) on `device`.
   virtual Status Create(int device, size_t size, MemHandle* handle) = 0;
-  virtual Status Destroy(MemHandle handle) = 0;
-  // A new file descriptor the caller owns; Import takes ownership of `fd` (closes it).
-  virtual Status Export(MemHandle handle, int* fd) = 0;
-  virtual Status Import(int fd, size_t size, MemHandle* handle) = 0;
+  virtual Status Destroy(int device, MemHandle handle) = 0;
+  // A new file descriptor the caller owns; Import takes ownership of `fd` (closes it) and
+  // refuses a descriptor that does not hold `size` bytes of this platform's memory.
+  virtual Status Export(int device, MemHandle handle, int* fd) = 0;
+  virtual Status Import(int device, int fd, size_t size, MemHandle* handle) = 0;
 
   // Map `handle` at va..va+size inside a reservation, readable and writable by `device`;
   // Unmap leaves the range reserved.
-  virtual Status Map(uint64_t va, size_t size, MemHandle handle, int device) = 0;
-  virtual Status Unmap(uint64_t va, size_t size) = 0;
+  virtual Status Map(int device, uint64_t va, size_t size, MemHandle handle) = 0;
+  virtual Status Unmap(int device, uint64_t va, size_t size) = 0;
 
   // Synchronous copies and fill on device memory (from any thread).
   virtual Status Memset(int device, uint64_t va, int value, size_t size) = 0;
@@ -66,8 +71,8 @@ class Platform {
 
   // Host memory the device can read and write (the abort flag): host pointer and the
   // address kernels use.
-  virtual Status HostMappedAlloc(size_t size, void** host, uint64_t* deviceAddress) = 0;
-  virtual Status HostMappedFree(void* host) = 0;
+  virtual Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) = 0;
+  virtual Status HostMappedFree(int device, void* host) = 0;
 
   // Plain device memory for small descriptors (window descriptors).
   virtual Status DeviceAlloc(int device, size_t size, uint64_t* va) = 0;

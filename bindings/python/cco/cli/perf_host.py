@@ -22,7 +22,7 @@ def _worker():
     if os.environ.get("CCO_PLATFORM") != "cpu":
         import torch
 
-        torch.cuda.set_device(0)
+        torch.cuda.set_device(rank % torch.cuda.device_count())  # ranks spread over the GPUs
         torch.zeros(1, device="cuda")  # the framework's context, before CCO starts
     from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
 
