@@ -84,7 +84,7 @@ void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule
 
   MemHandle handle = 0;
   ASSERT_OK(platform->Create(device, granule, &handle));
-  ASSERT_OK(platform->Map(device, va, granule, handle));
+  ASSERT_OK(platform->Map(device, va, granule, handle, 0));
 
   std::vector<unsigned char> read(granule);
   ASSERT_OK(platform->Memset(device, va, 0x5a, granule));
@@ -103,7 +103,7 @@ void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule
   ASSERT_GE(fd, 0);
   MemHandle imported = 0;
   ASSERT_OK(platform->Import(device, fd, granule, &imported));
-  ASSERT_OK(platform->Map(device, second, granule, imported));
+  ASSERT_OK(platform->Map(device, second, granule, imported, 0));
   std::fill(read.begin(), read.end(), 0);
   ASSERT_OK(platform->CopyFromDevice(device, read.data(), second, granule));
   EXPECT_EQ(read, pattern);
@@ -118,7 +118,7 @@ void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule
   ASSERT_OK(platform->Unmap(device, va, granule));
 
   // Unmap left the range reserved: it can be mapped again, and the memory kept its bytes.
-  ASSERT_OK(platform->Map(device, va, granule, imported));
+  ASSERT_OK(platform->Map(device, va, granule, imported, 0));
   ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
   EXPECT_TRUE(AllBytesAre(head, 0x11));
   ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
@@ -412,11 +412,11 @@ TEST_F(FakeDriverTest, EveryCallGivesTheCallersDeviceBack) {
     EXPECT_EQ(fake.boundDevice, caller);
     ASSERT_OK(platform_.Create(1, 2 << 20, &handle));
     EXPECT_EQ(fake.boundDevice, caller);
-    ASSERT_OK(platform_.Map(1, 64 << 20, 2 << 20, handle));
+    ASSERT_OK(platform_.Map(1, 64 << 20, 2 << 20, handle, 0));
     EXPECT_EQ(fake.boundDevice, caller);
     ASSERT_OK(platform_.Unmap(1, 64 << 20, 2 << 20));
     EXPECT_EQ(fake.boundDevice, caller);
-    EXPECT_EQ(platform_.Map(5, 64 << 20, 2 << 20, handle).code(), ccoInvalidArgument);
+    EXPECT_EQ(platform_.Map(5, 64 << 20, 2 << 20, handle, 0).code(), ccoInvalidArgument);
     EXPECT_EQ(fake.boundDevice, caller);
   }
   EXPECT_EQ(fake.devicesUsed, std::vector<int>(8, 1));
@@ -441,7 +441,7 @@ TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
 
 TEST_F(FakeDriverTest, MapUndoesTheMappingWhenAccessIsRefused) {
   fake.failSetAccess = true;
-  Status status = platform_.Map(1, 64 << 20, 2 << 20, 0x1234);
+  Status status = platform_.Map(1, 64 << 20, 2 << 20, 0x1234, 0);
   EXPECT_EQ(status.code(), ccoPlatformError);
   EXPECT_EQ(status.message(),
             "fakeMemSetAccess(va=0x4000000, size=2097152, device=1, read/write) failed: FAKE_ERROR_2");

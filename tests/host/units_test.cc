@@ -155,21 +155,31 @@ TEST(Interface, ChoosesNonLoopbackUnlessAsked) {
 
 TEST(UniqueId, RoundTripAndCorruption) {
   UniqueIdContents in;
-  in.nonce = RandomNonce();
+  ASSERT_TRUE(NewSecret(&in.secret).ok());
   in.root = V4("x", 0x0a010203, false).address;
   reinterpret_cast<sockaddr_in*>(&in.root.storage)->sin_port = htons(4242);
   ccoUniqueId id;
   EncodeUniqueId(in, &id);
   UniqueIdContents out;
   ASSERT_TRUE(DecodeUniqueId(id, &out).ok());
-  EXPECT_TRUE(out.nonce == in.nonce);
+  EXPECT_EQ(out.secret.bytes, in.secret.bytes);
   EXPECT_EQ(out.root.ToString(), "10.1.2.3:4242");
   for (size_t byte : {0u, 9u, 30u, 100u, 127u}) {
     ccoUniqueId bad = id;
     bad.internal[byte] ^= 1;
     EXPECT_EQ(DecodeUniqueId(bad, &out).code(), ccoInvalidArgument) << "byte " << byte;
   }
-  EXPECT_FALSE(RandomNonce() == RandomNonce());
+  UniqueIdContents other;
+  ASSERT_TRUE(NewSecret(&other.secret).ok());
+  EXPECT_NE(other.secret.bytes, in.secret.bytes);
+  // The public tag is stable for one secret, differs between secrets, and is not the secret.
+  std::string tag1, tag2, tag3;
+  ASSERT_TRUE(IdTag(in.secret, &tag1).ok());
+  ASSERT_TRUE(IdTag(in.secret, &tag2).ok());
+  ASSERT_TRUE(IdTag(other.secret, &tag3).ok());
+  EXPECT_EQ(tag1, tag2);
+  EXPECT_NE(tag1, tag3);
+  EXPECT_EQ(tag1.size(), 16u);
 }
 
 TEST(ResourceLayout, RegionsAreDisjointAndAligned) {

@@ -15,7 +15,9 @@ using cco::Status;
 
 namespace {
 
-Status NotLive() { return InvalidUsage("comm is not a live communicator (NULL, destroyed, or never created)"); }
+Status NotLive() {
+  return InvalidUsage("comm is not a live communicator (NULL, destroyed, never created, or not a handle ccoCommCreate gave)");
+}
 
 // Runs `body` on the live communicator `handle` under its lock.
 template <class Body> ccoResult_t WithComm(const char* function, const ccoComm* handle, Body body) {
@@ -68,8 +70,7 @@ ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVm
     std::shared_ptr<ccoComm> created;
     Status s = cco::CreateComm(id, nRanks, rank, perRankVmmSize, &created);
     if (!s.ok()) return Report(__func__, s.Prefixed(cco::Fmt("rank ", rank)));
-    cco::RegisterComm(created);
-    *comm = created.get();
+    *comm = cco::RegisterComm(created);
     return ccoSuccess;
   } catch (const std::exception& e) {
     return Report(__func__, cco::InternalError(e.what()));

@@ -1,5 +1,7 @@
-// The communicators alive in this process. Entry points look a ccoComm* up here, so a
-// destroyed (or never created) handle is an error instead of a use-after-free, and hold
+// The communicators alive in this process, by handle. A handle is a number that names one
+// communicator for the life of the process: not its address, and never given out twice, so
+// a destroyed, never-created or stale handle is an error, not a use-after-free and not a
+// call on whichever communicator was created later at the same address. Entry points hold
 // a reference for the call's duration, so a concurrent destroy cannot free it under them.
 #ifndef CCO_HOST_API_COMM_REGISTRY_H_
 #define CCO_HOST_API_COMM_REGISTRY_H_
@@ -10,7 +12,8 @@
 
 namespace cco {
 
-void RegisterComm(const std::shared_ptr<ccoComm>& comm);
+// Registers `comm` under a fresh handle (also stored in comm->handle) and returns it.
+ccoComm* RegisterComm(const std::shared_ptr<ccoComm>& comm);
 // The live communicator behind `handle`, or null.
 std::shared_ptr<ccoComm> LookupComm(const ccoComm* handle);
 // Removes it; returns it (null if it was not live) for the caller to tear down.

@@ -5,61 +5,17 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "bootstrap/acceptor.h"
 #include "bootstrap/interface.h"
+#include "bootstrap/messages.h"
 #include "bootstrap/root.h"
-#include "bootstrap/wire.h"
 #include "common/text.h"
 
 namespace cco {
 namespace {
 
-constexpr size_t kMaxMessage = size_t{1} << 30;
-
-struct HubJoin {
-  Nonce nonce;
-  int32_t rank;
-};
-
-// A rank's contribution to one collective call.
-struct Contribution {
-  uint64_t seq = 0;
-  std::string op;
-  std::string payload;
-};
-
-std::string EncodeContribution(const Contribution& c) {
-  return WireWriter().Put(c.seq).PutString(c.op).PutString(c.payload).bytes();
-}
-
-Status DecodeContribution(const std::string& bytes, Contribution* c) {
-  WireReader r(bytes);
-  CCO_RETURN_IF_ERROR(r.Get(&c->seq));
-  CCO_RETURN_IF_ERROR(r.GetString(&c->op));
-  return r.GetString(&c->payload);
-}
-
-// The hub's answer: a status, then (on success) every rank's payload.
-std::string EncodeAnswer(const Status& s, const std::vector<std::string>& all) {
-  WireWriter w;
-  w.Put(static_cast<int32_t>(s.code())).PutString(s.message()).Put(static_cast<uint64_t>(all.size()));
-  for (const auto& p : all) w.PutString(p);
-  return w.bytes();
-}
-
-Status DecodeAnswer(const std::string& bytes, int nRanks, std::vector<std::string>* all) {
-  WireReader r(bytes);
-  int32_t code = 0;
-  std::string message;
-  uint64_t n = 0;
-  CCO_RETURN_IF_ERROR(r.Get(&code));
-  CCO_RETURN_IF_ERROR(r.GetString(&message));
-  if (code != ccoSuccess) return Status(static_cast<ccoResult_t>(code), message);
-  CCO_RETURN_IF_ERROR(r.Get(&n));
-  if (n != static_cast<uint64_t>(nRanks)) return RemoteError("the hub answered for a different number of ranks");
-  all->resize(n);
-  for (auto& p : *all) CCO_RETURN_IF_ERROR(r.GetString(&p));
-  return Status::Ok();
-}
+// Pending (unauthenticated) connections the hub keeps at once.
+constexpr size_t kHubMaxPending = 256;
 
 }  // namespace
 
@@ -67,7 +23,7 @@ Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64
                          std::unique_ptr<Bootstrap>* out) {
   std::unique_ptr<Bootstrap> b(new Bootstrap(nRanks, rank, timeoutMs));
   Fd hub_listener;
-  RootHello hello{id.nonce, nRanks, rank, SockAddr{}};
+  RootHello hello{nRanks, rank, SockAddr{}};
   if (rank == 0) {
     // The hub listens on the same interface family as the root address uses.
     InterfaceAddress local;
@@ -76,58 +32,59 @@ Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64
   }
 
   const Deadline deadline = DeadlineIn(timeoutMs);
-  Fd root;
-  CCO_RETURN_IF_ERROR(ConnectTcp(id.root, deadline, &root)
+  Channel root;
+  CCO_RETURN_IF_ERROR(ConnectChannel(id.root, id.secret, "root", HandshakeMs(timeoutMs), deadline, &root)
                           .Prefixed("reaching the rendezvous root at " + id.root.ToString() +
                                     " (is the id fresh, and is its minting process alive?)"));
-  CCO_RETURN_IF_ERROR(SendFrame(root.get(), EncodeHello(hello), deadline).Prefixed("rendezvous"));
+  CCO_RETURN_IF_ERROR(root.Send(EncodeHello(hello), deadline).Prefixed("rendezvous"));
   std::string bytes;
-  // The root answers once every rank arrived, or when its own timeout expires: wait for it.
-  Status got = RecvFrame(root.get(), &bytes, 4096, DeadlineIn(2 * timeoutMs + 1000));
+  // The root answers once every rank arrived, or at its bound (from the first arrival).
+  Status got = root.Recv(&bytes, kMaxWelcomeBytes, DeadlineIn(timeoutMs + AnswerMarginMs(timeoutMs)));
   root.Reset();
   // If this process hosts the root, let it finish answering the others (an error too)
   // before this rank returns, and leave no root thread behind.
-  AwaitLocalRoot(id.nonce, DeadlineIn(timeoutMs));
+  AwaitLocalRoot(id.secret, DeadlineIn(timeoutMs));
   if (!got.ok()) return got.Prefixed("waiting for the other ranks at the rendezvous root");
   RootWelcome welcome;
-  CCO_RETURN_IF_ERROR(DecodeWelcome(bytes, &welcome));
+  CCO_RETURN_IF_ERROR(DecodeWelcome(bytes, &welcome).Prefixed("the rendezvous root's answer"));
   if (!welcome.status.ok()) return welcome.status;
 
-  CCO_RETURN_IF_ERROR(b->ConnectHub(id, std::move(hub_listener), welcome.hub));
+  CCO_RETURN_IF_ERROR(b->ConnectHub(id.secret, std::move(hub_listener), welcome.hub));
   *out = std::move(b);
   return Status::Ok();
 }
 
-Status Bootstrap::ConnectHub(const UniqueIdContents& id, Fd hubListener, const SockAddr& hub) {
-  if (rank_ == 0) return AcceptPeers(id.nonce, std::move(hubListener));
+Status Bootstrap::ConnectHub(const Key& secret, Fd hubListener, const SockAddr& hub) {
+  if (rank_ == 0) return AcceptPeers(secret, std::move(hubListener));
   const Deadline deadline = DeadlineIn(timeout_ms_);
-  CCO_RETURN_IF_ERROR(ConnectTcp(hub, deadline, &hub_).Prefixed("connecting to rank 0"));
-  HubJoin join{id.nonce, rank_};
-  return SendFrame(hub_.get(), WireWriter().Put(join).bytes(), deadline).Prefixed("joining rank 0");
+  CCO_RETURN_IF_ERROR(ConnectChannel(hub, secret, "hub", HandshakeMs(timeout_ms_), deadline, &hub_)
+                          .Prefixed("connecting to rank 0"));
+  return hub_.Send(EncodeJoin(HubJoin{rank_}), deadline).Prefixed("joining rank 0");
 }
 
-Status Bootstrap::AcceptPeers(const Nonce& nonce, Fd hubListener) {
+Status Bootstrap::AcceptPeers(const Key& secret, Fd hubListener) {
   peers_.resize(n_ranks_);
   const Deadline deadline = DeadlineIn(timeout_ms_);
+  Acceptor acceptor(hubListener.get(), secret,
+                    AcceptorOptions{"hub", HandshakeMs(timeout_ms_), kHubMaxPending, kMaxJoinBytes, false});
   int joined = 1;
   while (joined < n_ranks_) {
-    Fd conn;
-    Status s = Accept(hubListener.get(), deadline, &conn);
+    Arrival a;
+    Status s = acceptor.Next(deadline, &a);
     if (!s.ok()) {
       std::vector<int> missing;
       for (int r = 1; r < n_ranks_; ++r)
         if (!peers_[r].valid()) missing.push_back(r);
-      Status error = Timeout(Fmt(RanksPhrase(missing),
-                                 " did not connect to rank 0 within ", timeout_ms_, " ms"));
+      Status error = Timeout(Fmt(RanksPhrase(missing), " did not connect to rank 0 within ", timeout_ms_, " ms"));
       SendErrorToPeers(error);
       return error;
     }
-    std::string bytes;
-    HubJoin join{};
-    if (!RecvFrame(conn.get(), &bytes, 64, deadline).ok() || !WireReader(bytes).Get(&join).ok() ||
-        !(join.nonce == nonce) || join.rank <= 0 || join.rank >= n_ranks_ || peers_[join.rank].valid())
-      continue;  // not one of ours: drop it
-    peers_[join.rank] = std::move(conn);
+    HubJoin join;
+    // Only authenticated ranks get here; one that claims a rank twice, or one out of range,
+    // is dropped, and the rank it claimed still has to come.
+    if (!DecodeJoin(a.firstFrame, &join).ok() || join.rank <= 0 || join.rank >= n_ranks_ || peers_[join.rank].valid())
+      continue;
+    peers_[join.rank] = std::move(a.channel);
     ++joined;
   }
   return Status::Ok();
@@ -137,6 +94,8 @@ Status Bootstrap::Exchange(const std::string& op, const std::string& mine, std::
   std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) return Aborted(op + ": the communicator was aborted");
   if (!broken_.ok()) return broken_;
+  if (mine.size() > kMaxContribution)
+    return InternalError(Fmt(op, ": a ", mine.size(), "-byte contribution (limit ", kMaxContribution, ")"));
   ++seq_;
   Status s = rank_ == 0 ? HubExchange(op, mine, all) : PeerExchange(op, mine, all);
   return s.ok() ? s : Failed(s);
@@ -155,7 +114,7 @@ Status Bootstrap::HubExchange(const std::string& op, const std::string& mine, st
     std::vector<int> who;
     for (int r = 1; r < n_ranks_; ++r) {
       if (arrived[r]) continue;
-      fds.push_back({peers_[r].get(), POLLIN, 0});
+      fds.push_back({peers_[r].fd(), POLLIN, 0});
       who.push_back(r);
     }
     const int64_t left = MsLeft(deadline);
@@ -172,9 +131,14 @@ Status Bootstrap::HubExchange(const std::string& op, const std::string& mine, st
       const int r = who[i];
       std::string bytes;
       Contribution c;
-      Status got = RecvFrame(peers_[r].get(), &bytes, kMaxMessage, deadline);
+      Status got = peers_[r].Recv(&bytes, kMaxContributionBytes, deadline);
       if (!got.ok()) {
-        error = RemoteError(Fmt(op, ": rank ", r, " left (its connection closed: did it exit or fail?)"));
+        if (aborted_) return Aborted(op + ": the communicator was aborted");
+        error = got.code() == ccoTimeout
+                    ? RemoteError(Fmt(op, ": rank ", r, " sent part of a message, then nothing until the bound"))
+                : IsConnectionLost(got)
+                    ? RemoteError(Fmt(op, ": rank ", r, " left (its connection closed: did it exit or fail?)"))
+                    : RemoteError(Fmt(op, ": rank ", r, " sent a bad message: ", got.message()));
       } else if (!DecodeContribution(bytes, &c).ok()) {
         error = RemoteError(Fmt(op, ": rank ", r, " sent a malformed message"));
       } else if (c.op != op || c.seq != seq_) {
@@ -193,7 +157,7 @@ Status Bootstrap::HubExchange(const std::string& op, const std::string& mine, st
   }
   const std::string answer = EncodeAnswer(Status::Ok(), *all);
   for (int r = 1; r < n_ranks_; ++r) {
-    Status sent = SendFrame(peers_[r].get(), answer, DeadlineIn(timeout_ms_));
+    Status sent = peers_[r].Send(answer, DeadlineIn(timeout_ms_));
     if (!sent.ok()) {
       error = RemoteError(Fmt(op, ": rank ", r, " left before the answer reached it"));
       SendErrorToPeers(error);
@@ -204,25 +168,28 @@ Status Bootstrap::HubExchange(const std::string& op, const std::string& mine, st
 }
 
 Status Bootstrap::PeerExchange(const std::string& op, const std::string& mine, std::vector<std::string>* all) {
-  Contribution c{seq_, op, mine};
-  Status sent = SendFrame(hub_.get(), EncodeContribution(c), DeadlineIn(timeout_ms_));
+  Status sent = hub_.Send(EncodeContribution(Contribution{seq_, op, mine}), DeadlineIn(timeout_ms_));
   std::string bytes;
+  const size_t maxAnswer = MaxAnswerBytes(n_ranks_);
   if (!sent.ok()) {
     // Rank 0 may have failed this call already (a rank left) and closed: its verdict,
     // sent before it went, is the better message.
     std::vector<std::string> unused;
-    if (RecvFrame(hub_.get(), &bytes, kMaxMessage, DeadlineIn(100)).ok()) {
+    if (hub_.Recv(&bytes, maxAnswer, DeadlineIn(100)).ok()) {
       Status verdict = DecodeAnswer(bytes, n_ranks_, &unused);
       if (!verdict.ok()) return verdict;
     }
     return RemoteError(Fmt(op, ": rank 0 is gone (", sent.message(), ")"));
   }
-  // Rank 0 answers when all have arrived or after its own timeout: allow for both.
-  Status got = RecvFrame(hub_.get(), &bytes, kMaxMessage, DeadlineIn(2 * timeout_ms_ + 1000));
+  // Rank 0 answers when all have arrived or at its own bound: wait a little longer.
+  Status got = hub_.Recv(&bytes, maxAnswer, DeadlineIn(timeout_ms_ + AnswerMarginMs(timeout_ms_)));
   if (!got.ok()) {
     if (aborted_) return Aborted(op + ": the communicator was aborted");
-    if (got.code() == ccoTimeout) return Timeout(Fmt(op, ": rank 0 did not answer within ", 2 * timeout_ms_, " ms"));
-    return RemoteError(Fmt(op, ": rank 0 left (its connection closed: did it exit or fail?)"));
+    if (got.code() == ccoTimeout)
+      return Timeout(Fmt(op, ": rank 0 did not answer within ", timeout_ms_, " ms (it is hung, or entered the call late)"));
+    if (IsConnectionLost(got))
+      return RemoteError(Fmt(op, ": rank 0 left (its connection closed: did it exit or fail?)"));
+    return RemoteError(Fmt(op, ": rank 0's answer was bad: ", got.message()));
   }
   return DecodeAnswer(bytes, n_ranks_, all);
 }
@@ -230,7 +197,7 @@ Status Bootstrap::PeerExchange(const std::string& op, const std::string& mine, s
 void Bootstrap::SendErrorToPeers(const Status& error) {
   const std::string answer = EncodeAnswer(error, {});
   for (int r = 1; r < static_cast<int>(peers_.size()); ++r)
-    if (peers_[r].valid()) SendFrame(peers_[r].get(), answer, DeadlineIn(100));  // best effort
+    if (peers_[r].valid()) peers_[r].Send(answer, DeadlineIn(100));  // best effort
 }
 
 Status Bootstrap::AllGather(const std::string& op, const void* mine, size_t size, void* all) {
@@ -254,9 +221,9 @@ Status Bootstrap::Barrier(const std::string& op) {
 void Bootstrap::Abort() {
   aborted_ = true;
   // Wake whatever waits on these sockets; the fds stay open until destruction.
-  if (hub_.valid()) shutdown(hub_.get(), SHUT_RDWR);
+  if (hub_.valid()) shutdown(hub_.fd(), SHUT_RDWR);
   for (auto& p : peers_)
-    if (p.valid()) shutdown(p.get(), SHUT_RDWR);
+    if (p.valid()) shutdown(p.fd(), SHUT_RDWR);
 }
 
 Status Bootstrap::Failed(Status s) {

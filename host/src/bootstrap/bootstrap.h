@@ -1,8 +1,10 @@
-// The host-side collectives of one communicator, through a hub: every rank keeps one TCP
-// connection to rank 0, which gathers each call's contributions and answers everyone.
-// Because rank 0 sees every rank, every failure becomes one message all ranks get, naming
-// the rank at fault: a rank that never arrives (CCO_TIMEOUT_MS), exits (its socket
-// closes), or is in another collective call than the rest.
+// The host-side collectives of one communicator, through a hub: every rank keeps one
+// authenticated connection to rank 0, which gathers each call's contributions and answers
+// everyone. Because rank 0 sees every rank, every failure becomes one message all ranks get,
+// naming the rank at fault: a rank that never arrives (CCO_TIMEOUT_MS), exits (its socket
+// closes), stalls mid-message, or is in another collective call than the rest. A rank waits
+// for rank 0 at most CCO_TIMEOUT_MS plus a small margin (root.h's AnswerMarginMs), so that
+// rank 0's verdict, given at the bound, arrives first.
 #ifndef CCO_HOST_BOOTSTRAP_BOOTSTRAP_H_
 #define CCO_HOST_BOOTSTRAP_BOOTSTRAP_H_
 
@@ -12,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.h"
+#include "bootstrap/channel.h"
 #include "bootstrap/unique_id.h"
 
 namespace cco {
@@ -26,9 +28,9 @@ class Bootstrap {
   int rank() const { return rank_; }
   int nRanks() const { return n_ranks_; }
 
-  // Every rank contributes `mine` (any size) to the collective call named `op`; every rank
-  // gets all contributions, indexed by rank. Ranks inside different calls (or a different
-  // number of calls) fail together with a message naming both calls.
+  // Every rank contributes `mine` (at most kMaxContribution bytes) to the collective call
+  // named `op`; every rank gets all contributions, indexed by rank. Ranks inside different
+  // calls (or a different number of calls) fail together with a message naming both calls.
   Status Exchange(const std::string& op, const std::string& mine, std::vector<std::string>* all);
   // Exchange of equal-size records (a size mismatch is an error naming the ranks).
   Status AllGather(const std::string& op, const void* mine, size_t size, void* all);
@@ -40,8 +42,8 @@ class Bootstrap {
 
  private:
   Bootstrap(int nRanks, int rank, int64_t timeoutMs) : n_ranks_(nRanks), rank_(rank), timeout_ms_(timeoutMs) {}
-  Status ConnectHub(const UniqueIdContents& id, Fd hubListener, const SockAddr& hub);
-  Status AcceptPeers(const Nonce& nonce, Fd hubListener);
+  Status ConnectHub(const Key& secret, Fd hubListener, const SockAddr& hub);
+  Status AcceptPeers(const Key& secret, Fd hubListener);
   Status HubExchange(const std::string& op, const std::string& mine, std::vector<std::string>* all);
   Status PeerExchange(const std::string& op, const std::string& mine, std::vector<std::string>* all);
   void SendErrorToPeers(const Status& error);
@@ -54,8 +56,8 @@ class Bootstrap {
   uint64_t seq_ = 0;
   Status broken_;                 // once a collective failed, every later one fails the same way
   std::atomic<bool> aborted_{false};
-  std::vector<Fd> peers_;         // rank 0: peers_[r] is rank r's connection
-  Fd hub_;                        // other ranks: the connection to rank 0
+  std::vector<Channel> peers_;    // rank 0: peers_[r] is rank r's connection
+  Channel hub_;                   // other ranks: the connection to rank 0
 };
 
 }  // namespace cco

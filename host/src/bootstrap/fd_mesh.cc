@@ -1,24 +1,44 @@
 #include "bootstrap/fd_mesh.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "bootstrap/wire.h"
+#include "bootstrap/acceptor.h"
+#include "bootstrap/messages.h"
+#include "bootstrap/root.h"
 
 namespace cco {
 
-Status FdMesh::Listen(const Nonce& nonce, int worldRank, std::unique_ptr<FdMesh>* out) {
-  std::unique_ptr<FdMesh> mesh(new FdMesh(worldRank));
-  // The pid keeps two processes that (wrongly) claim one rank from colliding here: the
-  // rendezvous reports that mistake with a better message.
-  mesh->name_ = Fmt("cco-", nonce.Hex(), "-", worldRank, "-", getpid());
+uint64_t PidNamespace() {
+  struct stat st = {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+Status FdMesh::Listen(std::unique_ptr<FdMesh>* out) {
+  std::unique_ptr<FdMesh> mesh(new FdMesh());
+  mesh->name_ = RandomSocketName("cco-mesh-");
   CCO_RETURN_IF_ERROR(ListenUnix(mesh->name_, &mesh->listener_));
   *out = std::move(mesh);
   return Status::Ok();
 }
 
-Status FdMesh::Connect(const std::vector<std::string>& teamNames, int myIndex, int64_t timeoutMs) {
-  team_ = teamNames;
+Status FdMesh::CheckPeer(int fd, int member) const {
+  PeerCredentials cred;
+  CCO_RETURN_IF_ERROR(GetPeerCredentials(fd, &cred));
+  const Member& m = team_[member];
+  if (cred.uid != geteuid())
+    return RemoteError(Fmt("the process at LSA rank ", member, "'s socket belongs to user ", cred.uid, ", not to ", geteuid()));
+  // Pids mean something only inside one pid namespace (containers sharing a network).
+  const uint64_t ns = PidNamespace();
+  if (ns != 0 && m.pidNamespace == ns && cred.pid != m.pid)
+    return RemoteError(Fmt("the process at LSA rank ", member, "'s socket is pid ", cred.pid, ", but that rank announced pid ",
+                           m.pid, " (another process on this host?)"));
+  return Status::Ok();
+}
+
+Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int myIndex, int64_t timeoutMs) {
+  team_ = team;
   my_index_ = myIndex;
   timeout_ms_ = timeoutMs;
   peers_.clear();
@@ -26,20 +46,27 @@ Status FdMesh::Connect(const std::vector<std::string>& teamNames, int myIndex, i
   const Deadline deadline = DeadlineIn(timeoutMs);
   // Lower indices listen for us; we listen for higher ones.
   for (int i = 0; i < myIndex; ++i) {
-    CCO_RETURN_IF_ERROR(ConnectUnix(team_[i], deadline, &peers_[i])
-                            .Prefixed(Fmt("reaching LSA rank ", i, " on this host")));
-    const int32_t me = myIndex;
-    CCO_RETURN_IF_ERROR(SendAll(peers_[i].get(), &me, sizeof(me), deadline));
+    if (team_[i].inThisProcess) continue;
+    const std::string where = Fmt("reaching LSA rank ", i, " on this host");
+    Fd fd;
+    CCO_RETURN_IF_ERROR(ConnectUnix(team_[i].name, deadline, &fd).Prefixed(where));
+    CCO_RETURN_IF_ERROR(CheckPeer(fd.get(), i).Prefixed(where));
+    CCO_RETURN_IF_ERROR(Channel::Connect(std::move(fd), secret, "mesh", deadline, &peers_[i]).Prefixed(where));
+    CCO_RETURN_IF_ERROR(peers_[i].Send(EncodeMeshJoin(MeshJoin{myIndex}), deadline).Prefixed(where));
   }
-  for (size_t joined = myIndex + 1; joined < team_.size(); ++joined) {
-    Fd conn;
-    CCO_RETURN_IF_ERROR(Accept(listener_.get(), deadline, &conn)
-                            .Prefixed(Fmt("waiting for the ranks of this host after rank ", world_rank_)));
-    int32_t index = -1;
-    CCO_RETURN_IF_ERROR(RecvAll(conn.get(), &index, sizeof(index), deadline));
-    if (index <= myIndex || index >= static_cast<int32_t>(team_.size()) || peers_[index].valid())
-      return RemoteError(Fmt("a process on this host joined rank ", world_rank_, "'s mesh as member ", index));
-    peers_[index] = std::move(conn);
+  size_t expected = 0;
+  for (size_t i = myIndex + 1; i < team_.size(); ++i) expected += team_[i].inThisProcess ? 0 : 1;
+  Acceptor acceptor(listener_.get(), secret, AcceptorOptions{"mesh", HandshakeMs(timeoutMs), 64, kMaxJoinBytes, true});
+  for (size_t joined = 0; joined < expected;) {
+    Arrival a;
+    CCO_RETURN_IF_ERROR(acceptor.Next(deadline, &a).Prefixed(Fmt("waiting for the ranks of this host after LSA rank ", myIndex)));
+    MeshJoin join;
+    if (!DecodeMeshJoin(a.firstFrame, &join).ok() || join.member <= myIndex ||
+        join.member >= static_cast<int32_t>(team_.size()) || team_[join.member].inThisProcess || peers_[join.member].valid())
+      continue;  // not a member this rank waits for: dropped
+    if (!CheckPeer(a.channel.fd(), join.member).ok()) continue;  // a member's name in another process's mouth
+    peers_[join.member] = std::move(a.channel);
+    ++joined;
   }
   listener_.Reset();  // the team is complete
   return Status::Ok();
@@ -48,13 +75,20 @@ Status FdMesh::Connect(const std::vector<std::string>& teamNames, int myIndex, i
 Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
   fds->assign(team_.size(), -1);
   const Deadline deadline = DeadlineIn(timeout_ms_);
+  const std::string message = EncodeFdMessage(tag);
   for (size_t i = 0; i < team_.size(); ++i) {
-    if (static_cast<int>(i) == my_index_) continue;
-    CCO_RETURN_IF_ERROR(SendFd(peers_[i].get(), myFd, tag, deadline).Prefixed(Fmt("sending to LSA rank ", i)));
+    if (!peers_[i].valid()) continue;
+    CCO_RETURN_IF_ERROR(peers_[i].Send(message, deadline, myFd).Prefixed(Fmt("sending to LSA rank ", i)));
   }
   for (size_t i = 0; i < team_.size(); ++i) {
-    if (static_cast<int>(i) == my_index_) continue;
-    Status s = RecvFd(peers_[i].get(), tag, deadline, &(*fds)[i]);
+    if (!peers_[i].valid()) continue;
+    std::string bytes;
+    uint64_t got = 0;
+    Status s = peers_[i].Recv(&bytes, kMaxJoinBytes, deadline, &(*fds)[i]);
+    if (s.ok()) s = DecodeFdMessage(bytes, &got);
+    if (s.ok() && (*fds)[i] < 0) s = RemoteError("a peer's message carried no file descriptor");
+    if (s.ok() && got != tag)
+      s = RemoteError(Fmt("a peer sent the descriptor of another operation (tag ", got, ", expected ", tag, ")"));
     if (!s.ok()) {
       for (int& fd : *fds)
         if (fd >= 0) close(fd), fd = -1;
@@ -66,7 +100,7 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
 
 void FdMesh::Abort() {
   for (auto& p : peers_)
-    if (p.valid()) shutdown(p.get(), SHUT_RDWR);
+    if (p.valid()) shutdown(p.fd(), SHUT_RDWR);
   if (listener_.valid()) shutdown(listener_.get(), SHUT_RDWR);
 }
 

@@ -1,45 +1,64 @@
-// File descriptors between the processes of one LSA team: a Unix-socket mesh (abstract
-// namespace, one connection per pair) over which each rank hands its peers the
-// descriptor of a physical allocation (SCM_RIGHTS). Peers in the same process work too.
+// File descriptors between the processes of one LSA team: a mesh of authenticated Unix
+// sockets (abstract namespace, random names, one connection per pair of ranks in different
+// processes) over which each rank hands its peers the descriptor of a physical allocation
+// (SCM_RIGHTS). A connection is taken only from a process of this user (SO_PEERCRED) whose
+// pid is the one its rank announced through the authenticated bootstrap, and only after it
+// proved the communicator's secret. Ranks that share a process need no descriptors at all
+// (comm/window.cc maps their memory directly), so they are not part of the mesh.
 #ifndef CCO_HOST_BOOTSTRAP_FD_MESH_H_
 #define CCO_HOST_BOOTSTRAP_FD_MESH_H_
+
+#include <stdint.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.h"
-#include "bootstrap/unique_id.h"
+#include "bootstrap/channel.h"
 
 namespace cco {
 
 class FdMesh {
  public:
-  // Opens this rank's listener under a name unique to this process; do this before ranks
-  // learn the team, so peers never connect to a listener that does not exist yet.
-  static Status Listen(const Nonce& nonce, int worldRank, std::unique_ptr<FdMesh>* out);
+  // A member of the LSA team, as its rank announced itself.
+  struct Member {
+    std::string name;        // its listener
+    int32_t pid = 0;
+    uint64_t pidNamespace = 0;
+    bool inThisProcess = false;
+  };
+
+  // Opens this rank's listener under a fresh random name; do this before ranks learn the
+  // team, so peers never connect to a listener that does not exist yet.
+  static Status Listen(std::unique_ptr<FdMesh>* out);
   const std::string& name() const { return name_; }
 
-  // Connects to every other member of the team: their listener names, this rank at myIndex.
-  Status Connect(const std::vector<std::string>& teamNames, int myIndex, int64_t timeoutMs);
+  // Connects to every member of the team in another process, this rank at myIndex.
+  Status Connect(const Key& secret, const std::vector<Member>& team, int myIndex, int64_t timeoutMs);
 
-  // Sends `myFd` to every peer and receives each peer's descriptor (fds[myIndex] = -1);
-  // `tag` identifies the operation on both sides. The caller owns the received fds.
+  // Sends `myFd` to every member in another process and receives theirs (fds[i] = -1 for
+  // this rank and for members in this process); `tag` identifies the operation on both
+  // sides. The caller owns the received fds.
   Status AllExchange(int myFd, uint64_t tag, std::vector<int>* fds);
 
   void Abort();
 
  private:
-  explicit FdMesh(int worldRank) : world_rank_(worldRank) {}
+  FdMesh() = default;
+  // The kernel's word on who is at the other end of member i's connection.
+  Status CheckPeer(int fd, int member) const;
 
-  int world_rank_;
   std::string name_;
   int my_index_ = 0;
   int64_t timeout_ms_ = 0;
-  std::vector<std::string> team_;
+  std::vector<Member> team_;
   Fd listener_;
-  std::vector<Fd> peers_;  // by team index
+  std::vector<Channel> peers_;  // by team index
 };
+
+// This process's pid namespace (the inode of /proc/self/ns/pid; 0 if unknown): pids are
+// compared only between processes of one namespace.
+uint64_t PidNamespace();
 
 }  // namespace cco
 

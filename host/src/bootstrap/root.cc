@@ -1,8 +1,5 @@
 #include "bootstrap/root.h"
 
-#include <errno.h>
-#include <poll.h>
-
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -10,15 +7,16 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/acceptor.h"
 #include "bootstrap/interface.h"
-#include "bootstrap/wire.h"
 #include "common/env.h"
 #include "common/text.h"
 
 namespace cco {
 namespace {
 
-constexpr size_t kMaxHello = 4096;
+// Pending (unauthenticated) connections the root keeps at once; more push the oldest out.
+constexpr size_t kRootMaxPending = 256;
 
 struct RootDone {
   std::mutex mu;
@@ -32,83 +30,70 @@ std::map<std::string, std::shared_ptr<RootDone>>& Roots() {
   return *roots;
 }
 
-struct Arrival {
-  Fd fd;
-  bool greeted = false;
-  RootHello hello{};
+struct Greeted {
+  Arrival arrival;
+  RootHello hello;
 };
 
 class RootServer {
  public:
-  RootServer(Fd listener, Nonce nonce, int64_t timeoutMs)
-      : listener_(std::move(listener)), nonce_(nonce), timeout_ms_(timeoutMs) {}
+  RootServer(Fd listener, const Key& secret, int64_t timeoutMs)
+      : listener_(std::move(listener)),
+        timeout_ms_(timeoutMs),
+        acceptor_(listener_.get(), secret,
+                  AcceptorOptions{"root", HandshakeMs(timeoutMs), kRootMaxPending, kMaxHelloBytes, false}) {}
 
   void Run() {
-    Status s = Gather();
-    RootWelcome welcome{s, hub_};
+    const Status verdict = Gather();
+    RootWelcome welcome{verdict, hub_};
     const std::string reply = EncodeWelcome(welcome);
-    for (auto& a : arrivals_)
-      if (a.greeted) SendFrame(a.fd.get(), reply, DeadlineIn(timeout_ms_));  // best effort: a rank may be gone
+    for (auto& g : greeted_) g.arrival.channel.Send(reply, DeadlineIn(HandshakeMs(timeout_ms_)));  // a rank may be gone
+    if (verdict.ok()) return;
+    // A failed rendezvous: connections already mid-handshake belong to ranks too, and hear
+    // the same verdict instead of a reset connection.
+    acceptor_.StopAccepting();
+    const std::string lateReply = EncodeWelcome(RootWelcome{verdict, SockAddr{}});
+    const Deadline drain = DeadlineIn(HandshakeMs(timeout_ms_));
+    Arrival a;
+    while (acceptor_.Next(drain, &a).ok()) a.channel.Send(lateReply, DeadlineIn(100));
   }
 
  private:
-  // Accepts connections and hellos until every rank has arrived. A mistake (ranks that
-  // disagree on nRanks, two processes with one rank) is remembered, not returned at once:
-  // the root still waits for as many processes as the smallest nRanks asked for (or the
-  // timeout), so each of them hears the same verdict instead of a reset connection. A
-  // process that comes after the verdict finds no root and says so.
+  // Takes hellos until every rank has arrived. A mistake (ranks that disagree on nRanks,
+  // two processes with one rank) is remembered, not returned at once: the root still waits
+  // for as many processes as the smallest nRanks asked for (or the timeout), so each of them
+  // hears the same verdict instead of a reset connection.
   Status Gather() {
     // No rank for a whole timeout after minting: give up (the id is never used).
     Deadline deadline = DeadlineIn(timeout_ms_);
-    int n_ranks = -1;     // the first greeted rank's nRanks: the world the others must match
-    int smallest = -1;    // the smallest nRanks any rank asked for: how many to wait for
-    int greeted = 0;      // greeted processes, duplicates and mismatches included
+    int n_ranks = -1;   // the first greeted rank's nRanks: the world the others must match
+    int smallest = -1;  // the smallest nRanks any rank asked for: how many to wait for
     Status verdict = Status::Ok();
-    std::vector<int> owner;  // owner[rank] = index in arrivals_, or -1
+    std::vector<int> owner;  // owner[rank] = index in greeted_, or -1
     for (;;) {
-      std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
-      for (auto& a : arrivals_) fds.push_back({a.greeted ? -1 : a.fd.get(), POLLIN, 0});
-      int64_t left = MsLeft(deadline);
-      if (left <= 0) return verdict.ok() ? MissingRanks(n_ranks, owner) : verdict;
-      int n = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left, 1000)));
-      if (n < 0 && errno != EINTR) return ErrnoError("rendezvous root: poll", errno);
-      if (n <= 0) continue;
-      if (fds[0].revents & POLLIN) {
-        Fd conn;
-        if (Accept(listener_.get(), DeadlineIn(10), &conn).ok()) arrivals_.push_back(Arrival{std::move(conn)});
+      Arrival a;
+      Status s = acceptor_.Next(deadline, &a);
+      if (s.code() == ccoTimeout) return verdict.ok() ? MissingRanks(n_ranks, owner) : verdict;
+      if (!s.ok()) return s.Prefixed("rendezvous root");
+      RootHello h;
+      if (!DecodeHello(a.firstFrame, &h).ok()) continue;  // an insider's garbage: dropped
+      greeted_.push_back(Greeted{std::move(a), h});
+      smallest = smallest < 0 ? h.nRanks : std::min(smallest, h.nRanks);
+      if (n_ranks < 0) {
+        n_ranks = h.nRanks;
+        owner.assign(n_ranks, -1);
+        deadline = DeadlineIn(timeout_ms_);  // from the first arrival, the rest have one timeout
       }
-      for (size_t i = 1; i < fds.size(); ++i) {
-        Arrival& a = arrivals_[i - 1];
-        if (a.greeted || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        std::string bytes;
-        RootHello h;
-        if (!RecvFrame(a.fd.get(), &bytes, kMaxHello, DeadlineIn(timeout_ms_)).ok() || !DecodeHello(bytes, &h).ok() ||
-            !(h.nonce == nonce_) || h.nRanks <= 0 || h.nRanks > kMaxRanks) {
-          a.fd.Reset();  // a stray or foreign connection: drop it
-          continue;
-        }
-        a.greeted = true;
-        a.hello = h;
-        ++greeted;
-        smallest = smallest < 0 ? h.nRanks : std::min(smallest, h.nRanks);
-        if (n_ranks < 0) {
-          n_ranks = h.nRanks;
-          owner.assign(n_ranks, -1);
-          first_greeted_ = i - 1;
-          deadline = DeadlineIn(timeout_ms_);  // from the first arrival, the rest have one timeout
-        }
-        if (verdict.ok()) verdict = Admit(h, i - 1, n_ranks, &owner);
-        if (greeted >= smallest) return verdict;
-      }
-      // (A dropped connection keeps its slot with fd -1, which poll ignores.)
+      if (verdict.ok()) verdict = Admit(h, greeted_.size() - 1, n_ranks, &owner);
+      if (static_cast<int>(greeted_.size()) >= smallest) return verdict;
     }
   }
 
-  // Takes arrival `index` as the owner of its rank, or says why it cannot be.
+  // Takes greeted_[index] as the owner of its rank, or says why it cannot be.
   Status Admit(const RootHello& h, size_t index, int n_ranks, std::vector<int>* owner) {
     if (h.nRanks != n_ranks)
       return InvalidUsage(Fmt("ccoCommCreate: rank ", h.rank, " was called with nRanks=", h.nRanks, " but rank ",
-                              arrivals_[first_greeted_].hello.rank, " with nRanks=", n_ranks));
+                              greeted_[0].hello.rank, " with nRanks=", n_ranks));
     if (h.rank < 0 || h.rank >= n_ranks)  // ranks check this before connecting; a forged hello may not
       return InvalidUsage(Fmt("ccoCommCreate: rank ", h.rank, " is outside 0..", n_ranks - 1));
     if ((*owner)[h.rank] >= 0)
@@ -127,57 +112,34 @@ class RootServer {
   }
 
   Fd listener_;
-  Nonce nonce_;
   int64_t timeout_ms_;
-  std::vector<Arrival> arrivals_;
-  size_t first_greeted_ = 0;
+  Acceptor acceptor_;
+  std::vector<Greeted> greeted_;
   SockAddr hub_{};
 };
 
 }  // namespace
 
-std::string EncodeHello(const RootHello& h) {
-  return WireWriter().Put(h.nonce).Put(h.nRanks).Put(h.rank).Put(h.hub).bytes();
-}
+int64_t HandshakeMs(int64_t timeoutMs) { return std::max<int64_t>(1, std::min<int64_t>(timeoutMs, 5000)); }
 
-Status DecodeHello(const std::string& bytes, RootHello* h) {
-  WireReader r(bytes);
-  CCO_RETURN_IF_ERROR(r.Get(&h->nonce));
-  CCO_RETURN_IF_ERROR(r.Get(&h->nRanks));
-  CCO_RETURN_IF_ERROR(r.Get(&h->rank));
-  return r.Get(&h->hub);
-}
-
-std::string EncodeWelcome(const RootWelcome& w) {
-  return WireWriter().Put(static_cast<int32_t>(w.status.code())).PutString(w.status.message()).Put(w.hub).bytes();
-}
-
-Status DecodeWelcome(const std::string& bytes, RootWelcome* w) {
-  WireReader r(bytes);
-  int32_t code = 0;
-  std::string message;
-  CCO_RETURN_IF_ERROR(r.Get(&code));
-  CCO_RETURN_IF_ERROR(r.GetString(&message));
-  CCO_RETURN_IF_ERROR(r.Get(&w->hub));
-  w->status = Status(static_cast<ccoResult_t>(code), message);
-  return Status::Ok();
-}
+int64_t AnswerMarginMs(int64_t timeoutMs) { return std::min<int64_t>(std::max<int64_t>(timeoutMs / 8, 50), 1000); }
 
 Status StartRendezvousRoot(ccoUniqueId* id) {
   InterfaceAddress local;
   CCO_RETURN_IF_ERROR(BootstrapAddress(&local));
   Fd listener;
   UniqueIdContents contents;
+  CCO_RETURN_IF_ERROR(NewSecret(&contents.secret));
+  std::string key;
+  CCO_RETURN_IF_ERROR(IdTag(contents.secret, &key));  // also proves libcrypto loads
   CCO_RETURN_IF_ERROR(ListenTcp(local.address, &listener, &contents.root).Prefixed("rendezvous root on " + local.name));
-  contents.nonce = RandomNonce();
 
   auto done = std::make_shared<RootDone>();
   {
     std::lock_guard<std::mutex> lock(g_roots_mu);
-    Roots()[contents.nonce.Hex()] = done;
+    Roots()[key] = done;
   }
-  auto server = std::make_shared<RootServer>(std::move(listener), contents.nonce, env::TimeoutMs());
-  const std::string key = contents.nonce.Hex();
+  auto server = std::make_shared<RootServer>(std::move(listener), contents.secret, env::TimeoutMs());
   try {
     std::thread([server, done, key] {
       server->Run();
@@ -198,11 +160,13 @@ Status StartRendezvousRoot(ccoUniqueId* id) {
   return Status::Ok();
 }
 
-void AwaitLocalRoot(const Nonce& nonce, Deadline deadline) {
+void AwaitLocalRoot(const Key& secret, Deadline deadline) {
+  std::string key;
+  if (!IdTag(secret, &key).ok()) return;
   std::shared_ptr<RootDone> done;
   {
     std::lock_guard<std::mutex> lock(g_roots_mu);
-    auto it = Roots().find(nonce.Hex());
+    auto it = Roots().find(key);
     if (it == Roots().end()) return;
     done = it->second;
   }

@@ -1,42 +1,30 @@
 // The rendezvous root: a short-lived thread of the process that minted a unique id. It
-// waits for every rank to say hello (bounded by CCO_TIMEOUT_MS), checks that they agree
-// (one nRanks, no rank twice), tells each where rank 0's hub listens, and exits. Ranks
-// that disagree, or never come, turn into one error message for every rank it has heard.
+// admits only connections that prove the id's secret, waits for every rank to say hello
+// (bounded by CCO_TIMEOUT_MS), checks that they agree (one nRanks, no rank twice), tells
+// each where rank 0's hub listens, and exits. Ranks that disagree, or never come, turn into
+// one error message for every rank that reached it, those still mid-handshake included.
 #ifndef CCO_HOST_BOOTSTRAP_ROOT_H_
 #define CCO_HOST_BOOTSTRAP_ROOT_H_
 
+#include "bootstrap/messages.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/unique_id.h"
 
 namespace cco {
 
-// The largest world a communicator may have. The root sizes a table by the nRanks a
-// hello claims, so it drops any hello above this instead.
-constexpr int kMaxRanks = 1 << 20;
-
-// Hello (rank -> root) and Welcome (root -> rank).
-struct RootHello {
-  Nonce nonce;
-  int32_t nRanks;
-  int32_t rank;
-  SockAddr hub;  // rank 0 only
-};
-std::string EncodeHello(const RootHello& hello);
-Status DecodeHello(const std::string& bytes, RootHello* hello);
-
-struct RootWelcome {
-  Status status;
-  SockAddr hub;
-};
-std::string EncodeWelcome(const RootWelcome& welcome);
-Status DecodeWelcome(const std::string& bytes, RootWelcome* welcome);
+// The bound of one connection's handshake and first frame, from CCO_TIMEOUT_MS: short,
+// so a connection that stalls is dropped long before the job's own bound.
+int64_t HandshakeMs(int64_t timeoutMs);
+// How much longer than the bound a rank waits for an answer that a server (root, hub)
+// gives at the bound: the server's verdict then arrives first.
+int64_t AnswerMarginMs(int64_t timeoutMs);
 
 // Binds the root's listener, starts its thread and fills `id`.
 Status StartRendezvousRoot(ccoUniqueId* id);
 
-// If this process runs the root for `nonce`, waits (until `deadline`) for it to finish,
-// so a communicator's creation leaves no thread behind.
-void AwaitLocalRoot(const Nonce& nonce, Deadline deadline);
+// If this process runs the root for the id with `secret`, waits (until `deadline`) for it
+// to have answered every rank, so a communicator's creation leaves no thread behind.
+void AwaitLocalRoot(const Key& secret, Deadline deadline);
 
 }  // namespace cco
 

@@ -6,7 +6,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,10 +18,10 @@
 
 namespace cco {
 namespace {
+constexpr char kClosed[] = "peer closed the connection";
+constexpr char kReset[] = "peer reset the connection";
+}  // namespace
 
-constexpr uint32_t kFrameMagic = 0x42434343;  // "CCCB"
-
-// Waits until fd is ready for `events` or the deadline passes.
 Status WaitFor(int fd, short events, Deadline deadline, const char* what) {
   for (;;) {
     int64_t left = MsLeft(deadline);
@@ -38,8 +41,6 @@ Status SetNonBlocking(int fd) {
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return ErrnoError("fcntl O_NONBLOCK", errno);
   return Status::Ok();
 }
-
-}  // namespace
 
 int64_t MsLeft(Deadline deadline) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -114,81 +115,121 @@ Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out) {
   }
 }
 
-Status Accept(int listener, Deadline deadline, Fd* out) {
-  for (;;) {
-    CCO_RETURN_IF_ERROR(WaitFor(listener, POLLIN, deadline, "accept"));
-    Fd fd(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (fd.valid()) {
-      int one = 1;
-      setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      *out = std::move(fd);
-      return Status::Ok();
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-      return errno == EINVAL || errno == EBADF ? Aborted("listener shut down") : ErrnoError("accept", errno);
+namespace {
+
+// One sendmsg of `size` bytes, with `fdToPass` attached when it is not -1.
+ssize_t SendSome(int fd, const char* p, size_t size, int fdToPass) {
+  iovec iov = {const_cast<char*>(p), size};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fdToPass >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cmsg), &fdToPass, sizeof(int));
   }
+  return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-Status SendAll(int fd, const void* data, size_t size, Deadline deadline) {
+// One recvmsg; descriptors that came with the bytes are closed unless `fdReceived` takes
+// the first (and only) one. MSG_CTRUNC means the kernel could not install a descriptor.
+ssize_t RecvSome(int fd, char* p, size_t size, int* fdReceived, Status* problem) {
+  iovec iov = {p, size};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0) return n;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int received;
+      memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (fdReceived != nullptr && *fdReceived < 0 && problem->ok()) {
+        *fdReceived = received;
+      } else {
+        close(received);
+        if (problem->ok()) *problem = RemoteError("a peer passed file descriptors nobody asked for");
+      }
+    }
+  }
+  if ((msg.msg_flags & MSG_CTRUNC) && problem->ok())
+    *problem = SystemError("a file descriptor a peer sent could not be received: " + DescriptorLimitNote());
+  return n;
+}
+
+}  // namespace
+
+Status SendAll(int fd, const void* data, size_t size, Deadline deadline, int fdToPass) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
-    ssize_t n = send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = SendSome(fd, p, size, fdToPass);
     if (n > 0) {
       p += n;
       size -= static_cast<size_t>(n);
+      fdToPass = -1;  // it went with the first byte
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       CCO_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline, "send"));
       continue;
     }
-    if (errno == EPIPE || errno == ECONNRESET) return RemoteError("peer closed the connection");
+    if (errno == EPIPE || errno == ECONNRESET) return RemoteError(kClosed);
     return ErrnoError("send", errno);
   }
   return Status::Ok();
 }
 
-Status RecvAll(int fd, void* data, size_t size, Deadline deadline) {
+Status RecvAll(int fd, void* data, size_t size, Deadline deadline, int* fdReceived) {
   char* p = static_cast<char*>(data);
+  Status problem;
   while (size > 0) {
-    ssize_t n = recv(fd, p, size, MSG_DONTWAIT);
+    ssize_t n = RecvSome(fd, p, size, fdReceived, &problem);
+    if (!problem.ok()) return problem;
     if (n > 0) {
       p += n;
       size -= static_cast<size_t>(n);
       continue;
     }
-    if (n == 0) return RemoteError("peer closed the connection");
+    if (n == 0) return RemoteError(kClosed);
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       CCO_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline, "receive"));
       continue;
     }
-    if (errno == ECONNRESET) return RemoteError("peer reset the connection");
+    if (errno == ECONNRESET) return RemoteError(kReset);
     return ErrnoError("recv", errno);
   }
   return Status::Ok();
 }
 
-Status SendFrame(int fd, const std::string& payload, Deadline deadline) {
-  char header[12];
-  uint32_t magic = kFrameMagic;
-  uint64_t length = payload.size();
-  memcpy(header, &magic, 4);
-  memcpy(header + 4, &length, 8);
-  CCO_RETURN_IF_ERROR(SendAll(fd, header, sizeof(header), deadline));
-  return SendAll(fd, payload.data(), payload.size(), deadline);
+bool IsConnectionLost(const Status& s) {
+  return s.code() == ccoRemoteError &&
+         (s.message().find(kClosed) != std::string::npos || s.message().find(kReset) != std::string::npos);
 }
 
-Status RecvFrame(int fd, std::string* payload, size_t maxSize, Deadline deadline) {
-  char header[12];
-  CCO_RETURN_IF_ERROR(RecvAll(fd, header, sizeof(header), deadline));
-  uint32_t magic;
-  uint64_t length;
-  memcpy(&magic, header, 4);
-  memcpy(&length, header + 4, 8);
-  if (magic != kFrameMagic) return RemoteError("a peer sent something that is not a CCO message");
-  if (length > maxSize) return RemoteError(Fmt("a peer sent a ", length, "-byte message (limit ", maxSize, ")"));
-  payload->resize(length);
-  return RecvAll(fd, &(*payload)[0], length, deadline);
+Status GetPeerCredentials(int fd, PeerCredentials* credentials) {
+  ucred cred = {};
+  socklen_t length = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return ErrnoError("getsockopt(SO_PEERCRED)", errno);
+  credentials->pid = cred.pid;
+  credentials->uid = cred.uid;
+  return Status::Ok();
+}
+
+std::string DescriptorLimitNote() {
+  rlimit limit = {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return "the process's file-descriptor limit is reached";
+  return Fmt("the process's file-descriptor limit is reached (RLIMIT_NOFILE: ", limit.rlim_cur,
+             " soft, ", limit.rlim_max, " hard; raise it with ulimit -n)");
 }
 
 namespace {
@@ -201,6 +242,19 @@ sockaddr_un AbstractAddress(const std::string& name, socklen_t* length) {
   return addr;
 }
 }  // namespace
+
+std::string RandomSocketName(const char* prefix) {
+  uint64_t words[2] = {0, 0};
+  // Uniqueness is all a name needs (it grants nothing); the kernel's source gives it.
+  if (getrandom(words, sizeof(words), 0) != static_cast<ssize_t>(sizeof(words))) {
+    words[0] = static_cast<uint64_t>(getpid());
+    words[1] = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  }
+  char text[40];
+  snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(words[0]),
+           static_cast<unsigned long long>(words[1]));
+  return std::string(prefix) + text;
+}
 
 Status ListenUnix(const std::string& name, Fd* listener) {
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -229,62 +283,6 @@ Status ConnectUnix(const std::string& name, Deadline deadline, Fd* out) {
       return ErrnoError(Fmt("connect to unix socket @", name), errno);
     if (MsLeft(deadline) <= 0) return Timeout(Fmt("connect to unix socket @", name, ": nobody listening"));
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-  }
-}
-
-Status SendFd(int sock, int fd, uint64_t tag, Deadline deadline) {
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov = {&tag, sizeof(tag)};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-  for (;;) {
-    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n == static_cast<ssize_t>(sizeof(tag))) return Status::Ok();
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      CCO_RETURN_IF_ERROR(WaitFor(sock, POLLOUT, deadline, "sending a file descriptor"));
-      continue;
-    }
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) return RemoteError("peer closed the connection");
-    return n < 0 ? ErrnoError("sendmsg(SCM_RIGHTS)", errno) : InternalError("sendmsg sent a partial tag");
-  }
-}
-
-Status RecvFd(int sock, uint64_t expectedTag, Deadline deadline, int* fd) {
-  for (;;) {
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    uint64_t tag = 0;
-    iovec iov = {&tag, sizeof(tag)};
-    msghdr msg = {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      CCO_RETURN_IF_ERROR(WaitFor(sock, POLLIN, deadline, "receiving a file descriptor"));
-      continue;
-    }
-    if (n == 0) return RemoteError("peer closed the connection");
-    if (n < 0) return ErrnoError("recvmsg(SCM_RIGHTS)", errno);
-    int received = -1;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) memcpy(&received, CMSG_DATA(c), sizeof(int));
-    if (received < 0) return RemoteError("a peer's message carried no file descriptor");
-    if (n != static_cast<ssize_t>(sizeof(tag)) || tag != expectedTag) {
-      close(received);
-      return RemoteError(Fmt("a peer sent the descriptor of another operation (tag ", tag, ", expected ",
-                             expectedTag, ")"));
-    }
-    *fd = received;
-    return Status::Ok();
   }
 }
 

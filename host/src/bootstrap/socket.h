@@ -17,7 +17,12 @@ namespace cco {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
-inline Deadline DeadlineIn(int64_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
+// The longest bound a deadline takes (about 70 years): a larger CCO_TIMEOUT_MS means "no
+// bound" in practice, and would overflow the clock's nanoseconds.
+constexpr int64_t kMaxWaitMs = int64_t{1} << 41;
+inline Deadline DeadlineIn(int64_t ms) {
+  return Clock::now() + std::chrono::milliseconds(ms < 0 ? 0 : ms > kMaxWaitMs ? kMaxWaitMs : ms);
+}
 int64_t MsLeft(Deadline deadline);
 
 // An IPv4 or IPv6 address with port, stored flat so it can travel in messages.
@@ -54,25 +59,37 @@ class Fd {
 Status ListenTcp(const SockAddr& local, Fd* listener, SockAddr* bound);
 // Connects, retrying refused connections (the listener may not be up yet) until deadline.
 Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out);
-// Accepts one connection before the deadline.
-Status Accept(int listener, Deadline deadline, Fd* out);
 
 // Whole-buffer transfers. A peer that closes mid-way is ccoRemoteError ("closed").
-Status SendAll(int fd, const void* data, size_t size, Deadline deadline);
-Status RecvAll(int fd, void* data, size_t size, Deadline deadline);
+// SendAll can pass one descriptor (SCM_RIGHTS, Unix sockets) with the first byte; RecvAll
+// then takes it (else -1) into *fdReceived, and refuses more than one.
+Status SendAll(int fd, const void* data, size_t size, Deadline deadline, int fdToPass = -1);
+Status RecvAll(int fd, void* data, size_t size, Deadline deadline, int* fdReceived = nullptr);
 
-// Framed messages: a 12-byte header (magic, length) and the payload; maxSize bounds what
-// a corrupt or foreign peer can make us allocate.
-Status SendFrame(int fd, const std::string& payload, Deadline deadline);
-Status RecvFrame(int fd, std::string* payload, size_t maxSize, Deadline deadline);
+// Whether a failed transfer failed because the peer closed or reset the connection (what
+// SendAll and RecvAll say then), as opposed to a timeout or a bad message.
+bool IsConnectionLost(const Status& s);
+
+// Waits until fd is ready for `events` (POLLIN, POLLOUT) or the deadline passes.
+Status WaitFor(int fd, short events, Deadline deadline, const char* what);
+Status SetNonBlocking(int fd);
+
+// The process at the other end of a connected Unix socket, as the kernel saw it connect.
+struct PeerCredentials {
+  int32_t pid;
+  uint32_t uid;
+};
+Status GetPeerCredentials(int fd, PeerCredentials* credentials);
 
 // Unix-domain sockets in the abstract namespace (no file to clean up), for passing file
-// descriptors between processes of one host.
+// descriptors between processes of one host. Names are random (RandomSocketName), never
+// derived from a secret; who may connect is decided by authentication, not by the name.
+std::string RandomSocketName(const char* prefix);
 Status ListenUnix(const std::string& name, Fd* listener);
 Status ConnectUnix(const std::string& name, Deadline deadline, Fd* out);
-// One descriptor plus a small tag; the receiver checks the tag it expects.
-Status SendFd(int sock, int fd, uint64_t tag, Deadline deadline);
-Status RecvFd(int sock, uint64_t expectedTag, Deadline deadline, int* fd);
+
+// The limit behind EMFILE, for messages: "this process may hold 1024 descriptors".
+std::string DescriptorLimitNote();
 
 }  // namespace cco
 

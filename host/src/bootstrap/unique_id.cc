@@ -1,11 +1,8 @@
 #include "bootstrap/unique_id.h"
 
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
-
-#include <chrono>
-#include <random>
 
 #include "common/hash.h"
 
@@ -13,37 +10,33 @@ namespace cco {
 namespace {
 
 constexpr uint32_t kMagic = 0x49434343;  // "CCCI"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;          // 2: a 256-bit secret instead of a public nonce
 
 // Layout inside ccoUniqueId::internal.
 struct Layout {
   uint32_t magic;
   uint32_t version;
-  Nonce nonce;
+  uint8_t secret[32];
   uint16_t family;
   uint16_t port;      // network order, as in sockaddr
   uint32_t scope;     // IPv6 scope id
   uint8_t address[16];
-  uint8_t reserved[72];
-  uint64_t checksum;  // FNV-1a of everything before it
+  uint8_t reserved[56];
+  uint64_t checksum;  // FNV-1a of everything before it (catches accidents, not attacks)
 };
 static_assert(sizeof(Layout) == CCO_UNIQUE_ID_BYTES, "the id is 128 bytes");
 
 }  // namespace
 
-std::string Nonce::Hex() const { return Fmt(std::hex, words[0], words[1]); }
+Status NewSecret(Key* secret) { return RandomBytes(secret->bytes.data(), secret->bytes.size()); }
 
-Nonce RandomNonce() {
-  Nonce n;
-  if (getrandom(n.words, sizeof(n.words), 0) != static_cast<ssize_t>(sizeof(n.words))) {
-    // Entropy pool unavailable: a time- and address-seeded generator still makes
-    // collisions between concurrent ids negligible.
-    std::mt19937_64 gen(std::chrono::high_resolution_clock::now().time_since_epoch().count() ^
-                        reinterpret_cast<uintptr_t>(&n));
-    n.words[0] = gen();
-    n.words[1] = gen();
-  }
-  return n;
+Status IdTag(const Key& secret, std::string* tag) {
+  Mac mac;
+  CCO_RETURN_IF_ERROR(Hmac(secret, {Bytes("cco/1 id tag")}, &mac));
+  char text[17];
+  for (int i = 0; i < 8; ++i) snprintf(text + 2 * i, 3, "%02x", mac[i]);
+  *tag = text;
+  return Status::Ok();
 }
 
 void EncodeUniqueId(const UniqueIdContents& contents, ccoUniqueId* id) {
@@ -51,7 +44,7 @@ void EncodeUniqueId(const UniqueIdContents& contents, ccoUniqueId* id) {
   memset(&l, 0, sizeof(l));
   l.magic = kMagic;
   l.version = kVersion;
-  l.nonce = contents.nonce;
+  memcpy(l.secret, contents.secret.bytes.data(), sizeof(l.secret));
   l.family = contents.root.storage.ss_family;
   if (l.family == AF_INET) {
     auto* a = reinterpret_cast<const sockaddr_in*>(&contents.root.storage);
@@ -65,6 +58,7 @@ void EncodeUniqueId(const UniqueIdContents& contents, ccoUniqueId* id) {
   }
   l.checksum = Fnv1a(&l, offsetof(Layout, checksum));
   memcpy(id->internal, &l, sizeof(l));
+  explicit_bzero(&l, sizeof(l));  // no copy of the secret left on this stack frame
 }
 
 Status DecodeUniqueId(const ccoUniqueId& id, UniqueIdContents* contents) {
@@ -75,7 +69,7 @@ Status DecodeUniqueId(const ccoUniqueId& id, UniqueIdContents* contents) {
   if (l.version != kVersion) return InvalidArgument(Fmt("the unique id has format version ", l.version, ", this CCO reads ", kVersion));
   if (l.checksum != Fnv1a(&l, offsetof(Layout, checksum)))
     return InvalidArgument("the unique id is corrupted (checksum mismatch)");
-  contents->nonce = l.nonce;
+  memcpy(contents->secret.bytes.data(), l.secret, sizeof(l.secret));
   memset(&contents->root, 0, sizeof(contents->root));
   if (l.family == AF_INET) {
     auto* a = reinterpret_cast<sockaddr_in*>(&contents->root.storage);
@@ -93,6 +87,7 @@ Status DecodeUniqueId(const ccoUniqueId& id, UniqueIdContents* contents) {
   } else {
     return InvalidArgument(Fmt("the unique id names address family ", l.family));
   }
+  explicit_bzero(&l, sizeof(l));
   return Status::Ok();
 }
 

@@ -1,6 +1,8 @@
-// The 128-byte unique id: where the rendezvous root listens and a random nonce that
-// names the communicator-to-be. A checksum makes a truncated, corrupted or foreign id an
-// error at ccoCommCreate rather than a connection to the wrong place.
+// The 128-byte unique id: where the rendezvous root listens and the communicator's secret,
+// a 256-bit random key. Every connection of the communicator proves knowledge of the secret
+// (auth/handshake.h); it never appears in a socket name, a file name or on the wire. A
+// checksum makes a truncated, corrupted or foreign id an error at ccoCommCreate rather than
+// a connection to the wrong place.
 #ifndef CCO_HOST_BOOTSTRAP_UNIQUE_ID_H_
 #define CCO_HOST_BOOTSTRAP_UNIQUE_ID_H_
 
@@ -8,25 +10,25 @@
 
 #include <string>
 
+#include "auth/crypto.h"
 #include "bootstrap/socket.h"
 #include "cco/cco.h"
 
 namespace cco {
 
-struct Nonce {
-  uint64_t words[2];
-  bool operator==(const Nonce& o) const { return words[0] == o.words[0] && words[1] == o.words[1]; }
-  std::string Hex() const;
-};
-
 struct UniqueIdContents {
-  Nonce nonce;
+  Key secret;
   SockAddr root;
 };
 
-Nonce RandomNonce();
+// A fresh secret from the kernel's CSPRNG.
+Status NewSecret(Key* secret);
 void EncodeUniqueId(const UniqueIdContents& contents, ccoUniqueId* id);
 Status DecodeUniqueId(const ccoUniqueId& id, UniqueIdContents* contents);
+
+// A public name of the communicator an id makes (hex, 16 digits), derived one way from the
+// secret: for process-local bookkeeping and messages. It reveals nothing of the secret.
+Status IdTag(const Key& secret, std::string* tag);
 
 }  // namespace cco
 

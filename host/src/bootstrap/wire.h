@@ -42,9 +42,11 @@ class WireReader {
     pos_ += sizeof(T);
     return Status::Ok();
   }
-  Status GetString(std::string* s) {
+  // A string of at most maxSize bytes.
+  Status GetString(std::string* s, size_t maxSize) {
     uint64_t n = 0;
     CCO_RETURN_IF_ERROR(Get(&n));
+    if (n > maxSize) return RemoteError(Fmt("a bootstrap message carried a ", n, "-byte string (limit ", maxSize, ")"));
     if (bytes_.size() - pos_ < n) return RemoteError("a truncated bootstrap message");
     s->assign(bytes_, pos_, n);
     pos_ += n;

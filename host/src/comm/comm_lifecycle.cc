@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <unistd.h>
 
+#include "bootstrap/messages.h"
 #include "bootstrap/root.h"
-#include "bootstrap/wire.h"
+#include "comm/agree.h"
 #include "comm/communicator.h"
 #include "common/env.h"
 #include "topology/cpu_affinity.h"
@@ -18,6 +19,8 @@ RankInfo LocalRankInfo(const ccoComm& c, size_t perRankVmmSize, const DeviceInfo
   RankInfo info;
   memset(&info, 0, sizeof(info));
   info.hostHash = HostHash();
+  info.processToken = ProcessToken();
+  info.pidNamespace = PidNamespace();
   info.perRankVmmSize = perRankVmmSize;
   info.granularity = dev.granularity;
   info.totalMemory = dev.totalMemory;
@@ -45,6 +48,10 @@ Status BindCpus(ccoComm& c) {
   return Status::Ok();
 }
 
+// The largest slice a rank may ask for: 64 TiB, half of what a 47-bit user address space
+// holds, so that rounding and lsaSize x stride never overflow.
+constexpr uint64_t kMaxPerRankVmm = uint64_t{1} << 46;
+
 // Checks that every rank asked for the same slice size, then resolves it.
 Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t* granularity) {
   size_t g = 0;
@@ -55,9 +62,13 @@ Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t*
     g = std::max<size_t>(g, infos[r].granularity);
   }
   size_t want = infos[0].perRankVmmSize;
+  if (want > kMaxPerRankVmm)
+    return InvalidArgument(Fmt("ccoCommCreate: perRankVmmSize=", want, " is more than any address space holds (limit ",
+                               kMaxPerRankVmm, ")"));
   if (want == 0) {  // the default: the smallest device memory among the ranks
     want = infos[0].totalMemory;
     for (const auto& i : infos) want = std::min<size_t>(want, i.totalMemory);
+    want = std::min<size_t>(want, kMaxPerRankVmm);
   }
   *granularity = g;
   *stride = (want + g - 1) / g * g;
@@ -67,22 +78,9 @@ Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t*
 }  // namespace
 
 Status Agree(ccoComm& c, const std::string& op, const Status& local) {
-  std::vector<std::string> all;
-  const std::string mine = WireWriter().Put(static_cast<int32_t>(local.code())).PutString(local.message()).bytes();
-  CCO_RETURN_IF_ERROR(c.bootstrap->Exchange(op, mine, &all));
-  if (!local.ok()) return local;  // a rank's own failure is the most precise thing to say
-  for (size_t r = 0; r < all.size(); ++r) {
-    WireReader reader(all[r]);
-    int32_t code = 0;
-    std::string message;
-    if (!reader.Get(&code).ok() || !reader.GetString(&message).ok())
-      return RemoteError(Fmt(op, ": rank ", r, " sent a malformed status"));
-    if (code != ccoSuccess) {
-      return Status(code == ccoInvalidArgument ? ccoRemoteError : static_cast<ccoResult_t>(code),
-                    Fmt(op, " failed on rank ", r, ": ", message));
-    }
-  }
-  return Status::Ok();
+  struct Nothing {};
+  std::vector<Nothing> unused;
+  return AgreeOn(c, op, local, Nothing{}, &unused);
 }
 
 Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
@@ -94,7 +92,8 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   CCO_RETURN_IF_ERROR(DecodeUniqueId(id, &uid));
 
   auto c = std::make_shared<ccoComm>();
-  c->nonce = uid.nonce;
+  c->secret = uid.secret;
+  CCO_RETURN_IF_ERROR(IdTag(c->secret, &c->idTag));
   c->timeoutMs = env::TimeoutMs();
   CCO_RETURN_IF_ERROR(GetPlatform(&c->platform));
   CCO_RETURN_IF_ERROR(c->platform->CurrentDevice(&c->device));
@@ -102,20 +101,21 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   CCO_RETURN_IF_ERROR(c->platform->GetDeviceInfo(c->device, &dev));
   CCO_RETURN_IF_ERROR(BindCpus(*c));
 
-  CCO_RETURN_IF_ERROR(FdMesh::Listen(uid.nonce, rank, &c->mesh));
+  CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
   CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
 
-  std::vector<RankInfo> infos(nRanks);
+  std::vector<RankInfo>& infos = c->infos;
+  infos.resize(nRanks);
   RankInfo mine = LocalRankInfo(*c, perRankVmmSize, dev);
   CCO_RETURN_IF_ERROR(c->bootstrap->AllGather("ccoCommCreate", &mine, sizeof(mine), infos.data()));
   // Every rank sees the same infos, so every rank reaches the same verdict here.
+  for (int r = 0; r < nRanks; ++r) CCO_RETURN_IF_ERROR(ValidateRankInfo(infos[r], r).Prefixed("ccoCommCreate"));
   CCO_RETURN_IF_ERROR(ComputeTopology(infos, rank, static_cast<int>(env::Int("CCO_TEST_NODES_PER_HOST", 1)), &c->topo));
   CCO_RETURN_IF_ERROR(ResolveStride(infos, &c->stride, &c->granularity));
 
   // Local resources; then all ranks agree before the host's ranks connect to each other.
   Status local = [&] {
     c->reserved = c->stride * static_cast<size_t>(c->topo.lsaSize);
-    if (c->reserved / c->topo.lsaSize != c->stride) return InvalidArgument("perRankVmmSize x LSA size overflows");
     CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)
                             .Prefixed(Fmt("reserving ", c->topo.lsaSize, " x ", c->stride, " bytes of address space")));
     c->slots = SlotAllocator(c->stride, c->granularity);
@@ -127,9 +127,12 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   }();
   Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
   if (agreed.ok()) {
-    std::vector<std::string> team(c->topo.lsaSize);
-    for (int i = 0; i < c->topo.lsaSize; ++i) team[i] = infos[c->topo.lsaWorldBase + i].meshName;
-    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(team, c->topo.lsaRank, c->timeoutMs));
+    std::vector<FdMesh::Member> team(c->topo.lsaSize);
+    for (int i = 0; i < c->topo.lsaSize; ++i) {
+      const RankInfo& info = infos[c->topo.lsaWorldBase + i];
+      team[i] = FdMesh::Member{info.meshName, info.pid, info.pidNamespace, c->InThisProcess(i)};
+    }
+    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.lsaRank, c->timeoutMs));
   }
   if (!agreed.ok()) {
     DestroyComm(*c);
@@ -140,6 +143,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 }
 
 void AbortComm(ccoComm& c) {
+  std::lock_guard<std::mutex> lock(c.abortMu);
   c.aborted = true;
   if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, 1u, __ATOMIC_RELEASE);
   if (c.bootstrap) c.bootstrap->Abort();
@@ -153,19 +157,14 @@ void DestroyComm(ccoComm& c) {
   c.descriptors.reset();
   for (auto& entry : c.allocations) {
     Allocation& a = entry.second;
-    if (a.peersMapped) {
-      for (int p = 0; p < static_cast<int>(a.peers.size()); ++p) {
-        if (p == c.topo.lsaRank) continue;
-        c.platform->Unmap(c.device, c.SliceBase(p) + a.offset, a.size);
-        c.platform->Destroy(c.device, a.peers[p]);
-      }
-    }
+    ReleasePeers(c, a);
     c.platform->Unmap(c.device, c.MySlice() + a.offset, a.size);
     c.platform->Destroy(c.device, a.handle);
   }
   c.allocations.clear();
   if (c.flatBase != 0) c.platform->Release(c.device, c.flatBase, c.reserved);
   c.flatBase = 0;
+  std::lock_guard<std::mutex> lock(c.abortMu);  // an abort from another thread is done with them
   if (c.abortHost != nullptr) c.platform->HostMappedFree(c.device, c.abortHost);
   c.abortHost = nullptr;
   c.mesh.reset();
@@ -173,3 +172,10 @@ void DestroyComm(ccoComm& c) {
 }
 
 }  // namespace cco
+
+bool ccoComm::InThisProcess(int lsaPeer) const {
+  const cco::RankInfo& peer = infos[topo.lsaWorldBase + lsaPeer];
+  const cco::RankInfo& me = infos[topo.rank];
+  return peer.hostHash == me.hostHash && peer.processToken == me.processToken && peer.pid == me.pid &&
+         peer.pidNamespace == me.pidNamespace;
+}

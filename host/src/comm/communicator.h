@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/crypto.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/fd_mesh.h"
 #include "memory/descriptor_pool.h"
@@ -25,16 +26,23 @@
 namespace cco {
 
 // One ccoMemAlloc allocation: a slot of this rank's slice, backed by its own physical
-// memory; once a window covers it, each LSA peer's copy is mapped in the peer's slice.
+// memory. While windows cover it, each LSA peer's copy is reachable in the peer's slice:
+// the granules under those windows, mapped in pieces (a later window maps what the earlier
+// ones did not cover), so a peer's memory outside every window is not mapped at all where
+// the platform maps at an offset (platform.h), and nothing past the last window anywhere.
 struct Allocation {
+  struct Piece {
+    size_t begin, end;  // bytes of the allocation, granule-aligned
+  };
   size_t offset = 0;
   size_t size = 0;
   MemHandle handle = 0;
   int windows = 0;                 // live windows over it
   bool peersMapped = false;
-  std::vector<MemHandle> peers;    // imported handles by LSA rank (own slot unused)
+  std::vector<MemHandle> peers;    // each LSA peer's physical memory (own slot unused)
+  std::vector<bool> ownsPeer;      // false: an in-process peer's own handle, not ours to release
+  std::vector<Piece> pieces;       // what is mapped of every peer's copy
 };
-
 struct WindowRecord {
   ccoWindow_t handle = 0;
   size_t offset = 0;               // window start inside the slice
@@ -51,11 +59,18 @@ struct DevCommRecord {
 
 struct ccoComm {
   std::mutex mu;
+  // Held by ccoCommAbort while it reaches into the bootstrap, the mesh and the abort flag,
+  // and by teardown while it frees them: abort never takes `mu` (it must wake a call that
+  // blocks holding it), so this is what keeps the two apart.
+  std::mutex abortMu;
+  uint64_t handle = 0;  // what the caller holds (api/comm_registry.h)
   cco::Platform* platform = nullptr;
   int device = 0;
   int64_t timeoutMs = 0;
-  cco::Nonce nonce{};
+  cco::Key secret{};         // the unique id's: every connection of this communicator proves it
+  std::string idTag;         // a public name derived from it (process-local bookkeeping)
   cco::Topology topo;
+  std::vector<cco::RankInfo> infos;  // what every rank announced at creation
   std::unique_ptr<cco::Bootstrap> bootstrap;
   std::unique_ptr<cco::FdMesh> mesh;
 
@@ -69,7 +84,7 @@ struct ccoComm {
   std::map<ccoWindow_t, cco::WindowRecord> windows;
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   std::unique_ptr<cco::DescriptorPool> descriptors;
-  uint64_t fdTag = 0;
+  uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
 
   // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.
   uint32_t* abortHost = nullptr;
@@ -78,6 +93,8 @@ struct ccoComm {
 
   uint64_t SliceBase(int lsaRank) const { return flatBase + static_cast<uint64_t>(lsaRank) * stride; }
   uint64_t MySlice() const { return SliceBase(topo.lsaRank); }
+  // Whether LSA rank p lives in this process (its memory is mapped without descriptors).
+  bool InThisProcess(int lsaPeer) const;
 };
 
 namespace cco {
@@ -94,6 +111,8 @@ Status FreeMem(ccoComm& comm, void* ptr);
 Status RegisterWindow(ccoComm& comm, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win);
 Status DeregisterWindow(ccoComm& comm, ccoWindow_t win);
 Status PeerPointer(ccoComm& comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);
+// Unmaps every peer's copy of `a` and lets go of the peers' memory (local).
+void ReleasePeers(ccoComm& comm, Allocation& a);
 
 Status CreateDevComm(ccoComm& comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
 Status DestroyDevComm(ccoComm& comm, ccoDevComm* devComm);

@@ -1,5 +1,6 @@
 // ccoDevCommCreate / ccoDevCommDestroy: the resource window and the device copy of
 // ccoDevComm at its start.
+#include "comm/agree.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
 
@@ -20,14 +21,39 @@ Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs) {
   return Status::Ok();
 }
 
+// The fields of ccoDevCommRequirements every rank must give alike.
+struct RequirementCounts {
+  int32_t values[6];
+};
+constexpr const char* kRequirementNames[6] = {"gdaConnectionType", "gdaContextCount", "gdaSignalCount",
+                                              "gdaCounterCount",   "lsaBarrierCount", "sdmaQueueCount"};
+
+RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
+  return RequirementCounts{{r.gdaConnectionType, r.gdaContextCount, r.gdaSignalCount, r.gdaCounterCount,
+                            r.lsaBarrierCount, r.sdmaQueueCount}};
+}
+
+Status SameCounts(const char* op, const RequirementCounts& zero, const RequirementCounts& theirs, int rank) {
+  for (int i = 0; i < 6; ++i) {
+    if (theirs.values[i] != zero.values[i])
+      return InvalidUsage(Fmt(op, ": ranks disagree on the requirements: rank ", rank, " has ", kRequirementNames[i], "=",
+                              theirs.values[i], ", rank 0 has ", zero.values[i]));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm* out) {
   const char* op = "ccoDevCommCreate";
   Status local = ValidateRequirements(reqs);
   if (local.ok()) local = CheckSupported(c, *reqs);
-  // Ranks agree on the requirements first, so all take the same path below.
-  CCO_RETURN_IF_ERROR(Agree(c, op, local));
+  // Ranks agree on the requirements first, exactly (not only on the sizes they round to),
+  // so all take the same path below and lay their resources out alike.
+  const RequirementCounts mine = local.ok() ? CountsOf(*reqs) : RequirementCounts{};
+  std::vector<RequirementCounts> all;
+  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, mine, &all));
+  for (size_t r = 1; r < all.size(); ++r) CCO_RETURN_IF_ERROR(SameCounts(op, all[0], all[r], static_cast<int>(r)));
 
   const ResourceLayout layout = LayoutResources(*reqs, c.topo.lsaSize);
   void* base = nullptr;

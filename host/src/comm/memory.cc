@@ -8,7 +8,7 @@ Status AllocMem(ccoComm& c, size_t size, void** ptr) {
   CCO_RETURN_IF_ERROR(c.slots.Allocate(size, &a.offset, &a.size));
   Status s = c.platform->Create(c.device, a.size, &a.handle);
   if (s.ok()) {
-    s = c.platform->Map(c.device, c.MySlice() + a.offset, a.size, a.handle);
+    s = c.platform->Map(c.device, c.MySlice() + a.offset, a.size, a.handle, 0);
     if (!s.ok()) c.platform->Destroy(c.device, a.handle);
   }
   if (!s.ok()) {
@@ -16,6 +16,7 @@ Status AllocMem(ccoComm& c, size_t size, void** ptr) {
     return s.code() == ccoPlatformError ? Status(ccoOutOfMemory, s.message()) : s;
   }
   a.peers.assign(c.topo.lsaSize, 0);
+  a.ownsPeer.assign(c.topo.lsaSize, false);
   c.allocations[a.offset] = a;
   *ptr = reinterpret_cast<void*>(c.MySlice() + a.offset);
   return Status::Ok();

@@ -1,88 +1,145 @@
-// Windows: registration maps every LSA peer's copy of an allocation into the peer's
+// Windows: registration maps every LSA peer's copy of the window's granules into the peer's
 // slice of this rank's flat range, and publishes a device descriptor (the handle).
+//
+// The ranks agree first on the window and on the allocation behind it (offset and size of
+// both), so ranks whose allocation layouts differ fail together instead of mapping each
+// other's memory at different places. Peers in another process hand over their memory as
+// descriptors (the fd mesh); peers in this process publish their handle for direct mapping
+// (memory/local_handles.h).
 #include <unistd.h>
 
-#include "bootstrap/wire.h"
+#include <algorithm>
+
+#include "comm/agree.h"
 #include "comm/communicator.h"
+#include "memory/local_handles.h"
 
 namespace cco {
 namespace {
 
-// What each rank contributes to a (de)registration: its local verdict and the region.
+// What each rank contributes to a (de)registration: its local verdict, the window, and
+// the allocation it lies in.
 struct Region {
   uint64_t offset;
   uint64_t size;
+  uint64_t allocOffset;
+  uint64_t allocSize;
 };
 
-std::string EncodeProposal(const Status& s, const Region& r) {
-  return WireWriter().Put(static_cast<int32_t>(s.code())).PutString(s.message()).Put(r).bytes();
-}
-
-// Ranks must propose the same region; a rank whose arguments were bad fails everyone.
-Status CheckProposals(const std::string& op, const std::vector<std::string>& all, int self, Region* agreed) {
-  for (size_t r = 0; r < all.size(); ++r) {
-    WireReader reader(all[r]);
-    int32_t code = 0;
-    std::string message;
-    Region region{};
-    if (!reader.Get(&code).ok() || !reader.GetString(&message).ok() || !reader.Get(&region).ok())
-      return RemoteError(Fmt(op, ": rank ", r, " sent a malformed proposal"));
-    if (code != ccoSuccess) {
-      if (static_cast<int>(r) == self) return Status(static_cast<ccoResult_t>(code), message);
-      return RemoteError(Fmt(op, ": rank ", r, " rejected its arguments: ", message));
-    }
-    if (r == 0) {
-      *agreed = region;
-    } else if (region.offset != agreed->offset || region.size != agreed->size) {
+// Ranks must propose the same region of the same allocation.
+Status CheckProposals(const std::string& op, const std::vector<Region>& all) {
+  const Region& zero = all[0];
+  for (size_t r = 1; r < all.size(); ++r) {
+    const Region& region = all[r];
+    if (region.offset != zero.offset || region.size != zero.size) {
       return InvalidUsage(Fmt(op, ": ranks disagree: rank ", r, " has size ", region.size, " at offset ", region.offset,
-                              ", rank 0 has size ", agreed->size, " at offset ", agreed->offset,
+                              ", rank 0 has size ", zero.size, " at offset ", zero.offset,
                               " (every rank must allocate and register in the same order, with the same sizes)"));
+    }
+    if (region.allocOffset != zero.allocOffset || region.allocSize != zero.allocSize) {
+      return InvalidUsage(Fmt(op, ": ranks disagree on the allocation behind the window: rank ", r, "'s is ",
+                              region.allocSize, " bytes at offset ", region.allocOffset, ", rank 0's ", zero.allocSize,
+                              " bytes at offset ", zero.allocOffset,
+                              " (every rank must make the same ccoMemAlloc calls, in the same order)"));
     }
   }
   return Status::Ok();
 }
 
-// Imports and maps each LSA peer's copy of allocation `a` (first window over it).
-Status MapPeers(ccoComm& c, Allocation& a) {
+local_handles::Key HandleKey(const ccoComm& c, uint64_t registration, int lsaRank) {
+  return local_handles::Key{c.idTag, registration, c.topo.lsaWorldBase + lsaRank};
+}
+
+// The granules of allocation `a` that peers map for window `r`; the whole allocation where
+// the platform maps a handle only from its first byte.
+Allocation::Piece SpanOf(const ccoComm& c, const Allocation& a, const Region& r) {
+  if (!c.platform->MapsAtOffset()) return {0, a.size};
+  const size_t g = c.granularity;
+  const size_t begin = (r.offset - a.offset) / g * g;
+  const size_t end = std::min(a.size, (r.offset - a.offset + r.size + g - 1) / g * g);
+  return {begin, end};
+}
+
+// The parts of `span` that no piece covers yet.
+std::vector<Allocation::Piece> Uncovered(const std::vector<Allocation::Piece>& pieces, Allocation::Piece span) {
+  std::vector<Allocation::Piece> sorted = pieces, out;
+  std::sort(sorted.begin(), sorted.end(), [](const Allocation::Piece& x, const Allocation::Piece& y) { return x.begin < y.begin; });
+  size_t at = span.begin;
+  for (const auto& p : sorted) {
+    if (p.end <= at || p.begin >= span.end) continue;
+    if (p.begin > at) out.push_back({at, p.begin});
+    at = std::max(at, p.end);
+  }
+  if (at < span.end) out.push_back({at, span.end});
+  return out;
+}
+
+void UnmapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
+  for (int p = 0; p < c.topo.lsaSize; ++p) {
+    if (p == c.topo.lsaRank) continue;
+    for (const auto& piece : pieces) c.platform->Unmap(c.device, c.SliceBase(p) + a.offset + piece.begin, piece.end - piece.begin);
+  }
+}
+
+// Maps `pieces` of every peer's copy; all or nothing.
+Status MapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
+  std::vector<std::pair<int, Allocation::Piece>> done;
+  Status s;
+  for (int p = 0; p < c.topo.lsaSize && s.ok(); ++p) {
+    if (p == c.topo.lsaRank) continue;
+    for (const auto& piece : pieces) {
+      s = c.platform->Map(c.device, c.SliceBase(p) + a.offset + piece.begin, piece.end - piece.begin, a.peers[p], piece.begin);
+      if (!s.ok()) break;
+      done.emplace_back(p, piece);
+    }
+  }
+  if (!s.ok()) {
+    for (const auto& d : done) c.platform->Unmap(c.device, c.SliceBase(d.first) + a.offset + d.second.begin, d.second.end - d.second.begin);
+    return s.Prefixed("mapping the copies of this host's ranks");
+  }
+  a.pieces.insert(a.pieces.end(), pieces.begin(), pieces.end());
+  return Status::Ok();
+}
+
+void DropPeerHandles(ccoComm& c, Allocation& a) {
+  for (int p = 0; p < c.topo.lsaSize; ++p) {
+    if (p != c.topo.lsaRank && a.ownsPeer[p] && a.peers[p] != 0) c.platform->Destroy(c.device, a.peers[p]);
+    a.peers[p] = 0;
+    a.ownsPeer[p] = false;
+  }
+}
+
+// Each LSA peer's physical memory behind allocation `a` (its first window): descriptors
+// from peers in other processes, published handles from peers in this one.
+Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration) {
+  a.peers.assign(c.topo.lsaSize, 0);
+  a.ownsPeer.assign(c.topo.lsaSize, false);
   int fd = -1;
   CCO_RETURN_IF_ERROR(c.platform->Export(c.device, a.handle, &fd));
   std::vector<int> fds;
-  Status s = c.mesh->AllExchange(fd, ++c.fdTag, &fds);
+  Status s = c.mesh->AllExchange(fd, registration, &fds);
   close(fd);
   CCO_RETURN_IF_ERROR(s.Prefixed("exchanging memory handles on this host"));
-  int mapped = 0;
-  for (int p = 0; p < c.topo.lsaSize && s.ok(); ++p) {
-    if (p == c.topo.lsaRank) continue;
-    s = c.platform->Import(c.device, fds[p], a.size, &a.peers[p]);
-    fds[p] = -1;  // Import owns it now
-    if (s.ok()) {
-      s = c.platform->Map(c.device, c.SliceBase(p) + a.offset, a.size, a.peers[p]);
-      if (!s.ok()) c.platform->Destroy(c.device, a.peers[p]);
-    }
-    if (s.ok()) mapped = p + 1;
-  }
-  for (int& f : fds)
-    if (f >= 0) close(f);
-  if (!s.ok()) {  // undo what was mapped
-    for (int p = 0; p < mapped; ++p) {
-      if (p == c.topo.lsaRank) continue;
-      c.platform->Unmap(c.device, c.SliceBase(p) + a.offset, a.size);
-      c.platform->Destroy(c.device, a.peers[p]);
-    }
-    return s.Prefixed(Fmt("mapping the copies of this host's ranks"));
-  }
-  a.peersMapped = true;
-  return Status::Ok();
-}
-
-void UnmapPeers(ccoComm& c, Allocation& a) {
   for (int p = 0; p < c.topo.lsaSize; ++p) {
     if (p == c.topo.lsaRank) continue;
-    c.platform->Unmap(c.device, c.SliceBase(p) + a.offset, a.size);
-    c.platform->Destroy(c.device, a.peers[p]);
-    a.peers[p] = 0;
+    if (c.InThisProcess(p)) {
+      size_t size = 0;
+      if (s.ok() && !local_handles::Find(HandleKey(c, registration, p), &a.peers[p], &size))
+        s = RemoteError(Fmt("LSA rank ", p, " shares this process but published no memory"));
+      if (s.ok() && size != a.size)
+        s = RemoteError(Fmt("LSA rank ", p, "'s allocation is ", size, " bytes, this rank's ", a.size));
+      continue;
+    }
+    if (s.ok()) {
+      s = c.platform->Import(c.device, fds[p], a.size, &a.peers[p]).Prefixed(Fmt("LSA rank ", p, "'s memory"));
+      a.ownsPeer[p] = s.ok();
+    } else {
+      close(fds[p]);
+    }
+    fds[p] = -1;  // Import owns it now
   }
-  a.peersMapped = false;
+  if (!s.ok()) DropPeerHandles(c, a);
+  return s;
 }
 
 // The allocation that holds [offset, offset + size) of this rank's slice.
@@ -100,25 +157,45 @@ Status Locate(ccoComm& c, const void* ptr, size_t size, Allocation** found, Regi
     return InvalidArgument(Fmt("size ", size, " runs past the end of its allocation (", slot - (offset - start),
                                " bytes left from ptr)"));
   *found = &c.allocations.at(start);
-  *region = Region{offset, size};
+  *region = Region{offset, size, start, (*found)->size};
   return Status::Ok();
 }
 
 }  // namespace
 
+void ReleasePeers(ccoComm& c, Allocation& a) {
+  if (!a.peersMapped) return;
+  UnmapPieces(c, a, a.pieces);
+  a.pieces.clear();
+  DropPeerHandles(c, a);
+  a.peersMapped = false;
+}
+
 Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win) {
   const char* op = "ccoWindowRegister";
+  const uint64_t registration = ++c.registrations;  // every rank counts every call
   Allocation* a = nullptr;
   Region region{};
   Status local = Locate(c, ptr, size, &a, &region);
-  std::vector<std::string> all;
-  CCO_RETURN_IF_ERROR(c.bootstrap->Exchange(op, EncodeProposal(local, region), &all));
-  Region agreed{};
-  CCO_RETURN_IF_ERROR(CheckProposals(op, all, c.topo.rank, &agreed));
+  const bool first = local.ok() && !a->peersMapped;
+  const local_handles::Key mine = HandleKey(c, registration, c.topo.lsaRank);
+  if (first) local_handles::Publish(mine, a->handle, a->size);
+  std::vector<Region> all;
+  Status s = AgreeOn(c, op, local, region, &all);
+  if (s.ok()) s = CheckProposals(op, all);
+  if (!s.ok()) {
+    local_handles::Withdraw(mine);
+    return s;
+  }
 
-  // Every rank proposed the same region of a live allocation: map, publish, agree.
-  const bool first = !a->peersMapped;
-  Status s = first ? MapPeers(c, *a) : Status::Ok();
+  // Every rank proposed the same region of the same allocation: map, publish, agree.
+  if (first) s = ObtainPeers(c, *a, registration);
+  const size_t piecesBefore = first ? 0 : a->pieces.size();
+  if (s.ok()) {
+    s = MapPieces(c, *a, Uncovered(a->pieces, SpanOf(c, *a, region)));
+    if (s.ok()) a->peersMapped = true;
+    else if (first) DropPeerHandles(c, *a);
+  }
   ccoWindow_t handle = 0;
   if (s.ok()) {
     ccoWindowDevice desc = {};
@@ -135,9 +212,15 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     s = c.descriptors->Add(desc, &handle);
   }
   s = Agree(c, "ccoWindowRegister (mapping)", s);
+  local_handles::Withdraw(mine);  // every in-process peer has mapped it (or failed) by now
   if (!s.ok()) {
     if (handle != 0) c.descriptors->Remove(handle);
-    if (first && a->peersMapped) UnmapPeers(c, *a);
+    if (first) {
+      ReleasePeers(c, *a);
+    } else {  // only what this call mapped
+      UnmapPieces(c, *a, std::vector<Allocation::Piece>(a->pieces.begin() + piecesBefore, a->pieces.end()));
+      a->pieces.resize(piecesBefore);
+    }
     return s;
   }
   ++a->windows;
@@ -152,18 +235,21 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win) {
   Status local = it == c.windows.end()
                      ? InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"))
                      : Status::Ok();
-  Region region = local.ok() ? Region{it->second.offset, it->second.size} : Region{};
-  std::vector<std::string> all;
-  CCO_RETURN_IF_ERROR(c.bootstrap->Exchange(op, EncodeProposal(local, region), &all));
-  Region agreed{};
-  CCO_RETURN_IF_ERROR(CheckProposals(op, all, c.topo.rank, &agreed));
+  Region region{};
+  if (local.ok()) {
+    const Allocation& a = c.allocations.at(it->second.allocOffset);
+    region = Region{it->second.offset, it->second.size, a.offset, a.size};
+  }
+  std::vector<Region> all;
+  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, region, &all));
+  CCO_RETURN_IF_ERROR(CheckProposals(op, all));
 
   const WindowRecord record = it->second;
   c.windows.erase(it);
   Allocation& a = c.allocations.at(record.allocOffset);
   Status s = c.descriptors->Remove(record.handle);
   // Peers' copies stay mapped while another window covers the allocation.
-  if (--a.windows == 0 && a.peersMapped) UnmapPeers(c, a);
+  if (--a.windows == 0) ReleasePeers(c, a);
   if (record.ownsAllocation && a.windows == 0) {
     Status freed = FreeMem(c, reinterpret_cast<void*>(c.MySlice() + record.allocOffset));
     if (s.ok()) s = freed;

@@ -17,7 +17,7 @@ bool Flag(const char* name, bool fallback = false);
 // A non-negative integer, or `fallback` when unset or not a number.
 int64_t Int(const char* name, int64_t fallback);
 
-// Every blocking wait's bound: CCO_TIMEOUT_MS (default 120000).
+// Every blocking wait's bound: CCO_TIMEOUT_MS (default 120000), clamped to [1, 2^41] ms.
 int64_t TimeoutMs();
 
 }  // namespace env

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@ namespace {
 
 constexpr size_t kGranularity = 4096;
 constexpr size_t kDefaultMemory = size_t{1} << 30;  // what perRankVmmSize = 0 gives
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 class CpuPlatform final : public Platform {
  public:
@@ -63,10 +65,12 @@ class CpuPlatform final : public Platform {
   }
 
   Status Create(int /*device*/, size_t size, MemHandle* handle) override {
-    int fd = memfd_create("cco-symmetric", MFD_CLOEXEC);
+    int fd = memfd_create("cco-symmetric", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return ErrnoError("memfd_create", errno);
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-      Status s = ErrnoError(Fmt("ftruncate of a memfd to ", size, " bytes"), errno);
+    // Sealed at its size: a peer that holds the descriptor cannot shrink it under this
+    // rank's own mapping (which would kill this process with SIGBUS) or grow it.
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
+      Status s = ErrnoError(Fmt("sizing and sealing a memfd of ", size, " bytes"), errno);
       close(fd);
       return s;
     }
@@ -82,17 +86,32 @@ class CpuPlatform final : public Platform {
     if (*fd < 0) return ErrnoError("dup of a memfd", errno);
     return Status::Ok();
   }
-  Status Import(int, int fd, size_t /*size*/, MemHandle* handle) override {
+  Status Import(int, int fd, size_t size, MemHandle* handle) override {
+    // A peer's descriptor is checked before it is mapped: memory of this platform (a
+    // memfd), as large as agreed, and sealed so that its owner cannot truncate it under
+    // this rank's mapping later.
+    struct stat st = {};
+    const int seals = fcntl(fd, F_GET_SEALS);
+    Status s;
+    if (fstat(fd, &st) != 0) s = ErrnoError("fstat of a peer's memory descriptor", errno);
+    else if (!S_ISREG(st.st_mode) || seals < 0) s = RemoteError("a peer's memory descriptor is not a memfd");
+    else if ((seals & kSeals) != kSeals) s = RemoteError("a peer's memory descriptor is not sealed against resizing");
+    else if (static_cast<uint64_t>(st.st_size) != size)
+      s = RemoteError(Fmt("a peer's memory descriptor holds ", st.st_size, " bytes, not the ", size, " agreed"));
+    if (!s.ok()) {
+      close(fd);
+      return s;
+    }
     *handle = static_cast<MemHandle>(fd);  // the descriptor is the handle
     return Status::Ok();
   }
-
-  Status Map(int, uint64_t va, size_t size, MemHandle handle) override {
+  Status Map(int, uint64_t va, size_t size, MemHandle handle, size_t offset) override {
     void* p = mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                   static_cast<int>(handle), 0);
+                   static_cast<int>(handle), static_cast<off_t>(offset));
     if (p == MAP_FAILED) return ErrnoError(Fmt("mmap of ", size, " bytes at 0x", std::hex, va), errno);
     return Status::Ok();
   }
+  bool MapsAtOffset() const override { return true; }
   Status Unmap(int, uint64_t va, size_t size) override {
     // Put the reservation back in place of the mapping.
     void* p = mmap(reinterpret_cast<void*>(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,

@@ -175,24 +175,24 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("cuMemExportToShareableHandle", &driver->exportToShareableHandle));
   CCO_RETURN_IF_ERROR(library.Resolve("cuMemImportFromShareableHandle", &driver->importFromShareableHandle));
 
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuDeviceGetCount", &api.deviceCount));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemGetAllocationGranularity", &api.allocationGranularity));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemAddressReserve", &api.addressReserve));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemAddressFree", &api.addressFree));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemCreate", &api.memCreate));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemRelease", &api.memRelease));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemMap", &api.memMap));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemUnmap", &api.memUnmap));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemSetAccess", &api.memSetAccess));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemsetD8_v2", &api.memsetD8));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemcpyHtoD_v2", &api.copyHtoD));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemcpyDtoH_v2", &api.copyDtoH));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuCtxSynchronize", &api.synchronize));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemHostAlloc", &api.hostAlloc));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemFreeHost", &api.hostFree));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemHostGetDevicePointer_v2", &api.hostDevicePointer));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemAlloc_v2", &api.memAlloc));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("cuMemFree_v2", &api.memFree));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuDeviceGetCount", &api.deviceCount));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemGetAllocationGranularity", &api.allocationGranularity));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAddressReserve", &api.addressReserve));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAddressFree", &api.addressFree));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemCreate", &api.memCreate));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemRelease", &api.memRelease));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemMap", &api.memMap));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemUnmap", &api.memUnmap));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemSetAccess", &api.memSetAccess));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemsetD8_v2", &api.memsetD8));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyHtoD_v2", &api.copyHtoD));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyDtoH_v2", &api.copyDtoH));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuCtxSynchronize", &api.synchronize));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostAlloc", &api.hostAlloc));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemFreeHost", &api.hostFree));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostGetDevicePointer_v2", &api.hostDevicePointer));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAlloc_v2", &api.memAlloc));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemFree_v2", &api.memFree));
 
   api.pciBusId = {&CudaPciBusId, "cuDeviceGetPCIBusId"};
   api.totalMemory = {&CudaTotalMemory, "cuDeviceTotalMem_v2"};
@@ -237,7 +237,7 @@ Status InitializeDevices(CudaDriver* driver) {
 Status LoadCudaDriver(CudaDriver* driver) {
   static const char* const kLibraries[] = {"libcuda.so.1", nullptr};
   gpu::DriverLibrary library;
-  CCO_RETURN_IF_ERROR(gpu::DriverLibrary::Open(kLibraries, &library));
+  CCO_RETURN_IF_ERROR(gpu::OpenDriverLibrary(kLibraries, &library));
   CCO_RETURN_IF_ERROR(ResolveSymbols(library, driver));
   return InitializeDevices(driver);
 }

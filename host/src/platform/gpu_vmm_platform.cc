@@ -267,13 +267,14 @@ Status GpuVmmPlatform::Import(int device, int fd, size_t size, MemHandle* handle
 
 // --- mappings --------------------------------------------------------------------------
 
-Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handle) {
+Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) {
   if (va == 0 || size == 0) return InvalidArgument("Map: va or size is 0");
+  if (offset != 0 && !api_.mapsAtOffset) return InvalidArgument(Fmt("Map: ", api_.platformName, " maps only from offset 0"));
   CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result = api_.memMap.fn(va, size, 0, handle, 0);
+  DriverResult result = api_.memMap.fn(va, size, offset, handle, 0);
   if (result != kDriverSuccess) {
     return Failed(api_.memMap, result,
-                  Fmt("va=", Hex(va), ", size=", size, ", handle=", Hex(handle)));
+                  Fmt("va=", Hex(va), ", size=", size, ", offset=", offset, ", handle=", Hex(handle)));
   }
   // A mapping is unusable until access is granted; a range left mapped without it would
   // only fault later, so undo the map on failure.

@@ -36,7 +36,8 @@ class GpuVmmPlatform : public Platform {
   Status Export(int device, MemHandle handle, int* fd) override;
   Status Import(int device, int fd, size_t size, MemHandle* handle) override;
 
-  Status Map(int device, uint64_t va, size_t size, MemHandle handle) override;
+  Status Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) override;
+  bool MapsAtOffset() const override { return api_.mapsAtOffset; }
   Status Unmap(int device, uint64_t va, size_t size) override;
 
   Status Memset(int device, uint64_t va, int value, size_t size) override;

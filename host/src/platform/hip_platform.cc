@@ -245,12 +245,12 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("hipFree", &driver->deviceFree));
 
   // Same shapes as the table: no adapter needed.
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("hipGetDeviceCount", &api.deviceCount));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("hipDeviceGetPCIBusId", &api.pciBusId));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("hipDeviceTotalMem", &api.totalMemory));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("hipMemGetAllocationGranularity", &api.allocationGranularity));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("hipDeviceSynchronize", &api.synchronize));
-  CCO_RETURN_IF_ERROR(library.ResolveEntry("hipHostFree", &api.hostFree));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipGetDeviceCount", &api.deviceCount));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipDeviceGetPCIBusId", &api.pciBusId));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipDeviceTotalMem", &api.totalMemory));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipMemGetAllocationGranularity", &api.allocationGranularity));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipDeviceSynchronize", &api.synchronize));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostFree", &api.hostFree));
 
   api.addressReserve = {&HipAddressReserve, "hipMemAddressReserve"};
   api.addressFree = {&HipAddressFree, "hipMemAddressFree"};
@@ -307,7 +307,7 @@ Status LoadHipDriver(HipDriver* driver) {
   // versioned files.
   static const char* const kLibraries[] = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", nullptr};
   gpu::DriverLibrary library;
-  CCO_RETURN_IF_ERROR(gpu::DriverLibrary::Open(kLibraries, &library));
+  CCO_RETURN_IF_ERROR(gpu::OpenDriverLibrary(kLibraries, &library));
   CCO_RETURN_IF_ERROR(ResolveSymbols(library, driver));
   return InitializeDevices(driver, library.fileName());
 }

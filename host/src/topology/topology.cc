@@ -1,5 +1,7 @@
 #include "topology/topology.h"
 
+#include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -22,6 +24,45 @@ uint64_t HostHash() {
     id = std::string(host) + "/" + boot_id.str();
   }
   return Fnv1a(id.data(), id.size());
+}
+
+uint64_t ProcessToken() {
+  static const uint64_t token = [] {
+    uint64_t t = 0;
+    if (getrandom(&t, sizeof(t), 0) != static_cast<ssize_t>(sizeof(t))) t = Fnv1a(&t, sizeof(t)) ^ getpid();
+    return t;
+  }();
+  return token;
+}
+
+namespace {
+
+// The text of a fixed-size field: it must end with a NUL inside the field and hold only
+// `allowed` characters (a peer's bytes are never read past the field).
+bool FieldText(const char* field, size_t size, const char* allowed, std::string* text) {
+  const void* nul = memchr(field, '\0', size);
+  if (nul == nullptr) return false;
+  text->assign(field, static_cast<const char*>(nul) - field);
+  return text->find_first_not_of(allowed) == std::string::npos;
+}
+
+}  // namespace
+
+Status ValidateRankInfo(const RankInfo& info, int rank) {
+  std::string text;
+  if (!FieldText(info.busId, sizeof(info.busId), "0123456789abcdefABCDEF:.", &text))
+    return RemoteError(Fmt("rank ", rank, " announced a malformed PCI bus id"));
+  if (!FieldText(info.meshName, sizeof(info.meshName), "abcdefghijklmnopqrstuvwxyz0123456789-", &text) ||
+      text.compare(0, 9, "cco-mesh-") != 0)
+    return RemoteError(Fmt("rank ", rank, " announced a malformed socket name"));
+  if (info.platform < ccoPlatformCpu || info.platform > ccoPlatformHip)
+    return RemoteError(Fmt("rank ", rank, " announced an unknown platform ", info.platform));
+  if (info.device < 0 || info.pid <= 0)
+    return RemoteError(Fmt("rank ", rank, " announced device ", info.device, ", pid ", info.pid));
+  const uint64_t g = info.granularity;
+  if (g < 4096 || g > (uint64_t{1} << 30) || (g & (g - 1)) != 0 || info.totalMemory == 0)
+    return RemoteError(Fmt("rank ", rank, " announced granularity ", g, " and memory ", info.totalMemory));
+  return Status::Ok();
 }
 
 Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {

@@ -13,18 +13,30 @@
 
 namespace cco {
 
-// What each rank tells the others at ccoCommCreate (plain data: it travels as bytes).
+// What each rank tells the others at ccoCommCreate (plain data: it travels as bytes, and
+// every rank checks every rank's copy with ValidateRankInfo before using it).
 struct RankInfo {
   uint64_t hostHash;
+  uint64_t processToken;    // random per process: equal tokens, pids and hosts = one process
+  uint64_t pidNamespace;    // /proc/self/ns/pid's inode: pids compare only within one
   uint64_t perRankVmmSize;  // as the caller asked (0 = default)
   uint64_t granularity;
   uint64_t totalMemory;
   int32_t pid;
   int32_t platform;         // ccoPlatform_t
   int32_t device;
-  char busId[32];
-  char meshName[64];        // this rank's Unix listener for descriptor passing
+  int32_t reserved;
+  char busId[32];           // NUL-terminated
+  char meshName[64];        // this rank's Unix listener for descriptor passing, NUL-terminated
 };
+
+// Whether `info`, as rank `rank` sent it, is well formed: terminated strings of the expected
+// characters, a known platform, sizes a real device has. ccoRemoteError naming the rank.
+Status ValidateRankInfo(const RankInfo& info, int rank);
+
+// A random value fixed for this process's life (with the pid, it tells a process apart
+// from its forked children too).
+uint64_t ProcessToken();
 
 struct Topology {
   int rank = 0;

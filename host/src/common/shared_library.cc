@@ -1,9 +1,8 @@
-#include "platform/driver_library.h"
+#include "common/shared_library.h"
 
 #include <dlfcn.h>
 
 namespace cco {
-namespace gpu {
 
 namespace {
 
@@ -15,10 +14,10 @@ std::string LastDlError() {
 
 }  // namespace
 
-Status DriverLibrary::Open(const char* const* fileNames, DriverLibrary* library) {
+Status SharedLibrary::Open(const char* const* fileNames, const char* what, SharedLibrary* library) {
   std::string failures;
   for (const char* const* name = fileNames; *name != nullptr; ++name) {
-    // RTLD_LOCAL: the driver's symbols must not interpose on anything else in the process.
+    // RTLD_LOCAL: the library's symbols must not interpose on anything else in the process.
     void* handle = dlopen(*name, RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) {
       library->handle_ = handle;
@@ -32,10 +31,10 @@ Status DriverLibrary::Open(const char* const* fileNames, DriverLibrary* library)
   for (const char* const* name = fileNames; *name != nullptr; ++name) {
     tried += tried.empty() ? *name : Fmt(", ", *name);
   }
-  return Unsupported(Fmt("cannot load the driver library (tried ", tried, "): ", failures));
+  return Unsupported(Fmt("cannot load ", what, " (tried ", tried, "): ", failures));
 }
 
-Status DriverLibrary::Lookup(const char* symbol, void** address) const {
+Status SharedLibrary::Lookup(const char* symbol, void** address) const {
   dlerror();  // a symbol's value may legitimately be null: errors are told by dlerror only
   void* found = dlsym(handle_, symbol);
   if (found == nullptr) {
@@ -45,5 +44,4 @@ Status DriverLibrary::Lookup(const char* symbol, void** address) const {
   return Status::Ok();
 }
 
-}  // namespace gpu
 }  // namespace cco
