@@ -18,10 +18,11 @@ namespace {
 // Pending (unauthenticated) connections the root keeps at once; more push the oldest out.
 constexpr size_t kRootMaxPending = 256;
 
+// A root's progress, for the creating rank of its own process.
 struct RootDone {
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;
+  bool answered = false;  // every rank it admitted has its verdict
 };
 
 std::mutex g_roots_mu;
@@ -43,19 +44,20 @@ class RootServer {
         acceptor_(listener_.get(), secret,
                   AcceptorOptions{"root", HandshakeMs(timeoutMs), kRootMaxPending, kMaxHelloBytes, false}) {}
 
-  void Run() {
+  // Serves the rendezvous; `answered` runs once every admitted rank has its verdict.
+  template <class Answered> void Run(Answered answered) {
     const Status verdict = Gather();
     RootWelcome welcome{verdict, hub_};
     const std::string reply = EncodeWelcome(welcome);
     for (auto& g : greeted_) g.arrival.channel.Send(reply, DeadlineIn(HandshakeMs(timeout_ms_)));  // a rank may be gone
+    answered();
     if (verdict.ok()) return;
-    // A failed rendezvous: connections already mid-handshake belong to ranks too, and hear
-    // the same verdict instead of a reset connection.
-    acceptor_.StopAccepting();
+    // A failed rendezvous: ranks still on their way (mid-handshake, or not yet connected)
+    // hear the same verdict until the rendezvous's bound, instead of a reset connection or
+    // a root that is gone.
     const std::string lateReply = EncodeWelcome(RootWelcome{verdict, SockAddr{}});
-    const Deadline drain = DeadlineIn(HandshakeMs(timeout_ms_));
     Arrival a;
-    while (acceptor_.Next(drain, &a).ok()) a.channel.Send(lateReply, DeadlineIn(100));
+    while (acceptor_.Next(deadline_, &a).ok()) a.channel.Send(lateReply, DeadlineIn(100));
   }
 
  private:
@@ -65,7 +67,8 @@ class RootServer {
   // hears the same verdict instead of a reset connection.
   Status Gather() {
     // No rank for a whole timeout after minting: give up (the id is never used).
-    Deadline deadline = DeadlineIn(timeout_ms_);
+    Deadline& deadline = deadline_;
+    deadline = DeadlineIn(timeout_ms_);
     int n_ranks = -1;   // the first greeted rank's nRanks: the world the others must match
     int smallest = -1;  // the smallest nRanks any rank asked for: how many to wait for
     Status verdict = Status::Ok();
@@ -116,6 +119,7 @@ class RootServer {
   Acceptor acceptor_;
   std::vector<Greeted> greeted_;
   SockAddr hub_{};
+  Deadline deadline_{};  // the rendezvous's bound (from the first arrival)
 };
 
 }  // namespace
@@ -142,14 +146,15 @@ Status StartRendezvousRoot(ccoUniqueId* id) {
   auto server = std::make_shared<RootServer>(std::move(listener), contents.secret, env::TimeoutMs());
   try {
     std::thread([server, done, key] {
-      server->Run();
-      {
-        std::lock_guard<std::mutex> lock(g_roots_mu);
-        Roots().erase(key);
-      }
-      std::lock_guard<std::mutex> lock(done->mu);
-      done->done = true;
-      done->cv.notify_all();
+      server->Run([&] {
+        {
+          std::lock_guard<std::mutex> lock(g_roots_mu);
+          Roots().erase(key);
+        }
+        std::lock_guard<std::mutex> lock(done->mu);
+        done->answered = true;
+        done->cv.notify_all();
+      });
     }).detach();
   } catch (const std::system_error& e) {
     std::lock_guard<std::mutex> lock(g_roots_mu);
@@ -171,7 +176,7 @@ void AwaitLocalRoot(const Key& secret, Deadline deadline) {
     done = it->second;
   }
   std::unique_lock<std::mutex> lock(done->mu);
-  done->cv.wait_until(lock, deadline, [&] { return done->done; });
+  done->cv.wait_until(lock, deadline, [&] { return done->answered; });
 }
 
 }  // namespace cco

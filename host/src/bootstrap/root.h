@@ -2,7 +2,7 @@
 // admits only connections that prove the id's secret, waits for every rank to say hello
 // (bounded by CCO_TIMEOUT_MS), checks that they agree (one nRanks, no rank twice), tells
 // each where rank 0's hub listens, and exits. Ranks that disagree, or never come, turn into
-// one error message for every rank that reached it, those still mid-handshake included.
+// one error message for every rank that reached it, late ones included.
 #ifndef CCO_HOST_BOOTSTRAP_ROOT_H_
 #define CCO_HOST_BOOTSTRAP_ROOT_H_
 
@@ -23,7 +23,9 @@ int64_t AnswerMarginMs(int64_t timeoutMs);
 Status StartRendezvousRoot(ccoUniqueId* id);
 
 // If this process runs the root for the id with `secret`, waits (until `deadline`) for it
-// to have answered every rank, so a communicator's creation leaves no thread behind.
+// to have answered every rank it admitted. After a success the root's thread ends then;
+// after a failure it goes on answering late ranks with the same verdict until the
+// rendezvous's bound, then ends.
 void AwaitLocalRoot(const Key& secret, Deadline deadline);
 
 }  // namespace cco

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -225,12 +224,6 @@ Status GetPeerCredentials(int fd, PeerCredentials* credentials) {
   return Status::Ok();
 }
 
-std::string DescriptorLimitNote() {
-  rlimit limit = {};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return "the process's file-descriptor limit is reached";
-  return Fmt("the process's file-descriptor limit is reached (RLIMIT_NOFILE: ", limit.rlim_cur,
-             " soft, ", limit.rlim_max, " hard; raise it with ulimit -n)");
-}
 
 namespace {
 sockaddr_un AbstractAddress(const std::string& name, socklen_t* length) {

@@ -88,9 +88,6 @@ std::string RandomSocketName(const char* prefix);
 Status ListenUnix(const std::string& name, Fd* listener);
 Status ConnectUnix(const std::string& name, Deadline deadline, Fd* out);
 
-// The limit behind EMFILE, for messages: "this process may hold 1024 descriptors".
-std::string DescriptorLimitNote();
-
 }  // namespace cco
 
 #endif  // CCO_HOST_BOOTSTRAP_SOCKET_H_

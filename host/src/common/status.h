@@ -44,8 +44,10 @@ inline Status Aborted(std::string m) { return Status(ccoAborted, std::move(m)); 
 inline Status Unsupported(std::string m) { return Status(ccoUnsupported, std::move(m)); }
 inline Status InternalError(std::string m) { return Status(ccoInternalError, std::move(m)); }
 
-// A failed OS call: "what: strerror(errno)".
+// A failed OS call: "what: strerror(errno)", and for EMFILE the limit that was reached.
 Status ErrnoError(const std::string& what, int err);
+// "the process's file-descriptor limit is reached (RLIMIT_NOFILE: 1024 soft, ...)".
+std::string DescriptorLimitNote();
 
 #define CCO_RETURN_IF_ERROR(expr)          \
   do {                                     \
