@@ -283,6 +283,8 @@ struct FakeDriver {
   std::vector<std::pair<uint64_t, size_t>> freed;
   gpu::MemAllocationProp createdProp = {};
   bool failSetAccess = false;
+  bool refuseOffsets = false;  // a driver that maps only from a handle's first byte
+  int maps = 0;
   int unmaps = 0;
 };
 FakeDriver fake;
@@ -325,7 +327,15 @@ gpu::DriverResult FakeBusId(char* busId, int length, int device) {
   snprintf(busId, length, "0000:%02x:00.0", 0x18 + device);
   return 0;
 }
-gpu::DriverResult FakeMap(uint64_t, size_t, size_t, uint64_t, unsigned long long) { return 0; }
+gpu::DriverResult FakeMap(uint64_t, size_t, size_t offset, uint64_t, unsigned long long) {
+  ++fake.maps;
+  return fake.refuseOffsets && offset != 0 ? 1 : 0;
+}
+gpu::DriverResult FakeGranularity(size_t* g, const gpu::MemAllocationProp*, int) {
+  *g = 2 << 20;
+  return 0;
+}
+gpu::DriverResult FakeRelease(uint64_t) { return 0; }
 gpu::DriverResult FakeSetAccess(uint64_t, size_t, const gpu::MemAccessDesc*, size_t) {
   return fake.failSetAccess ? 2 : 0;
 }
@@ -355,6 +365,8 @@ class FakeDriverTest : public ::testing::Test {
     api.memCreate = {&FakeCreate, "fakeMemCreate"};
     api.importFd = {&FakeImportRefuses, "fakeImport"};
     api.memMap = {&FakeMap, "fakeMemMap"};
+    api.allocationGranularity = {&FakeGranularity, "fakeGranularity"};
+    api.memRelease = {&FakeRelease, "fakeMemRelease"};
     api.memSetAccess = {&FakeSetAccess, "fakeMemSetAccess"};
     api.memUnmap = {&FakeUnmap, "fakeMemUnmap"};
     return api;
@@ -437,6 +449,19 @@ TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
   EXPECT_EQ(platform_.BusId(2, &bus0).code(), ccoInvalidArgument);
   EXPECT_TRUE(fake.devicesUsed.empty());
   EXPECT_EQ(fake.boundDevice, 1);
+}
+
+// Whether a driver maps at an offset into a handle is learned by trying, once.
+TEST_F(FakeDriverTest, OffsetMappingIsProbedOnce) {
+  EXPECT_TRUE(platform_.MapsAtOffset(1));
+  EXPECT_EQ(fake.maps, 1);
+  EXPECT_EQ(fake.unmaps, 1);
+  EXPECT_TRUE(platform_.MapsAtOffset(1));
+  EXPECT_EQ(fake.maps, 1);
+  EXPECT_EQ(fake.boundDevice, -1);  // the probe gave the binding back
+  gpu::GpuVmmPlatform refusing(FakeApi());
+  fake.refuseOffsets = true;
+  EXPECT_FALSE(refusing.MapsAtOffset(1));
 }
 
 TEST_F(FakeDriverTest, MapUndoesTheMappingWhenAccessIsRefused) {

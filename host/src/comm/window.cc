@@ -53,7 +53,7 @@ local_handles::Key HandleKey(const ccoComm& c, uint64_t registration, int lsaRan
 // The granules of allocation `a` that peers map for window `r`; the whole allocation where
 // the platform maps a handle only from its first byte.
 Allocation::Piece SpanOf(const ccoComm& c, const Allocation& a, const Region& r) {
-  if (!c.platform->MapsAtOffset()) return {0, a.size};
+  if (!c.platform->MapsAtOffset(c.device)) return {0, a.size};
   const size_t g = c.granularity;
   const size_t begin = (r.offset - a.offset) / g * g;
   const size_t end = std::min(a.size, (r.offset - a.offset + r.size + g - 1) / g * g);

@@ -111,7 +111,7 @@ class CpuPlatform final : public Platform {
     if (p == MAP_FAILED) return ErrnoError(Fmt("mmap of ", size, " bytes at 0x", std::hex, va), errno);
     return Status::Ok();
   }
-  bool MapsAtOffset() const override { return true; }
+  bool MapsAtOffset(int) override { return true; }
   Status Unmap(int, uint64_t va, size_t size) override {
     // Put the reservation back in place of the mapping.
     void* p = mmap(reinterpret_cast<void*>(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,

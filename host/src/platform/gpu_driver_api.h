@@ -81,8 +81,6 @@ template <class Fn> struct DriverEntry {
 struct GpuDriverApi {
   ccoPlatform_t kind = ccoPlatformCuda;
   const char* platformName = "";  // "cuda", "hip"
-  // Whether memMap takes an offset into the handle (HIP documents "must be zero").
-  bool mapsAtOffset = false;
 
   // How the driver spells a result: "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
   std::string (*describeError)(DriverResult result) = nullptr;

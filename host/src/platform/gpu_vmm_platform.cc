@@ -269,7 +269,6 @@ Status GpuVmmPlatform::Import(int device, int fd, size_t size, MemHandle* handle
 
 Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) {
   if (va == 0 || size == 0) return InvalidArgument("Map: va or size is 0");
-  if (offset != 0 && !api_.mapsAtOffset) return InvalidArgument(Fmt("Map: ", api_.platformName, " maps only from offset 0"));
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.memMap.fn(va, size, offset, handle, 0);
   if (result != kDriverSuccess) {
@@ -292,6 +291,30 @@ Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handl
     return failure;
   }
   return Status::Ok();
+}
+
+bool GpuVmmPlatform::MapsAtOffset(int device) {
+  std::call_once(offsetProbe_, [&] { mapsAtOffset_ = ProbeOffsetMapping(device); });
+  return mapsAtOffset_;
+}
+
+bool GpuVmmPlatform::ProbeOffsetMapping(int device) {
+  DeviceScope scope(this, device);
+  if (!scope.status().ok()) return false;
+  const MemAllocationProp prop = ShareableDeviceMemory(device);
+  size_t g = 0;
+  if (api_.allocationGranularity.fn(&g, &prop, kMemAllocGranularityMinimum) != kDriverSuccess || g == 0) return false;
+  AllocationHandle handle = 0;
+  if (api_.memCreate.fn(&handle, 2 * g, &prop, 0) != kDriverSuccess) return false;
+  DeviceAddress va = 0;
+  bool works = false;
+  if (api_.addressReserve.fn(&va, g, g, 0, 0) == kDriverSuccess) {
+    works = api_.memMap.fn(va, g, g, handle, 0) == kDriverSuccess;
+    if (works) api_.memUnmap.fn(va, g);
+    api_.addressFree.fn(va, g);
+  }
+  api_.memRelease.fn(handle);
+  return works;
 }
 
 Status GpuVmmPlatform::Unmap(int device, uint64_t va, size_t size) {

@@ -37,7 +37,9 @@ class GpuVmmPlatform : public Platform {
   Status Import(int device, int fd, size_t size, MemHandle* handle) override;
 
   Status Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) override;
-  bool MapsAtOffset() const override { return api_.mapsAtOffset; }
+  // Learned once per process by trying it (the drivers' documentation and behaviour have
+  // differed across versions): a mapping of a handle's second granule.
+  bool MapsAtOffset(int device) override;
   Status Unmap(int device, uint64_t va, size_t size) override;
 
   Status Memset(int device, uint64_t va, int value, size_t size) override;
@@ -71,7 +73,11 @@ class GpuVmmPlatform : public Platform {
   Status CheckOrdinal(int device);
   Status ReserveAligned(size_t size, size_t alignment, uint64_t* va);
 
+  bool ProbeOffsetMapping(int device);
+
   const GpuDriverApi api_;
+  std::once_flag offsetProbe_;
+  bool mapsAtOffset_ = false;
   std::mutex paddedMutex_;
   std::map<uint64_t, PaddedReservation> padded_;  // by the aligned address handed out
 };

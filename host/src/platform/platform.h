@@ -61,9 +61,9 @@ class Platform {
 
   // Map bytes [offset, offset + size) of `handle` at va..va+size inside a reservation,
   // readable and writable by `device`; Unmap leaves the range reserved. offset != 0 only
-  // where MapsAtOffset(): some drivers map a handle only from its first byte.
+  // where MapsAtOffset(device): some drivers map a handle only from its first byte.
   virtual Status Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) = 0;
-  virtual bool MapsAtOffset() const = 0;
+  virtual bool MapsAtOffset(int device) = 0;
   virtual Status Unmap(int device, uint64_t va, size_t size) = 0;
 
   // Synchronous copies and fill on device memory (from any thread).
