@@ -44,6 +44,21 @@ Acceptor::Acceptor(int listener, const Key& secret, const AcceptorOptions& optio
 
 Acceptor::~Acceptor() = default;
 
+void Acceptor::EvictOne() {
+  if (pending_.empty()) return;
+  // The oldest stranger goes first: a connection that has authenticated is a rank on its
+  // way in (only ranks hold the secret), and pushing it out would fail it.
+  auto victim = pending_.begin();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if ((*it)->stage == Pending::Stage::kProof) {
+      victim = it;
+      break;
+    }
+  }
+  pending_.erase(victim);
+  ++stats_.evicted;
+}
+
 void Acceptor::AcceptNew() {
   for (int i = 0; i < kAcceptBurst; ++i) {
     Fd conn(accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
@@ -53,10 +68,7 @@ void Acceptor::AcceptNew() {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Make room and rest: the connection waits in the backlog meanwhile.
         ++stats_.descriptorShortages;
-        if (!pending_.empty()) {
-          pending_.pop_front();
-          ++stats_.evicted;
-        }
+        EvictOne();
         restUntil_ = DeadlineIn(kRestMs);
         return;
       }
@@ -79,10 +91,7 @@ void Acceptor::AcceptNew() {
       setsockopt(p->fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     if (!p->handshake.Begin(&p->out).ok()) continue;
-    if (pending_.size() >= options_.maxPending) {
-      pending_.pop_front();
-      ++stats_.evicted;
-    }
+    if (pending_.size() >= options_.maxPending) EvictOne();
     pending_.push_back(std::move(p));
     Advance(*pending_.back(), POLLOUT);  // the hello fits any fresh socket's buffer
   }

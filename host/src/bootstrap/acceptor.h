@@ -2,8 +2,8 @@
 // waits on one connection. Each accepted connection gets the server half of the
 // handshake (auth/handshake.h) and must then send one frame that says who it is, all
 // within `handshakeMs`; until then it is "pending". At most `maxPending` connections are
-// pending at once: a newer one pushes the oldest out (an honest peer completes in a round
-// trip, and retries if it was pushed out). When the process runs out of file descriptors,
+// pending at once: a newer one pushes the oldest unauthenticated one out (an honest peer
+// authenticates in a round trip, and retries if it was pushed out before). When the process runs out of file descriptors,
 // the oldest pending connection is closed to make room and the listener rests for a moment
 // instead of spinning. Strangers, slow clients and floods therefore cost the job nothing
 // but their own connections.
@@ -63,6 +63,8 @@ class Acceptor {
  private:
   struct Pending;
   void AcceptNew();
+  // Makes room: the oldest unauthenticated pending connection, else the oldest of all.
+  void EvictOne();
   // Moves one pending connection along; false when it is finished with (done or dropped).
   bool Advance(Pending& p, short revents);
 
