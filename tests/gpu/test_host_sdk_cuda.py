@@ -42,8 +42,9 @@ def _rank(rank, n, uid, queue):
             assert cuda.cuMemcpyDtoH_v2(got, mem.ptr, 4 * N_WORDS) == 0
             bad = sum(1 for i in range(0, N_WORDS, 997) if got[i] != left * 1000 + i)
             assert bad == 0 and got[N_WORDS - 1] == left * 1000 + N_WORDS - 1
-            # A window over the middle of an allocation: peers reach it at their peer pointer;
-            # with a driver that maps at an offset (probed), nothing of the allocation before it.
+            # A window over the middle of an allocation: peers reach it at their peer pointer.
+            # (Nothing reads outside it: a copy from an unmapped device address is a sticky
+            # illegal-address error that ends the context.)
             gran = 2 << 20
             mem2 = comm.alloc_mem(4 * gran)
             win2 = comm.register_window(mem2.ptr + gran, 2 * gran)
@@ -53,8 +54,6 @@ def _rank(rank, n, uid, queue):
             mine = (ctypes.c_uint32 * 1024)()
             assert cuda.cuMemcpyDtoH_v2(mine, mem2.ptr + gran, 4096) == 0
             assert list(mine) == [left * 7 + i for i in range(1024)]
-            outside = cuda.cuMemcpyDtoH_v2(mine, comm.peer_ptr(win2, right, 0) - gran, 4)
-            print(f"rank {rank}: a read of the peer's allocation before the window returned CUresult {outside}")
             comm.barrier()
             comm.deregister_window(win2)
             comm.free_mem(mem2)

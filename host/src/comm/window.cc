@@ -124,10 +124,16 @@ Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration) {
     if (p == c.topo.lsaRank) continue;
     if (c.InThisProcess(p)) {
       size_t size = 0;
-      if (s.ok() && !local_handles::Find(HandleKey(c, registration, p), &a.peers[p], &size))
+      MemHandle theirs = 0;
+      if (s.ok() && !local_handles::Find(HandleKey(c, registration, p), &theirs, &size))
         s = RemoteError(Fmt("LSA rank ", p, " shares this process but published no memory"));
       if (s.ok() && size != a.size)
         s = RemoteError(Fmt("LSA rank ", p, "'s allocation is ", size, " bytes, this rank's ", a.size));
+      if (s.ok()) {
+        bool owned = false;
+        s = c.platform->Reference(c.device, theirs, &a.peers[p], &owned);
+        a.ownsPeer[p] = s.ok() && owned;
+      }
       continue;
     }
     if (s.ok()) {

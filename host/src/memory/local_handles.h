@@ -1,9 +1,9 @@
 // The physical memory of ranks that share this process, for one another. Before a window
 // registration's first agreement a rank publishes its allocation's handle under
-// (communicator, registration, world rank); after it, its in-process peers map that handle
-// directly, with no descriptor passing and no file descriptor spent (128 ranks as threads
-// of one process need none); after the closing agreement the owner withdraws it. A mapping
-// keeps the memory alive on every platform, so the owner's later release is safe.
+// (communicator, registration, world rank); after it, its in-process peers take a reference
+// to that handle (Platform::Reference) and map it, with no descriptor passing over sockets
+// and no file descriptor kept (128 ranks as threads of one process need none); after the
+// closing agreement the owner withdraws it.
 #ifndef CCO_HOST_MEMORY_LOCAL_HANDLES_H_
 #define CCO_HOST_MEMORY_LOCAL_HANDLES_H_
 

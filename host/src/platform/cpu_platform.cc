@@ -105,6 +105,12 @@ class CpuPlatform final : public Platform {
     *handle = static_cast<MemHandle>(fd);  // the descriptor is the handle
     return Status::Ok();
   }
+  Status Reference(int, MemHandle handle, MemHandle* reference, bool* owned) override {
+    *reference = handle;
+    *owned = false;
+    return Status::Ok();
+  }
+
   Status Map(int, uint64_t va, size_t size, MemHandle handle, size_t offset) override {
     void* p = mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                    static_cast<int>(handle), static_cast<off_t>(offset));

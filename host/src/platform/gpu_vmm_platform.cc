@@ -265,6 +265,15 @@ Status GpuVmmPlatform::Import(int device, int fd, size_t size, MemHandle* handle
   return Status::Ok();
 }
 
+Status GpuVmmPlatform::Reference(int device, MemHandle handle, MemHandle* reference, bool* owned) {
+  int fd = -1;
+  CCO_RETURN_IF_ERROR(Export(device, handle, &fd));
+  // Import closes the descriptor: the reference costs no file descriptor once made.
+  CCO_RETURN_IF_ERROR(Import(device, fd, 0, reference));
+  *owned = true;
+  return Status::Ok();
+}
+
 // --- mappings --------------------------------------------------------------------------
 
 Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) {

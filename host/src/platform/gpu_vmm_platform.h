@@ -36,6 +36,7 @@ class GpuVmmPlatform : public Platform {
   Status Export(int device, MemHandle handle, int* fd) override;
   Status Import(int device, int fd, size_t size, MemHandle* handle) override;
 
+  Status Reference(int device, MemHandle handle, MemHandle* reference, bool* owned) override;
   Status Map(int device, uint64_t va, size_t size, MemHandle handle, size_t offset) override;
   // Learned once per process by trying it (the drivers' documentation and behaviour have
   // differed across versions): a mapping of a handle's second granule.

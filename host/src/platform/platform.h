@@ -59,6 +59,13 @@ class Platform {
   virtual Status Export(int device, MemHandle handle, int* fd) = 0;
   virtual Status Import(int device, int fd, size_t size, MemHandle* handle) = 0;
 
+  // A reference to `handle` for another rank of this process, and whether it is the
+  // caller's to Destroy. The cpu platform hands out the handle itself (a mapping keeps a
+  // memfd's memory alive: no descriptor is spent); GPU drivers get a reference counted
+  // handle of their own (exported and imported in-process), which keeps the memory alive
+  // whatever its owner does and is released with Destroy.
+  virtual Status Reference(int device, MemHandle handle, MemHandle* reference, bool* owned) = 0;
+
   // Map bytes [offset, offset + size) of `handle` at va..va+size inside a reservation,
   // readable and writable by `device`; Unmap leaves the range reserved. offset != 0 only
   // where MapsAtOffset(device): some drivers map a handle only from its first byte.
