@@ -49,11 +49,13 @@ def _rank(rank, n, uid, queue):
             mem2 = comm.alloc_mem(4 * gran)
             win2 = comm.register_window(mem2.ptr + gran, 2 * gran)
             block = (ctypes.c_uint32 * 1024)(*[rank * 7 + i for i in range(1024)])
-            assert cuda.cuMemcpyHtoD_v2(comm.peer_ptr(win2, right, 0), block, 4096) == 0
+            rc = cuda.cuMemcpyHtoD_v2(comm.peer_ptr(win2, right, 0), block, 4096)
+            assert rc == 0, f"a copy into the peer's sub-window: CUresult {rc}"
             comm.barrier()
             mine = (ctypes.c_uint32 * 1024)()
-            assert cuda.cuMemcpyDtoH_v2(mine, mem2.ptr + gran, 4096) == 0
-            assert list(mine) == [left * 7 + i for i in range(1024)]
+            rc = cuda.cuMemcpyDtoH_v2(mine, mem2.ptr + gran, 4096)
+            assert rc == 0, f"reading the sub-window back: CUresult {rc}"
+            assert list(mine) == [left * 7 + i for i in range(1024)], f"sub-window holds {list(mine[:4])}..."
             comm.barrier()
             comm.deregister_window(win2)
             comm.free_mem(mem2)
@@ -68,7 +70,9 @@ def _rank(rank, n, uid, queue):
             comm.barrier()
         queue.put((rank, "ok"))
     except BaseException as e:  # reported to the parent
-        queue.put((rank, f"{type(e).__name__}: {e}"))
+        import traceback
+
+        queue.put((rank, f"{type(e).__name__}: {e} {traceback.format_exc()[-600:]}"))
 
 
 @pytest.mark.parametrize("n", [2, 4])

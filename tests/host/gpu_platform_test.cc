@@ -284,6 +284,7 @@ struct FakeDriver {
   gpu::MemAllocationProp createdProp = {};
   bool failSetAccess = false;
   bool refuseOffsets = false;  // a driver that maps only from a handle's first byte
+  bool ignoresOffsets = false; // one that says yes and maps from the first byte anyway
   int maps = 0;
   int unmaps = 0;
 };
@@ -336,6 +337,14 @@ gpu::DriverResult FakeGranularity(size_t* g, const gpu::MemAllocationProp*, int)
   return 0;
 }
 gpu::DriverResult FakeRelease(uint64_t) { return 0; }
+gpu::DriverResult FakeMemset(uint64_t, unsigned char, size_t) { return 0; }
+gpu::DriverResult FakeSync() { return 0; }
+// What a read returns: the byte the probe wrote at the offset, or (a driver that ignores
+// the offset) the one it wrote before it.
+gpu::DriverResult FakeCopyDtoH(void* dst, uint64_t, size_t) {
+  *static_cast<unsigned char*>(dst) = fake.ignoresOffsets ? 0x11 : 0xab;
+  return 0;
+}
 gpu::DriverResult FakeSetAccess(uint64_t, size_t, const gpu::MemAccessDesc*, size_t) {
   return fake.failSetAccess ? 2 : 0;
 }
@@ -367,6 +376,9 @@ class FakeDriverTest : public ::testing::Test {
     api.memMap = {&FakeMap, "fakeMemMap"};
     api.allocationGranularity = {&FakeGranularity, "fakeGranularity"};
     api.memRelease = {&FakeRelease, "fakeMemRelease"};
+    api.memsetD8 = {&FakeMemset, "fakeMemset"};
+    api.synchronize = {&FakeSync, "fakeSync"};
+    api.copyDtoH = {&FakeCopyDtoH, "fakeCopyDtoH"};
     api.memSetAccess = {&FakeSetAccess, "fakeMemSetAccess"};
     api.memUnmap = {&FakeUnmap, "fakeMemUnmap"};
     return api;
@@ -454,14 +466,18 @@ TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
 // Whether a driver maps at an offset into a handle is learned by trying, once.
 TEST_F(FakeDriverTest, OffsetMappingIsProbedOnce) {
   EXPECT_TRUE(platform_.MapsAtOffset(1));
-  EXPECT_EQ(fake.maps, 1);
-  EXPECT_EQ(fake.unmaps, 1);
+  EXPECT_EQ(fake.maps, 2);
+  EXPECT_EQ(fake.unmaps, 2);
   EXPECT_TRUE(platform_.MapsAtOffset(1));
-  EXPECT_EQ(fake.maps, 1);
+  EXPECT_EQ(fake.maps, 2);
   EXPECT_EQ(fake.boundDevice, -1);  // the probe gave the binding back
   gpu::GpuVmmPlatform refusing(FakeApi());
   fake.refuseOffsets = true;
   EXPECT_FALSE(refusing.MapsAtOffset(1));
+  gpu::GpuVmmPlatform ignoring(FakeApi());
+  fake.refuseOffsets = false;
+  fake.ignoresOffsets = true;
+  EXPECT_FALSE(ignoring.MapsAtOffset(1));
 }
 
 TEST_F(FakeDriverTest, MapUndoesTheMappingWhenAccessIsRefused) {

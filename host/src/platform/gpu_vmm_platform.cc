@@ -308,6 +308,9 @@ bool GpuVmmPlatform::MapsAtOffset(int device) {
 }
 
 bool GpuVmmPlatform::ProbeOffsetMapping(int device) {
+  // Two granules mapped whole at `whole`, the second alone at `part` (offset g): a byte
+  // written through `whole` at g must read back through `part` at 0. A driver that refuses
+  // the offset, or maps from the handle's first byte anyway, fails.
   DeviceScope scope(this, device);
   if (!scope.status().ok()) return false;
   const MemAllocationProp prop = ShareableDeviceMemory(device);
@@ -315,12 +318,24 @@ bool GpuVmmPlatform::ProbeOffsetMapping(int device) {
   if (api_.allocationGranularity.fn(&g, &prop, kMemAllocGranularityMinimum) != kDriverSuccess || g == 0) return false;
   AllocationHandle handle = 0;
   if (api_.memCreate.fn(&handle, 2 * g, &prop, 0) != kDriverSuccess) return false;
-  DeviceAddress va = 0;
+  DeviceAddress whole = 0, part = 0;
   bool works = false;
-  if (api_.addressReserve.fn(&va, g, g, 0, 0) == kDriverSuccess) {
-    works = api_.memMap.fn(va, g, g, handle, 0) == kDriverSuccess;
-    if (works) api_.memUnmap.fn(va, g);
-    api_.addressFree.fn(va, g);
+  if (api_.addressReserve.fn(&whole, 3 * g, g, 0, 0) == kDriverSuccess) {
+    part = whole + 2 * g;
+    MemAccessDesc access;
+    memset(&access, 0, sizeof(access));
+    access.location.type = kMemLocationTypeDevice;
+    access.location.id = device;
+    access.flags = kMemAccessProtReadWrite;
+    const bool mappedWhole = api_.memMap.fn(whole, 2 * g, 0, handle, 0) == kDriverSuccess;
+    const bool mappedPart = mappedWhole && api_.memMap.fn(part, g, g, handle, 0) == kDriverSuccess;
+    unsigned char seen = 0;
+    works = mappedPart && api_.memSetAccess.fn(whole, 3 * g, &access, 1) == kDriverSuccess &&
+            api_.memsetD8.fn(whole, 0x11, g) == kDriverSuccess && api_.memsetD8.fn(whole + g, 0xab, g) == kDriverSuccess &&
+            api_.synchronize.fn() == kDriverSuccess && api_.copyDtoH.fn(&seen, part, 1) == kDriverSuccess && seen == 0xab;
+    if (mappedPart) api_.memUnmap.fn(part, g);
+    if (mappedWhole) api_.memUnmap.fn(whole, 2 * g);
+    api_.addressFree.fn(whole, 3 * g);
   }
   api_.memRelease.fn(handle);
   return works;
