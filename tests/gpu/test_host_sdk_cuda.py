@@ -14,9 +14,14 @@ N_WORDS = 1 << 20  # 4 MiB per rank
 
 
 def _cuda():
+    """libcuda with device 0's primary context current on this thread, as a driver-API
+    caller sets it up itself (CCO binds a device only inside its own calls)."""
     lib = ctypes.CDLL("libcuda.so.1")
     lib.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t]
     lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
+    ctx, dev = ctypes.c_void_p(), ctypes.c_int()
+    assert lib.cuInit(0) == 0 and lib.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and lib.cuCtxSetCurrent(ctx) == 0
     return lib
 
 
