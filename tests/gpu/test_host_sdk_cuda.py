@@ -42,6 +42,7 @@ def _rank(rank, n, uid, queue):
             assert peer - comm.peer_ptr(win, rank, 0) == (right - rank) * (comm.peer_ptr(win, 1 % n, 0) -
                                                                            comm.peer_ptr(win, 0, 0))
             assert cuda.cuMemcpyHtoD_v2(peer, payload, 4 * N_WORDS) == 0
+            assert cuda.cuCtxSynchronize() == 0  # a copy from pageable memory may return before it lands
             comm.barrier()
             got = (ctypes.c_uint32 * N_WORDS)()
             assert cuda.cuMemcpyDtoH_v2(got, mem.ptr, 4 * N_WORDS) == 0
@@ -56,6 +57,7 @@ def _rank(rank, n, uid, queue):
             block = (ctypes.c_uint32 * 1024)(*[rank * 7 + i for i in range(1024)])
             rc = cuda.cuMemcpyHtoD_v2(comm.peer_ptr(win2, right, 0), block, 4096)
             assert rc == 0, f"a copy into the peer's sub-window: CUresult {rc}"
+            assert cuda.cuCtxSynchronize() == 0
             comm.barrier()
             mine = (ctypes.c_uint32 * 1024)()
             rc = cuda.cuMemcpyDtoH_v2(mine, mem2.ptr + gran, 4096)
