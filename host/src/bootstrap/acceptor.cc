@@ -93,7 +93,7 @@ void Acceptor::AcceptNew() {
     if (!p->handshake.Begin(&p->out).ok()) continue;
     if (pending_.size() >= options_.maxPending) EvictOne();
     pending_.push_back(std::move(p));
-    Advance(*pending_.back(), POLLOUT);  // the hello fits any fresh socket's buffer
+    if (!Advance(*pending_.back(), POLLOUT)) pending_.pop_back();  // the hello fits any fresh socket's buffer
   }
 }
 
