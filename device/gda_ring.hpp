@@ -1,0 +1,157 @@
+//===-- device/gda_ring.hpp - the producer side of a GDA ring ---*- C++ -*-===//
+//
+// Posting into one ring of abi/gda.h: reserve a ticket (waiting for credit), write the
+// descriptor (its `seq` last), and ring the doorbell as the handle's mode says:
+//
+//   Immediate      seq with release, then the doorbell up to this ticket
+//   Deferred       seq with release; the next doorbell that reaches it releases it
+//   CallerOrdered  seq relaxed (the caller orders its posts); only a flush, which fences
+//                  first, rings
+//
+// Deadlock rule: a poster that must wait for credit first rings everything below its own
+// ticket, so deferred posts it (or anyone) left unreleased cannot hold the ring full.
+// Every wait polls the abort flag and the ring's error word and gives up at its timeout.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_GDA_RING_HPP_
+#define CCO_DEVICE_GDA_RING_HPP_
+
+#include <stdint.h>
+
+#include "abi/enums.h"
+#include "abi/gda.h"
+#include "device/arch/arch.h"
+
+namespace cco {
+
+struct ccoGdaImmediate {
+  static constexpr ccoGdaDoorbellMode kMode = CCO_GDA_DOORBELL_IMMEDIATE;
+};
+struct ccoGdaDeferred {
+  static constexpr ccoGdaDoorbellMode kMode = CCO_GDA_DOORBELL_DEFERRED;
+};
+struct ccoGdaCallerOrdered {
+  static constexpr ccoGdaDoorbellMode kMode = CCO_GDA_DOORBELL_CALLER_ORDERED;
+};
+
+namespace gda {
+
+/// One ring as a poster sees it.
+struct RingView {
+  ccoGdaDesc* slots;  // this ring's first descriptor
+  ccoGdaRingHost* host;
+  ccoGdaRingDevice* dev;
+  uint32_t depth;
+};
+
+/// What every wait watches besides its own condition.
+struct WaitLimits {
+  const uint32_t* abortFlag;  // the communicator's (null: none)
+  uint64_t timeoutNs;         // 0: no timeout
+};
+
+// Polls between two looks at the abort flag and the clock (host memory: a bus trip).
+constexpr uint32_t kCheckInterval = 256;
+constexpr uint32_t kSpinsBeforeBackoff = 1u << 12;
+
+/// Waits until `done()` holds; a ccoDeviceStatus. `ring` may be null (no error word).
+template <class Done> CCO_DEVICE_API int32_t Wait(Done done, const ccoGdaRingHost* ring, const WaitLimits& limits) {
+  const uint64_t start = limits.timeoutNs ? arch::timer_ns() : 0;
+  for (uint32_t spins = 1;; ++spins) {
+    if (done()) return CCO_DEVICE_STATUS_OK;
+    if (spins % kCheckInterval == 0) {
+      if (limits.abortFlag != nullptr && arch::load<order::Relaxed, scope::System>(limits.abortFlag) != 0)
+        return CCO_DEVICE_STATUS_ABORTED;
+      if (ring != nullptr && arch::load<order::Relaxed, scope::System>(&ring->error) != CCO_GDA_RING_OK)
+        return CCO_DEVICE_STATUS_ABORTED;
+      if (limits.timeoutNs && arch::timer_ns() - start >= limits.timeoutNs) return CCO_DEVICE_STATUS_TIMEOUT;
+    }
+    if (spins >= kSpinsBeforeBackoff) arch::nanosleep(128);
+  }
+}
+
+/// Raises *p to v in ticket order (wrap-safe, unlike an unsigned atomic max); returns the
+/// value it leaves.
+CCO_DEVICE_API uint64_t RollingMax(uint64_t* p, uint64_t v) {
+  uint64_t seen = arch::load<order::Relaxed, scope::Device>(p);
+  while (cco_gda_before(seen, v)) {
+    const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(p, seen, v);
+    if (was == seen) return v;
+    seen = was;
+  }
+  return seen;
+}
+
+/// Releases every ticket below `end`: the device maximum first, then the host copy the
+/// proxy reads, stored again until it is the device maximum (a concurrent ring may have
+/// stored a smaller value after a larger one).
+CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
+  uint64_t value = RollingMax(&r.dev->released, end);
+  for (;;) {
+    arch::store<order::Release, scope::System>(&r.host->released, value);
+    const uint64_t now = arch::load<order::Relaxed, scope::Device>(&r.dev->released);
+    if (now == value) return;
+    value = now;
+  }
+}
+
+/// Waits until every ticket below `end` is consumed.
+CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitLimits& limits) {
+  if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->consumedCache), end)) return CCO_DEVICE_STATUS_OK;
+  return Wait(
+      [&] {
+        const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
+        RollingMax(&r.dev->consumedCache, consumed);
+        return !cco_gda_before(consumed, end);
+      },
+      r.host, limits);
+}
+
+/// Reserves one ticket and waits for its slot to be free (ringing what is below it first
+/// when it must wait).
+CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint64_t* ticket) {
+  *ticket = arch::fetch_add<order::Relaxed, scope::Device>(&r.dev->head, uint64_t{1});
+  const uint64_t freeFrom = *ticket + 1 - r.depth;  // consumed must pass this for the slot to be free
+  if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->consumedCache), freeFrom))
+    return CCO_DEVICE_STATUS_OK;
+  Ring(r, *ticket);  // the deadlock rule
+  return WaitConsumed(r, freeFrom, limits);
+}
+
+/// Writes `desc` into the slot of `ticket`; `seq` goes last, with release order unless the
+/// caller orders its posts itself.
+template <class Mode> CCO_DEVICE_API void Write(const RingView& r, uint64_t ticket, const ccoGdaDesc& desc) {
+  ccoGdaDesc* slot = r.slots + cco_gda_slot_of(ticket, r.depth);
+  const uint64_t* from = reinterpret_cast<const uint64_t*>(&desc);
+  volatile uint64_t* to = reinterpret_cast<volatile uint64_t*>(slot);
+  for (int i = 1; i < 8; ++i) to[i] = from[i];
+  if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED)
+    arch::store<order::Relaxed, scope::System>(&slot->seq, ticket + 1);
+  else
+    arch::store<order::Release, scope::System>(&slot->seq, ticket + 1);
+}
+
+/// One post: reserve, write, and ring if the mode rings for itself. On success `*ticket`
+/// is the post's ticket.
+template <class Mode>
+CCO_DEVICE_API int32_t Post(const RingView& r, const ccoGdaDesc& desc, const WaitLimits& limits, uint64_t* ticket) {
+  const int32_t status = Reserve(r, limits, ticket);
+  if (status != CCO_DEVICE_STATUS_OK) return status;
+  Write<Mode>(r, *ticket, desc);
+  if (Mode::kMode == CCO_GDA_DOORBELL_IMMEDIATE) Ring(r, *ticket + 1);
+  return CCO_DEVICE_STATUS_OK;
+}
+
+/// Releases and completes everything posted to the ring so far (a CallerOrdered flush
+/// fences first: its posts' stores were not ordered).
+template <class Mode> CCO_DEVICE_API int32_t Flush(const RingView& r, const WaitLimits& limits) {
+  if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED) arch::fence<scope::System>();
+  const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
+  Ring(r, end);
+  return WaitConsumed(r, end, limits);
+}
+
+}  // namespace gda
+}  // namespace cco
+
+#endif  // CCO_DEVICE_GDA_RING_HPP_

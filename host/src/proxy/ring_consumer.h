@@ -1,0 +1,47 @@
+// The consumer side of one GDA ring (abi/gda.h, the producer is device/gda_ring.hpp): hands
+// out released, complete descriptors in ticket order, and publishes `consumed` over the
+// prefix of tickets whose work is done (work may finish out of order).
+#ifndef CCO_HOST_PROXY_RING_CONSUMER_H_
+#define CCO_HOST_PROXY_RING_CONSUMER_H_
+
+#include <stdint.h>
+
+#include <vector>
+
+#include "abi/gda.h"
+
+namespace cco {
+
+class RingConsumer {
+ public:
+  RingConsumer() = default;
+  // The ring's memory; `firstTicket` is where its counters start (0 for a fresh ring).
+  RingConsumer(ccoGdaDesc* slots, ccoGdaRingHost* host, uint32_t depth, uint64_t firstTicket = 0);
+
+  // Puts every slot in its empty state (cco_gda_initial_seq) and the host words at
+  // firstTicket: the one who allocates the ring does this once, before any post.
+  static void Initialize(ccoGdaDesc* slots, ccoGdaRingHost* host, uint32_t depth, uint64_t firstTicket);
+
+  // The next descriptor, if it is released and complete; `*ticket` names it for Complete.
+  bool Next(ccoGdaDesc* desc, uint64_t* ticket);
+  // The work of `ticket` (handed out by Next) is done; `consumed` moves over the done prefix.
+  void Complete(uint64_t ticket);
+  // Stops the ring: posters' waits end (ccoGdaRingError), naming `peer`.
+  void Fail(ccoGdaRingError error, int32_t peer);
+
+  uint64_t handedOut() const { return next_; }
+  uint64_t consumed() const { return consumed_; }
+  bool idle() const { return next_ == consumed_; }
+
+ private:
+  ccoGdaDesc* slots_ = nullptr;
+  ccoGdaRingHost* host_ = nullptr;
+  uint32_t depth_ = 0;
+  uint64_t next_ = 0;       // the next ticket to hand out
+  uint64_t consumed_ = 0;   // published: every ticket below is done
+  std::vector<uint8_t> done_;  // by slot, for tickets in [consumed_, next_)
+};
+
+}  // namespace cco
+
+#endif  // CCO_HOST_PROXY_RING_CONSUMER_H_

@@ -1,0 +1,315 @@
+// The GDA ring on the CPU: the device producer (device/gda_ring.hpp, compiled for the host:
+// each thread a one-lane warp) against the proxy's consumer (host/src/proxy/ring_consumer):
+// 1 to 64 producers in every doorbell mode and mixed on one ring, depths from 1 to 256, out of
+// order completion, the deadlock rule, torn writes, abort, timeout, ring errors, and tickets
+// near 2^32 and 2^64.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "abi/gda.h"
+#include "device/gda_ring.hpp"
+#include "proxy/ring_consumer.h"
+
+namespace cco {
+namespace {
+
+using gda::RingView;
+using gda::WaitLimits;
+
+// One ring in plain memory, both sides' views of it.
+struct TestRing {
+  std::vector<ccoGdaDesc> slots;
+  ccoGdaRingHost host{};
+  ccoGdaRingDevice dev{};
+  RingConsumer consumer;
+  uint32_t abort = 0;
+
+  TestRing(uint32_t depth, uint64_t first = 0) : slots(depth) {
+    RingConsumer::Initialize(slots.data(), &host, depth, first);
+    dev.head = dev.released = dev.consumedCache = first;
+    consumer = RingConsumer(slots.data(), &host, depth, first);
+  }
+  RingView view() { return RingView{slots.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
+  WaitLimits limits(uint64_t timeoutNs = 20'000'000'000ull) { return WaitLimits{&abort, timeoutNs}; }
+};
+
+// A descriptor that says who posted it and which of its posts it is, checkably.
+ccoGdaDesc Describe(uint32_t producer, uint64_t k) {
+  ccoGdaDesc d = {};
+  d.op = CCO_GDA_OP_PUT;
+  d.srcWindow = producer;
+  d.dstOffset = k;
+  d.bytes = (producer * 0x9e3779b97f4a7c15ull) ^ (k * 0xc2b2ae3d27d4eb4full);
+  return d;
+}
+
+template <class Mode> int32_t PostAs(RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
+  uint64_t ticket;
+  return gda::Post<Mode>(r, d, l, &ticket);
+}
+
+int32_t PostInMode(int mode, RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
+  switch (mode) {
+    case 0: return PostAs<ccoGdaImmediate>(r, d, l);
+    case 1: return PostAs<ccoGdaDeferred>(r, d, l);
+    default: return PostAs<ccoGdaCallerOrdered>(r, d, l);
+  }
+}
+
+int32_t FlushInMode(int mode, RingView r, const WaitLimits& l) {
+  switch (mode) {
+    case 0: return gda::Flush<ccoGdaImmediate>(r, l);
+    case 1: return gda::Flush<ccoGdaDeferred>(r, l);
+    default: return gda::Flush<ccoGdaCallerOrdered>(r, l);
+  }
+}
+
+// `producers` threads post `perProducer` descriptors each, thread p in mode modeOf(p), then
+// flush; the consumer takes them, checks each and the per-producer order, and completes them
+// out of order. Everything arrives exactly once.
+void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(int), uint64_t first = 0) {
+  TestRing ring(depth, first);
+  std::atomic<int> failures{0};
+  std::atomic<bool> stop{false};
+  std::vector<uint64_t> nextOf(producers, 0);
+  const int total = producers * perProducer;
+  std::thread consumer([&] {
+    std::mt19937 rng(42);
+    std::vector<uint64_t> pending;
+    int got = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (got < total || !pending.empty()) {
+      if (stop || std::chrono::steady_clock::now() > deadline) return;
+      ccoGdaDesc d;
+      uint64_t ticket;
+      if (got < total && ring.consumer.Next(&d, &ticket)) {
+        ++got;
+        const uint32_t p = d.srcWindow;
+        if (p >= static_cast<uint32_t>(producers) || d.bytes != Describe(p, d.dstOffset).bytes || d.dstOffset != nextOf[p])
+          ++failures;
+        else
+          ++nextOf[p];
+        pending.push_back(ticket);
+      }
+      // Complete out of order, and sometimes only after a while.
+      if (!pending.empty() && (pending.size() > 3 || rng() % 4 == 0 || got == total)) {
+        const size_t i = rng() % pending.size();
+        ring.consumer.Complete(pending[i]);
+        pending.erase(pending.begin() + i);
+      }
+    }
+  });
+  std::vector<std::thread> threads;
+  std::vector<int32_t> status(producers, -1);
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      const int mode = modeOf(p);
+      int32_t s = CCO_DEVICE_STATUS_OK;
+      for (int k = 0; k < perProducer && s == CCO_DEVICE_STATUS_OK; ++k)
+        s = PostInMode(mode, ring.view(), Describe(p, k), ring.limits());
+      if (s == CCO_DEVICE_STATUS_OK) s = FlushInMode(mode, ring.view(), ring.limits());
+      status[p] = s;
+    });
+  }
+  for (auto& t : threads) t.join();
+  consumer.join();
+  stop = true;
+  EXPECT_EQ(failures.load(), 0);
+  for (int p = 0; p < producers; ++p) {
+    EXPECT_EQ(status[p], CCO_DEVICE_STATUS_OK) << "producer " << p;
+    EXPECT_EQ(nextOf[p], static_cast<uint64_t>(perProducer)) << "producer " << p;
+  }
+  EXPECT_EQ(ring.consumer.consumed(), first + static_cast<uint64_t>(total));
+  EXPECT_EQ(ring.host.consumed, first + static_cast<uint64_t>(total));
+}
+
+int AllImmediate(int) { return 0; }
+int AllDeferred(int) { return 1; }
+int AllCallerOrdered(int) { return 2; }
+int Mixed(int p) { return p % 3; }
+
+TEST(GdaRing, OneProducerEachMode) {
+  for (auto mode : {AllImmediate, AllDeferred, AllCallerOrdered}) RunProducers(256, 1, 5000, mode);
+}
+
+TEST(GdaRing, ManyProducersMixedModesOnOneRing) {
+  for (int producers : {2, 8, 64}) RunProducers(256, producers, 20000 / producers, Mixed);
+}
+
+TEST(GdaRing, TinyDepthsWrapUnderBackPressure) {
+  for (uint32_t depth : {1u, 2u, 4u}) {
+    RunProducers(depth, 1, 2000, AllImmediate);
+    RunProducers(depth, 4, 500, Mixed);
+  }
+}
+
+TEST(GdaRing, TicketsNear2To32And2To64) {
+  RunProducers(8, 4, 200, Mixed, (uint64_t{1} << 32) - 300);
+  RunProducers(8, 4, 200, Mixed, ~uint64_t{0} - 300);
+  RunProducers(256, 3, 300, Mixed, ~uint64_t{0} - 10);
+}
+
+// --- doorbell modes, one step at a time ---------------------------------------------------
+
+// Whether the consumer can take anything within `ms`.
+bool Visible(TestRing& ring, int ms, ccoGdaDesc* d = nullptr, uint64_t* t = nullptr) {
+  ccoGdaDesc scratch;
+  uint64_t ticket;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  do {
+    if (ring.consumer.Next(d ? d : &scratch, t ? t : &ticket)) return true;
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
+TEST(GdaRing, DeferredPostsWaitForTheNextRing) {
+  TestRing ring(16);
+  for (int k = 0; k < 3; ++k) ASSERT_EQ(PostAs<ccoGdaDeferred>(ring.view(), Describe(0, k), ring.limits()), 0);
+  EXPECT_FALSE(Visible(ring, 30));
+  ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 3), ring.limits()), 0);
+  ccoGdaDesc d;
+  uint64_t t;
+  for (uint64_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(Visible(ring, 100, &d, &t));
+    EXPECT_EQ(d.dstOffset, k);
+    EXPECT_EQ(t, k);
+  }
+}
+
+TEST(GdaRing, CallerOrderedPostsWaitForTheirFlush) {
+  TestRing ring(16);
+  for (int k = 0; k < 3; ++k) ASSERT_EQ(PostAs<ccoGdaCallerOrdered>(ring.view(), Describe(0, k), ring.limits()), 0);
+  EXPECT_FALSE(Visible(ring, 30));
+  int32_t flushed = -1;
+  std::thread flusher([&] { flushed = gda::Flush<ccoGdaCallerOrdered>(ring.view(), ring.limits()); });
+  ccoGdaDesc d;
+  uint64_t t;
+  for (uint64_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(Visible(ring, 1000, &d, &t));
+    ring.consumer.Complete(t);
+  }
+  flusher.join();
+  EXPECT_EQ(flushed, CCO_DEVICE_STATUS_OK);
+}
+
+// A full ring of deferred posts: the next poster rings them before it waits, or it would
+// wait for credit that only a ring could bring.
+TEST(GdaRing, APosterWaitingForCreditRingsWhatIsBelowIt) {
+  TestRing ring(4);
+  for (int k = 0; k < 4; ++k) ASSERT_EQ(PostAs<ccoGdaDeferred>(ring.view(), Describe(0, k), ring.limits()), 0);
+  int32_t fifth = -1;
+  std::thread poster([&] { fifth = PostAs<ccoGdaDeferred>(ring.view(), Describe(0, 4), ring.limits(2'000'000'000)); });
+  ccoGdaDesc d;
+  uint64_t t;
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(Visible(ring, 1000, &d, &t)) << "post " << k << " was never released";
+    ring.consumer.Complete(t);
+  }
+  poster.join();
+  EXPECT_EQ(fifth, CCO_DEVICE_STATUS_OK);
+}
+
+// A slot that was released (by a later poster's ring) but is still being written is not taken.
+TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
+  TestRing ring(16);
+  uint64_t slow;
+  ASSERT_EQ(gda::Reserve(ring.view(), ring.limits(), &slow), 0);
+  ccoGdaDesc* slot = ring.slots.data() + cco_gda_slot_of(slow, 16);
+  slot->dstOffset = 77;  // half written
+  ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(1, 0), ring.limits()), 0);  // rings both
+  EXPECT_EQ(ring.host.released, 2u);
+  EXPECT_FALSE(Visible(ring, 30));
+  gda::Write<ccoGdaImmediate>(ring.view(), slow, Describe(0, 0));
+  ccoGdaDesc d;
+  uint64_t t;
+  ASSERT_TRUE(Visible(ring, 100, &d, &t));
+  EXPECT_EQ(t, slow);
+  EXPECT_EQ(d.srcWindow, 0u);
+  ASSERT_TRUE(Visible(ring, 100, &d, &t));
+  EXPECT_EQ(d.srcWindow, 1u);
+}
+
+// --- waits end: timeout, abort, a failed ring -------------------------------------------
+
+TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
+  {
+    TestRing ring(2);
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, k), ring.limits()), 0);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 2), ring.limits(50'000'000)), CCO_DEVICE_STATUS_TIMEOUT);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  }
+  {
+    TestRing ring(2);
+    for (int k = 0; k < 2; ++k) ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, k), ring.limits()), 0);
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      __atomic_store_n(&ring.abort, 1u, __ATOMIC_RELEASE);
+    });
+    EXPECT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 2), ring.limits()), CCO_DEVICE_STATUS_ABORTED);
+    aborter.join();
+  }
+  {
+    TestRing ring(2);
+    ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 0), ring.limits()), 0);
+    std::thread failer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      ring.consumer.Fail(CCO_GDA_RING_PEER_FAILED, 3);
+    });
+    EXPECT_EQ(gda::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_ABORTED);
+    failer.join();
+    EXPECT_EQ(ring.host.errorPeer, 3);
+  }
+}
+
+// --- the peer arithmetic of abi/gda.h ------------------------------------------------------
+
+TEST(GdaPeers, ConnectionTypesAndTheirInverse) {
+  // 3 nodes of 4 ranks; this rank is world rank 6 (node 1, LSA rank 2).
+  ccoGdaTopo t = {6, 12, 2, 4, 4, 1, 3, 1};
+  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_NONE, &t), 0);
+  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_FULL, &t), 12);
+  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_CROSSNODE, &t), 9);
+  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_RAIL, &t), 3);
+  for (int32_t type : {CCO_GDA_CONNECTION_FULL, CCO_GDA_CONNECTION_CROSSNODE, CCO_GDA_CONNECTION_RAIL}) {
+    std::vector<int> seen(12, 0);
+    for (int32_t i = 0; i < cco_gda_peer_count(type, &t); ++i) {
+      const int32_t peer = cco_gda_team_peer(type, &t, i);
+      ASSERT_GE(peer, 0);
+      EXPECT_EQ(cco_gda_peer_index(type, &t, peer), i) << "type " << type << " index " << i;
+      ++seen[peer];
+    }
+    for (int32_t peer = 0; peer < 12; ++peer) {
+      const bool connected = cco_gda_peer_index(type, &t, peer) >= 0;
+      EXPECT_EQ(connected, seen[peer] == 1) << "type " << type << " peer " << peer;
+    }
+  }
+  // CROSSNODE: everyone off this node, and this rank; RAIL: LSA rank 2 of every node.
+  EXPECT_EQ(cco_gda_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 5), -1);
+  EXPECT_GE(cco_gda_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 6), 0);
+  EXPECT_GE(cco_gda_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 11), 0);
+  EXPECT_EQ(cco_gda_team_peer(CCO_GDA_CONNECTION_RAIL, &t, 0), 2);
+  EXPECT_EQ(cco_gda_team_peer(CCO_GDA_CONNECTION_RAIL, &t, 2), 10);
+  EXPECT_EQ(cco_gda_peer_index(CCO_GDA_CONNECTION_RAIL, &t, 7), -1);
+  EXPECT_EQ(cco_gda_peer_index(CCO_GDA_CONNECTION_FULL, &t, 12), -1);
+  EXPECT_EQ(cco_gda_team_peer(CCO_GDA_CONNECTION_FULL, &t, -1), -1);
+}
+
+TEST(GdaPeers, InitialSeqNeverMatchesTheFirstLap) {
+  for (uint64_t first : {uint64_t{0}, uint64_t{5}, ~uint64_t{0} - 2, (uint64_t{1} << 32) - 1}) {
+    for (uint32_t depth : {1u, 4u, 256u}) {
+      for (uint64_t t = first; t != first + depth; ++t)
+        EXPECT_NE(cco_gda_initial_seq(cco_gda_slot_of(t, depth), first, depth), t + 1) << first << " " << depth;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cco
