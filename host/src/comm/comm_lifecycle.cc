@@ -115,9 +115,10 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 
   // Local resources; then all ranks agree before the host's ranks connect to each other.
   Status local = [&] {
-    c->reserved = c->stride * static_cast<size_t>(c->topo.lsaSize);
+    c->reserved = c->stride * static_cast<size_t>(c->HostSize());
+    if (c->reserved / c->HostSize() != c->stride) return InvalidArgument("perRankVmmSize x ranks on this host overflows");
     CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)
-                            .Prefixed(Fmt("reserving ", c->topo.lsaSize, " x ", c->stride, " bytes of address space")));
+                            .Prefixed(Fmt("reserving ", c->HostSize(), " x ", c->stride, " bytes of address space")));
     c->slots = SlotAllocator(c->stride, c->granularity);
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
     void* host = nullptr;
@@ -127,12 +128,12 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   }();
   Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
   if (agreed.ok()) {
-    std::vector<FdMesh::Member> team(c->topo.lsaSize);
-    for (int i = 0; i < c->topo.lsaSize; ++i) {
-      const RankInfo& info = infos[c->topo.lsaWorldBase + i];
+    std::vector<FdMesh::Member> team(c->HostSize());
+    for (int i = 0; i < c->HostSize(); ++i) {
+      const RankInfo& info = infos[c->topo.hostMembers[i]];
       team[i] = FdMesh::Member{info.meshName, info.pid, info.pidNamespace, c->InThisProcess(i)};
     }
-    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.lsaRank, c->timeoutMs));
+    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs));
   }
   if (!agreed.ok()) {
     DestroyComm(*c);
@@ -173,8 +174,8 @@ void DestroyComm(ccoComm& c) {
 
 }  // namespace cco
 
-bool ccoComm::InThisProcess(int lsaPeer) const {
-  const cco::RankInfo& peer = infos[topo.lsaWorldBase + lsaPeer];
+bool ccoComm::InThisProcess(int hostIndex) const {
+  const cco::RankInfo& peer = infos[topo.hostMembers[hostIndex]];
   const cco::RankInfo& me = infos[topo.rank];
   return peer.hostHash == me.hostHash && peer.processToken == me.processToken && peer.pid == me.pid &&
          peer.pidNamespace == me.pidNamespace;

@@ -26,7 +26,7 @@
 namespace cco {
 
 // One ccoMemAlloc allocation: a slot of this rank's slice, backed by its own physical
-// memory. While windows cover it, each LSA peer's copy is reachable in the peer's slice:
+// memory. While windows cover it, each host peer's copy is reachable in the peer's slice:
 // the granules under those windows, mapped in pieces (a later window maps what the earlier
 // ones did not cover), so a peer's memory outside every window is not mapped at all where
 // the platform maps at an offset (platform.h), and nothing past the last window anywhere.
@@ -39,7 +39,7 @@ struct Allocation {
   MemHandle handle = 0;
   int windows = 0;                 // live windows over it
   bool peersMapped = false;
-  std::vector<MemHandle> peers;    // each LSA peer's physical memory (own slot unused)
+  std::vector<MemHandle> peers;    // each host peer's physical memory, by host index (own slot unused)
   std::vector<bool> ownsPeer;      // false: an in-process peer's own handle, not ours to release
   std::vector<Piece> pieces;       // what is mapped of every peer's copy
 };
@@ -74,7 +74,8 @@ struct ccoComm {
   std::unique_ptr<cco::Bootstrap> bootstrap;
   std::unique_ptr<cco::FdMesh> mesh;
 
-  // The flat virtual range: LSA rank p's slice starts at flatBase + p * stride.
+  // The flat virtual range: host rank h's slice starts at flatBase + h * stride (LSA rank p
+  // is host rank lsaHostBase + p, so LSA peers' slices are consecutive).
   uint64_t flatBase = 0;
   size_t stride = 0;
   size_t reserved = 0;
@@ -91,10 +92,13 @@ struct ccoComm {
   uint64_t abortDevice = 0;
   std::atomic<bool> aborted{false};
 
-  uint64_t SliceBase(int lsaRank) const { return flatBase + static_cast<uint64_t>(lsaRank) * stride; }
-  uint64_t MySlice() const { return SliceBase(topo.lsaRank); }
-  // Whether LSA rank p lives in this process (its memory is mapped without descriptors).
-  bool InThisProcess(int lsaPeer) const;
+  uint64_t HostSlice(int hostIndex) const { return flatBase + static_cast<uint64_t>(hostIndex) * stride; }
+  uint64_t LsaSlice(int lsaRank) const { return HostSlice(topo.lsaHostBase + lsaRank); }
+  uint64_t LsaFlatBase() const { return HostSlice(topo.lsaHostBase); }
+  uint64_t MySlice() const { return HostSlice(topo.hostRank); }
+  int HostSize() const { return static_cast<int>(topo.hostMembers.size()); }
+  // Whether host rank h lives in this process (its memory is mapped without descriptors).
+  bool InThisProcess(int hostIndex) const;
 };
 
 namespace cco {

@@ -80,7 +80,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   dc.teamWorld = c.topo.world;
   dc.teamLsa = c.topo.lsa;
   dc.teamRail = c.topo.rail;
-  dc.lsaFlatBase = c.flatBase;
+  dc.lsaFlatBase = c.LsaFlatBase();
   dc.lsaStride = c.stride;
   dc.resourceWindow = resource;
   dc.resourceOffset = reinterpret_cast<uint64_t>(base) - c.MySlice();

@@ -15,8 +15,8 @@ Status AllocMem(ccoComm& c, size_t size, void** ptr) {
     c.slots.Free(a.offset);
     return s.code() == ccoPlatformError ? Status(ccoOutOfMemory, s.message()) : s;
   }
-  a.peers.assign(c.topo.lsaSize, 0);
-  a.ownsPeer.assign(c.topo.lsaSize, false);
+  a.peers.assign(c.HostSize(), 0);
+  a.ownsPeer.assign(c.HostSize(), false);
   c.allocations[a.offset] = a;
   *ptr = reinterpret_cast<void*>(c.MySlice() + a.offset);
   return Status::Ok();

@@ -1,5 +1,6 @@
-// Windows: registration maps every LSA peer's copy of the window's granules into the peer's
-// slice of this rank's flat range, and publishes a device descriptor (the handle).
+// Windows: registration maps every host peer's copy of the window's granules into the peer's
+// slice of this rank's flat range (the LSA team's slices are consecutive in it; peers of the
+// host's other virtual nodes are there for the GDA proxy), and publishes a device descriptor.
 //
 // The ranks agree first on the window and on the allocation behind it (offset and size of
 // both), so ranks whose allocation layouts differ fail together instead of mapping each
@@ -46,8 +47,8 @@ Status CheckProposals(const std::string& op, const std::vector<Region>& all) {
   return Status::Ok();
 }
 
-local_handles::Key HandleKey(const ccoComm& c, uint64_t registration, int lsaRank) {
-  return local_handles::Key{c.idTag, registration, c.topo.lsaWorldBase + lsaRank};
+local_handles::Key HandleKey(const ccoComm& c, uint64_t registration, int hostIndex) {
+  return local_handles::Key{c.idTag, registration, c.topo.hostMembers[hostIndex]};
 }
 
 // The granules of allocation `a` that peers map for window `r`; the whole allocation where
@@ -75,9 +76,9 @@ std::vector<Allocation::Piece> Uncovered(const std::vector<Allocation::Piece>& p
 }
 
 void UnmapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
-  for (int p = 0; p < c.topo.lsaSize; ++p) {
-    if (p == c.topo.lsaRank) continue;
-    for (const auto& piece : pieces) c.platform->Unmap(c.device, c.SliceBase(p) + a.offset + piece.begin, piece.end - piece.begin);
+  for (int p = 0; p < c.HostSize(); ++p) {
+    if (p == c.topo.hostRank) continue;
+    for (const auto& piece : pieces) c.platform->Unmap(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin);
   }
 }
 
@@ -85,16 +86,16 @@ void UnmapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>
 Status MapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
   std::vector<std::pair<int, Allocation::Piece>> done;
   Status s;
-  for (int p = 0; p < c.topo.lsaSize && s.ok(); ++p) {
-    if (p == c.topo.lsaRank) continue;
+  for (int p = 0; p < c.HostSize() && s.ok(); ++p) {
+    if (p == c.topo.hostRank) continue;
     for (const auto& piece : pieces) {
-      s = c.platform->Map(c.device, c.SliceBase(p) + a.offset + piece.begin, piece.end - piece.begin, a.peers[p], piece.begin);
+      s = c.platform->Map(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin, a.peers[p], piece.begin);
       if (!s.ok()) break;
       done.emplace_back(p, piece);
     }
   }
   if (!s.ok()) {
-    for (const auto& d : done) c.platform->Unmap(c.device, c.SliceBase(d.first) + a.offset + d.second.begin, d.second.end - d.second.begin);
+    for (const auto& d : done) c.platform->Unmap(c.device, c.HostSlice(d.first) + a.offset + d.second.begin, d.second.end - d.second.begin);
     return s.Prefixed("mapping the copies of this host's ranks");
   }
   a.pieces.insert(a.pieces.end(), pieces.begin(), pieces.end());
@@ -102,8 +103,8 @@ Status MapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>
 }
 
 void DropPeerHandles(ccoComm& c, Allocation& a) {
-  for (int p = 0; p < c.topo.lsaSize; ++p) {
-    if (p != c.topo.lsaRank && a.ownsPeer[p] && a.peers[p] != 0) c.platform->Destroy(c.device, a.peers[p]);
+  for (int p = 0; p < c.HostSize(); ++p) {
+    if (p != c.topo.hostRank && a.ownsPeer[p] && a.peers[p] != 0) c.platform->Destroy(c.device, a.peers[p]);
     a.peers[p] = 0;
     a.ownsPeer[p] = false;
   }
@@ -112,23 +113,23 @@ void DropPeerHandles(ccoComm& c, Allocation& a) {
 // Each LSA peer's physical memory behind allocation `a` (its first window): descriptors
 // from peers in other processes, published handles from peers in this one.
 Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration) {
-  a.peers.assign(c.topo.lsaSize, 0);
-  a.ownsPeer.assign(c.topo.lsaSize, false);
+  a.peers.assign(c.HostSize(), 0);
+  a.ownsPeer.assign(c.HostSize(), false);
   int fd = -1;
   CCO_RETURN_IF_ERROR(c.platform->Export(c.device, a.handle, &fd));
   std::vector<int> fds;
   Status s = c.mesh->AllExchange(fd, registration, &fds);
   close(fd);
   CCO_RETURN_IF_ERROR(s.Prefixed("exchanging memory handles on this host"));
-  for (int p = 0; p < c.topo.lsaSize; ++p) {
-    if (p == c.topo.lsaRank) continue;
+  for (int p = 0; p < c.HostSize(); ++p) {
+    if (p == c.topo.hostRank) continue;
     if (c.InThisProcess(p)) {
       size_t size = 0;
       MemHandle theirs = 0;
       if (s.ok() && !local_handles::Find(HandleKey(c, registration, p), &theirs, &size))
-        s = RemoteError(Fmt("LSA rank ", p, " shares this process but published no memory"));
+        s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], " shares this process but published no memory"));
       if (s.ok() && size != a.size)
-        s = RemoteError(Fmt("LSA rank ", p, "'s allocation is ", size, " bytes, this rank's ", a.size));
+        s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], "'s allocation is ", size, " bytes, this rank's ", a.size));
       if (s.ok()) {
         bool owned = false;
         s = c.platform->Reference(c.device, theirs, &a.peers[p], &owned);
@@ -137,7 +138,7 @@ Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration) {
       continue;
     }
     if (s.ok()) {
-      s = c.platform->Import(c.device, fds[p], a.size, &a.peers[p]).Prefixed(Fmt("LSA rank ", p, "'s memory"));
+      s = c.platform->Import(c.device, fds[p], a.size, &a.peers[p]).Prefixed(Fmt("rank ", c.topo.hostMembers[p], "'s memory"));
       a.ownsPeer[p] = s.ok();
     } else {
       close(fds[p]);
@@ -184,7 +185,7 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   Region region{};
   Status local = Locate(c, ptr, size, &a, &region);
   const bool first = local.ok() && !a->peersMapped;
-  const local_handles::Key mine = HandleKey(c, registration, c.topo.lsaRank);
+  const local_handles::Key mine = HandleKey(c, registration, c.topo.hostRank);
   if (first) local_handles::Publish(mine, a->handle, a->size);
   std::vector<Region> all;
   Status s = AgreeOn(c, op, local, region, &all);
@@ -207,7 +208,7 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     ccoWindowDevice desc = {};
     desc.magic = CCO_WINDOW_MAGIC;
     desc.abiVersion = CCO_ABI_VERSION;
-    desc.flatBase = c.flatBase;
+    desc.flatBase = c.LsaFlatBase();
     desc.stride = c.stride;
     desc.offset = region.offset;
     desc.size = region.size;
@@ -270,7 +271,7 @@ Status PeerPointer(ccoComm& c, ccoWindow_t win, int lsaPeer, size_t offset, void
     return InvalidArgument(Fmt("lsaPeer=", lsaPeer, " is not in [0, lsaSize=", c.topo.lsaSize, ")"));
   if (offset >= it->second.size)
     return InvalidArgument(Fmt("offset ", offset, " is past the window's ", it->second.size, " bytes"));
-  *ptr = reinterpret_cast<void*>(c.SliceBase(lsaPeer) + it->second.offset + offset);
+  *ptr = reinterpret_cast<void*>(c.LsaSlice(lsaPeer) + it->second.offset + offset);
   return Status::Ok();
 }
 

@@ -105,6 +105,11 @@ Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPe
 
   t.nNodes = static_cast<int>(nodes.size());
   t.node = t.nodeOfRank[rank];
+  t.hostMembers = hosts[host_index.at(infos[rank].hostHash)];
+  for (size_t i = 0; i < t.hostMembers.size(); ++i) {
+    if (t.hostMembers[i] == rank) t.hostRank = static_cast<int>(i);
+    if (t.hostMembers[i] == nodes[t.node][0]) t.lsaHostBase = static_cast<int>(i);
+  }
   const std::vector<int>& mine = nodes[t.node];
   t.lsaSize = static_cast<int>(mine.size());
   t.lsaWorldBase = mine[0];

@@ -46,6 +46,11 @@ struct Topology {
   int lsaRank = 0;
   int lsaSize = 1;
   int lsaWorldBase = 0;       // world rank of LSA rank 0 (teams are contiguous)
+  // The ranks of this host (all virtual nodes of it), in rank order: the flat range and the
+  // descriptor mesh span them, so the proxy reaches same-host peers of other nodes too.
+  std::vector<int> hostMembers;
+  int hostRank = 0;           // this rank's index in hostMembers
+  int lsaHostBase = 0;        // the host index of LSA rank 0 (a node is a run of its host)
   std::vector<int> nodeOfRank;
   ccoTeam world{};
   ccoTeam lsa{};
