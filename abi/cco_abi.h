@@ -6,5 +6,6 @@
 #include "abi/enums.h"
 #include "abi/window.h"
 #include "abi/devcomm.h"
+#include "abi/gda.h"
 
 #endif /* CCO_ABI_CCO_ABI_H_ */

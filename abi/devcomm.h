@@ -64,17 +64,29 @@ typedef struct ccoDevComm {
   uint32_t lsaBarrierInboxOffset;
   uint32_t reserved0;
 
-  /* GDA (proxy provider) and SDMA resources, inside the resource window */
+  /* GDA (proxy provider) and SDMA counts; shadows live inside the resource window */
   uint32_t gdaConnectionType;     /* ccoGdaConnectionType */
   uint32_t gdaContextCount;
   uint32_t gdaSignalCount;
   uint32_t gdaCounterCount;
-  uint32_t gdaSignalOffset;       /* gdaSignalCount uint64 signals */
+  uint32_t gdaBarrierCount;       /* GDA barriers: gdaBarrierCount * worldSize signal words after the signals */
   uint32_t gdaShadowOffset;       /* gdaSignalCount uint64 shadows (consumed part of each signal) */
-  uint32_t gdaCounterOffset;      /* gdaCounterCount uint64 counters */
+  uint32_t gdaFlushOffset;        /* gdaContextCount * gdaPeerCount uint64 flush_async targets */
   uint32_t sdmaQueueCount;
 
-  uint64_t reserved[8];           /* zero */
+  /* GDA rings (abi/gda.h): gdaContextCount * gdaPeerCount rings of gdaRingDepth; and the
+   * signal and counter words, in host memory every proxy of this host can update (signals:
+   * gdaSignalCount, then the barriers' words; counters: gdaCounterCount) */
+  uint64_t gdaRingSlots;          /* device address of the descriptors (host-mapped) */
+  uint64_t gdaRingHost;           /* device address of the rings' host-side words (host-mapped) */
+  uint64_t gdaRingDevice;         /* device address of the rings' device-side words */
+  uint64_t gdaSignals;            /* device address of this rank's signal words (uint64) */
+  uint64_t gdaCounters;           /* device address of this rank's counter words (uint64) */
+  uint32_t gdaRingDepth;          /* a power of two */
+  int32_t gdaPeerCount;           /* connected peers (the GDA team), rings per context */
+  int32_t gdaUniformNodes;        /* 1 when every node has lsaSize ranks (RAIL needs it) */
+  uint32_t reserved0b;
+  uint64_t reserved[1];           /* zero */
 } ccoDevComm;
 
 CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 256, "ccoDevComm size");
@@ -98,8 +110,11 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaBarrierCount) == 144, "ccoDevComm.lsaB
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaBarrierEpochOffset) == 148, "ccoDevComm.lsaBarrierEpochOffset");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, lsaBarrierInboxOffset) == 152, "ccoDevComm.lsaBarrierInboxOffset");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaConnectionType) == 160, "ccoDevComm.gdaConnectionType");
-CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaSignalOffset) == 176, "ccoDevComm.gdaSignalOffset");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaBarrierCount) == 176, "ccoDevComm.gdaBarrierCount");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaQueueCount) == 188, "ccoDevComm.sdmaQueueCount");
-CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 192, "ccoDevComm.reserved");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingSlots) == 192, "ccoDevComm.gdaRingSlots");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaSignals) == 216, "ccoDevComm.gdaSignals");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingDepth) == 232, "ccoDevComm.gdaRingDepth");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 248, "ccoDevComm.reserved");
 
 #endif /* CCO_ABI_DEVCOMM_H_ */

@@ -27,7 +27,10 @@ typedef struct ccoWindowDevice {
   int32_t lsaSize;       /* ranks in the LSA team */
   int32_t rank;          /* this rank's world rank */
   int32_t lsaWorldBase;  /* world rank of LSA rank 0 (an LSA team is contiguous) */
-  uint64_t reserved[9];  /* zero; room for RDMA keys without a size change */
+  uint32_t id;           /* the window's number in its communicator, the same on every rank:
+                          * GDA descriptors name windows by it */
+  uint32_t reserved0;
+  uint64_t reserved[8];  /* zero; room for RDMA keys without a size change */
 } ccoWindowDevice;
 
 CCO_STATIC_ASSERT(sizeof(ccoWindowDevice) == 128, "ccoWindowDevice size");
@@ -39,6 +42,7 @@ CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, lsaRank) == 40, "ccoWindowDevice.lsa
 CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, lsaSize) == 44, "ccoWindowDevice.lsaSize");
 CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, rank) == 48, "ccoWindowDevice.rank");
 CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, lsaWorldBase) == 52, "ccoWindowDevice.lsaWorldBase");
-CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, reserved) == 56, "ccoWindowDevice.reserved");
+CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, id) == 56, "ccoWindowDevice.id");
+CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, reserved) == 64, "ccoWindowDevice.reserved");
 
 #endif /* CCO_ABI_WINDOW_H_ */

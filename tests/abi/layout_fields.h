@@ -9,7 +9,7 @@
   X(ccoWindowDevice, magic) X(ccoWindowDevice, abiVersion) X(ccoWindowDevice, flatBase) \
   X(ccoWindowDevice, stride) X(ccoWindowDevice, offset) X(ccoWindowDevice, size) \
   X(ccoWindowDevice, lsaRank) X(ccoWindowDevice, lsaSize) X(ccoWindowDevice, rank) \
-  X(ccoWindowDevice, lsaWorldBase) X(ccoWindowDevice, reserved) \
+  X(ccoWindowDevice, lsaWorldBase) X(ccoWindowDevice, id) X(ccoWindowDevice, reserved0) X(ccoWindowDevice, reserved) \
   X(ccoDevComm, magic) X(ccoDevComm, abiVersion) X(ccoDevComm, size) X(ccoDevComm, flags) \
   X(ccoDevComm, ptr) X(ccoDevComm, rank) X(ccoDevComm, worldSize) X(ccoDevComm, lsaRank) \
   X(ccoDevComm, lsaSize) X(ccoDevComm, node) X(ccoDevComm, nNodes) X(ccoDevComm, teamWorld) \
@@ -18,9 +18,18 @@
   X(ccoDevComm, abortFlag) X(ccoDevComm, lsaBarrierCount) X(ccoDevComm, lsaBarrierEpochOffset) \
   X(ccoDevComm, lsaBarrierInboxOffset) X(ccoDevComm, reserved0) X(ccoDevComm, gdaConnectionType) \
   X(ccoDevComm, gdaContextCount) X(ccoDevComm, gdaSignalCount) X(ccoDevComm, gdaCounterCount) \
-  X(ccoDevComm, gdaSignalOffset) X(ccoDevComm, gdaShadowOffset) X(ccoDevComm, gdaCounterOffset) \
-  X(ccoDevComm, sdmaQueueCount) X(ccoDevComm, reserved)
+  X(ccoDevComm, gdaBarrierCount) X(ccoDevComm, gdaShadowOffset) X(ccoDevComm, gdaFlushOffset) \
+  X(ccoDevComm, sdmaQueueCount) X(ccoDevComm, gdaRingSlots) X(ccoDevComm, gdaRingHost) X(ccoDevComm, gdaRingDevice) \
+  X(ccoDevComm, gdaSignals) X(ccoDevComm, gdaCounters) X(ccoDevComm, gdaRingDepth) X(ccoDevComm, gdaPeerCount) \
+  X(ccoDevComm, gdaUniformNodes) X(ccoDevComm, reserved0b) X(ccoDevComm, reserved) \
+  X(ccoGdaDesc, seq) X(ccoGdaDesc, op) X(ccoGdaDesc, signalOp) X(ccoGdaDesc, flags) X(ccoGdaDesc, signalId) \
+  X(ccoGdaDesc, dstWindow) X(ccoGdaDesc, srcWindow) X(ccoGdaDesc, dstOffset) X(ccoGdaDesc, srcOffset) \
+  X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, reserved) \
+  X(ccoGdaRingHost, released) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad1) \
+  X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) X(ccoGdaRingHost, pad2) \
+  X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, pad)
 
-#define CCO_LAYOUT_STRUCTS(X) X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm)
+#define CCO_LAYOUT_STRUCTS(X) \
+  X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice)
 
 #endif  // CCO_TESTS_ABI_LAYOUT_FIELDS_H_

@@ -20,14 +20,14 @@ PEER = 3
 
 def window_bytes(flat_base):
     # ccoWindowDevice: magic, abiVersion, flatBase, stride, offset, size, lsaRank, lsaSize,
-    # rank, lsaWorldBase, reserved[9] (abi/window.h)
-    return struct.pack("<IIQQQQiiii9Q", 0x574F4343, 1, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK, LSA_SIZE,
-                       WORLD_BASE + LSA_RANK, WORLD_BASE, *([0] * 9))
+    # rank, lsaWorldBase, id, reserved0, reserved[8] (abi/window.h)
+    return struct.pack("<IIQQQQiiiiII8Q", 0x574F4343, 2, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK, LSA_SIZE,
+                       WORLD_BASE + LSA_RANK, WORLD_BASE, 1, 0, *([0] * 8))
 
 
 def devcomm_bytes():
     dc = DevCommStruct()
-    dc.magic, dc.abiVersion, dc.size = 0x444F4343, 1, ctypes.sizeof(DevCommStruct)
+    dc.magic, dc.abiVersion, dc.size = 0x444F4343, 2, ctypes.sizeof(DevCommStruct)
     dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize = WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE
     dc.teamLsa.nRanks, dc.teamLsa.rank, dc.teamLsa.stride, dc.teamLsa.worldBase = LSA_SIZE, LSA_RANK, 1, WORLD_BASE
     return bytes(dc)

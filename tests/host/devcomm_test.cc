@@ -36,8 +36,10 @@ int FieldsDeviceCopyAndInboxes(int rank, int n, const ccoUniqueId& id) {
     RANK_CHECK(dc.teamRail.nRanks == 1 && dc.teamRail.rank == 0 && dc.teamRail.stride == n);
     RANK_CHECK(dc.lsaBarrierCount == 3 && dc.gdaSignalCount == 16 && dc.gdaCounterCount == 16);
     RANK_CHECK(dc.lsaBarrierInboxOffset >= dc.lsaBarrierEpochOffset + 3 * 8);
-    RANK_CHECK(dc.gdaSignalOffset >= dc.lsaBarrierInboxOffset + 3 * 4 * n);
-    RANK_CHECK(dc.gdaCounterOffset >= dc.gdaShadowOffset + 16 * 8 && dc.resourceSize >= dc.gdaCounterOffset + 16 * 8);
+    RANK_CHECK(dc.gdaShadowOffset >= dc.lsaBarrierInboxOffset + 3 * 4 * n);
+    RANK_CHECK(dc.gdaFlushOffset >= dc.gdaShadowOffset + (16 + 16) * 8 && dc.resourceSize >= dc.gdaFlushOffset);
+    // One node: the default CROSSNODE connects nobody, so no rings.
+    RANK_CHECK(dc.gdaPeerCount == 0 && dc.gdaRingSlots == 0 && dc.gdaSignals == 0);
     // The device copy (host memory here) equals what the call returned.
     RANK_CHECK(memcmp(reinterpret_cast<const void*>(dc.ptr), &dc, sizeof(dc)) == 0);
     // Every counter and inbox starts at zero.
@@ -84,12 +86,16 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
     r = ccoDevCommCreate(comm, &reqs, &dc);
     RANK_CHECK(r != ccoSuccess);
     if (rank != 0) RANK_CHECK(r == ccoRemoteError && strstr(ccoGetLastError(), "rank 0"));
-    // GDA connections between ranks are not in this build: refused, not ignored.
+    // GDA between the ranks of this host (the local backend): rings for every peer, and
+    // signal words the device can read.
     reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
-    r = ccoDevCommCreate(comm, &reqs, &dc);
-    RANK_CHECK(n == 1 ? r == ccoSuccess : r == ccoUnsupported);
-    if (r == ccoSuccess) RANK_OK(ccoDevCommDestroy(comm, &dc));
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    RANK_CHECK(dc.gdaPeerCount == n && dc.gdaRingDepth == CCO_GDA_RING_DEPTH_DEFAULT && dc.gdaRingSlots != 0 &&
+               dc.gdaRingHost == dc.gdaRingSlots + 4ull * n * dc.gdaRingDepth * sizeof(ccoGdaDesc) && dc.gdaSignals != 0 &&
+               dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1 * n));
+    for (int i = 0; i < 16; ++i) RANK_CHECK(reinterpret_cast<const uint64_t*>(dc.gdaSignals)[i] == 0);
+    RANK_OK(ccoDevCommDestroy(comm, &dc));
     reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.sdmaQueueCount = 2;
     RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoUnsupported);

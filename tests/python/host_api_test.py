@@ -152,10 +152,13 @@ def test_dev_comm_fields_and_destroy(nranks):
 
             # Defaults (reqs=None) are the C initializer's: CROSSNODE needs nothing on one node.
             assert comm.create_dev_comm().struct.gdaConnectionType == cco.GDA_CONNECTION_CROSSNODE
-            if n > 1:  # this build has no GDA transport: asking for it is an error, not a no-op
-                with pytest.raises(CCOError) as unsupported:
-                    comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL))
-                assert unsupported.value.code_name == "ccoUnsupported"
+            # GDA among the ranks of this host: rings for every peer (the local backend).
+            full = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL))
+            assert full.struct.gdaPeerCount == n and full.struct.gdaRingSlots != 0 and full.struct.gdaSignals != 0
+            comm.destroy_dev_comm(full)
+            with pytest.raises(CCOError) as unsupported:  # SDMA is not in this build: an error, not a no-op
+                comm.create_dev_comm(CCODevCommRequirements(sdma_queue_count=1))
+            assert unsupported.value.code_name == "ccoUnsupported"
             with pytest.raises(TypeError):
                 comm.create_dev_comm({"lsa_barrier_count": 1})
             comm.barrier()

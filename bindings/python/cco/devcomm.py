@@ -60,17 +60,28 @@ class DevCommStruct(ctypes.Structure):
         ("gdaContextCount", ctypes.c_uint32),
         ("gdaSignalCount", ctypes.c_uint32),
         ("gdaCounterCount", ctypes.c_uint32),
-        ("gdaSignalOffset", ctypes.c_uint32),
+        ("gdaBarrierCount", ctypes.c_uint32),
         ("gdaShadowOffset", ctypes.c_uint32),
-        ("gdaCounterOffset", ctypes.c_uint32),
+        ("gdaFlushOffset", ctypes.c_uint32),
         ("sdmaQueueCount", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint64 * 8),
+        # GDA rings, signals and counters
+        ("gdaRingSlots", ctypes.c_uint64),
+        ("gdaRingHost", ctypes.c_uint64),
+        ("gdaRingDevice", ctypes.c_uint64),
+        ("gdaSignals", ctypes.c_uint64),
+        ("gdaCounters", ctypes.c_uint64),
+        ("gdaRingDepth", ctypes.c_uint32),
+        ("gdaPeerCount", ctypes.c_int32),
+        ("gdaUniformNodes", ctypes.c_int32),
+        ("reserved0b", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint64 * 1),
     ]
 
 
 def _check_layout():
     """The static asserts of abi/devcomm.h that matter most, repeated for the mirror."""
-    expected_offsets = {"ptr": 16, "lsaRank": 32, "lsaFlatBase": 96, "abortFlag": 136, "lsaBarrierCount": 144}
+    expected_offsets = {"ptr": 16, "lsaRank": 32, "lsaFlatBase": 96, "abortFlag": 136, "lsaBarrierCount": 144,
+                        "gdaRingSlots": 192, "gdaSignals": 216, "gdaRingDepth": 232}
     actual = {name: getattr(DevCommStruct, name).offset for name in expected_offsets}
     if ctypes.sizeof(TeamStruct) != 16 or ctypes.sizeof(DevCommStruct) != 256 or actual != expected_offsets:
         raise ImportError(

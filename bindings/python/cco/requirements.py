@@ -51,6 +51,7 @@ class CCODevCommRequirements(ctypes.Structure):
         ("gdaCounterCount", ctypes.c_int),
         ("lsaBarrierCount", ctypes.c_int),
         ("sdmaQueueCount", ctypes.c_int),
+        ("gdaBarrierCount", ctypes.c_int),
     ]
 
     gda_connection_type = _int_field(
@@ -60,6 +61,7 @@ class CCODevCommRequirements(ctypes.Structure):
     gda_counter_count = _int_field("gdaCounterCount", "GDA counter slots (local completion)")
     lsa_barrier_count = _int_field("lsaBarrierCount", "intra-node (LSA) barriers")
     sdma_queue_count = _int_field("sdmaQueueCount", "SDMA queues (0 = default)")
+    gda_barrier_count = _int_field("gdaBarrierCount", "GDA barriers, among the GDA team")
 
     # The settable fields, in struct order (the header is not the user's to change).
     FIELDS = (
@@ -69,10 +71,11 @@ class CCODevCommRequirements(ctypes.Structure):
         "gda_counter_count",
         "lsa_barrier_count",
         "sdma_queue_count",
+        "gda_barrier_count",
     )
 
     def __init__(self, **fields):
-        # Positional order is the C initializer's: header, then CROSSNODE, 4, 16, 16, 0, 0.
+        # Positional order is the C initializer's: header, then CROSSNODE, 4, 16, 16, 0, 0, 1.
         super().__init__(
             ctypes.sizeof(CCODevCommRequirements),
             _abi.DEV_COMM_REQUIREMENTS_MAGIC,
@@ -83,6 +86,7 @@ class CCODevCommRequirements(ctypes.Structure):
             16,
             0,
             0,
+            1,
         )
         unknown = sorted(set(fields) - set(self.FIELDS))
         if unknown:

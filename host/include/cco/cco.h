@@ -70,12 +70,13 @@ typedef struct ccoDevCommRequirements {
   int gdaCounterCount;   /* GDA counter slots (local completion) */
   int lsaBarrierCount;   /* intra-node (LSA) barriers */
   int sdmaQueueCount;    /* SDMA queues (0 = default) */
+  int gdaBarrierCount;   /* GDA barriers (ccoGdaBarrierSession), among the GDA team */
 } ccoDevCommRequirements;
 
 #define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                             \
   {                                                                                       \
     sizeof(ccoDevCommRequirements), CCO_DEV_COMM_REQUIREMENTS_MAGIC, CCO_ABI_VERSION,     \
-        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0                                     \
+        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1                                  \
   }
 
 /* --- errors and versions --------------------------------------------------------------- */

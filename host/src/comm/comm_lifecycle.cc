@@ -9,6 +9,7 @@
 #include "bootstrap/root.h"
 #include "comm/agree.h"
 #include "comm/communicator.h"
+#include "proxy/gda_resources.h"
 #include "common/env.h"
 #include "topology/cpu_affinity.h"
 
@@ -101,6 +102,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   CCO_RETURN_IF_ERROR(c->platform->GetDeviceInfo(c->device, &dev));
   CCO_RETURN_IF_ERROR(BindCpus(*c));
 
+  c->proxy.reset(new Proxy(c.get()));
   CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
   CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
 
@@ -152,7 +154,11 @@ void AbortComm(ccoComm& c) {
 }
 
 void DestroyComm(ccoComm& c) {
-  // Local teardown, in reverse: descriptors, peers' mappings, own memory, the range.
+  // Local teardown, in reverse: the proxy, GDA resources, descriptors, peers' mappings,
+  // own memory, the range.
+  c.proxy.reset();
+  for (auto& entry : c.devComms)
+    if (entry.second.gda) DestroyGdaResources(c, *entry.second.gda);
   c.devComms.clear();
   c.windows.clear();
   c.descriptors.reset();

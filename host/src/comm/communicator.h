@@ -21,6 +21,7 @@
 #include "memory/descriptor_pool.h"
 #include "memory/slot_allocator.h"
 #include "platform/platform.h"
+#include "proxy/proxy.h"
 #include "topology/topology.h"
 
 namespace cco {
@@ -45,14 +46,19 @@ struct Allocation {
 };
 struct WindowRecord {
   ccoWindow_t handle = 0;
+  uint32_t id = 0;                 // ccoWindowDevice.id
   size_t offset = 0;               // window start inside the slice
   size_t size = 0;
   size_t allocOffset = 0;          // the allocation it lies in
   bool ownsAllocation = false;     // made by ccoWindowAllocRegister: deregistration frees it
 };
 
+struct GdaResources;
+class Proxy;
+
 struct DevCommRecord {
   ccoWindow_t resourceWindow = 0;
+  std::shared_ptr<GdaResources> gda;  // null without GDA
 };
 
 }  // namespace cco
@@ -86,6 +92,8 @@ struct ccoComm {
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   std::unique_ptr<cco::DescriptorPool> descriptors;
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
+  uint64_t devCommSerial = 0;  // ccoDevCommCreate calls that made GDA resources, likewise
+  std::unique_ptr<cco::Proxy> proxy;  // the GDA progress thread (started by the first GDA devcomm)
 
   // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.
   uint32_t* abortHost = nullptr;

@@ -1,21 +1,16 @@
 // ccoDevCommCreate / ccoDevCommDestroy: the resource window and the device copy of
-// ccoDevComm at its start.
+// ccoDevComm at its start, and the GDA rings, signal words and proxy attachment.
 #include "comm/agree.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
+#include "proxy/gda_resources.h"
+#include "proxy/proxy.h"
 
 namespace cco {
 namespace {
 
 // Requirements this build cannot meet are errors, never silently ignored.
-Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs) {
-  const bool wantsGda = (reqs.gdaConnectionType == CCO_GDA_CONNECTION_FULL && c.topo.nRanks > 1) ||
-                        ((reqs.gdaConnectionType == CCO_GDA_CONNECTION_CROSSNODE ||
-                          reqs.gdaConnectionType == CCO_GDA_CONNECTION_RAIL) && c.topo.nNodes > 1);
-  if (wantsGda)
-    return Unsupported(Fmt("reqs->gdaConnectionType=", reqs.gdaConnectionType, " needs GDA connections to ",
-                           c.topo.nNodes > 1 ? "other nodes" : "the other ranks",
-                           ", and this build has no GDA transport yet; use CCO_GDA_CONNECTION_NONE for LSA"));
+Status CheckSupported(const ccoDevCommRequirements& reqs) {
   if (reqs.sdmaQueueCount > 0)
     return Unsupported(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount, ": this build has no SDMA transport yet"));
   return Status::Ok();
@@ -23,18 +18,19 @@ Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs) {
 
 // The fields of ccoDevCommRequirements every rank must give alike.
 struct RequirementCounts {
-  int32_t values[6];
+  int32_t values[7];
 };
-constexpr const char* kRequirementNames[6] = {"gdaConnectionType", "gdaContextCount", "gdaSignalCount",
-                                              "gdaCounterCount",   "lsaBarrierCount", "sdmaQueueCount"};
+constexpr const char* kRequirementNames[7] = {"gdaConnectionType", "gdaContextCount", "gdaSignalCount",
+                                              "gdaCounterCount",   "lsaBarrierCount", "sdmaQueueCount",
+                                              "gdaBarrierCount"};
 
 RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
   return RequirementCounts{{r.gdaConnectionType, r.gdaContextCount, r.gdaSignalCount, r.gdaCounterCount,
-                            r.lsaBarrierCount, r.sdmaQueueCount}};
+                            r.lsaBarrierCount, r.sdmaQueueCount, r.gdaBarrierCount}};
 }
 
 Status SameCounts(const char* op, const RequirementCounts& zero, const RequirementCounts& theirs, int rank) {
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 7; ++i) {
     if (theirs.values[i] != zero.values[i])
       return InvalidUsage(Fmt(op, ": ranks disagree on the requirements: rank ", rank, " has ", kRequirementNames[i], "=",
                               theirs.values[i], ", rank 0 has ", zero.values[i]));
@@ -47,7 +43,7 @@ Status SameCounts(const char* op, const RequirementCounts& zero, const Requireme
 Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm* out) {
   const char* op = "ccoDevCommCreate";
   Status local = ValidateRequirements(reqs);
-  if (local.ok()) local = CheckSupported(c, *reqs);
+  if (local.ok()) local = CheckSupported(*reqs);
   // Ranks agree on the requirements first, exactly (not only on the sizes they round to),
   // so all take the same path below and lay their resources out alike.
   const RequirementCounts mine = local.ok() ? CountsOf(*reqs) : RequirementCounts{};
@@ -55,14 +51,25 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, mine, &all));
   for (size_t r = 1; r < all.size(); ++r) CCO_RETURN_IF_ERROR(SameCounts(op, all[0], all[r], static_cast<int>(r)));
 
-  const ResourceLayout layout = LayoutResources(*reqs, c.topo.lsaSize);
+  // GDA first: its peer count sizes the flush targets in the resource window.
+  std::shared_ptr<GdaResources> gda;
+  if (WantsGda(c, *reqs)) CCO_RETURN_IF_ERROR(CreateGdaResources(c, *reqs, ++c.devCommSerial, &gda));
+  const ResourceLayout layout = LayoutResources(*reqs, c.topo.lsaSize, gda ? gda->peerCount : 0);
+  auto undoGda = [&] {
+    if (gda) DestroyGdaResources(c, *gda);
+  };
   void* base = nullptr;
-  Status s = AllocMem(c, layout.bytes, &base);
-  CCO_RETURN_IF_ERROR(Agree(c, "ccoDevCommCreate (resource memory)", s));
+  Status s = Agree(c, "ccoDevCommCreate (resource memory)", AllocMem(c, layout.bytes, &base));
+  if (!s.ok()) {
+    if (base != nullptr) FreeMem(c, base);
+    undoGda();
+    return s;
+  }
   ccoWindow_t resource = 0;
   s = RegisterWindow(c, base, layout.bytes, /*ownsAllocation=*/true, &resource);
   if (!s.ok()) {
     FreeMem(c, base);
+    undoGda();
     return s.Prefixed("the resource window");
   }
 
@@ -93,21 +100,34 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   dc.gdaContextCount = static_cast<uint32_t>(reqs->gdaContextCount);
   dc.gdaSignalCount = static_cast<uint32_t>(reqs->gdaSignalCount);
   dc.gdaCounterCount = static_cast<uint32_t>(reqs->gdaCounterCount);
-  dc.gdaSignalOffset = static_cast<uint32_t>(layout.signals);
+  dc.gdaBarrierCount = static_cast<uint32_t>(reqs->gdaBarrierCount);
   dc.gdaShadowOffset = static_cast<uint32_t>(layout.shadows);
-  dc.gdaCounterOffset = static_cast<uint32_t>(layout.counters);
+  dc.gdaFlushOffset = static_cast<uint32_t>(layout.flushTargets);
   dc.sdmaQueueCount = static_cast<uint32_t>(reqs->sdmaQueueCount);
+  if (gda) {
+    dc.gdaRingSlots = gda->ringHostDevice;
+    dc.gdaRingHost = gda->ringHostDevice + cco_gda_slots_bytes(gda->rings(), gda->depth);
+    dc.gdaRingDevice = gda->ringDevice;
+    dc.gdaSignals = gda->tableDevice;
+    dc.gdaCounters = gda->tableDevice + sizeof(uint64_t) * gda->signalWords;
+    dc.gdaRingDepth = gda->depth;
+    dc.gdaPeerCount = gda->peerCount;
+    dc.gdaUniformNodes = gda->topo.uniform;
+  }
 
   // Zero every counter and inbox before any peer can write one: the closing agreement
   // is a barrier, and peers' kernels only start after their create returned.
   s = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, layout.bytes);
   if (s.ok()) s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
+  if (s.ok() && gda) s = c.proxy->Attach(gda);
   s = Agree(c, "ccoDevCommCreate (ready)", s);
   if (!s.ok()) {
+    if (gda) c.proxy->Detach(gda.get());
     DeregisterWindow(c, resource);
+    undoGda();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{resource};
+  c.devComms[dc.ptr] = DevCommRecord{resource, gda};
   *out = dc;
   return Status::Ok();
 }
@@ -119,10 +139,18 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   if (local.ok() && (dc->magic != CCO_DEV_COMM_MAGIC || it == c.devComms.end()))
     local = InvalidArgument("devComm is not a live device communicator of this communicator (destroyed twice?)");
   CCO_RETURN_IF_ERROR(Agree(c, op, local));
-  const ccoWindow_t resource = it->second.resourceWindow;
+  const DevCommRecord record = it->second;
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead
-  return DeregisterWindow(c, resource).Prefixed(op);
+  if (record.gda) {
+    // No proxy of the host may touch this rank's signal words once they are freed: each
+    // lets go of its own rings, then all agree, then each frees.
+    c.proxy->Detach(record.gda.get());
+    Status s = Agree(c, "ccoDevCommDestroy (GDA proxies idle)", Status::Ok());
+    DestroyGdaResources(c, *record.gda);
+    if (!s.ok()) return s.Prefixed(op);
+  }
+  return DeregisterWindow(c, record.resourceWindow).Prefixed(op);
 }
 
 }  // namespace cco

@@ -26,7 +26,7 @@ Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
     int value;
   } counts[] = {{"gdaContextCount", reqs->gdaContextCount}, {"gdaSignalCount", reqs->gdaSignalCount},
                 {"gdaCounterCount", reqs->gdaCounterCount}, {"lsaBarrierCount", reqs->lsaBarrierCount},
-                {"sdmaQueueCount", reqs->sdmaQueueCount}};
+                {"sdmaQueueCount", reqs->sdmaQueueCount}, {"gdaBarrierCount", reqs->gdaBarrierCount}};
   for (const auto& c : counts)
     if (c.value < 0 || c.value > kMaxCount) return InvalidArgument(Fmt("reqs->", c.name, "=", c.value, " is not in [0, ", kMaxCount, "]"));
   if (reqs->gdaConnectionType < CCO_GDA_CONNECTION_NONE || reqs->gdaConnectionType > CCO_GDA_CONNECTION_RAIL)
@@ -34,7 +34,7 @@ Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
   return Status::Ok();
 }
 
-ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize) {
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize, int gdaPeerCount) {
   ResourceLayout l;
   size_t at = 0;
   l.devComm = at;
@@ -43,12 +43,11 @@ ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize) 
   at = Up(at + 2 * sizeof(uint32_t) * reqs.lsaBarrierCount);
   l.barrierInboxes = at;
   at = Up(at + sizeof(uint32_t) * static_cast<size_t>(reqs.lsaBarrierCount) * lsaSize);
-  l.signals = at;
-  at = Up(at + sizeof(uint64_t) * reqs.gdaSignalCount);
   l.shadows = at;
-  at = Up(at + sizeof(uint64_t) * reqs.gdaSignalCount);
-  l.counters = at;
-  at = Up(at + sizeof(uint64_t) * reqs.gdaCounterCount);
+  at = Up(at + sizeof(uint64_t) * (static_cast<size_t>(reqs.gdaSignalCount) + reqs.gdaCounterCount));
+  l.flushTargets = at;
+  l.gdaEpochs = at + sizeof(uint64_t) * static_cast<size_t>(reqs.gdaContextCount) * gdaPeerCount;
+  at = Up(l.gdaEpochs + sizeof(uint64_t) * reqs.gdaBarrierCount);
   l.bytes = at;
   return l;
 }

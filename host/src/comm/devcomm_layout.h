@@ -15,15 +15,16 @@ struct ResourceLayout {
   size_t devComm = 0;        // the device copy of ccoDevComm
   size_t barrierEpochs = 0;  // lsaBarrierCount x {epoch, verdict} uint32
   size_t barrierInboxes = 0; // lsaBarrierCount * lsaSize uint32
-  size_t signals = 0;        // gdaSignalCount uint64
-  size_t shadows = 0;        // gdaSignalCount uint64
-  size_t counters = 0;       // gdaCounterCount uint64
+  size_t shadows = 0;        // uint64 shadows: gdaSignalCount signals, then gdaCounterCount counters
+  size_t flushTargets = 0;   // gdaContextCount * gdaPeerCount uint64 (flush_async)
+  size_t gdaEpochs = 0;      // gdaBarrierCount uint64 (right after the flush targets)
   size_t bytes = 0;          // everything, before rounding to the granularity
 };
 
-// Checks the requirements' header and counts, then lays the resources out.
+// Checks the requirements' header and counts, then lays the resources out; `gdaPeerCount`
+// is the number of peers the connection type connects (0 without GDA).
 Status ValidateRequirements(const ccoDevCommRequirements* reqs);
-ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize);
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize, int gdaPeerCount);
 
 }  // namespace cco
 

@@ -216,6 +216,7 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     desc.lsaSize = c.topo.lsaSize;
     desc.rank = c.topo.rank;
     desc.lsaWorldBase = c.topo.lsaWorldBase;
+    desc.id = static_cast<uint32_t>(registration);
     s = c.descriptors->Add(desc, &handle);
   }
   s = Agree(c, "ccoWindowRegister (mapping)", s);
@@ -231,7 +232,9 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     return s;
   }
   ++a->windows;
-  c.windows[handle] = WindowRecord{handle, region.offset, region.size, a->offset, ownsAllocation};
+  c.windows[handle] = WindowRecord{handle, static_cast<uint32_t>(registration), region.offset, region.size, a->offset,
+                                   ownsAllocation};
+  c.proxy->AddWindow(static_cast<uint32_t>(registration), region.offset, region.size);
   *win = handle;
   return Status::Ok();
 }
@@ -253,6 +256,7 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win) {
 
   const WindowRecord record = it->second;
   c.windows.erase(it);
+  c.proxy->RemoveWindow(record.id);
   Allocation& a = c.allocations.at(record.allocOffset);
   Status s = c.descriptors->Remove(record.handle);
   // Peers' copies stay mapped while another window covers the allocation.

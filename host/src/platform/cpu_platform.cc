@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "platform/memfd.h"
 #include "platform/platform.h"
 
 namespace cco {
@@ -16,7 +17,6 @@ namespace {
 
 constexpr size_t kGranularity = 4096;
 constexpr size_t kDefaultMemory = size_t{1} << 30;  // what perRankVmmSize = 0 gives
-constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 class CpuPlatform final : public Platform {
  public:
@@ -65,15 +65,10 @@ class CpuPlatform final : public Platform {
   }
 
   Status Create(int /*device*/, size_t size, MemHandle* handle) override {
-    int fd = memfd_create("cco-symmetric", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) return ErrnoError("memfd_create", errno);
     // Sealed at its size: a peer that holds the descriptor cannot shrink it under this
     // rank's own mapping (which would kill this process with SIGBUS) or grow it.
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
-      Status s = ErrnoError(Fmt("sizing and sealing a memfd of ", size, " bytes"), errno);
-      close(fd);
-      return s;
-    }
+    int fd = -1;
+    CCO_RETURN_IF_ERROR(CreateSealedMemfd("cco-symmetric", size, &fd));
     *handle = static_cast<MemHandle>(fd);
     return Status::Ok();
   }
@@ -90,14 +85,7 @@ class CpuPlatform final : public Platform {
     // A peer's descriptor is checked before it is mapped: memory of this platform (a
     // memfd), as large as agreed, and sealed so that its owner cannot truncate it under
     // this rank's mapping later.
-    struct stat st = {};
-    const int seals = fcntl(fd, F_GET_SEALS);
-    Status s;
-    if (fstat(fd, &st) != 0) s = ErrnoError("fstat of a peer's memory descriptor", errno);
-    else if (!S_ISREG(st.st_mode) || seals < 0) s = RemoteError("a peer's memory descriptor is not a memfd");
-    else if ((seals & kSeals) != kSeals) s = RemoteError("a peer's memory descriptor is not sealed against resizing");
-    else if (static_cast<uint64_t>(st.st_size) != size)
-      s = RemoteError(Fmt("a peer's memory descriptor holds ", st.st_size, " bytes, not the ", size, " agreed"));
+    Status s = CheckSealedMemfd(fd, size);
     if (!s.ok()) {
       close(fd);
       return s;
@@ -105,6 +93,7 @@ class CpuPlatform final : public Platform {
     *handle = static_cast<MemHandle>(fd);  // the descriptor is the handle
     return Status::Ok();
   }
+
   Status Reference(int, MemHandle handle, MemHandle* reference, bool* owned) override {
     *reference = handle;
     *owned = false;
@@ -149,6 +138,32 @@ class CpuPlatform final : public Platform {
     free(host);
     return Status::Ok();
   }
+
+  Status SharedHostAlloc(int, size_t size, void** host, uint64_t* deviceAddress, int* fd) override {
+    CCO_RETURN_IF_ERROR(CreateSealedMemfd("cco-shared", size, fd));
+    Status s = MapMemfd(*fd, size, host);
+    if (!s.ok()) {
+      close(*fd);
+      return s;
+    }
+    *deviceAddress = reinterpret_cast<uint64_t>(*host);
+    return Status::Ok();
+  }
+  Status SharedHostFree(int, void* host, size_t size) override {
+    if (munmap(host, size) != 0) return ErrnoError("munmap of shared host memory", errno);
+    return Status::Ok();
+  }
+
+  Status StreamCreate(int, uint64_t* stream) override {
+    *stream = 0;
+    return Status::Ok();
+  }
+  Status StreamDestroy(int, uint64_t) override { return Status::Ok(); }
+  Status CopyOnStream(int, uint64_t, uint64_t dst, uint64_t src, size_t size) override {
+    memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), size);
+    return Status::Ok();
+  }
+  Status StreamSynchronize(int, uint64_t) override { return Status::Ok(); }
 
   Status DeviceAlloc(int, size_t size, uint64_t* va) override {
     void* p = calloc(1, size);

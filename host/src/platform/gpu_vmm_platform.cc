@@ -1,8 +1,12 @@
 #include "platform/gpu_vmm_platform.h"
 
+#include <sys/mman.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "platform/memfd.h"
 
 namespace cco {
 namespace gpu {
@@ -428,6 +432,77 @@ Status GpuVmmPlatform::HostMappedFree(int device, void* host) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.hostFree.fn(host);
   if (result != kDriverSuccess) return Failed(api_.hostFree, result, Fmt("host=", host));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::SharedHostAlloc(int device, size_t size, void** host, uint64_t* deviceAddress, int* fd) {
+  if (host == nullptr || deviceAddress == nullptr || fd == nullptr) return InvalidArgument("SharedHostAlloc: null output");
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  CCO_RETURN_IF_ERROR(CreateSealedMemfd("cco-shared", size, fd));
+  void* mapped = nullptr;
+  Status s = MapMemfd(*fd, size, &mapped);
+  if (s.ok()) {
+    // Portable: every device of the process may use it.
+    DriverResult result = api_.hostRegister.fn(mapped, size, kHostRegisterPortable | kHostRegisterDeviceMap);
+    if (result != kDriverSuccess) s = Failed(api_.hostRegister, result, Fmt("host=", mapped, ", size=", size));
+    DeviceAddress address = 0;
+    if (s.ok()) {
+      result = api_.hostDevicePointer.fn(&address, mapped, 0);
+      if (result != kDriverSuccess) {
+        s = Failed(api_.hostDevicePointer, result, Fmt("host=", mapped));
+        api_.hostUnregister.fn(mapped);
+      }
+    }
+    if (s.ok()) {
+      *host = mapped;
+      *deviceAddress = address;
+      return Status::Ok();
+    }
+    munmap(mapped, size);
+  }
+  close(*fd);
+  *fd = -1;
+  return s;
+}
+
+Status GpuVmmPlatform::SharedHostFree(int device, void* host, size_t size) {
+  if (host == nullptr) return Status::Ok();
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result = api_.hostUnregister.fn(host);
+  munmap(host, size);
+  if (result != kDriverSuccess) return Failed(api_.hostUnregister, result, Fmt("host=", host));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  void* created = nullptr;
+  DriverResult result = api_.streamCreate.fn(&created, kStreamNonBlocking);
+  if (result != kDriverSuccess) return Failed(api_.streamCreate, result, Fmt("device=", device, ", non-blocking"));
+  *stream = reinterpret_cast<uint64_t>(created);
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::StreamDestroy(int device, uint64_t stream) {
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result = api_.streamDestroy.fn(reinterpret_cast<void*>(stream));
+  if (result != kDriverSuccess) return Failed(api_.streamDestroy, result, Fmt("stream=", Hex(stream)));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) {
+  if (size == 0) return Status::Ok();
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result = api_.copyAsync.fn(dst, src, size, reinterpret_cast<void*>(stream));
+  if (result != kDriverSuccess)
+    return Failed(api_.copyAsync, result, Fmt("dst=", Hex(dst), ", src=", Hex(src), ", size=", size));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::StreamSynchronize(int device, uint64_t stream) {
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result = api_.streamSynchronize.fn(reinterpret_cast<void*>(stream));
+  if (result != kDriverSuccess) return Failed(api_.streamSynchronize, result, Fmt("stream=", Hex(stream)));
   return Status::Ok();
 }
 

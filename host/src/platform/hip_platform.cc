@@ -55,6 +55,7 @@ struct HipDriver {
   DriverResult (*hostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;
   DriverResult (*deviceMalloc)(void** va, size_t size) = nullptr;
   DriverResult (*deviceFree)(void* va) = nullptr;
+  DriverResult (*memcpyAsync)(void* dst, const void* src, size_t size, int kind, void* stream) = nullptr;
 
   bool importFdByValue = false;
 
@@ -217,6 +218,11 @@ DriverResult HipMemAlloc(DeviceAddress* va, size_t size) {
 
 DriverResult HipMemFree(DeviceAddress va) { return Driver().deviceFree(AsPointer(va)); }
 
+DriverResult HipCopyAsync(DeviceAddress dst, DeviceAddress src, size_t size, void* stream) {
+  constexpr int kHipMemcpyDefault = 4;  // hipMemcpyDefault: unified addressing decides
+  return Driver().memcpyAsync(AsPointer(dst), AsPointer(src), size, kHipMemcpyDefault, stream);
+}
+
 // --- loading ---------------------------------------------------------------------------
 
 Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
@@ -243,6 +249,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("hipHostGetDevicePointer", &driver->hostGetDevicePointer));
   CCO_RETURN_IF_ERROR(library.Resolve("hipMalloc", &driver->deviceMalloc));
   CCO_RETURN_IF_ERROR(library.Resolve("hipFree", &driver->deviceFree));
+  CCO_RETURN_IF_ERROR(library.Resolve("hipMemcpyAsync", &driver->memcpyAsync));
 
   // Same shapes as the table: no adapter needed.
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipGetDeviceCount", &api.deviceCount));
@@ -251,6 +258,11 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipMemGetAllocationGranularity", &api.allocationGranularity));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipDeviceSynchronize", &api.synchronize));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostFree", &api.hostFree));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostRegister", &api.hostRegister));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostUnregister", &api.hostUnregister));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamCreateWithFlags", &api.streamCreate));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamDestroy", &api.streamDestroy));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamSynchronize", &api.streamSynchronize));
 
   api.addressReserve = {&HipAddressReserve, "hipMemAddressReserve"};
   api.addressFree = {&HipAddressFree, "hipMemAddressFree"};
@@ -268,6 +280,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   api.hostDevicePointer = {&HipHostDevicePointer, "hipHostGetDevicePointer"};
   api.memAlloc = {&HipMemAlloc, "hipMalloc"};
   api.memFree = {&HipMemFree, "hipFree"};
+  api.copyAsync = {&HipCopyAsync, "hipMemcpyAsync"};
   api.kind = ccoPlatformHip;
   api.platformName = "hip";
   api.describeError = &DescribeHipError;

@@ -37,6 +37,7 @@ void RingConsumer::Complete(uint64_t ticket) {
 }
 
 void RingConsumer::Fail(ccoGdaRingError error, int32_t peer) {
+  failed_ = true;
   __atomic_store_n(&host_->errorPeer, peer, __ATOMIC_RELAXED);
   __atomic_store_n(&host_->error, static_cast<uint32_t>(error), __ATOMIC_RELEASE);
 }

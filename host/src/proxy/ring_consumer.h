@@ -29,6 +29,7 @@ class RingConsumer {
   // Stops the ring: posters' waits end (ccoGdaRingError), naming `peer`.
   void Fail(ccoGdaRingError error, int32_t peer);
 
+  bool failed() const { return failed_; }
   uint64_t handedOut() const { return next_; }
   uint64_t consumed() const { return consumed_; }
   bool idle() const { return next_ == consumed_; }
@@ -40,6 +41,7 @@ class RingConsumer {
   uint64_t next_ = 0;       // the next ticket to hand out
   uint64_t consumed_ = 0;   // published: every ticket below is done
   std::vector<uint8_t> done_;  // by slot, for tickets in [consumed_, next_)
+  bool failed_ = false;
 };
 
 }  // namespace cco

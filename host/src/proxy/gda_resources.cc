@@ -1,0 +1,155 @@
+#include "proxy/gda_resources.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "comm/agree.h"
+#include "comm/communicator.h"
+#include "memory/local_handles.h"
+#include "platform/memfd.h"
+
+namespace cco {
+namespace {
+
+// The key space of local_handles for GDA tables (window registrations count from 1).
+constexpr uint64_t kTableKey = uint64_t{1} << 63;
+
+ccoGdaTopo TopoOf(const ccoComm& c) {
+  const Topology& t = c.topo;
+  ccoGdaTopo g = {t.rank, t.nRanks, t.lsaRank, t.lsaSize, t.lsaWorldBase, t.node, t.nNodes, 1};
+  for (int r = 0; r < t.nRanks; ++r) {
+    int size = 0;
+    for (int q = 0; q < t.nRanks; ++q) size += t.nodeOfRank[q] == t.nodeOfRank[r];
+    if (size != t.lsaSize) g.uniform = 0;
+  }
+  return g;
+}
+
+// The host index of world rank `rank`, or -1 off this host.
+int HostIndexOf(const ccoComm& c, int rank) {
+  for (size_t i = 0; i < c.topo.hostMembers.size(); ++i)
+    if (c.topo.hostMembers[i] == rank) return static_cast<int>(i);
+  return -1;
+}
+
+// Every connected peer must be reachable by a backend this build has: `local` (this host).
+Status CheckReachable(const ccoComm& c, const GdaResources& g) {
+  for (int i = 0; i < g.peerCount; ++i) {
+    const int peer = cco_gda_team_peer(g.connectionType, &g.topo, i);
+    if (HostIndexOf(c, peer) < 0)
+      return Unsupported(Fmt("GDA to rank ", peer, " (on another host) needs a network backend (tcp or verbs), which "
+                             "this build does not have yet; ranks of one host (CCO_TEST_NODES_PER_HOST splits one) work"));
+  }
+  return Status::Ok();
+}
+
+Status AllocateLocal(ccoComm& c, GdaResources& g) {
+  const uint32_t rings = g.rings();
+  g.ringHostBytes = cco_gda_host_bytes(rings, g.depth);
+  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, g.ringHostBytes, &g.ringHost, &g.ringHostDevice)
+                          .Prefixed("GDA rings"));
+  auto* slots = static_cast<ccoGdaDesc*>(g.ringHost);
+  auto* words = reinterpret_cast<ccoGdaRingHost*>(static_cast<char*>(g.ringHost) + cco_gda_slots_bytes(rings, g.depth));
+  g.consumers.clear();
+  for (uint32_t r = 0; r < rings; ++r) {
+    RingConsumer::Initialize(slots + static_cast<size_t>(r) * g.depth, words + r, g.depth, 0);
+    g.consumers.emplace_back(slots + static_cast<size_t>(r) * g.depth, words + r, g.depth, 0);
+  }
+  CCO_RETURN_IF_ERROR(c.platform->DeviceAlloc(c.device, rings * sizeof(ccoGdaRingDevice), &g.ringDevice)
+                          .Prefixed("GDA ring state"));
+  CCO_RETURN_IF_ERROR(c.platform->Memset(c.device, g.ringDevice, 0, rings * sizeof(ccoGdaRingDevice)));
+  g.tableBytes = ((g.signalWords + g.counterWords) * sizeof(uint64_t) + 4095) / 4096 * 4096;
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs) {
+  const ccoGdaTopo topo = TopoOf(c);
+  // CROSSNODE and RAIL on one node connect only this rank to itself: nothing to set up.
+  return cco_gda_peer_count(reqs.gdaConnectionType, &topo) > 0 &&
+         (reqs.gdaConnectionType == CCO_GDA_CONNECTION_FULL || c.topo.nNodes > 1);
+}
+
+Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64_t serial,
+                          std::shared_ptr<GdaResources>* out) {
+  auto g = std::make_shared<GdaResources>();
+  g->connectionType = reqs.gdaConnectionType;
+  g->contexts = reqs.gdaContextCount;
+  g->topo = TopoOf(c);
+  g->peerCount = cco_gda_peer_count(g->connectionType, &g->topo);
+  g->depth = CCO_GDA_RING_DEPTH_DEFAULT;
+  g->signalWords = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount * c.topo.nRanks);
+  g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
+
+  // Local allocations; every rank agrees before the tables are shared.
+  Status local = g->contexts > 0 ? CheckReachable(c, *g)
+                                 : InvalidArgument("reqs->gdaContextCount is 0, but the connection type asks for GDA");
+  if (local.ok()) local = AllocateLocal(c, *g);
+  int fd = -1;
+  if (local.ok())
+    local = c.platform->SharedHostAlloc(c.device, g->tableBytes, &g->table, &g->tableDevice, &fd).Prefixed("GDA signals");
+  Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
+  if (!s.ok()) {
+    if (fd >= 0) close(fd);
+    DestroyGdaResources(c, *g);
+    return s;
+  }
+
+  // Every host peer's table: descriptors from other processes, addresses within this one.
+  const int hostSize = c.HostSize();
+  g->peerTables.assign(hostSize, nullptr);
+  g->mappedTable.assign(hostSize, false);
+  g->peerTables[c.topo.hostRank] = static_cast<uint64_t*>(g->table);
+  const local_handles::Key mine{c.idTag, kTableKey | serial, c.topo.rank};
+  local_handles::Publish(mine, reinterpret_cast<MemHandle>(g->table), g->tableBytes);
+  std::vector<int> fds;
+  s = c.mesh->AllExchange(fd, kTableKey | serial, &fds).Prefixed("sharing GDA signal words on this host");
+  close(fd);
+  s = Agree(c, "ccoDevCommCreate (GDA tables)", s);  // every table is published
+  for (int p = 0; p < hostSize; ++p) {
+    if (p == c.topo.hostRank) continue;
+    if (c.InThisProcess(p)) {
+      MemHandle address = 0;
+      size_t size = 0;
+      if (s.ok() && !local_handles::Find(local_handles::Key{c.idTag, kTableKey | serial, c.topo.hostMembers[p]}, &address, &size))
+        s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], " shares this process but published no GDA signal words"));
+      if (s.ok() && size != g->tableBytes) s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], "'s GDA signal words differ in size"));
+      if (s.ok()) g->peerTables[p] = reinterpret_cast<uint64_t*>(address);
+      continue;
+    }
+    void* mapped = nullptr;
+    if (s.ok()) s = CheckSealedMemfd(fds[p], g->tableBytes);
+    if (s.ok()) s = MapMemfd(fds[p], g->tableBytes, &mapped);
+    if (s.ok()) {
+      g->peerTables[p] = static_cast<uint64_t*>(mapped);
+      g->mappedTable[p] = true;
+    }
+    if (fds[p] >= 0) close(fds[p]);
+  }
+  s = Agree(c, "ccoDevCommCreate (GDA peers)", s);
+  local_handles::Withdraw(mine);
+  if (!s.ok()) {
+    DestroyGdaResources(c, *g);
+    return s;
+  }
+  *out = std::move(g);
+  return Status::Ok();
+}
+
+void DestroyGdaResources(ccoComm& c, GdaResources& g) {
+  for (size_t p = 0; p < g.peerTables.size(); ++p)
+    if (g.mappedTable[p]) munmap(g.peerTables[p], g.tableBytes);
+  g.peerTables.clear();
+  g.mappedTable.clear();
+  if (g.table != nullptr) c.platform->SharedHostFree(c.device, g.table, g.tableBytes);
+  g.table = nullptr;
+  if (g.ringDevice != 0) c.platform->DeviceFree(c.device, g.ringDevice);
+  g.ringDevice = 0;
+  if (g.ringHost != nullptr) c.platform->HostMappedFree(c.device, g.ringHost);
+  g.ringHost = nullptr;
+  g.consumers.clear();
+}
+
+}  // namespace cco
