@@ -11,6 +11,7 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
+#include "device/gda.hpp"
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
 #include "device/team.hpp"

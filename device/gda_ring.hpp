@@ -3,10 +3,12 @@
 // Posting into one ring of abi/gda.h: reserve a ticket (waiting for credit), write the
 // descriptor (its `seq` last), and ring the doorbell as the handle's mode says:
 //
-//   Immediate      seq with release, then the doorbell up to this ticket
-//   Deferred       seq with release; the next doorbell that reaches it releases it
-//   CallerOrdered  seq relaxed (the caller orders its posts); only a flush, which fences
-//                  first, rings
+//   Immediate      the doorbell up to this ticket
+//   Deferred       no doorbell; the next doorbell that reaches it releases it
+//   CallerOrdered  no doorbell; only its own flush, which fences first (the caller's other
+//                  writes are ordered before the transfers), rings
+// In every mode `seq` is stored last with release order: a doorbell rung by any handle may
+// release the slot, and the proxy must never read it torn.
 //
 // Deadlock rule: a poster that must wait for credit first rings everything below its own
 // ticket, so deferred posts it (or anyone) left unreleased cannot hold the ring full.
@@ -71,11 +73,11 @@ template <class Done> CCO_DEVICE_API int32_t Wait(Done done, const ccoGdaRingHos
 }
 
 /// Raises *p to v in ticket order (wrap-safe, unlike an unsigned atomic max); returns the
-/// value it leaves.
-CCO_DEVICE_API uint64_t RollingMax(uint64_t* p, uint64_t v) {
+/// value it leaves. O orders the raise (the credit cache passes on what `consumed` said).
+template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t* p, uint64_t v) {
   uint64_t seen = arch::load<order::Relaxed, scope::Device>(p);
   while (cco_gda_before(seen, v)) {
-    const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(p, seen, v);
+    const uint64_t was = arch::compare_exchange<O, scope::Device>(p, seen, v);
     if (was == seen) return v;
     seen = was;
   }
@@ -96,12 +98,15 @@ CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
 }
 
 /// Waits until every ticket below `end` is consumed.
+/// The credit cache is read with acquire and raised with release, so that a poster that
+/// learns from it that a slot is free is ordered after the proxy's reads of that slot, as
+/// if it had read `consumed` itself.
 CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitLimits& limits) {
-  if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->consumedCache), end)) return CCO_DEVICE_STATUS_OK;
+  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end)) return CCO_DEVICE_STATUS_OK;
   return Wait(
       [&] {
         const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
-        RollingMax(&r.dev->consumedCache, consumed);
+        RollingMax<order::AcqRel>(&r.dev->consumedCache, consumed);
         return !cco_gda_before(consumed, end);
       },
       r.host, limits);
@@ -112,23 +117,20 @@ CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitL
 CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint64_t* ticket) {
   *ticket = arch::fetch_add<order::Relaxed, scope::Device>(&r.dev->head, uint64_t{1});
   const uint64_t freeFrom = *ticket + 1 - r.depth;  // consumed must pass this for the slot to be free
-  if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->consumedCache), freeFrom))
+  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom))
     return CCO_DEVICE_STATUS_OK;
   Ring(r, *ticket);  // the deadlock rule
   return WaitConsumed(r, freeFrom, limits);
 }
 
-/// Writes `desc` into the slot of `ticket`; `seq` goes last, with release order unless the
-/// caller orders its posts itself.
+/// Writes `desc` into the slot of `ticket`; `seq` goes last, with release order in every mode:
+/// a ring by any handle may release the slot, and the proxy must never read it torn.
 template <class Mode> CCO_DEVICE_API void Write(const RingView& r, uint64_t ticket, const ccoGdaDesc& desc) {
   ccoGdaDesc* slot = r.slots + cco_gda_slot_of(ticket, r.depth);
   const uint64_t* from = reinterpret_cast<const uint64_t*>(&desc);
   volatile uint64_t* to = reinterpret_cast<volatile uint64_t*>(slot);
   for (int i = 1; i < 8; ++i) to[i] = from[i];
-  if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED)
-    arch::store<order::Relaxed, scope::System>(&slot->seq, ticket + 1);
-  else
-    arch::store<order::Release, scope::System>(&slot->seq, ticket + 1);
+  arch::store<order::Release, scope::System>(&slot->seq, ticket + 1);
 }
 
 /// One post: reserve, write, and ring if the mode rings for itself. On success `*ticket`

@@ -73,6 +73,12 @@ CCO_DEVICE_API void warp_sync() {
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }
+// `value` as lane `src` holds it; every active lane must call, and `src` must be active.
+CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
+  const int lo = __builtin_amdgcn_ds_bpermute(static_cast<int>(src * 4), static_cast<int>(static_cast<uint32_t>(value)));
+  const int hi = __builtin_amdgcn_ds_bpermute(static_cast<int>(src * 4), static_cast<int>(static_cast<uint32_t>(value >> 32)));
+  return (static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 32) | static_cast<uint32_t>(lo);
+}
 // Lanes of a wavefront reconverge before the barrier: the same as warp_sync.
 CCO_DEVICE_API void warp_sync_all() { warp_sync(); }
 CCO_DEVICE_API void block_sync() {

@@ -73,6 +73,14 @@ CCO_DEVICE_API LaneMask ballot(bool predicate) {
 CCO_DEVICE_API void warp_sync() {
   asm volatile("bar.warp.sync %0;" ::"r"(static_cast<uint32_t>(active_mask())) : "memory");
 }
+// `value` as lane `src` holds it; every active lane must call, and `src` must be active.
+CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
+  const uint32_t mask = static_cast<uint32_t>(active_mask());
+  uint32_t lo = static_cast<uint32_t>(value), hi = static_cast<uint32_t>(value >> 32);
+  asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, %2;" : "+r"(lo) : "r"(src), "r"(mask));
+  asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, %2;" : "+r"(hi) : "r"(src), "r"(mask));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
 // Every lane of the warp, whatever is active now: lanes still diverged in a spin are
 // waited for (a coop of a whole warp needs this, activemask would leave them behind).
 CCO_DEVICE_API void warp_sync_all() { asm volatile("bar.warp.sync -1;" ::: "memory"); }

@@ -1,0 +1,375 @@
+//===-- device/gda.hpp - GPU-initiated one-sided communication --*- C++ -*-===//
+//
+// ccoGda<Provider, Mode>: puts, put_value, gets and signals to world ranks through one GDA
+// context of a device communicator, with signal waits, counters and flushes.
+//
+//   Provider  how descriptors reach the network: ccoGdaProxy (the portable one: rings of
+//             abi/gda.h consumed by the host proxy). A compile-time choice, one per NIC.
+//   Mode      ccoGdaImmediate (default): every post rings for itself.
+//             ccoGdaDeferred: posts do not ring; the next ring that reaches them (a later
+//               Immediate post, a signal, a flush, a credit wait) releases them.
+//             ccoGdaCallerOrdered: posts neither fence nor ring, and there is no signal();
+//               puts carry their signal. Only this mode's flush, flush_peer and flush_async
+//               ring (a ring by another handle on the context releases them too, as a NIC
+//               doorbell would).
+// Handles of every mode on one context share its rings.
+//
+// Semantics:
+//   - A signalling put's signal becomes visible at the target only after its payload and
+//     the payloads of every earlier post on that context to that peer have landed.
+//   - Signals are monotone sums. read_signal = value - shadow; wait_signal(id, least) waits
+//     until that reaches `least` and consumes it (shadow += least); reset_signal sets the
+//     shadow to the value. One waiter per signal at a time.
+//   - A post with a counter adds 1 to this rank's counter when it completes locally (its
+//     source buffer is reusable); counters read, wait and reset like signals.
+//   - flush: every post of the context so far is complete (buffers reusable, data landed).
+//     flush_async rings and notes the targets; flush_wait waits for them.
+//   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
+//     after the group synchronised (its threads' earlier writes come first) and its status
+//     is the one that counts (the others return OK). Waits and flushes run in every thread.
+//   - Thread mode AGGREGATE (thread coop): the lanes of a warp that post to one ring
+//     together reserve their slots with one atomic and ring once.
+// Every wait polls the abort flag and the ring's error word and ends at the handle's
+// timeout (0: none). Statuses are ccoDeviceStatus values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_GDA_HPP_
+#define CCO_DEVICE_GDA_HPP_
+
+#include <stdint.h>
+
+#include "abi/cco_abi.h"
+#include "device/arch/arch.h"
+#include "device/coop.hpp"
+#include "device/gda_ring.hpp"
+
+/// The portable provider: descriptors go through host-visible rings to the proxy.
+struct ccoGdaProxy {};
+
+namespace cco {
+
+template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoGda {
+ public:
+  CCO_DEVICE_API ccoGda(const ccoDevComm& dc, int32_t context = 0, uint64_t timeoutNs = 0)
+      : dc_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
+
+  /// GDA-team size (connected peers) and the world rank of team index `index` (-1 outside).
+  CCO_DEVICE_API int32_t team_size() const { return dc_.gdaPeerCount; }
+  CCO_DEVICE_API int32_t team_peer(int32_t index) const {
+    const ccoGdaTopo t = topo();
+    return cco_gda_team_peer(static_cast<int32_t>(dc_.gdaConnectionType), &t, index);
+  }
+
+  template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
+  CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
+                             uint64_t bytes, ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0,
+                             uint64_t signalValue = 0, int32_t counterId = -1) {
+    ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue, counterId);
+    d.dstWindow = window_id(dst);
+    d.dstOffset = dstOffset;
+    d.srcWindow = window_id(src);
+    d.srcOffset = srcOffset;
+    d.bytes = bytes;
+    return Post<Coop, TM>(peer, d);
+  }
+
+  /// Stores `bytes` (1 to 8) bytes of `value` at (dst, dstOffset) of `peer`.
+  template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
+  CCO_DEVICE_API int32_t put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, uint64_t value,
+                                   ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0, uint64_t signalValue = 0,
+                                   int32_t counterId = -1, uint32_t bytes = 8) {
+    if (bytes == 0 || bytes > 8) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue, counterId);
+    d.dstWindow = window_id(dst);
+    d.dstOffset = dstOffset;
+    d.srcOffset = value;
+    d.bytes = bytes;
+    return Post<Coop, TM>(peer, d);
+  }
+
+  /// Copies `bytes` of (remote, remoteOffset) on `peer` to (local, localOffset) here.
+  template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
+  CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t remote, uint64_t remoteOffset, ccoWindow_t local,
+                             uint64_t localOffset, uint64_t bytes, int32_t counterId = -1) {
+    ccoGdaDesc d = Describe(CCO_GDA_OP_GET, CCO_SIGNAL_NONE, 0, 0, counterId);
+    d.dstWindow = window_id(local);
+    d.dstOffset = localOffset;
+    d.srcWindow = window_id(remote);
+    d.srcOffset = remoteOffset;
+    d.bytes = bytes;
+    return Post<Coop, TM>(peer, d);
+  }
+
+  /// Adds to signal `signalId` of `peer` (INC: 1, ADD: value), after every earlier post of
+  /// this context to that peer.
+  template <class Coop = ccoCoopThread>
+  CCO_DEVICE_API int32_t signal(int32_t peer, int32_t signalId, ccoSignalOp op = CCO_SIGNAL_INC, uint64_t value = 1) {
+    static_assert(Mode::kMode != CCO_GDA_DOORBELL_CALLER_ORDERED, "CallerOrdered handles have no signal(): "
+                                                                  "give the put a signal instead");
+    if (op == CCO_SIGNAL_NONE) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Post<Coop, CCO_THREAD_INDEPENDENT>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value, -1));
+  }
+
+  // --- signals and counters of this rank ---------------------------------------------
+
+  CCO_DEVICE_API uint64_t read_signal(int32_t signalId, int32_t bits = 64) const {
+    if (!signal_ok(signalId)) return 0;
+    const uint64_t v = arch::load<order::Acquire, scope::System>(signal_word(signalId)) - *shadow(signalId);
+    return bits == 32 ? static_cast<uint32_t>(v) : v;
+  }
+
+  template <class Coop = ccoCoopThread>
+  CCO_DEVICE_API int32_t wait_signal(int32_t signalId, uint64_t least, int32_t bits = 64) {
+    if (!signal_ok(signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Consume<Coop>(signal_word(signalId), shadow(signalId), least, bits);
+  }
+
+  CCO_DEVICE_API void reset_signal(int32_t signalId) {
+    if (signal_ok(signalId)) *shadow(signalId) = arch::load<order::Acquire, scope::System>(signal_word(signalId));
+  }
+
+  CCO_DEVICE_API uint64_t read_counter(int32_t counterId) const {
+    if (!counter_ok(counterId)) return 0;
+    return arch::load<order::Acquire, scope::System>(counter_word(counterId)) - *counter_shadow(counterId);
+  }
+
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_counter(int32_t counterId, uint64_t least) {
+    if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Consume<Coop>(counter_word(counterId), counter_shadow(counterId), least, 64);
+  }
+
+  CCO_DEVICE_API void reset_counter(int32_t counterId) {
+    if (counter_ok(counterId)) *counter_shadow(counterId) = arch::load<order::Acquire, scope::System>(counter_word(counterId));
+  }
+
+  // --- flushes -------------------------------------------------------------------------
+
+  /// Every post of this context so far is complete.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush() {
+    if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+         i += static_cast<int32_t>(coop.size()))
+      status = gda::Flush<Mode>(ring(i), limits_);
+    coop.sync();
+    return status;
+  }
+
+  /// Every post of this context to `peer` so far is complete.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_peer(int32_t peer) {
+    const int32_t index = peer_index(peer);
+    if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    return gda::Flush<Mode>(ring(index), limits_);
+  }
+
+  /// Releases every post of this context so far and notes how far each ring must get;
+  /// flush_wait waits for that.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_async() {
+    if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED && coop.thread_rank() == 0) arch::fence<scope::System>();
+    coop.sync();
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount; i += static_cast<int32_t>(coop.size())) {
+      const gda::RingView r = ring(i);
+      const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
+      gda::Ring(r, end);
+      *flush_target(i) = end;
+    }
+    coop.sync();
+    return CCO_DEVICE_STATUS_OK;
+  }
+
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_wait() {
+    if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+         i += static_cast<int32_t>(coop.size()))
+      status = gda::WaitConsumed(ring(i), *flush_target(i), limits_);
+    coop.sync();
+    return status;
+  }
+
+  // --- for ccoGdaBarrierSession ----------------------------------------------------------
+
+  CCO_DEVICE_API const ccoDevComm& devcomm() const { return dc_; }
+  CCO_DEVICE_API const gda::WaitLimits& limits() const { return limits_; }
+
+ private:
+  CCO_DEVICE_API ccoGdaTopo topo() const {
+    return ccoGdaTopo{dc_.rank, dc_.worldSize, dc_.lsaRank, dc_.lsaSize, dc_.teamLsa.worldBase, dc_.node, dc_.nNodes,
+                      dc_.gdaUniformNodes};
+  }
+  CCO_DEVICE_API int32_t peer_index(int32_t peer) const {
+    const ccoGdaTopo t = topo();
+    return cco_gda_peer_index(static_cast<int32_t>(dc_.gdaConnectionType), &t, peer);
+  }
+  CCO_DEVICE_API bool context_ok() const {
+    return dc_.gdaPeerCount > 0 && static_cast<uint32_t>(context_) < dc_.gdaContextCount;
+  }
+  CCO_DEVICE_API gda::RingView ring(int32_t index) const {
+    const uint32_t r = cco_gda_ring_index(context_, index, dc_.gdaPeerCount);
+    return gda::RingView{reinterpret_cast<ccoGdaDesc*>(dc_.gdaRingSlots) + static_cast<uint64_t>(r) * dc_.gdaRingDepth,
+                         reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(dc_.gdaRingHost, r)),
+                         reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc_.gdaRingDevice, r)),
+                         dc_.gdaRingDepth};
+  }
+  CCO_DEVICE_API static uint32_t window_id(ccoWindow_t win) { return reinterpret_cast<const ccoWindowDevice*>(win)->id; }
+
+  CCO_DEVICE_API uint64_t* resource(uint64_t offset) const {
+    return reinterpret_cast<uint64_t*>(dc_.lsaFlatBase + static_cast<uint64_t>(dc_.lsaRank) * dc_.lsaStride +
+                                       dc_.resourceOffset + offset);
+  }
+  CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaSignalCount && dc_.gdaSignals; }
+  CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaCounterCount && dc_.gdaCounters; }
+  CCO_DEVICE_API uint64_t* signal_word(int32_t id) const { return reinterpret_cast<uint64_t*>(dc_.gdaSignals) + id; }
+  CCO_DEVICE_API uint64_t* counter_word(int32_t id) const { return reinterpret_cast<uint64_t*>(dc_.gdaCounters) + id; }
+  CCO_DEVICE_API uint64_t* shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + id; }
+  CCO_DEVICE_API uint64_t* counter_shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + dc_.gdaSignalCount + id; }
+  CCO_DEVICE_API uint64_t* flush_target(int32_t index) const {
+    return resource(dc_.gdaFlushOffset) + static_cast<uint64_t>(context_) * dc_.gdaPeerCount + index;
+  }
+
+  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, ccoSignalOp signalOp, int32_t signalId, uint64_t signalValue,
+                                            int32_t counterId) {
+    ccoGdaDesc d = {};
+    d.op = static_cast<uint8_t>(op);
+    d.signalOp = static_cast<uint8_t>(signalOp);
+    d.signalId = static_cast<uint32_t>(signalId);
+    d.signalValue = signalValue;
+    if (counterId >= 0) {
+      d.flags = CCO_GDA_DESC_COUNTER;
+      d.counterId = static_cast<uint32_t>(counterId);
+    }
+    return d;
+  }
+
+  // Waits until *word - *shadow reaches `least` (in `bits` bits), then consumes it.
+  template <class Coop>
+  CCO_DEVICE_API int32_t Consume(const uint64_t* word, uint64_t* shadow, uint64_t least, int32_t bits) const {
+    Coop coop;
+    const uint64_t base = *shadow;
+    const int32_t status = gda::Wait(
+        [&] {
+          const uint64_t got = arch::load<order::Acquire, scope::System>(word) - base;
+          return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
+        },
+        nullptr, limits_);
+    coop.sync();
+    if (status == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
+    coop.sync();
+    return status;
+  }
+
+  template <class Coop, ccoThreadMode TM> CCO_DEVICE_API int32_t Post(int32_t peer, const ccoGdaDesc& d) {
+    const int32_t index = peer_index(peer);
+    if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();  // the group's earlier writes come before the post
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    if (coop.thread_rank() == 0) {
+      if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
+        status = PostAggregated(index, d);
+      } else {
+        uint64_t ticket;
+        status = gda::Post<Mode>(ring(index), d, limits_, &ticket);
+      }
+    }
+    coop.sync();
+    return status;
+  }
+
+  // The lanes of this warp that post to one ring now share one reservation and one ring.
+  CCO_DEVICE_API int32_t PostAggregated(int32_t index, const ccoGdaDesc& d) {
+    arch::LaneMask pending = arch::active_mask();
+    const uint32_t lane = arch::lane_id();
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    while (pending != 0) {
+      const uint32_t leader = static_cast<uint32_t>(__builtin_ctzll(pending));
+      const int32_t leaderIndex = static_cast<int32_t>(arch::shuffle(static_cast<uint64_t>(index), leader));
+      const arch::LaneMask group = arch::ballot(index == leaderIndex) & pending;
+      pending &= ~group;
+      if (index != leaderIndex) continue;
+      const gda::RingView r = ring(index);
+      const uint64_t count = static_cast<uint64_t>(__builtin_popcountll(group));
+      const uint64_t below = static_cast<uint64_t>(__builtin_popcountll(group & ((arch::LaneMask{1} << lane) - 1)));
+      uint64_t first = 0;
+      if (lane == leader) first = arch::fetch_add<order::Relaxed, scope::Device>(&r.dev->head, count);
+      first = arch::shuffle(first, leader);
+      const uint64_t ticket = first + below;
+      const uint64_t freeFrom = ticket + 1 - r.depth;
+      if (cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom)) {
+        gda::Ring(r, first);  // the deadlock rule: release what is below the group
+        status = gda::WaitConsumed(r, freeFrom, limits_);
+      }
+      if (status == CCO_DEVICE_STATUS_OK) gda::Write<Mode>(r, ticket, d);
+      arch::warp_sync();
+      if (lane == leader && Mode::kMode == CCO_GDA_DOORBELL_IMMEDIATE) gda::Ring(r, first + count);
+    }
+    return status;
+  }
+
+  const ccoDevComm& dc_;
+  int32_t context_;
+  gda::WaitLimits limits_;
+};
+
+/// A barrier among the GDA team, through context 0 of an Immediate handle: each member adds
+/// 1 to its own word in every other member's barrier area (signal words after the user
+/// signals: barrier `index`, sender's world rank), then waits until every member's word in
+/// its own area reached the round. Every thread of the coop calls; they share the peers.
+template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
+ public:
+  CCO_DEVICE_API ccoGdaBarrierSession(Coop coop, ccoGda<Provider, ccoGdaImmediate>& gda, uint32_t index)
+      : coop_(coop), gda_(gda), index_(index) {}
+
+  CCO_DEVICE_API int32_t sync() {
+    const ccoDevComm& dc = gda_.devcomm();
+    if (index_ >= dc.gdaBarrierCount || dc.gdaPeerCount == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    uint64_t* epoch = reinterpret_cast<uint64_t*>(dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride +
+                                                  dc.resourceOffset + dc.gdaFlushOffset) +
+                      static_cast<uint64_t>(dc.gdaContextCount) * dc.gdaPeerCount + index_;
+    coop_.sync();
+    const uint64_t target = *epoch + 1;
+    const int32_t area = static_cast<int32_t>(dc.gdaSignalCount + index_ * static_cast<uint32_t>(dc.worldSize));
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+         i += static_cast<int32_t>(coop_.size())) {
+      const int32_t peer = gda_.team_peer(i);
+      if (peer != dc.rank) status = gda_.template signal<ccoCoopThread>(peer, area + dc.rank, CCO_SIGNAL_INC, 1);
+    }
+    const uint64_t* words = reinterpret_cast<const uint64_t*>(dc.gdaSignals) + area;
+    for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+         i += static_cast<int32_t>(coop_.size())) {
+      const int32_t peer = gda_.team_peer(i);
+      if (peer == dc.rank) continue;
+      status = gda::Wait([&] { return arch::load<order::Acquire, scope::System>(words + peer) >= target; }, nullptr,
+                         gda_.limits());
+    }
+    coop_.sync();
+    if (coop_.thread_rank() == 0) *epoch = target;
+    coop_.sync();
+    return status;
+  }
+
+ private:
+  Coop coop_;
+  ccoGda<Provider, ccoGdaImmediate>& gda_;
+  uint32_t index_;
+};
+
+}  // namespace cco
+
+using cco::ccoGda;
+using cco::ccoGdaBarrierSession;
+using cco::ccoGdaCallerOrdered;
+using cco::ccoGdaDeferred;
+using cco::ccoGdaImmediate;
+
+#endif  // CCO_DEVICE_GDA_HPP_

@@ -1,0 +1,268 @@
+// The GDA device API compiled for the host and run by ranks that are threads of one process,
+// over real communicators on the cpu platform: the device posts into the rings, each
+// communicator's proxy moves the bytes (the local backend) and applies signals on the target
+// after the data. Exact data and signal values for put, put_value, get, signal, counters and
+// flushes in every doorbell mode, the ordering rule, the GDA barrier, virtual nodes with
+// CROSSNODE connections, bad descriptors and abort.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cco/cco.h"
+#include "device/cco_device.hpp"
+#include "device/gda.hpp"
+
+namespace {
+
+constexpr size_t kWindow = 1 << 16;
+
+struct Rank {
+  int rank = 0, n = 0;
+  ccoComm* comm = nullptr;
+  ccoDevComm dc{};
+  ccoWindow_t win = 0;
+  unsigned char* mem = nullptr;
+  bool aborted = false;  // the body aborted the communicator: tear down locally only
+};
+
+// Creates one communicator per thread-rank with a GDA device communicator of `type` and a
+// window, and runs body(rank) on each; returns how many ranks failed.
+template <class Body> int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1) {
+  setenv("CCO_PLATFORM", "cpu", 1);
+  setenv("CCO_TIMEOUT_MS", "20000", 1);
+  if (nodesPerHost > 1) setenv("CCO_TEST_NODES_PER_HOST", std::to_string(nodesPerHost).c_str(), 1);
+  else unsetenv("CCO_TEST_NODES_PER_HOST");
+  ccoUniqueId id;
+  if (ccoGetUniqueId(&id) != ccoSuccess) return n;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Rank k;
+      k.rank = r;
+      k.n = n;
+      ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+      reqs.gdaConnectionType = type;
+      reqs.gdaContextCount = 2;
+      reqs.gdaBarrierCount = 2;
+      void* mem = nullptr;
+      if (ccoCommCreate(id, n, r, 8 << 20, &k.comm) != ccoSuccess ||
+          ccoWindowAllocRegister(k.comm, kWindow, &mem, &k.win) != ccoSuccess ||
+          ccoDevCommCreate(k.comm, &reqs, &k.dc) != ccoSuccess) {
+        fprintf(stderr, "rank %d setup: %s\n", r, ccoGetLastError());
+        ++failures;
+        return;
+      }
+      k.mem = static_cast<unsigned char*>(mem);
+      if (!body(k)) ++failures;
+      if (!k.aborted && (ccoDevCommDestroy(k.comm, &k.dc) != ccoSuccess || ccoWindowDeregister(k.comm, k.win) != ccoSuccess)) {
+        fprintf(stderr, "rank %d teardown: %s\n", r, ccoGetLastError());
+        ++failures;
+      }
+      ccoCommDestroy(k.comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  unsetenv("CCO_TEST_NODES_PER_HOST");
+  return failures;
+}
+
+#define CHECK_OR_FAIL(cond)                                                          \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "rank %d: %s:%d: %s\n", k.rank, __FILE__, __LINE__, #cond);   \
+      return false;                                                                  \
+    }                                                                                \
+  } while (0)
+
+uint32_t Pattern(int rank, size_t i) { return static_cast<uint32_t>(rank * 1000003u + i * 2654435761u); }
+
+void Fill(unsigned char* p, int rank, size_t words) {
+  for (size_t i = 0; i < words; ++i) reinterpret_cast<uint32_t*>(p)[i] = Pattern(rank, i);
+}
+bool Holds(const unsigned char* p, int rank, size_t words) {
+  for (size_t i = 0; i < words; ++i)
+    if (reinterpret_cast<const volatile uint32_t*>(p)[i] != Pattern(rank, i)) return false;
+  return true;
+}
+
+// put + signal to the right neighbour, wait for the left one's: data, then signal, exactly.
+TEST(GdaOnHost, PutWithSignalRing) {
+  for (int n : {1, 2, 4}) {
+    EXPECT_EQ(RunGdaRanks(n, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+      ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+      Fill(k.mem, k.rank, 1024);
+      CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+      const int right = (k.rank + 1) % k.n, left = (k.rank + k.n - 1) % k.n;
+      CHECK_OR_FAIL(gda.put(right, k.win, 4096, k.win, 0, 4096, CCO_SIGNAL_INC, 3) == CCO_DEVICE_STATUS_OK);
+      CHECK_OR_FAIL(gda.wait_signal(3, 1) == CCO_DEVICE_STATUS_OK);
+      CHECK_OR_FAIL(Holds(k.mem + 4096, left, 1024));
+      CHECK_OR_FAIL(gda.read_signal(3) == 0);  // consumed
+      CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_OK);
+      return ccoBarrierAll(k.comm) == ccoSuccess;
+    }), 0) << n << " ranks";
+  }
+}
+
+// Every other data operation, counters, ADD signals and resets.
+TEST(GdaOnHost, PutValueGetSignalAndCounters) {
+  EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
+    Fill(k.mem, k.rank, 1024);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    const int right = (k.rank + 1) % k.n, left = (k.rank + k.n - 1) % k.n;
+    // put_value of 8 and of 2 bytes, each adding to signal 5 of the right neighbour.
+    CHECK_OR_FAIL(gda.put_value(right, k.win, 8192, 0x1122334455667788ull + k.rank, CCO_SIGNAL_ADD, 5, 10) == 0);
+    CHECK_OR_FAIL(gda.put_value(right, k.win, 8200, 0xabcd, CCO_SIGNAL_ADD, 5, 7, -1, 2) == 0);
+    CHECK_OR_FAIL(gda.wait_signal(5, 17) == 0);
+    CHECK_OR_FAIL(*reinterpret_cast<volatile uint64_t*>(k.mem + 8192) == 0x1122334455667788ull + left);
+    CHECK_OR_FAIL(*reinterpret_cast<volatile uint16_t*>(k.mem + 8200) == 0xabcd);
+    // get the right neighbour's first page into the third, counted on counter 2.
+    CHECK_OR_FAIL(gda.get(right, k.win, 0, k.win, 12288, 4096, 2) == 0);
+    CHECK_OR_FAIL(gda.wait_counter(2, 1) == 0);
+    CHECK_OR_FAIL(Holds(k.mem + 12288, right, 1024));
+    CHECK_OR_FAIL(gda.read_counter(2) == 0);
+    // signal alone: INC twice, ADD 40; read, then reset.
+    CHECK_OR_FAIL(gda.signal(right, 6) == 0 && gda.signal(right, 6) == 0 && gda.signal(right, 6, CCO_SIGNAL_ADD, 40) == 0);
+    CHECK_OR_FAIL(gda.wait_signal(6, 42) == 0);
+    CHECK_OR_FAIL(gda.flush() == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(gda.signal(right, 7, CCO_SIGNAL_ADD, 9) == 0 && gda.flush() == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(gda.read_signal(7) == 9);
+    gda.reset_signal(7);
+    CHECK_OR_FAIL(gda.read_signal(7) == 0);
+    // Bad arguments touch nothing.
+    CHECK_OR_FAIL(gda.put(k.n, k.win, 0, k.win, 0, 8) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(gda.wait_signal(99, 1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(gda.put_value(right, k.win, 0, 1, CCO_SIGNAL_NONE, 0, 0, -1, 9) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    ccoGda<> noContext(k.dc, 7);
+    CHECK_OR_FAIL(noContext.flush() == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
+// A signal is never visible before the payloads of earlier puts on that context and peer:
+// many puts of every mode, then one signal; its arrival means all landed.
+template <class Mode> bool ManyPutsThenOneSignal(Rank& k, uint64_t round) {
+  ccoGda<ccoGdaProxy, Mode> gda(k.dc, 0, 10'000'000'000ull);
+  ccoGda<> ringer(k.dc, 0, 10'000'000'000ull);
+  const int right = (k.rank + 1) % k.n, left = (k.rank + k.n - 1) % k.n;
+  auto* mine = reinterpret_cast<volatile uint64_t*>(k.mem);
+  for (int i = 0; i < 512; ++i) mine[i] = round * 1000000 + k.rank * 1000 + i;
+  if (ccoBarrierAll(k.comm) != ccoSuccess) return false;
+  for (int i = 0; i < 512; ++i)
+    if (gda.put(right, k.win, 8192 + 8 * i, k.win, 8 * i, 8) != 0) return false;
+  if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED) {
+    if (gda.put(right, k.win, 16384, k.win, 0, 8, CCO_SIGNAL_INC, 0) != 0 || gda.flush() != 0) return false;
+  } else if (ringer.signal(right, 0) != 0) {
+    return false;
+  }
+  if (ringer.wait_signal(0, 1) != 0) return false;
+  const auto* got = reinterpret_cast<const volatile uint64_t*>(k.mem + 8192);
+  for (int i = 0; i < 512; ++i)
+    if (got[i] != round * 1000000 + left * 1000 + static_cast<uint64_t>(i)) return false;
+  return ringer.flush() == 0 && gda.flush() == 0 && ccoBarrierAll(k.comm) == ccoSuccess;
+}
+
+TEST(GdaOnHost, SignalsComeAfterEarlierPutsInEveryMode) {
+  EXPECT_EQ(RunGdaRanks(4, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    for (uint64_t round = 1; round <= 6; ++round) {
+      const bool ok = round % 3 == 0 ? ManyPutsThenOneSignal<ccoGdaImmediate>(k, round)
+                      : round % 3 == 1 ? ManyPutsThenOneSignal<ccoGdaDeferred>(k, round)
+                                       : ManyPutsThenOneSignal<ccoGdaCallerOrdered>(k, round);
+      CHECK_OR_FAIL(ok);
+    }
+    return true;
+  }), 0);
+}
+
+TEST(GdaOnHost, AggregatedThreadModeAndFlushAsync) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<ccoGdaProxy, ccoGdaDeferred> gda(k.dc, 0, 10'000'000'000ull);
+    Fill(k.mem, k.rank, 1024);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    const int peer = 1 - k.rank;
+    for (int i = 0; i < 16; ++i)
+      CHECK_OR_FAIL((gda.put<ccoCoopThread, CCO_THREAD_AGGREGATE>(peer, k.win, 4096 + 256 * i, k.win, 256 * i, 256)) == 0);
+    CHECK_OR_FAIL(gda.flush_async() == 0);
+    CHECK_OR_FAIL(gda.flush_wait() == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);  // the peer's puts landed too
+    CHECK_OR_FAIL(Holds(k.mem + 4096, peer, 1024));
+    return true;
+  }), 0);
+}
+
+// The GDA barrier: in round r every rank writes r into its slot in every peer's window
+// (plain puts), then syncs; afterwards its own slots must all hold r.
+TEST(GdaOnHost, BarrierOrdersRounds) {
+  EXPECT_EQ(RunGdaRanks(4, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    ccoGdaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), gda, 1);
+    auto* slots = reinterpret_cast<volatile uint64_t*>(k.mem + 32768);
+    for (uint64_t round = 1; round <= 200; ++round) {
+      *reinterpret_cast<volatile uint64_t*>(k.mem) = round;
+      for (int p = 0; p < k.n; ++p)
+        CHECK_OR_FAIL(gda.put(p, k.win, 32768 + 8 * k.rank, k.win, 0, 8) == 0);
+      CHECK_OR_FAIL(gda.flush() == 0);
+      CHECK_OR_FAIL(barrier.sync() == 0);
+      for (int p = 0; p < k.n; ++p) CHECK_OR_FAIL(slots[p] == round);
+      CHECK_OR_FAIL(barrier.sync() == 0);  // nobody writes round+1 before everyone checked
+    }
+    ccoGdaBarrierSession<ccoCoopThread> bad(ccoCoopThread(), gda, 2);
+    CHECK_OR_FAIL(bad.sync() == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    return true;
+  }), 0);
+}
+
+// Two virtual nodes of two ranks: CROSSNODE connects the ranks of the other node (and self).
+TEST(GdaOnHost, CrossNodeOnVirtualNodes) {
+  EXPECT_EQ(RunGdaRanks(4, CCO_GDA_CONNECTION_CROSSNODE, [](Rank& k) {
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    CHECK_OR_FAIL(k.dc.nNodes == 2 && gda.team_size() == 3);
+    Fill(k.mem, k.rank, 512);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    const int across = (k.rank + 2) % 4, neighbour = k.rank ^ 1;
+    CHECK_OR_FAIL(gda.put(neighbour, k.win, 0, k.win, 0, 8) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);  // same node
+    CHECK_OR_FAIL(gda.put(across, k.win, 4096, k.win, 0, 2048, CCO_SIGNAL_INC, 1) == 0);
+    CHECK_OR_FAIL(gda.wait_signal(1, 1) == 0);
+    CHECK_OR_FAIL(Holds(k.mem + 4096, across, 512));
+    CHECK_OR_FAIL(gda.flush() == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }, /*nodesPerHost=*/2), 0);
+}
+
+// A descriptor the proxy cannot honour fails its ring: the flush ends instead of hanging.
+// A wait for a signal that never comes ends on ccoCommAbort.
+TEST(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
+    CHECK_OR_FAIL(gda.put(1 - k.rank, k.win, kWindow - 8, k.win, 0, 64) == 0);  // runs past the window
+    CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    ccoGda<> other(k.dc, 0, 10'000'000'000ull);  // context 0 is unaffected
+    CHECK_OR_FAIL(other.put(1 - k.rank, k.win, 0, k.win, 0, 64) == 0 && other.flush() == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    k.aborted = true;
+    if (k.rank == 0) {
+      std::thread aborter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ccoCommAbort(k.comm);
+      });
+      const int32_t s = other.wait_signal(0, 1);
+      aborter.join();
+      CHECK_OR_FAIL(s == CCO_DEVICE_STATUS_ABORTED);
+    } else {
+      ccoCommAbort(k.comm);
+    }
+    return true;
+  }), 0);
+}
+
+}  // namespace
