@@ -46,7 +46,8 @@ typedef enum ccoGdaOp {
 } ccoGdaOp;
 
 /* Descriptor flags. */
-#define CCO_GDA_DESC_COUNTER 1u /* on local completion, add 1 to counter counterId */
+#define CCO_GDA_DESC_MARKER 1u /* a counter marker (op SIGNAL, no signal): counter counterId counts,
+                                  per context, the markers every ring of the context has passed */
 
 typedef struct ccoGdaDesc {
   uint64_t seq;          /* ticket + 1, stored last with release order: the slot is complete */
@@ -60,7 +61,7 @@ typedef struct ccoGdaDesc {
   uint64_t srcOffset;    /* CCO_GDA_OP_PUT_VALUE: the value */
   uint64_t bytes;
   uint64_t signalValue;  /* CCO_SIGNAL_ADD: the addend (INC adds 1) */
-  uint32_t counterId;
+  uint32_t counterId;    /* CCO_GDA_DESC_MARKER */
   uint32_t reserved;     /* zero */
 } ccoGdaDesc;
 

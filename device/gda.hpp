@@ -20,8 +20,9 @@
 //   - Signals are monotone sums. read_signal = value - shadow; wait_signal(id, least) waits
 //     until that reaches `least` and consumes it (shadow += least); reset_signal sets the
 //     shadow to the value. One waiter per signal at a time.
-//   - A post with a counter adds 1 to this rank's counter when it completes locally (its
-//     source buffer is reusable); counters read, wait and reset like signals.
+//   - counter(id) marks every ring of the context; counter `id` of this rank counts the marks
+//     all rings have passed, so it counts a call once every post before it has completed
+//     locally (source buffers reusable). Counters read, wait and reset like signals.
 //   - flush: every post of the context so far is complete (buffers reusable, data landed).
 //     flush_async rings and notes the targets; flush_wait waits for them.
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
@@ -63,8 +64,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0,
-                             uint64_t signalValue = 0, int32_t counterId = -1) {
-    ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue, counterId);
+                             uint64_t signalValue = 0) {
+    ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue);
     d.dstWindow = window_id(dst);
     d.dstOffset = dstOffset;
     d.srcWindow = window_id(src);
@@ -77,9 +78,9 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
   CCO_DEVICE_API int32_t put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, uint64_t value,
                                    ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0, uint64_t signalValue = 0,
-                                   int32_t counterId = -1, uint32_t bytes = 8) {
+                                   uint32_t bytes = 8) {
     if (bytes == 0 || bytes > 8) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue, counterId);
+    ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue);
     d.dstWindow = window_id(dst);
     d.dstOffset = dstOffset;
     d.srcOffset = value;
@@ -90,8 +91,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   /// Copies `bytes` of (remote, remoteOffset) on `peer` to (local, localOffset) here.
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
   CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t remote, uint64_t remoteOffset, ccoWindow_t local,
-                             uint64_t localOffset, uint64_t bytes, int32_t counterId = -1) {
-    ccoGdaDesc d = Describe(CCO_GDA_OP_GET, CCO_SIGNAL_NONE, 0, 0, counterId);
+                             uint64_t localOffset, uint64_t bytes) {
+    ccoGdaDesc d = Describe(CCO_GDA_OP_GET, CCO_SIGNAL_NONE, 0, 0);
     d.dstWindow = window_id(local);
     d.dstOffset = localOffset;
     d.srcWindow = window_id(remote);
@@ -107,7 +108,27 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     static_assert(Mode::kMode != CCO_GDA_DOORBELL_CALLER_ORDERED, "CallerOrdered handles have no signal(): "
                                                                   "give the put a signal instead");
     if (op == CCO_SIGNAL_NONE) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Post<Coop, CCO_THREAD_INDEPENDENT>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value, -1));
+    return Post<Coop, CCO_THREAD_INDEPENDENT>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value));
+  }
+
+  /// Counter `counterId` will count this call once every post of this context made before
+  /// it has completed locally (source buffers reusable): a marker goes into every ring of
+  /// the context, and the rings are rung.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t counter(int32_t counterId) {
+    if (!context_ok() || !counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    ccoGdaDesc d = Describe(CCO_GDA_OP_SIGNAL, CCO_SIGNAL_NONE, 0, 0);
+    d.flags = CCO_GDA_DESC_MARKER;
+    d.counterId = static_cast<uint32_t>(counterId);
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+         i += static_cast<int32_t>(coop.size())) {
+      uint64_t ticket;
+      status = gda::Post<ccoGdaImmediate>(ring(i), d, limits_, &ticket);
+    }
+    coop.sync();
+    return status;
   }
 
   // --- signals and counters of this rank ---------------------------------------------
@@ -236,17 +257,12 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return resource(dc_.gdaFlushOffset) + static_cast<uint64_t>(context_) * dc_.gdaPeerCount + index;
   }
 
-  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, ccoSignalOp signalOp, int32_t signalId, uint64_t signalValue,
-                                            int32_t counterId) {
+  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, ccoSignalOp signalOp, int32_t signalId, uint64_t signalValue) {
     ccoGdaDesc d = {};
     d.op = static_cast<uint8_t>(op);
     d.signalOp = static_cast<uint8_t>(signalOp);
     d.signalId = static_cast<uint32_t>(signalId);
     d.signalValue = signalValue;
-    if (counterId >= 0) {
-      d.flags = CCO_GDA_DESC_COUNTER;
-      d.counterId = static_cast<uint32_t>(counterId);
-    }
     return d;
   }
 

@@ -119,15 +119,18 @@ TEST(GdaOnHost, PutValueGetSignalAndCounters) {
     const int right = (k.rank + 1) % k.n, left = (k.rank + k.n - 1) % k.n;
     // put_value of 8 and of 2 bytes, each adding to signal 5 of the right neighbour.
     CHECK_OR_FAIL(gda.put_value(right, k.win, 8192, 0x1122334455667788ull + k.rank, CCO_SIGNAL_ADD, 5, 10) == 0);
-    CHECK_OR_FAIL(gda.put_value(right, k.win, 8200, 0xabcd, CCO_SIGNAL_ADD, 5, 7, -1, 2) == 0);
+    CHECK_OR_FAIL(gda.put_value(right, k.win, 8200, 0xabcd, CCO_SIGNAL_ADD, 5, 7, 2) == 0);
     CHECK_OR_FAIL(gda.wait_signal(5, 17) == 0);
     CHECK_OR_FAIL(*reinterpret_cast<volatile uint64_t*>(k.mem + 8192) == 0x1122334455667788ull + left);
     CHECK_OR_FAIL(*reinterpret_cast<volatile uint16_t*>(k.mem + 8200) == 0xabcd);
-    // get the right neighbour's first page into the third, counted on counter 2.
-    CHECK_OR_FAIL(gda.get(right, k.win, 0, k.win, 12288, 4096, 2) == 0);
+    // get the right neighbour's first page into the third; counter 2 says when it is done.
+    CHECK_OR_FAIL(gda.get(right, k.win, 0, k.win, 12288, 4096) == 0);
+    CHECK_OR_FAIL(gda.counter(2) == 0);
     CHECK_OR_FAIL(gda.wait_counter(2, 1) == 0);
     CHECK_OR_FAIL(Holds(k.mem + 12288, right, 1024));
     CHECK_OR_FAIL(gda.read_counter(2) == 0);
+    CHECK_OR_FAIL(gda.counter(2) == 0 && gda.counter(2) == 0 && gda.wait_counter(2, 2) == 0);
+    CHECK_OR_FAIL(gda.counter(99) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     // signal alone: INC twice, ADD 40; read, then reset.
     CHECK_OR_FAIL(gda.signal(right, 6) == 0 && gda.signal(right, 6) == 0 && gda.signal(right, 6, CCO_SIGNAL_ADD, 40) == 0);
     CHECK_OR_FAIL(gda.wait_signal(6, 42) == 0);
@@ -141,7 +144,7 @@ TEST(GdaOnHost, PutValueGetSignalAndCounters) {
     // Bad arguments touch nothing.
     CHECK_OR_FAIL(gda.put(k.n, k.win, 0, k.win, 0, 8) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     CHECK_OR_FAIL(gda.wait_signal(99, 1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
-    CHECK_OR_FAIL(gda.put_value(right, k.win, 0, 1, CCO_SIGNAL_NONE, 0, 0, -1, 9) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(gda.put_value(right, k.win, 0, 1, CCO_SIGNAL_NONE, 0, 0, 9) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     ccoGda<> noContext(k.dc, 7);
     CHECK_OR_FAIL(noContext.flush() == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     return ccoBarrierAll(k.comm) == ccoSuccess;

@@ -82,6 +82,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64
   g->depth = CCO_GDA_RING_DEPTH_DEFAULT;
   g->signalWords = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount * c.topo.nRanks);
   g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
+  g->marks.assign(static_cast<size_t>(g->contexts) * g->counterWords * g->peerCount, 0);
 
   // Local allocations; every rank agrees before the tables are shared.
   Status local = g->contexts > 0 ? CheckReachable(c, *g)

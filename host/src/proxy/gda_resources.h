@@ -44,9 +44,14 @@ struct GdaResources {
   size_t tableBytes = 0;
   std::vector<uint64_t*> peerTables;    // host addresses; this rank's own at its host index
   std::vector<bool> mappedTable;        // true: mapped here from a descriptor (unmap at the end)
+  // Counter markers each ring has passed: [context][counter][peer index] (the proxy's own).
+  std::vector<uint64_t> marks;
 
   uint32_t rings() const { return static_cast<uint32_t>(contexts * peerCount); }
   uint64_t* counters() const { return static_cast<uint64_t*>(table) + signalWords; }
+  uint64_t& mark(int context, uint32_t counter, int peer) {
+    return marks[(static_cast<size_t>(context) * counterWords + counter) * peerCount + peer];
+  }
 };
 
 // Whether `reqs` asks for GDA connections (the connection type selects more than nothing).

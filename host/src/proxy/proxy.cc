@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "comm/communicator.h"
@@ -171,9 +172,19 @@ Status Proxy::Execute(GdaResources& g, uint32_t ring, const ccoGdaDesc& d) {
     if (d.signalId >= g.signalWords) return InvalidArgument(Fmt("signal ", d.signalId, " is not below ", g.signalWords));
     __atomic_fetch_add(g.peerTables[host] + d.signalId, d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue, __ATOMIC_SEQ_CST);
   }
-  if (d.flags & CCO_GDA_DESC_COUNTER) {
+  if (d.flags & CCO_GDA_DESC_MARKER) {
+    // Every earlier post on this ring is complete (rings are carried out in order): the
+    // counter counts, per context, the marks every ring has passed.
     if (d.counterId >= g.counterWords) return InvalidArgument(Fmt("counter ", d.counterId, " is not below ", g.counterWords));
-    __atomic_fetch_add(g.counters() + d.counterId, uint64_t{1}, __ATOMIC_RELEASE);
+    const int context = static_cast<int>(ring / g.peerCount);
+    ++g.mark(context, d.counterId, static_cast<int>(ring % g.peerCount));
+    uint64_t total = 0;
+    for (int ctx = 0; ctx < g.contexts; ++ctx) {
+      uint64_t passed = g.mark(ctx, d.counterId, 0);
+      for (int p = 1; p < g.peerCount; ++p) passed = std::min(passed, g.mark(ctx, d.counterId, p));
+      total += passed;
+    }
+    __atomic_store_n(g.counters() + d.counterId, total, __ATOMIC_RELEASE);
   }
   return Status::Ok();
 }
