@@ -34,6 +34,15 @@ typedef enum ccoGdaDoorbellMode {
   CCO_GDA_DOORBELL_CALLER_ORDERED = 2
 } ccoGdaDoorbellMode;
 
+/* The guide's GDA variant tags: thread mode and coop in one (it = independent threads,
+ * iw = independent warp, ib = independent block, at = aggregated threads). */
+typedef enum ccoGdaTag {
+  CCO_GDA_TAG_IT = 0,
+  CCO_GDA_TAG_IW = 1,
+  CCO_GDA_TAG_IB = 2,
+  CCO_GDA_TAG_AT = 3
+} ccoGdaTag;
+
 /* Which peers get GDA (RDMA) connections. */
 typedef enum ccoGdaConnectionType {
   CCO_GDA_CONNECTION_NONE = 0,

@@ -133,7 +133,7 @@ typedef struct ccoGdaTopo {
 } ccoGdaTopo;
 
 /* How many peers a connection type connects (rings per context). */
-CCO_GDA_INLINE int32_t cco_gda_peer_count(int32_t connectionType, const ccoGdaTopo* t) {
+CCO_GDA_INLINE int32_t cco_gda_conn_peer_count(int32_t connectionType, const ccoGdaTopo* t) {
   switch (connectionType) {
     case CCO_GDA_CONNECTION_FULL: return t->nRanks;
     case CCO_GDA_CONNECTION_CROSSNODE: return t->nRanks - t->lsaSize + 1; /* off-node ranks and self */
@@ -143,7 +143,7 @@ CCO_GDA_INLINE int32_t cco_gda_peer_count(int32_t connectionType, const ccoGdaTo
 }
 
 /* The GDA-team index (ring slot) of world rank `peer`, or -1 where it is not connected. */
-CCO_GDA_INLINE int32_t cco_gda_peer_index(int32_t connectionType, const ccoGdaTopo* t, int32_t peer) {
+CCO_GDA_INLINE int32_t cco_gda_conn_peer_index(int32_t connectionType, const ccoGdaTopo* t, int32_t peer) {
   if (peer < 0 || peer >= t->nRanks) return -1;
   const int32_t lsaEnd = t->lsaWorldBase + t->lsaSize;
   switch (connectionType) {
@@ -162,8 +162,8 @@ CCO_GDA_INLINE int32_t cco_gda_peer_index(int32_t connectionType, const ccoGdaTo
 }
 
 /* The world rank of GDA-team index `index`, or -1 outside the team. */
-CCO_GDA_INLINE int32_t cco_gda_team_peer(int32_t connectionType, const ccoGdaTopo* t, int32_t index) {
-  if (index < 0 || index >= cco_gda_peer_count(connectionType, t)) return -1;
+CCO_GDA_INLINE int32_t cco_gda_conn_team_peer(int32_t connectionType, const ccoGdaTopo* t, int32_t index) {
+  if (index < 0 || index >= cco_gda_conn_peer_count(connectionType, t)) return -1;
   switch (connectionType) {
     case CCO_GDA_CONNECTION_FULL: return index;
     case CCO_GDA_CONNECTION_CROSSNODE:

@@ -58,7 +58,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   CCO_DEVICE_API int32_t team_size() const { return dc_.gdaPeerCount; }
   CCO_DEVICE_API int32_t team_peer(int32_t index) const {
     const ccoGdaTopo t = topo();
-    return cco_gda_team_peer(static_cast<int32_t>(dc_.gdaConnectionType), &t, index);
+    return cco_gda_conn_team_peer(static_cast<int32_t>(dc_.gdaConnectionType), &t, index);
   }
 
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
@@ -229,7 +229,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   }
   CCO_DEVICE_API int32_t peer_index(int32_t peer) const {
     const ccoGdaTopo t = topo();
-    return cco_gda_peer_index(static_cast<int32_t>(dc_.gdaConnectionType), &t, peer);
+    return cco_gda_conn_peer_index(static_cast<int32_t>(dc_.gdaConnectionType), &t, peer);
   }
   CCO_DEVICE_API bool context_ok() const {
     return dc_.gdaPeerCount > 0 && static_cast<uint32_t>(context_) < dc_.gdaContextCount;

@@ -13,6 +13,7 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
+#include "device/gda.hpp"
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
 #include "device/team.hpp"
@@ -72,6 +73,73 @@ template <class Coop> CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32
   if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).sync(timeoutNs);
 }
+
+// --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------
+template <class Mode> CCO_DEVICE_API ccoGda<ccoGdaProxy, Mode> gda(uint64_t dc, int32_t ctx) {
+  return ccoGda<ccoGdaProxy, Mode>(*devcomm(dc), ctx);
+}
+
+template <class Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
+CCO_DEVICE_API int32_t gda_put(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin,
+                               uint64_t srcOff, uint64_t bytes, int32_t signalId, uint64_t signalValue) {
+  return gda<Mode>(dc, ctx).template put<Coop, TM>(peer, dstWin, dstOff, srcWin, srcOff, bytes, Op, signalId, signalValue);
+}
+template <class Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
+CCO_DEVICE_API int32_t gda_put_value(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t value,
+                                     int32_t signalId, uint64_t signalValue) {
+  return gda<Mode>(dc, ctx).template put_value<Coop, TM>(peer, dstWin, dstOff, value, Op, signalId, signalValue);
+}
+template <class Mode, class Coop, ccoThreadMode TM>
+CCO_DEVICE_API int32_t gda_get(uint64_t dc, int32_t ctx, int32_t peer, uint64_t remoteWin, uint64_t remoteOff,
+                               uint64_t localWin, uint64_t localOff, uint64_t bytes) {
+  return gda<Mode>(dc, ctx).template get<Coop, TM>(peer, remoteWin, remoteOff, localWin, localOff, bytes);
+}
+template <class Mode, class Coop, ccoSignalOp Op>
+CCO_DEVICE_API int32_t gda_signal(uint64_t dc, int32_t ctx, int32_t peer, int32_t signalId, uint64_t value) {
+  return gda<Mode>(dc, ctx).template signal<Coop>(peer, signalId, Op, value);
+}
+template <class Coop>
+CCO_DEVICE_API int32_t gda_wait_signal(uint64_t dc, int32_t ctx, int32_t signalId, uint64_t least, int32_t bits) {
+  return gda<ccoGdaImmediate>(dc, ctx).template wait_signal<Coop>(signalId, least, bits);
+}
+CCO_DEVICE_API uint64_t gda_read_signal(uint64_t dc, int32_t ctx, int32_t signalId, int32_t bits) {
+  return gda<ccoGdaImmediate>(dc, ctx).read_signal(signalId, bits);
+}
+CCO_DEVICE_API int32_t gda_reset_signal(uint64_t dc, int32_t ctx, int32_t signalId) {
+  gda<ccoGdaImmediate>(dc, ctx).reset_signal(signalId);
+  return CCO_DEVICE_STATUS_OK;
+}
+template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush(uint64_t dc, int32_t ctx) {
+  return gda<Mode>(dc, ctx).template flush<Coop>();
+}
+template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_peer(uint64_t dc, int32_t ctx, int32_t peer) {
+  return gda<Mode>(dc, ctx).template flush_peer<Coop>(peer);
+}
+template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_async(uint64_t dc, int32_t ctx) {
+  return gda<Mode>(dc, ctx).template flush_async<Coop>();
+}
+template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_wait(uint64_t dc, int32_t ctx) {
+  return gda<Mode>(dc, ctx).template flush_wait<Coop>();
+}
+template <class Coop> CCO_DEVICE_API int32_t gda_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
+  return gda<ccoGdaImmediate>(dc, ctx).template counter<Coop>(counterId);
+}
+template <class Coop> CCO_DEVICE_API int32_t gda_wait_counter(uint64_t dc, int32_t ctx, int32_t counterId, uint64_t least) {
+  return gda<ccoGdaImmediate>(dc, ctx).template wait_counter<Coop>(counterId, least);
+}
+CCO_DEVICE_API uint64_t gda_read_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
+  return gda<ccoGdaImmediate>(dc, ctx).read_counter(counterId);
+}
+CCO_DEVICE_API int32_t gda_reset_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
+  gda<ccoGdaImmediate>(dc, ctx).reset_counter(counterId);
+  return CCO_DEVICE_STATUS_OK;
+}
+template <class Coop> CCO_DEVICE_API int32_t gda_barrier_sync(uint64_t dc, int32_t ctx, int32_t index) {
+  ccoGda<ccoGdaProxy, ccoGdaImmediate> handle = gda<ccoGdaImmediate>(dc, ctx);
+  return ccoGdaBarrierSession<Coop>(Coop(), handle, static_cast<uint32_t>(index)).sync();
+}
+CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) { return devcomm(dc)->gdaPeerCount; }
+CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) { return gda<ccoGdaImmediate>(dc, 0).team_peer(index); }
 
 }  // namespace abi
 }  // namespace cco

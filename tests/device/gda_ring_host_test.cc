@@ -274,32 +274,32 @@ TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
 TEST(GdaPeers, ConnectionTypesAndTheirInverse) {
   // 3 nodes of 4 ranks; this rank is world rank 6 (node 1, LSA rank 2).
   ccoGdaTopo t = {6, 12, 2, 4, 4, 1, 3, 1};
-  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_NONE, &t), 0);
-  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_FULL, &t), 12);
-  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_CROSSNODE, &t), 9);
-  EXPECT_EQ(cco_gda_peer_count(CCO_GDA_CONNECTION_RAIL, &t), 3);
+  EXPECT_EQ(cco_gda_conn_peer_count(CCO_GDA_CONNECTION_NONE, &t), 0);
+  EXPECT_EQ(cco_gda_conn_peer_count(CCO_GDA_CONNECTION_FULL, &t), 12);
+  EXPECT_EQ(cco_gda_conn_peer_count(CCO_GDA_CONNECTION_CROSSNODE, &t), 9);
+  EXPECT_EQ(cco_gda_conn_peer_count(CCO_GDA_CONNECTION_RAIL, &t), 3);
   for (int32_t type : {CCO_GDA_CONNECTION_FULL, CCO_GDA_CONNECTION_CROSSNODE, CCO_GDA_CONNECTION_RAIL}) {
     std::vector<int> seen(12, 0);
-    for (int32_t i = 0; i < cco_gda_peer_count(type, &t); ++i) {
-      const int32_t peer = cco_gda_team_peer(type, &t, i);
+    for (int32_t i = 0; i < cco_gda_conn_peer_count(type, &t); ++i) {
+      const int32_t peer = cco_gda_conn_team_peer(type, &t, i);
       ASSERT_GE(peer, 0);
-      EXPECT_EQ(cco_gda_peer_index(type, &t, peer), i) << "type " << type << " index " << i;
+      EXPECT_EQ(cco_gda_conn_peer_index(type, &t, peer), i) << "type " << type << " index " << i;
       ++seen[peer];
     }
     for (int32_t peer = 0; peer < 12; ++peer) {
-      const bool connected = cco_gda_peer_index(type, &t, peer) >= 0;
+      const bool connected = cco_gda_conn_peer_index(type, &t, peer) >= 0;
       EXPECT_EQ(connected, seen[peer] == 1) << "type " << type << " peer " << peer;
     }
   }
   // CROSSNODE: everyone off this node, and this rank; RAIL: LSA rank 2 of every node.
-  EXPECT_EQ(cco_gda_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 5), -1);
-  EXPECT_GE(cco_gda_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 6), 0);
-  EXPECT_GE(cco_gda_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 11), 0);
-  EXPECT_EQ(cco_gda_team_peer(CCO_GDA_CONNECTION_RAIL, &t, 0), 2);
-  EXPECT_EQ(cco_gda_team_peer(CCO_GDA_CONNECTION_RAIL, &t, 2), 10);
-  EXPECT_EQ(cco_gda_peer_index(CCO_GDA_CONNECTION_RAIL, &t, 7), -1);
-  EXPECT_EQ(cco_gda_peer_index(CCO_GDA_CONNECTION_FULL, &t, 12), -1);
-  EXPECT_EQ(cco_gda_team_peer(CCO_GDA_CONNECTION_FULL, &t, -1), -1);
+  EXPECT_EQ(cco_gda_conn_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 5), -1);
+  EXPECT_GE(cco_gda_conn_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 6), 0);
+  EXPECT_GE(cco_gda_conn_peer_index(CCO_GDA_CONNECTION_CROSSNODE, &t, 11), 0);
+  EXPECT_EQ(cco_gda_conn_team_peer(CCO_GDA_CONNECTION_RAIL, &t, 0), 2);
+  EXPECT_EQ(cco_gda_conn_team_peer(CCO_GDA_CONNECTION_RAIL, &t, 2), 10);
+  EXPECT_EQ(cco_gda_conn_peer_index(CCO_GDA_CONNECTION_RAIL, &t, 7), -1);
+  EXPECT_EQ(cco_gda_conn_peer_index(CCO_GDA_CONNECTION_FULL, &t, 12), -1);
+  EXPECT_EQ(cco_gda_conn_team_peer(CCO_GDA_CONNECTION_FULL, &t, -1), -1);
 }
 
 TEST(GdaPeers, InitialSeqNeverMatchesTheFirstLap) {

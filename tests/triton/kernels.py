@@ -57,3 +57,49 @@ def every_barrier(dc, out):
     tl.store(out + 12, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.THREAD))
     tl.store(out + 13, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
     tl.store(out + 14, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
+
+
+def _gda_kernel_source():
+    """A kernel that calls every GDA function of the ABI table once, through its DSL name
+    and axis keywords (so every symbol is reachable from Triton): out[i] = what call i
+    returned. Window arguments get `win`, peers and ids small numbers."""
+    from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS
+    from cco.device.abi_table import load_abi_table
+
+    axes = load_abi_table()["axes"]
+    lines = ["import triton", "import triton.language as tl", "from cco.ir.triton import cco", "",
+             "@triton.jit", "def every_gda(dc, win, out):"]
+    k = 0
+    for f in CCO_DEVICE_FUNCTIONS:
+        if f["family"] != "gda":
+            continue
+        args = []
+        for name, kind in zip(f["arg_names"], f["args"]):
+            args.append("dc" if name == "dc" else "win" if name.endswith("Win") else "1" if kind == "int32" else "8")
+        keywords = []
+        for axis, value in sorted(f["axes"].items()):
+            enum = axes[axis]["enum"]
+            assert value.upper() in ENUMS[enum]
+            keywords.append(f"{axis}=cco.{enum}.{value.upper()}")
+        call = f"cco.{f['dsl']}({', '.join(args + keywords)})"
+        lines.append(f"    tl.store(out + {k}, ({call}).to(tl.int32))")
+        k += 1
+    return "\n".join(lines) + "\n", k
+
+
+def _load_every_gda():
+    import importlib.util
+    import os
+    import tempfile
+
+    source, count = _gda_kernel_source()
+    path = os.path.join(tempfile.mkdtemp(prefix="cco-gda-kernel-"), "every_gda_kernel.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("every_gda_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.every_gda, count
+
+
+every_gda, EVERY_GDA_CALLS = _load_every_gda()

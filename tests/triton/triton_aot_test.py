@@ -26,8 +26,10 @@ TARGETS = {
 MEMORY_MODEL = {
     ("cuda", 0): [r"fence\.acq_rel\.sys"],
     ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.acquire\.sys\.u32"],
+    ("cuda", 2): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64", r"atom\.\w*\.?gpu\.add\.u64|atom\.add\.u64"],
     ("hip", 0): [r"buffer_wbl2 sc0 sc1"],
     ("hip", 1): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
+    ("hip", 2): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
 }
 CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 
@@ -45,6 +47,7 @@ def compiled(request):
         compile_for(kernels.every_function, {"dc": "u64", "win": "u64", "out": "*i32", "peer": "constexpr"},
                     {"peer": 1}, target),
         compile_for(kernels.every_barrier, {"dc": "u64", "out": "*i32"}, {}, target),
+        compile_for(kernels.every_gda, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target),
     ]
     return target, kernels_
 

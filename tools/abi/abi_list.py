@@ -32,7 +32,8 @@ class Function:
     pure: bool
     impl: str          # C++ expression naming the implementation in namespace cco::abi
     args: tuple
-    axes: tuple        # ((axis, value), ...) in the order the symbol names them
+    axes: tuple        # ((axis, value), ...) as DSL keywords: a compound axis is replaced by what it means
+    tag: str           # the guide's variant tag: a compound axis's value ("it"), else the coop, else ""
 
 
 class AbiListError(Exception):
@@ -44,6 +45,7 @@ class Axis:
     name: str
     enum: str
     values: tuple      # ((value, cxx_argument), ...)
+    means: dict = dataclasses.field(default_factory=dict, compare=False)  # compound: value -> ((axis, value), ...)
 
 
 def _parse_axis(tokens, where):
@@ -71,22 +73,33 @@ def _parse_args(tokens, where):
 
 
 def _expand(family, symbol_t, dsl, ret, purity, impl_t, args, axes, where):
-    used = re.findall(r"\{(\w+)\}", symbol_t)
-    for name in used:
+    # {axis} takes every value of the axis; {axis:v1,v2} only those.
+    used = re.findall(r"\{(\w+)(?::([\w,]+))?\}", symbol_t)
+    for name, subset in used:
         if name not in axes:
             raise AbiListError(f"{where}: unknown axis {{{name}}}")
-    op = re.sub(r"__\{\w+\}", "", symbol_t)
+        known = {v for v, _ in axes[name].values}
+        if subset and not set(subset.split(",")) <= known:
+            raise AbiListError(f"{where}: {{{name}:{subset}}} names values the axis does not have")
+    op = re.sub(r"__\{[\w:,]+\}", "", symbol_t)
     if "{" in op or not op.startswith("cco_"):
         raise AbiListError(f"{where}: axes must be '__{{axis}}' suffixes of a 'cco_' symbol")
     op = op[len("cco_"):]
-    for combo in itertools.product(*(axes[name].values for name in used)):
+    choices = [[vc for vc in axes[name].values if not subset or vc[0] in subset.split(",")] for name, subset in used]
+    for combo in itertools.product(*choices):
         symbol, impl = symbol_t, impl_t
-        chosen = []
-        for name, (value, cxx) in zip(used, combo):
-            symbol = symbol.replace("{%s}" % name, value)
+        chosen, tag = [], ""
+        for (name, subset), (value, cxx) in zip(used, combo):
+            symbol = symbol.replace("{%s%s}" % (name, ":" + subset if subset else ""), value)
             impl = impl.replace("{%s}" % name, cxx)
-            chosen.append((name, value))
-        yield Function(symbol, family, op, dsl, ret, purity == "pure", impl, args, tuple(chosen))
+            if axes[name].means:
+                chosen.extend(axes[name].means[value])
+                tag = value
+            else:
+                chosen.append((name, value))
+                if name == "coop" and not tag:
+                    tag = value
+        yield Function(symbol, family, op, dsl, ret, purity == "pure", impl, args, tuple(chosen), tag)
 
 
 def parse_functions(text, path="functions.list"):
@@ -101,6 +114,17 @@ def parse_functions(text, path="functions.list"):
         if kind == "axis":
             axis = _parse_axis(rest, where)
             axes[axis.name] = axis
+        elif kind == "means":
+            # means AXIS VALUE OTHER_AXIS=VALUE ...: a compound axis's value stands for others.
+            if len(rest) < 3 or rest[0] not in axes or rest[1] not in {v for v, _ in axes[rest[0]].values}:
+                raise AbiListError(f"{where}: 'means AXIS VALUE AXIS=VALUE ...' names an unknown axis or value")
+            pairs = []
+            for tok in rest[2:]:
+                other, _, value = tok.partition("=")
+                if other not in axes or value not in {v for v, _ in axes[other].values}:
+                    raise AbiListError(f"{where}: {tok!r} is not AXIS=VALUE of a declared axis")
+                pairs.append((other, value))
+            axes[rest[0]].means[rest[1]] = tuple(pairs)
         elif kind == "fn":
             if len(rest) < 6:
                 raise AbiListError(f"{where}: 'fn FAMILY SYMBOL DSL RET PURITY IMPL [ARGS]' is incomplete")
@@ -109,8 +133,8 @@ def parse_functions(text, path="functions.list"):
                 raise AbiListError(f"{where}: DSL name {dsl!r} is not Namespace.method or method")
             if ret not in TYPES:
                 raise AbiListError(f"{where}: return type {ret!r} not in {sorted(TYPES)}")
-            if purity not in ("pure", "effect"):
-                raise AbiListError(f"{where}: purity {purity!r} is neither 'pure' nor 'effect'")
+            if purity not in ("pure", "effect", "read"):
+                raise AbiListError(f"{where}: purity {purity!r} is not 'pure', 'effect' or 'read'")
             if purity == "effect" and ret != "i32":
                 raise AbiListError(f"{where}: a side-effect function returns i32 (0)")
             args = _parse_args(rest[6:], where)

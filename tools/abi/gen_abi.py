@@ -35,7 +35,11 @@ def table(functions, axes, enums, version, targets):
         "abi_version": version,
         "generator": "tools/abi/gen_abi.py from abi/functions.list and abi/enums.h",
         "types": {v["table"]: {"c": v["c"], "llvm": v["llvm"]} for v in abi_list.TYPES.values()},
-        "axes": {a.name: {"enum": a.enum, "values": [v for v, _ in a.values]} for a in axes.values()},
+        "axes": {
+            a.name: dict({"enum": a.enum, "values": [v for v, _ in a.values]},
+                         **({"means": {v: dict(m) for v, m in a.means.items()}} if a.means else {}))
+            for a in axes.values()
+        },
         "enums": enums,
         "targets": targets,
         "functions": [
@@ -47,6 +51,7 @@ def table(functions, axes, enums, version, targets):
                 "args": [{"name": a.name, "type": abi_list.TYPES[a.type]["table"]} for a in f.args],
                 "ret": abi_list.TYPES[f.ret]["table"],
                 "pure": f.pure,
+                "tag": f.tag,
                 "axes": dict(f.axes),
                 "llvm": {
                     "ret": abi_list.TYPES[f.ret]["llvm"],

@@ -36,7 +36,7 @@ int HostIndexOf(const ccoComm& c, int rank) {
 // Every connected peer must be reachable by a backend this build has: `local` (this host).
 Status CheckReachable(const ccoComm& c, const GdaResources& g) {
   for (int i = 0; i < g.peerCount; ++i) {
-    const int peer = cco_gda_team_peer(g.connectionType, &g.topo, i);
+    const int peer = cco_gda_conn_team_peer(g.connectionType, &g.topo, i);
     if (HostIndexOf(c, peer) < 0)
       return Unsupported(Fmt("GDA to rank ", peer, " (on another host) needs a network backend (tcp or verbs), which "
                              "this build does not have yet; ranks of one host (CCO_TEST_NODES_PER_HOST splits one) work"));
@@ -68,7 +68,7 @@ Status AllocateLocal(ccoComm& c, GdaResources& g) {
 bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs) {
   const ccoGdaTopo topo = TopoOf(c);
   // CROSSNODE and RAIL on one node connect only this rank to itself: nothing to set up.
-  return cco_gda_peer_count(reqs.gdaConnectionType, &topo) > 0 &&
+  return cco_gda_conn_peer_count(reqs.gdaConnectionType, &topo) > 0 &&
          (reqs.gdaConnectionType == CCO_GDA_CONNECTION_FULL || c.topo.nNodes > 1);
 }
 
@@ -78,7 +78,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64
   g->connectionType = reqs.gdaConnectionType;
   g->contexts = reqs.gdaContextCount;
   g->topo = TopoOf(c);
-  g->peerCount = cco_gda_peer_count(g->connectionType, &g->topo);
+  g->peerCount = cco_gda_conn_peer_count(g->connectionType, &g->topo);
   g->depth = CCO_GDA_RING_DEPTH_DEFAULT;
   g->signalWords = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount * c.topo.nRanks);
   g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
