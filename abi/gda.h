@@ -28,7 +28,10 @@
 #include "abi/enums.h"
 #include "abi/version.h"
 
-#if defined(__cplusplus)
+/* Compiled by every side: host, freestanding device builds, and nvcc / hipcc kernels. */
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define CCO_GDA_INLINE static inline __host__ __device__ __attribute__((always_inline))
+#elif defined(__cplusplus)
 #define CCO_GDA_INLINE static inline __attribute__((always_inline))
 #else
 #define CCO_GDA_INLINE static inline

@@ -307,14 +307,14 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     const uint32_t lane = arch::lane_id();
     int32_t status = CCO_DEVICE_STATUS_OK;
     while (pending != 0) {
-      const uint32_t leader = static_cast<uint32_t>(__builtin_ctzll(pending));
+      const uint32_t leader = arch::lowest_lane(pending);
       const int32_t leaderIndex = static_cast<int32_t>(arch::shuffle(static_cast<uint64_t>(index), leader));
       const arch::LaneMask group = arch::ballot(index == leaderIndex) & pending;
       pending &= ~group;
       if (index != leaderIndex) continue;
       const gda::RingView r = ring(index);
-      const uint64_t count = static_cast<uint64_t>(__builtin_popcountll(group));
-      const uint64_t below = static_cast<uint64_t>(__builtin_popcountll(group & ((arch::LaneMask{1} << lane) - 1)));
+      const uint64_t count = arch::lane_count(group);
+      const uint64_t below = arch::lane_count(group & ((arch::LaneMask{1} << lane) - 1));
       uint64_t first = 0;
       if (lane == leader) first = arch::fetch_add<order::Relaxed, scope::Device>(&r.dev->head, count);
       first = arch::shuffle(first, leader);

@@ -87,6 +87,10 @@ CCO_DEVICE_API void block_sync() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
+// The lowest set lane of a mask (the mask is not 0), and how many lanes it has.
+CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) { return static_cast<uint32_t>(__builtin_ctzll(m)); }
+CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__builtin_popcountll(m)); }
+
 // --- atomics --------------------------------------------------------------------------
 #define CCO_AMDGCN_CHECK(WHAT, ORDER_OK)                                                    \
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && amdgcn_detail::IsAtomicWord<T>::value, \

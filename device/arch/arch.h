@@ -7,7 +7,8 @@
 //                   warp_id()  (thread_id / warp_size, 1-D view of a 3-D block)
 //   lanes           LaneMask active_mask(); LaneMask ballot(bool); warp_sync() (the active
 //                   lanes); warp_sync_all() (every lane of the warp); block_sync();
-//                   uint64_t shuffle(v, srcLane) (v as an active lane holds it)
+//                   uint64_t shuffle(v, srcLane) (v as an active lane holds it);
+//                   lowest_lane(mask), lane_count(mask)
 //   atomics         load<O,S>(p) store<O,S>(p,v) fetch_add<O,S>(p,v) exchange<O,S>(p,v)
 //                   compare_exchange<O,S>(p, expected, desired) -> old   fetch_max<O,S>(p,v)
 //                   for T = uint32_t and uint64_t, O and S tags of memory_order.h

@@ -41,6 +41,9 @@ CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t) { return value; }
 CCO_DEVICE_API void warp_sync_all() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 CCO_DEVICE_API void block_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
+CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) { return static_cast<uint32_t>(__builtin_ctzll(m)); }
+CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__builtin_popcountll(m)); }
+
 // --- atomics --------------------------------------------------------------------------
 #define CCO_HOST_CHECK(WHAT, ORDER_OK)                                                        \
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && host_detail::IsAtomicWord<T>::value, \

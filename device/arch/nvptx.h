@@ -87,6 +87,22 @@ CCO_DEVICE_API void warp_sync_all() { asm volatile("bar.warp.sync -1;" ::: "memo
 // barrier.sync (not bar.sync): threads may reach it from different instructions.
 CCO_DEVICE_API void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
 
+// The lowest set lane of a mask (the mask is not 0), and how many lanes it has.
+CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) {
+#if defined(__clang__)
+  return static_cast<uint32_t>(__builtin_ctzll(m));
+#else
+  return static_cast<uint32_t>(__ffsll(static_cast<long long>(m)) - 1);
+#endif
+}
+CCO_DEVICE_API uint32_t lane_count(LaneMask m) {
+#if defined(__clang__)
+  return static_cast<uint32_t>(__builtin_popcountll(m));
+#else
+  return static_cast<uint32_t>(__popcll(m));
+#endif
+}
+
 // --- atomics --------------------------------------------------------------------------
 // Primary templates reject what no specialisation below covers, at compile time.
 template <class O, class S, class T> CCO_DEVICE_API T load(const T*) {

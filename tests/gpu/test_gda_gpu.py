@@ -1,0 +1,177 @@
+"""GDA on the GPU through Triton, the proxy and its local backend: a put with a signal around
+a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
+(round-trip times printed, not asserted: `cco perf` reports figures). Ranks as threads on one
+GPU (FULL connections) and as one process per GPU (skipped with fewer than two GPUs)."""
+
+import multiprocessing as mp
+import os
+import threading
+import time
+import traceback
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+N = 1024  # int32 per put
+
+
+@triton.jit
+def put_ring(dc, win, status, peer, N: tl.constexpr):
+    """Puts this rank's first N words into `peer`'s second N with signal 0 += 1, waits for
+    its own signal, flushes; status[0..2] = the three statuses."""
+    s0 = cco.Gda.put(dc, 0, peer, win, N * 4, win, 0, N * 4, 0, 1, coop=cco.CoopScope.BLOCK,
+                     thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+    s1 = cco.Gda.wait_signal(dc, 0, 0, 1, 64, coop=cco.CoopScope.BLOCK)
+    s2 = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    tl.store(status + 0, s0)
+    tl.store(status + 1, s1)
+    tl.store(status + 2, s2)
+
+
+@triton.jit
+def ping_pong(dc, win, status, peer, rounds, first, WITH_DATA: tl.constexpr):
+    """`rounds` round trips on signal 1: the first rank posts then waits, the other waits then
+    answers. WITH_DATA: an 8-byte put carries the signal; else a signal alone."""
+    bad = 0
+    for i in range(rounds):
+        if first == 0:
+            bad += cco.Gda.wait_signal(dc, 0, 1, 1, 64, coop=cco.CoopScope.BLOCK)
+        if WITH_DATA:
+            bad += cco.Gda.put(dc, 0, peer, win, 64, win, 0, 8, 1, 1, coop=cco.CoopScope.BLOCK,
+                               thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+        else:
+            bad += cco.Gda.signal(dc, 0, peer, 1, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+        if first == 1:
+            bad += cco.Gda.wait_signal(dc, 0, 1, 1, 64, coop=cco.CoopScope.BLOCK)
+    bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    tl.store(status, bad)
+
+
+class Rank:
+    """A rank with a GDA device communicator (FULL: every rank connected) and a window."""
+
+    def __init__(self, rank, world, uid, device):
+        from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_FULL
+
+        torch.cuda.set_device(device)
+        torch.zeros(1, device=f"cuda:{device}")
+        self.rank, self.world, self.device = rank, world, device
+        self.comm = Communicator.init(world, rank, uid, per_rank_vmm=256 << 20)
+        self.win = self.comm.alloc_register(1 << 20)
+        reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_context_count=1, lsa_barrier_count=1)
+        self.dc = self.comm.create_dev_comm(reqs)
+        self.stream = torch.cuda.Stream(device=device)
+        self.libs = cco.get_extern_libs()
+
+    def view(self, count, dtype=torch.int32):
+        from cco.memview import torch_view
+
+        return torch_view(self.win.local_ptr, (count,), dtype, device=f"cuda:{self.device}")
+
+    def ring(self):
+        mine = self.view(2 * N)
+        mine[:N] = torch.arange(N, dtype=torch.int32, device=mine.device) + self.rank * 1000
+        mine[N:] = -1
+        status = torch.full((3,), -1, dtype=torch.int32, device=mine.device)
+        torch.cuda.synchronize()
+        self.comm.barrier()
+        with torch.cuda.stream(self.stream):
+            put_ring[(1,)](self.dc.ptr, self.win.handle, status, (self.rank + 1) % self.world, N=N, extern_libs=self.libs)
+        self.stream.synchronize()
+        left = (self.rank - 1) % self.world
+        assert status.tolist() == [0, 0, 0], f"rank {self.rank}: statuses {status.tolist()}"
+        want = torch.arange(N, dtype=torch.int32, device=mine.device) + left * 1000
+        assert torch.equal(mine[N:], want), f"rank {self.rank}: wrong data from rank {left}"
+        self.comm.barrier()
+
+    def ping_pong(self, rounds, with_data):
+        status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{self.device}")
+        self.comm.barrier()
+        start = time.perf_counter()
+        with torch.cuda.stream(self.stream):
+            ping_pong[(1,)](self.dc.ptr, self.win.handle, status, 1 - self.rank, rounds, 1 if self.rank == 0 else 0,
+                            WITH_DATA=with_data, extern_libs=self.libs)
+        self.stream.synchronize()
+        seconds = time.perf_counter() - start
+        assert int(status.item()) == 0, f"rank {self.rank}: ping-pong status {int(status.item())}"
+        self.comm.barrier()
+        return seconds / rounds * 1e6
+
+    def close(self):
+        self.comm.destroy()
+
+
+def body(rank, world, uid, device, report):
+    rk = Rank(rank, world, uid, device)
+    watchdog = threading.Timer(90, rk.comm.abort)  # a hung wait ends ABORTED, not never
+    watchdog.start()
+    try:
+        rk.ring()
+        rk.ring()  # the signal was consumed: a second round needs a second signal
+        if world == 2:
+            rk.ping_pong(50, False)  # warm-up: compile and settle
+            sig = rk.ping_pong(2000, False)
+            data = rk.ping_pong(2000, True)
+            report[rank] = (sig, data)
+    finally:
+        watchdog.cancel()
+        rk.close()
+
+
+def _process(rank, world, uid, queue):
+    os.environ["CCO_PLATFORM"] = "cuda"
+    try:
+        report = {}
+        body(rank, world, uid, rank, report)
+        queue.put((rank, "ok", report.get(rank)))
+    except BaseException as e:
+        queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}", None))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_gda_one_process_per_gpu():
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_process, args=(r, 2, uid, queue)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=240) for _ in range(2)]
+    for p in procs:
+        p.join(timeout=60)
+    assert {r: s for r, s, _ in results} == {0: "ok", 1: "ok"}, results
+    times = dict((r, t) for r, _, t in results)
+    print(f"\nGDA on 2 GPUs, processes: signal round trip {times[0][0]:.2f} us, 8-byte put+signal round trip "
+          f"{times[0][1]:.2f} us (rank 0's view)")
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_gda_threads_on_one_gpu(world):
+    """Ranks as threads sharing GPU 0: their kernels run at once (one process, many streams)."""
+    os.environ["CCO_PLATFORM"] = "cuda"
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    errors, report = {}, {}
+
+    def run(rank):
+        try:
+            body(rank, world, uid, 0, report)
+        except BaseException as e:
+            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert not any(t.is_alive() for t in threads), "a rank hung"
+    assert errors == {}, errors
+    if world == 2:
+        print(f"\nGDA on 1 GPU, threads: signal round trip {report[0][0]:.2f} us, 8-byte put+signal {report[0][1]:.2f} us")
