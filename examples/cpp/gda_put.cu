@@ -85,15 +85,21 @@ int main() {
   int* errors = nullptr;
   cudaMalloc(&errors, sizeof(int));
   cudaMemset(errors, 0, sizeof(int));
-  put_signal_wait<<<1, 256>>>(dc, win, n, errors);
+  // A stream of our own, waited on by itself: a synchronous copy on the legacy default
+  // stream while the kernel waits for a signal would stall this process's GDA proxy.
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  put_signal_wait<<<1, 256, 0, stream>>>(dc, win, n, errors);
+  cudaError_t e = cudaStreamSynchronize(stream);
   int host_errors = -1;
-  cudaError_t e = cudaMemcpy(&host_errors, errors, sizeof(int), cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) e = cudaMemcpy(&host_errors, errors, sizeof(int), cudaMemcpyDeviceToHost);
   if (e != cudaSuccess) {
     fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
     return 1;
   }
   printf("rank %d/%d: %s (%d errors)\n", rank, world, host_errors == 0 ? "OK" : "WRONG", host_errors);
   cudaFree(errors);
+  cudaStreamDestroy(stream);
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));

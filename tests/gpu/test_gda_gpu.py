@@ -72,24 +72,34 @@ class Rank:
 
         return torch_view(self.win.local_ptr, (count,), dtype, device=f"cuda:{self.device}")
 
+    # Everything of a rank runs on its own stream and is waited for by that stream alone: a
+    # synchronous operation on the legacy default stream, or a device-wide synchronise, while
+    # another rank's kernel waits for a signal would stall the process's GDA proxies.
     def ring(self):
-        mine = self.view(2 * N)
-        mine[:N] = torch.arange(N, dtype=torch.int32, device=mine.device) + self.rank * 1000
-        mine[N:] = -1
-        status = torch.full((3,), -1, dtype=torch.int32, device=mine.device)
-        torch.cuda.synchronize()
+        with torch.cuda.stream(self.stream):
+            mine = self.view(2 * N)
+            mine[:N] = torch.arange(N, dtype=torch.int32, device=mine.device) + self.rank * 1000
+            mine[N:] = -1
+            status = torch.full((3,), -1, dtype=torch.int32, device=mine.device)
+        self.stream.synchronize()
         self.comm.barrier()
         with torch.cuda.stream(self.stream):
             put_ring[(1,)](self.dc.ptr, self.win.handle, status, (self.rank + 1) % self.world, N=N, extern_libs=self.libs)
         self.stream.synchronize()
         left = (self.rank - 1) % self.world
-        assert status.tolist() == [0, 0, 0], f"rank {self.rank}: statuses {status.tolist()}"
-        want = torch.arange(N, dtype=torch.int32, device=mine.device) + left * 1000
-        assert torch.equal(mine[N:], want), f"rank {self.rank}: wrong data from rank {left}"
+        self.comm.barrier()  # every rank's kernel is done before anyone reads on the host
+        with torch.cuda.stream(self.stream):
+            got_status = status.tolist()
+            want = torch.arange(N, dtype=torch.int32, device=mine.device) + left * 1000
+            same = torch.equal(mine[N:], want)
+        assert got_status == [0, 0, 0], f"rank {self.rank}: statuses {got_status}"
+        assert same, f"rank {self.rank}: wrong data from rank {left}"
         self.comm.barrier()
 
     def ping_pong(self, rounds, with_data):
-        status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{self.device}")
+        with torch.cuda.stream(self.stream):
+            status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{self.device}")
+        self.stream.synchronize()
         self.comm.barrier()
         start = time.perf_counter()
         with torch.cuda.stream(self.stream):
@@ -97,8 +107,10 @@ class Rank:
                             WITH_DATA=with_data, extern_libs=self.libs)
         self.stream.synchronize()
         seconds = time.perf_counter() - start
-        assert int(status.item()) == 0, f"rank {self.rank}: ping-pong status {int(status.item())}"
         self.comm.barrier()
+        with torch.cuda.stream(self.stream):
+            got = int(status.item())
+        assert got == 0, f"rank {self.rank}: ping-pong status {got}"
         return seconds / rounds * 1e6
 
     def close(self):

@@ -1,6 +1,9 @@
 // ccoDevCommCreate / ccoDevCommDestroy: the resource window and the device copy of
 // ccoDevComm at its start, and the GDA rings, signal words and proxy attachment.
+#include <stdio.h>
+
 #include "comm/agree.h"
+#include "common/env.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
 #include "proxy/gda_resources.h"
@@ -120,6 +123,10 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   s = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, layout.bytes);
   if (s.ok()) s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   if (s.ok() && gda) s = c.proxy->Attach(gda);
+  if (gda && env::Flag("CCO_GDA_TRACE"))
+    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals host %p device 0x%llx, peers %d\n", c.topo.rank,
+            gda->rings(), gda->depth, static_cast<unsigned long long>(dc.gdaRingSlots), gda->table,
+            static_cast<unsigned long long>(dc.gdaSignals), gda->peerCount);
   s = Agree(c, "ccoDevCommCreate (ready)", s);
   if (!s.ok()) {
     if (gda) c.proxy->Detach(gda.get());

@@ -1,23 +1,28 @@
 #include "proxy/proxy.h"
 
 #include <sched.h>
+#include <stdio.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "comm/communicator.h"
+#include "common/env.h"
 
 namespace cco {
 namespace {
 
 // Descriptors taken from one ring per pass, so that one busy ring cannot starve the others.
 constexpr int kBurst = 32;
-// Idle passes before yielding, and before sleeping.
-constexpr int kSpinPasses = 256;
-constexpr int kYieldPasses = 4096;
-constexpr auto kNap = std::chrono::microseconds(50);
+// A proxy that has just worked spins, because a kernel's next post usually follows within
+// microseconds; one idle for a while yields the core, and one idle for long naps.
+constexpr int kSpinPasses = 1024;
+constexpr auto kYieldFor = std::chrono::milliseconds(20);
+constexpr auto kNap = std::chrono::microseconds(20);
 
 }  // namespace
+
+Proxy::Proxy(ccoComm* comm) : comm_(comm), trace_(env::Flag("CCO_GDA_TRACE")) {}
 
 Proxy::~Proxy() {
   stop_ = true;
@@ -36,6 +41,7 @@ Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     attached_.push_back(g);
+    ++generation_;  // the thread re-reads the attached list
   }
   if (!thread_.joinable()) {
     try {
@@ -80,22 +86,30 @@ std::string Proxy::lastError() const {
 }
 
 void Proxy::Loop() {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::shared_ptr<GdaResources>> work;
+  uint64_t generation = ~0ull;
   int idle = 0;
+  Clock::time_point idleSince = Clock::now();
   while (!stop_) {
-    std::vector<std::shared_ptr<GdaResources>> work;
-    uint64_t generation;
-    {
+    // The list is copied only when Attach or Detach changed it: the hot loop takes no lock.
+    if (generation_.load() != generation) {
       std::lock_guard<std::mutex> lock(mu_);
       work = attached_;
-      generation = generation_;
+      generation = generation_.load();
     }
     bool did = false;
     for (auto& g : work) did |= Pass(*g);
-    work.clear();
-    seenGeneration_ = generation;  // resources detached before `generation` are no longer in use
-    idle = did ? 0 : idle + 1;
-    if (idle > kYieldPasses) std::this_thread::sleep_for(kNap);
-    else if (idle > kSpinPasses) sched_yield();
+    // Resources detached before `generation` are no longer in use.
+    if (seenGeneration_.load(std::memory_order_relaxed) != generation) seenGeneration_ = generation;
+    if (did) {
+      idle = 0;
+      continue;
+    }
+    if (idle++ == 0) idleSince = Clock::now();
+    if (idle < kSpinPasses) continue;
+    if (Clock::now() - idleSince < kYieldFor) sched_yield();
+    else std::this_thread::sleep_for(kNap);
   }
 }
 
@@ -172,6 +186,12 @@ Status Proxy::Execute(GdaResources& g, uint32_t ring, const ccoGdaDesc& d) {
     if (d.signalId >= g.signalWords) return InvalidArgument(Fmt("signal ", d.signalId, " is not below ", g.signalWords));
     __atomic_fetch_add(g.peerTables[host] + d.signalId, d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue, __ATOMIC_SEQ_CST);
   }
+  if (trace_)
+    fprintf(stderr, "cco proxy rank %d: ring %u op %d peer %d (host %d) dst 0x%llx src 0x%llx bytes %llu signal %u op %d%s\n",
+            c.topo.rank, ring, d.op, peer, host, static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src),
+            static_cast<unsigned long long>(d.bytes), d.signalId, d.signalOp,
+            d.signalOp ? Fmt(" -> table ", static_cast<void*>(g.peerTables[host]), " now ",
+                             __atomic_load_n(g.peerTables[host] + d.signalId, __ATOMIC_SEQ_CST)).c_str() : "");
   if (d.flags & CCO_GDA_DESC_MARKER) {
     // Every earlier post on this ring is complete (rings are carried out in order): the
     // counter counts, per context, the marks every ring has passed.

@@ -33,7 +33,7 @@ namespace cco {
 
 class Proxy {
  public:
-  explicit Proxy(ccoComm* comm) : comm_(comm) {}
+  explicit Proxy(ccoComm* comm);
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
@@ -64,6 +64,7 @@ class Proxy {
   void Fail(GdaResources& g, uint32_t ring, int32_t peer, const Status& why);
 
   ccoComm* comm_;
+  bool trace_ = false;  // CCO_GDA_TRACE: every descriptor carried out, on stderr
   std::thread thread_;
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;
@@ -75,7 +76,7 @@ class Proxy {
   std::vector<std::shared_ptr<GdaResources>> attached_;
   std::map<uint32_t, Window> windows_;
   std::string lastError_;
-  std::atomic<uint64_t> generation_{0};  // bumped by Detach; the thread acknowledges below
+  std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};
 };
 
