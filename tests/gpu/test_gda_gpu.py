@@ -20,35 +20,56 @@ N = 1024  # int32 per put
 
 
 @triton.jit
-def put_ring(dc, win, status, peer, N: tl.constexpr):
+def put_ring(dc, win, status, peer, active, N: tl.constexpr):
     """Puts this rank's first N words into `peer`'s second N with signal 0 += 1, waits for
-    its own signal, flushes; status[0..2] = the three statuses."""
-    s0 = cco.Gda.put(dc, 0, peer, win, N * 4, win, 0, N * 4, 0, 1, coop=cco.CoopScope.BLOCK,
-                     thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
-    s1 = cco.Gda.wait_signal(dc, 0, 0, 1, 64, coop=cco.CoopScope.BLOCK)
-    s2 = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    its own signal, flushes; status[0..2] = the three statuses. active == 0: only stores
+    zeros (a warm-up that loads the kernel and waits on no one)."""
+    s0 = 0
+    s1 = 0
+    s2 = 0
+    if active != 0:
+        s0 = cco.Gda.put(dc, 0, peer, win, N * 4, win, 0, N * 4, 0, 1, coop=cco.CoopScope.BLOCK,
+                         thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+        s1 = cco.Gda.wait_signal(dc, 0, 0, 1, 64, coop=cco.CoopScope.BLOCK)
+        s2 = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
     tl.store(status + 0, s0)
     tl.store(status + 1, s1)
     tl.store(status + 2, s2)
 
 
 @triton.jit
-def ping_pong(dc, win, status, peer, rounds, first, WITH_DATA: tl.constexpr):
+def _now():
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constexpr):
     """`rounds` round trips on signal 1: the first rank posts then waits, the other waits then
-    answers. WITH_DATA: an 8-byte put carries the signal; else a signal alone."""
+    answers. WITH_DATA: an 8-byte put carries the signal; else a signal alone. times[0] = ns
+    spent posting, times[1] = ns spent waiting (where a round trip's time goes)."""
     bad = 0
+    posting = tl.zeros((), dtype=tl.int64)
+    waiting = tl.zeros((), dtype=tl.int64)
     for i in range(rounds):
+        t0 = _now()
         if first == 0:
             bad += cco.Gda.wait_signal(dc, 0, 1, 1, 64, coop=cco.CoopScope.BLOCK)
+        t1 = _now()
         if WITH_DATA:
             bad += cco.Gda.put(dc, 0, peer, win, 64, win, 0, 8, 1, 1, coop=cco.CoopScope.BLOCK,
                                thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
         else:
             bad += cco.Gda.signal(dc, 0, peer, 1, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+        t2 = _now()
         if first == 1:
             bad += cco.Gda.wait_signal(dc, 0, 1, 1, 64, coop=cco.CoopScope.BLOCK)
+        t3 = _now()
+        posting += t2 - t1
+        waiting += (t1 - t0) + (t3 - t2)
     bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
     tl.store(status, bad)
+    tl.store(times + 0, posting)
+    tl.store(times + 1, waiting)
 
 
 class Rank:
@@ -75,6 +96,19 @@ class Rank:
     # Everything of a rank runs on its own stream and is waited for by that stream alone: a
     # synchronous operation on the legacy default stream, or a device-wide synchronise, while
     # another rank's kernel waits for a signal would stall the process's GDA proxies.
+    def warm_up(self):
+        """Loads both kernels while no kernel waits: loading a module while another rank's
+        kernel spins on this GPU may wait for that kernel (CUDA's lazy-loading hazard)."""
+        with torch.cuda.stream(self.stream):
+            status = torch.full((3,), -1, dtype=torch.int32, device=f"cuda:{self.device}")
+            times = torch.zeros(2, dtype=torch.int64, device=status.device)
+            put_ring[(1,)](self.dc.ptr, self.win.handle, status, 0, 0, N=N, extern_libs=self.libs)
+            for with_data in (False, True):
+                ping_pong[(1,)](self.dc.ptr, self.win.handle, status, times, 0, 0, 0, WITH_DATA=with_data,
+                                extern_libs=self.libs)
+        self.stream.synchronize()
+        self.comm.barrier()
+
     def ring(self):
         with torch.cuda.stream(self.stream):
             mine = self.view(2 * N)
@@ -84,7 +118,8 @@ class Rank:
         self.stream.synchronize()
         self.comm.barrier()
         with torch.cuda.stream(self.stream):
-            put_ring[(1,)](self.dc.ptr, self.win.handle, status, (self.rank + 1) % self.world, N=N, extern_libs=self.libs)
+            put_ring[(1,)](self.dc.ptr, self.win.handle, status, (self.rank + 1) % self.world, 1, N=N,
+                           extern_libs=self.libs)
         self.stream.synchronize()
         left = (self.rank - 1) % self.world
         self.comm.barrier()  # every rank's kernel is done before anyone reads on the host
@@ -99,19 +134,21 @@ class Rank:
     def ping_pong(self, rounds, with_data):
         with torch.cuda.stream(self.stream):
             status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{self.device}")
+            times = torch.zeros(2, dtype=torch.int64, device=status.device)
         self.stream.synchronize()
         self.comm.barrier()
         start = time.perf_counter()
         with torch.cuda.stream(self.stream):
-            ping_pong[(1,)](self.dc.ptr, self.win.handle, status, 1 - self.rank, rounds, 1 if self.rank == 0 else 0,
+            ping_pong[(1,)](self.dc.ptr, self.win.handle, status, times, 1 - self.rank, rounds, 1 if self.rank == 0 else 0,
                             WITH_DATA=with_data, extern_libs=self.libs)
         self.stream.synchronize()
         seconds = time.perf_counter() - start
         self.comm.barrier()
         with torch.cuda.stream(self.stream):
             got = int(status.item())
+            posting, waiting = times.tolist()
         assert got == 0, f"rank {self.rank}: ping-pong status {got}"
-        return seconds / rounds * 1e6
+        return seconds / rounds * 1e6, posting / rounds / 1e3, waiting / rounds / 1e3
 
     def close(self):
         self.comm.destroy()
@@ -122,6 +159,7 @@ def body(rank, world, uid, device, report):
     watchdog = threading.Timer(90, rk.comm.abort)  # a hung wait ends ABORTED, not never
     watchdog.start()
     try:
+        rk.warm_up()
         rk.ring()
         rk.ring()  # the signal was consumed: a second round needs a second signal
         if world == 2:
@@ -134,11 +172,19 @@ def body(rank, world, uid, device, report):
         rk.close()
 
 
+def _describe(figures):
+    """Rank 0's view: per round trip, the total and the kernel's time posting and waiting."""
+    (sig, sig_post, sig_wait), (data, data_post, data_wait) = figures
+    return (f"signal round trip {sig:.2f} us (posting {sig_post:.2f}, waiting {sig_wait:.2f}); "
+            f"8-byte put+signal round trip {data:.2f} us (posting {data_post:.2f}, waiting {data_wait:.2f})")
+
+
 def _process(rank, world, uid, queue):
     os.environ["CCO_PLATFORM"] = "cuda"
     try:
         report = {}
         body(rank, world, uid, rank, report)
+        print(f"rank {rank}: the main thread (and so the proxy) may run on {len(os.sched_getaffinity(0))} CPUs")
         queue.put((rank, "ok", report.get(rank)))
     except BaseException as e:
         queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}", None))
@@ -159,8 +205,7 @@ def test_gda_one_process_per_gpu():
         p.join(timeout=60)
     assert {r: s for r, s, _ in results} == {0: "ok", 1: "ok"}, results
     times = dict((r, t) for r, _, t in results)
-    print(f"\nGDA on 2 GPUs, processes: signal round trip {times[0][0]:.2f} us, 8-byte put+signal round trip "
-          f"{times[0][1]:.2f} us (rank 0's view)")
+    print("\nGDA on 2 GPUs, processes:", _describe(times[0]))
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -186,4 +231,4 @@ def test_gda_threads_on_one_gpu(world):
     assert not any(t.is_alive() for t in threads), "a rank hung"
     assert errors == {}, errors
     if world == 2:
-        print(f"\nGDA on 1 GPU, threads: signal round trip {report[0][0]:.2f} us, 8-byte put+signal {report[0][1]:.2f} us")
+        print("\nGDA on 1 GPU, threads:", _describe(report[0]))
