@@ -1,0 +1,142 @@
+// The GDA device API with ranks as processes on the cpu platform: the rings, windows and
+// signal words cross process boundaries (sealed memfds), as they do between GPU processes.
+// Exact data over many rounds and sizes on FULL and CROSSNODE connections, and a peer that
+// dies: the survivor's puts still complete, its wait for the dead peer ends at its timeout,
+// and the survivor tears down without hanging.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "cco/cco.h"
+#include "device/cco_device.hpp"
+#include "device/gda.hpp"
+#include "tests/host/multiprocess.h"
+
+namespace {
+
+constexpr size_t kWindow = 1 << 20;
+constexpr uint64_t kWaitNs = 10'000'000'000ull;
+
+struct RankState {
+  ccoComm* comm = nullptr;
+  ccoDevComm dc{};
+  ccoWindow_t win = 0;
+  unsigned char* mem = nullptr;
+};
+
+int Create(int rank, int n, const ccoUniqueId& id, int type, RankState* s) {
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.gdaConnectionType = type;
+  reqs.gdaContextCount = 1;
+  void* mem = nullptr;
+  RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &s->comm));
+  RANK_OK(ccoWindowAllocRegister(s->comm, kWindow, &mem, &s->win));
+  RANK_OK(ccoDevCommCreate(s->comm, &reqs, &s->dc));
+  s->mem = static_cast<unsigned char*>(mem);
+  return 0;
+}
+
+int Destroy(RankState* s) {
+  RANK_OK(ccoDevCommDestroy(s->comm, &s->dc));
+  RANK_OK(ccoWindowDeregister(s->comm, s->win));
+  RANK_OK(ccoCommDestroy(s->comm));
+  return 0;
+}
+
+unsigned char Byte(int rank, int round, size_t i) { return static_cast<unsigned char>(rank * 31 + round * 7 + i * 13); }
+
+// Each round: a put of a different size (1 byte to 512 KiB) with a signal to the right
+// neighbour, a wait for the left one's, and a byte-exact check of what arrived.
+int RingRounds(int rank, int n, const ccoUniqueId& id, int type) {
+  RankState s;
+  if (Create(rank, n, id, type, &s) != 0) return 1;
+  ccoGda<> gda(s.dc, 0, kWaitNs);
+  const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+  const size_t half = kWindow / 2;
+  constexpr int kRounds = 40;
+  for (int round = 0; round < kRounds; ++round) {
+    const size_t bytes = size_t{1} << (round % 20);
+    for (size_t i = 0; i < bytes; ++i) s.mem[i] = Byte(rank, round, i);
+    RANK_CHECK(gda.put(right, s.win, half, s.win, 0, bytes, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK);
+    RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
+    for (size_t i = 0; i < bytes; ++i)
+      if (reinterpret_cast<volatile unsigned char*>(s.mem)[half + i] != Byte(left, round, i)) {
+        fprintf(stderr, "rank %d round %d: byte %zu of %zu differs\n", rank, round, i, bytes);
+        return 1;
+      }
+    RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
+    // The left neighbour's next put lands where this round's was read: meet first.
+    RANK_OK(ccoBarrierAll(s.comm));
+  }
+  RANK_CHECK(gda.read_signal(0) == 0);
+  return Destroy(&s);
+}
+
+class GdaProcesses : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("CCO_PLATFORM", "cpu", 1);
+    setenv("CCO_TIMEOUT_MS", "20000", 1);
+    unsetenv("CCO_TEST_NODES_PER_HOST");
+  }
+  void TearDown() override { unsetenv("CCO_TEST_NODES_PER_HOST"); }
+};
+
+TEST_F(GdaProcesses, FullRingExactData) {
+  for (int n : {2, 3}) {
+    EXPECT_TRUE(cco_test::RunRanks(n, [](int rank, int n, const ccoUniqueId& id) {
+      return RingRounds(rank, n, id, CCO_GDA_CONNECTION_FULL);
+    })) << n << " ranks";
+  }
+}
+
+TEST_F(GdaProcesses, CrossNodeOnVirtualNodes) {
+  // Four ranks as two "nodes" of two: CROSSNODE connects each rank to the other node's ranks
+  // only, and a ring whose neighbours sit on the other node (rank r -> r + 2) uses them.
+  setenv("CCO_TEST_NODES_PER_HOST", "2", 1);
+  EXPECT_TRUE(cco_test::RunRanks(4, [](int rank, int n, const ccoUniqueId& id) {
+    RankState s;
+    if (Create(rank, n, id, CCO_GDA_CONNECTION_CROSSNODE, &s) != 0) return 1;
+    ccoGda<> gda(s.dc, 0, kWaitNs);
+    const int peer = (rank + 2) % n;
+    for (size_t i = 0; i < 4096; ++i) s.mem[i] = Byte(rank, 0, i);
+    RANK_OK(ccoBarrierAll(s.comm));
+    RANK_CHECK(gda.put(peer, s.win, 8192, s.win, 0, 4096, CCO_SIGNAL_ADD, 2, 5) == CCO_DEVICE_STATUS_OK);
+    RANK_CHECK(gda.wait_signal(2, 5) == CCO_DEVICE_STATUS_OK);
+    for (size_t i = 0; i < 4096; ++i) RANK_CHECK(s.mem[8192 + i] == Byte(peer, 0, i));
+    // A peer on this rank's own node is not connected under CROSSNODE.
+    RANK_CHECK(gda.put(rank ^ 1, s.win, 0, s.win, 0, 8) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
+    RANK_OK(ccoBarrierAll(s.comm));
+    return Destroy(&s);
+  }));
+}
+
+TEST_F(GdaProcesses, DeadPeerEndsWaitsAtTheirTimeout) {
+  setenv("CCO_TIMEOUT_MS", "3000", 1);  // the survivor's teardown gives up on the dead rank
+  const std::vector<int> status = cco_test::RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
+    RankState s;
+    if (Create(rank, n, id, CCO_GDA_CONNECTION_FULL, &s) != 0) return 1;
+    RANK_OK(ccoBarrierAll(s.comm));
+    if (rank == 1) _exit(7);  // dies holding everything: no destroy, no goodbye
+    ccoGda<> gda(s.dc, 0, 500'000'000ull);
+    // The dead peer's memory is still mapped here: the put completes, harmlessly.
+    RANK_CHECK(gda.put(1, s.win, 0, s.win, 0, 4096, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK);
+    RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
+    // No one will signal: the wait ends at the handle's timeout, not never.
+    RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_TIMEOUT);
+    // Teardown agrees with a dead rank: it fails within CCO_TIMEOUT_MS instead of hanging,
+    // and the communicator is still destroyed.
+    RANK_CHECK(ccoDevCommDestroy(s.comm, &s.dc) != ccoSuccess);
+    ccoCommDestroy(s.comm);
+    return 0;
+  }, 60);
+  ASSERT_EQ(status.size(), 2u);
+  EXPECT_EQ(status[0], 0);
+  EXPECT_EQ(status[1], 7);
+}
+
+}  // namespace
