@@ -56,7 +56,8 @@ typedef enum ccoTeamKind {
   CCO_TEAM_WORLD = 0,
   CCO_TEAM_LSA = 1,
   CCO_TEAM_CROSSNODE = 2,
-  CCO_TEAM_RAIL = 3
+  CCO_TEAM_RAIL = 3,
+  CCO_TEAM_GDA = 4 /* the ranks of this rank's GDA connections, in ring order */
 } ccoTeamKind;
 
 /* What a device wait that can fail returns. */

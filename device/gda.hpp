@@ -46,6 +46,7 @@
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
 #include "device/gda_ring.hpp"
+#include "device/team.hpp"
 
 /// The portable provider: descriptors go through host-visible rings to the proxy.
 struct ccoGdaProxy {};
@@ -226,10 +227,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   CCO_DEVICE_API const gda::WaitLimits& limits() const { return limits_; }
 
  private:
-  CCO_DEVICE_API ccoGdaTopo topo() const {
-    return ccoGdaTopo{dc_.rank, dc_.worldSize, dc_.lsaRank, dc_.lsaSize, dc_.teamLsa.worldBase, dc_.node, dc_.nNodes,
-                      dc_.gdaUniformNodes};
-  }
+  CCO_DEVICE_API ccoGdaTopo topo() const { return gda_topo(dc_); }
   CCO_DEVICE_API int32_t peer_index(int32_t peer) const {
     const ccoGdaTopo t = topo();
     return cco_gda_conn_peer_index(static_cast<int32_t>(dc_.gdaConnectionType), &t, peer);

@@ -6,6 +6,8 @@
 //   LSA        the ranks of this node; member i is world rank lsa.worldBase + i
 //   RAIL       the same LSA rank on every node; member i is rail.worldBase + i * rail.stride
 //   CROSSNODE  every rank of the other nodes, in world order (this rank is not a member)
+//   GDA        the ranks of this rank's GDA connections (the device communicator's connection
+//              type), in ring order: member i is the peer of ring i (empty without GDA)
 // Team functions return -1 (and size 0) for a kind that does not exist.
 //
 //===----------------------------------------------------------------------===//
@@ -15,9 +17,16 @@
 #include <stdint.h>
 
 #include "abi/cco_abi.h"
+#include "abi/gda.h"
 #include "device/arch/arch.h"
 
 namespace cco {
+
+/// The topology the GDA connection arithmetic (abi/gda.h) takes, from the device communicator.
+CCO_DEVICE_API ccoGdaTopo gda_topo(const ccoDevComm& dc) {
+  return ccoGdaTopo{dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize, dc.teamLsa.worldBase, dc.node, dc.nNodes,
+                    dc.gdaUniformNodes};
+}
 
 CCO_DEVICE_API int32_t team_size(const ccoDevComm& dc, int32_t kind) {
   switch (kind) {
@@ -25,6 +34,7 @@ CCO_DEVICE_API int32_t team_size(const ccoDevComm& dc, int32_t kind) {
     case CCO_TEAM_LSA: return dc.lsaSize;
     case CCO_TEAM_RAIL: return dc.teamRail.nRanks;
     case CCO_TEAM_CROSSNODE: return dc.worldSize - dc.lsaSize;
+    case CCO_TEAM_GDA: return dc.gdaPeerCount;
     default: return 0;
   }
 }
@@ -35,6 +45,11 @@ CCO_DEVICE_API int32_t team_rank(const ccoDevComm& dc, int32_t kind) {
     case CCO_TEAM_WORLD: return dc.rank;
     case CCO_TEAM_LSA: return dc.lsaRank;
     case CCO_TEAM_RAIL: return dc.teamRail.rank;
+    case CCO_TEAM_GDA: {
+      if (dc.gdaPeerCount == 0) return -1;
+      const ccoGdaTopo t = gda_topo(dc);
+      return cco_gda_conn_peer_index(static_cast<int32_t>(dc.gdaConnectionType), &t, dc.rank);
+    }
     default: return -1;  // CROSSNODE never holds its own rank
   }
 }
@@ -46,10 +61,15 @@ CCO_DEVICE_API int32_t team_world_rank(const ccoDevComm& dc, int32_t kind, int32
     case CCO_TEAM_WORLD: return index;
     case CCO_TEAM_LSA: return dc.teamLsa.worldBase + index;
     case CCO_TEAM_RAIL: return dc.teamRail.worldBase + index * dc.teamRail.stride;
-    default: {  // CROSSNODE: the world without this node's contiguous block
+    case CCO_TEAM_CROSSNODE: {  // the world without this node's contiguous block
       const int32_t base = dc.teamLsa.worldBase;
       return index < base ? index : index + dc.lsaSize;
     }
+    case CCO_TEAM_GDA: {
+      const ccoGdaTopo t = gda_topo(dc);
+      return cco_gda_conn_team_peer(static_cast<int32_t>(dc.gdaConnectionType), &t, index);
+    }
+    default: return -1;
   }
 }
 

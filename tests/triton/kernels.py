@@ -62,7 +62,8 @@ def every_barrier(dc, out):
 def _gda_kernel_source():
     """A kernel that calls every GDA function of the ABI table once, through its DSL name
     and axis keywords (so every symbol is reachable from Triton): out[i] = what call i
-    returned. Window arguments get `win`, peers and ids small numbers."""
+    returned. Window arguments get `win`, peers and ids small numbers; every other call that
+    names a peer names it as a GDA-team index (team=cco.Team.GDA)."""
     from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS
     from cco.device.abi_table import load_abi_table
 
@@ -81,6 +82,8 @@ def _gda_kernel_source():
             enum = axes[axis]["enum"]
             assert value.upper() in ENUMS[enum]
             keywords.append(f"{axis}=cco.{enum}.{value.upper()}")
+        if "peer" in f["arg_names"] and k % 2:
+            keywords.append("team=cco.Team.GDA")  # half the peers as GDA-team indices
         call = f"cco.{f['dsl']}({', '.join(args + keywords)})"
         lines.append(f"    tl.store(out + {k}, ({call}).to(tl.int32))")
         k += 1

@@ -102,3 +102,31 @@ def test_bad_axis_value_is_a_compile_error():
     for kernel, text in ((bad, "coop=7 is not a compile-time CoopScope"), (missing, "needs coop=")):
         with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
             compile_for(kernel, {"dc": "u64"}, {}, TARGETS["cuda-sm_90"])
+
+
+def test_team_keyword():
+    """team=Team.GDA maps the peer through Gda.team_peer before the call; a team that GDA
+    peers cannot be named in, or a team on an operation without a peer, is a compile error."""
+    import triton.language as tl
+
+    @triton.jit
+    def by_team(dc, win, out):
+        tl.store(out, cco.Gda.signal(dc, 0, 1, 0, 1, coop=cco.CoopScope.THREAD, signal_op=cco.SignalOp.INC,
+                                     team=cco.Team.GDA))
+
+    @triton.jit
+    def lsa_team(dc, win, out):
+        tl.store(out, cco.Gda.signal(dc, 0, 1, 0, 1, coop=cco.CoopScope.THREAD, signal_op=cco.SignalOp.INC,
+                                     team=cco.Team.LSA))
+
+    @triton.jit
+    def no_peer(dc, win, out):
+        tl.store(out, cco.Gda.flush(dc, 0, coop=cco.CoopScope.THREAD, team=cco.Team.GDA))
+
+    assert (cco.Team.WORLD, cco.Team.LSA, cco.Team.GDA) == (0, 1, 4)
+    signature = {"dc": "u64", "win": "u64", "out": "*i32"}
+    ttir = compile_for(by_team, signature, {}, TARGETS["cuda-sm_90"]).asm["ttir"]
+    assert "cco_gda_team_peer" in ttir and "cco_gda_signal" in ttir
+    for kernel, text in ((lsa_team, "team=1: peers are world ranks"), (no_peer, "unknown keyword(s) ['team']")):
+        with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
+            compile_for(kernel, signature, {}, TARGETS["cuda-sm_90"])

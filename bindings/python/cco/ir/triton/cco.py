@@ -14,6 +14,10 @@ Every function of the table is a Triton builtin in the namespace its "dsl" field
 Functions that differ only by template axes (coop, thread mode, signal op, doorbell mode)
 share one name; the axis is a keyword argument that must be a compile-time constant, and
 it picks the symbol while the kernel is traced, so the kernel makes one direct call.
+
+GDA operations that name a peer take it as a world rank, or as a GDA-team index with
+team=cco.Team.GDA (the guide's spelling; the index goes through Gda.team_peer first).
+cco.Team also carries the team kinds: Team.WORLD, Team.LSA, Team.CROSSNODE, Team.RAIL, Team.GDA.
 """
 
 import types
@@ -52,13 +56,31 @@ def _axis_value(axis, value, dsl):
                      f"({', '.join(members)})")
 
 
+def _team_of(value, dsl):
+    """The team= keyword of a GDA operation: WORLD (peers are world ranks) or GDA."""
+    value = _constant(value)
+    teams = ENUMS["TeamKind"]
+    if isinstance(value, str) and value.upper() in ("WORLD", "GDA"):
+        return teams[value.upper()]
+    if value in (teams["WORLD"], teams["GDA"]) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"cco.{dsl}: team={value!r}: peers are world ranks (Team.WORLD) or GDA-team indices "
+                     f"(Team.GDA), a compile-time constant")
+
+
+def _team_peer_entry():
+    return next(e for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
+
+
 def _make_builtin(dsl, entries):
     """One Triton builtin for every symbol that shares the DSL name `dsl`."""
     by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
     axis_names = sorted({a for e in entries for a in e["axes"]})
     arg_names = entries[0]["arg_names"]
+    takes_team = dsl.startswith("Gda") and "peer" in arg_names and "dc" in arg_names
 
     def call(*args, _semantic=None, **axes):
+        team = _team_of(axes.pop("team"), dsl) if takes_team and "team" in axes else ENUMS["TeamKind"]["WORLD"]
         unknown = set(axes) - set(axis_names)
         if unknown:
             raise TypeError(f"cco.{dsl}: unknown keyword(s) {sorted(unknown)}; axes: {axis_names or 'none'}")
@@ -74,13 +96,20 @@ def _make_builtin(dsl, entries):
             raise TypeError(f"cco.{dsl} takes {len(arg_names)} arguments ({', '.join(arg_names)}), got {len(args)}")
         dtypes = [_DTYPES[t] for t in entry["args"]]
         values = [_semantic.to_tensor(a).to(d, _semantic=_semantic) for a, d in zip(args, dtypes)]
+        if team == ENUMS["TeamKind"]["GDA"]:
+            dc, peer = arg_names.index("dc"), arg_names.index("peer")
+            mapper = _team_peer_entry()
+            values[peer] = core.extern_elementwise(LIB_NAME, "", [values[dc], values[peer]],
+                                                   {(core.uint64, core.int32): (mapper["symbol"], core.int32)},
+                                                   is_pure=True, _semantic=_semantic)
         ret = _DTYPES[entry["ret"]]
         return core.extern_elementwise(LIB_NAME, "", values, {tuple(dtypes): (entry["symbol"], ret)},
                                        is_pure=entry["pure"], _semantic=_semantic)
 
     call.__name__ = dsl.rsplit(".", 1)[-1]
     call.__qualname__ = dsl
-    call.__doc__ = f"cco.{dsl}({', '.join(arg_names)}" + "".join(f", {a}=" for a in axis_names) + ")"
+    call.__doc__ = (f"cco.{dsl}({', '.join(arg_names)}" + "".join(f", {a}=" for a in axis_names) +
+                    (", team=Team.WORLD" if takes_team else "") + ")")
     return core.extern(call)
 
 
@@ -97,7 +126,10 @@ def _build_namespaces():
         else:
             globals()[dsl] = builtin
     for space, members in namespaces.items():
-        globals()[space] = type(space, (), {k: staticmethod(v) for k, v in members.items()})
+        attributes = {k: staticmethod(v) for k, v in members.items()}
+        if space == "Team":  # the team kinds beside the team functions: cco.Team.GDA
+            attributes.update(ENUMS["TeamKind"])
+        globals()[space] = type(space, (), attributes)
 
 
 _build_namespaces()
