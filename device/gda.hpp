@@ -172,14 +172,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   /// Every post of this context so far is complete.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    Coop coop;
-    coop.sync();
-    int32_t status = CCO_DEVICE_STATUS_OK;
-    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
-         i += static_cast<int32_t>(coop.size()))
-      status = gda::Flush<Mode>(ring(i), limits_);
-    coop.sync();
-    return status;
+    return EveryRing<Coop>([&](int32_t i) { return gda::Flush<Mode>(ring(i), limits_); });
   }
 
   /// Every post of this context to `peer` so far is complete.
@@ -211,14 +204,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_wait() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    Coop coop;
-    coop.sync();
-    int32_t status = CCO_DEVICE_STATUS_OK;
-    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
-         i += static_cast<int32_t>(coop.size()))
-      status = gda::WaitConsumed(ring(i), *flush_target(i), limits_);
-    coop.sync();
-    return status;
+    return EveryRing<Coop>([&](int32_t i) { return gda::WaitConsumed(ring(i), *flush_target(i), limits_); });
   }
 
   // --- for ccoGdaBarrierSession ----------------------------------------------------------
@@ -265,6 +251,23 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     d.signalId = static_cast<uint32_t>(signalId);
     d.signalValue = signalValue;
     return d;
+  }
+
+  // The group shares out the context's rings and runs step(i) on each of its share until
+  // one fails. Every thread then returns the group's verdict on failed rings, whichever
+  // thread met them: any ring whose error word is set fails the call in every thread.
+  template <class Coop, class Step> CCO_DEVICE_API int32_t EveryRing(Step step) const {
+    Coop coop;
+    coop.sync();
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+         i += static_cast<int32_t>(coop.size()))
+      status = step(i);
+    coop.sync();
+    if (status == CCO_DEVICE_STATUS_OK && coop.size() > 1)
+      for (int32_t i = 0; i < dc_.gdaPeerCount; ++i)
+        if (arch::load<order::Relaxed, scope::System>(&ring(i).host->error) != CCO_GDA_RING_OK) return CCO_DEVICE_STATUS_ABORTED;
+    return status;
   }
 
   // Waits until *word - *shadow reaches `least` (in `bits` bits), then consumes it.
