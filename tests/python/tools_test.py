@@ -201,6 +201,10 @@ def kernels_to_compile():
     return [
         ("lsa_copy", load_example("lsa_copy").lsa_copy, {"dev_comm": "u64", "win": "u64", "peer": "constexpr",
                                                          "N": "constexpr"}, {"peer": 1, "N": 256}),
+        ("gda_modes", load_example("gda_modes").gda_modes, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32",
+                                                            "THREADS": "constexpr", "WARPS": "constexpr",
+                                                            "CHUNK": "constexpr"},
+         {"THREADS": 128, "WARPS": 4, "CHUNK": 4096}),
         ("lsa_put", K.lsa_put, copy_sig, {"BLOCK": 2048}),
         ("lsa_get", K.lsa_get, copy_sig, {"BLOCK": 2048}),
         ("barrier_loop", K.barrier_loop, {"dc": "u64", "rounds": "i32", "status": "*i32", "COOP": "constexpr"},
