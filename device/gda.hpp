@@ -59,11 +59,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       : dc_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
 
   /// GDA-team size (connected peers) and the world rank of team index `index` (-1 outside).
-  CCO_DEVICE_API int32_t team_size() const { return dc_.gdaPeerCount; }
-  CCO_DEVICE_API int32_t team_peer(int32_t index) const {
-    const ccoGdaTopo t = topo();
-    return cco_gda_conn_team_peer(static_cast<int32_t>(dc_.gdaConnectionType), &t, index);
-  }
+  CCO_DEVICE_API int32_t team_size() const { return cco::team_size(dc_, CCO_TEAM_GDA); }
+  CCO_DEVICE_API int32_t team_peer(int32_t index) const { return team_world_rank(dc_, CCO_TEAM_GDA, index); }
 
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
@@ -120,19 +117,13 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   /// the context, and the rings are rung.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t counter(int32_t counterId) {
     if (!context_ok() || !counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    Coop coop;
-    coop.sync();
     ccoGdaDesc d = Describe(CCO_GDA_OP_SIGNAL, CCO_SIGNAL_NONE, 0, 0);
     d.flags = CCO_GDA_DESC_MARKER;
     d.counterId = static_cast<uint32_t>(counterId);
-    int32_t status = CCO_DEVICE_STATUS_OK;
-    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
-         i += static_cast<int32_t>(coop.size())) {
+    return EveryRing<Coop>([&](int32_t i) {
       uint64_t ticket;
-      status = gda::Post<ccoGdaImmediate>(ring(i), d, limits_, &ticket);
-    }
-    coop.sync();
-    return status;
+      return gda::Post<ccoGdaImmediate>(ring(i), d, limits_, &ticket);
+    });
   }
 
   // --- signals and counters of this rank ---------------------------------------------

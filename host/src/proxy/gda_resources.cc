@@ -33,13 +33,18 @@ int HostIndexOf(const ccoComm& c, int rank) {
   return -1;
 }
 
-// Every connected peer must be reachable by a backend this build has: `local` (this host).
-Status CheckReachable(const ccoComm& c, const GdaResources& g) {
+// Resolves each connected peer once (the proxy looks them up per descriptor), and checks that
+// every one is reachable by a backend this build has: `local` (this host).
+Status ResolvePeers(const ccoComm& c, GdaResources& g) {
+  g.peerRank.resize(g.peerCount);
+  g.peerHost.resize(g.peerCount);
   for (int i = 0; i < g.peerCount; ++i) {
-    const int peer = cco_gda_conn_team_peer(g.connectionType, &g.topo, i);
-    if (HostIndexOf(c, peer) < 0)
-      return Unsupported(Fmt("GDA to rank ", peer, " (on another host) needs a network backend (tcp or verbs), which "
-                             "this build does not have yet; ranks of one host (CCO_TEST_NODES_PER_HOST splits one) work"));
+    g.peerRank[i] = cco_gda_conn_team_peer(g.connectionType, &g.topo, i);
+    g.peerHost[i] = HostIndexOf(c, g.peerRank[i]);
+    if (g.peerHost[i] < 0)
+      return Unsupported(Fmt("GDA to rank ", g.peerRank[i], " (on another host) needs a network backend (tcp or verbs), "
+                             "which this build does not have yet; ranks of one host (CCO_TEST_NODES_PER_HOST splits "
+                             "one) work"));
   }
   return Status::Ok();
 }
@@ -85,7 +90,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64
   g->marks.assign(static_cast<size_t>(g->contexts) * g->counterWords * g->peerCount, 0);
 
   // Local allocations; every rank agrees before the tables are shared.
-  Status local = g->contexts > 0 ? CheckReachable(c, *g)
+  Status local = g->contexts > 0 ? ResolvePeers(c, *g)
                                  : InvalidArgument("reqs->gdaContextCount is 0, but the connection type asks for GDA");
   if (local.ok()) local = AllocateLocal(c, *g);
   int fd = -1;

@@ -28,6 +28,8 @@ struct GdaResources {
   int peerCount = 0;      // rings per context
   uint32_t depth = 0;
   ccoGdaTopo topo{};
+  std::vector<int> peerRank;  // by peer index (ring % peerCount): the world rank it connects
+  std::vector<int> peerHost;  // ... and that rank's host index (-1: on another host)
   uint32_t signalWords = 0;   // user signals, then gdaBarrierCount * nRanks barrier words
   uint32_t counterWords = 0;
 

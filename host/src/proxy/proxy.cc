@@ -124,7 +124,7 @@ bool Proxy::Pass(GdaResources& g) {
       did = true;
       Status s = Execute(g, ring, d);
       if (!s.ok()) {
-        Fail(g, ring, cco_gda_conn_team_peer(g.connectionType, &g.topo, static_cast<int32_t>(ring % g.peerCount)), s);
+        Fail(g, ring, g.peerRank[ring % g.peerCount], s);
         break;
       }
       consumer.Complete(ticket);
@@ -145,10 +145,8 @@ Status Proxy::Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* wi
 
 Status Proxy::Execute(GdaResources& g, uint32_t ring, const ccoGdaDesc& d) {
   ccoComm& c = *comm_;
-  const int32_t peer = cco_gda_conn_team_peer(g.connectionType, &g.topo, static_cast<int32_t>(ring % g.peerCount));
-  int host = -1;
-  for (size_t i = 0; i < c.topo.hostMembers.size(); ++i)
-    if (c.topo.hostMembers[i] == peer) host = static_cast<int>(i);
+  const int32_t peer = g.peerRank[ring % g.peerCount];
+  const int host = g.peerHost[ring % g.peerCount];
   if (host < 0) return Unsupported(Fmt("rank ", peer, " is on another host: no network backend in this build"));
 
   uint64_t dst = 0, src = 0;
