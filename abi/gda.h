@@ -10,9 +10,11 @@
  *   released  (device memory, mirrored into host memory)  the doorbell: tickets below it may
  *             be consumed. A ring raises it (atomic max on the device, then a store into the
  *             host copy that is re-checked until the host copy is the device maximum, so
- *             concurrent rings never leave it lower than any of them)
- *   consumed  (host memory, written by the proxy)  tickets below it are complete; posters wait
- *             for credit on it (head - consumed < depth), through a device-side cache
+ *             concurrent rings never leave it lower than any of them). The host copy needs
+ *             no release order: the proxy checks each slot's `seq` itself
+ *   consumed  (host memory, written by the proxy, behind the work on its stream)  tickets
+ *             below it are complete; posters wait for credit on it (head - consumed < depth),
+ *             through a device-side cache
  *
  * A slot is complete when its `seq` word, written last with release order, equals its
  * ticket + 1: the proxy never acts on a descriptor that is still being written, even when a
@@ -176,6 +178,18 @@ CCO_GDA_INLINE int32_t cco_gda_conn_team_peer(int32_t connectionType, const ccoG
     case CCO_GDA_CONNECTION_RAIL: return t->uniform ? index * t->lsaSize + t->lsaRank : t->rank;
     default: return -1;
   }
+}
+
+/* --- signal words --------------------------------------------------------------------------- */
+
+/* A rank's signal words live in its resource window (device memory, in every host peer's flat
+ * range), one word per (signal id, sender's world rank): ids [0, gdaSignalCount) are the user's
+ * signals, then gdaBarrierCount barrier signals. A word has one writer, the sender's proxy,
+ * which writes the sender's running sum behind the signalled data on its stream (a stream
+ * write needs no atomic add, and the data is visible first). A signal's value is the sum of
+ * its words over the GDA team. */
+CCO_GDA_INLINE uint64_t cco_gda_signal_word(uint32_t signalId, int32_t sender, int32_t worldSize) {
+  return (uint64_t)signalId * (uint64_t)worldSize + (uint64_t)sender;
 }
 
 /* --- where a ring lives -------------------------------------------------------------------- */

@@ -130,18 +130,19 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
 
   CCO_DEVICE_API uint64_t read_signal(int32_t signalId, int32_t bits = 64) const {
     if (!signal_ok(signalId)) return 0;
-    const uint64_t v = arch::load<order::Acquire, scope::System>(signal_word(signalId)) - *shadow(signalId);
+    const uint64_t v = signal_value(static_cast<uint32_t>(signalId)) - *shadow(signalId);
+    arch::fence<scope::System>();  // acquire: what the signal announced is visible after this
     return bits == 32 ? static_cast<uint32_t>(v) : v;
   }
 
   template <class Coop = ccoCoopThread>
   CCO_DEVICE_API int32_t wait_signal(int32_t signalId, uint64_t least, int32_t bits = 64) {
     if (!signal_ok(signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Consume<Coop>(signal_word(signalId), shadow(signalId), least, bits);
+    return Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); }, shadow(signalId), least, bits);
   }
 
   CCO_DEVICE_API void reset_signal(int32_t signalId) {
-    if (signal_ok(signalId)) *shadow(signalId) = arch::load<order::Acquire, scope::System>(signal_word(signalId));
+    if (signal_ok(signalId)) *shadow(signalId) = signal_value(static_cast<uint32_t>(signalId));
   }
 
   CCO_DEVICE_API uint64_t read_counter(int32_t counterId) const {
@@ -151,7 +152,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_counter(int32_t counterId, uint64_t least) {
     if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Consume<Coop>(counter_word(counterId), counter_shadow(counterId), least, 64);
+    const uint64_t* word = counter_word(counterId);
+    return Consume<Coop>([&] { return arch::load<order::Relaxed, scope::System>(word); }, counter_shadow(counterId), least, 64);
   }
 
   CCO_DEVICE_API void reset_counter(int32_t counterId) {
@@ -227,7 +229,24 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   }
   CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaSignalCount && dc_.gdaSignals; }
   CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaCounterCount && dc_.gdaCounters; }
-  CCO_DEVICE_API uint64_t* signal_word(int32_t id) const { return reinterpret_cast<uint64_t*>(dc_.gdaSignals) + id; }
+  // Signal `id`'s value here: the sum of its words over the GDA team (abi/gda.h: each sender
+  // writes only its own). Relaxed loads, eight in flight at a time; a caller that acts on
+  // the value fences after it.
+  CCO_DEVICE_API uint64_t signal_value(uint32_t id) const {
+    const uint64_t* words = reinterpret_cast<const uint64_t*>(dc_.gdaSignals);
+    const ccoGdaTopo t = topo();
+    const int32_t type = static_cast<int32_t>(dc_.gdaConnectionType);
+    uint64_t sum = 0;
+    for (int32_t i = 0; i < dc_.gdaPeerCount; i += 8) {
+      uint64_t v[8];
+      for (int32_t k = 0; k < 8; ++k) {
+        const int32_t sender = i + k < dc_.gdaPeerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
+        v[k] = sender < 0 ? 0 : arch::load<order::Relaxed, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
+      }
+      for (int32_t k = 0; k < 8; ++k) sum += v[k];
+    }
+    return sum;
+  }
   CCO_DEVICE_API uint64_t* counter_word(int32_t id) const { return reinterpret_cast<uint64_t*>(dc_.gdaCounters) + id; }
   CCO_DEVICE_API uint64_t* shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + id; }
   CCO_DEVICE_API uint64_t* counter_shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + dc_.gdaSignalCount + id; }
@@ -261,17 +280,19 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return status;
   }
 
-  // Waits until *word - *shadow reaches `least` (in `bits` bits), then consumes it.
-  template <class Coop>
-  CCO_DEVICE_API int32_t Consume(const uint64_t* word, uint64_t* shadow, uint64_t least, int32_t bits) const {
+  // Waits until value() - *shadow reaches `least` (in `bits` bits), then consumes it. The
+  // value is read relaxed; the fence after the wait makes it an acquire.
+  template <class Coop, class Value>
+  CCO_DEVICE_API int32_t Consume(Value value, uint64_t* shadow, uint64_t least, int32_t bits) const {
     Coop coop;
     const uint64_t base = *shadow;
     const int32_t status = gda::Wait(
         [&] {
-          const uint64_t got = arch::load<order::Acquire, scope::System>(word) - base;
+          const uint64_t got = value() - base;
           return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
         },
         nullptr, limits_);
+    arch::fence<scope::System>();
     coop.sync();
     if (status == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
     coop.sync();
@@ -348,19 +369,20 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
                       static_cast<uint64_t>(dc.gdaContextCount) * dc.gdaPeerCount + index_;
     coop_.sync();
     const uint64_t target = *epoch + 1;
-    const int32_t area = static_cast<int32_t>(dc.gdaSignalCount + index_ * static_cast<uint32_t>(dc.worldSize));
+    const uint32_t id = dc.gdaSignalCount + index_;  // the barrier's signal, one word per sender
     int32_t status = CCO_DEVICE_STATUS_OK;
     for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
          i += static_cast<int32_t>(coop_.size())) {
       const int32_t peer = gda_.team_peer(i);
-      if (peer != dc.rank) status = gda_.template signal<ccoCoopThread>(peer, area + dc.rank, CCO_SIGNAL_INC, 1);
+      if (peer != dc.rank) status = gda_.template signal<ccoCoopThread>(peer, static_cast<int32_t>(id), CCO_SIGNAL_INC, 1);
     }
-    const uint64_t* words = reinterpret_cast<const uint64_t*>(dc.gdaSignals) + area;
+    const uint64_t* words = reinterpret_cast<const uint64_t*>(dc.gdaSignals);
     for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
          i += static_cast<int32_t>(coop_.size())) {
       const int32_t peer = gda_.team_peer(i);
       if (peer == dc.rank) continue;
-      status = gda::Wait([&] { return arch::load<order::Acquire, scope::System>(words + peer) >= target; }, nullptr,
+      const uint64_t* word = words + cco_gda_signal_word(id, peer, dc.worldSize);
+      status = gda::Wait([&] { return arch::load<order::Acquire, scope::System>(word) >= target; }, nullptr,
                          gda_.limits());
     }
     coop_.sync();

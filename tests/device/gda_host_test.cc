@@ -151,6 +151,40 @@ TEST(GdaOnHost, PutValueGetSignalAndCounters) {
   }), 0);
 }
 
+// Every rank adds to one signal of every rank, from both contexts: each sender's running sum
+// is its own word, and the signal is their sum (abi/gda.h), exact after many rounds, with
+// waits consuming and a reset in between.
+TEST(GdaOnHost, ManySendersOneSignal) {
+  for (int n : {3, 5}) {
+    EXPECT_EQ(RunGdaRanks(n, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+      ccoGda<> c0(k.dc, 0, 10'000'000'000ull);
+      ccoGda<ccoGdaProxy, ccoGdaDeferred> c1(k.dc, 1, 10'000'000'000ull);
+      uint64_t perRound = 0;  // what every rank adds to each peer per round
+      for (int s = 0; s < k.n; ++s) perRound += 1 + 100 * (s + 1);
+      for (int round = 0; round < 20; ++round) {
+        for (int peer = 0; peer < k.n; ++peer) {
+          CHECK_OR_FAIL(c0.signal(peer, 4) == 0);
+          CHECK_OR_FAIL(c1.signal(peer, 4, CCO_SIGNAL_ADD, 100 * (k.rank + 1)) == 0);
+        }
+        CHECK_OR_FAIL(c1.flush() == 0);
+        CHECK_OR_FAIL(c0.wait_signal(4, perRound) == 0);
+      }
+      CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+      CHECK_OR_FAIL(c0.read_signal(4) == 0);  // every round consumed exactly what it waited for
+      CHECK_OR_FAIL(c0.flush() == 0 && c1.flush() == 0);
+      CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+      // Once more without waits: the sum is visible, then reset to zero.
+      for (int peer = 0; peer < k.n; ++peer) CHECK_OR_FAIL(c0.signal(peer, 4, CCO_SIGNAL_ADD, 1ull << 40) == 0);
+      CHECK_OR_FAIL(c0.flush() == 0);
+      CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+      CHECK_OR_FAIL(c0.read_signal(4) == static_cast<uint64_t>(k.n) << 40);
+      c0.reset_signal(4);
+      CHECK_OR_FAIL(c0.read_signal(4) == 0);
+      return ccoBarrierAll(k.comm) == ccoSuccess;
+    }), 0) << n << " ranks";
+  }
+}
+
 // A signal is never visible before the payloads of earlier puts on that context and peer:
 // many puts of every mode, then one signal; its arrival means all landed.
 template <class Mode> bool ManyPutsThenOneSignal(Rank& k, uint64_t round) {

@@ -37,6 +37,12 @@ struct TestRing {
     consumer = RingConsumer(slots.data(), &host, depth, first);
   }
   RingView view() { return RingView{slots.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
+  // The proxy's part: the work of `ticket` is done, and `consumed` says so.
+  void Complete(uint64_t ticket) {
+    consumer.Complete(ticket);
+    uint64_t consumed;
+    if (consumer.Unpublished(&consumed)) __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
+  }
   WaitLimits limits(uint64_t timeoutNs = 20'000'000'000ull) { return WaitLimits{&abort, timeoutNs}; }
 };
 
@@ -101,7 +107,7 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
       // Complete out of order, and sometimes only after a while.
       if (!pending.empty() && (pending.size() > 3 || rng() % 4 == 0 || got == total)) {
         const size_t i = rng() % pending.size();
-        ring.consumer.Complete(pending[i]);
+        ring.Complete(pending[i]);
         pending.erase(pending.begin() + i);
       }
     }
@@ -193,7 +199,7 @@ TEST(GdaRing, CallerOrderedPostsWaitForTheirFlush) {
   uint64_t t;
   for (uint64_t k = 0; k < 3; ++k) {
     ASSERT_TRUE(Visible(ring, 1000, &d, &t));
-    ring.consumer.Complete(t);
+    ring.Complete(t);
   }
   flusher.join();
   EXPECT_EQ(flushed, CCO_DEVICE_STATUS_OK);
@@ -210,10 +216,32 @@ TEST(GdaRing, APosterWaitingForCreditRingsWhatIsBelowIt) {
   uint64_t t;
   for (int k = 0; k < 4; ++k) {
     ASSERT_TRUE(Visible(ring, 1000, &d, &t)) << "post " << k << " was never released";
-    ring.consumer.Complete(t);
+    ring.Complete(t);
   }
   poster.join();
   EXPECT_EQ(fifth, CCO_DEVICE_STATUS_OK);
+}
+
+// The proxy publishes `consumed` behind its work, and only over the done prefix: work done
+// out of order is held back until the tickets below it are done.
+TEST(GdaRing, ConsumedIsPublishedOverTheDonePrefixOnly) {
+  TestRing ring(8);
+  for (int k = 0; k < 3; ++k) ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, k), ring.limits()), 0);
+  ccoGdaDesc d;
+  uint64_t t[3];
+  for (auto& ticket : t) ASSERT_TRUE(ring.consumer.Next(&d, &ticket));
+  uint64_t consumed = 0;
+  EXPECT_FALSE(ring.consumer.Unpublished(&consumed));
+  ring.consumer.Complete(t[1]);
+  EXPECT_FALSE(ring.consumer.Unpublished(&consumed)) << "ticket 1 is done, ticket 0 is not";
+  ring.consumer.Complete(t[0]);
+  ASSERT_TRUE(ring.consumer.Unpublished(&consumed));
+  EXPECT_EQ(consumed, 2u);
+  EXPECT_FALSE(ring.consumer.Unpublished(&consumed)) << "said once";
+  ring.consumer.Complete(t[2]);
+  ASSERT_TRUE(ring.consumer.Unpublished(&consumed));
+  EXPECT_EQ(consumed, 3u);
+  EXPECT_EQ(ring.host.consumed, 0u) << "the consumer itself publishes nothing";
 }
 
 // A slot that was released (by a later poster's ring) but is still being written is not taken.

@@ -1,7 +1,8 @@
 """GDA on the GPU through Triton, the proxy and its local backend: a put with a signal around
 a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
 (round-trip times printed, not asserted: `cco perf` reports figures). Ranks as threads on one
-GPU (FULL connections) and as one process per GPU (skipped with fewer than two GPUs)."""
+GPU (FULL connections), as two processes on one GPU (under MPS when it runs) and as one
+process per GPU (skipped with fewer than two GPUs)."""
 
 import multiprocessing as mp
 import os
@@ -77,12 +78,12 @@ def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constex
 class Rank:
     """A rank with a GDA device communicator (FULL: every rank connected) and a window."""
 
-    def __init__(self, rank, world, uid, device):
+    def __init__(self, rank, world, uid, device, device_sync=False):
         from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_FULL
 
         torch.cuda.set_device(device)
         torch.zeros(1, device=f"cuda:{device}")
-        self.rank, self.world, self.device = rank, world, device
+        self.rank, self.world, self.device, self.device_sync = rank, world, device, device_sync
         self.comm = Communicator.init(world, rank, uid, per_rank_vmm=256 << 20)
         self.win = self.comm.alloc_register(1 << 20)
         reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_context_count=1, lsa_barrier_count=1)
@@ -122,7 +123,12 @@ class Rank:
         with torch.cuda.stream(self.stream):
             put_ring[(1,)](self.dc.ptr, self.win.handle, status, (self.rank + 1) % self.world, 1, N=N,
                            extern_libs=self.libs)
-        self.stream.synchronize()
+        if self.device_sync:
+            # A device-wide synchronise while other ranks' kernels wait on this rank's
+            # proxy: the proxy only queues work on its own stream, so it is not held back.
+            torch.cuda.synchronize(self.device)
+        else:
+            self.stream.synchronize()
         left = (self.rank - 1) % self.world
         self.comm.barrier()  # every rank's kernel is done before anyone reads on the host
         with torch.cuda.stream(self.stream):
@@ -156,8 +162,8 @@ class Rank:
         self.comm.destroy()
 
 
-def body(rank, world, uid, device, report):
-    rk = Rank(rank, world, uid, device)
+def body(rank, world, uid, device, report, rounds=2000, device_sync=False):
+    rk = Rank(rank, world, uid, device, device_sync)
     watchdog = threading.Timer(90, rk.comm.abort)  # a hung wait ends ABORTED, not never
     watchdog.start()
     try:
@@ -166,8 +172,8 @@ def body(rank, world, uid, device, report):
         rk.ring()  # the signal was consumed: a second round needs a second signal
         if world == 2:
             rk.ping_pong(50, False)  # warm-up: compile and settle
-            sig = rk.ping_pong(2000, False)
-            data = rk.ping_pong(2000, True)
+            sig = rk.ping_pong(rounds, False)
+            data = rk.ping_pong(rounds, True)
             report[rank] = (sig, data)
     finally:
         watchdog.cancel()
@@ -181,25 +187,35 @@ def _describe(figures):
             f"8-byte put+signal round trip {data:.2f} us (posting {data_post:.2f}, waiting {data_wait:.2f})")
 
 
-def _process(rank, world, uid, queue):
+def _process(rank, world, uid, gpus, queue):
     os.environ["CCO_PLATFORM"] = "cuda"
     try:
         report = {}
-        body(rank, world, uid, rank, report)
+        # Processes sharing a GPU time-slice without MPS: few rounds, then.
+        body(rank, world, uid, rank % gpus, report, 2000 if gpus == world or _mps() else 50)
         print(f"rank {rank}: the main thread (and so the proxy) may run on {len(os.sched_getaffinity(0))} CPUs")
         queue.put((rank, "ok", report.get(rank)))
     except BaseException as e:
         queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}", None))
 
 
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
-def test_gda_one_process_per_gpu():
+def _mps():
+    """Whether an MPS server is reachable (then processes on one GPU run kernels at once)."""
+    return os.path.exists(os.path.join(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"), "control"))
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_gda_one_process_per_rank(gpus):
+    """Two processes, on one GPU (its ranks' memory imported from each other; kernels at once
+    only under MPS) or one per GPU."""
+    if torch.cuda.device_count() < gpus:
+        pytest.skip(f"needs {gpus} GPUs")
     from cco import Communicator
 
     uid = Communicator.get_unique_id()
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_process, args=(r, 2, uid, queue)) for r in range(2)]
+    procs = [ctx.Process(target=_process, args=(r, 2, uid, gpus, queue)) for r in range(2)]
     for p in procs:
         p.start()
     results = [queue.get(timeout=240) for _ in range(2)]
@@ -207,14 +223,14 @@ def test_gda_one_process_per_gpu():
         p.join(timeout=60)
     assert {r: s for r, s, _ in results} == {0: "ok", 1: "ok"}, results
     times = dict((r, t) for r, _, t in results)
-    print("\nGDA on 2 GPUs, processes:", _describe(times[0]))
+    print(f"\nGDA on {gpus} GPU(s), processes{' (MPS)' if gpus == 1 and _mps() else ''}:", _describe(times[0]))
 
 
-@pytest.mark.skip(reason="open: ranks as threads of one process on one GPU stop in ccoBarrierAll after their "
-                  "GDA kernels (seen on H200, not yet explained); one process per rank works, also two per GPU")
+@pytest.mark.parametrize("sync", ["stream", "device"])
 @pytest.mark.parametrize("world", [2, 4])
-def test_gda_threads_on_one_gpu(world):
-    """Ranks as threads sharing GPU 0: their kernels run at once (one process, many streams)."""
+def test_gda_threads_on_one_gpu(world, sync):
+    """Ranks as threads sharing GPU 0: their kernels run at once (one process, many streams);
+    each waits for its ring kernel on its stream, or with a device-wide synchronise."""
     os.environ["CCO_PLATFORM"] = "cuda"
     from cco import Communicator
 
@@ -223,7 +239,7 @@ def test_gda_threads_on_one_gpu(world):
 
     def run(rank):
         try:
-            body(rank, world, uid, 0, report)
+            body(rank, world, uid, 0, report, device_sync=sync == "device")
         except BaseException as e:
             errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
 
@@ -234,5 +250,5 @@ def test_gda_threads_on_one_gpu(world):
         t.join(timeout=240)
     assert not any(t.is_alive() for t in threads), "a rank hung"
     assert errors == {}, errors
-    if world == 2:
+    if world == 2 and sync == "stream":
         print("\nGDA on 1 GPU, threads:", _describe(report[0]))

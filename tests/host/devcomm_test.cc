@@ -93,8 +93,10 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
     RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
     RANK_CHECK(dc.gdaPeerCount == n && dc.gdaRingDepth == CCO_GDA_RING_DEPTH_DEFAULT && dc.gdaRingSlots != 0 &&
                dc.gdaRingHost == dc.gdaRingSlots + 4ull * n * dc.gdaRingDepth * sizeof(ccoGdaDesc) && dc.gdaSignals != 0 &&
-               dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1 * n));
-    for (int i = 0; i < 16; ++i) RANK_CHECK(reinterpret_cast<const uint64_t*>(dc.gdaSignals)[i] == 0);
+               dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1) * n);  // (signals + barrier) x senders
+    // Signal and counter words are in the resource window, zeroed.
+    RANK_CHECK(dc.gdaSignals >= dc.ptr && dc.gdaCounters + 8 * 16 <= dc.ptr + dc.resourceSize);
+    for (int i = 0; i < 17 * n + 16; ++i) RANK_CHECK(reinterpret_cast<const uint64_t*>(dc.gdaSignals)[i] == 0);
     RANK_OK(ccoDevCommDestroy(comm, &dc));
     reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.sdmaQueueCount = 2;

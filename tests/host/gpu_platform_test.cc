@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -150,6 +151,35 @@ void ExpectHostMappedMemory(Platform* platform, int device) {
   ASSERT_OK(platform->HostMappedFree(device, host));
 }
 
+// The GDA proxy's stream: a copy, then words written behind it into device memory and into
+// host-mapped memory; all land by the synchronise, and a misaligned word is refused.
+void ExpectStreamWork(Platform* platform, int device) {
+  uint64_t va = 0;
+  void* host = nullptr;
+  uint64_t hostDevice = 0;
+  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));
+  ASSERT_OK(platform->HostMappedAlloc(device, 256, &host, &hostDevice));
+  std::vector<unsigned char> bytes(64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
+  ASSERT_OK(platform->CopyToDevice(device, va, bytes.data(), bytes.size()));
+  uint64_t stream = 0;
+  ASSERT_OK(platform->StreamCreate(device, &stream));
+  ASSERT_OK(platform->CopyOnStream(device, stream, hostDevice, va, bytes.size()));
+  ASSERT_OK(platform->StreamWriteValue64(device, stream, hostDevice + 128, 0x0123456789abcdefull));
+  ASSERT_OK(platform->StreamWriteValue64(device, stream, va + 128, ~0ull - 5));
+  ASSERT_OK(platform->StreamSynchronize(device, stream));
+  EXPECT_EQ(memcmp(host, bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(static_cast<const volatile uint64_t*>(host)[16], 0x0123456789abcdefull);
+  uint64_t word = 0;
+  ASSERT_OK(platform->CopyFromDevice(device, &word, va + 128, sizeof(word)));
+  EXPECT_EQ(word, ~0ull - 5);
+  Status status = platform->StreamWriteValue64(device, stream, va + 4, 1);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+  ASSERT_OK(platform->StreamDestroy(device, stream));
+  ASSERT_OK(platform->HostMappedFree(device, host));
+  ASSERT_OK(platform->DeviceFree(device, va));
+}
+
 void ExpectDeviceMemoryFromAnotherThread(Platform* platform, int device) {
   uint64_t va = 0;
   const std::vector<unsigned char> data = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -227,8 +257,18 @@ void RunRoundTrip(Platform* platform) {
   ASSERT_NO_FATAL_FAILURE(ExpectDeviceInfo(platform, &device, &granule));
   ASSERT_NO_FATAL_FAILURE(ExpectVirtualMemoryRoundTrip(platform, device, granule));
   ASSERT_NO_FATAL_FAILURE(ExpectHostMappedMemory(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectStreamWork(platform, device));
   ASSERT_NO_FATAL_FAILURE(ExpectDeviceMemoryFromAnotherThread(platform, device));
   ASSERT_NO_FATAL_FAILURE(ExpectCleanFailures(platform, device, granule));
+}
+
+// --- cpu (what CI runs the proxy on) ------------------------------------------------------
+
+TEST(CpuPlatformTest, StreamWorkLandsAtOnce) {
+  Platform* platform = nullptr;
+  ASSERT_OK(CreateCpuPlatform(&platform));
+  ExpectStreamWork(platform, 0);
+  delete platform;
 }
 
 // --- CUDA -------------------------------------------------------------------------------

@@ -186,15 +186,21 @@ TEST(ResourceLayout, RegionsAreDisjointAndAligned) {
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 5;
   reqs.gdaBarrierCount = 3;
-  ResourceLayout l = LayoutResources(reqs, 8, 6);
+  ResourceLayout l = LayoutResources(reqs, 12, 8, 6);
   EXPECT_EQ(l.devComm, 0u);
   EXPECT_GE(l.barrierEpochs, sizeof(ccoDevComm));
   EXPECT_GE(l.barrierInboxes, l.barrierEpochs + 5 * 8);  // {epoch, verdict} per barrier
   EXPECT_GE(l.shadows, l.barrierInboxes + 5 * 8 * 4);
   EXPECT_GE(l.flushTargets, l.shadows + (16 + 16) * 8);  // signal and counter shadows
   EXPECT_EQ(l.gdaEpochs, l.flushTargets + 4 * 6 * 8);     // contexts x peers
-  EXPECT_GE(l.bytes, l.gdaEpochs + 3 * 8);
-  for (size_t off : {l.barrierEpochs, l.barrierInboxes, l.shadows, l.flushTargets}) EXPECT_EQ(off % 256, 0u);
+  EXPECT_GE(l.gdaSignals, l.gdaEpochs + 3 * 8);
+  EXPECT_EQ(l.gdaCounters, l.gdaSignals + (16 + 3) * 12 * 8);  // (signals + barriers) x senders
+  EXPECT_GE(l.bytes, l.gdaCounters + 16 * 8);
+  for (size_t off : {l.barrierEpochs, l.barrierInboxes, l.shadows, l.flushTargets, l.gdaSignals}) EXPECT_EQ(off % 256, 0u);
+  // Without GDA connections there are no signal or counter words.
+  ResourceLayout none = LayoutResources(reqs, 12, 8, 0);
+  EXPECT_EQ(none.gdaCounters, none.gdaSignals);
+  EXPECT_EQ(none.bytes, none.gdaSignals);
   EXPECT_TRUE(ValidateRequirements(&reqs).ok());
   reqs.version = 99;
   EXPECT_EQ(ValidateRequirements(&reqs).code(), ccoInvalidArgument);

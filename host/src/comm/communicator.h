@@ -92,7 +92,6 @@ struct ccoComm {
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   std::unique_ptr<cco::DescriptorPool> descriptors;
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
-  uint64_t devCommSerial = 0;  // ccoDevCommCreate calls that made GDA resources, likewise
   std::unique_ptr<cco::Proxy> proxy;  // the GDA progress thread (started by the first GDA devcomm)
 
   // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.

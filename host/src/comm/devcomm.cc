@@ -56,8 +56,8 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
 
   // GDA first: its peer count sizes the flush targets in the resource window.
   std::shared_ptr<GdaResources> gda;
-  if (WantsGda(c, *reqs)) CCO_RETURN_IF_ERROR(CreateGdaResources(c, *reqs, ++c.devCommSerial, &gda));
-  const ResourceLayout layout = LayoutResources(*reqs, c.topo.lsaSize, gda ? gda->peerCount : 0);
+  if (WantsGda(c, *reqs)) CCO_RETURN_IF_ERROR(CreateGdaResources(c, *reqs, &gda));
+  const ResourceLayout layout = LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, gda ? gda->peerCount : 0);
   auto undoGda = [&] {
     if (gda) DestroyGdaResources(c, *gda);
   };
@@ -111,8 +111,10 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
     dc.gdaRingSlots = gda->ringHostDevice;
     dc.gdaRingHost = gda->ringHostDevice + cco_gda_slots_bytes(gda->rings(), gda->depth);
     dc.gdaRingDevice = gda->ringDevice;
-    dc.gdaSignals = gda->tableDevice;
-    dc.gdaCounters = gda->tableDevice + sizeof(uint64_t) * gda->signalWords;
+    dc.gdaSignals = reinterpret_cast<uint64_t>(base) + layout.gdaSignals;
+    dc.gdaCounters = reinterpret_cast<uint64_t>(base) + layout.gdaCounters;
+    gda->signalOffset = dc.resourceOffset + layout.gdaSignals;
+    gda->counterOffset = dc.resourceOffset + layout.gdaCounters;
     dc.gdaRingDepth = gda->depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
@@ -124,9 +126,9 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   if (s.ok()) s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   if (s.ok() && gda) s = c.proxy->Attach(gda);
   if (gda && env::Flag("CCO_GDA_TRACE"))
-    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals host %p device 0x%llx, peers %d\n", c.topo.rank,
-            gda->rings(), gda->depth, static_cast<unsigned long long>(dc.gdaRingSlots), gda->table,
-            static_cast<unsigned long long>(dc.gdaSignals), gda->peerCount);
+    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals at 0x%llx, peers %d\n", c.topo.rank, gda->rings(),
+            gda->depth, static_cast<unsigned long long>(dc.gdaRingSlots), static_cast<unsigned long long>(dc.gdaSignals),
+            gda->peerCount);
   s = Agree(c, "ccoDevCommCreate (ready)", s);
   if (!s.ok()) {
     if (gda) c.proxy->Detach(gda.get());
@@ -150,8 +152,8 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead
   if (record.gda) {
-    // No proxy of the host may touch this rank's signal words once they are freed: each
-    // lets go of its own rings, then all agree, then each frees.
+    // No proxy of the host may write this rank's signal words once they are freed: each
+    // lets go of its own rings (its stream's writes done), then all agree, then each frees.
     c.proxy->Detach(record.gda.get());
     Status s = Agree(c, "ccoDevCommDestroy (GDA proxies idle)", Status::Ok());
     DestroyGdaResources(c, *record.gda);

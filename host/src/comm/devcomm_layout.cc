@@ -34,7 +34,7 @@ Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
   return Status::Ok();
 }
 
-ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize, int gdaPeerCount) {
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount) {
   ResourceLayout l;
   size_t at = 0;
   l.devComm = at;
@@ -48,6 +48,10 @@ ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize, 
   l.flushTargets = at;
   l.gdaEpochs = at + sizeof(uint64_t) * static_cast<size_t>(reqs.gdaContextCount) * gdaPeerCount;
   at = Up(l.gdaEpochs + sizeof(uint64_t) * reqs.gdaBarrierCount);
+  const size_t signalIds = gdaPeerCount > 0 ? static_cast<size_t>(reqs.gdaSignalCount) + reqs.gdaBarrierCount : 0;
+  l.gdaSignals = at;
+  l.gdaCounters = at + sizeof(uint64_t) * signalIds * worldSize;
+  at = Up(l.gdaCounters + (gdaPeerCount > 0 ? sizeof(uint64_t) * reqs.gdaCounterCount : 0));
   l.bytes = at;
   return l;
 }

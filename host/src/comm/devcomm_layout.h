@@ -18,13 +18,15 @@ struct ResourceLayout {
   size_t shadows = 0;        // uint64 shadows: gdaSignalCount signals, then gdaCounterCount counters
   size_t flushTargets = 0;   // gdaContextCount * gdaPeerCount uint64 (flush_async)
   size_t gdaEpochs = 0;      // gdaBarrierCount uint64 (right after the flush targets)
+  size_t gdaSignals = 0;     // (gdaSignalCount + gdaBarrierCount) * worldSize uint64 (abi/gda.h), with GDA
+  size_t gdaCounters = 0;    // gdaCounterCount uint64 (right after the signal words)
   size_t bytes = 0;          // everything, before rounding to the granularity
 };
 
 // Checks the requirements' header and counts, then lays the resources out; `gdaPeerCount`
-// is the number of peers the connection type connects (0 without GDA).
+// is the number of peers the connection type connects (0 without GDA: no signal words).
 Status ValidateRequirements(const ccoDevCommRequirements* reqs);
-ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int lsaSize, int gdaPeerCount);
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount);
 
 }  // namespace cco
 

@@ -139,21 +139,6 @@ class CpuPlatform final : public Platform {
     return Status::Ok();
   }
 
-  Status SharedHostAlloc(int, size_t size, void** host, uint64_t* deviceAddress, int* fd) override {
-    CCO_RETURN_IF_ERROR(CreateSealedMemfd("cco-shared", size, fd));
-    Status s = MapMemfd(*fd, size, host);
-    if (!s.ok()) {
-      close(*fd);
-      return s;
-    }
-    *deviceAddress = reinterpret_cast<uint64_t>(*host);
-    return Status::Ok();
-  }
-  Status SharedHostFree(int, void* host, size_t size) override {
-    if (munmap(host, size) != 0) return ErrnoError("munmap of shared host memory", errno);
-    return Status::Ok();
-  }
-
   Status StreamCreate(int, uint64_t* stream) override {
     *stream = 0;
     return Status::Ok();
@@ -161,6 +146,11 @@ class CpuPlatform final : public Platform {
   Status StreamDestroy(int, uint64_t) override { return Status::Ok(); }
   Status CopyOnStream(int, uint64_t, uint64_t dst, uint64_t src, size_t size) override {
     memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), size);
+    return Status::Ok();
+  }
+  Status StreamWriteValue64(int, uint64_t, uint64_t address, uint64_t value) override {
+    if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("StreamWriteValue64: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
+    __atomic_store_n(reinterpret_cast<uint64_t*>(address), value, __ATOMIC_RELEASE);
     return Status::Ok();
   }
   Status StreamSynchronize(int, uint64_t) override { return Status::Ok(); }

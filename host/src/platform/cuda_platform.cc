@@ -191,11 +191,10 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostAlloc", &api.hostAlloc));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemFreeHost", &api.hostFree));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostGetDevicePointer_v2", &api.hostDevicePointer));
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostRegister_v2", &api.hostRegister));
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostUnregister", &api.hostUnregister));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamCreate", &api.streamCreate));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamDestroy_v2", &api.streamDestroy));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyAsync", &api.copyAsync));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamWriteValue64_v2", &api.streamWriteValue64));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAlloc_v2", &api.memAlloc));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemFree_v2", &api.memFree));

@@ -71,8 +71,6 @@ constexpr int kMemAccessProtReadWrite = 3;           // CU_MEM_ACCESS_FLAGS_PROT
 constexpr int kMemAllocGranularityMinimum = 0;       // CU_MEM_ALLOC_GRANULARITY_MINIMUM
 constexpr unsigned kHostAllocPortable = 1;           // CU_MEMHOSTALLOC_PORTABLE, hipHostMallocPortable
 constexpr unsigned kHostAllocDeviceMap = 2;          // CU_MEMHOSTALLOC_DEVICEMAP, hipHostMallocMapped
-constexpr unsigned kHostRegisterPortable = 1;        // CU_MEMHOSTREGISTER_PORTABLE, hipHostRegisterPortable
-constexpr unsigned kHostRegisterDeviceMap = 2;       // CU_MEMHOSTREGISTER_DEVICEMAP, hipHostRegisterMapped
 constexpr unsigned kStreamNonBlocking = 1;           // CU_STREAM_NON_BLOCKING, hipStreamNonBlocking
 
 // One driver function and the name error messages give it (the symbol it came from).
@@ -138,11 +136,11 @@ struct GpuDriverApi {
   DriverEntry<DriverResult (*)(void* host)> hostFree;
   DriverEntry<DriverResult (*)(DeviceAddress* device, void* host, unsigned flags)> hostDevicePointer;
 
-  DriverEntry<DriverResult (*)(void* host, size_t size, unsigned flags)> hostRegister;
-  DriverEntry<DriverResult (*)(void* host)> hostUnregister;
   DriverEntry<DriverResult (*)(void** stream, unsigned flags)> streamCreate;
   DriverEntry<DriverResult (*)(void* stream)> streamDestroy;
   DriverEntry<DriverResult (*)(DeviceAddress dst, DeviceAddress src, size_t size, void* stream)> copyAsync;
+  // cuStreamWriteValue64's shape: (stream, address, value, flags).
+  DriverEntry<DriverResult (*)(void* stream, DeviceAddress address, uint64_t value, unsigned flags)> streamWriteValue64;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
 
   DriverEntry<DriverResult (*)(DeviceAddress* va, size_t size)> memAlloc;

@@ -1,12 +1,8 @@
 #include "platform/gpu_vmm_platform.h"
 
-#include <sys/mman.h>
-
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "platform/memfd.h"
 
 namespace cco {
 namespace gpu {
@@ -435,45 +431,6 @@ Status GpuVmmPlatform::HostMappedFree(int device, void* host) {
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::SharedHostAlloc(int device, size_t size, void** host, uint64_t* deviceAddress, int* fd) {
-  if (host == nullptr || deviceAddress == nullptr || fd == nullptr) return InvalidArgument("SharedHostAlloc: null output");
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  CCO_RETURN_IF_ERROR(CreateSealedMemfd("cco-shared", size, fd));
-  void* mapped = nullptr;
-  Status s = MapMemfd(*fd, size, &mapped);
-  if (s.ok()) {
-    // Portable: every device of the process may use it.
-    DriverResult result = api_.hostRegister.fn(mapped, size, kHostRegisterPortable | kHostRegisterDeviceMap);
-    if (result != kDriverSuccess) s = Failed(api_.hostRegister, result, Fmt("host=", mapped, ", size=", size));
-    DeviceAddress address = 0;
-    if (s.ok()) {
-      result = api_.hostDevicePointer.fn(&address, mapped, 0);
-      if (result != kDriverSuccess) {
-        s = Failed(api_.hostDevicePointer, result, Fmt("host=", mapped));
-        api_.hostUnregister.fn(mapped);
-      }
-    }
-    if (s.ok()) {
-      *host = mapped;
-      *deviceAddress = address;
-      return Status::Ok();
-    }
-    munmap(mapped, size);
-  }
-  close(*fd);
-  *fd = -1;
-  return s;
-}
-
-Status GpuVmmPlatform::SharedHostFree(int device, void* host, size_t size) {
-  if (host == nullptr) return Status::Ok();
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result = api_.hostUnregister.fn(host);
-  munmap(host, size);
-  if (result != kDriverSuccess) return Failed(api_.hostUnregister, result, Fmt("host=", host));
-  return Status::Ok();
-}
-
 Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   void* created = nullptr;
@@ -496,6 +453,16 @@ Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, u
   DriverResult result = api_.copyAsync.fn(dst, src, size, reinterpret_cast<void*>(stream));
   if (result != kDriverSuccess)
     return Failed(api_.copyAsync, result, Fmt("dst=", Hex(dst), ", src=", Hex(src), ", size=", size));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) {
+  if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("StreamWriteValue64: address ", Hex(address), " is not 8-byte aligned"));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  // Flags 0: the write waits for the stream's earlier work and is ordered after its writes.
+  DriverResult result = api_.streamWriteValue64.fn(reinterpret_cast<void*>(stream), address, value, 0);
+  if (result != kDriverSuccess)
+    return Failed(api_.streamWriteValue64, result, Fmt("stream=", Hex(stream), ", address=", Hex(address), ", value=", value));
   return Status::Ok();
 }
 

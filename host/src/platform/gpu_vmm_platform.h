@@ -50,11 +50,10 @@ class GpuVmmPlatform : public Platform {
   Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) override;
   Status HostMappedFree(int device, void* host) override;
 
-  Status SharedHostAlloc(int device, size_t size, void** host, uint64_t* deviceAddress, int* fd) override;
-  Status SharedHostFree(int device, void* host, size_t size) override;
   Status StreamCreate(int device, uint64_t* stream) override;
   Status StreamDestroy(int device, uint64_t stream) override;
   Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) override;
+  Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) override;
   Status StreamSynchronize(int device, uint64_t stream) override;
 
   Status DeviceAlloc(int device, size_t size, uint64_t* va) override;

@@ -56,6 +56,7 @@ struct HipDriver {
   DriverResult (*deviceMalloc)(void** va, size_t size) = nullptr;
   DriverResult (*deviceFree)(void* va) = nullptr;
   DriverResult (*memcpyAsync)(void* dst, const void* src, size_t size, int kind, void* stream) = nullptr;
+  DriverResult (*streamWriteValue64)(void* stream, void* address, uint64_t value, unsigned flags) = nullptr;
 
   bool importFdByValue = false;
 
@@ -223,6 +224,10 @@ DriverResult HipCopyAsync(DeviceAddress dst, DeviceAddress src, size_t size, voi
   return Driver().memcpyAsync(AsPointer(dst), AsPointer(src), size, kHipMemcpyDefault, stream);
 }
 
+DriverResult HipStreamWriteValue64(void* stream, DeviceAddress address, uint64_t value, unsigned flags) {
+  return Driver().streamWriteValue64(stream, AsPointer(address), value, flags);
+}
+
 // --- loading ---------------------------------------------------------------------------
 
 Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
@@ -250,6 +255,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("hipMalloc", &driver->deviceMalloc));
   CCO_RETURN_IF_ERROR(library.Resolve("hipFree", &driver->deviceFree));
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemcpyAsync", &driver->memcpyAsync));
+  CCO_RETURN_IF_ERROR(library.Resolve("hipStreamWriteValue64", &driver->streamWriteValue64));
 
   // Same shapes as the table: no adapter needed.
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipGetDeviceCount", &api.deviceCount));
@@ -258,13 +264,12 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipMemGetAllocationGranularity", &api.allocationGranularity));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipDeviceSynchronize", &api.synchronize));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostFree", &api.hostFree));
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostRegister", &api.hostRegister));
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipHostUnregister", &api.hostUnregister));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamCreateWithFlags", &api.streamCreate));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamDestroy", &api.streamDestroy));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamSynchronize", &api.streamSynchronize));
 
   api.addressReserve = {&HipAddressReserve, "hipMemAddressReserve"};
+  api.streamWriteValue64 = {&HipStreamWriteValue64, "hipStreamWriteValue64"};
   api.addressFree = {&HipAddressFree, "hipMemAddressFree"};
   api.memCreate = {&HipMemCreate, "hipMemCreate"};
   api.memRelease = {&HipMemRelease, "hipMemRelease"};

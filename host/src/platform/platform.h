@@ -83,19 +83,16 @@ class Platform {
   virtual Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) = 0;
   virtual Status HostMappedFree(int device, void* host) = 0;
 
-  // Host memory that the device reads and writes and that other processes of the host map
-  // too (GDA signal words, updated by every proxy of the host): a sealed memfd, mapped here
-  // and registered with the driver. `*fd` stays the caller's (to share, and to close).
-  virtual Status SharedHostAlloc(int device, size_t size, void** host, uint64_t* deviceAddress, int* fd) = 0;
-  virtual Status SharedHostFree(int device, void* host, size_t size) = 0;
-
   // Streams of the library's own (the GDA proxy's): work on them never waits for, and is
   // never held up by, the work the caller's kernels have queued. A copy between two device
-  // addresses of this process (peers' mapped memory included); Synchronize waits for the
-  // stream's work. The cpu platform copies at once.
+  // addresses of this process (peers' mapped memory and host-mapped memory included); a
+  // write of a 64-bit word once everything queued before it is done and visible (the
+  // proxy's signal after its data); Synchronize waits for the stream's work. The cpu
+  // platform copies and writes at once (the write with release order).
   virtual Status StreamCreate(int device, uint64_t* stream) = 0;
   virtual Status StreamDestroy(int device, uint64_t stream) = 0;
   virtual Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) = 0;
+  virtual Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) = 0;
   virtual Status StreamSynchronize(int device, uint64_t stream) = 0;
 
   // Plain device memory for small descriptors (window descriptors).

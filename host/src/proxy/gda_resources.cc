@@ -1,19 +1,10 @@
 #include "proxy/gda_resources.h"
 
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "comm/agree.h"
 #include "comm/communicator.h"
-#include "memory/local_handles.h"
-#include "platform/memfd.h"
 
 namespace cco {
 namespace {
-
-// The key space of local_handles for GDA tables (window registrations count from 1).
-constexpr uint64_t kTableKey = uint64_t{1} << 63;
 
 ccoGdaTopo TopoOf(const ccoComm& c) {
   const Topology& t = c.topo;
@@ -61,11 +52,13 @@ Status AllocateLocal(ccoComm& c, GdaResources& g) {
     RingConsumer::Initialize(slots + static_cast<size_t>(r) * g.depth, words + r, g.depth, 0);
     g.consumers.emplace_back(slots + static_cast<size_t>(r) * g.depth, words + r, g.depth, 0);
   }
+  void* staging = nullptr;
+  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, sizeof(uint64_t) * rings * g.depth, &staging,
+                                                  &g.stagingDevice).Prefixed("GDA put_value staging"));
+  g.staging = static_cast<uint64_t*>(staging);
   CCO_RETURN_IF_ERROR(c.platform->DeviceAlloc(c.device, rings * sizeof(ccoGdaRingDevice), &g.ringDevice)
                           .Prefixed("GDA ring state"));
-  CCO_RETURN_IF_ERROR(c.platform->Memset(c.device, g.ringDevice, 0, rings * sizeof(ccoGdaRingDevice)));
-  g.tableBytes = ((g.signalWords + g.counterWords) * sizeof(uint64_t) + 4095) / 4096 * 4096;
-  return Status::Ok();
+  return c.platform->Memset(c.device, g.ringDevice, 0, rings * sizeof(ccoGdaRingDevice));
 }
 
 }  // namespace
@@ -77,65 +70,22 @@ bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs) {
          (reqs.gdaConnectionType == CCO_GDA_CONNECTION_FULL || c.topo.nNodes > 1);
 }
 
-Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64_t serial,
-                          std::shared_ptr<GdaResources>* out) {
+Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<GdaResources>* out) {
   auto g = std::make_shared<GdaResources>();
   g->connectionType = reqs.gdaConnectionType;
   g->contexts = reqs.gdaContextCount;
   g->topo = TopoOf(c);
   g->peerCount = cco_gda_conn_peer_count(g->connectionType, &g->topo);
   g->depth = CCO_GDA_RING_DEPTH_DEFAULT;
-  g->signalWords = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount * c.topo.nRanks);
+  g->signalIds = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount);
   g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
+  g->sent.assign(static_cast<size_t>(g->peerCount) * g->signalIds, 0);
   g->marks.assign(static_cast<size_t>(g->contexts) * g->counterWords * g->peerCount, 0);
 
-  // Local allocations; every rank agrees before the tables are shared.
   Status local = g->contexts > 0 ? ResolvePeers(c, *g)
                                  : InvalidArgument("reqs->gdaContextCount is 0, but the connection type asks for GDA");
   if (local.ok()) local = AllocateLocal(c, *g);
-  int fd = -1;
-  if (local.ok())
-    local = c.platform->SharedHostAlloc(c.device, g->tableBytes, &g->table, &g->tableDevice, &fd).Prefixed("GDA signals");
   Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
-  if (!s.ok()) {
-    if (fd >= 0) close(fd);
-    DestroyGdaResources(c, *g);
-    return s;
-  }
-
-  // Every host peer's table: descriptors from other processes, addresses within this one.
-  const int hostSize = c.HostSize();
-  g->peerTables.assign(hostSize, nullptr);
-  g->mappedTable.assign(hostSize, false);
-  g->peerTables[c.topo.hostRank] = static_cast<uint64_t*>(g->table);
-  const local_handles::Key mine{c.idTag, kTableKey | serial, c.topo.rank};
-  local_handles::Publish(mine, reinterpret_cast<MemHandle>(g->table), g->tableBytes);
-  std::vector<int> fds;
-  s = c.mesh->AllExchange(fd, kTableKey | serial, &fds).Prefixed("sharing GDA signal words on this host");
-  close(fd);
-  s = Agree(c, "ccoDevCommCreate (GDA tables)", s);  // every table is published
-  for (int p = 0; p < hostSize; ++p) {
-    if (p == c.topo.hostRank) continue;
-    if (c.InThisProcess(p)) {
-      MemHandle address = 0;
-      size_t size = 0;
-      if (s.ok() && !local_handles::Find(local_handles::Key{c.idTag, kTableKey | serial, c.topo.hostMembers[p]}, &address, &size))
-        s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], " shares this process but published no GDA signal words"));
-      if (s.ok() && size != g->tableBytes) s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], "'s GDA signal words differ in size"));
-      if (s.ok()) g->peerTables[p] = reinterpret_cast<uint64_t*>(address);
-      continue;
-    }
-    void* mapped = nullptr;
-    if (s.ok()) s = CheckSealedMemfd(fds[p], g->tableBytes);
-    if (s.ok()) s = MapMemfd(fds[p], g->tableBytes, &mapped);
-    if (s.ok()) {
-      g->peerTables[p] = static_cast<uint64_t*>(mapped);
-      g->mappedTable[p] = true;
-    }
-    if (fds[p] >= 0) close(fds[p]);
-  }
-  s = Agree(c, "ccoDevCommCreate (GDA peers)", s);
-  local_handles::Withdraw(mine);
   if (!s.ok()) {
     DestroyGdaResources(c, *g);
     return s;
@@ -145,14 +95,10 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64
 }
 
 void DestroyGdaResources(ccoComm& c, GdaResources& g) {
-  for (size_t p = 0; p < g.peerTables.size(); ++p)
-    if (g.mappedTable[p]) munmap(g.peerTables[p], g.tableBytes);
-  g.peerTables.clear();
-  g.mappedTable.clear();
-  if (g.table != nullptr) c.platform->SharedHostFree(c.device, g.table, g.tableBytes);
-  g.table = nullptr;
   if (g.ringDevice != 0) c.platform->DeviceFree(c.device, g.ringDevice);
   g.ringDevice = 0;
+  if (g.staging != nullptr) c.platform->HostMappedFree(c.device, g.staging);
+  g.staging = nullptr;
   if (g.ringHost != nullptr) c.platform->HostMappedFree(c.device, g.ringHost);
   g.ringHost = nullptr;
   g.consumers.clear();

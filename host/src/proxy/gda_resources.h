@@ -1,11 +1,10 @@
-// What one device communicator's GDA needs on the host: the rings (abi/gda.h), this rank's
-// signal and counter words, and every host peer's signal words mapped here so that this
-// rank's proxy can apply signals on the target side. Made and freed collectively with the
-// device communicator.
+// What one device communicator's GDA needs on the host: the rings (abi/gda.h), a staging
+// word per ring slot for put_value, where the signal and counter words sit, and the proxy's
+// running sums. Made collectively with the device communicator, freed locally.
 //
-// Signal words live in shared host memory (a sealed memfd registered with the driver): the
-// device polls them, and any proxy of the host adds to them atomically once the data it
-// signals has landed. Counters live there too; only this rank's proxy writes them.
+// Signal and counter words live in each rank's resource window (device memory, mapped in
+// every host peer's flat range): the device polls its own memory, and a sender's proxy
+// writes the sender's words there with stream writes behind the data (abi/gda.h).
 #ifndef CCO_HOST_PROXY_GDA_RESOURCES_H_
 #define CCO_HOST_PROXY_GDA_RESOURCES_H_
 
@@ -30,7 +29,7 @@ struct GdaResources {
   ccoGdaTopo topo{};
   std::vector<int> peerRank;  // by peer index (ring % peerCount): the world rank it connects
   std::vector<int> peerHost;  // ... and that rank's host index (-1: on another host)
-  uint32_t signalWords = 0;   // user signals, then gdaBarrierCount * nRanks barrier words
+  uint32_t signalIds = 0;     // user signals, then barrier signals; each has worldSize words
   uint32_t counterWords = 0;
 
   // The rings: descriptors and host-side words (host-mapped), device-side words.
@@ -40,30 +39,40 @@ struct GdaResources {
   uint64_t ringDevice = 0;
   std::vector<RingConsumer> consumers;  // by ring index
 
-  // This rank's table (signals, then counters) and every host peer's, by host index.
-  void* table = nullptr;
-  uint64_t tableDevice = 0;
-  size_t tableBytes = 0;
-  std::vector<uint64_t*> peerTables;    // host addresses; this rank's own at its host index
-  std::vector<bool> mappedTable;        // true: mapped here from a descriptor (unmap at the end)
-  // Counter markers each ring has passed: [context][counter][peer index] (the proxy's own).
+  // put_value's values, one word per ring slot (host-mapped): a copy source that stays put
+  // until the copy ran, since the slot is posted to again only after `consumed` passed it.
+  uint64_t* staging = nullptr;
+  uint64_t stagingDevice = 0;
+
+  // Offsets in a rank's slice of the flat range (resource window offset + layout), set by
+  // ccoDevCommCreate once the resource window exists.
+  uint64_t signalOffset = 0;
+  uint64_t counterOffset = 0;
+
+  // Proxy state: the running sum this rank has written into each peer's word of each signal
+  // [peer index][signal id], and the counter markers each ring has passed
+  // [context][counter][peer index].
+  std::vector<uint64_t> sent;
   std::vector<uint64_t> marks;
 
   uint32_t rings() const { return static_cast<uint32_t>(contexts * peerCount); }
-  uint64_t* counters() const { return static_cast<uint64_t*>(table) + signalWords; }
+  uint64_t& sentTo(int peer, uint32_t signalId) { return sent[static_cast<size_t>(peer) * signalIds + signalId]; }
   uint64_t& mark(int context, uint32_t counter, int peer) {
     return marks[(static_cast<size_t>(context) * counterWords + counter) * peerCount + peer];
+  }
+  // Device address of ring `ring`'s `consumed` word.
+  uint64_t consumedAddress(uint32_t ring) const {
+    return cco_gda_ring_host_address(ringHostDevice + cco_gda_slots_bytes(rings(), depth), ring) +
+           offsetof(ccoGdaRingHost, consumed);
   }
 };
 
 // Whether `reqs` asks for GDA connections (the connection type selects more than nothing).
 bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs);
 
-// Collective over the communicator: allocates, initialises and shares the GDA resources.
-// `serial` numbers the device communicator (the same on every rank).
-Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, uint64_t serial,
-                          std::shared_ptr<GdaResources>* out);
-// Local: frees them (the caller has made sure no proxy of the host still uses them).
+// Collective over the communicator: allocates and initialises the GDA resources.
+Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<GdaResources>* out);
+// Local: frees them (the proxy has let go of them).
 void DestroyGdaResources(ccoComm& c, GdaResources& g);
 
 }  // namespace cco

@@ -27,16 +27,16 @@ Proxy::Proxy(ccoComm* comm) : comm_(comm), trace_(env::Flag("CCO_GDA_TRACE")) {}
 Proxy::~Proxy() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
-  if (streamMade_) comm_->platform->StreamDestroy(comm_->device, stream_);
-  if (staging_ != nullptr) comm_->platform->HostMappedFree(comm_->device, staging_);
+  if (streamMade_) {
+    comm_->platform->StreamSynchronize(comm_->device, stream_);
+    comm_->platform->StreamDestroy(comm_->device, stream_);
+  }
 }
 
 Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
   if (!streamMade_) {
     CCO_RETURN_IF_ERROR(comm_->platform->StreamCreate(comm_->device, &stream_).Prefixed("the GDA proxy's stream"));
     streamMade_ = true;
-    CCO_RETURN_IF_ERROR(comm_->platform->HostMappedAlloc(comm_->device, 64, reinterpret_cast<void**>(&staging_),
-                                                         &stagingDevice_).Prefixed("the GDA proxy's staging word"));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -55,7 +55,6 @@ Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
 }
 
 void Proxy::Detach(const GdaResources* g) {
-  uint64_t target;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = attached_.begin(); it != attached_.end(); ++it) {
@@ -64,10 +63,8 @@ void Proxy::Detach(const GdaResources* g) {
         break;
       }
     }
-    target = ++generation_;
   }
-  // The thread's pass in flight may still hold `g`: wait for a pass that began after this.
-  while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
+  Quiesce();
 }
 
 void Proxy::AddWindow(uint32_t id, uint64_t offset, uint64_t size) {
@@ -76,8 +73,25 @@ void Proxy::AddWindow(uint32_t id, uint64_t offset, uint64_t size) {
 }
 
 void Proxy::RemoveWindow(uint32_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  windows_.erase(id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (windows_.erase(id) == 0) return;
+  }
+  Quiesce();  // no copy the thread queued still reads or writes the window's memory
+}
+
+void Proxy::Quiesce() {
+  const uint64_t target = ++generation_;
+  // The thread's pass in flight may still use what was removed: wait for a pass that
+  // began after this, then for the work it queued.
+  while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
+  if (streamMade_) {
+    Status s = comm_->platform->StreamSynchronize(comm_->device, stream_);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lastError_.empty()) lastError_ = s.Prefixed("the GDA proxy's stream").message();
+    }
+  }
 }
 
 std::string Proxy::lastError() const {
@@ -114,20 +128,28 @@ void Proxy::Loop() {
 }
 
 bool Proxy::Pass(GdaResources& g) {
+  ccoComm& c = *comm_;
   bool did = false;
   for (uint32_t ring = 0; ring < g.rings(); ++ring) {
     RingConsumer& consumer = g.consumers[ring];
+    const int32_t peer = g.peerRank[ring % g.peerCount];
     for (int i = 0; i < kBurst && !consumer.failed(); ++i) {
       ccoGdaDesc d;
       uint64_t ticket;
       if (!consumer.Next(&d, &ticket)) break;
       did = true;
-      Status s = Execute(g, ring, d);
+      Status s = Issue(g, ring, ticket, d);
       if (!s.ok()) {
-        Fail(g, ring, g.peerRank[ring % g.peerCount], s);
+        Fail(g, ring, peer, s);
         break;
       }
-      consumer.Complete(ticket);
+      consumer.Complete(ticket);  // queued: `consumed` is written behind it below
+    }
+    // One write per ring per pass, behind the work it vouches for.
+    uint64_t consumed;
+    if (consumer.Unpublished(&consumed)) {
+      Status s = c.platform->StreamWriteValue64(c.device, stream_, g.consumedAddress(ring), consumed);
+      if (!s.ok()) Fail(g, ring, peer, s);
     }
   }
   return did;
@@ -143,10 +165,12 @@ Status Proxy::Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* wi
   return Status::Ok();
 }
 
-Status Proxy::Execute(GdaResources& g, uint32_t ring, const ccoGdaDesc& d) {
+// Checks everything first, so that a descriptor the proxy refuses has no effect at all.
+Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) {
   ccoComm& c = *comm_;
-  const int32_t peer = g.peerRank[ring % g.peerCount];
-  const int host = g.peerHost[ring % g.peerCount];
+  const int peerIndex = static_cast<int>(ring % g.peerCount);
+  const int32_t peer = g.peerRank[peerIndex];
+  const int host = g.peerHost[peerIndex];
   if (host < 0) return Unsupported(Fmt("rank ", peer, " is on another host: no network backend in this build"));
 
   uint64_t dst = 0, src = 0;
@@ -166,43 +190,56 @@ Status Proxy::Execute(GdaResources& g, uint32_t ring, const ccoGdaDesc& d) {
       uint64_t dstOffset = 0;
       CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
       dst = c.HostSlice(host) + dstOffset;
-      *staging_ = d.srcOffset;  // the value, copied from pinned memory like any other source
-      src = stagingDevice_;
+      if (d.bytes == sizeof(uint64_t) && dst % sizeof(uint64_t) == 0) break;  // written inline below
+      // The slot's own staging word: nobody overwrites it before the copy ran (abi/gda.h).
+      const size_t word = static_cast<size_t>(ring) * g.depth + cco_gda_slot_of(ticket, g.depth);
+      g.staging[word] = d.srcOffset;
+      src = g.stagingDevice + sizeof(uint64_t) * word;
       break;
     }
     case CCO_GDA_OP_SIGNAL: break;
     default: return InvalidArgument(Fmt("unknown GDA operation ", static_cast<int>(d.op)));
   }
-  if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0) {
-    CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream_, dst, src, d.bytes));
-    CCO_RETURN_IF_ERROR(c.platform->StreamSynchronize(c.device, stream_));
-  }
-  // The data has landed: now the target may see the signal.
   if (d.signalOp != CCO_SIGNAL_NONE) {
     if (d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD)
       return InvalidArgument(Fmt("unknown signal operation ", static_cast<int>(d.signalOp)));
-    if (d.signalId >= g.signalWords) return InvalidArgument(Fmt("signal ", d.signalId, " is not below ", g.signalWords));
-    __atomic_fetch_add(g.peerTables[host] + d.signalId, d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue, __ATOMIC_SEQ_CST);
+    if (d.signalId >= g.signalIds) return InvalidArgument(Fmt("signal ", d.signalId, " is not below ", g.signalIds));
+  }
+  const bool marker = (d.flags & CCO_GDA_DESC_MARKER) != 0;
+  if (marker && d.counterId >= g.counterWords)
+    return InvalidArgument(Fmt("counter ", d.counterId, " is not below ", g.counterWords));
+
+  if (d.op == CCO_GDA_OP_PUT_VALUE && src == 0)  // an aligned word: a stream write, no copy engine
+    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream_, dst, d.srcOffset));
+  else if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0)
+    CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream_, dst, src, d.bytes));
+  // Behind the data on the stream: this rank's word of the target's signal, its new sum.
+  uint64_t signalAddress = 0, sum = 0;
+  if (d.signalOp != CCO_SIGNAL_NONE) {
+    sum = g.sentTo(peerIndex, d.signalId) += d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
+    signalAddress = c.HostSlice(host) + g.signalOffset +
+                    sizeof(uint64_t) * cco_gda_signal_word(d.signalId, c.topo.rank, c.topo.nRanks);
+    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream_, signalAddress, sum));
   }
   if (trace_)
-    fprintf(stderr, "cco proxy rank %d: ring %u op %d peer %d (host %d) dst 0x%llx src 0x%llx bytes %llu signal %u op %d%s\n",
-            c.topo.rank, ring, d.op, peer, host, static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src),
+    fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d peer %d (host %d) dst 0x%llx src 0x%llx bytes %llu, "
+            "signal %u op %d: word 0x%llx = %llu\n", c.topo.rank, ring, static_cast<unsigned long long>(ticket), d.op, peer,
+            host, static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src),
             static_cast<unsigned long long>(d.bytes), d.signalId, d.signalOp,
-            d.signalOp ? Fmt(" -> table ", static_cast<void*>(g.peerTables[host]), " now ",
-                             __atomic_load_n(g.peerTables[host] + d.signalId, __ATOMIC_SEQ_CST)).c_str() : "");
-  if (d.flags & CCO_GDA_DESC_MARKER) {
-    // Every earlier post on this ring is complete (rings are carried out in order): the
-    // counter counts, per context, the marks every ring has passed.
-    if (d.counterId >= g.counterWords) return InvalidArgument(Fmt("counter ", d.counterId, " is not below ", g.counterWords));
+            static_cast<unsigned long long>(signalAddress), static_cast<unsigned long long>(sum));
+  if (marker) {
+    // Everything issued before is ahead of it on the stream: the counter counts, per
+    // context, the markers every ring of the context has passed.
     const int context = static_cast<int>(ring / g.peerCount);
-    ++g.mark(context, d.counterId, static_cast<int>(ring % g.peerCount));
+    ++g.mark(context, d.counterId, peerIndex);
     uint64_t total = 0;
     for (int ctx = 0; ctx < g.contexts; ++ctx) {
       uint64_t passed = g.mark(ctx, d.counterId, 0);
       for (int p = 1; p < g.peerCount; ++p) passed = std::min(passed, g.mark(ctx, d.counterId, p));
       total += passed;
     }
-    __atomic_store_n(g.counters() + d.counterId, total, __ATOMIC_RELEASE);
+    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(
+        c.device, stream_, c.MySlice() + g.counterOffset + sizeof(uint64_t) * d.counterId, total));
   }
   return Status::Ok();
 }

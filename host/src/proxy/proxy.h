@@ -2,12 +2,15 @@
 // device communicator attached to it, moves the bytes through a backend and applies signals
 // and counters after the data (abi/gda.h has the ring; this file the work).
 //
-// Backend here: `local`, the ranks of this host. Peers' windows are mapped in this rank's
-// flat range (comm/window.cc maps every host peer), so a put or a get is one copy on the
-// proxy's own stream (memcpy on the cpu platform); a signal is an atomic add on the target
-// rank's signal word in shared host memory, done after the copy has completed, so a signal
-// is never visible before its data nor before the data of earlier posts to that peer on
-// that context (one ring, consumed in order).
+// Backend here: `local`, the ranks of this host. Peers' windows and resource windows are
+// mapped in this rank's flat range (comm/window.cc maps every host peer), so a put or a get
+// is one copy on the proxy's own stream (memcpy on the cpu platform), and a signal is a
+// stream write of this rank's running sum into its own word of the target's signal
+// (abi/gda.h), queued behind the copy. Everything of the communicator goes through that
+// one stream in ring order, so a signal is never visible before its data nor before the
+// data of earlier posts; counters and each ring's `consumed` are stream writes too. The
+// thread only queues work and never waits for it: a put+signal reaches the target after
+// one pass and the stream's own latency.
 //
 // The thread spins while there is work, then yields, then sleeps a little: several ranks on
 // few cores do not starve each other. Errors fail the ring (the device sees them in its
@@ -40,7 +43,7 @@ class Proxy {
 
   // Starts serving `g`'s rings (and the thread, the first time).
   Status Attach(const std::shared_ptr<GdaResources>& g);
-  // Stops serving `g`; returns once the thread no longer touches it.
+  // Stops serving `g`; returns once neither the thread nor its stream touches it.
   void Detach(const GdaResources* g);
 
   // The windows descriptors may name (ccoWindowDevice.id): where each starts in every slice
@@ -58,10 +61,12 @@ class Proxy {
   void Loop();
   // One pass over every ring; whether anything was done.
   bool Pass(GdaResources& g);
-  // Carries out one descriptor of ring `ring`; a failure names what was wrong.
-  Status Execute(GdaResources& g, uint32_t ring, const ccoGdaDesc& d);
+  // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
+  Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
   void Fail(GdaResources& g, uint32_t ring, int32_t peer, const Status& why);
+  // Returns once the thread has begun a pass after this call and the stream has run dry.
+  void Quiesce();
 
   ccoComm* comm_;
   bool trace_ = false;  // CCO_GDA_TRACE: every descriptor carried out, on stderr
@@ -69,8 +74,6 @@ class Proxy {
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;
   bool streamMade_ = false;
-  uint64_t* staging_ = nullptr;  // pinned: put_value's value, as a copy source
-  uint64_t stagingDevice_ = 0;
 
   mutable std::mutex mu_;  // attached, windows, lastError
   std::vector<std::shared_ptr<GdaResources>> attached_;

@@ -5,7 +5,13 @@
 namespace cco {
 
 RingConsumer::RingConsumer(ccoGdaDesc* slots, ccoGdaRingHost* host, uint32_t depth, uint64_t firstTicket)
-    : slots_(slots), host_(host), depth_(depth), next_(firstTicket), consumed_(firstTicket), done_(depth, 0) {}
+    : slots_(slots),
+      host_(host),
+      depth_(depth),
+      next_(firstTicket),
+      consumed_(firstTicket),
+      published_(firstTicket),
+      done_(depth, 0) {}
 
 void RingConsumer::Initialize(ccoGdaDesc* slots, ccoGdaRingHost* host, uint32_t depth, uint64_t firstTicket) {
   memset(slots, 0, static_cast<size_t>(depth) * sizeof(ccoGdaDesc));
@@ -28,12 +34,17 @@ bool RingConsumer::Next(ccoGdaDesc* desc, uint64_t* ticket) {
 
 void RingConsumer::Complete(uint64_t ticket) {
   done_[cco_gda_slot_of(ticket, depth_)] = 1;
-  const uint64_t before = consumed_;
   while (consumed_ != next_ && done_[cco_gda_slot_of(consumed_, depth_)]) {
     done_[cco_gda_slot_of(consumed_, depth_)] = 0;
     ++consumed_;
   }
-  if (consumed_ != before) __atomic_store_n(&host_->consumed, consumed_, __ATOMIC_RELEASE);
+}
+
+bool RingConsumer::Unpublished(uint64_t* consumed) {
+  if (published_ == consumed_) return false;
+  published_ = consumed_;
+  *consumed = consumed_;
+  return true;
 }
 
 void RingConsumer::Fail(ccoGdaRingError error, int32_t peer) {

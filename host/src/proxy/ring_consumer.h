@@ -1,6 +1,7 @@
 // The consumer side of one GDA ring (abi/gda.h, the producer is device/gda_ring.hpp): hands
-// out released, complete descriptors in ticket order, and publishes `consumed` over the
-// prefix of tickets whose work is done (work may finish out of order).
+// out released, complete descriptors in ticket order, and tracks the prefix of tickets whose
+// work is done (work may finish out of order). Publishing `consumed` is the caller's: the
+// proxy writes it behind the work on its stream, so it cannot run ahead of the work.
 #ifndef CCO_HOST_PROXY_RING_CONSUMER_H_
 #define CCO_HOST_PROXY_RING_CONSUMER_H_
 
@@ -24,22 +25,26 @@ class RingConsumer {
 
   // The next descriptor, if it is released and complete; `*ticket` names it for Complete.
   bool Next(ccoGdaDesc* desc, uint64_t* ticket);
-  // The work of `ticket` (handed out by Next) is done; `consumed` moves over the done prefix.
+  // The work of `ticket` (handed out by Next) is done, or queued behind whatever will
+  // publish the prefix: the done prefix grows over it.
   void Complete(uint64_t ticket);
+  // Whether the done prefix grew since the last call; then `*consumed` is its new end,
+  // the value `consumed` should be given.
+  bool Unpublished(uint64_t* consumed);
   // Stops the ring: posters' waits end (ccoGdaRingError), naming `peer`.
   void Fail(ccoGdaRingError error, int32_t peer);
 
   bool failed() const { return failed_; }
   uint64_t handedOut() const { return next_; }
   uint64_t consumed() const { return consumed_; }
-  bool idle() const { return next_ == consumed_; }
 
  private:
   ccoGdaDesc* slots_ = nullptr;
   ccoGdaRingHost* host_ = nullptr;
   uint32_t depth_ = 0;
   uint64_t next_ = 0;       // the next ticket to hand out
-  uint64_t consumed_ = 0;   // published: every ticket below is done
+  uint64_t consumed_ = 0;   // every ticket below is done
+  uint64_t published_ = 0;  // consumed_ when Unpublished last said so
   std::vector<uint8_t> done_;  // by slot, for tickets in [consumed_, next_)
   bool failed_ = false;
 };

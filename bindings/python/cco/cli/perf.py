@@ -10,8 +10,9 @@ Where the ranks run (cli/ranks.py):
     streams, which processes on one GPU cannot do without MPS).
 Suites: LSA put / get bandwidth (anchors: a raw-pointer twin kernel and the device-to-
 device memcpy), LSA barrier latency per coop scope (anchor: a raw flag ping-pong), one-shot
-all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers), and
-the host control plane. Without a GPU it runs the host suites on the cpu platform.
+all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers), GDA
+put+signal round trip and put bandwidth through the proxies (anchors: the flag ping-pong and
+the memcpy between the two ranks), and the host control plane. Without a GPU it runs the host suites on the cpu platform.
 """
 
 import os
@@ -19,7 +20,7 @@ import sys
 
 from cco.cli.report import parse_size
 
-GPU_SUITES = ("host", "put", "get", "barrier", "allreduce")
+GPU_SUITES = ("host", "put", "get", "barrier", "allreduce", "gda")
 CPU_SUITES = ("host", "barrier", "put")
 
 

@@ -11,7 +11,8 @@ import time
 import torch
 import triton
 
-from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
+from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_FULL, GDA_CONNECTION_NONE
+from cco.cli import perf_gda
 from cco.cli.ranks import SCRATCH_BYTES, Ranks
 from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
@@ -27,9 +28,9 @@ REDUCE_BLOCK = 1024    # float32 elements per all-reduce program
 
 class GpuRank:
     """One rank's communicator, window (payload, then the scratch slot), device
-    communicator and stream."""
+    communicator (with GDA connections to every rank when `gda`) and stream."""
 
-    def __init__(self, rank, world, uid, device, window_bytes, barriers):
+    def __init__(self, rank, world, uid, device, window_bytes, barriers, gda=False):
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)  # make this thread's context current before CCO looks
         self.rank, self.device = rank, device
@@ -39,7 +40,7 @@ class GpuRank:
         self.mem = self.comm.alloc_mem(window_bytes + SCRATCH_BYTES)
         self.win = self.comm.register_window(self.mem.ptr, window_bytes + SCRATCH_BYTES)
         reqs = CCODevCommRequirements()
-        reqs.gda_connection_type = GDA_CONNECTION_NONE
+        reqs.gda_connection_type = GDA_CONNECTION_FULL if gda else GDA_CONNECTION_NONE
         reqs.lsa_barrier_count = barriers
         self.dc = self.comm.create_dev_comm(reqs)
         self.stream = torch.cuda.Stream(device=device)
@@ -59,12 +60,12 @@ class RankGroup(Ranks):
     """`world` ranks: threads spread round-robin over the visible GPUs, or, with
     `joined` = (rank, uid), this process's one rank of a launched job on its GPU."""
 
-    def __init__(self, world, window_bytes, barriers, joined=None):
+    def __init__(self, world, window_bytes, barriers, joined=None, gda=False):
         gpus = torch.cuda.device_count()
 
         def make(r, uid):
             device = r % gpus if joined is None else torch.cuda.current_device()
-            return GpuRank(r, world, uid, device, window_bytes, barriers)
+            return GpuRank(r, world, uid, device, window_bytes, barriers, gda)
 
         super().__init__(world, make, joined)
         self.libs = cco_ir.get_extern_libs()
@@ -350,13 +351,15 @@ def run(opts, joined=None, world=None):
     if shared and "allreduce" in suites:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
     _quiet[0] = joined is not None and joined[0] != 0
-    if any(s in suites for s in ("put", "get", "barrier")) or (shared and "allreduce" in suites):
-        with RankGroup(world, window, barriers, joined) as group:
+    if any(s in suites for s in ("put", "get", "barrier", "gda")) or (shared and "allreduce" in suites):
+        with RankGroup(world, window, barriers, joined, gda="gda" in suites) as group:
             for direction in ("put", "get"):
                 if direction in suites:
                     _transfer_suite(report, opts, group, direction)
             if "barrier" in suites:
                 _barrier_suite(report, opts, group)
+            if "gda" in suites:
+                perf_gda.run_suite(report, opts, group, progress)
             if shared and "allreduce" in suites:
                 _allreduce_suite(report, opts, group)
     if not shared and "allreduce" in suites:

@@ -1,0 +1,56 @@
+"""GDA kernels in Triton for `cco perf`: a ping-pong of signals, puts or put_values with a
+signal (the round trip through two proxies) and a put-then-flush loop (one transfer's latency, or bandwidth at large sizes).
+
+Every CCO call is made by all threads of the program with coop=BLOCK; statuses add up into
+one word, so any failed call shows. Runtime integers are not specialised: a value of 1 or a
+multiple of 16 would otherwise load a new variant while a peer's kernel is waiting.
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+SIGNAL = tl.constexpr(1)  # the signal the ping-pong bounces
+
+
+@triton.jit
+def _post(dc, win, peer, nbytes, KIND: tl.constexpr):
+    """One message to `peer` with signal SIGNAL += 1: KIND 0 a signal alone, 1 a put of
+    `nbytes` (window offset 0 here to offset 64 there), 2 a put_value of 8 bytes."""
+    if KIND == 0:
+        bad = cco.Gda.signal(dc, 0, peer, SIGNAL, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+    elif KIND == 1:
+        bad = cco.Gda.put(dc, 0, peer, win, 64, win, 0, nbytes, SIGNAL, 1, coop=cco.CoopScope.BLOCK,
+                          thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+    else:
+        bad = cco.Gda.put_value(dc, 0, peer, win, 64, nbytes, SIGNAL, 1, coop=cco.CoopScope.BLOCK,
+                                thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+    return bad
+
+
+@triton.jit(do_not_specialize=["peer", "rounds", "nbytes"])
+def pingpong(dc, win, status, peer, rounds, nbytes, KIND: tl.constexpr, FIRST: tl.constexpr):
+    """`rounds` round trips with `peer`: FIRST sends a message (_post) and waits for the
+    answer; the other waits, then answers the same way."""
+    bad = 0
+    for _ in range(rounds):
+        if not FIRST:
+            bad += cco.Gda.wait_signal(dc, 0, SIGNAL, 1, 64, coop=cco.CoopScope.BLOCK)
+        bad += _post(dc, win, peer, nbytes, KIND)
+        if FIRST:
+            bad += cco.Gda.wait_signal(dc, 0, SIGNAL, 1, 64, coop=cco.CoopScope.BLOCK)
+    bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    tl.atomic_add(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes"])
+def put_flush(dc, win, status, peer, count, src, dst, nbytes):
+    """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
+    `dst`, then flush (the transfer is complete before the next starts)."""
+    bad = 0
+    for _ in range(count):
+        bad += cco.Gda.put(dc, 0, peer, win, dst, win, src, nbytes, 0, 0, coop=cco.CoopScope.BLOCK,
+                           thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.NONE)
+        bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    tl.atomic_add(status, bad)
