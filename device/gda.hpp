@@ -32,9 +32,9 @@
 //     together reserve their slots with one atomic and ring once.
 // Every wait polls the abort flag and the ring's error word and ends at the handle's
 // timeout (0: none). Statuses are ccoDeviceStatus values.
-// A host proxy carries the posts out: while a kernel waits on one, the launching host thread
-// must not block in a synchronous legacy-stream copy or a device-wide synchronise, which
-// would hold back the proxy's copies (launch on a non-blocking stream, wait on it alone).
+// A host proxy carries the posts out; it only queues work on its own stream, so host-side
+// waits do not hold it back (launch on a non-blocking stream all the same: a synchronous
+// legacy-stream copy waits for a kernel launched there that waits on GDA).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_GDA_HPP_

@@ -86,7 +86,7 @@ int main() {
   cudaMalloc(&errors, sizeof(int));
   cudaMemset(errors, 0, sizeof(int));
   // A stream of our own, waited on by itself: a synchronous copy on the legacy default
-  // stream while the kernel waits for a signal would stall this process's GDA proxy.
+  // stream would wait for a kernel launched there, which waits for a signal.
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   put_signal_wait<<<1, 256, 0, stream>>>(dc, win, n, errors);
