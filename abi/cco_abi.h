@@ -7,5 +7,6 @@
 #include "abi/window.h"
 #include "abi/devcomm.h"
 #include "abi/gda.h"
+#include "abi/sdma.h"
 
 #endif /* CCO_ABI_CCO_ABI_H_ */

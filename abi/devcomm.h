@@ -75,8 +75,9 @@ typedef struct ccoDevComm {
   uint32_t sdmaQueueCount;
 
   /* GDA rings (abi/gda.h): gdaContextCount * gdaPeerCount rings of gdaRingDepth; and the
-   * signal and counter words, in host memory every proxy of this host can update (signals:
-   * gdaSignalCount, then the barriers' words; counters: gdaCounterCount) */
+   * signal and counter words, in the resource window (signals: (gdaSignalCount +
+   * gdaBarrierCount) ids of worldSize words each, cco_gda_signal_word; counters:
+   * gdaCounterCount words) */
   uint64_t gdaRingSlots;          /* device address of the descriptors (host-mapped) */
   uint64_t gdaRingHost;           /* device address of the rings' host-side words (host-mapped) */
   uint64_t gdaRingDevice;         /* device address of the rings' device-side words */
@@ -87,9 +88,21 @@ typedef struct ccoDevComm {
   int32_t gdaUniformNodes;        /* 1 when every node has lsaSize ranks (RAIL needs it) */
   uint32_t reserved0b;
   uint64_t reserved[1];           /* zero */
+
+  /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of
+   * sdmaRingDepth, the GDA ring format, ring [lsaPeer * sdmaQueueCount + queue]; the signal
+   * pools in the resource window, lsaSize * sdmaQueueCount uint64 each */
+  uint64_t sdmaRingSlots;         /* device address of the descriptors (host-mapped) */
+  uint64_t sdmaRingHost;          /* device address of the rings' host-side words (host-mapped) */
+  uint64_t sdmaRingDevice;        /* device address of the rings' device-side words */
+  uint64_t sdmaSignals;           /* remote pool: [srcLsaRank * sdmaQueueCount + q], one writer each */
+  uint64_t sdmaLocal;             /* local pool: [peerLsaRank * sdmaQueueCount + q], this rank's proxy */
+  uint32_t sdmaRingDepth;
+  uint32_t sdmaShadowOffset;      /* 2 * lsaSize * sdmaQueueCount uint64 shadows: remote pool, then local */
+  uint64_t reserved2[2];          /* zero */
 } ccoDevComm;
 
-CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 256, "ccoDevComm size");
+CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 320, "ccoDevComm size");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, ptr) == 16, "ccoDevComm.ptr");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, rank) == 24, "ccoDevComm.rank");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, worldSize) == 28, "ccoDevComm.worldSize");
@@ -116,5 +129,8 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingSlots) == 192, "ccoDevComm.gdaRing
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaSignals) == 216, "ccoDevComm.gdaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingDepth) == 232, "ccoDevComm.gdaRingDepth");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 248, "ccoDevComm.reserved");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingSlots) == 256, "ccoDevComm.sdmaRingSlots");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaSignals) == 280, "ccoDevComm.sdmaSignals");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingDepth) == 296, "ccoDevComm.sdmaRingDepth");
 
 #endif /* CCO_ABI_DEVCOMM_H_ */

@@ -43,6 +43,22 @@ typedef enum ccoGdaTag {
   CCO_GDA_TAG_AT = 3
 } ccoGdaTag;
 
+/* The guide's SDMA variant tags: coop, and whether the transfer signals (_ns: no signal). */
+typedef enum ccoSdmaTag {
+  CCO_SDMA_TAG_THREAD = 0,
+  CCO_SDMA_TAG_WARP = 1,
+  CCO_SDMA_TAG_BLOCK = 2,
+  CCO_SDMA_TAG_THREAD_NS = 3,
+  CCO_SDMA_TAG_WARP_NS = 4,
+  CCO_SDMA_TAG_BLOCK_NS = 5
+} ccoSdmaTag;
+
+/* Whether an SDMA put or get signals once its data has landed. */
+typedef enum ccoSdmaSignal {
+  CCO_SDMA_SIGNAL_OFF = 0,
+  CCO_SDMA_SIGNAL_ON = 1
+} ccoSdmaSignal;
+
 /* Which peers get GDA (RDMA) connections. */
 typedef enum ccoGdaConnectionType {
   CCO_GDA_CONNECTION_NONE = 0,

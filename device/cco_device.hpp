@@ -14,6 +14,7 @@
 #include "device/gda.hpp"
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
+#include "device/sdma.hpp"
 #include "device/team.hpp"
 
 /// The guide's spelling: a peer's load/store address of byte `offset` of window `win`.

@@ -16,6 +16,7 @@
 #include "device/gda.hpp"
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
+#include "device/sdma.hpp"
 #include "device/team.hpp"
 
 namespace cco {
@@ -140,6 +141,48 @@ template <class Coop> CCO_DEVICE_API int32_t gda_barrier_sync(uint64_t dc, int32
 }
 CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) { return devcomm(dc)->gdaPeerCount; }
 CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) { return gda<ccoGdaImmediate>(dc, 0).team_peer(index); }
+
+// --- SDMA (device/sdma.hpp): peers are LSA ranks ------------------------------------------
+template <class Coop, bool Signal>
+CCO_DEVICE_API int32_t sdma_put(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
+                                uint64_t bytes, int32_t queue, int32_t flags) {
+  return ccoSdma(*devcomm(dc)).put<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+}
+template <class Coop, bool Signal>
+CCO_DEVICE_API int32_t sdma_get(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
+                                uint64_t bytes, int32_t queue, int32_t flags) {
+  return ccoSdma(*devcomm(dc)).get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+}
+template <class Coop> CCO_DEVICE_API int32_t sdma_quiet(uint64_t dc, int32_t peer) {
+  return ccoSdma(*devcomm(dc)).quiet<Coop>(peer);
+}
+template <class Coop> CCO_DEVICE_API int32_t sdma_commit(uint64_t dc, int32_t peer, int32_t queue) {
+  return ccoSdma(*devcomm(dc)).commit<Coop>(peer, queue);
+}
+CCO_DEVICE_API int32_t sdma_quiet_queue(uint64_t dc, int32_t peer, int32_t queue) {
+  return ccoSdma(*devcomm(dc)).quiet_queue(peer, queue);
+}
+template <class Coop> CCO_DEVICE_API int32_t sdma_wait_signal(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
+  return ccoSdma(*devcomm(dc)).wait_signal<Coop>(peer, queue, least);
+}
+CCO_DEVICE_API uint64_t sdma_read_signal(uint64_t dc, int32_t peer, int32_t queue) {
+  return ccoSdma(*devcomm(dc)).read_signal(peer, queue);
+}
+CCO_DEVICE_API int32_t sdma_reset_signal(uint64_t dc, int32_t peer, int32_t queue) {
+  ccoSdma(*devcomm(dc)).reset_signal(peer, queue);
+  return CCO_DEVICE_STATUS_OK;
+}
+template <class Coop> CCO_DEVICE_API int32_t sdma_wait_local(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
+  return ccoSdma(*devcomm(dc)).wait_local<Coop>(peer, queue, least);
+}
+CCO_DEVICE_API uint64_t sdma_read_local(uint64_t dc, int32_t peer, int32_t queue) {
+  return ccoSdma(*devcomm(dc)).read_local(peer, queue);
+}
+CCO_DEVICE_API int32_t sdma_reset_local(uint64_t dc, int32_t peer, int32_t queue) {
+  ccoSdma(*devcomm(dc)).reset_local(peer, queue);
+  return CCO_DEVICE_STATUS_OK;
+}
+CCO_DEVICE_API int32_t sdma_queue_count(uint64_t dc) { return ccoSdma(*devcomm(dc)).queue_count(); }
 
 }  // namespace abi
 }  // namespace cco

@@ -29,7 +29,7 @@ def test_host_table_is_complete(request):
     structs = [n for n in names if "." not in n]
     assert len(numbers) == 2 * len(fields) + 2 * len(structs)
     sizes = dict(zip(structs, numbers[2 * len(fields)::2]))
-    assert sizes == {"ccoTeam": 16, "ccoWindowDevice": 128, "ccoDevComm": 256, "ccoGdaDesc": 64,
+    assert sizes == {"ccoTeam": 16, "ccoWindowDevice": 128, "ccoDevComm": 320, "ccoGdaDesc": 64,
                      "ccoGdaRingHost": 192, "ccoGdaRingDevice": 64}
 
 

@@ -1,6 +1,6 @@
-// Ranks as threads of one process for the GDA host tests: each with a communicator on the
-// cpu platform, a window and a GDA device communicator (2 contexts, 2 GDA barriers), and the
-// helpers their bodies share.
+// Ranks as threads of one process for the GDA and SDMA host tests: each with a communicator
+// on the cpu platform, a window and a device communicator (GDA: 2 contexts, 2 barriers;
+// SDMA queues when asked), and the helpers their bodies share.
 #ifndef CCO_TESTS_DEVICE_GDA_RANKS_H_
 #define CCO_TESTS_DEVICE_GDA_RANKS_H_
 
@@ -30,8 +30,11 @@ struct Rank {
 
 // Creates one communicator per thread-rank with a GDA device communicator of `type` and a
 // window, and runs body(rank) on each; returns how many ranks failed.
-template <class Body> int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1) {
+// sdmaQueues > 0: SDMA is enabled (CCO_ENABLE_SDMA) with that many queues.
+template <class Body> int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1, int sdmaQueues = 0) {
   setenv("CCO_PLATFORM", "cpu", 1);
+  if (sdmaQueues > 0) setenv("CCO_ENABLE_SDMA", "1", 1);
+  else unsetenv("CCO_ENABLE_SDMA");
   setenv("CCO_TIMEOUT_MS", "20000", 1);
   if (nodesPerHost > 1) setenv("CCO_TEST_NODES_PER_HOST", std::to_string(nodesPerHost).c_str(), 1);
   else unsetenv("CCO_TEST_NODES_PER_HOST");
@@ -48,6 +51,7 @@ template <class Body> int RunGdaRanks(int n, int type, Body body, int nodesPerHo
       reqs.gdaConnectionType = type;
       reqs.gdaContextCount = 2;
       reqs.gdaBarrierCount = 2;
+      reqs.sdmaQueueCount = sdmaQueues;
       void* mem = nullptr;
       if (ccoCommCreate(id, n, r, 8 << 20, &k.comm) != ccoSuccess ||
           ccoWindowAllocRegister(k.comm, kWindow, &mem, &k.win) != ccoSuccess ||
@@ -67,6 +71,7 @@ template <class Body> int RunGdaRanks(int n, int type, Body body, int nodesPerHo
   }
   for (auto& t : threads) t.join();
   unsetenv("CCO_TEST_NODES_PER_HOST");
+  unsetenv("CCO_ENABLE_SDMA");
   return failures;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|perf|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|sdma|perf|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda perf perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda sdma perf perf-procs anchor)
 
 python3 -m pip install -q --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -58,6 +58,21 @@ for step in "${steps[@]}"; do
         echo "perf gda: exit $?"; tail -3 "$OUT/perf-gda.err"
         python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-gda.json"
       } 2>&1 | tee "$OUT/gda.log"
+      mps_stop ;;
+    sdma)
+      # SDMA through the copy-engine queues: the example and the perf suite, ranks as
+      # processes (two on one GPU run at once under MPS).
+      mps_start
+      {
+        CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 examples/triton/sdma_put.py &&
+          echo "sdma_put 2 ranks: PASS"
+        CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 4 --timeout 120 examples/triton/sdma_put.py &&
+          echo "sdma_put 4 ranks: PASS"
+        timeout 300 python3 -m cco.launch -n 2 -m cco.cli perf --suites sdma --max-size 256M --json \
+          > "$OUT/perf-sdma.json" 2> "$OUT/perf-sdma.err"
+        echo "perf sdma: exit $?"; tail -3 "$OUT/perf-sdma.err"
+        python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-sdma.json"
+      } 2>&1 | tee "$OUT/sdma.log"
       mps_stop ;;
     perf)
       # One process per suite, each bounded: a stuck suite costs its own figures only.

@@ -100,7 +100,7 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
     RANK_OK(ccoDevCommDestroy(comm, &dc));
     reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.sdmaQueueCount = 2;
-    RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoUnsupported);
+    RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoInvalidUsage);
     // The communicator is still good after refused requests.
     reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
     RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));

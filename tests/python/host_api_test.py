@@ -139,7 +139,7 @@ def test_dev_comm_fields_and_destroy(nranks):
             assert (dc.rank, dc.world_size, dc.lsa_rank, dc.lsa_size) == (rank, n, rank, n)
             assert dc.ptr != 0 and dc.ptr == dc.struct.ptr
             s = dc.struct
-            assert (s.magic, s.abiVersion, s.size) == (_abi.DEV_COMM_MAGIC, _abi.ABI_VERSION, 256)
+            assert (s.magic, s.abiVersion, s.size) == (_abi.DEV_COMM_MAGIC, _abi.ABI_VERSION, 320)
             assert (s.lsaBarrierCount, s.gdaConnectionType, s.gdaSignalCount) == (1, GDA_CONNECTION_NONE, 16)
             assert (s.teamWorld.nRanks, s.teamWorld.rank) == (n, rank)
             assert s.abortFlag != 0 and s.lsaFlatBase != 0
@@ -156,9 +156,9 @@ def test_dev_comm_fields_and_destroy(nranks):
             full = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL))
             assert full.struct.gdaPeerCount == n and full.struct.gdaRingSlots != 0 and full.struct.gdaSignals != 0
             comm.destroy_dev_comm(full)
-            with pytest.raises(CCOError) as unsupported:  # SDMA is not in this build: an error, not a no-op
+            with pytest.raises(CCOError) as off:  # SDMA queues without CCO_ENABLE_SDMA: an error, not a no-op
                 comm.create_dev_comm(CCODevCommRequirements(sdma_queue_count=1))
-            assert unsupported.value.code_name == "ccoUnsupported"
+            assert off.value.code_name == "ccoInvalidUsage" and "CCO_ENABLE_SDMA" in str(off.value)
             with pytest.raises(TypeError):
                 comm.create_dev_comm({"lsa_barrier_count": 1})
             comm.barrier()

@@ -59,20 +59,20 @@ def every_barrier(dc, out):
     tl.store(out + 14, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
 
 
-def _gda_kernel_source():
-    """A kernel that calls every GDA function of the ABI table once, through its DSL name
-    and axis keywords (so every symbol is reachable from Triton): out[i] = what call i
-    returned. Window arguments get `win`, peers and ids small numbers; every other call that
-    names a peer names it as a GDA-team index (team=cco.Team.GDA)."""
+def _family_kernel_source(family, name):
+    """A kernel `name` that calls every function of `family` (gda, sdma) in the ABI table
+    once, through its DSL name and axis keywords (so every symbol is reachable from Triton):
+    out[i] = what call i returned. Window arguments get `win`, peers and ids small numbers;
+    in GDA every other call that names a peer names it as a GDA-team index (team=cco.Team.GDA)."""
     from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS
     from cco.device.abi_table import load_abi_table
 
     axes = load_abi_table()["axes"]
     lines = ["import triton", "import triton.language as tl", "from cco.ir.triton import cco", "",
-             "@triton.jit", "def every_gda(dc, win, out):"]
+             "@triton.jit", f"def {name}(dc, win, out):"]
     k = 0
     for f in CCO_DEVICE_FUNCTIONS:
-        if f["family"] != "gda":
+        if f["family"] != family:
             continue
         args = []
         for name, kind in zip(f["arg_names"], f["args"]):
@@ -82,7 +82,7 @@ def _gda_kernel_source():
             enum = axes[axis]["enum"]
             assert value.upper() in ENUMS[enum]
             keywords.append(f"{axis}=cco.{enum}.{value.upper()}")
-        if "peer" in f["arg_names"] and k % 2:
+        if family == "gda" and "peer" in f["arg_names"] and k % 2:
             keywords.append("team=cco.Team.GDA")  # half the peers as GDA-team indices
         call = f"cco.{f['dsl']}({', '.join(args + keywords)})"
         lines.append(f"    tl.store(out + {k}, ({call}).to(tl.int32))")
@@ -90,19 +90,21 @@ def _gda_kernel_source():
     return "\n".join(lines) + "\n", k
 
 
-def _load_every_gda():
+def _load_family_kernel(family):
     import importlib.util
     import os
     import tempfile
 
-    source, count = _gda_kernel_source()
-    path = os.path.join(tempfile.mkdtemp(prefix="cco-gda-kernel-"), "every_gda_kernel.py")
+    name = f"every_{family}"
+    source, count = _family_kernel_source(family, name)
+    path = os.path.join(tempfile.mkdtemp(prefix=f"cco-{family}-kernel-"), f"{name}_kernel.py")
     with open(path, "w") as f:
         f.write(source)
-    spec = importlib.util.spec_from_file_location("every_gda_kernel", path)
+    spec = importlib.util.spec_from_file_location(f"{name}_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.every_gda, count
+    return getattr(module, name), count
 
 
-every_gda, EVERY_GDA_CALLS = _load_every_gda()
+every_gda, EVERY_GDA_CALLS = _load_family_kernel("gda")
+every_sdma, EVERY_SDMA_CALLS = _load_family_kernel("sdma")

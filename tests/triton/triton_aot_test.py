@@ -22,7 +22,8 @@ TARGETS = {
 }
 
 # What each kernel's memory-model operations look like per target: a system-scope fence
-# (every_function), release stores and acquire loads at system scope (every_barrier).
+# (every_function), release stores and acquire loads at system scope (every_barrier, every_gda,
+# every_sdma).
 MEMORY_MODEL = {
     ("cuda", 0): [r"fence\.acq_rel\.sys"],
     ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.acquire\.sys\.u32"],
@@ -30,6 +31,8 @@ MEMORY_MODEL = {
     ("hip", 0): [r"buffer_wbl2 sc0 sc1"],
     ("hip", 1): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
     ("hip", 2): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
+    ("cuda", 3): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64"],
+    ("hip", 3): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
 }
 CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 
@@ -48,6 +51,7 @@ def compiled(request):
                     {"peer": 1}, target),
         compile_for(kernels.every_barrier, {"dc": "u64", "out": "*i32"}, {}, target),
         compile_for(kernels.every_gda, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target),
+        compile_for(kernels.every_sdma, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target),
     ]
     return target, kernels_
 

@@ -75,18 +75,28 @@ class DevCommStruct(ctypes.Structure):
         ("gdaUniformNodes", ctypes.c_int32),
         ("reserved0b", ctypes.c_uint32),
         ("reserved", ctypes.c_uint64 * 1),
+        # SDMA rings and signal pools
+        ("sdmaRingSlots", ctypes.c_uint64),
+        ("sdmaRingHost", ctypes.c_uint64),
+        ("sdmaRingDevice", ctypes.c_uint64),
+        ("sdmaSignals", ctypes.c_uint64),
+        ("sdmaLocal", ctypes.c_uint64),
+        ("sdmaRingDepth", ctypes.c_uint32),
+        ("sdmaShadowOffset", ctypes.c_uint32),
+        ("reserved2", ctypes.c_uint64 * 2),
     ]
 
 
 def _check_layout():
     """The static asserts of abi/devcomm.h that matter most, repeated for the mirror."""
     expected_offsets = {"ptr": 16, "lsaRank": 32, "lsaFlatBase": 96, "abortFlag": 136, "lsaBarrierCount": 144,
-                        "gdaRingSlots": 192, "gdaSignals": 216, "gdaRingDepth": 232}
+                        "gdaRingSlots": 192, "gdaSignals": 216, "gdaRingDepth": 232, "sdmaRingSlots": 256,
+                        "sdmaSignals": 280, "sdmaRingDepth": 296}
     actual = {name: getattr(DevCommStruct, name).offset for name in expected_offsets}
-    if ctypes.sizeof(TeamStruct) != 16 or ctypes.sizeof(DevCommStruct) != 256 or actual != expected_offsets:
+    if ctypes.sizeof(TeamStruct) != 16 or ctypes.sizeof(DevCommStruct) != 320 or actual != expected_offsets:
         raise ImportError(
             f"cco.devcomm: the ctypes mirror of ccoDevComm does not match abi/devcomm.h "
-            f"(size {ctypes.sizeof(DevCommStruct)}, expected 256; offsets {actual}, expected {expected_offsets})")
+            f"(size {ctypes.sizeof(DevCommStruct)}, expected 320; offsets {actual}, expected {expected_offsets})")
 
 
 _check_layout()

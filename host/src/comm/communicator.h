@@ -58,7 +58,8 @@ class Proxy;
 
 struct DevCommRecord {
   ccoWindow_t resourceWindow = 0;
-  std::shared_ptr<GdaResources> gda;  // null without GDA
+  std::shared_ptr<GdaResources> gda;    // null without GDA
+  std::shared_ptr<SdmaResources> sdma;  // null without SDMA
 };
 
 }  // namespace cco

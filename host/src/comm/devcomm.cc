@@ -8,32 +8,39 @@
 #include "comm/devcomm_layout.h"
 #include "proxy/gda_resources.h"
 #include "proxy/proxy.h"
+#include "proxy/sdma_resources.h"
 
 namespace cco {
 namespace {
 
-// Requirements this build cannot meet are errors, never silently ignored.
+// Requirements this process cannot meet are errors, never silently ignored.
 Status CheckSupported(const ccoDevCommRequirements& reqs) {
-  if (reqs.sdmaQueueCount > 0)
-    return Unsupported(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount, ": this build has no SDMA transport yet"));
+  if (reqs.sdmaQueueCount > 0 && !SdmaEnabled())
+    return InvalidUsage(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount,
+                            " but SDMA is off in this process: set CCO_ENABLE_SDMA=1 (or MORI_ENABLE_SDMA=1)"));
   return Status::Ok();
 }
 
-// The fields of ccoDevCommRequirements every rank must give alike.
+// SDMA queues this device communicator gets: none unless SDMA is enabled here.
+int SdmaQueuesInUse(const ccoDevCommRequirements& reqs) { return SdmaEnabled() ? SdmaQueues(reqs) : 0; }
+
+// The fields of ccoDevCommRequirements every rank must give alike, and what each process's
+// environment makes of them.
+constexpr int kCounts = 8;
 struct RequirementCounts {
-  int32_t values[7];
+  int32_t values[kCounts];
 };
-constexpr const char* kRequirementNames[7] = {"gdaConnectionType", "gdaContextCount", "gdaSignalCount",
-                                              "gdaCounterCount",   "lsaBarrierCount", "sdmaQueueCount",
-                                              "gdaBarrierCount"};
+constexpr const char* kRequirementNames[kCounts] = {
+    "gdaConnectionType", "gdaContextCount", "gdaSignalCount",  "gdaCounterCount",
+    "lsaBarrierCount",   "sdmaQueueCount",  "gdaBarrierCount", "SDMA queues in use (CCO_ENABLE_SDMA)"};
 
 RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
   return RequirementCounts{{r.gdaConnectionType, r.gdaContextCount, r.gdaSignalCount, r.gdaCounterCount,
-                            r.lsaBarrierCount, r.sdmaQueueCount, r.gdaBarrierCount}};
+                            r.lsaBarrierCount, r.sdmaQueueCount, r.gdaBarrierCount, SdmaQueuesInUse(r)}};
 }
 
 Status SameCounts(const char* op, const RequirementCounts& zero, const RequirementCounts& theirs, int rank) {
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < kCounts; ++i) {
     if (theirs.values[i] != zero.values[i])
       return InvalidUsage(Fmt(op, ": ranks disagree on the requirements: rank ", rank, " has ", kRequirementNames[i], "=",
                               theirs.values[i], ", rank 0 has ", zero.values[i]));
@@ -57,9 +64,20 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   // GDA first: its peer count sizes the flush targets in the resource window.
   std::shared_ptr<GdaResources> gda;
   if (WantsGda(c, *reqs)) CCO_RETURN_IF_ERROR(CreateGdaResources(c, *reqs, &gda));
-  const ResourceLayout layout = LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, gda ? gda->peerCount : 0);
+  std::shared_ptr<SdmaResources> sdma;
+  const int sdmaQueues = SdmaQueuesInUse(*reqs);
+  if (sdmaQueues > 0) {
+    Status made = CreateSdmaResources(c, *reqs, &sdma);
+    if (!made.ok()) {
+      if (gda) DestroyGdaResources(c, *gda);
+      return made;
+    }
+  }
+  const ResourceLayout layout =
+      LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, gda ? gda->peerCount : 0, sdmaQueues);
   auto undoGda = [&] {
     if (gda) DestroyGdaResources(c, *gda);
+    if (sdma) DestroySdmaResources(c, *sdma);
   };
   void* base = nullptr;
   Status s = Agree(c, "ccoDevCommCreate (resource memory)", AllocMem(c, layout.bytes, &base));
@@ -106,16 +124,27 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   dc.gdaBarrierCount = static_cast<uint32_t>(reqs->gdaBarrierCount);
   dc.gdaShadowOffset = static_cast<uint32_t>(layout.shadows);
   dc.gdaFlushOffset = static_cast<uint32_t>(layout.flushTargets);
-  dc.sdmaQueueCount = static_cast<uint32_t>(reqs->sdmaQueueCount);
+  dc.sdmaQueueCount = static_cast<uint32_t>(sdmaQueues);
+  if (sdma) {
+    dc.sdmaRingSlots = sdma->rings.slotsAddress();
+    dc.sdmaRingHost = sdma->rings.hostWordsAddress();
+    dc.sdmaRingDevice = sdma->rings.device;
+    dc.sdmaSignals = reinterpret_cast<uint64_t>(base) + layout.sdmaSignals;
+    dc.sdmaLocal = reinterpret_cast<uint64_t>(base) + layout.sdmaLocal;
+    dc.sdmaRingDepth = sdma->rings.depth;
+    dc.sdmaShadowOffset = static_cast<uint32_t>(layout.sdmaShadows);
+    sdma->signalOffset = dc.resourceOffset + layout.sdmaSignals;
+    sdma->localOffset = dc.resourceOffset + layout.sdmaLocal;
+  }
   if (gda) {
-    dc.gdaRingSlots = gda->ringHostDevice;
-    dc.gdaRingHost = gda->ringHostDevice + cco_gda_slots_bytes(gda->rings(), gda->depth);
-    dc.gdaRingDevice = gda->ringDevice;
+    dc.gdaRingSlots = gda->rings.slotsAddress();
+    dc.gdaRingHost = gda->rings.hostWordsAddress();
+    dc.gdaRingDevice = gda->rings.device;
     dc.gdaSignals = reinterpret_cast<uint64_t>(base) + layout.gdaSignals;
     dc.gdaCounters = reinterpret_cast<uint64_t>(base) + layout.gdaCounters;
     gda->signalOffset = dc.resourceOffset + layout.gdaSignals;
     gda->counterOffset = dc.resourceOffset + layout.gdaCounters;
-    dc.gdaRingDepth = gda->depth;
+    dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
   }
@@ -125,18 +154,20 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   s = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, layout.bytes);
   if (s.ok()) s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   if (s.ok() && gda) s = c.proxy->Attach(gda);
+  if (s.ok() && sdma) s = c.proxy->Attach(sdma);
   if (gda && env::Flag("CCO_GDA_TRACE"))
-    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals at 0x%llx, peers %d\n", c.topo.rank, gda->rings(),
-            gda->depth, static_cast<unsigned long long>(dc.gdaRingSlots), static_cast<unsigned long long>(dc.gdaSignals),
+    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals at 0x%llx, peers %d\n", c.topo.rank, gda->rings.count,
+            gda->rings.depth, static_cast<unsigned long long>(dc.gdaRingSlots), static_cast<unsigned long long>(dc.gdaSignals),
             gda->peerCount);
   s = Agree(c, "ccoDevCommCreate (ready)", s);
   if (!s.ok()) {
     if (gda) c.proxy->Detach(gda.get());
+    if (sdma) c.proxy->Detach(sdma.get());
     DeregisterWindow(c, resource);
     undoGda();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{resource, gda};
+  c.devComms[dc.ptr] = DevCommRecord{resource, gda, sdma};
   *out = dc;
   return Status::Ok();
 }
@@ -151,12 +182,14 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   const DevCommRecord record = it->second;
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead
-  if (record.gda) {
+  if (record.gda || record.sdma) {
     // No proxy of the host may write this rank's signal words once they are freed: each
-    // lets go of its own rings (its stream's writes done), then all agree, then each frees.
-    c.proxy->Detach(record.gda.get());
-    Status s = Agree(c, "ccoDevCommDestroy (GDA proxies idle)", Status::Ok());
-    DestroyGdaResources(c, *record.gda);
+    // lets go of its own rings (its streams' writes done), then all agree, then each frees.
+    if (record.gda) c.proxy->Detach(record.gda.get());
+    if (record.sdma) c.proxy->Detach(record.sdma.get());
+    Status s = Agree(c, "ccoDevCommDestroy (proxies idle)", Status::Ok());
+    if (record.gda) DestroyGdaResources(c, *record.gda);
+    if (record.sdma) DestroySdmaResources(c, *record.sdma);
     if (!s.ok()) return s.Prefixed(op);
   }
   return DeregisterWindow(c, record.resourceWindow).Prefixed(op);

@@ -34,7 +34,8 @@ Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
   return Status::Ok();
 }
 
-ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount) {
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount,
+                               int sdmaQueues) {
   ResourceLayout l;
   size_t at = 0;
   l.devComm = at;
@@ -52,6 +53,11 @@ ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize
   l.gdaSignals = at;
   l.gdaCounters = at + sizeof(uint64_t) * signalIds * worldSize;
   at = Up(l.gdaCounters + (gdaPeerCount > 0 ? sizeof(uint64_t) * reqs.gdaCounterCount : 0));
+  const size_t pool = sizeof(uint64_t) * static_cast<size_t>(lsaSize) * sdmaQueues;
+  l.sdmaSignals = at;
+  l.sdmaLocal = Up(l.sdmaSignals + pool);
+  l.sdmaShadows = Up(l.sdmaLocal + pool);
+  at = Up(l.sdmaShadows + 2 * pool);
   l.bytes = at;
   return l;
 }

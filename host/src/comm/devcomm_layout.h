@@ -20,13 +20,18 @@ struct ResourceLayout {
   size_t gdaEpochs = 0;      // gdaBarrierCount uint64 (right after the flush targets)
   size_t gdaSignals = 0;     // (gdaSignalCount + gdaBarrierCount) * worldSize uint64 (abi/gda.h), with GDA
   size_t gdaCounters = 0;    // gdaCounterCount uint64 (right after the signal words)
+  size_t sdmaSignals = 0;    // lsaSize * queues uint64: the remote pool (abi/sdma.h), with SDMA
+  size_t sdmaLocal = 0;      // lsaSize * queues uint64: the local pool
+  size_t sdmaShadows = 0;    // 2 * lsaSize * queues uint64: their shadows
   size_t bytes = 0;          // everything, before rounding to the granularity
 };
 
 // Checks the requirements' header and counts, then lays the resources out; `gdaPeerCount`
-// is the number of peers the connection type connects (0 without GDA: no signal words).
+// is the number of peers the connection type connects (0 without GDA: no signal words),
+// `sdmaQueues` the SDMA queues in use (0 without SDMA: no pools).
 Status ValidateRequirements(const ccoDevCommRequirements* reqs);
-ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount);
+ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount,
+                               int sdmaQueues = 0);
 
 }  // namespace cco
 

@@ -40,27 +40,6 @@ Status ResolvePeers(const ccoComm& c, GdaResources& g) {
   return Status::Ok();
 }
 
-Status AllocateLocal(ccoComm& c, GdaResources& g) {
-  const uint32_t rings = g.rings();
-  g.ringHostBytes = cco_gda_host_bytes(rings, g.depth);
-  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, g.ringHostBytes, &g.ringHost, &g.ringHostDevice)
-                          .Prefixed("GDA rings"));
-  auto* slots = static_cast<ccoGdaDesc*>(g.ringHost);
-  auto* words = reinterpret_cast<ccoGdaRingHost*>(static_cast<char*>(g.ringHost) + cco_gda_slots_bytes(rings, g.depth));
-  g.consumers.clear();
-  for (uint32_t r = 0; r < rings; ++r) {
-    RingConsumer::Initialize(slots + static_cast<size_t>(r) * g.depth, words + r, g.depth, 0);
-    g.consumers.emplace_back(slots + static_cast<size_t>(r) * g.depth, words + r, g.depth, 0);
-  }
-  void* staging = nullptr;
-  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, sizeof(uint64_t) * rings * g.depth, &staging,
-                                                  &g.stagingDevice).Prefixed("GDA put_value staging"));
-  g.staging = static_cast<uint64_t*>(staging);
-  CCO_RETURN_IF_ERROR(c.platform->DeviceAlloc(c.device, rings * sizeof(ccoGdaRingDevice), &g.ringDevice)
-                          .Prefixed("GDA ring state"));
-  return c.platform->Memset(c.device, g.ringDevice, 0, rings * sizeof(ccoGdaRingDevice));
-}
-
 }  // namespace
 
 bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs) {
@@ -76,7 +55,6 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   g->contexts = reqs.gdaContextCount;
   g->topo = TopoOf(c);
   g->peerCount = cco_gda_conn_peer_count(g->connectionType, &g->topo);
-  g->depth = CCO_GDA_RING_DEPTH_DEFAULT;
   g->signalIds = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount);
   g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
   g->sent.assign(static_cast<size_t>(g->peerCount) * g->signalIds, 0);
@@ -84,7 +62,9 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
 
   Status local = g->contexts > 0 ? ResolvePeers(c, *g)
                                  : InvalidArgument("reqs->gdaContextCount is 0, but the connection type asks for GDA");
-  if (local.ok()) local = AllocateLocal(c, *g);
+  if (local.ok())
+    local = AllocateRings(c, static_cast<uint32_t>(g->contexts * g->peerCount), CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
+                .Prefixed("GDA");
   Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
   if (!s.ok()) {
     DestroyGdaResources(c, *g);
@@ -94,14 +74,6 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   return Status::Ok();
 }
 
-void DestroyGdaResources(ccoComm& c, GdaResources& g) {
-  if (g.ringDevice != 0) c.platform->DeviceFree(c.device, g.ringDevice);
-  g.ringDevice = 0;
-  if (g.staging != nullptr) c.platform->HostMappedFree(c.device, g.staging);
-  g.staging = nullptr;
-  if (g.ringHost != nullptr) c.platform->HostMappedFree(c.device, g.ringHost);
-  g.ringHost = nullptr;
-  g.consumers.clear();
-}
+void DestroyGdaResources(ccoComm& c, GdaResources& g) { FreeRings(c, &g.rings); }
 
 }  // namespace cco

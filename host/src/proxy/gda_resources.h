@@ -1,6 +1,6 @@
-// What one device communicator's GDA needs on the host: the rings (abi/gda.h), a staging
-// word per ring slot for put_value, where the signal and counter words sit, and the proxy's
-// running sums. Made collectively with the device communicator, freed locally.
+// What one device communicator's GDA needs on the host: the rings (abi/gda.h), where the
+// signal and counter words sit, and the proxy's running sums. Made collectively with the
+// device communicator, freed locally.
 //
 // Signal and counter words live in each rank's resource window (device memory, mapped in
 // every host peer's flat range): the device polls its own memory, and a sender's proxy
@@ -15,7 +15,7 @@
 
 #include "abi/cco_abi.h"
 #include "common/status.h"
-#include "proxy/ring_consumer.h"
+#include "proxy/ring_set.h"
 
 struct ccoComm;
 
@@ -25,24 +25,13 @@ struct GdaResources {
   int connectionType = CCO_GDA_CONNECTION_NONE;
   int contexts = 0;
   int peerCount = 0;      // rings per context
-  uint32_t depth = 0;
   ccoGdaTopo topo{};
   std::vector<int> peerRank;  // by peer index (ring % peerCount): the world rank it connects
   std::vector<int> peerHost;  // ... and that rank's host index (-1: on another host)
   uint32_t signalIds = 0;     // user signals, then barrier signals; each has worldSize words
   uint32_t counterWords = 0;
 
-  // The rings: descriptors and host-side words (host-mapped), device-side words.
-  void* ringHost = nullptr;
-  uint64_t ringHostDevice = 0;
-  size_t ringHostBytes = 0;
-  uint64_t ringDevice = 0;
-  std::vector<RingConsumer> consumers;  // by ring index
-
-  // put_value's values, one word per ring slot (host-mapped): a copy source that stays put
-  // until the copy ran, since the slot is posted to again only after `consumed` passed it.
-  uint64_t* staging = nullptr;
-  uint64_t stagingDevice = 0;
+  RingSet rings;  // contexts * peerCount, ring [context * peerCount + peer index]
 
   // Offsets in a rank's slice of the flat range (resource window offset + layout), set by
   // ccoDevCommCreate once the resource window exists.
@@ -55,15 +44,9 @@ struct GdaResources {
   std::vector<uint64_t> sent;
   std::vector<uint64_t> marks;
 
-  uint32_t rings() const { return static_cast<uint32_t>(contexts * peerCount); }
   uint64_t& sentTo(int peer, uint32_t signalId) { return sent[static_cast<size_t>(peer) * signalIds + signalId]; }
   uint64_t& mark(int context, uint32_t counter, int peer) {
     return marks[(static_cast<size_t>(context) * counterWords + counter) * peerCount + peer];
-  }
-  // Device address of ring `ring`'s `consumed` word.
-  uint64_t consumedAddress(uint32_t ring) const {
-    return cco_gda_ring_host_address(ringHostDevice + cco_gda_slots_bytes(rings(), depth), ring) +
-           offsetof(ccoGdaRingHost, consumed);
   }
 };
 

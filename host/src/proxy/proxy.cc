@@ -41,30 +41,52 @@ Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     attached_.push_back(g);
-    ++generation_;  // the thread re-reads the attached list
+    ++generation_;  // the thread re-reads the attached lists
   }
-  if (!thread_.joinable()) {
-    try {
-      thread_ = std::thread([this] { Loop(); });
-    } catch (const std::system_error& e) {
-      Detach(g.get());
-      return SystemError(Fmt("starting the GDA proxy thread: ", e.what()));
-    }
+  Status s = StartThread();
+  if (!s.ok()) Detach(g.get());
+  return s;
+}
+
+Status Proxy::Attach(const std::shared_ptr<SdmaResources>& s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    attachedSdma_.push_back(s);
+    ++generation_;
+  }
+  Status started = StartThread();
+  if (!started.ok()) Detach(s.get());
+  return started;
+}
+
+Status Proxy::StartThread() {
+  if (thread_.joinable()) return Status::Ok();
+  try {
+    thread_ = std::thread([this] { Loop(); });
+  } catch (const std::system_error& e) {
+    return SystemError(Fmt("starting the proxy thread: ", e.what()));
   }
   return Status::Ok();
 }
 
-void Proxy::Detach(const GdaResources* g) {
+template <class T> void Proxy::Remove(std::vector<std::shared_ptr<T>>* list, const T* item) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = attached_.begin(); it != attached_.end(); ++it) {
-      if (it->get() == g) {
-        attached_.erase(it);
+    for (auto it = list->begin(); it != list->end(); ++it) {
+      if (it->get() == item) {
+        list->erase(it);
         break;
       }
     }
   }
   Quiesce();
+}
+
+void Proxy::Detach(const GdaResources* g) { Remove(&attached_, g); }
+
+void Proxy::Detach(const SdmaResources* s) {
+  Remove(&attachedSdma_, s);
+  for (uint64_t stream : s->streams) Synchronize(stream, "an SDMA queue's stream");
 }
 
 void Proxy::AddWindow(uint32_t id, uint64_t offset, uint64_t size) {
@@ -85,12 +107,21 @@ void Proxy::Quiesce() {
   // The thread's pass in flight may still use what was removed: wait for a pass that
   // began after this, then for the work it queued.
   while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
-  if (streamMade_) {
-    Status s = comm_->platform->StreamSynchronize(comm_->device, stream_);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (lastError_.empty()) lastError_ = s.Prefixed("the GDA proxy's stream").message();
-    }
+  if (streamMade_) Synchronize(stream_, "the GDA proxy's stream");
+  std::vector<std::shared_ptr<SdmaResources>> sdma;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sdma = attachedSdma_;
+  }
+  for (auto& s : sdma)
+    for (uint64_t stream : s->streams) Synchronize(stream, "an SDMA queue's stream");
+}
+
+void Proxy::Synchronize(uint64_t stream, const char* what) {
+  Status s = comm_->platform->StreamSynchronize(comm_->device, stream);
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lastError_.empty()) lastError_ = s.Prefixed(what).message();
   }
 }
 
@@ -102,6 +133,7 @@ std::string Proxy::lastError() const {
 void Proxy::Loop() {
   using Clock = std::chrono::steady_clock;
   std::vector<std::shared_ptr<GdaResources>> work;
+  std::vector<std::shared_ptr<SdmaResources>> sdmaWork;
   uint64_t generation = ~0ull;
   int idle = 0;
   Clock::time_point idleSince = Clock::now();
@@ -110,10 +142,12 @@ void Proxy::Loop() {
     if (generation_.load() != generation) {
       std::lock_guard<std::mutex> lock(mu_);
       work = attached_;
+      sdmaWork = attachedSdma_;
       generation = generation_.load();
     }
     bool did = false;
     for (auto& g : work) did |= Pass(*g);
+    for (auto& s : sdmaWork) did |= Pass(*s);
     // Resources detached before `generation` are no longer in use.
     if (seenGeneration_.load(std::memory_order_relaxed) != generation) seenGeneration_ = generation;
     if (did) {
@@ -127,20 +161,23 @@ void Proxy::Loop() {
   }
 }
 
-bool Proxy::Pass(GdaResources& g) {
+// One pass over a ring set: up to kBurst descriptors per ring go to issue(ring, ticket,
+// desc); then the ring's `consumed` is written behind its work on streamOf(ring). A
+// descriptor that fails stops its ring, naming peerOf(ring) and nameOf(ring).
+template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
+bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf) {
   ccoComm& c = *comm_;
   bool did = false;
-  for (uint32_t ring = 0; ring < g.rings(); ++ring) {
-    RingConsumer& consumer = g.consumers[ring];
-    const int32_t peer = g.peerRank[ring % g.peerCount];
+  for (uint32_t ring = 0; ring < rings.count; ++ring) {
+    RingConsumer& consumer = rings.consumers[ring];
     for (int i = 0; i < kBurst && !consumer.failed(); ++i) {
       ccoGdaDesc d;
       uint64_t ticket;
       if (!consumer.Next(&d, &ticket)) break;
       did = true;
-      Status s = Issue(g, ring, ticket, d);
+      Status s = issue(ring, ticket, d);
       if (!s.ok()) {
-        Fail(g, ring, peer, s);
+        Fail(rings, ring, peerOf(ring), nameOf(ring), s);
         break;
       }
       consumer.Complete(ticket);  // queued: `consumed` is written behind it below
@@ -148,11 +185,26 @@ bool Proxy::Pass(GdaResources& g) {
     // One write per ring per pass, behind the work it vouches for.
     uint64_t consumed;
     if (consumer.Unpublished(&consumed)) {
-      Status s = c.platform->StreamWriteValue64(c.device, stream_, g.consumedAddress(ring), consumed);
-      if (!s.ok()) Fail(g, ring, peer, s);
+      Status s = c.platform->StreamWriteValue64(c.device, streamOf(ring), rings.consumedAddress(ring), consumed);
+      if (!s.ok()) Fail(rings, ring, peerOf(ring), nameOf(ring), s);
     }
   }
   return did;
+}
+
+bool Proxy::Pass(GdaResources& g) {
+  return Drain(
+      g.rings, [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) { return Issue(g, ring, ticket, d); },
+      [&](uint32_t) { return stream_; }, [&](uint32_t ring) { return g.peerRank[ring % g.peerCount]; },
+      [&](uint32_t ring) { return Fmt("GDA context ", ring / g.peerCount); });
+}
+
+bool Proxy::Pass(SdmaResources& s) {
+  return Drain(
+      s.rings, [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) { return Issue(s, ring, ticket, d); },
+      [&](uint32_t ring) { return s.streams[ring % s.queues]; },
+      [&](uint32_t ring) { return comm_->topo.lsaWorldBase + static_cast<int32_t>(ring / s.queues); },
+      [&](uint32_t ring) { return Fmt("SDMA queue ", ring % s.queues); });
 }
 
 Status Proxy::Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset) {
@@ -191,10 +243,9 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
       CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
       dst = c.HostSlice(host) + dstOffset;
       if (d.bytes == sizeof(uint64_t) && dst % sizeof(uint64_t) == 0) break;  // written inline below
-      // The slot's own staging word: nobody overwrites it before the copy ran (abi/gda.h).
-      const size_t word = static_cast<size_t>(ring) * g.depth + cco_gda_slot_of(ticket, g.depth);
-      g.staging[word] = d.srcOffset;
-      src = g.stagingDevice + sizeof(uint64_t) * word;
+      // The slot's own staging word: nobody overwrites it before the copy ran.
+      *g.rings.stagingWord(ring, ticket) = d.srcOffset;
+      src = g.rings.stagingAddress(ring, ticket);
       break;
     }
     case CCO_GDA_OP_SIGNAL: break;
@@ -244,11 +295,42 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
   return Status::Ok();
 }
 
-void Proxy::Fail(GdaResources& g, uint32_t ring, int32_t peer, const Status& why) {
-  g.consumers[ring].Fail(why.code() == ccoUnsupported ? CCO_GDA_RING_PEER_FAILED : CCO_GDA_RING_BAD_DESCRIPTOR, peer);
+// An SDMA descriptor: a copy on its queue's stream, then the pool slots it counts in.
+// Checks everything first, so that a descriptor the proxy refuses has no effect at all.
+Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) {
+  ccoComm& c = *comm_;
+  const int32_t peer = static_cast<int32_t>(ring / s.queues), queue = static_cast<int32_t>(ring % s.queues);
+  if (d.op != CCO_GDA_OP_PUT && d.op != CCO_GDA_OP_GET) return InvalidArgument(Fmt("unknown SDMA operation ", int{d.op}));
+  if (d.signalOp != CCO_SIGNAL_NONE && d.signalOp != CCO_SIGNAL_INC)
+    return InvalidArgument(Fmt("SDMA signal operation ", int{d.signalOp}, " (only INC)"));
+  const bool put = d.op == CCO_GDA_OP_PUT;
+  uint64_t dstOffset = 0, srcOffset = 0;
+  CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
+  CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &srcOffset).Prefixed("the source"));
+  const uint64_t stream = s.streams[queue];
+  const uint64_t dst = (put ? c.LsaSlice(peer) : c.MySlice()) + dstOffset;
+  const uint64_t src = (put ? c.MySlice() : c.LsaSlice(peer)) + srcOffset;
+  if (d.bytes > 0) CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream, dst, src, d.bytes));
+  // Behind the data on the queue's stream: the counts, each in a slot only this proxy writes.
+  if (put && d.signalOp == CCO_SIGNAL_INC) {
+    const uint32_t theirs = cco_sdma_slot(s.lsaRank, queue, static_cast<uint32_t>(s.queues));
+    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream, c.LsaSlice(peer) + s.signalOffset + 8ull * theirs,
+                                                       ++s.sent[ring]));
+  }
+  if ((!put && d.signalOp == CCO_SIGNAL_INC) || (put && (d.flags & CCO_SDMA_DESC_LOCAL)))
+    CCO_RETURN_IF_ERROR(
+        c.platform->StreamWriteValue64(c.device, stream, c.MySlice() + s.localOffset + 8ull * ring, ++s.landed[ring]));
+  if (trace_)
+    fprintf(stderr, "cco proxy rank %d: SDMA peer %d queue %d ticket %llu %s %llu bytes, signal %d, flags %u\n",
+            c.topo.rank, peer, queue, static_cast<unsigned long long>(ticket), put ? "put" : "get",
+            static_cast<unsigned long long>(d.bytes), d.signalOp, d.flags);
+  return Status::Ok();
+}
+
+void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why) {
+  rings.consumers[ring].Fail(why.code() == ccoUnsupported ? CCO_GDA_RING_PEER_FAILED : CCO_GDA_RING_BAD_DESCRIPTOR, peer);
   std::lock_guard<std::mutex> lock(mu_);
-  if (lastError_.empty())
-    lastError_ = Fmt("GDA context ", ring / g.peerCount, ", peer rank ", peer, ": ", why.message());
+  if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", why.message());
 }
 
 }  // namespace cco

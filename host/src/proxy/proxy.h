@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "proxy/gda_resources.h"
+#include "proxy/sdma_resources.h"
 
 struct ccoComm;
 
@@ -41,10 +42,12 @@ class Proxy {
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  // Starts serving `g`'s rings (and the thread, the first time).
+  // Starts serving the rings (and the thread, the first time).
   Status Attach(const std::shared_ptr<GdaResources>& g);
-  // Stops serving `g`; returns once neither the thread nor its stream touches it.
+  Status Attach(const std::shared_ptr<SdmaResources>& s);
+  // Stops serving them; returns once neither the thread nor a stream touches them.
   void Detach(const GdaResources* g);
+  void Detach(const SdmaResources* s);
 
   // The windows descriptors may name (ccoWindowDevice.id): where each starts in every slice
   // and how large it is. Changed by (de)registration, read by the thread.
@@ -58,15 +61,23 @@ class Proxy {
   struct Window {
     uint64_t offset, size;
   };
+  Status StartThread();
   void Loop();
   // One pass over every ring; whether anything was done.
   bool Pass(GdaResources& g);
+  bool Pass(SdmaResources& s);
+  template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
+  bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf);
   // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
   Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
+  Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
-  void Fail(GdaResources& g, uint32_t ring, int32_t peer, const Status& why);
-  // Returns once the thread has begun a pass after this call and the stream has run dry.
+  // Stops ring `ring` (its posters' waits end), naming the peer and `where`.
+  void Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why);
+  template <class T> void Remove(std::vector<std::shared_ptr<T>>* list, const T* item);
+  // Returns once the thread has begun a pass after this call and the streams have run dry.
   void Quiesce();
+  void Synchronize(uint64_t stream, const char* what);
 
   ccoComm* comm_;
   bool trace_ = false;  // CCO_GDA_TRACE: every descriptor carried out, on stderr
@@ -77,6 +88,7 @@ class Proxy {
 
   mutable std::mutex mu_;  // attached, windows, lastError
   std::vector<std::shared_ptr<GdaResources>> attached_;
+  std::vector<std::shared_ptr<SdmaResources>> attachedSdma_;
   std::map<uint32_t, Window> windows_;
   std::string lastError_;
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below

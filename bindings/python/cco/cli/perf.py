@@ -12,7 +12,9 @@ Suites: LSA put / get bandwidth (anchors: a raw-pointer twin kernel and the devi
 device memcpy), LSA barrier latency per coop scope (anchor: a raw flag ping-pong), one-shot
 all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers), GDA
 put+signal round trip and put bandwidth through the proxies (anchors: the flag ping-pong and
-the memcpy between the two ranks), and the host control plane. Without a GPU it runs the host suites on the cpu platform.
+the memcpy between the two ranks), SDMA put bandwidth and put+signal round trip through the
+copy-engine queues (anchors: the memcpy, the LSA put, the flag ping-pong), and the host
+control plane. Without a GPU it runs the host suites on the cpu platform.
 """
 
 import os
@@ -20,7 +22,7 @@ import sys
 
 from cco.cli.report import parse_size
 
-GPU_SUITES = ("host", "put", "get", "barrier", "allreduce", "gda")
+GPU_SUITES = ("host", "put", "get", "barrier", "allreduce", "gda", "sdma")
 CPU_SUITES = ("host", "barrier", "put")
 
 

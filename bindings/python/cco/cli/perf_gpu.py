@@ -5,6 +5,7 @@ Each suite builds work only for the ranks held here (`group.on`) and makes the s
 calls on every process, so launched processes stay in step.
 """
 
+import os
 import sys
 import time
 
@@ -12,7 +13,7 @@ import torch
 import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_FULL, GDA_CONNECTION_NONE
-from cco.cli import perf_gda
+from cco.cli import perf_gda, perf_sdma
 from cco.cli.ranks import SCRATCH_BYTES, Ranks
 from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
@@ -28,9 +29,10 @@ REDUCE_BLOCK = 1024    # float32 elements per all-reduce program
 
 class GpuRank:
     """One rank's communicator, window (payload, then the scratch slot), device
-    communicator (with GDA connections to every rank when `gda`) and stream."""
+    communicator (with GDA connections to every rank when `gda`, SDMA queues when `sdma`)
+    and stream."""
 
-    def __init__(self, rank, world, uid, device, window_bytes, barriers, gda=False):
+    def __init__(self, rank, world, uid, device, window_bytes, barriers, gda=False, sdma=False):
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)  # make this thread's context current before CCO looks
         self.rank, self.device = rank, device
@@ -41,6 +43,9 @@ class GpuRank:
         self.win = self.comm.register_window(self.mem.ptr, window_bytes + SCRATCH_BYTES)
         reqs = CCODevCommRequirements()
         reqs.gda_connection_type = GDA_CONNECTION_FULL if gda else GDA_CONNECTION_NONE
+        if sdma:
+            os.environ["CCO_ENABLE_SDMA"] = "1"  # every rank of the job asks for the same
+            reqs.sdma_queue_count = 2
         reqs.lsa_barrier_count = barriers
         self.dc = self.comm.create_dev_comm(reqs)
         self.stream = torch.cuda.Stream(device=device)
@@ -60,12 +65,12 @@ class RankGroup(Ranks):
     """`world` ranks: threads spread round-robin over the visible GPUs, or, with
     `joined` = (rank, uid), this process's one rank of a launched job on its GPU."""
 
-    def __init__(self, world, window_bytes, barriers, joined=None, gda=False):
+    def __init__(self, world, window_bytes, barriers, joined=None, gda=False, sdma=False):
         gpus = torch.cuda.device_count()
 
         def make(r, uid):
             device = r % gpus if joined is None else torch.cuda.current_device()
-            return GpuRank(r, world, uid, device, window_bytes, barriers, gda)
+            return GpuRank(r, world, uid, device, window_bytes, barriers, gda, sdma)
 
         super().__init__(world, make, joined)
         self.libs = cco_ir.get_extern_libs()
@@ -351,8 +356,8 @@ def run(opts, joined=None, world=None):
     if shared and "allreduce" in suites:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
     _quiet[0] = joined is not None and joined[0] != 0
-    if any(s in suites for s in ("put", "get", "barrier", "gda")) or (shared and "allreduce" in suites):
-        with RankGroup(world, window, barriers, joined, gda="gda" in suites) as group:
+    if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites):
+        with RankGroup(world, window, barriers, joined, gda="gda" in suites, sdma="sdma" in suites) as group:
             for direction in ("put", "get"):
                 if direction in suites:
                     _transfer_suite(report, opts, group, direction)
@@ -360,6 +365,8 @@ def run(opts, joined=None, world=None):
                 _barrier_suite(report, opts, group)
             if "gda" in suites:
                 perf_gda.run_suite(report, opts, group, progress)
+            if "sdma" in suites:
+                perf_sdma.run_suite(report, opts, group, progress)
             if shared and "allreduce" in suites:
                 _allreduce_suite(report, opts, group)
     if not shared and "allreduce" in suites:

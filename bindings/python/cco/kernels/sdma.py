@@ -1,0 +1,39 @@
+"""SDMA kernels in Triton for `cco perf` and the SDMA example: a put+signal ping-pong through
+two ranks' copy-engine queues, and a put-then-quiet loop (one copy's latency, or bandwidth at
+large sizes). Peers are LSA ranks. Every CCO call is made by all threads of the program with
+coop=BLOCK; statuses add up into one word.
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+
+@triton.jit(do_not_specialize=["peer", "rounds", "nbytes", "queue"])
+def pingpong(dc, win, status, peer, rounds, nbytes, queue, FIRST: tl.constexpr):
+    """`rounds` round trips with `peer` on `queue`: FIRST puts `nbytes` (window offset 0 here
+    to offset 64 there) with a signal and waits for the answer; the other waits, then answers
+    the same way."""
+    bad = 0
+    for _ in range(rounds):
+        if not FIRST:
+            bad += cco.Sdma.wait_signal(dc, peer, queue, 1, coop=cco.CoopScope.BLOCK)
+        bad += cco.Sdma.put(dc, peer, win, 64, win, 0, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
+                            signal=cco.SdmaSignal.ON)
+        if FIRST:
+            bad += cco.Sdma.wait_signal(dc, peer, queue, 1, coop=cco.CoopScope.BLOCK)
+    bad += cco.Sdma.quiet(dc, peer, coop=cco.CoopScope.BLOCK)
+    tl.atomic_add(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes", "queue"])
+def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue):
+    """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
+    `dst` on `queue` without a signal, then quiet the queue (the copy is complete)."""
+    bad = 0
+    for _ in range(count):
+        bad += cco.Sdma.put(dc, peer, win, dst, win, src, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
+                            signal=cco.SdmaSignal.OFF)
+        bad += cco.Sdma.quiet_queue(dc, peer, queue)
+    tl.atomic_add(status, bad)

@@ -1,0 +1,201 @@
+//===-- device/sdma.hpp - copy-engine transfers with signals ----*- C++ -*-===//
+//
+// ccoSdma: puts and gets between the LSA ranks of a device communicator, carried out by
+// copy engines: the device posts descriptors to one ring per (LSA peer, queue) (the GDA ring
+// of abi/gda.h), the host proxy runs each queue on a copy-engine stream of its own, in
+// order, and writes the signal pools behind the data (abi/sdma.h).
+//
+// Semantics:
+//   - put(peer, dst, ..., src, ..., bytes, queue, flags): bytes from this rank's `src` window
+//     to `peer`'s `dst` window. Signal = true: once the data (and that of every earlier post
+//     on that queue to that peer) has landed, the target's remote pool slot of (this rank,
+//     queue) counts it. CCO_SDMA_FLAG_LOCAL: this rank's local pool slot of (peer, queue)
+//     counts the put once it is complete (the source is reusable).
+//   - get(peer, dst, ..., src, ..., bytes, queue, flags): bytes from `peer`'s `src` window to
+//     this rank's `dst` window; Signal = true: this rank's local pool slot of (peer, queue)
+//     counts it once the data is here.
+//   - CCO_SDMA_FLAG_AGGREGATE: the post is not released until commit(peer, queue) (or a
+//     quiet, or a later post that must wait for room); other posts release themselves.
+//   - quiet(peer): every post to `peer` so far, on every queue, is released and complete;
+//     quiet_queue(peer, queue) the same for one queue.
+//   - wait_signal(peer, queue, least) waits until the remote pool slot of (peer, queue) minus
+//     its shadow reaches `least` and consumes it; read_signal / reset_signal as in GDA;
+//     wait_local / read_local / reset_local the same on the local pool.
+//   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
+//     after the group synchronised; waits and quiets run in every thread.
+// Peers are LSA ranks. Statuses are ccoDeviceStatus values; INVALID_ARGUMENT where SDMA is
+// not enabled on the device communicator (CCO_ENABLE_SDMA), or a peer, queue or flag is
+// out of range. Every wait polls the abort flag and its ring's error word and ends at the
+// handle's timeout (0: none).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_SDMA_HPP_
+#define CCO_DEVICE_SDMA_HPP_
+
+#include <stdint.h>
+
+#include "abi/cco_abi.h"
+#include "device/arch/arch.h"
+#include "device/coop.hpp"
+#include "device/gda_ring.hpp"
+
+namespace cco {
+
+class ccoSdma {
+ public:
+  CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0)
+      : dc_(dc), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
+
+  /// Queues per peer (0: SDMA is not enabled on this device communicator).
+  CCO_DEVICE_API int32_t queue_count() const { return dc_.sdmaRingSlots != 0 ? static_cast<int32_t>(dc_.sdmaQueueCount) : 0; }
+
+  template <class Coop = ccoCoopThread, bool Signal = true>
+  CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
+                             uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+    return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_PUT, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+  }
+
+  template <class Coop = ccoCoopThread, bool Signal = true>
+  CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
+                             uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+    return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+  }
+
+  /// Releases the aggregated posts to `peer` on `queue`.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t commit(int32_t peer, int32_t queue) {
+    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    if (coop.thread_rank() == 0) {
+      const gda::RingView r = ring(peer, queue);
+      gda::Ring(r, arch::load<order::Relaxed, scope::Device>(&r.dev->head));
+    }
+    coop.sync();
+    return CCO_DEVICE_STATUS_OK;
+  }
+
+  /// Every post to `peer` so far, on every queue, is released and complete. The group
+  /// shares out the queues; every thread returns the group's verdict.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t quiet(int32_t peer) {
+    if (!target_ok(peer, 0)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    for (int32_t q = static_cast<int32_t>(coop.thread_rank()); q < queue_count() && status == CCO_DEVICE_STATUS_OK;
+         q += static_cast<int32_t>(coop.size()))
+      status = gda::Flush<ccoGdaDeferred>(ring(peer, q), limits_);
+    coop.sync();
+    if (status == CCO_DEVICE_STATUS_OK && coop.size() > 1)
+      for (int32_t q = 0; q < queue_count(); ++q)
+        if (arch::load<order::Relaxed, scope::System>(&ring(peer, q).host->error) != CCO_GDA_RING_OK)
+          return CCO_DEVICE_STATUS_ABORTED;
+    return status;
+  }
+
+  /// Every post to `peer` on `queue` so far is released and complete.
+  CCO_DEVICE_API int32_t quiet_queue(int32_t peer, int32_t queue) {
+    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return gda::Flush<ccoGdaDeferred>(ring(peer, queue), limits_);
+  }
+
+  // --- the signal pools of this rank ---------------------------------------------------
+
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_signal(int32_t peer, int32_t queue, uint64_t least) {
+    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Consume<Coop>(remote_word(peer, queue), shadow(0, peer, queue), least);
+  }
+  CCO_DEVICE_API uint64_t read_signal(int32_t peer, int32_t queue) const {
+    if (!target_ok(peer, queue)) return 0;
+    return arch::load<order::Acquire, scope::System>(remote_word(peer, queue)) - *shadow(0, peer, queue);
+  }
+  CCO_DEVICE_API void reset_signal(int32_t peer, int32_t queue) {
+    if (target_ok(peer, queue)) *shadow(0, peer, queue) = arch::load<order::Acquire, scope::System>(remote_word(peer, queue));
+  }
+
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_local(int32_t peer, int32_t queue, uint64_t least) {
+    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Consume<Coop>(local_word(peer, queue), shadow(1, peer, queue), least);
+  }
+  CCO_DEVICE_API uint64_t read_local(int32_t peer, int32_t queue) const {
+    if (!target_ok(peer, queue)) return 0;
+    return arch::load<order::Acquire, scope::System>(local_word(peer, queue)) - *shadow(1, peer, queue);
+  }
+  CCO_DEVICE_API void reset_local(int32_t peer, int32_t queue) {
+    if (target_ok(peer, queue)) *shadow(1, peer, queue) = arch::load<order::Acquire, scope::System>(local_word(peer, queue));
+  }
+
+ private:
+  CCO_DEVICE_API bool target_ok(int32_t peer, int32_t queue) const {
+    return queue_count() > 0 && static_cast<uint32_t>(peer) < static_cast<uint32_t>(dc_.lsaSize) &&
+           static_cast<uint32_t>(queue) < static_cast<uint32_t>(queue_count());
+  }
+  CCO_DEVICE_API uint32_t slot(int32_t peer, int32_t queue) const { return cco_sdma_slot(peer, queue, dc_.sdmaQueueCount); }
+  CCO_DEVICE_API gda::RingView ring(int32_t peer, int32_t queue) const {
+    const uint32_t r = slot(peer, queue);
+    return gda::RingView{reinterpret_cast<ccoGdaDesc*>(dc_.sdmaRingSlots) + static_cast<uint64_t>(r) * dc_.sdmaRingDepth,
+                         reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(dc_.sdmaRingHost, r)),
+                         reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc_.sdmaRingDevice, r)),
+                         dc_.sdmaRingDepth};
+  }
+  CCO_DEVICE_API const uint64_t* remote_word(int32_t peer, int32_t queue) const {
+    return reinterpret_cast<const uint64_t*>(dc_.sdmaSignals) + slot(peer, queue);
+  }
+  CCO_DEVICE_API const uint64_t* local_word(int32_t peer, int32_t queue) const {
+    return reinterpret_cast<const uint64_t*>(dc_.sdmaLocal) + slot(peer, queue);
+  }
+  // pool 0: remote, 1: local.
+  CCO_DEVICE_API uint64_t* shadow(int pool, int32_t peer, int32_t queue) const {
+    uint64_t* shadows = reinterpret_cast<uint64_t*>(dc_.lsaFlatBase + static_cast<uint64_t>(dc_.lsaRank) * dc_.lsaStride +
+                                                    dc_.resourceOffset + dc_.sdmaShadowOffset);
+    return shadows + static_cast<uint64_t>(pool) * dc_.lsaSize * dc_.sdmaQueueCount + slot(peer, queue);
+  }
+
+  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst, uint64_t dstOffset,
+                                            ccoWindow_t src, uint64_t srcOffset, uint64_t bytes) {
+    ccoGdaDesc d = {};
+    d.op = static_cast<uint8_t>(op);
+    d.signalOp = static_cast<uint8_t>(signal ? CCO_SIGNAL_INC : CCO_SIGNAL_NONE);
+    d.flags = static_cast<uint16_t>((flags & CCO_SDMA_FLAG_LOCAL) && op == CCO_GDA_OP_PUT ? CCO_SDMA_DESC_LOCAL : 0);
+    d.dstWindow = reinterpret_cast<const ccoWindowDevice*>(dst)->id;
+    d.dstOffset = dstOffset;
+    d.srcWindow = reinterpret_cast<const ccoWindowDevice*>(src)->id;
+    d.srcOffset = srcOffset;
+    d.bytes = bytes;
+    return d;
+  }
+
+  template <class Coop> CCO_DEVICE_API int32_t Post(int32_t peer, int32_t queue, uint32_t flags, const ccoGdaDesc& d) {
+    if (!target_ok(peer, queue) || (flags & ~CCO_SDMA_FLAGS_ALL) != 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    Coop coop;
+    coop.sync();  // the group's earlier writes come before the post
+    int32_t status = CCO_DEVICE_STATUS_OK;
+    if (coop.thread_rank() == 0) {
+      uint64_t ticket;
+      status = (flags & CCO_SDMA_FLAG_AGGREGATE) ? gda::Post<ccoGdaDeferred>(ring(peer, queue), d, limits_, &ticket)
+                                                 : gda::Post<ccoGdaImmediate>(ring(peer, queue), d, limits_, &ticket);
+    }
+    coop.sync();
+    return status;
+  }
+
+  // Waits until *word - *shadow reaches `least`, then consumes it.
+  template <class Coop> CCO_DEVICE_API int32_t Consume(const uint64_t* word, uint64_t* shadow, uint64_t least) const {
+    Coop coop;
+    const uint64_t base = *shadow;
+    const int32_t status = gda::Wait([&] { return arch::load<order::Acquire, scope::System>(word) - base >= least; },
+                                     nullptr, limits_);
+    coop.sync();
+    if (status == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
+    coop.sync();
+    return status;
+  }
+
+  const ccoDevComm& dc_;
+  gda::WaitLimits limits_;
+};
+
+}  // namespace cco
+
+using cco::ccoSdma;
+
+#endif  // CCO_DEVICE_SDMA_HPP_

@@ -1,0 +1,40 @@
+#include "proxy/ring_set.h"
+
+#include "comm/communicator.h"
+
+namespace cco {
+
+Status AllocateRings(ccoComm& c, uint32_t count, uint32_t depth, RingSet* rings) {
+  RingSet& r = *rings;
+  r.count = count;
+  r.depth = depth;
+  r.hostBytes = cco_gda_host_bytes(count, depth);
+  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, r.hostBytes, &r.host, &r.hostDevice).Prefixed("proxy rings"));
+  auto* slots = static_cast<ccoGdaDesc*>(r.host);
+  auto* words = reinterpret_cast<ccoGdaRingHost*>(static_cast<char*>(r.host) + cco_gda_slots_bytes(count, depth));
+  r.consumers.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    RingConsumer::Initialize(slots + static_cast<size_t>(i) * depth, words + i, depth, 0);
+    r.consumers.emplace_back(slots + static_cast<size_t>(i) * depth, words + i, depth, 0);
+  }
+  void* staging = nullptr;
+  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, sizeof(uint64_t) * count * depth, &staging, &r.stagingDevice)
+                          .Prefixed("proxy staging words"));
+  r.staging = static_cast<uint64_t*>(staging);
+  CCO_RETURN_IF_ERROR(c.platform->DeviceAlloc(c.device, count * sizeof(ccoGdaRingDevice), &r.device)
+                          .Prefixed("proxy ring state"));
+  return c.platform->Memset(c.device, r.device, 0, count * sizeof(ccoGdaRingDevice));
+}
+
+void FreeRings(ccoComm& c, RingSet* rings) {
+  RingSet& r = *rings;
+  if (r.device != 0) c.platform->DeviceFree(c.device, r.device);
+  r.device = 0;
+  if (r.staging != nullptr) c.platform->HostMappedFree(c.device, r.staging);
+  r.staging = nullptr;
+  if (r.host != nullptr) c.platform->HostMappedFree(c.device, r.host);
+  r.host = nullptr;
+  r.consumers.clear();
+}
+
+}  // namespace cco

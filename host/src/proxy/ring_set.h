@@ -1,0 +1,52 @@
+// The memory of a set of proxy rings (abi/gda.h), as GDA and SDMA both use it: descriptors
+// and host-side words in one host-mapped block, device-side words in device memory, one
+// consumer per ring, and a staging word per ring slot (a copy source for put_value that
+// stays put until the copy ran: the slot is posted to again only after `consumed` passed it).
+#ifndef CCO_HOST_PROXY_RING_SET_H_
+#define CCO_HOST_PROXY_RING_SET_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vector>
+
+#include "abi/cco_abi.h"
+#include "common/status.h"
+#include "proxy/ring_consumer.h"
+
+struct ccoComm;
+
+namespace cco {
+
+struct RingSet {
+  uint32_t count = 0;
+  uint32_t depth = 0;
+  void* host = nullptr;       // descriptors, then the host-side words
+  uint64_t hostDevice = 0;    // ... as the device addresses them
+  size_t hostBytes = 0;
+  uint64_t device = 0;        // device-side words
+  uint64_t* staging = nullptr;
+  uint64_t stagingDevice = 0;
+  std::vector<RingConsumer> consumers;
+
+  uint64_t slotsAddress() const { return hostDevice; }
+  uint64_t hostWordsAddress() const { return hostDevice + cco_gda_slots_bytes(count, depth); }
+  uint64_t consumedAddress(uint32_t ring) const {
+    return cco_gda_ring_host_address(hostWordsAddress(), ring) + offsetof(ccoGdaRingHost, consumed);
+  }
+  // put_value's staging word for `ticket` of `ring`: host pointer and device address.
+  uint64_t* stagingWord(uint32_t ring, uint64_t ticket) const {
+    return staging + static_cast<size_t>(ring) * depth + cco_gda_slot_of(ticket, depth);
+  }
+  uint64_t stagingAddress(uint32_t ring, uint64_t ticket) const {
+    return stagingDevice + sizeof(uint64_t) * (static_cast<size_t>(ring) * depth + cco_gda_slot_of(ticket, depth));
+  }
+};
+
+// Allocates and initialises `count` empty rings of `depth` (a power of two).
+Status AllocateRings(ccoComm& c, uint32_t count, uint32_t depth, RingSet* rings);
+void FreeRings(ccoComm& c, RingSet* rings);
+
+}  // namespace cco
+
+#endif  // CCO_HOST_PROXY_RING_SET_H_

@@ -1,0 +1,47 @@
+#include "proxy/sdma_resources.h"
+
+#include "comm/agree.h"
+#include "comm/communicator.h"
+#include "common/env.h"
+
+namespace cco {
+
+bool SdmaEnabled() { return env::Flag("CCO_ENABLE_SDMA"); }
+
+int SdmaQueues(const ccoDevCommRequirements& reqs) {
+  return reqs.sdmaQueueCount > 0 ? reqs.sdmaQueueCount : static_cast<int>(CCO_SDMA_QUEUES_DEFAULT);
+}
+
+Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<SdmaResources>* out) {
+  auto s = std::make_shared<SdmaResources>();
+  s->queues = SdmaQueues(reqs);
+  s->lsaSize = c.topo.lsaSize;
+  s->lsaRank = c.topo.lsaRank;
+  const uint32_t slots = static_cast<uint32_t>(s->lsaSize * s->queues);
+  s->sent.assign(slots, 0);
+  s->landed.assign(slots, 0);
+  Status local = AllocateRings(c, slots, CCO_SDMA_RING_DEPTH_DEFAULT, &s->rings).Prefixed("SDMA");
+  for (int q = 0; q < s->queues && local.ok(); ++q) {
+    uint64_t stream = 0;
+    local = c.platform->StreamCreate(c.device, &stream).Prefixed(Fmt("SDMA queue ", q, "'s stream"));
+    if (local.ok()) s->streams.push_back(stream);
+  }
+  Status agreed = Agree(c, "ccoDevCommCreate (SDMA resources)", local);
+  if (!agreed.ok()) {
+    DestroySdmaResources(c, *s);
+    return agreed;
+  }
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+void DestroySdmaResources(ccoComm& c, SdmaResources& s) {
+  for (uint64_t stream : s.streams) {
+    c.platform->StreamSynchronize(c.device, stream);
+    c.platform->StreamDestroy(c.device, stream);
+  }
+  s.streams.clear();
+  FreeRings(c, &s.rings);
+}
+
+}  // namespace cco

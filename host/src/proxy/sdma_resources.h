@@ -1,0 +1,47 @@
+// What one device communicator's SDMA needs on the host (abi/sdma.h): a ring per (LSA peer,
+// queue), a copy-engine stream per queue, where the signal pools sit, and the proxy's running
+// counts. Made with the device communicator when SDMA is enabled (CCO_ENABLE_SDMA /
+// MORI_ENABLE_SDMA); freed locally once the proxy let go of it.
+#ifndef CCO_HOST_PROXY_SDMA_RESOURCES_H_
+#define CCO_HOST_PROXY_SDMA_RESOURCES_H_
+
+#include <stdint.h>
+
+#include <memory>
+#include <vector>
+
+#include "abi/cco_abi.h"
+#include "common/status.h"
+#include "proxy/ring_set.h"
+
+struct ccoComm;
+
+namespace cco {
+
+struct SdmaResources {
+  int queues = 0;
+  int lsaSize = 0;
+  int lsaRank = 0;
+  RingSet rings;                  // lsaSize * queues, ring cco_sdma_slot(peer, queue)
+  std::vector<uint64_t> streams;  // by queue: each queue's work, in order, on a copy engine
+  // Offsets of the pools in a rank's slice of the flat range (set by ccoDevCommCreate).
+  uint64_t signalOffset = 0;      // remote pool
+  uint64_t localOffset = 0;       // local pool
+  // Proxy state, by slot: what this rank has counted into each peer's remote pool slot, and
+  // into its own local pool slot.
+  std::vector<uint64_t> sent;
+  std::vector<uint64_t> landed;
+};
+
+// Whether SDMA is enabled in this process (CCO_ENABLE_SDMA, or MORI_ENABLE_SDMA).
+bool SdmaEnabled();
+// Queues a device communicator gets: reqs.sdmaQueueCount, or the default for 0.
+int SdmaQueues(const ccoDevCommRequirements& reqs);
+
+// Collective over the communicator: allocates and initialises the SDMA resources.
+Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<SdmaResources>* out);
+void DestroySdmaResources(ccoComm& c, SdmaResources& s);
+
+}  // namespace cco
+
+#endif  // CCO_HOST_PROXY_SDMA_RESOURCES_H_

@@ -1,0 +1,155 @@
+// SDMA on the CPU: the device API compiled for the host, ranks as threads of one process on
+// the cpu platform, the proxy running each queue on a stream of its own (memcpy here). Exact
+// data and pool counts for put and get in every coop with and without signals, the LOCAL
+// and AGGREGATE flags (nothing of an aggregated post is seen before commit), quiet and
+// quiet_queue, many queues and rounds, bad arguments, and SDMA switched off.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cco/cco.h"
+#include "device/cco_device.hpp"
+#include "device/sdma.hpp"
+#include "tests/device/gda_ranks.h"
+
+namespace {
+
+using namespace cco::gda_test;
+
+constexpr uint64_t kChunk = 512;
+constexpr uint64_t kInbox = 8192;   // put from (sender s, queue q) lands at kInbox + (s * queues + q) * kChunk
+constexpr uint64_t kGotBox = 32768; // get from (peer p, queue q) lands at kGotBox + (p * queues + q) * kChunk
+
+uint64_t Box(uint64_t base, int rank, int queue, int queues) { return base + (static_cast<uint64_t>(rank) * queues + queue) * kChunk; }
+int Owner(int rank, int round) { return rank * 97 + round; }  // whose pattern a source holds in a round
+
+// Every rank puts to and gets from every LSA peer (itself too) on every queue, signalled,
+// in coop `Coop`; then waits for its pools and checks every byte.
+template <class Coop> bool PutsAndGetsEverywhere(Rank& k, int round) {
+  ccoSdma sdma(k.dc, 10'000'000'000ull);
+  const int queues = sdma.queue_count();
+  Fill(k.mem, Owner(k.rank, round), kChunk / 4);
+  memset(k.mem + kInbox, 0, kChunk * queues * k.n);
+  memset(k.mem + kGotBox, 0, kChunk * queues * k.n);
+  CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+  for (int p = 0; p < k.n; ++p) {
+    for (int q = 0; q < queues; ++q) {
+      CHECK_OR_FAIL((sdma.put<Coop, true>(p, k.win, Box(kInbox, k.rank, q, queues), k.win, 0, kChunk, q)) == 0);
+      CHECK_OR_FAIL((sdma.get<Coop, true>(p, k.win, Box(kGotBox, p, q, queues), k.win, 0, kChunk, q)) == 0);
+    }
+  }
+  for (int p = 0; p < k.n; ++p) {
+    for (int q = 0; q < queues; ++q) {
+      CHECK_OR_FAIL(sdma.wait_signal<Coop>(p, q, 1) == 0);  // p's put on q landed here
+      CHECK_OR_FAIL(sdma.wait_local<Coop>(p, q, 1) == 0);   // this rank's get from p on q landed
+      CHECK_OR_FAIL(Holds(k.mem + Box(kInbox, p, q, queues), Owner(p, round), kChunk / 4));
+      CHECK_OR_FAIL(Holds(k.mem + Box(kGotBox, p, q, queues), Owner(p, round), kChunk / 4));
+      CHECK_OR_FAIL(sdma.read_signal(p, q) == 0 && sdma.read_local(p, q) == 0);
+    }
+    CHECK_OR_FAIL(sdma.quiet<Coop>(p) == 0);
+  }
+  return ccoBarrierAll(k.comm) == ccoSuccess;
+}
+
+TEST(SdmaOnHost, PutAndGetEveryPeerQueueAndCoop) {
+  for (int n : {2, 3}) {
+    EXPECT_EQ(RunGdaRanks(n, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
+      ccoSdma sdma(k.dc);
+      CHECK_OR_FAIL(sdma.queue_count() == 3 && k.dc.sdmaQueueCount == 3);
+      for (int round = 0; round < 4; ++round) {
+        CHECK_OR_FAIL(PutsAndGetsEverywhere<ccoCoopThread>(k, round));
+        CHECK_OR_FAIL(PutsAndGetsEverywhere<ccoCoopWarp>(k, round + 10));
+        CHECK_OR_FAIL(PutsAndGetsEverywhere<ccoCoopBlock>(k, round + 20));
+      }
+      return true;
+    }, 1, /*sdmaQueues=*/3), 0) << n << " ranks";
+  }
+}
+
+// Many unsignalled puts in a row to one place, then quiet: the last one wins (a queue runs
+// in order), and nothing was counted in any pool.
+TEST(SdmaOnHost, UnsignalledPutsRunInOrderAndQuietCompletesThem) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
+    ccoSdma sdma(k.dc, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    for (int i = 0; i < 40; ++i) Fill(k.mem + i * kChunk, Owner(k.rank, i), kChunk / 4);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    for (int i = 0; i < 40; ++i)
+      CHECK_OR_FAIL((sdma.put<ccoCoopThread, false>(peer, k.win, kGotBox, k.win, i * kChunk, kChunk, 1)) == 0);
+    CHECK_OR_FAIL(sdma.quiet_queue(peer, 1) == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(Holds(k.mem + kGotBox, Owner(peer, 39), kChunk / 4));
+    CHECK_OR_FAIL(sdma.read_signal(peer, 1) == 0 && sdma.read_local(peer, 1) == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }, 1, 2), 0);
+}
+
+// AGGREGATE posts wait for commit: the target sees neither data nor signal before it.
+// LOCAL puts count in the sender's local pool once complete.
+TEST(SdmaOnHost, AggregatedPostsWaitForCommitAndLocalCounts) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
+    ccoSdma sdma(k.dc, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    Fill(k.mem, Owner(k.rank, 7), kChunk / 4);
+    memset(k.mem + kInbox, 0, kChunk);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    for (int i = 0; i < 3; ++i)
+      CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, k.win, kInbox, k.win, 0, kChunk, 0,
+                                                    CCO_SDMA_FLAG_AGGREGATE | CCO_SDMA_FLAG_LOCAL)) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // a proxy that took them would have
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(sdma.read_signal(peer, 0) == 0 && sdma.read_local(peer, 0) == 0);
+    for (size_t i = 0; i < kChunk; ++i) CHECK_OR_FAIL(k.mem[kInbox + i] == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(sdma.commit(peer, 0) == 0);
+    CHECK_OR_FAIL(sdma.wait_signal(peer, 0, 3) == 0);
+    CHECK_OR_FAIL(Holds(k.mem + kInbox, Owner(peer, 7), kChunk / 4));
+    CHECK_OR_FAIL(sdma.wait_local(peer, 0, 3) == 0);
+    // reset: a count read, then set aside.
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, k.win, kInbox, k.win, 0, 8, 0)) == 0 && sdma.quiet(peer) == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(sdma.read_signal(peer, 0) == 1);
+    sdma.reset_signal(peer, 0);
+    CHECK_OR_FAIL(sdma.read_signal(peer, 0) == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }, 1, 1), 0);
+}
+
+// Out-of-range peers, queues and flags are refused on the device; a bad window fails the
+// queue's ring, so quiet ends ABORTED instead of hanging; other queues go on.
+TEST(SdmaOnHost, BadArgumentsAndBadDescriptors) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
+    ccoSdma sdma(k.dc, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    CHECK_OR_FAIL(sdma.put(2, k.win, 0, k.win, 0, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.put(peer, k.win, 0, k.win, 0, 8, 2) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.get(peer, k.win, 0, k.win, 0, 8, -1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.put(peer, k.win, 0, k.win, 0, 8, 0, 4) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.wait_signal(peer, 5, 1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.put(peer, k.win, kWindow - 8, k.win, 0, 64, 0) == 0);  // runs past the window
+    CHECK_OR_FAIL(sdma.quiet(peer) == CCO_DEVICE_STATUS_ABORTED);
+    CHECK_OR_FAIL(sdma.put(peer, k.win, 0, k.win, 64, 64, 1) == 0 && sdma.quiet_queue(peer, 1) == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }, 1, 2), 0);
+}
+
+// Without CCO_ENABLE_SDMA a device communicator has no queues (every call is refused), and
+// asking for queues is an error that says how to enable them.
+TEST(SdmaOnHost, OffUnlessEnabled) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
+    ccoSdma sdma(k.dc);
+    CHECK_OR_FAIL(sdma.queue_count() == 0 && k.dc.sdmaRingSlots == 0);
+    CHECK_OR_FAIL(sdma.put(0, k.win, 0, k.win, 0, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.sdmaQueueCount = 2;
+    ccoDevComm dc;
+    CHECK_OR_FAIL(ccoDevCommCreate(k.comm, &reqs, &dc) == ccoInvalidUsage);
+    CHECK_OR_FAIL(strstr(ccoGetLastError(), "CCO_ENABLE_SDMA") != nullptr);
+    return true;
+  }), 0);
+}
+
+}  // namespace
