@@ -28,12 +28,15 @@ def pingpong(dc, win, status, peer, rounds, nbytes, queue, FIRST: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes", "queue"])
-def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue):
+def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue, EACH: tl.constexpr):
     """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
-    `dst` on `queue` without a signal, then quiet the queue (the copy is complete)."""
+    `dst` on `queue` without a signal; EACH: quiet the queue after every put (each copy's
+    latency), else once at the end (the copies run back to back: bandwidth)."""
     bad = 0
     for _ in range(count):
         bad += cco.Sdma.put(dc, peer, win, dst, win, src, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
                             signal=cco.SdmaSignal.OFF)
-        bad += cco.Sdma.quiet_queue(dc, peer, queue)
+        if EACH:
+            bad += cco.Sdma.quiet_queue(dc, peer, queue)
+    bad += cco.Sdma.quiet_queue(dc, peer, queue)
     tl.atomic_add(status, bad)
