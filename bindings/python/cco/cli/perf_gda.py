@@ -7,27 +7,15 @@ engine can do at best).
 
 import torch
 
+from cco.cli import perf_pair as P
 from cco.cli.report import size_label
 from cco.cli.timing import sweep
 from cco.kernels import gda as G
-from cco.kernels import lsa as K
-
-PAIR = (0, 1)
 
 
 def run_suite(report, opts, group, progress):
     _round_trip(report, opts, group, progress)
     _bandwidth(report, opts, group, progress)
-
-
-def _status(group):
-    return group.on(PAIR, lambda rk: torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}"))
-
-
-def _check(group, status, what):
-    bad = group.slowest(max((int(s.item()) for s in status.values()), default=0))
-    if bad:
-        raise RuntimeError(f"cco perf: GDA {what}: {int(bad)} calls failed")
 
 
 def _round_trip(report, opts, group, progress):
@@ -38,7 +26,7 @@ def _round_trip(report, opts, group, progress):
              "and answers the same way; in-kernel: one kernel loops over the rounds; graph: one round trip per "
              "kernel, replayed from a CUDA graph; lsa pingpong: two kernels bouncing a flag, no proxy (the floor)")
     rounds = 200 if opts.quick else 2000
-    status = _status(group)
+    status = P.status_words(group)
 
     def kernels(kind, nbytes, count):
         return lambda rk: lambda: G.pingpong[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1 - rk.rank, count,
@@ -50,38 +38,18 @@ def _round_trip(report, opts, group, progress):
     for kind, nbytes, label in ((0, 0, "signal only"), (2, 8, "put_value 8B"), (1, 8, "put 8B"), (1, 4096, "put 4KiB")):
         # Each side is its own binary: load both before either waits (loading a module
         # can wait for a kernel of the context that is running).
-        for r in PAIR:
+        for r in P.PAIR:
             group.run_once(group.on([r], kernels(kind, nbytes, 0)))
         progress("gda round trip", label)
-        group.run_once(group.on(PAIR, kernels(kind, nbytes, 20)))  # settle
-        t_loop = group.time_kernels(group.on(PAIR, kernels(kind, nbytes, rounds)), rounds)
-        t_graph = group.time_graphs(group.on(PAIR, kernels(kind, nbytes, 1)), min(rounds, 500))
+        group.run_once(group.on(P.PAIR, kernels(kind, nbytes, 20)))  # settle
+        t_loop = group.time_kernels(group.on(P.PAIR, kernels(kind, nbytes, rounds)), rounds)
+        t_graph = group.time_graphs(group.on(P.PAIR, kernels(kind, nbytes, 1)), min(rounds, 500))
         measured += [(label, "in-kernel", t_loop), (label, "graph", t_graph)]
-    _check(group, status, "round trip")
-
+    P.check_status(group, status, "GDA round trip")
     progress("gda round trip: flag ping-pong anchor")
-    failed = _status(group)
-
-    def pingpong(count):
-        def make(rk):
-            mine, theirs = rk.view(rk.rank, 0, 1, torch.int32), rk.view(1 - rk.rank, 0, 1, torch.int32)
-            return lambda: K.flag_pingpong[(1,)](mine, theirs, count, failed[rk.rank], FIRST=rk.rank == 0, num_warps=1)
-        return make
-
-    def reset_flags():
-        for rk in group.held(PAIR):
-            rk.view(rk.rank, 0, 2, torch.int32).zero_()
-        group.settle()
-
-    for r in PAIR:
-        group.run_once(group.on([r], pingpong(0)))
-    reset_flags()
-    t_pp = group.time_kernels(group.on(PAIR, pingpong(rounds)), rounds)
-    if group.slowest(max((int(f.item()) for f in failed.values()), default=0)):
-        t_pp = float("nan")  # the anchor lost its peer: report GDA alone
-    reset_flags()
+    floor = P.flag_pingpong_us(group, rounds)
     for label, how, t in measured:
-        rows.append([label, how, t * 1e6, t_pp * 1e6, t / t_pp])
+        rows.append([label, how, t * 1e6, floor, t * 1e6 / floor])
 
 
 def _bandwidth(report, opts, group, progress):
@@ -92,24 +60,12 @@ def _bandwidth(report, opts, group, progress):
              "flushed each time (the latency); memcpy: cudaMemcpyAsync of the same bytes from rank 0's window to "
              "rank 1's, replayed from a CUDA graph")
     span = opts.max_bytes
-    status = _status(group)
-
-    def pattern(rk, owner):
-        return torch.arange(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64) * 10 + owner
-
-    for rk in group.held(PAIR):
-        rk.view(rk.rank, 0, span // 8, torch.int64).copy_(pattern(rk, rk.rank))
-    group.settle()
+    status = P.status_words(group)
+    P.fill_sources(group, span)
 
     def puts(size, count, each=False):
         return lambda rk: lambda: G.put_flush[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
                                                     EACH=each, num_warps=4, extern_libs=group.libs)
-
-    def memcpy(size):
-        def make(rk):
-            src, dst = rk.view(0, 0, size // 8, torch.int64), rk.view(1, span, size // 8, torch.int64)
-            return lambda: dst.copy_(src)
-        return make
 
     group.run_once(group.on([0], puts(8, 1)))  # load
     group.run_once(group.on([0], puts(8, 1, True)))
@@ -118,17 +74,8 @@ def _bandwidth(report, opts, group, progress):
         reps = max(5, min(200, int(4e9 // size) // 50))
         t_each = group.time_kernels(group.on([0], puts(size, reps, True)), reps)
         t_put = group.time_kernels(group.on([0], puts(size, reps)), reps)
-        t_copy = group.time_graphs(group.on([0], memcpy(size)), reps)
+        t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps)
         gb = size / 1e9
         rows.append([size_label(size), t_each * 1e6, gb / t_put, gb / t_copy, 100 * t_copy / t_put])
-    _check(group, status, "put bandwidth")
-    # The last put of the whole span left rank 0's pattern in rank 1's [S, 2S); the memcpy
-    # anchor wrote the same bytes, so check after a final put alone.
-    for rk in group.held([1]):
-        rk.view(1, span, span // 8, torch.int64).zero_()
-    group.settle()
-    group.run_once(group.on([0], puts(span, 1)))
-    for rk in group.held([1]):
-        if not torch.equal(rk.view(1, span, span // 8, torch.int64), pattern(rk, 0)):
-            raise RuntimeError("cco perf: GDA put data check failed on rank 1")
-    group.align()
+    P.check_status(group, status, "GDA put bandwidth")
+    P.check_landed(group, span, puts(span, 1), "GDA put")
