@@ -194,7 +194,9 @@ def load_example(name):
 
 
 def kernels_to_compile():
+    from cco.kernels import gda as G
     from cco.kernels import lsa as K
+    from cco.kernels import sdma as S
 
     copy_sig = {"win": "u64", "peer": "i32", "src_offset": "u64", "dst_offset": "u64", "n_words": "i64",
                 "BLOCK": "constexpr"}
@@ -205,6 +207,20 @@ def kernels_to_compile():
                                                             "THREADS": "constexpr", "WARPS": "constexpr",
                                                             "CHUNK": "constexpr"},
          {"THREADS": 128, "WARPS": 4, "CHUNK": 4096}),
+        ("sdma_put", load_example("sdma_put").sdma_exchange, {"dc": "u64", "win": "u64", "status": "*i32",
+                                                              "right": "i32", "left": "i32", "QUEUES": "constexpr",
+                                                              "CHUNK": "constexpr"}, {"QUEUES": 2, "CHUNK": 1 << 20}),
+        ("gda_pingpong", G.pingpong, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "rounds": "i32",
+                                      "nbytes": "i64", "KIND": "constexpr", "FIRST": "constexpr"},
+         {"KIND": 2, "FIRST": True}),
+        ("gda_put_flush", G.put_flush, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "count": "i32",
+                                        "src": "i64", "dst": "i64", "nbytes": "i64", "EACH": "constexpr"},
+         {"EACH": True}),
+        ("sdma_pingpong", S.pingpong, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "rounds": "i32",
+                                       "nbytes": "i64", "queue": "i32", "FIRST": "constexpr"}, {"FIRST": False}),
+        ("sdma_put_quiet", S.put_quiet, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "count": "i32",
+                                         "src": "i64", "dst": "i64", "nbytes": "i64", "queue": "i32",
+                                         "EACH": "constexpr"}, {"EACH": False}),
         ("lsa_put", K.lsa_put, copy_sig, {"BLOCK": 2048}),
         ("lsa_get", K.lsa_get, copy_sig, {"BLOCK": 2048}),
         ("barrier_loop", K.barrier_loop, {"dc": "u64", "rounds": "i32", "status": "*i32", "COOP": "constexpr"},
