@@ -4,6 +4,9 @@ previous rank's window; it waits for its pools (the signal from the left rank on
 its own gets landed) and checks every byte. Copy engines move the data: the kernel only posts.
 
   CCO_ENABLE_SDMA=1 python -m cco.launch -n 2 examples/triton/sdma_put.py
+
+Status: compiled ahead of time for sm_90, sm_100, gfx942 and gfx950 in CI; runs on an H200
+with 2 and 4 ranks (tests/gpu/run_all.sh sdma).
 """
 
 import os
