@@ -153,7 +153,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_counter(int32_t counterId, uint64_t least) {
     if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t* word = counter_word(counterId);
-    return Consume<Coop>([&] { return arch::load<order::Relaxed, scope::System>(word); }, counter_shadow(counterId), least, 64);
+    return Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); }, counter_shadow(counterId), least, 64);
   }
 
   CCO_DEVICE_API void reset_counter(int32_t counterId) {
@@ -230,8 +230,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaSignalCount && dc_.gdaSignals; }
   CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaCounterCount && dc_.gdaCounters; }
   // Signal `id`'s value here: the sum of its words over the GDA team (abi/gda.h: each sender
-  // writes only its own). Relaxed loads, eight in flight at a time; a caller that acts on
-  // the value fences after it.
+  // writes only its own). arch::PollOrder loads (relaxed on GPUs), eight in flight at a
+  // time; a caller that acts on the value fences after it.
   CCO_DEVICE_API uint64_t signal_value(uint32_t id) const {
     const uint64_t* words = reinterpret_cast<const uint64_t*>(dc_.gdaSignals);
     const ccoGdaTopo t = topo();
@@ -241,7 +241,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       uint64_t v[8];
       for (int32_t k = 0; k < 8; ++k) {
         const int32_t sender = i + k < dc_.gdaPeerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
-        v[k] = sender < 0 ? 0 : arch::load<order::Relaxed, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
+        v[k] = sender < 0 ? 0 : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
       }
       for (int32_t k = 0; k < 8; ++k) sum += v[k];
     }
@@ -281,7 +281,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   }
 
   // Waits until value() - *shadow reaches `least` (in `bits` bits), then consumes it. The
-  // value is read relaxed; the fence after the wait makes it an acquire.
+  // value may be read relaxed; the fence after the wait makes it an acquire.
   template <class Coop, class Value>
   CCO_DEVICE_API int32_t Consume(Value value, uint64_t* shadow, uint64_t least, int32_t bits) const {
     Coop coop;

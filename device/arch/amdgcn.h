@@ -45,6 +45,9 @@ template <> struct IsAtomicWord<uint64_t> { static constexpr bool value = true; 
 
 }  // namespace amdgcn_detail
 
+// Polls of several words load relaxed and fence once (an acquire load holds back later loads).
+using PollOrder = order::Relaxed;
+
 // --- ids and sizes --------------------------------------------------------------------
 CCO_DEVICE_API uint32_t lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
 CCO_DEVICE_API uint32_t warp_size() { return __builtin_amdgcn_wavefrontsize(); }

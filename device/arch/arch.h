@@ -13,6 +13,10 @@
 //                   compare_exchange<O,S>(p, expected, desired) -> old   fetch_max<O,S>(p,v)
 //                   for T = uint32_t and uint64_t, O and S tags of memory_order.h
 //   fences          fence<S>() (acq_rel)
+//                   PollOrder: the order of loads that poll several words and are followed
+//                   by a fence once the condition holds (Relaxed on GPUs, where an acquire
+//                   load holds back the loads after it; Acquire on the host, whose race
+//                   checker does not see fences)
 //   time            nanosleep(ns); cycles() (this SM/CU's cycle counter);
 //                   timer_ns() (a clock that is comparable across the device's threads)
 //

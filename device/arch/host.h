@@ -36,6 +36,9 @@ CCO_DEVICE_API uint32_t grid_size() { return 1; }
 // --- lanes ----------------------------------------------------------------------------
 CCO_DEVICE_API LaneMask active_mask() { return 1; }
 CCO_DEVICE_API LaneMask ballot(bool predicate) { return predicate ? 1 : 0; }
+// ThreadSanitizer does not model fences: polls acquire on every load here (free on x86).
+using PollOrder = order::Acquire;
+
 CCO_DEVICE_API void warp_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t) { return value; }
 CCO_DEVICE_API void warp_sync_all() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }

@@ -37,6 +37,9 @@ CCO_NVPTX_SREG(laneid, "laneid")
 }  // namespace nvptx_detail
 #undef CCO_NVPTX_SREG
 
+// Polls of several words load relaxed and fence once (an acquire load holds back later loads).
+using PollOrder = order::Relaxed;
+
 CCO_DEVICE_API uint32_t lane_id() { return nvptx_detail::laneid(); }
 CCO_DEVICE_API uint32_t warp_size() { return 32; }
 CCO_DEVICE_API uint32_t thread_id() {
