@@ -46,6 +46,7 @@
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
 #include "device/gda_ring.hpp"
+#include "device/group_waits.hpp"
 #include "device/team.hpp"
 
 /// The portable provider: descriptors go through host-visible rings to the proxy.
@@ -138,7 +139,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   template <class Coop = ccoCoopThread>
   CCO_DEVICE_API int32_t wait_signal(int32_t signalId, uint64_t least, int32_t bits = 64) {
     if (!signal_ok(signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); }, shadow(signalId), least, bits);
+    return gda::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); }, shadow(signalId), least, bits,
+                              limits_);
   }
 
   CCO_DEVICE_API void reset_signal(int32_t signalId) {
@@ -153,7 +155,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_counter(int32_t counterId, uint64_t least) {
     if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t* word = counter_word(counterId);
-    return Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); }, counter_shadow(counterId), least, 64);
+    return gda::Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); }, counter_shadow(counterId),
+                              least, 64, limits_);
   }
 
   CCO_DEVICE_API void reset_counter(int32_t counterId) {
@@ -263,40 +266,9 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return d;
   }
 
-  // The group shares out the context's rings and runs step(i) on each of its share until
-  // one fails. Every thread then returns the group's verdict on failed rings, whichever
-  // thread met them: any ring whose error word is set fails the call in every thread.
+  // step(i) on each ring of the context, shared out over the group (group_waits.hpp).
   template <class Coop, class Step> CCO_DEVICE_API int32_t EveryRing(Step step) const {
-    Coop coop;
-    coop.sync();
-    int32_t status = CCO_DEVICE_STATUS_OK;
-    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
-         i += static_cast<int32_t>(coop.size()))
-      status = step(i);
-    coop.sync();
-    if (status == CCO_DEVICE_STATUS_OK && coop.size() > 1)
-      for (int32_t i = 0; i < dc_.gdaPeerCount; ++i)
-        if (arch::load<order::Relaxed, scope::System>(&ring(i).host->error) != CCO_GDA_RING_OK) return CCO_DEVICE_STATUS_ABORTED;
-    return status;
-  }
-
-  // Waits until value() - *shadow reaches `least` (in `bits` bits), then consumes it. The
-  // value may be read relaxed; the fence after the wait makes it an acquire.
-  template <class Coop, class Value>
-  CCO_DEVICE_API int32_t Consume(Value value, uint64_t* shadow, uint64_t least, int32_t bits) const {
-    Coop coop;
-    const uint64_t base = *shadow;
-    const int32_t status = gda::Wait(
-        [&] {
-          const uint64_t got = value() - base;
-          return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
-        },
-        nullptr, limits_);
-    arch::fence<scope::System>();
-    coop.sync();
-    if (status == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
-    coop.sync();
-    return status;
+    return gda::EveryRing<Coop>(dc_.gdaPeerCount, [&](int32_t i) { return ring(i); }, step);
   }
 
   template <class Coop, ccoThreadMode TM> CCO_DEVICE_API int32_t Post(int32_t peer, const ccoGdaDesc& d) {

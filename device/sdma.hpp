@@ -38,6 +38,7 @@
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
 #include "device/gda_ring.hpp"
+#include "device/group_waits.hpp"
 
 namespace cco {
 
@@ -78,18 +79,9 @@ class ccoSdma {
   /// shares out the queues; every thread returns the group's verdict.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t quiet(int32_t peer) {
     if (!target_ok(peer, 0)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    Coop coop;
-    coop.sync();
-    int32_t status = CCO_DEVICE_STATUS_OK;
-    for (int32_t q = static_cast<int32_t>(coop.thread_rank()); q < queue_count() && status == CCO_DEVICE_STATUS_OK;
-         q += static_cast<int32_t>(coop.size()))
-      status = gda::Flush<ccoGdaDeferred>(ring(peer, q), limits_);
-    coop.sync();
-    if (status == CCO_DEVICE_STATUS_OK && coop.size() > 1)
-      for (int32_t q = 0; q < queue_count(); ++q)
-        if (arch::load<order::Relaxed, scope::System>(&ring(peer, q).host->error) != CCO_GDA_RING_OK)
-          return CCO_DEVICE_STATUS_ABORTED;
-    return status;
+    return gda::EveryRing<Coop>(
+        queue_count(), [&](int32_t q) { return ring(peer, q); },
+        [&](int32_t q) { return gda::Flush<ccoGdaDeferred>(ring(peer, q), limits_); });
   }
 
   /// Every post to `peer` on `queue` so far is released and complete.
@@ -98,31 +90,20 @@ class ccoSdma {
     return gda::Flush<ccoGdaDeferred>(ring(peer, queue), limits_);
   }
 
-  // --- the signal pools of this rank ---------------------------------------------------
+  // --- the signal pools of this rank: remote (what peers' puts counted here), local (what
+  // this rank's gets, and LOCAL puts, counted) -------------------------------------------
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_signal(int32_t peer, int32_t queue, uint64_t least) {
-    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Consume<Coop>(remote_word(peer, queue), shadow(0, peer, queue), least);
+    return WaitPool<Coop>(kRemote, peer, queue, least);
   }
-  CCO_DEVICE_API uint64_t read_signal(int32_t peer, int32_t queue) const {
-    if (!target_ok(peer, queue)) return 0;
-    return arch::load<order::Acquire, scope::System>(remote_word(peer, queue)) - *shadow(0, peer, queue);
-  }
-  CCO_DEVICE_API void reset_signal(int32_t peer, int32_t queue) {
-    if (target_ok(peer, queue)) *shadow(0, peer, queue) = arch::load<order::Acquire, scope::System>(remote_word(peer, queue));
-  }
+  CCO_DEVICE_API uint64_t read_signal(int32_t peer, int32_t queue) const { return ReadPool(kRemote, peer, queue); }
+  CCO_DEVICE_API void reset_signal(int32_t peer, int32_t queue) { ResetPool(kRemote, peer, queue); }
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_local(int32_t peer, int32_t queue, uint64_t least) {
-    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Consume<Coop>(local_word(peer, queue), shadow(1, peer, queue), least);
+    return WaitPool<Coop>(kLocal, peer, queue, least);
   }
-  CCO_DEVICE_API uint64_t read_local(int32_t peer, int32_t queue) const {
-    if (!target_ok(peer, queue)) return 0;
-    return arch::load<order::Acquire, scope::System>(local_word(peer, queue)) - *shadow(1, peer, queue);
-  }
-  CCO_DEVICE_API void reset_local(int32_t peer, int32_t queue) {
-    if (target_ok(peer, queue)) *shadow(1, peer, queue) = arch::load<order::Acquire, scope::System>(local_word(peer, queue));
-  }
+  CCO_DEVICE_API uint64_t read_local(int32_t peer, int32_t queue) const { return ReadPool(kLocal, peer, queue); }
+  CCO_DEVICE_API void reset_local(int32_t peer, int32_t queue) { ResetPool(kLocal, peer, queue); }
 
  private:
   CCO_DEVICE_API bool target_ok(int32_t peer, int32_t queue) const {
@@ -137,17 +118,28 @@ class ccoSdma {
                          reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc_.sdmaRingDevice, r)),
                          dc_.sdmaRingDepth};
   }
-  CCO_DEVICE_API const uint64_t* remote_word(int32_t peer, int32_t queue) const {
-    return reinterpret_cast<const uint64_t*>(dc_.sdmaSignals) + slot(peer, queue);
+  // The pools: their words in the resource window's flat copy, their shadows in this rank's.
+  enum Pool { kRemote = 0, kLocal = 1 };
+  CCO_DEVICE_API const uint64_t* word(Pool pool, int32_t peer, int32_t queue) const {
+    return reinterpret_cast<const uint64_t*>(pool == kRemote ? dc_.sdmaSignals : dc_.sdmaLocal) + slot(peer, queue);
   }
-  CCO_DEVICE_API const uint64_t* local_word(int32_t peer, int32_t queue) const {
-    return reinterpret_cast<const uint64_t*>(dc_.sdmaLocal) + slot(peer, queue);
-  }
-  // pool 0: remote, 1: local.
-  CCO_DEVICE_API uint64_t* shadow(int pool, int32_t peer, int32_t queue) const {
+  CCO_DEVICE_API uint64_t* shadow(Pool pool, int32_t peer, int32_t queue) const {
     uint64_t* shadows = reinterpret_cast<uint64_t*>(dc_.lsaFlatBase + static_cast<uint64_t>(dc_.lsaRank) * dc_.lsaStride +
                                                     dc_.resourceOffset + dc_.sdmaShadowOffset);
     return shadows + static_cast<uint64_t>(pool) * dc_.lsaSize * dc_.sdmaQueueCount + slot(peer, queue);
+  }
+  template <class Coop> CCO_DEVICE_API int32_t WaitPool(Pool pool, int32_t peer, int32_t queue, uint64_t least) {
+    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    const uint64_t* w = word(pool, peer, queue);
+    return gda::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); }, shadow(pool, peer, queue),
+                              least, 64, limits_);
+  }
+  CCO_DEVICE_API uint64_t ReadPool(Pool pool, int32_t peer, int32_t queue) const {
+    if (!target_ok(peer, queue)) return 0;
+    return arch::load<order::Acquire, scope::System>(word(pool, peer, queue)) - *shadow(pool, peer, queue);
+  }
+  CCO_DEVICE_API void ResetPool(Pool pool, int32_t peer, int32_t queue) {
+    if (target_ok(peer, queue)) *shadow(pool, peer, queue) = arch::load<order::Acquire, scope::System>(word(pool, peer, queue));
   }
 
   CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst, uint64_t dstOffset,
@@ -174,18 +166,6 @@ class ccoSdma {
       status = (flags & CCO_SDMA_FLAG_AGGREGATE) ? gda::Post<ccoGdaDeferred>(ring(peer, queue), d, limits_, &ticket)
                                                  : gda::Post<ccoGdaImmediate>(ring(peer, queue), d, limits_, &ticket);
     }
-    coop.sync();
-    return status;
-  }
-
-  // Waits until *word - *shadow reaches `least`, then consumes it.
-  template <class Coop> CCO_DEVICE_API int32_t Consume(const uint64_t* word, uint64_t* shadow, uint64_t least) const {
-    Coop coop;
-    const uint64_t base = *shadow;
-    const int32_t status = gda::Wait([&] { return arch::load<order::Acquire, scope::System>(word) - base >= least; },
-                                     nullptr, limits_);
-    coop.sync();
-    if (status == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
     coop.sync();
     return status;
   }

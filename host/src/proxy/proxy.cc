@@ -217,6 +217,18 @@ Status Proxy::Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* wi
   return Status::Ok();
 }
 
+// A put (this rank's source, `theirs`'s destination) or a get (the other way round): both
+// windows resolved and bounded, as addresses in this rank's flat range.
+Status Proxy::Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src) {
+  const bool put = d.op == CCO_GDA_OP_PUT;
+  uint64_t dstOffset = 0, srcOffset = 0;
+  CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
+  CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &srcOffset).Prefixed("the source"));
+  *dst = (put ? theirs : comm_->MySlice()) + dstOffset;
+  *src = (put ? comm_->MySlice() : theirs) + srcOffset;
+  return Status::Ok();
+}
+
 // Checks everything first, so that a descriptor the proxy refuses has no effect at all.
 Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) {
   ccoComm& c = *comm_;
@@ -226,23 +238,17 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
   if (host < 0) return Unsupported(Fmt("rank ", peer, " is on another host: no network backend in this build"));
 
   uint64_t dst = 0, src = 0;
+  bool inlineWord = false;
   switch (d.op) {
     case CCO_GDA_OP_PUT:
-    case CCO_GDA_OP_GET: {
-      const bool put = d.op == CCO_GDA_OP_PUT;
-      uint64_t dstOffset = 0, srcOffset = 0;
-      CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
-      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &srcOffset).Prefixed("the source"));
-      dst = (put ? c.HostSlice(host) : c.MySlice()) + dstOffset;
-      src = (put ? c.MySlice() : c.HostSlice(host)) + srcOffset;
-      break;
-    }
+    case CCO_GDA_OP_GET: CCO_RETURN_IF_ERROR(Endpoints(d, c.HostSlice(host), &dst, &src)); break;
     case CCO_GDA_OP_PUT_VALUE: {
       if (d.bytes > 8) return InvalidArgument(Fmt("put_value of ", d.bytes, " bytes (at most 8)"));
       uint64_t dstOffset = 0;
       CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
       dst = c.HostSlice(host) + dstOffset;
-      if (d.bytes == sizeof(uint64_t) && dst % sizeof(uint64_t) == 0) break;  // written inline below
+      inlineWord = d.bytes == sizeof(uint64_t) && dst % sizeof(uint64_t) == 0;  // a stream write below
+      if (inlineWord) break;
       // The slot's own staging word: nobody overwrites it before the copy ran.
       *g.rings.stagingWord(ring, ticket) = d.srcOffset;
       src = g.rings.stagingAddress(ring, ticket);
@@ -260,7 +266,7 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
   if (marker && d.counterId >= g.counterWords)
     return InvalidArgument(Fmt("counter ", d.counterId, " is not below ", g.counterWords));
 
-  if (d.op == CCO_GDA_OP_PUT_VALUE && src == 0)  // an aligned word: a stream write, no copy engine
+  if (inlineWord)  // an aligned word: a stream write, no copy engine
     CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream_, dst, d.srcOffset));
   else if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0)
     CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream_, dst, src, d.bytes));
@@ -304,12 +310,9 @@ Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoG
   if (d.signalOp != CCO_SIGNAL_NONE && d.signalOp != CCO_SIGNAL_INC)
     return InvalidArgument(Fmt("SDMA signal operation ", int{d.signalOp}, " (only INC)"));
   const bool put = d.op == CCO_GDA_OP_PUT;
-  uint64_t dstOffset = 0, srcOffset = 0;
-  CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
-  CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &srcOffset).Prefixed("the source"));
+  uint64_t dst = 0, src = 0;
+  CCO_RETURN_IF_ERROR(Endpoints(d, c.LsaSlice(peer), &dst, &src));
   const uint64_t stream = s.streams[queue];
-  const uint64_t dst = (put ? c.LsaSlice(peer) : c.MySlice()) + dstOffset;
-  const uint64_t src = (put ? c.MySlice() : c.LsaSlice(peer)) + srcOffset;
   if (d.bytes > 0) CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream, dst, src, d.bytes));
   // Behind the data on the queue's stream: the counts, each in a slot only this proxy writes.
   if (put && d.signalOp == CCO_SIGNAL_INC) {

@@ -1,6 +1,6 @@
-// The GDA proxy of one communicator: a progress thread that consumes the rings of every
-// device communicator attached to it, moves the bytes through a backend and applies signals
-// and counters after the data (abi/gda.h has the ring; this file the work).
+// The proxy of one communicator: a progress thread that consumes the GDA and SDMA rings of
+// every device communicator attached to it, moves the bytes through a backend and applies
+// signals and counters after the data (abi/gda.h has the ring; this file the work).
 //
 // Backend here: `local`, the ranks of this host. Peers' windows and resource windows are
 // mapped in this rank's flat range (comm/window.cc maps every host peer), so a put or a get
@@ -10,7 +10,8 @@
 // one stream in ring order, so a signal is never visible before its data nor before the
 // data of earlier posts; counters and each ring's `consumed` are stream writes too. The
 // thread only queues work and never waits for it: a put+signal reaches the target after
-// one pass and the stream's own latency.
+// one pass and the stream's own latency. SDMA rings (abi/sdma.h) go the same way, each
+// queue on a stream of its own, with the pool slots written behind the data.
 //
 // The thread spins while there is work, then yields, then sleeps a little: several ranks on
 // few cores do not starve each other. Errors fail the ring (the device sees them in its
@@ -72,6 +73,7 @@ class Proxy {
   Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
+  Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);
   // Stops ring `ring` (its posters' waits end), naming the peer and `where`.
   void Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why);
   template <class T> void Remove(std::vector<std::shared_ptr<T>>* list, const T* item);
