@@ -42,6 +42,8 @@ class Channel {
   bool valid() const { return fd_.valid(); }
   int fd() const { return fd_.get(); }
   void Reset() { fd_.Reset(); }
+  // The socket, for a protocol of its own after the handshake (the tcp backend).
+  Fd TakeFd() { return std::move(fd_); }
 
   // One frame; `fdToPass` (Unix sockets only) travels with it.
   Status Send(const std::string& payload, Deadline deadline, int fdToPass = -1);

@@ -6,6 +6,7 @@
 #include "common/env.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
+#include "net/select.h"
 #include "proxy/gda_resources.h"
 #include "proxy/proxy.h"
 #include "proxy/sdma_resources.h"
@@ -26,17 +27,21 @@ int SdmaQueuesInUse(const ccoDevCommRequirements& reqs) { return SdmaEnabled() ?
 
 // The fields of ccoDevCommRequirements every rank must give alike, and what each process's
 // environment makes of them.
-constexpr int kCounts = 8;
+constexpr int kCounts = 9;
 struct RequirementCounts {
   int32_t values[kCounts];
 };
 constexpr const char* kRequirementNames[kCounts] = {
     "gdaConnectionType", "gdaContextCount", "gdaSignalCount",  "gdaCounterCount",
-    "lsaBarrierCount",   "sdmaQueueCount",  "gdaBarrierCount", "SDMA queues in use (CCO_ENABLE_SDMA)"};
+    "lsaBarrierCount",   "sdmaQueueCount",  "gdaBarrierCount", "SDMA queues in use (CCO_ENABLE_SDMA)",
+    "the network backend (CCO_NET)"};
 
 RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
+  NetChoice net = NetChoice::kAuto;
+  (void)NetChoiceFromEnv(&net);  // a malformed CCO_NET fails where GDA needs it (gda_resources.cc)
   return RequirementCounts{{r.gdaConnectionType, r.gdaContextCount, r.gdaSignalCount, r.gdaCounterCount,
-                            r.lsaBarrierCount, r.sdmaQueueCount, r.gdaBarrierCount, SdmaQueuesInUse(r)}};
+                            r.lsaBarrierCount, r.sdmaQueueCount, r.gdaBarrierCount, SdmaQueuesInUse(r),
+                            static_cast<int32_t>(net)}};
 }
 
 Status SameCounts(const char* op, const RequirementCounts& zero, const RequirementCounts& theirs, int rank) {
@@ -153,6 +158,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   // is a barrier, and peers' kernels only start after their create returned.
   s = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, layout.bytes);
   if (s.ok()) s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
+  if (gda) gda->id = c.windows[resource].id;  // alike on every rank: names it on the wire
   if (s.ok() && gda) s = c.proxy->Attach(gda);
   if (s.ok() && sdma) s = c.proxy->Attach(sdma);
   if (gda && env::Flag("CCO_GDA_TRACE"))

@@ -2,6 +2,7 @@
 
 #include "comm/agree.h"
 #include "comm/communicator.h"
+#include "net/select.h"
 
 namespace cco {
 namespace {
@@ -24,20 +25,17 @@ int HostIndexOf(const ccoComm& c, int rank) {
   return -1;
 }
 
-// Resolves each connected peer once (the proxy looks them up per descriptor), and checks that
-// every one is reachable by a backend this build has: `local` (this host).
-Status ResolvePeers(const ccoComm& c, GdaResources& g) {
+// Resolves each connected peer once (the proxy looks them up per descriptor): its rank, its
+// host index, and whether the network backend serves it (net/select.h).
+void ResolvePeers(const ccoComm& c, const std::vector<bool>& net, GdaResources& g) {
   g.peerRank.resize(g.peerCount);
   g.peerHost.resize(g.peerCount);
+  g.peerNet.resize(g.peerCount);
   for (int i = 0; i < g.peerCount; ++i) {
     g.peerRank[i] = cco_gda_conn_team_peer(g.connectionType, &g.topo, i);
     g.peerHost[i] = HostIndexOf(c, g.peerRank[i]);
-    if (g.peerHost[i] < 0)
-      return Unsupported(Fmt("GDA to rank ", g.peerRank[i], " (on another host) needs a network backend (tcp or verbs), "
-                             "which this build does not have yet; ranks of one host (CCO_TEST_NODES_PER_HOST splits "
-                             "one) work"));
+    g.peerNet[i] = net[g.peerRank[i]];
   }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -60,8 +58,18 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   g->sent.assign(static_cast<size_t>(g->peerCount) * g->signalIds, 0);
   g->marks.assign(static_cast<size_t>(g->contexts) * g->counterWords * g->peerCount, 0);
 
-  Status local = g->contexts > 0 ? ResolvePeers(c, *g)
+  // The network first, collectively, whatever this rank's own requirements say: every rank
+  // of a communicator across hosts (or nodes under CCO_NET) has a peer there.
+  NetChoice choice = NetChoice::kAuto;
+  CCO_RETURN_IF_ERROR(Agree(c, "ccoDevCommCreate (CCO_NET)", NetChoiceFromEnv(&choice)));
+  const std::vector<bool> net = NetPeers(c, choice);
+  bool anyNet = false;
+  for (bool n : net) anyNet |= n;
+  if (anyNet) CCO_RETURN_IF_ERROR(EnsureNetBackend(c, choice).Prefixed("ccoDevCommCreate"));
+
+  Status local = g->contexts > 0 ? Status::Ok()
                                  : InvalidArgument("reqs->gdaContextCount is 0, but the connection type asks for GDA");
+  ResolvePeers(c, net, *g);
   if (local.ok())
     local = AllocateRings(c, static_cast<uint32_t>(g->contexts * g->peerCount), CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
                 .Prefixed("GDA");

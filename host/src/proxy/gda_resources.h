@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct GdaResources {
   ccoGdaTopo topo{};
   std::vector<int> peerRank;  // by peer index (ring % peerCount): the world rank it connects
   std::vector<int> peerHost;  // ... and that rank's host index (-1: on another host)
+  std::vector<uint8_t> peerNet;  // ... and whether the network backend serves it
+  uint32_t id = 0;            // the resource window's id: names this device communicator on the wire
   uint32_t signalIds = 0;     // user signals, then barrier signals; each has worldSize words
   uint32_t counterWords = 0;
 
@@ -43,6 +46,7 @@ struct GdaResources {
   // [context][counter][peer index].
   std::vector<uint64_t> sent;
   std::vector<uint64_t> marks;
+  std::atomic<int64_t> netInFlight{0};  // ops with the network backend
 
   uint64_t& sentTo(int peer, uint32_t signalId) { return sent[static_cast<size_t>(peer) * signalIds + signalId]; }
   uint64_t& mark(int context, uint32_t counter, int peer) {

@@ -27,6 +27,7 @@ Proxy::Proxy(ccoComm* comm) : comm_(comm), trace_(env::Flag("CCO_GDA_TRACE")) {}
 Proxy::~Proxy() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
+  net_.reset();  // its sockets and stream, before this proxy's stream
   if (streamMade_) {
     comm_->platform->StreamSynchronize(comm_->device, stream_);
     comm_->platform->StreamDestroy(comm_->device, stream_);
@@ -82,7 +83,42 @@ template <class T> void Proxy::Remove(std::vector<std::shared_ptr<T>>* list, con
   Quiesce();
 }
 
-void Proxy::Detach(const GdaResources* g) { Remove(&attached_, g); }
+void Proxy::Detach(const GdaResources* g) {
+  Remove(&attached_, g);
+  if (g->netInFlight.load() == 0) return;
+  WaitNetIdle(g);
+  Quiesce();  // the counters and ring words the completions wrote
+}
+
+void Proxy::WaitNetIdle(const GdaResources* g) {
+  const Deadline deadline = DeadlineIn(comm_->timeoutMs);
+  while (g->netInFlight.load() > 0 && thread_.joinable() && !stop_) {
+    if (MsLeft(deadline) <= 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lastError_.empty())
+        lastError_ = Fmt("ccoDevCommDestroy: ", g->netInFlight.load(), " GDA network op(s) still unanswered after ",
+                         comm_->timeoutMs, " ms");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void Proxy::SetNet(std::shared_ptr<NetBackend> net) {
+  std::lock_guard<std::mutex> lock(mu_);
+  net_ = std::move(net);
+  ++generation_;
+}
+
+bool Proxy::HasNet() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return net_ != nullptr;
+}
+
+const char* Proxy::NetName() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return net_ != nullptr ? net_->name() : "none";
+}
 
 void Proxy::Detach(const SdmaResources* s) {
   Remove(&attachedSdma_, s);
@@ -132,7 +168,7 @@ std::string Proxy::lastError() const {
 
 void Proxy::Loop() {
   using Clock = std::chrono::steady_clock;
-  std::vector<std::shared_ptr<GdaResources>> work;
+  std::vector<std::shared_ptr<GdaResources>>& work = threadWork_;
   std::vector<std::shared_ptr<SdmaResources>> sdmaWork;
   uint64_t generation = ~0ull;
   int idle = 0;
@@ -143,9 +179,11 @@ void Proxy::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       work = attached_;
       sdmaWork = attachedSdma_;
+      threadNet_ = net_;
       generation = generation_.load();
     }
     bool did = false;
+    if (threadNet_) did |= ProgressNet(*threadNet_);
     for (auto& g : work) did |= Pass(*g);
     for (auto& s : sdmaWork) did |= Pass(*s);
     // Resources detached before `generation` are no longer in use.
@@ -175,12 +213,13 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
       uint64_t ticket;
       if (!consumer.Next(&d, &ticket)) break;
       did = true;
-      Status s = issue(ring, ticket, d);
+      bool deferred = false;
+      Status s = issue(ring, ticket, d, &deferred);
       if (!s.ok()) {
         Fail(rings, ring, peerOf(ring), nameOf(ring), s);
         break;
       }
-      consumer.Complete(ticket);  // queued: `consumed` is written behind it below
+      if (!deferred) consumer.Complete(ticket);  // queued: `consumed` is written behind it below
     }
     // One write per ring per pass, behind the work it vouches for.
     uint64_t consumed;
@@ -194,14 +233,17 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
 
 bool Proxy::Pass(GdaResources& g) {
   return Drain(
-      g.rings, [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) { return Issue(g, ring, ticket, d); },
+      g.rings,
+      [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred) {
+        return Issue(g, ring, ticket, d, deferred);
+      },
       [&](uint32_t) { return stream_; }, [&](uint32_t ring) { return g.peerRank[ring % g.peerCount]; },
       [&](uint32_t ring) { return Fmt("GDA context ", ring / g.peerCount); });
 }
 
 bool Proxy::Pass(SdmaResources& s) {
   return Drain(
-      s.rings, [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) { return Issue(s, ring, ticket, d); },
+      s.rings, [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool*) { return Issue(s, ring, ticket, d); },
       [&](uint32_t ring) { return s.streams[ring % s.queues]; },
       [&](uint32_t ring) { return comm_->topo.lsaWorldBase + static_cast<int32_t>(ring / s.queues); },
       [&](uint32_t ring) { return Fmt("SDMA queue ", ring % s.queues); });
@@ -229,13 +271,43 @@ Status Proxy::Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uin
   return Status::Ok();
 }
 
+namespace {
+
+// What every GDA descriptor must satisfy, whichever backend carries it.
+Status CheckGdaDesc(const GdaResources& g, const ccoGdaDesc& d) {
+  switch (d.op) {
+    case CCO_GDA_OP_PUT:
+    case CCO_GDA_OP_GET:
+    case CCO_GDA_OP_SIGNAL: break;
+    case CCO_GDA_OP_PUT_VALUE:
+      if (d.bytes > 8) return InvalidArgument(Fmt("put_value of ", d.bytes, " bytes (at most 8)"));
+      break;
+    default: return InvalidArgument(Fmt("unknown GDA operation ", static_cast<int>(d.op)));
+  }
+  if (d.signalOp != CCO_SIGNAL_NONE) {
+    if (d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD)
+      return InvalidArgument(Fmt("unknown signal operation ", static_cast<int>(d.signalOp)));
+    if (d.signalId >= g.signalIds) return InvalidArgument(Fmt("signal ", d.signalId, " is not below ", g.signalIds));
+  }
+  if ((d.flags & CCO_GDA_DESC_MARKER) && d.counterId >= g.counterWords)
+    return InvalidArgument(Fmt("counter ", d.counterId, " is not below ", g.counterWords));
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Checks everything first, so that a descriptor the proxy refuses has no effect at all.
-Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) {
+Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred) {
   ccoComm& c = *comm_;
+  CCO_RETURN_IF_ERROR(CheckGdaDesc(g, d));
   const int peerIndex = static_cast<int>(ring % g.peerCount);
+  if (g.peerNet[peerIndex]) {
+    *deferred = true;
+    return IssueNet(g, ring, ticket, d);
+  }
   const int32_t peer = g.peerRank[peerIndex];
   const int host = g.peerHost[peerIndex];
-  if (host < 0) return Unsupported(Fmt("rank ", peer, " is on another host: no network backend in this build"));
+  if (host < 0) return Unsupported(Fmt("rank ", peer, " is on another host and no network backend serves it"));
 
   uint64_t dst = 0, src = 0;
   bool inlineWord = false;
@@ -243,7 +315,6 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
     case CCO_GDA_OP_PUT:
     case CCO_GDA_OP_GET: CCO_RETURN_IF_ERROR(Endpoints(d, c.HostSlice(host), &dst, &src)); break;
     case CCO_GDA_OP_PUT_VALUE: {
-      if (d.bytes > 8) return InvalidArgument(Fmt("put_value of ", d.bytes, " bytes (at most 8)"));
       uint64_t dstOffset = 0;
       CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &dstOffset).Prefixed("the destination"));
       dst = c.HostSlice(host) + dstOffset;
@@ -254,18 +325,8 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
       src = g.rings.stagingAddress(ring, ticket);
       break;
     }
-    case CCO_GDA_OP_SIGNAL: break;
-    default: return InvalidArgument(Fmt("unknown GDA operation ", static_cast<int>(d.op)));
+    default: break;  // a signal alone
   }
-  if (d.signalOp != CCO_SIGNAL_NONE) {
-    if (d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD)
-      return InvalidArgument(Fmt("unknown signal operation ", static_cast<int>(d.signalOp)));
-    if (d.signalId >= g.signalIds) return InvalidArgument(Fmt("signal ", d.signalId, " is not below ", g.signalIds));
-  }
-  const bool marker = (d.flags & CCO_GDA_DESC_MARKER) != 0;
-  if (marker && d.counterId >= g.counterWords)
-    return InvalidArgument(Fmt("counter ", d.counterId, " is not below ", g.counterWords));
-
   if (inlineWord)  // an aligned word: a stream write, no copy engine
     CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream_, dst, d.srcOffset));
   else if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0)
@@ -284,21 +345,131 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
             host, static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src),
             static_cast<unsigned long long>(d.bytes), d.signalId, d.signalOp,
             static_cast<unsigned long long>(signalAddress), static_cast<unsigned long long>(sum));
-  if (marker) {
-    // Everything issued before is ahead of it on the stream: the counter counts, per
-    // context, the markers every ring of the context has passed.
-    const int context = static_cast<int>(ring / g.peerCount);
-    ++g.mark(context, d.counterId, peerIndex);
-    uint64_t total = 0;
-    for (int ctx = 0; ctx < g.contexts; ++ctx) {
-      uint64_t passed = g.mark(ctx, d.counterId, 0);
-      for (int p = 1; p < g.peerCount; ++p) passed = std::min(passed, g.mark(ctx, d.counterId, p));
-      total += passed;
-    }
-    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(
-        c.device, stream_, c.MySlice() + g.counterOffset + sizeof(uint64_t) * d.counterId, total));
-  }
+  // Everything issued before is ahead of it on the stream.
+  if (d.flags & CCO_GDA_DESC_MARKER) CCO_RETURN_IF_ERROR(PassMarker(g, ring, d.counterId));
   return Status::Ok();
+}
+
+// The counter counts, per context, the markers every ring of the context has passed.
+Status Proxy::PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId) {
+  ccoComm& c = *comm_;
+  const int context = static_cast<int>(ring / g.peerCount), peerIndex = static_cast<int>(ring % g.peerCount);
+  ++g.mark(context, counterId, peerIndex);
+  uint64_t total = 0;
+  for (int ctx = 0; ctx < g.contexts; ++ctx) {
+    uint64_t passed = g.mark(ctx, counterId, 0);
+    for (int p = 1; p < g.peerCount; ++p) passed = std::min(passed, g.mark(ctx, counterId, p));
+    total += passed;
+  }
+  return c.platform->StreamWriteValue64(c.device, stream_, c.MySlice() + g.counterOffset + sizeof(uint64_t) * counterId,
+                                        total);
+}
+
+// A descriptor for a rank the network backend serves: this side's memory is resolved and
+// bounded here, the peer's by the peer (which refuses what it cannot honour).
+Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) {
+  ccoComm& c = *comm_;
+  if (!threadNet_) return Unsupported("no network backend");
+  const int peerIndex = static_cast<int>(ring % g.peerCount);
+  NetOp op;
+  op.peer = g.peerRank[peerIndex];
+  op.gdaId = g.id;
+  op.bytes = d.bytes;
+  uint64_t localOffset = 0, theirs = 0;
+  switch (d.op) {
+    case CCO_GDA_OP_PUT:
+      op.kind = NetOpKind::kPut;
+      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &localOffset).Prefixed("the source"));
+      CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &theirs).Prefixed("the destination"));
+      op.window = d.dstWindow;
+      op.offset = d.dstOffset;
+      break;
+    case CCO_GDA_OP_GET:
+      op.kind = NetOpKind::kGet;
+      CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &localOffset).Prefixed("the destination"));
+      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &theirs).Prefixed("the source"));
+      op.window = d.srcWindow;
+      op.offset = d.srcOffset;
+      break;
+    case CCO_GDA_OP_PUT_VALUE:
+      op.kind = NetOpKind::kPutValue;
+      CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &theirs).Prefixed("the destination"));
+      if (d.bytes == 0) op.kind = NetOpKind::kSignal;  // nothing to write: the signal alone
+      op.window = d.dstWindow;
+      op.offset = d.dstOffset;
+      op.value = d.srcOffset;
+      break;
+    default: op.kind = NetOpKind::kSignal; break;
+  }
+  op.local = c.MySlice() + localOffset;
+  if (d.signalOp != CCO_SIGNAL_NONE) {
+    op.signal = true;
+    op.signalId = d.signalId;
+    op.signalSum = g.sentTo(peerIndex, d.signalId) += d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
+  }
+  // Nothing to write and no signal (a marker alone): an empty put, which completes in order.
+  if (op.kind == NetOpKind::kSignal && !op.signal) op.kind = NetOpKind::kPut, op.bytes = 0;
+  op.cookie = nextCookie_++;
+  netPending_[op.cookie] = NetPending{nullptr, ring, ticket, (d.flags & CCO_GDA_DESC_MARKER) != 0, d.counterId};
+  for (auto& attached : threadWork_)
+    if (attached.get() == &g) netPending_[op.cookie].g = attached;
+  ++g.netInFlight;
+  if (trace_)
+    fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d to rank %d over %s, window %u offset %llu bytes %llu\n",
+            c.topo.rank, ring, static_cast<unsigned long long>(ticket), d.op, op.peer, threadNet_->name(), op.window,
+            static_cast<unsigned long long>(op.offset), static_cast<unsigned long long>(op.bytes));
+  threadNet_->Post(op);
+  return Status::Ok();
+}
+
+bool Proxy::ProgressNet(NetBackend& net) {
+  netDone_.clear();
+  const bool did = net.Progress(*this, &netDone_);
+  for (const NetCompletion& done : netDone_) {
+    auto it = netPending_.find(done.cookie);
+    if (it == netPending_.end()) continue;
+    NetPending p = std::move(it->second);
+    netPending_.erase(it);
+    if (!p.g) continue;
+    GdaResources& g = *p.g;
+    const int32_t peer = g.peerRank[p.ring % g.peerCount];
+    Status s = done.status;
+    if (s.ok()) {
+      g.rings.consumers[p.ring].Complete(p.ticket);
+      if (p.marker) s = PassMarker(g, p.ring, p.counterId);
+    }
+    if (!s.ok()) {
+      const std::string where = Fmt("GDA context ", p.ring / g.peerCount, " over ", net.name());
+      if (done.peerLost) {
+        g.rings.consumers[p.ring].Fail(CCO_GDA_RING_PEER_FAILED, peer);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
+      } else {
+        Fail(g.rings, p.ring, peer, where, s);
+      }
+    }
+    --g.netInFlight;
+  }
+  return did;
+}
+
+Status Proxy::WindowAddress(uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address) {
+  uint64_t windowOffset = 0;
+  CCO_RETURN_IF_ERROR(Resolve(window, offset, bytes, &windowOffset));
+  *address = comm_->MySlice() + windowOffset;
+  return Status::Ok();
+}
+
+Status Proxy::SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) {
+  const ccoComm& c = *comm_;
+  if (sender < 0 || sender >= c.topo.nRanks) return InvalidArgument(Fmt("sender ", sender));
+  for (const auto& g : threadWork_) {
+    if (g->id != gdaId) continue;
+    if (signalId >= g->signalIds) return InvalidArgument(Fmt("signal ", signalId, " is not below ", g->signalIds));
+    *address = c.MySlice() + g->signalOffset + sizeof(uint64_t) * cco_gda_signal_word(signalId, sender, c.topo.nRanks);
+    return Status::Ok();
+  }
+  return InvalidArgument(Fmt("no device communicator ", gdaId, " here"));
 }
 
 // An SDMA descriptor: a copy on its queue's stream, then the pool slots it counts in.

@@ -2,7 +2,8 @@
 // every device communicator attached to it, moves the bytes through a backend and applies
 // signals and counters after the data (abi/gda.h has the ring; this file the work).
 //
-// Backend here: `local`, the ranks of this host. Peers' windows and resource windows are
+// Backends: `local` for the ranks of this host, and a network backend (net/backend.h: tcp)
+// for ranks of other hosts, or of other nodes when CCO_NET asks for it. Local: peers' windows and resource windows are
 // mapped in this rank's flat range (comm/window.cc maps every host peer), so a put or a get
 // is one copy on the proxy's own stream (memcpy on the cpu platform), and a signal is a
 // stream write of this rank's running sum into its own word of the target's signal
@@ -12,6 +13,10 @@
 // thread only queues work and never waits for it: a put+signal reaches the target after
 // one pass and the stream's own latency. SDMA rings (abi/sdma.h) go the same way, each
 // queue on a stream of its own, with the pool slots written behind the data.
+//
+// A network op is handed to the backend and its ring slot stays in use until the backend
+// reports it done at the target; only then does `consumed` pass it (flush means remote
+// completion on every backend), and markers count it.
 //
 // The thread spins while there is work, then yields, then sleeps a little: several ranks on
 // few cores do not starve each other. Errors fail the ring (the device sees them in its
@@ -27,8 +32,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "net/backend.h"
 #include "proxy/gda_resources.h"
 #include "proxy/sdma_resources.h"
 
@@ -36,10 +43,10 @@ struct ccoComm;
 
 namespace cco {
 
-class Proxy {
+class Proxy : private NetTargetMap {
  public:
   explicit Proxy(ccoComm* comm);
-  ~Proxy();
+  ~Proxy() override;
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
@@ -58,6 +65,11 @@ class Proxy {
   // The first error the proxy met, "" if none.
   std::string lastError() const;
 
+  // The network backend, once (collectively, when a device communicator first needs one).
+  void SetNet(std::shared_ptr<NetBackend> net);
+  bool HasNet() const;
+  const char* NetName() const;
+
  private:
   struct Window {
     uint64_t offset, size;
@@ -70,7 +82,17 @@ class Proxy {
   template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
   bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf);
   // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
-  Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
+  // *deferred: the work went to the network backend, which completes the ticket later.
+  Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred);
+  Status IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
+  // The counter of a marker on `ring` once everything before it on the ring is done.
+  Status PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId);
+  bool ProgressNet(NetBackend& net);
+  // Waits (bounded) until no op of `g` is with the network backend.
+  void WaitNetIdle(const GdaResources* g);
+  // NetTargetMap, for ops arriving from other ranks.
+  Status WindowAddress(uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address) override;
+  Status SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) override;
   Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
   Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);
@@ -93,6 +115,20 @@ class Proxy {
   std::vector<std::shared_ptr<SdmaResources>> attachedSdma_;
   std::map<uint32_t, Window> windows_;
   std::string lastError_;
+  std::shared_ptr<NetBackend> net_;
+  // The thread's own: what it serves, and the ops with the network backend by cookie.
+  struct NetPending {
+    std::shared_ptr<GdaResources> g;
+    uint32_t ring;
+    uint64_t ticket;
+    bool marker;
+    uint32_t counterId;
+  };
+  std::vector<std::shared_ptr<GdaResources>> threadWork_;
+  std::shared_ptr<NetBackend> threadNet_;
+  std::unordered_map<uint64_t, NetPending> netPending_;
+  uint64_t nextCookie_ = 1;
+  std::vector<NetCompletion> netDone_;
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};
 };

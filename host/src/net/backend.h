@@ -1,0 +1,76 @@
+// The proxy's network backends: how a GDA operation reaches a rank of another node, and how
+// the operations of such ranks land in this rank's memory.
+//
+// The proxy hands a backend one NetOp per descriptor it took from a ring, already checked
+// on this side; the backend moves it and later hands back a NetCompletion with the op's
+// cookie. A completion means the op is done at the target: a put's bytes and its signal
+// word are in the target's memory (remote completion, what flush promises), a get's bytes
+// are in this rank's. Ops to one peer complete in the order they were posted.
+//
+// The target side never trusts the wire: every window, offset, size and signal index an
+// incoming op names is checked against this rank's own tables (NetTargetMap) before a byte
+// moves, and an op that fails the check is refused back to its sender, with no effect.
+//
+// Backends: `tcp` (net/tcp_backend.h), everywhere. The proxy calls Post and Progress from
+// its thread only.
+#ifndef CCO_HOST_NET_BACKEND_H_
+#define CCO_HOST_NET_BACKEND_H_
+
+#include <stdint.h>
+
+#include <vector>
+
+#include "common/status.h"
+
+namespace cco {
+
+enum class NetOpKind : uint8_t { kPut = 1, kPutValue = 2, kSignal = 3, kGet = 4 };
+
+struct NetOp {
+  NetOpKind kind = NetOpKind::kPut;
+  int32_t peer = -1;        // world rank
+  uint32_t gdaId = 0;       // the device communicator (its resource window's id: alike on every rank)
+  uint32_t window = 0;      // at the peer: put and put_value's destination, get's source
+  uint64_t offset = 0;      // ... and where in it
+  uint64_t bytes = 0;       // put, get; put_value: 1 to 8
+  uint64_t local = 0;       // in this rank's flat range: put's source, get's destination
+  uint64_t value = 0;       // put_value's bytes, little-endian
+  bool signal = false;      // then the target sets this rank's word of signal signalId to signalSum
+  uint32_t signalId = 0;
+  uint64_t signalSum = 0;   // the running sum this rank has sent the peer on that signal
+  uint64_t cookie = 0;      // handed back in the completion
+};
+
+struct NetCompletion {
+  uint64_t cookie = 0;
+  Status status;            // refused by the target, or the peer was lost
+  bool peerLost = false;    // the connection is gone: later ops to the peer fail at once
+};
+
+// What the target side asks the proxy: where incoming bytes may land, and where a sender's
+// word of a signal is (addresses in this rank's flat range).
+class NetTargetMap {
+ public:
+  virtual ~NetTargetMap() = default;
+  virtual Status WindowAddress(uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address) = 0;
+  virtual Status SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) = 0;
+};
+
+class NetBackend {
+ public:
+  virtual ~NetBackend() = default;
+  virtual const char* name() const = 0;
+  // Whether the backend has a connection to `peer` (world rank).
+  virtual bool Reaches(int32_t peer) const = 0;
+  // Queues `op`; its completion comes out of Progress (at once, failed, when the peer is lost).
+  virtual void Post(const NetOp& op) = 0;
+  // Moves everything along without blocking, applying incoming ops through `map`; appends
+  // the completions; whether anything happened.
+  virtual bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) = 0;
+  // The first peer failure, "" if none (for the proxy's lastError).
+  virtual std::string lastError() const = 0;
+};
+
+}  // namespace cco
+
+#endif  // CCO_HOST_NET_BACKEND_H_

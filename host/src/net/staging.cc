@@ -1,0 +1,55 @@
+#include "net/staging.h"
+
+
+namespace cco {
+
+StreamFence::~StreamFence() {
+  if (word_ != nullptr) {
+    platform_->StreamSynchronize(device_, stream_);  // no write is still on its way to the word
+    platform_->HostMappedFree(device_, const_cast<uint64_t*>(word_));
+  }
+}
+
+Status StreamFence::Init() {
+  void* host = nullptr;
+  CCO_RETURN_IF_ERROR(platform_->HostMappedAlloc(device_, sizeof(uint64_t), &host, &wordDevice_).Prefixed("a stream fence"));
+  word_ = static_cast<volatile uint64_t*>(host);
+  *word_ = 0;
+  return Status::Ok();
+}
+
+Status StreamFence::Mark(uint64_t* token) {
+  CCO_RETURN_IF_ERROR(platform_->StreamWriteValue64(device_, stream_, wordDevice_, issued_ + 1));
+  *token = ++issued_;
+  return Status::Ok();
+}
+
+bool StreamFence::Passed(uint64_t token) const {
+  if (token == 0) return true;
+  // Acquire: what the copies before the token wrote (a chunk's bytes) is then visible here.
+  return __atomic_load_n(word_, __ATOMIC_ACQUIRE) >= token;
+}
+
+StagingPool::~StagingPool() {
+  if (host_ != nullptr) platform_->HostMappedFree(device_, host_);
+}
+
+int StagingPool::Acquire(Status* error) {
+  if (host_ == nullptr) {
+    Status s = platform_->HostMappedAlloc(device_, chunkBytes_ * static_cast<size_t>(chunks_), &host_, &device_address_);
+    if (!s.ok()) {
+      host_ = nullptr;
+      *error = s.Prefixed("network staging memory");
+      return -1;
+    }
+    for (int i = chunks_ - 1; i >= 0; --i) free_.push_back(i);
+  }
+  if (free_.empty()) return -1;
+  const int chunk = free_.back();
+  free_.pop_back();
+  return chunk;
+}
+
+void StagingPool::Release(int chunk) { free_.push_back(chunk); }
+
+}  // namespace cco

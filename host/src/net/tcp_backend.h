@@ -1,0 +1,90 @@
+// The tcp backend (net/backend.h): GDA between ranks of different hosts over TCP, on the
+// connections of net/tcp_mesh.h, with the protocol of net/tcp_wire.h.
+//
+// Everything runs on the proxy's thread, never blocking: sockets are non-blocking and
+// watched with epoll, and payloads go through pinned chunks (net/staging.h) that a stream of
+// the backend's own fills from device memory (sends) and empties into it (receives), up to
+// `chunks` of `chunkBytes` in flight per socket and direction, so a large put is a pipeline
+// of copy out, send, receive, copy in. The target applies a request's data, then its signal,
+// on that stream, and acknowledges once the stream has passed both: a completion means the
+// bytes are in the target's memory.
+//
+// A dead peer is found in bounded time: the kernel reports a closed or reset connection at
+// once; a silent one through TCP_USER_TIMEOUT (unacknowledged data) and keepalive (an idle
+// connection), both set to the timeout; and a request the peer has not answered within the
+// timeout fails its peer too. Then every op to that peer completes with an error naming it.
+#ifndef CCO_HOST_NET_TCP_BACKEND_H_
+#define CCO_HOST_NET_TCP_BACKEND_H_
+
+#include <stdint.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "net/backend.h"
+#include "net/staging.h"
+#include "platform/platform.h"
+
+namespace cco {
+
+struct TcpOptions {
+  int64_t timeoutMs = 120000;         // dead-peer bound (CCO_NET_TIMEOUT_MS, else CCO_TIMEOUT_MS)
+  size_t chunkBytes = size_t{1} << 20;  // CCO_TCP_CHUNK_BYTES, 4 KiB to 1 MiB
+  int chunks = 4;                     // per socket and direction
+};
+
+// The options from the environment.
+TcpOptions TcpOptionsFromEnv(int64_t timeoutMs);
+
+class TcpBackend : public NetBackend {
+ public:
+  // Takes the connections of ConnectTcpMesh (indexed by world rank; invalid where unused).
+  static Status Create(Platform* platform, int device, const TcpOptions& options, std::vector<Fd> outgoing,
+                       std::vector<Fd> incoming, std::unique_ptr<TcpBackend>* out);
+  ~TcpBackend() override;
+
+  const char* name() const override { return "tcp"; }
+  bool Reaches(int32_t peer) const override;
+  void Post(const NetOp& op) override;
+  bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
+  std::string lastError() const override { return lastError_; }
+
+ private:
+  struct Socket;
+  struct Peer;
+  TcpBackend(Platform* platform, int device, const TcpOptions& options);
+
+  // The socket's reading and writing; false with *error when the peer must be given up.
+  bool Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error);
+  bool Write(Socket& s, bool* did, Status* error);
+  // A complete header: acted on, or *stall when it must wait for a free chunk or answer room.
+  Status OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall);
+  Status OnAnswer(Peer& p, Socket& s);
+  Status FinishPayload(Peer& p, Socket& s, bool target);
+  Status FinishRequest(Peer& p, Socket& s);
+  // The copy of a chunk's bytes into device memory, queued; the chunk is freed once it passed.
+  Status Land(Socket& s, StagingPool& pool, int chunk, uint64_t dst, size_t bytes, uint64_t* token);
+  bool ReleaseLanded(Socket& s);
+  // Target: answers whose work the stream has passed go out, acks merged.
+  bool PumpAnswers(Peer& p);
+  // Initiator: requests done, in order, become completions.
+  bool Complete(Peer& p, std::vector<NetCompletion>* done);
+  void FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>* done);
+
+  Platform* platform_;
+  int device_;
+  TcpOptions options_;
+  uint64_t stream_ = 0;
+  bool streamMade_ = false;
+  std::unique_ptr<StreamFence> fence_;
+  Fd epoll_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by world rank; null where unused
+  std::vector<NetCompletion> refusedAtPost_;   // ops posted to a lost peer
+  std::string lastError_;
+};
+
+}  // namespace cco
+
+#endif  // CCO_HOST_NET_TCP_BACKEND_H_

@@ -1,0 +1,80 @@
+// The tcp backend's protocol: fixed 64-byte headers, each possibly followed by payload, on
+// one connection per ordered pair of ranks. The rank that connected (the initiator) sends
+// requests; the rank that accepted (the target) answers them, in order.
+//
+//   requests   PUT        window, offset, bytes, [signal]  + `bytes` of payload
+//              PUT_VALUE  window, offset, bytes (1..8), value, [signal]
+//              SIGNAL     signal
+//              GET        window, offset, bytes
+//   answers    ACK        seq: every request up to seq is applied (data, then signal)
+//              GET_DATA   seq, bytes + `bytes` of payload (the answer to GET seq)
+//              REFUSED    seq, value = ccoNetRefusal: the request was checked and had no effect
+//
+// Requests are numbered 1, 2, 3... per connection, answers come back in that order. The
+// connection was authenticated when it opened (the communicator's secret, net/tcp_mesh.h);
+// a header is then checked field by field before anything acts on it (CheckRequest,
+// CheckAnswer), and a malformed one breaks the connection. Payloads are not MAC'd: that
+// would cost more than the network's bandwidth on one core (see the README's security notes).
+#ifndef CCO_HOST_NET_TCP_WIRE_H_
+#define CCO_HOST_NET_TCP_WIRE_H_
+
+#include <stdint.h>
+
+#include "common/status.h"
+
+namespace cco {
+
+constexpr uint32_t kTcpMagic = 0x4e4f4343;  // "CCON"
+
+enum TcpType : uint16_t {
+  kTcpPut = 1,
+  kTcpPutValue = 2,
+  kTcpSignal = 3,
+  kTcpGet = 4,
+  kTcpAck = 16,
+  kTcpGetData = 17,
+  kTcpRefused = 18,
+};
+
+enum TcpFlag : uint16_t { kTcpHasSignal = 1 };
+
+// Why a target refused a request (REFUSED's value).
+enum TcpRefusal : uint64_t {
+  kRefusedWindow = 1,      // no such window, or the range runs past it
+  kRefusedSignal = 2,      // no such device communicator or signal
+};
+
+struct TcpHeader {
+  uint32_t magic;
+  uint16_t type;
+  uint16_t flags;
+  uint32_t gdaId;
+  uint32_t window;
+  uint64_t seq;
+  uint64_t offset;
+  uint64_t bytes;
+  uint64_t value;
+  uint32_t signalId;
+  uint32_t reserved;
+  uint64_t signalSum;
+};
+static_assert(sizeof(TcpHeader) == 64, "the wire header is 64 bytes");
+
+// The largest put or get one request may carry; windows are smaller than this anyway.
+constexpr uint64_t kTcpMaxBytes = uint64_t{1} << 40;
+
+TcpHeader TcpRequestHeader(TcpType type, uint64_t seq);
+TcpHeader TcpAnswerHeader(TcpType type, uint64_t seq);
+
+// A request as the target receives it: well formed, and numbered `expectedSeq`.
+Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq);
+// An answer as the initiator receives it: well formed, and about a request it sent (seq in
+// [1, lastSent]).
+Status CheckAnswer(const TcpHeader& h, uint64_t lastSent);
+
+// What the initiator tells its caller about a refusal.
+const char* RefusalText(uint64_t reason);
+
+}  // namespace cco
+
+#endif  // CCO_HOST_NET_TCP_WIRE_H_
