@@ -35,6 +35,7 @@ SIGNATURES = {
     "ccoCommCreate": (_result, [UniqueIdStruct, c_int, c_int, c_size_t, POINTER(_comm)]),
     "ccoCommDestroy": (_result, [_comm]),
     "ccoCommAbort": (_result, [_comm]),
+    "ccoCommGetAsyncError": (_result, [_comm, _int_out]),  # ccoResult_t*
     "ccoCommRank": (_result, [_comm, _int_out]),
     "ccoCommSize": (_result, [_comm, _int_out]),
     "ccoCommLsaRank": (_result, [_comm, _int_out]),

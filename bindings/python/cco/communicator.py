@@ -215,6 +215,16 @@ class Communicator:
         """Host barrier across all ranks of the communicator."""
         self._call("ccoBarrierAll")
 
+    def check_async_error(self) -> None:
+        """Raises the error the progress thread met on its own (a GDA peer lost, a
+        descriptor refused), naming what failed and the peer; returns if there is none.
+        Call it when a device wait ends aborted."""
+        handle = self._live_handle()
+        lib = _lib.load()
+        code = ctypes.c_int(0)
+        check(lib.ccoCommGetAsyncError(handle, ctypes.byref(code)))
+        check(code.value)
+
     def abort(self) -> None:
         """Makes every blocking call on this communicator fail with CCOAbortedError.
 

@@ -97,6 +97,11 @@ ccoResult_t ccoCommDestroy(ccoComm* comm);
 /* Makes every blocking call on comm, host or device, return ccoAborted / an aborted
  * status; the communicator can then only be destroyed. Callable from any thread. */
 ccoResult_t ccoCommAbort(ccoComm* comm);
+/* The first error the communicator's progress thread met on its own (a GDA peer lost, a
+ * descriptor it refused): *asyncError is ccoSuccess, or that error's code and then
+ * ccoGetLastError() names it (what failed, the peer rank). Poll it when a device wait
+ * ends aborted; as NCCL's ncclCommGetAsyncError. */
+ccoResult_t ccoCommGetAsyncError(ccoComm* comm, ccoResult_t* asyncError);
 
 ccoResult_t ccoCommRank(const ccoComm* comm, int* rank);
 ccoResult_t ccoCommSize(const ccoComm* comm, int* nRanks);

@@ -92,6 +92,16 @@ ccoResult_t ccoCommAbort(ccoComm* handle) {
   return ccoSuccess;
 }
 
+ccoResult_t ccoCommGetAsyncError(ccoComm* handle, ccoResult_t* asyncError) {
+  if (asyncError == nullptr) return Report(__func__, InvalidArgument("asyncError is NULL"));
+  std::shared_ptr<ccoComm> comm = cco::LookupComm(handle);
+  if (!comm) return Report(__func__, NotLive());
+  const cco::Status s = comm->proxy ? comm->proxy->AsyncError() : cco::Status::Ok();
+  *asyncError = s.code();
+  if (!s.ok()) cco::SetLastError(s.message());
+  return ccoSuccess;
+}
+
 ccoResult_t ccoCommRank(const ccoComm* comm, int* rank) {
   return Query(__func__, comm, rank, [](const ccoComm& c) { return c.topo.rank; });
 }

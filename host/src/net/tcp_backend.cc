@@ -196,6 +196,11 @@ TcpBackend::~TcpBackend() {
   if (streamMade_) platform_->StreamDestroy(device_, stream_);
 }
 
+std::string TcpBackend::lastError() const {
+  std::lock_guard<std::mutex> lock(errorMu_);
+  return lastError_;
+}
+
 bool TcpBackend::Reaches(int32_t peer) const {
   return peer >= 0 && static_cast<size_t>(peer) < peers_.size() && peers_[peer] != nullptr;
 }
@@ -205,7 +210,7 @@ void TcpBackend::Post(const NetOp& op) {
     NetCompletion c;
     c.cookie = op.cookie;
     c.peerLost = true;
-    c.status = RemoteError(Reaches(op.peer) ? Fmt("rank ", op.peer, " was lost earlier: ", lastError_)
+    c.status = RemoteError(Reaches(op.peer) ? Fmt("rank ", op.peer, " was lost earlier: ", lastError())
                                             : Fmt("no tcp connection to rank ", op.peer));
     refusedAtPost_.push_back(c);
     return;
@@ -582,7 +587,10 @@ bool TcpBackend::Complete(Peer& p, std::vector<NetCompletion>* done) {
 
 void TcpBackend::FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>* done) {
   p.lost = true;
-  if (lastError_.empty()) lastError_ = why.message();
+  {
+    std::lock_guard<std::mutex> lock(errorMu_);
+    if (lastError_.empty()) lastError_ = why.message();
+  }
   for (Socket* s : {&p.requests, &p.answers}) {
     if (s->fd.valid()) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->fd.get(), nullptr);
     s->fd.Reset();

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,7 @@ class TcpBackend : public NetBackend {
   bool Reaches(int32_t peer) const override;
   void Post(const NetOp& op) override;
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
-  std::string lastError() const override { return lastError_; }
+  std::string lastError() const override;
 
  private:
   struct Socket;
@@ -82,6 +83,7 @@ class TcpBackend : public NetBackend {
   Fd epoll_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by world rank; null where unused
   std::vector<NetCompletion> refusedAtPost_;   // ops posted to a lost peer
+  mutable std::mutex errorMu_;  // lastError is read from other threads
   std::string lastError_;
 };
 

@@ -161,9 +161,12 @@ void Proxy::Synchronize(uint64_t stream, const char* what) {
   }
 }
 
-std::string Proxy::lastError() const {
+Status Proxy::AsyncError() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return lastError_;
+  if (!lastError_.empty()) return RemoteError(Fmt("the proxy: ", lastError_));
+  const std::string net = net_ ? net_->lastError() : std::string();
+  if (!net.empty()) return RemoteError(Fmt("the ", net_->name(), " backend: ", net));
+  return Status::Ok();
 }
 
 void Proxy::Loop() {

@@ -62,8 +62,8 @@ class Proxy : private NetTargetMap {
   void AddWindow(uint32_t id, uint64_t offset, uint64_t size);
   void RemoveWindow(uint32_t id);
 
-  // The first error the proxy met, "" if none.
-  std::string lastError() const;
+  // The first error the proxy or its network backend met (ccoRemoteError), Ok if none.
+  Status AsyncError() const;
 
   // The network backend, once (collectively, when a device communicator first needs one).
   void SetNet(std::shared_ptr<NetBackend> net);

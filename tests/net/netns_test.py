@@ -1,0 +1,176 @@
+"""GDA across hosts through the tcp backend: every "host" is a network namespace this test
+creates (joined to the others by veth pairs on a bridge in a namespace of its own, with
+addresses assigned inside those namespaces only), its ranks processes on the cpu platform
+with CCO_HOSTID set, so that ranks in different namespaces are on different hosts and only
+tcp can join them. Everything is torn down in a finalizer; every wait is bounded.
+
+Needs root (namespaces): skips with a message where they cannot be created.
+"""
+
+import os
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+RANK = os.environ.get("CCO_NET_RANK_BIN") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "gda_net_rank")
+SUBNET = "10.213.0"
+
+
+def sh(*args, check=True):
+    return subprocess.run(list(args), check=check, capture_output=True, text=True, timeout=30)
+
+
+class Hosts:
+    """`count` namespaces on one bridge; host k has address SUBNET.(k+1) on its interface cco0."""
+
+    def __init__(self, count):
+        tag = f"c{os.getpid() % 100000}"
+        self.switch = f"{tag}sw"
+        self.names = [f"{tag}h{k}" for k in range(count)]
+        self.made = []
+        sh("ip", "netns", "add", self.switch)
+        self.made.append(self.switch)
+        sh("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.switch, "link", "set", "br0", "up")
+        for k, ns in enumerate(self.names):
+            sh("ip", "netns", "add", ns)
+            self.made.append(ns)
+            sh("ip", "link", "add", "cco0", "netns", ns, "type", "veth", "peer", "name", f"p{k}", "netns", self.switch)
+            sh("ip", "-n", self.switch, "link", "set", f"p{k}", "master", "br0")
+            sh("ip", "-n", self.switch, "link", "set", f"p{k}", "up")
+            sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{k + 1}/24", "dev", "cco0")
+            sh("ip", "-n", ns, "link", "set", "cco0", "up")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+
+    def remove(self):
+        for ns in self.made:
+            sh("ip", "netns", "del", ns, check=False)
+
+    def run(self, ns_index, args, env):
+        return subprocess.Popen(["ip", "netns", "exec", self.names[ns_index], RANK] + args, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def namespaces_work():
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    probe = f"c{os.getpid() % 100000}probe"
+    ok = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return ok
+
+
+pytestmark = pytest.mark.skipif(not namespaces_work(), reason="network namespaces need root and iproute2 here")
+
+
+@pytest.fixture
+def hosts_of(request):
+    made = []
+
+    def make(count):
+        h = Hosts(count)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.remove()
+
+
+def launch(hosts, ranks_per_host, mode_args, extra_env=None, tmp=None):
+    """Starts ranks host by host (rank r on host r // ranks_per_host); returns the processes."""
+    n = len(hosts.names) * ranks_per_host
+    id_file = os.path.join(tmp, "unique_id")
+    procs = []
+    for r in range(n):
+        env = dict(os.environ)
+        env.update({
+            "CCO_PLATFORM": "cpu",
+            "CCO_HOSTID": f"host{r // ranks_per_host}",
+            "CCO_SOCKET_IFNAME": "=cco0",
+            "CCO_TIMEOUT_MS": "20000",
+            "CCO_TEST_ID_FILE": id_file,
+        })
+        env.pop("CCO_NET", None)
+        env.pop("CCO_TEST_NODES_PER_HOST", None)
+        env.update(extra_env or {})
+        procs.append(hosts.run(r // ranks_per_host, [mode_args[0], str(r), str(n)] + mode_args[1:], env))
+    return procs
+
+
+def finish(procs, timeout):
+    """Waits for every rank (killing stragglers at the deadline); returns [(rc, out, err)]."""
+    deadline = time.monotonic() + timeout
+    results = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            results.append((None, out, err))
+            continue
+        results.append((p.returncode, out, err))
+    return results
+
+
+def assert_all_pass(results):
+    for r, (rc, out, err) in enumerate(results):
+        assert rc == 0, f"rank {r} exited {rc}\nstdout:\n{out}\nstderr:\n{err}"
+        assert f"rank {r}: PASS" in out
+
+
+@pytest.mark.parametrize("host_count,ranks_per_host", [(2, 1), (2, 2), (3, 2), (4, 1)])
+def test_matrix_across_hosts(hosts_of, host_count, ranks_per_host, tmp_path):
+    """Bootstrap and the full GDA matrix (FULL, CROSSNODE, RAIL x every mode, op, signal and
+    coop) across namespaces, with exact data and signal values."""
+    hosts = hosts_of(host_count)
+    assert_all_pass(finish(launch(hosts, ranks_per_host, ["matrix"], tmp=str(tmp_path)), timeout=240))
+
+
+def test_large_puts_through_a_throttled_link(hosts_of, tmp_path):
+    """A 200 Mbit/s token bucket on one host's link: 24 MiB puts (24 chunks each) pipeline through
+    it with back-pressure on every stage, and every byte arrives."""
+    hosts = hosts_of(3)
+    sh("ip", "netns", "exec", hosts.names[0], "tc", "qdisc", "add", "dev", "cco0", "root", "tbf", "rate", "200mbit",
+       "burst", "64kb", "latency", "100ms")
+    start = time.monotonic()
+    results = finish(launch(hosts, 1, ["bulk", str(24 << 20), "2"], tmp=str(tmp_path)), timeout=240)
+    assert_all_pass(results)
+    # 2 rounds x 24 MiB out of host 0 at 200 Mbit/s take about 2 s: the limit was in force.
+    assert time.monotonic() - start > 1.5
+
+
+def wait_ready(proc, timeout):
+    """Whether the process printed its first line ("ready") within timeout seconds."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return bool(ready) and proc.stdout.readline().strip() == "ready"
+
+
+@pytest.mark.parametrize("how", ["kill", "link_down"])
+def test_lost_peer_fails_in_bounded_time(hosts_of, how, tmp_path):
+    """Rank 2 (alone on host 2) is killed with SIGKILL, or its link is cut: ranks 0 and 1,
+    putting to it, get an error naming rank 2 within the network bound, and exit."""
+    hosts = hosts_of(3)
+    env = {"CCO_NET_TIMEOUT_MS": "2000", "CCO_TIMEOUT_MS": "5000"}
+    procs = launch(hosts, 1, ["dead", "2"], extra_env=env, tmp=str(tmp_path))
+    victim = procs[2]
+    try:
+        assert wait_ready(victim, 60), "the victim never got ready: " + victim.stderr.read()
+        time.sleep(0.5)  # the survivors' puts are flowing
+        if how == "kill":
+            victim.kill()
+        else:
+            sh("ip", "-n", hosts.names[2], "link", "set", "cco0", "down")
+        results = finish(procs[:2], timeout=60)
+    finally:
+        victim.kill()
+        victim.communicate()
+    for r, (rc, out, err) in enumerate(results):
+        print(out)  # how long the loss took to surface, and the message
+        assert rc == 0, f"rank {r} exited {rc}\nstdout:\n{out}\nstderr:\n{err}"
+        assert "rank 2" in out
