@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds here what the GPU machine runs, into stage/ (git-ignored; pass it in `carry`):
 #   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
-#   stage/bin/*              host test binaries that run on the real driver
+#   stage/bin/*              host test binaries that run on the real driver, and the tcp benchmark
 # The GPU machine then runs tests/gpu/run_all.sh from the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bazel build //tools/wheel >/dev/null
 # Linked statically: the test must not need Bazel's shared objects over there.
-bazel build --dynamic_mode=off //tests/host:gpu_platform_test >/dev/null
+bazel build --dynamic_mode=off //tests/host:gpu_platform_test //tools/perf:gda_tcp_bench >/dev/null
 rm -rf stage
 mkdir -p stage/bin
 cp bazel-bin/tools/wheel/cco-*.whl stage/
-cp bazel-bin/tests/host/gpu_platform_test stage/bin/
+cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench stage/bin/
 chmod -R u+w stage
 du -sh stage

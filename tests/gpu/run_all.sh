@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|sdma|perf|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|sdma|perf|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda sdma perf perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp sdma perf perf-procs anchor)
 
 python3 -m pip install -q --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -58,6 +58,21 @@ for step in "${steps[@]}"; do
         echo "perf gda: exit $?"; tail -3 "$OUT/perf-gda.err"
         python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-gda.json"
       } 2>&1 | tee "$OUT/gda.log"
+      mps_stop ;;
+    gda-tcp)
+      # GDA through the tcp backend on one machine: two virtual nodes (CCO_TEST_NODES_PER_HOST)
+      # joined by tcp over loopback (CCO_NET=tcp), so payloads go device -> pinned chunk ->
+      # socket -> pinned chunk -> device on the backend's stream.
+      mps_start
+      {
+        [[ -x /tmp/gda_put ]] || nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/gda_put.cu \
+          -L/tmp/site/cco/_data -lcco -Xlinker -rpath=/tmp/site/cco/_data -o /tmp/gda_put
+        export CCO_NET=tcp CCO_TEST_NODES_PER_HOST=2 CCO_SOCKET_IFNAME==lo
+        python3 -m cco.launch -n 2 --timeout 120 examples/triton/gda_modes.py && echo "gda_modes over tcp, 2 ranks: PASS"
+        python3 -m cco.launch -n 2 --timeout 120 /tmp/gda_put && echo "C++ gda_put over tcp, 2 ranks: PASS"
+        python3 -m cco.launch -n 4 --timeout 120 /tmp/gda_put && echo "C++ gda_put over tcp, 4 ranks: PASS"
+        unset CCO_NET CCO_TEST_NODES_PER_HOST CCO_SOCKET_IFNAME
+      } 2>&1 | tee "$OUT/gda-tcp.log"
       mps_stop ;;
     sdma)
       # SDMA through the copy-engine queues: the example and the perf suite, ranks as

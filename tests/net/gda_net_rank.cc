@@ -25,6 +25,7 @@
 #include "device/gda.hpp"
 #include "tests/device/gda_matrix_cells.h"
 #include "tests/device/gda_ranks.h"
+#include "tests/net/id_file.h"
 
 namespace {
 
@@ -39,29 +40,6 @@ using Clock = std::chrono::steady_clock;
       return 1;                                                                                           \
     }                                                                                                     \
   } while (0)
-
-bool ShareId(int rank, ccoUniqueId* id) {
-  const char* path = getenv("CCO_TEST_ID_FILE");
-  if (path == nullptr) return false;
-  if (rank == 0) {
-    if (ccoGetUniqueId(id) != ccoSuccess) return false;
-    const std::string partial = std::string(path) + ".partial";
-    FILE* f = fopen(partial.c_str(), "wb");
-    if (f == nullptr) return false;
-    const bool written = fwrite(id, sizeof(*id), 1, f) == 1;
-    return fclose(f) == 0 && written && rename(partial.c_str(), path) == 0;
-  }
-  for (int i = 0; i < 3000; ++i) {  // 30 s
-    FILE* f = fopen(path, "rb");
-    if (f != nullptr) {
-      const bool read = fread(id, sizeof(*id), 1, f) == 1;
-      fclose(f);
-      return read;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 ccoDevCommRequirements Requirements(int type) {
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
@@ -178,7 +156,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   const int rank = atoi(argv[2]), n = atoi(argv[3]);
   ccoUniqueId id;
-  if (!ShareId(rank, &id)) {
+  if (!cco_test::ShareId(getenv("CCO_TEST_ID_FILE"), rank, &id)) {
     fprintf(stderr, "rank %d: no unique id\n", rank);
     return 1;
   }

@@ -9,62 +9,18 @@ Needs root (namespaces): skips with a message where they cannot be created.
 
 import os
 import select
-import shutil
 import subprocess
-import tempfile
+import sys
 import time
 
 import pytest
 
 RANK = os.environ.get("CCO_NET_RANK_BIN") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "gda_net_rank")
-SUBNET = "10.213.0"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "testing"))
+import netns  # noqa: E402
+from netns import Hosts, sh  # noqa: E402
 
-
-def sh(*args, check=True):
-    return subprocess.run(list(args), check=check, capture_output=True, text=True, timeout=30)
-
-
-class Hosts:
-    """`count` namespaces on one bridge; host k has address SUBNET.(k+1) on its interface cco0."""
-
-    def __init__(self, count):
-        tag = f"c{os.getpid() % 100000}"
-        self.switch = f"{tag}sw"
-        self.names = [f"{tag}h{k}" for k in range(count)]
-        self.made = []
-        sh("ip", "netns", "add", self.switch)
-        self.made.append(self.switch)
-        sh("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", self.switch, "link", "set", "br0", "up")
-        for k, ns in enumerate(self.names):
-            sh("ip", "netns", "add", ns)
-            self.made.append(ns)
-            sh("ip", "link", "add", "cco0", "netns", ns, "type", "veth", "peer", "name", f"p{k}", "netns", self.switch)
-            sh("ip", "-n", self.switch, "link", "set", f"p{k}", "master", "br0")
-            sh("ip", "-n", self.switch, "link", "set", f"p{k}", "up")
-            sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{k + 1}/24", "dev", "cco0")
-            sh("ip", "-n", ns, "link", "set", "cco0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-
-    def remove(self):
-        for ns in self.made:
-            sh("ip", "netns", "del", ns, check=False)
-
-    def run(self, ns_index, args, env):
-        return subprocess.Popen(["ip", "netns", "exec", self.names[ns_index], RANK] + args, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def namespaces_work():
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    probe = f"c{os.getpid() % 100000}probe"
-    ok = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return ok
-
-
-pytestmark = pytest.mark.skipif(not namespaces_work(), reason="network namespaces need root and iproute2 here")
+pytestmark = pytest.mark.skipif(not netns.available(), reason="network namespaces need root and iproute2 here")
 
 
 @pytest.fixture
@@ -98,7 +54,8 @@ def launch(hosts, ranks_per_host, mode_args, extra_env=None, tmp=None):
         env.pop("CCO_NET", None)
         env.pop("CCO_TEST_NODES_PER_HOST", None)
         env.update(extra_env or {})
-        procs.append(hosts.run(r // ranks_per_host, [mode_args[0], str(r), str(n)] + mode_args[1:], env))
+        argv = hosts.command(r // ranks_per_host, [RANK, mode_args[0], str(r), str(n)] + mode_args[1:])
+        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     return procs
 
 

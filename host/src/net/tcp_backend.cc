@@ -6,9 +6,11 @@
 #include <sys/epoll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <deque>
+#include <vector>
 
 #include "common/env.h"
 #include "net/tcp_wire.h"
@@ -53,9 +55,13 @@ Status RecvSome(int fd, void* data, size_t size, size_t* got) {
   return Status::Ok();
 }
 
-Status SendSome(int fd, const void* data, size_t size, bool more, size_t* sent) {
+// Up to two pieces in one call: a header and the start of its payload go out together.
+Status SendSome(int fd, iovec* pieces, int count, bool more, size_t* sent) {
   *sent = 0;
-  const ssize_t n = send(fd, data, size, MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+  msghdr m{};
+  m.msg_iov = pieces;
+  m.msg_iovlen = static_cast<size_t>(count);
+  const ssize_t n = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0));
   if (n >= 0) *sent = static_cast<size_t>(n);
   else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return ErrnoError("send", errno);
   return Status::Ok();
@@ -88,8 +94,15 @@ struct Outbound {
   std::deque<Chunk> chunks;
 };
 
+// Small reads go through a buffer, so that one recv takes a header, its payload and the next
+// headers at once; a large payload is received straight into its chunks.
+constexpr size_t kReadBuffer = 64 << 10;
+
 // Bytes coming into a socket: a header, then maybe a payload for device memory.
 struct Inbound {
+  std::vector<char> buffer = std::vector<char>(kReadBuffer);
+  size_t bufferStart = 0, bufferEnd = 0;
+  bool buffered() const { return bufferStart != bufferEnd; }
   TcpHeader header;
   size_t headerGot = 0;
   bool payload = false;    // reading the payload of `header`
@@ -271,9 +284,15 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     if (peer == nullptr || peer->lost) continue;
     Peer& p = *peer;
     bool moved = ReleaseLanded(p.requests) | ReleaseLanded(p.answers);
-    // A request whose header waited for room (no new bytes wake epoll for it).
+    // Bytes already read but not yet acted on (a header that waited for room, the rest of
+    // the buffer): no new bytes wake epoll for them.
     Status error;
-    if (p.answers.in.headerGot == kHeader && !p.answers.in.payload && !Read(p, p.answers, true, map, &moved, &error)) {
+    bool readable = true;
+    for (Socket* s : {&p.requests, &p.answers}) {
+      const bool waiting = s->in.buffered() || (s->in.headerGot == kHeader && !s->in.payload);
+      if (readable && waiting && !Read(p, *s, s == &p.answers, map, &moved, &error)) readable = false;
+    }
+    if (!readable) {
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
       continue;
     }
@@ -294,6 +313,23 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
   return did;
 }
 
+// Up to `want` bytes into `dst`: from the buffer, else from the socket (0: nothing there).
+Status Take(int fd, Inbound& in, char* dst, size_t want, size_t* got) {
+  if (!in.buffered()) {
+    if (want >= kReadBuffer) return RecvSome(fd, dst, want, got);
+    in.bufferStart = in.bufferEnd = 0;
+    CCO_RETURN_IF_ERROR(RecvSome(fd, in.buffer.data(), kReadBuffer, &in.bufferEnd));
+    if (in.bufferEnd == 0) {
+      *got = 0;
+      return Status::Ok();
+    }
+  }
+  *got = std::min(want, in.bufferEnd - in.bufferStart);
+  memcpy(dst, in.buffer.data() + in.bufferStart, *got);
+  in.bufferStart += *got;
+  return Status::Ok();
+}
+
 bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error) {
   Inbound& in = s.in;
   size_t budget = kPassBudget;
@@ -301,7 +337,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
     size_t got = 0;
     if (!in.payload) {
       if (in.headerGot < kHeader) {
-        *error = RecvSome(s.fd.get(), reinterpret_cast<char*>(&in.header) + in.headerGot, kHeader - in.headerGot, &got);
+        *error = Take(s.fd.get(), in, reinterpret_cast<char*>(&in.header) + in.headerGot, kHeader - in.headerGot, &got);
         if (!error->ok()) return false;
         if (got == 0) return true;
         *did = true;
@@ -318,7 +354,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
     }
     if (in.discard) {
       char scratch[4096];
-      *error = RecvSome(s.fd.get(), scratch, std::min<uint64_t>(sizeof(scratch), in.left), &got);
+      *error = Take(s.fd.get(), in, scratch, std::min<uint64_t>(sizeof(scratch), in.left), &got);
     } else {
       if (in.chunk < 0) {
         in.chunk = s.recvPool.Acquire(error);
@@ -327,7 +363,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
         in.filled = 0;
       }
       const size_t want = std::min<uint64_t>(s.recvPool.chunkBytes() - in.filled, in.left);
-      *error = RecvSome(s.fd.get(), s.recvPool.host(in.chunk) + in.filled, want, &got);
+      *error = Take(s.fd.get(), in, s.recvPool.host(in.chunk) + in.filled, want, &got);
     }
     if (!error->ok()) return false;
     if (got == 0) return true;
@@ -527,16 +563,6 @@ bool TcpBackend::Write(Socket& s, bool* did, Status* error) {
   size_t budget = kPassBudget;
   while (!s.out.empty() && budget > 0) {
     Outbound& o = s.out.front();
-    size_t sent = 0;
-    if (o.headerSent < kHeader) {
-      *error = SendSome(s.fd.get(), reinterpret_cast<const char*>(&o.header) + o.headerSent, kHeader - o.headerSent,
-                        o.bytes > 0, &sent);
-      if (!error->ok()) return false;
-      if (sent == 0) return true;
-      *did = true;
-      o.headerSent += sent;
-      continue;
-    }
     // Copies out of device memory run ahead of the socket by up to the pool's chunks.
     while (o.staged < o.bytes) {
       const int chunk = s.sendPool.Acquire(error);
@@ -550,24 +576,37 @@ bool TcpBackend::Write(Socket& s, bool* did, Status* error) {
       o.chunks.push_back(Outbound::Chunk{chunk, length, token, 0});
       o.staged += length;
     }
-    if (o.sent == o.bytes) {
+    // What can go now: the rest of the header, and the front chunk once it is out of the device.
+    iovec pieces[2];
+    int count = 0;
+    if (o.headerSent < kHeader)
+      pieces[count++] = iovec{reinterpret_cast<char*>(&o.header) + o.headerSent, kHeader - o.headerSent};
+    Outbound::Chunk* c = o.chunks.empty() || !fence_->Passed(o.chunks.front().token) ? nullptr : &o.chunks.front();
+    if (c != nullptr) pieces[count++] = iovec{s.sendPool.host(c->index) + c->sent, c->length - c->sent};
+    if (count == 0) {
+      if (o.sent < o.bytes) return true;  // still on its way out of the device
       s.out.pop_front();
       continue;
     }
-    if (o.chunks.empty() || !fence_->Passed(o.chunks.front().token)) return true;  // still on its way out of the device
-    Outbound::Chunk& c = o.chunks.front();
-    *error = SendSome(s.fd.get(), s.sendPool.host(c.index) + c.sent, c.length - c.sent, o.sent + (c.length - c.sent) < o.bytes,
-                      &sent);
+    size_t sent = 0;
+    const bool more = o.sent + (c != nullptr ? c->length - c->sent : 0) < o.bytes;
+    *error = SendSome(s.fd.get(), pieces, count, more, &sent);
     if (!error->ok()) return false;
     if (sent == 0) return true;
     *did = true;
     budget -= std::min(budget, sent);
-    c.sent += sent;
-    o.sent += sent;
-    if (c.sent == c.length) {
-      s.sendPool.Release(c.index);
-      o.chunks.pop_front();
+    const size_t header = std::min(sent, kHeader - o.headerSent);
+    o.headerSent += header;
+    sent -= header;
+    if (c != nullptr && sent > 0) {
+      c->sent += sent;
+      o.sent += sent;
+      if (c->sent == c->length) {
+        s.sendPool.Release(c->index);
+        o.chunks.pop_front();
+      }
     }
+    if (o.headerSent == kHeader && o.sent == o.bytes) s.out.pop_front();
   }
   return true;
 }
