@@ -160,6 +160,7 @@ struct TcpBackend::Peer {
     uint64_t token;   // the request's work on the stream
     uint64_t value;   // a refusal's reason
     uint64_t src, bytes;  // a get's data
+    uint64_t pass = 0;    // the Progress call that queued it
   };
   std::deque<Answer> owed;
   uint64_t expectSeq = 1;
@@ -261,6 +262,7 @@ void TcpBackend::Post(const NetOp& op) {
 }
 
 bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
+  ++pass_;
   bool did = !refusedAtPost_.empty();
   done->insert(done->end(), refusedAtPost_.begin(), refusedAtPost_.end());
   refusedAtPost_.clear();
@@ -422,8 +424,8 @@ Status TcpBackend::OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall)
 
   if (h.type == kTcpGet) {
     ++p.expectSeq;
-    p.owed.push_back(in.refusal ? Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0}
-                                : Peer::Answer{h.seq, kTcpGetData, 0, 0, address, h.bytes});
+    p.owed.push_back(in.refusal ? Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0, pass_}
+                                : Peer::Answer{h.seq, kTcpGetData, 0, 0, address, h.bytes, pass_});
     return Status::Ok();
   }
   if (h.type == kTcpPutValue && in.refusal == 0) {
@@ -458,14 +460,14 @@ Status TcpBackend::OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall)
 Status TcpBackend::FinishRequest(Peer& p, Socket& s) {
   Inbound& in = s.in;
   if (in.refusal != 0) {
-    p.owed.push_back(Peer::Answer{in.header.seq, kTcpRefused, 0, in.refusal, 0, 0});
+    p.owed.push_back(Peer::Answer{in.header.seq, kTcpRefused, 0, in.refusal, 0, 0, pass_});
     return Status::Ok();
   }
   if (in.header.flags & kTcpHasSignal)
     CCO_RETURN_IF_ERROR(platform_->StreamWriteValue64(device_, stream_, in.signalAddress, in.header.signalSum));
   uint64_t token = 0;
   CCO_RETURN_IF_ERROR(fence_->Mark(&token));
-  p.owed.push_back(Peer::Answer{in.header.seq, kTcpAck, token, 0, 0, 0});
+  p.owed.push_back(Peer::Answer{in.header.seq, kTcpAck, token, 0, 0, 0, pass_});
   return Status::Ok();
 }
 
@@ -536,7 +538,11 @@ bool TcpBackend::PumpAnswers(Peer& p) {
     p.answers.out.push_back(o);
     ack = 0;
   };
-  while (!p.owed.empty() && fence_->Passed(p.owed.front().token)) {
+  // An ack waits one pass: the proxy's rings are drained in between, so a request the
+  // target's kernel makes on seeing the signal (a reply) leaves before the ack, which only
+  // gives the sender credit back. Gets and refusals go at once.
+  while (!p.owed.empty() && fence_->Passed(p.owed.front().token) &&
+         (p.owed.front().type != kTcpAck || p.owed.front().pass < pass_)) {
     const Peer::Answer a = p.owed.front();
     p.owed.pop_front();
     did = true;
