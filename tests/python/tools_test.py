@@ -46,6 +46,26 @@ def test_info_lists_every_target():
     facts = json.loads(r.stdout)
     assert facts["host_abi_version"] == facts["abi_version"]
     assert set(facts["targets"]) >= {"nvptx-sm_90-proxy", "amdgcn-gfx942-proxy-cov5"}
+    assert facts["gda_network"].startswith(("tcp", "verbs"))
+
+
+def test_info_names_the_network_backend(tmp_path):
+    from cco.cli.info import network_backend
+
+    os.environ.pop("CCO_NET", None)
+    os.environ.pop("MORI_NET", None)
+    assert network_backend(str(tmp_path / "absent")) == "tcp (no RDMA device here)"
+    (tmp_path / "mlx5_0").mkdir()
+    assert "RDMA devices here: mlx5_0" in network_backend(str(tmp_path))
+    os.environ["MORI_NET"] = "tcp"
+    try:
+        assert network_backend(str(tmp_path)) == "tcp (CCO_NET=tcp)"
+        os.environ["MORI_NET"] = "verbs"
+        assert "none: GDA across hosts will fail" in network_backend(str(tmp_path / "absent"))
+        os.environ["MORI_NET"] = "ib"
+        assert "invalid" in network_backend(str(tmp_path))
+    finally:
+        os.environ.pop("MORI_NET")
 
 
 def test_launcher_runs_ranks_and_reports_failure(tmp_path):

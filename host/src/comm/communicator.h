@@ -55,6 +55,7 @@ struct WindowRecord {
 
 struct GdaResources;
 class Proxy;
+class VerbsBackend;
 
 struct DevCommRecord {
   ccoWindow_t resourceWindow = 0;
@@ -94,6 +95,8 @@ struct ccoComm {
   std::unique_ptr<cco::DescriptorPool> descriptors;
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
   std::unique_ptr<cco::Proxy> proxy;  // the GDA progress thread (started by the first GDA devcomm)
+  // The proxy's network backend when it is verbs: windows register with it (net/select.h).
+  std::shared_ptr<cco::VerbsBackend> verbs;
 
   // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.
   uint32_t* abortHost = nullptr;

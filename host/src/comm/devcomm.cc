@@ -148,6 +148,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
     dc.gdaSignals = reinterpret_cast<uint64_t>(base) + layout.gdaSignals;
     dc.gdaCounters = reinterpret_cast<uint64_t>(base) + layout.gdaCounters;
     gda->signalOffset = dc.resourceOffset + layout.gdaSignals;
+    gda->signalWindowOffset = layout.gdaSignals;
     gda->counterOffset = dc.resourceOffset + layout.gdaCounters;
     dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;

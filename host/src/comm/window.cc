@@ -14,6 +14,8 @@
 #include "comm/agree.h"
 #include "comm/communicator.h"
 #include "memory/local_handles.h"
+#include "net/select.h"
+#include "net/verbs_backend.h"
 
 namespace cco {
 namespace {
@@ -221,6 +223,8 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   }
   s = Agree(c, "ccoWindowRegister (mapping)", s);
   local_handles::Withdraw(mine);  // every in-process peer has mapped it (or failed) by now
+  // Collective, after the mapping agreed: the network backend's keys (verbs), if it needs them.
+  if (s.ok()) s = ExchangeWindowKeys(c, static_cast<uint32_t>(registration), c.MySlice() + region.offset, region.size);
   if (!s.ok()) {
     if (handle != 0) c.descriptors->Remove(handle);
     if (first) {
@@ -257,6 +261,7 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win) {
   const WindowRecord record = it->second;
   c.windows.erase(it);
   c.proxy->RemoveWindow(record.id);
+  if (c.verbs) c.verbs->DeregisterWindow(record.id);
   Allocation& a = c.allocations.at(record.allocOffset);
   Status s = c.descriptors->Remove(record.handle);
   // Peers' copies stay mapped while another window covers the allocation.

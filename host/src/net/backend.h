@@ -11,8 +11,8 @@
 // incoming op names is checked against this rank's own tables (NetTargetMap) before a byte
 // moves, and an op that fails the check is refused back to its sender, with no effect.
 //
-// Backends: `tcp` (net/tcp_backend.h), everywhere. The proxy calls Post and Progress from
-// its thread only.
+// Backends: `tcp` (net/tcp_backend.h), everywhere; `verbs` (net/verbs_backend.h), where an
+// RDMA device is. The proxy calls Post and Progress from its thread only.
 #ifndef CCO_HOST_NET_BACKEND_H_
 #define CCO_HOST_NET_BACKEND_H_
 
@@ -38,6 +38,13 @@ struct NetOp {
   bool signal = false;      // then the target sets this rank's word of signal signalId to signalSum
   uint32_t signalId = 0;
   uint64_t signalSum = 0;   // the running sum this rank has sent the peer on that signal
+  uint64_t signalAdd = 0;   // ... and what this op adds to it
+  // Where that word is at the peer, for backends that write it themselves (verbs): in the
+  // device communicator's resource window, at this byte offset.
+  uint32_t signalWindow = 0;
+  uint64_t signalWindowOffset = 0;
+  uint32_t localWindow = 0; // the window `local` lies in
+  int context = 0;          // the GDA context that posted it
   uint64_t cookie = 0;      // handed back in the completion
 };
 

@@ -1,12 +1,16 @@
 // Which backend carries GDA between two ranks: `local` within a node; across nodes, `local`
 // again when both are on this host (the flat range maps every rank of the host), else the
-// network. CCO_NET (alias MORI_NET) overrides: "tcp" makes every pair of ranks in different
-// nodes use tcp, on one host too (how a single machine tests the network path); "verbs"
-// asks for rdma-core, which this build cannot run yet, so it fails rather than quietly use
-// something else. Nothing downgrades what the user asked for.
+// network: `verbs` when every rank has a usable RDMA device (net/verbs_device.h), else `tcp`.
+// CCO_NET (alias MORI_NET) overrides: "tcp" makes every pair of ranks in different nodes use
+// tcp, on one host too (how a single machine tests the network path); "verbs" makes them use
+// verbs, and fails, naming the ranks and why, where a rank has no usable device. Nothing
+// downgrades what the user asked for.
 #ifndef CCO_HOST_NET_SELECT_H_
 #define CCO_HOST_NET_SELECT_H_
 
+#include <stdint.h>
+
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -26,6 +30,10 @@ std::vector<bool> NetPeers(const ccoComm& c, NetChoice choice);
 // Collective: makes the communicator's network backend unless it has one (every rank of a
 // communicator that spans hosts, or nodes under CCO_NET=tcp, takes part alike).
 Status EnsureNetBackend(ccoComm& c, NetChoice choice);
+
+// Collective, at every window registration: with the verbs backend, registers this rank's
+// memory of window `id` with the NIC and hands every peer its key; nothing otherwise.
+Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size);
 
 }  // namespace cco
 

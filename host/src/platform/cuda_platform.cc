@@ -196,6 +196,8 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyAsync", &api.copyAsync));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamWriteValue64_v2", &api.streamWriteValue64));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
+  if (library.ResolveOptional("cuMemGetHandleForAddressRange", &api.rangeHandle.fn))
+    api.rangeHandle.name = "cuMemGetHandleForAddressRange";
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAlloc_v2", &api.memAlloc));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemFree_v2", &api.memFree));
 

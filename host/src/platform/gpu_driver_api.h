@@ -142,6 +142,10 @@ struct GpuDriverApi {
   // cuStreamWriteValue64's shape: (stream, address, value, flags).
   DriverEntry<DriverResult (*)(void* stream, DeviceAddress address, uint64_t value, unsigned flags)> streamWriteValue64;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
+  // cuMemGetHandleForAddressRange / hipMemGetHandleForAddressRange (handle type 1: a
+  // dma-buf fd). Optional: fn is null where the driver lacks it.
+  DriverEntry<DriverResult (*)(void* handle, DeviceAddress va, size_t size, int type, unsigned long long flags)>
+      rangeHandle;
 
   DriverEntry<DriverResult (*)(DeviceAddress* va, size_t size)> memAlloc;
   DriverEntry<DriverResult (*)(DeviceAddress va)> memFree;

@@ -466,6 +466,20 @@ Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t 
   return Status::Ok();
 }
 
+Status GpuVmmPlatform::ExportDmaBuf(int device, uint64_t va, size_t size, int* fd, uint64_t* offset) {
+  if (api_.rangeHandle.fn == nullptr) return Unsupported(Fmt(name(), ": the driver cannot export a dma-buf"));
+  // The driver takes page-aligned ranges: the pages around [va, va + size).
+  constexpr uint64_t kPage = 4096;
+  const uint64_t start = va & ~(kPage - 1), end = (va + size + kPage - 1) & ~(kPage - 1);
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  int handle = -1;
+  DriverResult result = api_.rangeHandle.fn(&handle, start, end - start, /*dma-buf fd*/ 1, 0);
+  if (result != kDriverSuccess) return Failed(api_.rangeHandle, result, Fmt("va=", Hex(start), ", size=", end - start));
+  *fd = handle;
+  *offset = va - start;
+  return Status::Ok();
+}
+
 Status GpuVmmPlatform::StreamSynchronize(int device, uint64_t stream) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.streamSynchronize.fn(reinterpret_cast<void*>(stream));

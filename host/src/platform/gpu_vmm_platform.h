@@ -55,6 +55,7 @@ class GpuVmmPlatform : public Platform {
   Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) override;
   Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) override;
   Status StreamSynchronize(int device, uint64_t stream) override;
+  Status ExportDmaBuf(int device, uint64_t va, size_t size, int* fd, uint64_t* offset) override;
 
   Status DeviceAlloc(int device, size_t size, uint64_t* va) override;
   Status DeviceFree(int device, uint64_t va) override;

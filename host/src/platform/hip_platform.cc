@@ -267,6 +267,8 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamCreateWithFlags", &api.streamCreate));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamDestroy", &api.streamDestroy));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamSynchronize", &api.streamSynchronize));
+  if (library.ResolveOptional("hipMemGetHandleForAddressRange", &api.rangeHandle.fn))
+    api.rangeHandle.name = "hipMemGetHandleForAddressRange";
 
   api.addressReserve = {&HipAddressReserve, "hipMemAddressReserve"};
   api.streamWriteValue64 = {&HipStreamWriteValue64, "hipStreamWriteValue64"};

@@ -95,6 +95,14 @@ class Platform {
   virtual Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) = 0;
   virtual Status StreamSynchronize(int device, uint64_t stream) = 0;
 
+  // A dma-buf of device memory [va, va + size) for a NIC to register (the verbs backend):
+  // *fd, which the caller closes, and va's offset in it. ccoUnsupported where the driver
+  // cannot (the cpu platform: host memory registers by address).
+  virtual Status ExportDmaBuf(int device, uint64_t va, size_t size, int* fd, uint64_t* offset) {
+    (void)device, (void)va, (void)size, (void)fd, (void)offset;
+    return Unsupported(Fmt(name(), " memory has no dma-buf export"));
+  }
+
   // Plain device memory for small descriptors (window descriptors).
   virtual Status DeviceAlloc(int device, size_t size, uint64_t* va) = 0;
   virtual Status DeviceFree(int device, uint64_t va) = 0;

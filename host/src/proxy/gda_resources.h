@@ -39,6 +39,7 @@ struct GdaResources {
   // Offsets in a rank's slice of the flat range (resource window offset + layout), set by
   // ccoDevCommCreate once the resource window exists.
   uint64_t signalOffset = 0;
+  uint64_t signalWindowOffset = 0;  // ... the same, from the start of the resource window
   uint64_t counterOffset = 0;
 
   // Proxy state: the running sum this rank has written into each peer's word of each signal

@@ -377,6 +377,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
   NetOp op;
   op.peer = g.peerRank[peerIndex];
   op.gdaId = g.id;
+  op.context = static_cast<int>(ring / g.peerCount);
   op.bytes = d.bytes;
   uint64_t localOffset = 0, theirs = 0;
   switch (d.op) {
@@ -386,6 +387,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
       CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &theirs).Prefixed("the destination"));
       op.window = d.dstWindow;
       op.offset = d.dstOffset;
+      op.localWindow = d.srcWindow;
       break;
     case CCO_GDA_OP_GET:
       op.kind = NetOpKind::kGet;
@@ -393,6 +395,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
       CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &theirs).Prefixed("the source"));
       op.window = d.srcWindow;
       op.offset = d.srcOffset;
+      op.localWindow = d.dstWindow;
       break;
     case CCO_GDA_OP_PUT_VALUE:
       op.kind = NetOpKind::kPutValue;
@@ -408,7 +411,11 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
   if (d.signalOp != CCO_SIGNAL_NONE) {
     op.signal = true;
     op.signalId = d.signalId;
-    op.signalSum = g.sentTo(peerIndex, d.signalId) += d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
+    op.signalAdd = d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
+    op.signalSum = g.sentTo(peerIndex, d.signalId) += op.signalAdd;
+    op.signalWindow = g.id;
+    op.signalWindowOffset =
+        g.signalWindowOffset + sizeof(uint64_t) * cco_gda_signal_word(d.signalId, c.topo.rank, c.topo.nRanks);
   }
   // Nothing to write and no signal (a marker alone): an empty put, which completes in order.
   if (op.kind == NetOpKind::kSignal && !op.signal) op.kind = NetOpKind::kPut, op.bytes = 0;

@@ -1,12 +1,33 @@
-"""`cco info`: versions, targets, where the bitcode and the host library are."""
+"""`cco info`: versions, targets, where the bitcode and the host library are, and which
+backend GDA would use between ranks of different hosts."""
 
 import json
+import os
 
 
 def add_parser(sub):
     p = sub.add_parser("info", help="versions, targets, bitcode, host library")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run)
+
+
+def network_backend(sysfs="/sys/class/infiniband"):
+    """What carries GDA between hosts here (host/src/net/select.h): CCO_NET's choice, else
+    verbs where this machine has an RDMA device (and every rank must), else tcp."""
+    choice = os.environ.get("CCO_NET") or os.environ.get("MORI_NET") or ""
+    try:
+        devices = sorted(os.listdir(sysfs))
+    except OSError:
+        devices = []
+    if choice == "tcp":
+        return "tcp (CCO_NET=tcp)"
+    if choice == "verbs":
+        return f"verbs (CCO_NET=verbs; RDMA devices: {', '.join(devices) or 'none: GDA across hosts will fail'})"
+    if choice:
+        return f"invalid CCO_NET={choice!r} (tcp or verbs)"
+    if devices:
+        return f"verbs if every rank has an active port (RDMA devices here: {', '.join(devices)}), else tcp"
+    return "tcp (no RDMA device here)"
 
 
 def run(opts):
@@ -23,6 +44,7 @@ def run(opts):
         facts["host_abi_version"] = f"unavailable: {e}"
     for t in TARGETS:
         facts["targets"][t["name"]] = bitcode._prebuilt(t["name"])
+    facts["gda_network"] = network_backend()
     if opts.json:
         print(json.dumps(facts, indent=2))
     else:
