@@ -213,6 +213,7 @@ ibv_port_attr Port(bool active, int linkLayer, uint16_t lid) {
 class NoTargets : public NetTargetMap {
   Status WindowAddress(uint32_t, uint64_t, uint64_t, uint64_t*) override { return Unsupported("none"); }
   Status SignalAddress(uint32_t, uint32_t, int32_t, uint64_t*) override { return Unsupported("none"); }
+  Status AddSignal(uint32_t, uint32_t, int32_t, uint64_t, uint64_t*, uint64_t*) override { return Unsupported("none"); }
 };
 
 class VerbsFake : public ::testing::Test {

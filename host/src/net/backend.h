@@ -35,15 +35,15 @@ struct NetOp {
   uint64_t bytes = 0;       // put, get; put_value: 1 to 8
   uint64_t local = 0;       // in this rank's flat range: put's source, get's destination
   uint64_t value = 0;       // put_value's bytes, little-endian
-  bool signal = false;      // then the target sets this rank's word of signal signalId to signalSum
+  bool signal = false;      // then signal signalId at the peer gains signalAdd, after the data
   uint32_t signalId = 0;
-  uint64_t signalSum = 0;   // the running sum this rank has sent the peer on that signal
-  uint64_t signalAdd = 0;   // ... and what this op adds to it
+  uint64_t signalAdd = 0;
   // Where that word is at the peer, for backends that write it themselves (verbs): in the
   // device communicator's resource window, at this byte offset.
   uint32_t signalWindow = 0;
   uint64_t signalWindowOffset = 0;
   uint32_t localWindow = 0; // the window `local` lies in
+  uint64_t localOffset = 0; // ... and where in it
   int context = 0;          // the GDA context that posted it
   uint64_t cookie = 0;      // handed back in the completion
 };
@@ -54,13 +54,18 @@ struct NetCompletion {
   bool peerLost = false;    // the connection is gone: later ops to the peer fail at once
 };
 
-// What the target side asks the proxy: where incoming bytes may land, and where a sender's
-// word of a signal is (addresses in this rank's flat range).
+// What a backend asks the proxy, from the proxy's thread: where bytes of a window are
+// (addresses in this rank's flat range, asked again for every chunk, so that nothing lands
+// in a window deregistered meanwhile), whether a sender's word of a signal exists, and, to
+// apply a signal, the word and the sender's new running sum (the target keeps the sums, so
+// that a refused request adds nothing).
 class NetTargetMap {
  public:
   virtual ~NetTargetMap() = default;
   virtual Status WindowAddress(uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address) = 0;
   virtual Status SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) = 0;
+  virtual Status AddSignal(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t add, uint64_t* address,
+                           uint64_t* sum) = 0;
 };
 
 class NetBackend {
@@ -74,8 +79,11 @@ class NetBackend {
   // Moves everything along without blocking, applying incoming ops through `map`; appends
   // the completions; whether anything happened.
   virtual bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) = 0;
-  // The first peer failure, "" if none (for the proxy's lastError).
+  // The first peer failure, "" if none (for the proxy's lastError). From any thread.
   virtual std::string lastError() const = 0;
+  // From any thread: returns once the copies the backend queued so far have run (a window
+  // or device communicator is going away).
+  virtual void Drain() {}
 };
 
 }  // namespace cco

@@ -1,32 +1,29 @@
+// The tcp backend's connections, reading and writing, and the initiator's side; the target's
+// side (requests in, answers out) is in tcp_target.cc.
 #include "net/tcp_backend.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/epoll.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <algorithm>
-#include <deque>
-#include <vector>
 
 #include "common/env.h"
-#include "net/tcp_wire.h"
+#include "net/tcp_connection.h"
 
 namespace cco {
+
+using tcp::kHeader;
+using tcp::Outbound;
+
 namespace {
 
-constexpr size_t kHeader = sizeof(TcpHeader);
 // Bytes one socket moves per direction per pass, so that one busy peer cannot starve others.
 constexpr size_t kPassBudget = size_t{8} << 20;
-// Answers a target keeps queued for one peer before it stops reading that peer's requests.
-constexpr size_t kMaxAnswers = 4096;
-// put_value's unaligned bytes go through small pinned words of their own.
-constexpr int kValueWords = 64;
-
-using Clock = std::chrono::steady_clock;
 
 Status SocketOptions(int fd, int64_t timeoutMs) {
   CCO_RETURN_IF_ERROR(SetNonBlocking(fd));
@@ -67,6 +64,23 @@ Status SendSome(int fd, iovec* pieces, int count, bool more, size_t* sent) {
   return Status::Ok();
 }
 
+// Up to `want` bytes into `dst`: from the buffer, else from the socket (0: nothing there).
+Status Take(int fd, tcp::Inbound& in, char* dst, size_t want, size_t* got) {
+  if (!in.buffered()) {
+    if (want >= tcp::kReadBuffer) return RecvSome(fd, dst, want, got);
+    in.bufferStart = in.bufferEnd = 0;
+    CCO_RETURN_IF_ERROR(RecvSome(fd, in.buffer.data(), tcp::kReadBuffer, &in.bufferEnd));
+    if (in.bufferEnd == 0) {
+      *got = 0;
+      return Status::Ok();
+    }
+  }
+  *got = std::min(want, in.bufferEnd - in.bufferStart);
+  memcpy(dst, in.buffer.data() + in.bufferStart, *got);
+  in.bufferStart += *got;
+  return Status::Ok();
+}
+
 }  // namespace
 
 TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
@@ -76,100 +90,6 @@ TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
   o.chunkBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(chunk, 4096), 1 << 20)) & ~size_t{7};
   return o;
 }
-
-// Bytes on their way out of a socket: a header, then maybe a payload from device memory.
-struct Outbound {
-  struct Chunk {
-    int index;
-    size_t length;
-    uint64_t token;  // its copy out of device memory has passed once the fence did
-    size_t sent;
-  };
-  TcpHeader header;
-  size_t headerSent = 0;
-  uint64_t src = 0;     // the payload, in the flat range
-  uint64_t bytes = 0;
-  uint64_t staged = 0;  // payload bytes whose copy out is queued
-  uint64_t sent = 0;
-  std::deque<Chunk> chunks;
-};
-
-// Small reads go through a buffer, so that one recv takes a header, its payload and the next
-// headers at once; a large payload is received straight into its chunks.
-constexpr size_t kReadBuffer = 64 << 10;
-
-// Bytes coming into a socket: a header, then maybe a payload for device memory.
-struct Inbound {
-  std::vector<char> buffer = std::vector<char>(kReadBuffer);
-  size_t bufferStart = 0, bufferEnd = 0;
-  bool buffered() const { return bufferStart != bufferEnd; }
-  TcpHeader header;
-  size_t headerGot = 0;
-  bool payload = false;    // reading the payload of `header`
-  bool discard = false;    // ... to drop it (a refused put)
-  uint64_t dst = 0, left = 0, done = 0;
-  int chunk = -1;
-  size_t filled = 0;
-  uint64_t lastToken = 0;  // the copy of the payload's last chunk
-  // A request in progress (target side): where its signal goes, or why it was refused.
-  uint64_t signalAddress = 0;
-  uint64_t refusal = 0;
-};
-
-struct TcpBackend::Socket {
-  Socket(Platform* p, int device, const TcpOptions& o)
-      : sendPool(p, device, o.chunkBytes, o.chunks), recvPool(p, device, o.chunkBytes, o.chunks),
-        values(p, device, sizeof(uint64_t), kValueWords) {}
-  Fd fd;
-  std::deque<Outbound> out;
-  Inbound in;
-  StagingPool sendPool, recvPool, values;
-  struct Landing {
-    StagingPool* pool;
-    int chunk;
-    uint64_t token;
-  };
-  std::deque<Landing> landing;  // chunks whose copy into device memory is queued
-};
-
-struct TcpBackend::Peer {
-  Peer(int32_t r, Platform* p, int device, const TcpOptions& o) : rank(r), requests(p, device, o), answers(p, device, o) {}
-  int32_t rank;
-  Socket requests;  // this rank's requests out, the peer's answers in
-  Socket answers;   // the peer's requests in, this rank's answers out
-  bool lost = false;
-  Clock::time_point lastProgress = Clock::now();  // a byte moved either way
-
-  // Initiator: requests sent, oldest first (seq is consecutive).
-  struct Pending {
-    uint64_t seq, cookie;
-    bool get;
-    uint64_t dst, bytes;
-    bool done = false;
-    uint64_t token = 0;  // a get: the copy of its last bytes into device memory
-    Status status;
-    Clock::time_point posted;
-  };
-  std::deque<Pending> pending;
-  uint64_t lastSent = 0;
-
-  // Target: answers owed, in request order.
-  struct Answer {
-    uint64_t seq;
-    uint16_t type;    // kTcpAck, kTcpGetData, kTcpRefused
-    uint64_t token;   // the request's work on the stream
-    uint64_t value;   // a refusal's reason
-    uint64_t src, bytes;  // a get's data
-    uint64_t pass = 0;    // the Progress call that queued it
-  };
-  std::deque<Answer> owed;
-  uint64_t expectSeq = 1;
-
-  Pending* Find(uint64_t seq) {
-    if (pending.empty() || seq < pending.front().seq || seq - pending.front().seq >= pending.size()) return nullptr;
-    return &pending[seq - pending.front().seq];
-  }
-};
 
 TcpBackend::TcpBackend(Platform* platform, int device, const TcpOptions& options)
     : platform_(platform), device_(device), options_(options) {}
@@ -204,10 +124,15 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
 }
 
 TcpBackend::~TcpBackend() {
-  peers_.clear();  // sockets closed; the staging memory waits for the stream below
+  // Copies into and out of the staging chunks may still be queued: they run first.
   if (streamMade_) platform_->StreamSynchronize(device_, stream_);
+  peers_.clear();
   fence_.reset();
   if (streamMade_) platform_->StreamDestroy(device_, stream_);
+}
+
+void TcpBackend::Drain() {
+  if (streamMade_) platform_->StreamSynchronize(device_, stream_);
 }
 
 std::string TcpBackend::lastError() const {
@@ -244,17 +169,19 @@ void TcpBackend::Post(const NetOp& op) {
   if (op.signal) {
     o.header.flags = kTcpHasSignal;
     o.header.signalId = op.signalId;
-    o.header.signalSum = op.signalSum;
+    o.header.signalAdd = op.signalAdd;
   }
   if (type == kTcpPut) {
-    o.src = op.local;
+    o.window = op.localWindow;
+    o.offset = op.localOffset;
     o.bytes = op.bytes;
   }
   Peer::Pending pending;
   pending.seq = o.header.seq;
   pending.cookie = op.cookie;
   pending.get = type == kTcpGet;
-  pending.dst = op.local;
+  pending.localWindow = op.localWindow;
+  pending.localOffset = op.localOffset;
   pending.bytes = op.bytes;
   pending.posted = Clock::now();
   p.pending.push_back(pending);
@@ -275,65 +202,51 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     Peer& p = *peers_[q];
     const bool target = (events[i].data.u64 & 1) != 0;
     Status error;
-    bool moved = false;
-    if (!Read(p, target ? p.answers : p.requests, target, map, &moved, &error))
+    if (!Read(p, target ? p.answers : p.requests, target, map, &did, &error))
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
-    if (moved) p.lastProgress = Clock::now();
-    did |= moved;
   }
   const Clock::time_point now = Clock::now();
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->lost) continue;
     Peer& p = *peer;
-    bool moved = ReleaseLanded(p.requests) | ReleaseLanded(p.answers);
-    // Bytes already read but not yet acted on (a header that waited for room, the rest of
-    // the buffer): no new bytes wake epoll for them.
+    did |= ReleaseLanded(p.requests) | ReleaseLanded(p.answers);
+    // Bytes already read but not yet acted on (a header that waited, the rest of the
+    // buffer): no new bytes wake epoll for them.
     Status error;
-    bool readable = true;
+    bool alive = true;
     for (Socket* s : {&p.requests, &p.answers}) {
       const bool waiting = s->in.buffered() || (s->in.headerGot == kHeader && !s->in.payload);
-      if (readable && waiting && !Read(p, *s, s == &p.answers, map, &moved, &error)) readable = false;
+      if (alive && waiting) alive = Read(p, *s, s == &p.answers, map, &did, &error);
     }
-    if (!readable) {
+    if (alive) {
+      did |= PumpAnswers(p);
+      alive = Write(p, p.requests, false, map, &did, &error) && Write(p, p.answers, true, map, &did, &error);
+    }
+    if (!alive) {
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
       continue;
     }
-    moved |= PumpAnswers(p);
-    if (!Write(p.requests, &moved, &error) || !Write(p.answers, &moved, &error)) {
-      FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
-      continue;
-    }
-    moved |= Complete(p, done);
-    if (moved) p.lastProgress = now;
-    did |= moved;
-    // A peer that owes answers and has moved nothing for the whole bound is gone, however
-    // its kernel's TCP still behaves (a stopped process, a wedged host).
-    const auto bound = std::chrono::milliseconds(options_.timeoutMs);
-    if (!p.pending.empty() && now - std::max(p.pending.front().posted, p.lastProgress) > bound)
-      FailPeer(p, Timeout(Fmt("rank ", p.rank, " answered nothing for ", options_.timeoutMs, " ms")), done);
+    did |= Complete(p, done);
+    CheckAlive(p, now, done);
   }
   return did;
 }
 
-// Up to `want` bytes into `dst`: from the buffer, else from the socket (0: nothing there).
-Status Take(int fd, Inbound& in, char* dst, size_t want, size_t* got) {
-  if (!in.buffered()) {
-    if (want >= kReadBuffer) return RecvSome(fd, dst, want, got);
-    in.bufferStart = in.bufferEnd = 0;
-    CCO_RETURN_IF_ERROR(RecvSome(fd, in.buffer.data(), kReadBuffer, &in.bufferEnd));
-    if (in.bufferEnd == 0) {
-      *got = 0;
-      return Status::Ok();
-    }
-  }
-  *got = std::min(want, in.bufferEnd - in.bufferStart);
-  memcpy(dst, in.buffer.data() + in.bufferStart, *got);
-  in.bufferStart += *got;
-  return Status::Ok();
+// A peer that owes answers and has sent none for the whole bound is gone, however its
+// kernel's TCP still behaves (a stopped process, a wedged host). The clock starts at the
+// oldest request's post, or at its last byte sent while it is still going out, or at the
+// peer's last answer; the peer's own requests do not count.
+void TcpBackend::CheckAlive(Peer& p, Clock::time_point now, std::vector<NetCompletion>* done) {
+  if (p.pending.empty()) return;
+  const Peer::Pending& oldest = p.pending.front();
+  Clock::time_point since = std::max(oldest.posted, p.lastAnswer);
+  if (!p.requests.out.empty() && p.requests.out.front().header.seq <= oldest.seq) since = std::max(since, p.lastSend);
+  if (now - since > std::chrono::milliseconds(options_.timeoutMs))
+    FailPeer(p, Timeout(Fmt("rank ", p.rank, " answered nothing for ", options_.timeoutMs, " ms")), done);
 }
 
 bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error) {
-  Inbound& in = s.in;
+  tcp::Inbound& in = s.in;
   size_t budget = kPassBudget;
   while (budget > 0) {
     size_t got = 0;
@@ -343,6 +256,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
         if (!error->ok()) return false;
         if (got == 0) return true;
         *did = true;
+        if (!target) p.lastAnswer = Clock::now();
         budget -= std::min(budget, got);
         in.headerGot += got;
         if (in.headerGot < kHeader) continue;
@@ -350,7 +264,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
       bool stall = false;
       *error = target ? OnRequest(p, s, map, &stall) : OnAnswer(p, s);
       if (!error->ok()) return false;
-      if (stall) return true;  // the header waits, complete, until there is room
+      if (stall) return true;  // the header waits, complete, until it can go on
       in.headerGot = 0;
       continue;
     }
@@ -370,23 +284,44 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
     if (!error->ok()) return false;
     if (got == 0) return true;
     *did = true;
+    if (!target) p.lastAnswer = Clock::now();
     budget -= std::min(budget, got);
     in.left -= got;
-    if (!in.discard) {
+    if (in.discard) {
+      in.done += got;
+    } else {
       in.filled += got;
-      if (in.filled == s.recvPool.chunkBytes() || in.left == 0) {
-        *error = Land(s, s.recvPool, in.chunk, in.dst + in.done, in.filled, &in.lastToken);
-        if (!error->ok()) return false;
-        in.done += in.filled;
-        in.chunk = -1;
-      }
+      if (in.filled == s.recvPool.chunkBytes() || in.left == 0) *error = LandChunk(p, s, target, map);
+      if (!error->ok()) return false;
     }
     if (in.left == 0) {
-      *error = FinishPayload(p, s, target);
+      *error = FinishPayload(p, s, target, map);
       if (!error->ok()) return false;
     }
   }
   return true;
+}
+
+Status TcpBackend::LandChunk(Peer& p, Socket& s, bool target, NetTargetMap& map) {
+  tcp::Inbound& in = s.in;
+  uint64_t dst = 0;
+  Status where = map.WindowAddress(in.window, in.offset + in.done, in.filled, &dst);
+  if (where.ok()) {
+    CCO_RETURN_IF_ERROR(Land(s, s.recvPool, in.chunk, dst, in.filled, &in.lastToken));
+  } else {
+    // The window went away while its bytes arrived: the rest is dropped, the op fails.
+    s.recvPool.Release(in.chunk);
+    in.discard = true;
+    if (target) {
+      in.refusal = kRefusedWindow;
+    } else if (Peer::Pending* get = p.Find(in.header.seq)) {
+      get->status = where.Prefixed(Fmt("a get from rank ", p.rank, " landing"));
+    }
+  }
+  in.done += in.filled;
+  in.chunk = -1;
+  in.filled = 0;
+  return Status::Ok();
 }
 
 Status TcpBackend::Land(Socket& s, StagingPool& pool, int chunk, uint64_t dst, size_t bytes, uint64_t* token) {
@@ -406,77 +341,12 @@ bool TcpBackend::ReleaseLanded(Socket& s) {
   return did;
 }
 
-Status TcpBackend::OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall) {
-  Inbound& in = s.in;
-  const TcpHeader& h = in.header;
-  if (p.owed.size() >= kMaxAnswers) {  // the peer does not read its answers: stop reading its requests
-    *stall = true;
-    return Status::Ok();
-  }
-  CCO_RETURN_IF_ERROR(CheckRequest(h, p.expectSeq));
-  in.refusal = 0;
-  in.signalAddress = 0;
-  if ((h.flags & kTcpHasSignal) && !map.SignalAddress(h.gdaId, h.signalId, p.rank, &in.signalAddress).ok())
-    in.refusal = kRefusedSignal;
-  uint64_t address = 0;
-  const bool writes = h.type != kTcpSignal && !(h.type == kTcpPut && h.bytes == 0);  // an empty put touches nothing
-  if (writes && !map.WindowAddress(h.window, h.offset, h.bytes, &address).ok()) in.refusal = kRefusedWindow;
-
-  if (h.type == kTcpGet) {
-    ++p.expectSeq;
-    p.owed.push_back(in.refusal ? Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0, pass_}
-                                : Peer::Answer{h.seq, kTcpGetData, 0, 0, address, h.bytes, pass_});
-    return Status::Ok();
-  }
-  if (h.type == kTcpPutValue && in.refusal == 0) {
-    if (h.bytes == sizeof(uint64_t) && address % sizeof(uint64_t) == 0) {
-      CCO_RETURN_IF_ERROR(platform_->StreamWriteValue64(device_, stream_, address, h.value));
-    } else {
-      Status error;
-      const int word = s.values.Acquire(&error);
-      CCO_RETURN_IF_ERROR(error);
-      if (word < 0) {  // every word is still landing
-        *stall = true;
-        return Status::Ok();
-      }
-      memcpy(s.values.host(word), &h.value, sizeof(h.value));
-      uint64_t token = 0;
-      CCO_RETURN_IF_ERROR(Land(s, s.values, word, address, h.bytes, &token));
-    }
-  }
-  ++p.expectSeq;
-  if (h.type == kTcpPut && h.bytes > 0) {
-    in.payload = true;
-    in.discard = in.refusal != 0;
-    in.dst = address;
-    in.left = h.bytes;
-    in.done = 0;
-    return Status::Ok();
-  }
-  return FinishRequest(p, s);
-}
-
-// A request's data is queued: its signal goes behind it, then the acknowledgement waits for both.
-Status TcpBackend::FinishRequest(Peer& p, Socket& s) {
-  Inbound& in = s.in;
-  if (in.refusal != 0) {
-    p.owed.push_back(Peer::Answer{in.header.seq, kTcpRefused, 0, in.refusal, 0, 0, pass_});
-    return Status::Ok();
-  }
-  if (in.header.flags & kTcpHasSignal)
-    CCO_RETURN_IF_ERROR(platform_->StreamWriteValue64(device_, stream_, in.signalAddress, in.header.signalSum));
-  uint64_t token = 0;
-  CCO_RETURN_IF_ERROR(fence_->Mark(&token));
-  p.owed.push_back(Peer::Answer{in.header.seq, kTcpAck, token, 0, 0, 0, pass_});
-  return Status::Ok();
-}
-
-Status TcpBackend::FinishPayload(Peer& p, Socket& s, bool target) {
-  Inbound& in = s.in;
+Status TcpBackend::FinishPayload(Peer& p, Socket& s, bool target, NetTargetMap& map) {
+  tcp::Inbound& in = s.in;
   in.payload = false;
   in.discard = false;
   in.headerGot = 0;
-  if (target) return FinishRequest(p, s);
+  if (target) return FinishRequest(p, s, map);
   Peer::Pending* get = p.Find(in.header.seq);
   if (get == nullptr) return InternalError("a get's data without its request");
   get->done = true;
@@ -485,7 +355,7 @@ Status TcpBackend::FinishPayload(Peer& p, Socket& s, bool target) {
 }
 
 Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
-  Inbound& in = s.in;
+  tcp::Inbound& in = s.in;
   const TcpHeader& h = in.header;
   CCO_RETURN_IF_ERROR(CheckAnswer(h, p.lastSent));
   Peer::Pending* first = nullptr;  // the oldest request not yet answered
@@ -497,14 +367,14 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   if (h.type == kTcpAck) {
     // Everything up to h.seq is applied; a get among it would have been answered with data.
     for (auto& pending : p.pending) {
-      if (pending.seq > h.seq || pending.done) continue;
+      if (pending.seq > h.seq) break;
+      if (pending.done) continue;
       if (pending.get) return RemoteError(Fmt("it acknowledged get ", pending.seq, " without its data"));
       pending.done = true;
     }
     return Status::Ok();
   }
-  if (first == nullptr || first->seq != h.seq)
-    return RemoteError(Fmt("it answered request ", h.seq, " out of order"));
+  if (first == nullptr || first->seq != h.seq) return RemoteError(Fmt("it answered request ", h.seq, " out of order"));
   if (h.type == kTcpRefused) {
     first->done = true;
     first->status = InvalidArgument(Fmt("rank ", p.rank, " refused ", first->get ? "a get" : "a request", ": ",
@@ -521,66 +391,40 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   }
   in.payload = true;
   in.discard = false;
-  in.dst = first->dst;
+  in.window = first->localWindow;
+  in.offset = first->localOffset;
   in.left = h.bytes;
   in.done = 0;
   in.lastToken = 0;
   return Status::Ok();
 }
 
-bool TcpBackend::PumpAnswers(Peer& p) {
-  bool did = false;
-  uint64_t ack = 0;
-  auto flushAck = [&] {
-    if (ack == 0) return;
-    Outbound o;
-    o.header = TcpAnswerHeader(kTcpAck, ack);
-    p.answers.out.push_back(o);
-    ack = 0;
-  };
-  // An ack waits one pass: the proxy's rings are drained in between, so a request the
-  // target's kernel makes on seeing the signal (a reply) leaves before the ack, which only
-  // gives the sender credit back. Gets and refusals go at once.
-  while (!p.owed.empty() && fence_->Passed(p.owed.front().token) &&
-         (p.owed.front().type != kTcpAck || p.owed.front().pass < pass_)) {
-    const Peer::Answer a = p.owed.front();
-    p.owed.pop_front();
-    did = true;
-    if (a.type == kTcpAck) {
-      ack = a.seq;
-      continue;
-    }
-    flushAck();
-    Outbound o;
-    o.header = TcpAnswerHeader(static_cast<TcpType>(a.type), a.seq);
-    if (a.type == kTcpRefused) o.header.value = a.value;
-    if (a.type == kTcpGetData) {
-      o.header.bytes = a.bytes;
-      o.src = a.src;
-      o.bytes = a.bytes;
-    }
-    p.answers.out.push_back(o);
-  }
-  flushAck();
-  return did;
-}
-
-bool TcpBackend::Write(Socket& s, bool* did, Status* error) {
+bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error) {
   size_t budget = kPassBudget;
   while (!s.out.empty() && budget > 0) {
     Outbound& o = s.out.front();
-    // Copies out of device memory run ahead of the socket by up to the pool's chunks.
+    // Copies out of device memory run ahead of the socket by up to the pool's chunks; the
+    // window is looked up for each, so nothing is read from one deregistered meanwhile
+    // (its bytes go out as zeros and the op fails).
     while (o.staged < o.bytes) {
       const int chunk = s.sendPool.Acquire(error);
       if (!error->ok()) return false;
       if (chunk < 0) break;
       const size_t length = std::min<uint64_t>(s.sendPool.chunkBytes(), o.bytes - o.staged);
-      uint64_t token = 0;
-      *error = platform_->CopyOnStream(device_, stream_, s.sendPool.device(chunk), o.src + o.staged, length);
-      if (error->ok()) *error = fence_->Mark(&token);
-      if (!error->ok()) return false;
+      uint64_t src = 0, token = 0;
+      Status where = map.WindowAddress(o.window, o.offset + o.staged, length, &src);
+      if (where.ok()) {
+        *error = platform_->CopyOnStream(device_, stream_, s.sendPool.device(chunk), src, length);
+        if (error->ok()) *error = fence_->Mark(&token);
+        if (!error->ok()) return false;
+      } else {
+        memset(s.sendPool.host(chunk), 0, length);
+        if (Peer::Pending* put = target ? nullptr : p.Find(o.header.seq))
+          put->status = where.Prefixed(Fmt("a put to rank ", p.rank, " reading its source"));
+      }
       o.chunks.push_back(Outbound::Chunk{chunk, length, token, 0});
       o.staged += length;
+      if (o.getAnswer && o.staged == o.bytes) --p.unstagedGets;  // later writes may land now
     }
     // What can go now: the rest of the header, and the front chunk once it is out of the device.
     iovec pieces[2];
@@ -600,6 +444,7 @@ bool TcpBackend::Write(Socket& s, bool* did, Status* error) {
     if (!error->ok()) return false;
     if (sent == 0) return true;
     *did = true;
+    if (!target) p.lastSend = Clock::now();
     budget -= std::min(budget, sent);
     const size_t header = std::min(sent, kHeader - o.headerSent);
     o.headerSent += header;
@@ -639,7 +484,7 @@ void TcpBackend::FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>
   for (Socket* s : {&p.requests, &p.answers}) {
     if (s->fd.valid()) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, s->fd.get(), nullptr);
     s->fd.Reset();
-    s->out.clear();  // chunks still being filled by the stream stay allocated until the backend goes
+    s->out.clear();  // chunks the stream may still fill stay allocated until the backend goes
   }
   for (const auto& pending : p.pending) {
     NetCompletion c;
@@ -650,6 +495,7 @@ void TcpBackend::FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>
   }
   p.pending.clear();
   p.owed.clear();
+  p.unstagedGets = 0;
 }
 
 }  // namespace cco

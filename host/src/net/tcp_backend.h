@@ -30,6 +30,11 @@
 
 namespace cco {
 
+namespace tcp {
+struct Peer;
+struct Socket;
+}  // namespace tcp
+
 struct TcpOptions {
   int64_t timeoutMs = 120000;         // dead-peer bound (CCO_NET_TIMEOUT_MS, else CCO_TIMEOUT_MS)
   size_t chunkBytes = size_t{1} << 20;  // CCO_TCP_CHUNK_BYTES, 4 KiB to 1 MiB
@@ -51,20 +56,24 @@ class TcpBackend : public NetBackend {
   void Post(const NetOp& op) override;
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
+  void Drain() override;
 
  private:
-  struct Socket;
-  struct Peer;
+  using Peer = tcp::Peer;
+  using Socket = tcp::Socket;
   TcpBackend(Platform* platform, int device, const TcpOptions& options);
 
   // The socket's reading and writing; false with *error when the peer must be given up.
   bool Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error);
-  bool Write(Socket& s, bool* did, Status* error);
-  // A complete header: acted on, or *stall when it must wait for a free chunk or answer room.
+  bool Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error);
+  // A complete header: acted on, or *stall when it must wait (for a free chunk, for room
+  // for answers, or for an earlier get's bytes to be copied out).
   Status OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall);
   Status OnAnswer(Peer& p, Socket& s);
-  Status FinishPayload(Peer& p, Socket& s, bool target);
-  Status FinishRequest(Peer& p, Socket& s);
+  // A chunk of payload is complete: into its window (looked up now), or dropped.
+  Status LandChunk(Peer& p, Socket& s, bool target, NetTargetMap& map);
+  Status FinishPayload(Peer& p, Socket& s, bool target, NetTargetMap& map);
+  Status FinishRequest(Peer& p, Socket& s, NetTargetMap& map);
   // The copy of a chunk's bytes into device memory, queued; the chunk is freed once it passed.
   Status Land(Socket& s, StagingPool& pool, int chunk, uint64_t dst, size_t bytes, uint64_t* token);
   bool ReleaseLanded(Socket& s);
@@ -72,6 +81,7 @@ class TcpBackend : public NetBackend {
   bool PumpAnswers(Peer& p);
   // Initiator: requests done, in order, become completions.
   bool Complete(Peer& p, std::vector<NetCompletion>* done);
+  void CheckAlive(Peer& p, Clock::time_point now, std::vector<NetCompletion>* done);
   void FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>* done);
 
   Platform* platform_;

@@ -3,6 +3,7 @@
 // requests; the rank that accepted (the target) answers them, in order.
 //
 //   requests   PUT        window, offset, bytes, [signal]  + `bytes` of payload
+//              (a signal: its id and the amount to add to the sender's word of it)
 //              PUT_VALUE  window, offset, bytes (1..8), value, [signal]
 //              SIGNAL     signal
 //              GET        window, offset, bytes
@@ -56,7 +57,7 @@ struct TcpHeader {
   uint64_t value;
   uint32_t signalId;
   uint32_t reserved;
-  uint64_t signalSum;
+  uint64_t signalAdd;
 };
 static_assert(sizeof(TcpHeader) == 64, "the wire header is 64 bytes");
 

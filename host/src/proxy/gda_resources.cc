@@ -70,6 +70,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   Status local = g->contexts > 0 ? Status::Ok()
                                  : InvalidArgument("reqs->gdaContextCount is 0, but the connection type asks for GDA");
   ResolvePeers(c, net, *g);
+  if (anyNet) g->received.assign(static_cast<size_t>(g->signalIds) * c.topo.nRanks, 0);
   if (local.ok())
     local = AllocateRings(c, static_cast<uint32_t>(g->contexts * g->peerCount), CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
                 .Prefixed("GDA");

@@ -48,6 +48,11 @@ struct GdaResources {
   std::vector<uint64_t> sent;
   std::vector<uint64_t> marks;
   std::atomic<int64_t> netInFlight{0};  // ops with the network backend
+  // Set when ccoDevCommDestroy gave up waiting for them: their completions then touch nothing.
+  std::atomic<bool> netAbandoned{false};
+  // What each sender on the network has added to each signal here [signal id][world rank]:
+  // the proxy writes these sums into the senders' words as their requests are applied.
+  std::vector<uint64_t> received;
 
   uint64_t& sentTo(int peer, uint32_t signalId) { return sent[static_cast<size_t>(peer) * signalIds + signalId]; }
   uint64_t& mark(int context, uint32_t counter, int peer) {

@@ -94,10 +94,14 @@ void Proxy::WaitNetIdle(const GdaResources* g) {
   const Deadline deadline = DeadlineIn(comm_->timeoutMs);
   while (g->netInFlight.load() > 0 && thread_.joinable() && !stop_) {
     if (MsLeft(deadline) <= 0) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (lastError_.empty())
-        lastError_ = Fmt("ccoDevCommDestroy: ", g->netInFlight.load(), " GDA network op(s) still unanswered after ",
-                         comm_->timeoutMs, " ms");
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (lastError_.empty())
+          lastError_ = Fmt("ccoDevCommDestroy: ", g->netInFlight.load(), " GDA network op(s) still unanswered after ",
+                           comm_->timeoutMs, " ms");
+      }
+      // Their completions, whenever they come, must not touch what is about to be freed.
+      const_cast<GdaResources*>(g)->netAbandoned = true;
       return;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -145,10 +149,13 @@ void Proxy::Quiesce() {
   while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
   if (streamMade_) Synchronize(stream_, "the GDA proxy's stream");
   std::vector<std::shared_ptr<SdmaResources>> sdma;
+  std::shared_ptr<NetBackend> net;
   {
     std::lock_guard<std::mutex> lock(mu_);
     sdma = attachedSdma_;
+    net = net_;
   }
+  if (net) net->Drain();  // its copies into and out of windows too
   for (auto& s : sdma)
     for (uint64_t stream : s->streams) Synchronize(stream, "an SDMA queue's stream");
 }
@@ -388,6 +395,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
       op.window = d.dstWindow;
       op.offset = d.dstOffset;
       op.localWindow = d.srcWindow;
+      op.localOffset = d.srcOffset;
       break;
     case CCO_GDA_OP_GET:
       op.kind = NetOpKind::kGet;
@@ -396,6 +404,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
       op.window = d.srcWindow;
       op.offset = d.srcOffset;
       op.localWindow = d.dstWindow;
+      op.localOffset = d.dstOffset;
       break;
     case CCO_GDA_OP_PUT_VALUE:
       op.kind = NetOpKind::kPutValue;
@@ -412,7 +421,6 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
     op.signal = true;
     op.signalId = d.signalId;
     op.signalAdd = d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
-    op.signalSum = g.sentTo(peerIndex, d.signalId) += op.signalAdd;
     op.signalWindow = g.id;
     op.signalWindowOffset =
         g.signalWindowOffset + sizeof(uint64_t) * cco_gda_signal_word(d.signalId, c.topo.rank, c.topo.nRanks);
@@ -442,6 +450,10 @@ bool Proxy::ProgressNet(NetBackend& net) {
     netPending_.erase(it);
     if (!p.g) continue;
     GdaResources& g = *p.g;
+    if (g.netAbandoned) {  // its device communicator is gone: nothing of it may be touched
+      --g.netInFlight;
+      continue;
+    }
     const int32_t peer = g.peerRank[p.ring % g.peerCount];
     Status s = done.status;
     if (s.ok()) {
@@ -468,6 +480,18 @@ Status Proxy::WindowAddress(uint32_t window, uint64_t offset, uint64_t bytes, ui
   CCO_RETURN_IF_ERROR(Resolve(window, offset, bytes, &windowOffset));
   *address = comm_->MySlice() + windowOffset;
   return Status::Ok();
+}
+
+Status Proxy::AddSignal(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t add, uint64_t* address,
+                        uint64_t* sum) {
+  CCO_RETURN_IF_ERROR(SignalAddress(gdaId, signalId, sender, address));
+  for (const auto& g : threadWork_) {
+    if (g->id != gdaId) continue;
+    if (g->received.empty()) return InvalidArgument("no network peers on this device communicator");
+    *sum = g->received[static_cast<size_t>(signalId) * comm_->topo.nRanks + sender] += add;
+    return Status::Ok();
+  }
+  return InvalidArgument(Fmt("no device communicator ", gdaId, " here"));
 }
 
 Status Proxy::SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) {

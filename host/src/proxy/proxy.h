@@ -93,6 +93,8 @@ class Proxy : private NetTargetMap {
   // NetTargetMap, for ops arriving from other ranks.
   Status WindowAddress(uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address) override;
   Status SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) override;
+  Status AddSignal(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t add, uint64_t* address,
+                   uint64_t* sum) override;
   Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
   Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);

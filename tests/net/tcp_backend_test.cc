@@ -1,0 +1,235 @@
+// The tcp backend against a peer the test plays by hand (raw sockets on loopback, the
+// protocol of net/tcp_wire.h): what an authenticated but misbehaving or unlucky peer can and
+// cannot make this rank do. The backend runs on the cpu platform; its map is one window and
+// one signal word of the test's.
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "net/tcp_backend.h"
+#include "net/tcp_wire.h"
+#include "platform/platform.h"
+
+namespace cco {
+namespace {
+
+constexpr uint32_t kWindow = 1, kGda = 7;
+
+class Map : public NetTargetMap {
+ public:
+  std::vector<unsigned char> window = std::vector<unsigned char>(size_t{4} << 20, 0);
+  bool live = true;
+  uint64_t word = 0, sum = 0;
+
+  Status WindowAddress(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* address) override {
+    if (!live || id != kWindow || offset > window.size() || bytes > window.size() - offset)
+      return InvalidArgument("no such window range");
+    *address = reinterpret_cast<uint64_t>(window.data()) + offset;
+    return Status::Ok();
+  }
+  Status SignalAddress(uint32_t gda, uint32_t signal, int32_t, uint64_t* address) override {
+    if (gda != kGda || signal >= 4) return InvalidArgument("no such signal");
+    *address = reinterpret_cast<uint64_t>(&word);
+    return Status::Ok();
+  }
+  Status AddSignal(uint32_t gda, uint32_t signal, int32_t sender, uint64_t add, uint64_t* address,
+                   uint64_t* newSum) override {
+    CCO_RETURN_IF_ERROR(SignalAddress(gda, signal, sender, address));
+    *newSum = sum += add;
+    return Status::Ok();
+  }
+};
+
+// A connected pair of TCP sockets on loopback: {ours, theirs}.
+void Pair(Fd* ours, Fd* theirs) {
+  Fd listener(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(a);
+  ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(listener.get(), 1), 0);
+  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &length), 0);
+  theirs->Reset(socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(connect(theirs->get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ours->Reset(accept(listener.get(), nullptr, nullptr));
+  ASSERT_TRUE(ours->valid());
+  timeval t{10, 0};  // the test's own reads never hang
+  setsockopt(theirs->get(), SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
+}
+
+class TcpPeer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(CreateCpuPlatform(&platform_).ok());
+    std::vector<Fd> out(2), in(2);
+    Pair(&out[1], &requestsOfMine_);  // this rank's requests go out on out[1]
+    Pair(&in[1], &requestsOfTheirs_); // the peer's requests come in on in[1]
+    TcpOptions o;
+    o.timeoutMs = 300;
+    o.chunkBytes = 64 << 10;
+    ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
+  }
+
+  // Runs the backend until `until` holds (at most 5 s); the completions collected.
+  bool Run(const std::function<bool()>& until) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+      backend_->Progress(map_, &done_);
+      if (until()) return true;
+    }
+    return false;
+  }
+  void SendRequest(TcpHeader h, const std::string& payload = "") {
+    std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
+    bytes += payload;
+    ASSERT_EQ(send(requestsOfTheirs_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+  // The next answer on the peer's request connection (its payload in *data).
+  TcpHeader ReadAnswer(std::string* data = nullptr) {
+    TcpHeader h;
+    memset(&h, 0, sizeof(h));
+    RecvExactly(reinterpret_cast<char*>(&h), sizeof(h));
+    if (data != nullptr) {
+      data->assign(h.bytes, '\0');
+      RecvExactly(&(*data)[0], h.bytes);
+    }
+    return h;
+  }
+  void RecvExactly(char* p, size_t n) {
+    while (n > 0) {
+      backend_->Progress(map_, &done_);
+      const ssize_t k = recv(requestsOfTheirs_.get(), p, n, MSG_DONTWAIT);
+      if (k > 0) p += k, n -= static_cast<size_t>(k);
+      else if (k == 0) return;
+    }
+  }
+  TcpHeader Put(uint64_t seq, uint64_t offset, uint64_t bytes) {
+    TcpHeader h = TcpRequestHeader(kTcpPut, seq);
+    h.window = kWindow;
+    h.offset = offset;
+    h.bytes = bytes;
+    return h;
+  }
+
+  Platform* platform_ = nullptr;
+  Fd requestsOfMine_, requestsOfTheirs_;
+  std::unique_ptr<TcpBackend> backend_;
+  Map map_;
+  std::vector<NetCompletion> done_;
+};
+
+TEST_F(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
+  memcpy(map_.window.data(), "OLDOLDOL", 8);
+  TcpHeader get = TcpRequestHeader(kTcpGet, 1);
+  get.window = kWindow;
+  get.bytes = 8;
+  SendRequest(get);
+  SendRequest(Put(2, 0, 8), "NEWNEWNE");  // right behind it
+  std::string data;
+  TcpHeader answer = ReadAnswer(&data);
+  EXPECT_EQ(answer.type, kTcpGetData);
+  EXPECT_EQ(data, "OLDOLDOL");
+  answer = ReadAnswer();
+  EXPECT_EQ(answer.type, kTcpAck);
+  EXPECT_EQ(answer.seq, 2u);
+  EXPECT_EQ(memcmp(map_.window.data(), "NEWNEWNE", 8), 0);
+}
+
+TEST_F(TcpPeer, APeerThatNeverReadsItsAnswersCannotGrowOurMemory) {
+  // Zero-byte gets, each owed an answer; the peer never reads one. The backend must stop
+  // reading its requests (so the kernel's buffers fill and the peer's sends block) instead of
+  // queueing answers without end.
+  const int requests = 400000;  // 25.6 MB of headers
+  std::string burst;
+  for (int i = 1; i <= requests; ++i) {
+    TcpHeader h = TcpRequestHeader(kTcpGet, static_cast<uint64_t>(i));
+    h.window = kWindow;
+    burst.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  }
+  size_t sent = 0;
+  int idle = 0;
+  while (sent < burst.size() && idle < 2000) {
+    backend_->Progress(map_, &done_);
+    const ssize_t k = send(requestsOfTheirs_.get(), burst.data() + sent, burst.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k > 0) sent += static_cast<size_t>(k), idle = 0;
+    else ++idle;
+  }
+  EXPECT_LT(sent, burst.size()) << "the backend read every request of a peer that reads no answer";
+}
+
+TEST_F(TcpPeer, NothingLandsInAWindowDeregisteredMidPayload) {
+  const uint64_t bytes = 1 << 20;
+  SendRequest(Put(1, 0, bytes), std::string(bytes / 2, 'a'));
+  ASSERT_TRUE(Run([&] { return map_.window[0] == 'a'; }));  // the first chunks landed
+  map_.live = false;                                         // the window goes away
+  const std::string rest(bytes / 2, 'b');
+  ASSERT_EQ(send(requestsOfTheirs_.get(), rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
+  const TcpHeader answer = ReadAnswer();
+  EXPECT_EQ(answer.type, kTcpRefused);
+  EXPECT_EQ(answer.value, kRefusedWindow);
+  for (size_t i = bytes / 2; i < bytes; ++i) ASSERT_EQ(map_.window[i], 0) << "byte " << i << " landed";
+}
+
+TEST_F(TcpPeer, ARefusedSignalAddsNothing) {
+  TcpHeader bad = TcpRequestHeader(kTcpSignal, 1);
+  bad.flags = kTcpHasSignal;
+  bad.gdaId = kGda;
+  bad.signalId = 9;  // no such signal
+  bad.signalAdd = 100;
+  SendRequest(bad);
+  TcpHeader good = bad;
+  good.seq = 2;
+  good.signalId = 1;
+  good.signalAdd = 5;
+  SendRequest(good);
+  EXPECT_EQ(ReadAnswer().type, kTcpRefused);
+  EXPECT_EQ(ReadAnswer().type, kTcpAck);
+  EXPECT_EQ(map_.word, 5u);
+}
+
+TEST_F(TcpPeer, MalformedRequestsBreakTheConnection) {
+  TcpHeader h = Put(5, 0, 8);  // out of sequence
+  SendRequest(h, "xxxxxxxx");
+  ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
+  EXPECT_NE(backend_->lastError().find("out of sequence"), std::string::npos) << backend_->lastError();
+  EXPECT_EQ(memcmp(map_.window.data(), "\0\0\0\0\0\0\0\0", 8), 0);
+}
+
+TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
+  // This rank puts to the peer; the peer never answers, but keeps sending requests of its
+  // own (which this rank answers): those must not keep the put alive past the bound.
+  NetOp op;
+  op.kind = NetOpKind::kSignal;
+  op.peer = 1;
+  op.gdaId = kGda;
+  op.signal = true;
+  op.signalAdd = 1;
+  op.cookie = 77;
+  backend_->Post(op);
+  uint64_t seq = 0;
+  const bool lost = Run([&] {
+    TcpHeader chatter = TcpRequestHeader(kTcpSignal, ++seq);
+    chatter.flags = kTcpHasSignal;
+    chatter.gdaId = kGda;
+    chatter.signalAdd = 1;
+    send(requestsOfTheirs_.get(), &chatter, sizeof(chatter), MSG_DONTWAIT | MSG_NOSIGNAL);
+    for (const auto& c : done_)
+      if (c.cookie == 77) return true;
+    return false;
+  });
+  ASSERT_TRUE(lost);
+  EXPECT_TRUE(done_.back().peerLost);
+  EXPECT_NE(done_.back().status.message().find("answered nothing"), std::string::npos) << done_.back().status.message();
+}
+
+}  // namespace
+}  // namespace cco
