@@ -20,7 +20,24 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import netns  # noqa: E402
 from netns import Hosts, sh  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not netns.available(), reason="network namespaces need root and iproute2 here")
+needs_netns = pytest.mark.skipif(not netns.available(), reason="network namespaces need root and iproute2 here")
+
+
+def rdma_devices():
+    try:
+        return sorted(os.listdir("/sys/class/infiniband"))
+    except OSError:
+        return []
+
+
+class Loopback:
+    """Hosts that are only host ids: every rank on this machine's loopback."""
+
+    def __init__(self, count):
+        self.names = [f"host{k}" for k in range(count)]
+
+    def command(self, k, argv):
+        return list(argv)
 
 
 @pytest.fixture
@@ -81,6 +98,7 @@ def assert_all_pass(results):
         assert f"rank {r}: PASS" in out
 
 
+@needs_netns
 @pytest.mark.parametrize("host_count,ranks_per_host", [(2, 1), (2, 2), (3, 2), (4, 1)])
 def test_matrix_across_hosts(hosts_of, host_count, ranks_per_host, tmp_path):
     """Bootstrap and the full GDA matrix (FULL, CROSSNODE, RAIL x every mode, op, signal and
@@ -89,6 +107,7 @@ def test_matrix_across_hosts(hosts_of, host_count, ranks_per_host, tmp_path):
     assert_all_pass(finish(launch(hosts, ranks_per_host, ["matrix"], tmp=str(tmp_path)), timeout=240))
 
 
+@needs_netns
 def test_large_puts_through_a_throttled_link(hosts_of, tmp_path):
     """A 200 Mbit/s token bucket on one host's link: 24 MiB puts (24 chunks each) pipeline through
     it with back-pressure on every stage, and every byte arrives."""
@@ -108,6 +127,7 @@ def wait_ready(proc, timeout):
     return bool(ready) and proc.stdout.readline().strip() == "ready"
 
 
+@needs_netns
 @pytest.mark.parametrize("how", ["kill", "link_down"])
 def test_lost_peer_fails_in_bounded_time(hosts_of, how, tmp_path):
     """Rank 2 (alone on host 2) is killed with SIGKILL, or its link is cut: ranks 0 and 1,
@@ -131,3 +151,12 @@ def test_lost_peer_fails_in_bounded_time(hosts_of, how, tmp_path):
         print(out)  # how long the loss took to surface, and the message
         assert rc == 0, f"rank {r} exited {rc}\nstdout:\n{out}\nstderr:\n{err}"
         assert "rank 2" in out
+
+
+@pytest.mark.skipif(not rdma_devices(), reason="no RDMA device here: the verbs backend has never run on a NIC")
+def test_matrix_over_verbs(tmp_path):
+    """Where this machine has an RDMA device: two "hosts" on it (host ids only), the matrix
+    through the verbs backend (CCO_NET=verbs: no fallback to tcp)."""
+    results = finish(launch(Loopback(2), 1, ["matrix"], extra_env={"CCO_NET": "verbs", "CCO_SOCKET_IFNAME": "=lo"},
+                            tmp=str(tmp_path)), timeout=240)
+    assert_all_pass(results)
