@@ -192,10 +192,11 @@ void Proxy::Loop() {
       threadNet_ = net_;
       generation = generation_.load();
     }
+    // Rings first: what they hand the network backend goes out in the same iteration.
     bool did = false;
-    if (threadNet_) did |= ProgressNet(*threadNet_);
     for (auto& g : work) did |= Pass(*g);
     for (auto& s : sdmaWork) did |= Pass(*s);
+    if (threadNet_) did |= ProgressNet(*threadNet_);
     // Resources detached before `generation` are no longer in use.
     if (seenGeneration_.load(std::memory_order_relaxed) != generation) seenGeneration_ = generation;
     if (did) {
