@@ -183,17 +183,25 @@ void TcpBackend::Post(const NetOp& op) {
   pending.localWindow = op.localWindow;
   pending.localOffset = op.localOffset;
   pending.bytes = op.bytes;
-  pending.posted = Clock::now();
+  pending.posted = now_;  // the last pass's clock: the bound is milliseconds
   p.pending.push_back(pending);
   p.requests.out.push_back(std::move(o));
 }
 
 bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
   ++pass_;
+  now_ = Clock::now();  // one clock read per pass serves every timestamp of it
   bool did = !refusedAtPost_.empty();
   done->insert(done->end(), refusedAtPost_.begin(), refusedAtPost_.end());
   refusedAtPost_.clear();
 
+  // New requests leave first: whatever else this pass finds (answers to read, acks to send)
+  // waits behind them, so a reply the kernel just posted is not held up by bookkeeping.
+  for (auto& peer : peers_) {
+    if (peer == nullptr || peer->lost || peer->requests.out.empty()) continue;
+    Status error;
+    if (!Write(*peer, peer->requests, false, map, &did, &error)) FailPeer(*peer, error.Prefixed(Fmt("rank ", peer->rank)), done);
+  }
   epoll_event events[64];
   const int n = epoll_wait(epoll_.get(), events, 64, 0);
   for (int i = 0; i < n; ++i) {
@@ -205,7 +213,6 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     if (!Read(p, target ? p.answers : p.requests, target, map, &did, &error))
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
   }
-  const Clock::time_point now = Clock::now();
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->lost) continue;
     Peer& p = *peer;
@@ -227,7 +234,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
       continue;
     }
     did |= Complete(p, done);
-    CheckAlive(p, now, done);
+    CheckAlive(p, now_, done);
   }
   return did;
 }
@@ -256,7 +263,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
         if (!error->ok()) return false;
         if (got == 0) return true;
         *did = true;
-        if (!target) p.lastAnswer = Clock::now();
+        if (!target) p.lastAnswer = now_;
         budget -= std::min(budget, got);
         in.headerGot += got;
         if (in.headerGot < kHeader) continue;
@@ -284,7 +291,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
     if (!error->ok()) return false;
     if (got == 0) return true;
     *did = true;
-    if (!target) p.lastAnswer = Clock::now();
+    if (!target) p.lastAnswer = now_;
     budget -= std::min(budget, got);
     in.left -= got;
     if (in.discard) {
@@ -444,7 +451,7 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
     if (!error->ok()) return false;
     if (sent == 0) return true;
     *did = true;
-    if (!target) p.lastSend = Clock::now();
+    if (!target) p.lastSend = now_;
     budget -= std::min(budget, sent);
     const size_t header = std::min(sent, kHeader - o.headerSent);
     o.headerSent += header;

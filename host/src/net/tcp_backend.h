@@ -94,6 +94,7 @@ class TcpBackend : public NetBackend {
   std::vector<std::unique_ptr<Peer>> peers_;  // by world rank; null where unused
   std::vector<NetCompletion> refusedAtPost_;   // ops posted to a lost peer
   uint64_t pass_ = 0;                          // Progress calls so far
+  Clock::time_point now_ = Clock::now();       // read once per Progress
   mutable std::mutex errorMu_;  // lastError is read from other threads
   std::string lastError_;
 };
