@@ -112,3 +112,30 @@ def test_unknown_targets_are_named():
         find_cco_bitcode(("cuda", 75))
     with pytest.raises(BitcodeError, match="backend 'opencl'"):
         find_cco_bitcode(("opencl", "x"))
+
+
+def test_functions_carry_the_guides_keys():
+    for fn in CCO_DEVICE_FUNCTIONS:
+        assert {"symbol", "args", "ret", "pure", "family", "tag"} <= set(fn), fn["symbol"]
+    tags = {fn["tag"] for fn in CCO_DEVICE_FUNCTIONS if fn["family"] == "gda"}
+    assert len(tags) > 1  # the GDA entries are told apart by their tags
+
+
+def test_the_guides_positional_code_object_version(monkeypatch):
+    monkeypatch.setenv("CCO_DISABLE_JIT", "1")
+    monkeypatch.setattr(bitcode_module, "_current_target", lambda: ("hip", "gfx942"))
+    assert find_cco_bitcode(6) == prebuilt("amdgcn-gfx942-proxy-cov6")  # FlyDSL's
+    assert find_cco_bitcode(5) == prebuilt("amdgcn-gfx942-proxy-cov5")  # Triton's
+    assert find_cco_bitcode(cov=6) == prebuilt("amdgcn-gfx942-proxy-cov6")
+    with pytest.raises(BitcodeError, match="two code-object versions"):
+        find_cco_bitcode(6, cov=5)
+
+
+def test_prebuilt_search_covers_build_lib_folders(monkeypatch, tmp_path):
+    variant = "amdgcn-gfx942-proxy-cov6"
+    lib = tmp_path / "build-release" / "lib"
+    lib.mkdir(parents=True)
+    shutil.copy(prebuilt(variant), lib / f"libcco_device-{variant}.bc")
+    monkeypatch.setattr(_resources, "DATA_DIR", str(tmp_path / "no-package-data"))
+    monkeypatch.setattr(_resources, "REPO_ROOT", str(tmp_path))
+    assert bitcode_module._prebuilt(variant) == str(lib / f"libcco_device-{variant}.bc")

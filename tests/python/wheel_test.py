@@ -27,6 +27,8 @@ def test_wheel_contents():
     for target in table["targets"]:
         assert f"cco/_data/bitcode/libcco_device-{target['name']}.bc" in names
     for needed in ("cco/_data/libcco.so", "cco/_data/include/cco/cco.h", "cco/_data/src/device/lsa_barrier.hpp",
+                   "cco/_data/include/cco/cco.hpp", "cco/_data/include/cco/cco_scale_out.hpp",
+                   "cco/_data/include/device/gda.hpp", "cco/_data/include/abi/gda.h",
                    "cco/_data/src/device/wrappers/cco_device_wrappers.inc", "cco/ir/triton/cco.py",
                    "cco-0.1.0.dist-info/RECORD", "cco-0.1.0.dist-info/entry_points.txt"):
         assert needed in names, needed
@@ -44,3 +46,25 @@ def test_installed_wheel_runs_info_and_perf(tmp_path):
     r = subprocess.run([sys.executable, "-m", "cco.cli", "perf", "--quick", "--suites", "barrier,put"], env=env,
                        cwd=cwd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "put through peer pointers" in r.stdout, r.stderr
+
+
+def test_cpp_caller_builds_from_the_wheel_alone(tmp_path):
+    """A C++ caller with nothing but the installed wheel: the guide's header pair from
+    _data/include, libcco.so from _data; the size-only ccoWindowRegister on the cpu platform."""
+    site, env = install(tmp_path)
+    data = site / "cco" / "_data"
+    source = tmp_path / "caller.cc"
+    source.write_text(
+        '#include <stdio.h>\n#include "cco/cco_scale_out.hpp"\n'
+        "int main() {\n"
+        "  ccoUniqueId id; ccoComm* comm; void* ptr; ccoWindow_t win;\n"
+        "  if (ccoGetUniqueId(&id) || ccoCommCreate(id, 1, 0, 8 << 20, &comm)) return 1;\n"
+        "  if (ccoWindowRegister(comm, (size_t)4096, &ptr, &win)) return 2;\n"
+        "  *(int*)ccoGetLsaPeerPtr(win, 0, 0) = 7;\n"
+        "  if (*(int*)ptr != 7 || ccoWindowDeregister(comm, win) || ccoCommDestroy(comm)) return 3;\n"
+        "  puts(\"ok\"); return 0;\n}\n")
+    exe = tmp_path / "caller"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", f"-I{data / 'include'}", str(source), f"-L{data}", "-lcco",
+                    f"-Wl,-rpath,{data}", "-o", str(exe)], check=True, cwd=str(tmp_path))
+    r = subprocess.run([str(exe)], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

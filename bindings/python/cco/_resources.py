@@ -5,6 +5,7 @@ cco/_data/. In a checkout they are the committed abi/cco_abi_table.json and Baze
 outputs under bazel-bin/.
 """
 
+import glob
 import os
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -28,10 +29,13 @@ def abi_table_path():
 
 
 def bitcode_dirs():
-    """Folders that may hold prebuilt bitcode and its manifest, in lookup order."""
+    """Folders that may hold prebuilt bitcode and its manifest, in lookup order: the
+    package's, then the checkout's <repo>/lib and <repo>/build*/lib (as the guide's tooling
+    leaves them), then Bazel's."""
     return [d for d in (
         os.path.join(DATA_DIR, "bitcode"),
         os.path.join(REPO_ROOT, "lib"),
+        *sorted(glob.glob(os.path.join(REPO_ROOT, "build*", "lib"))),
         os.path.join(REPO_ROOT, "bazel-bin", "device"),
         os.path.join(REPO_ROOT, "device"),  # inside a Bazel test's runfiles
     ) if os.path.isdir(d)]

@@ -27,6 +27,7 @@ CCO_DEVICE_FUNCTIONS = [
         "arg_names": [a["name"] for a in f["args"]],
         "ret": f["ret"],
         "pure": f["pure"],
+        "tag": f["tag"],
         "axes": dict(f["axes"]),
         "dsl": f["dsl"],
     }

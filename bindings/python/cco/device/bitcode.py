@@ -95,7 +95,14 @@ def _prebuilt(variant):
 
 def find_cco_bitcode(target=None, nic=None, cov=None):
     """Path of the CCO bitcode for `target` (a triton GPUTarget, a (backend, arch) pair,
-    or None for the current GPU)."""
+    or None for the current GPU).
+
+    The guide's form, `find_cco_bitcode(cov)` with the code-object version as the only
+    positional argument (5 for Triton, 6 for FlyDSL), works too: an int there is `cov`."""
+    if isinstance(target, int) and not isinstance(target, bool):
+        if cov is not None and cov != target:
+            raise BitcodeError(f"cco: find_cco_bitcode({target}, cov={cov}): two code-object versions")
+        target, cov = None, target
     explicit = _env.get("CCO_DEVICE_BC")
     if explicit:
         if not os.path.isfile(explicit):

@@ -1,0 +1,32 @@
+/* cco/cco.hpp: the guide's C++ entry header for host code and LSA kernels (its
+ * "mori/cco/cco.hpp"): the host API (cco/cco.h) and the device API's load/store side (peer
+ * pointers, the LSA barrier, teams, coop scopes). GDA and SDMA: cco/cco_scale_out.hpp.
+ *
+ *   nvcc -std=c++17 -I<cco>/_data/include kernel.cu -L<cco>/_data -lcco
+ */
+#ifndef CCO_CCO_HPP_
+#define CCO_CCO_HPP_
+
+#include <stddef.h>
+
+#include "cco/cco.h"
+#include "device/arch/arch.h"
+#include "device/coop.hpp"
+#include "device/lsa.hpp"
+#include "device/lsa_barrier.hpp"
+#include "device/team.hpp"
+
+/* In a kernel: the load/store address of byte `offset` of LSA rank `peerLsaRank`'s copy of
+ * window `win`, or NULL where that rank is not an LSA peer. */
+CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t offset) {
+  return reinterpret_cast<void*>(
+      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
+}
+
+/* The size-only form of ccoWindowRegister (the guide's C++ overload): allocates `size` bytes
+ * of symmetric memory and registers them as one window, which ccoWindowDeregister frees. */
+inline ccoResult_t ccoWindowRegister(ccoComm* comm, size_t size, void** ptr, ccoWindow_t* win) {
+  return ccoWindowAllocRegister(comm, size, ptr, win);
+}
+
+#endif /* CCO_CCO_HPP_ */
