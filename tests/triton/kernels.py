@@ -40,23 +40,19 @@ def every_function(dc, win, out, peer: tl.constexpr):
 
 @triton.jit
 def every_barrier(dc, out):
-    """Every LSA barrier symbol, each coop scope; out[i] = the status of call i."""
-    tl.store(out + 0, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.THREAD))
-    tl.store(out + 1, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.THREAD))
-    tl.store(out + 2, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.WARP))
-    tl.store(out + 3, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.WARP))
-    tl.store(out + 4, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.BLOCK))
-    tl.store(out + 5, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.BLOCK))
-    tl.store(out + 6, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.THREAD))
-    tl.store(out + 7, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.WARP))
-    tl.store(out + 8, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK))
+    """Every LSA barrier symbol Triton can call correctly (coop WARP in a one-warp program,
+    and BLOCK; THREAD is refused: every thread would arrive); out[i] = the status of call i."""
+    tl.store(out + 0, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.WARP))
+    tl.store(out + 1, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.WARP))
+    tl.store(out + 2, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 3, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 4, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.WARP))
+    tl.store(out + 5, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK))
     t = 1000000
-    tl.store(out + 9, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.THREAD))
-    tl.store(out + 10, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
-    tl.store(out + 11, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
-    tl.store(out + 12, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.THREAD))
-    tl.store(out + 13, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
-    tl.store(out + 14, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 6, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
+    tl.store(out + 7, cco.LsaBarrier.wait_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 8, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.WARP))
+    tl.store(out + 9, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
 
 
 def _family_kernel_source(family, name):

@@ -37,9 +37,16 @@ MEMORY_MODEL = {
 CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 
 
-def compile_for(kernel, signature, constexprs, target):
+def compile_for(kernel, signature, constexprs, target, num_warps=4):
     src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
-    return triton.compile(src, target=target, options={"extern_libs": tuple(cco.get_extern_libs(target).items())})
+    return triton.compile(src, target=target, options={"extern_libs": tuple(cco.get_extern_libs(target).items()),
+                                                       "num_warps": num_warps})
+
+
+# Symbols Triton refuses to call (a barrier with coop=THREAD: every thread would arrive);
+# FlyDSL and C++ callers, which choose the calling thread, use them.
+REFUSED_IN_TRITON = {f["symbol"] for f in CCO_DEVICE_FUNCTIONS
+                     if f["dsl"].startswith("LsaBarrier.") and f["axes"].get("coop") == "thread"}
 
 
 @pytest.fixture(scope="module", params=sorted(TARGETS))
@@ -49,8 +56,9 @@ def compiled(request):
     kernels_ = [
         compile_for(kernels.every_function, {"dc": "u64", "win": "u64", "out": "*i32", "peer": "constexpr"},
                     {"peer": 1}, target),
-        compile_for(kernels.every_barrier, {"dc": "u64", "out": "*i32"}, {}, target),
-        compile_for(kernels.every_gda, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target),
+        # One warp: the barriers' coop WARP covers the whole program there.
+        compile_for(kernels.every_barrier, {"dc": "u64", "out": "*i32"}, {}, target, num_warps=1),
+        compile_for(kernels.every_gda, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target, num_warps=1),
         compile_for(kernels.every_sdma, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target),
     ]
     return target, kernels_
@@ -70,7 +78,8 @@ def test_every_exported_function_is_called(compiled):
     called = set()
     for c in ks:
         called |= set(re.findall(r'symbol = "(cco_\w+)"', c.asm["ttir"]))
-    assert called == {f["symbol"] for f in CCO_DEVICE_FUNCTIONS}
+    assert called == {f["symbol"] for f in CCO_DEVICE_FUNCTIONS} - REFUSED_IN_TRITON
+    assert len(REFUSED_IN_TRITON) == 5  # arrive, wait, sync, wait_timeout, sync_timeout
 
 
 def test_fully_inlined(compiled):
@@ -106,6 +115,33 @@ def test_bad_axis_value_is_a_compile_error():
     for kernel, text in ((bad, "coop=7 is not a compile-time CoopScope"), (missing, "needs coop=")):
         with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
             compile_for(kernel, {"dc": "u64"}, {}, TARGETS["cuda-sm_90"])
+
+
+def test_barriers_that_would_race_are_refused_at_trace_time():
+    """In Triton every thread runs a scalar call: a barrier with coop=THREAD, or WARP in a
+    program of several warps, would arrive more than once per rank. Refused, with the fix."""
+
+    @triton.jit
+    def thread(dc):
+        cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.THREAD)
+
+    @triton.jit
+    def warp(dc):
+        cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.WARP)
+
+    @triton.jit
+    def gda_warp(dc):
+        cco.Gda.barrier_sync(dc, 0, 0, coop=cco.CoopScope.WARP)
+
+    cases = ((thread, 1, "coop=THREAD would make every thread of the program arrive"),
+             (warp, 4, "coop=WARP with num_warps=4 would make each warp arrive on its own"),
+             (gda_warp, 2, "coop=WARP with num_warps=2"))
+    for kernel, warps, text in cases:
+        with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
+            compile_for(kernel, {"dc": "u64"}, {}, TARGETS["cuda-sm_90"], num_warps=warps)
+    # The same calls where they are right: WARP in a one-warp program, BLOCK anywhere.
+    assert compile_for(warp, {"dc": "u64"}, {}, TARGETS["hip-gfx942"], num_warps=1).asm["amdgcn"]
+    assert compile_for(gda_warp, {"dc": "u64"}, {}, TARGETS["cuda-sm_90"], num_warps=1).asm["ptx"]
 
 
 def test_team_keyword():

@@ -68,6 +68,24 @@ def _team_of(value, dsl):
                      f"(Team.GDA), a compile-time constant")
 
 
+# Barriers count one arrival per rank. In Triton every thread of a program runs a scalar
+# call, so a barrier's coop must cover the whole program: BLOCK, or WARP in a one-warp
+# program. Anything else would arrive once per thread or per warp, racing on the epoch.
+_BARRIERS = ("LsaBarrier.", "Gda.barrier_sync")
+
+
+def _check_barrier_coop(dsl, coop, semantic):
+    if coop is None or not dsl.startswith(_BARRIERS):
+        return
+    warps = getattr(getattr(semantic.builder, "options", None), "num_warps", None)
+    if coop == "thread":
+        raise ValueError(f"cco.{dsl}: coop=THREAD would make every thread of the program arrive, but the barrier "
+                         f"counts one arrival per rank: use coop=BLOCK (or WARP with num_warps=1)")
+    if coop == "warp" and warps != 1:
+        raise ValueError(f"cco.{dsl}: coop=WARP with num_warps={warps} would make each warp arrive on its own, but "
+                         f"the barrier counts one arrival per rank: use coop=BLOCK, or launch with num_warps=1")
+
+
 def _team_peer_entry():
     return next(e for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
 
@@ -88,6 +106,7 @@ def _make_builtin(dsl, entries):
         if missing:
             raise TypeError(f"cco.{dsl}: needs {', '.join(f'{a}=' for a in missing)} (a compile-time constant)")
         key = tuple(sorted((a, _axis_value(a, v, dsl)) for a, v in axes.items()))
+        _check_barrier_coop(dsl, dict(key).get("coop"), _semantic)
         entry = by_axes.get(key)
         if entry is None:
             have = [", ".join(f"{k}={v}" for k, v in k_) for k_ in by_axes]
