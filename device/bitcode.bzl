@@ -1,6 +1,7 @@
 """cco_bitcode: one LLVM bitcode file of the device library for one variant.
 
-clang-19, freestanding (no CUDA/ROCm headers), then `opt` internalizes everything but the
+clang-19 (clang-22 for FlyDSL's variants of archs LLVM 19 lacks), freestanding (no CUDA/ROCm
+headers; FlyDSL's variants hosted, see device/variants.bzl), then `opt` internalizes everything but the
 ABI's public list and drops what became dead, then tools/bitcode/stamp.py records the ABI
 version and variant in the bitcode wrapper (outside the IR). Freestanding nvptx emits no
 `nvvm-reflect-ftz` module flag, so the bitcode links into Triton's modules as it is.
@@ -12,7 +13,7 @@ _TARGET_FLAGS = {
 }
 
 _COMMON_FLAGS = [
-    "-emit-llvm", "-c", "-O2", "-std=c++17", "-ffreestanding", "-fno-exceptions", "-fno-rtti",
+    "-emit-llvm", "-c", "-O2", "-std=c++17", "-fno-exceptions", "-fno-rtti",
     "-Wall", "-Wextra", "-Werror", "-I.",
 ]
 
@@ -22,6 +23,8 @@ def _cco_bitcode_impl(ctx):
         # A fixed code-object version is a module flag: it links only into modules of the
         # same version, hence one variant per version.
         flags += ["-Xclang", "-mcode-object-version=" + (ctx.attr.cov or "none")]
+    if not ctx.attr.hosted:
+        flags.append("-ffreestanding")
     flags += ["-I" + ctx.bin_dir.path, "-DCCO_NIC_" + ctx.attr.nic.upper() + "=1"]
     # The wrappers refuse to compile if this differs from abi/version.h.
     flags += ["-DCCO_BUILD_ABI_VERSION=%d" % ctx.attr.abi_version]
@@ -31,8 +34,10 @@ def _cco_bitcode_impl(ctx):
     args.add_all(flags + _COMMON_FLAGS + ctx.attr.copts)
     args.add(ctx.file.src)
     args.add("-o", compiled)
+    clang = ctx.executable._clang22 if ctx.attr.llvm == "22" else ctx.executable._clang
+    opt = ctx.executable._opt22 if ctx.attr.llvm == "22" else ctx.executable._opt
     ctx.actions.run(
-        executable = ctx.executable._clang,
+        executable = clang,
         arguments = [args],
         inputs = [ctx.file.src] + ctx.files.hdrs,
         outputs = [compiled],
@@ -48,7 +53,7 @@ def _cco_bitcode_impl(ctx):
     opt_args.add(compiled)
     opt_args.add("-o", internalized)
     ctx.actions.run(
-        executable = ctx.executable._opt,
+        executable = opt,
         arguments = [opt_args],
         inputs = [compiled, ctx.file.public_list],
         outputs = [internalized],
@@ -83,6 +88,8 @@ cco_bitcode = rule(
         "variant": attr.string(mandatory = True),
         "abi_version": attr.int(mandatory = True),
         "cov": attr.string(default = ""),
+        "llvm": attr.string(default = "19", values = ["19", "22"]),
+        "hosted": attr.bool(default = False),
         "copts": attr.string_list(),
         "out": attr.output(mandatory = True),
         "_clang": attr.label(default = "//device/toolchain:clang", executable = True, cfg = "exec",
@@ -91,6 +98,10 @@ cco_bitcode = rule(
         "_stamp_module": attr.label(default = "//bindings/python:cco/device/stamp.py", allow_single_file = True),
         "_opt": attr.label(default = "//device/toolchain:opt", executable = True, cfg = "exec",
                            allow_single_file = True),
+        "_clang22": attr.label(default = "//device/toolchain:clang-22", executable = True, cfg = "exec",
+                               allow_single_file = True),
+        "_opt22": attr.label(default = "//device/toolchain:opt-22", executable = True, cfg = "exec",
+                             allow_single_file = True),
     },
 )
 

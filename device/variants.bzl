@@ -11,7 +11,10 @@ ABI_VERSION = 3
 # arch -> the arch clang-19 compiles for. LLVM 19 knows neither sm_100 nor gfx950; their
 # variants are compiled for the nearest older arch (CCO's device code uses no instruction
 # newer than sm_70 / gfx90a) and checked by code generation with llc-22 and by Triton's
-# AOT compiler linking them into kernels for the real arch.
+# AOT compiler linking them into kernels for the real arch. FlyDSL's variants (code-object
+# version 6) are the exception: FlyDSL's LLVM inlines a function only into a kernel of the
+# chip it was built for, so they are built for their real arch, by clang-22 where clang-19
+# lacks it (FlyDSL's LLVM reads clang-22's bitcode; Triton never links a cov6 variant).
 NVPTX_ARCHS = {
     "sm_90": "sm_90",
     "sm_100": "sm_90",
@@ -27,9 +30,20 @@ NICS = ["proxy"]
 
 # AMD code-object versions: Triton links version 5, FlyDSL version 6.
 AMDGCN_CODE_OBJECT_VERSIONS = ["5", "6"]
+FLYDSL_CODE_OBJECT_VERSION = "6"
 
 # Archs llc-19 cannot generate code for: the tests check them with llc-22.
 LLC22_ONLY_ARCHS = ["sm_100", "gfx950"]
+
+def variant_llvm(clang_arch):
+    """The LLVM whose clang and opt build a variant: 22 for the archs LLVM 19 lacks."""
+    return "22" if clang_arch in LLC22_ONLY_ARCHS else "19"
+
+def variant_hosted(cov):
+    """Whether a variant is compiled without -ffreestanding: FlyDSL's (cov6), since
+    -ffreestanding marks every function "no-builtins", which FlyDSL's LLVM will not inline
+    into kernels without it. (Triton inlines either way; its variants stay freestanding.)"""
+    return cov == FLYDSL_CODE_OBJECT_VERSION
 
 def cco_variants():
     """Every variant as a struct: name, target, triple, arch, clang_arch, nic, cov ("" = none)."""
@@ -53,7 +67,7 @@ def cco_variants():
                     target = "amdgcn",
                     triple = "amdgcn-amd-amdhsa",
                     arch = arch,
-                    clang_arch = clang_arch,
+                    clang_arch = arch if cov == FLYDSL_CODE_OBJECT_VERSION else clang_arch,
                     nic = nic,
                     cov = cov,
                 ))

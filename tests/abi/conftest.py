@@ -1,4 +1,5 @@
 def pytest_addoption(parser):
-    for name in ("committed", "generated", "manifest", "llvm-dis", "llc", "llc22", "llc22-archs", "host-table"):
+    for name in ("committed", "generated", "manifest", "llvm-dis", "llc", "llc22", "llvm-dis22", "llc22-archs",
+                 "host-table"):
         parser.addoption("--" + name)
     parser.addoption("--ir", action="append", default=[])

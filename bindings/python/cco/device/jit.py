@@ -24,8 +24,12 @@ _TARGET_FLAGS = {
     "nvptx": ["--target=nvptx64-nvidia-cuda", "-march={arch}", "-nostdlibinc"],
     "amdgcn": ["--target=amdgcn-amd-amdhsa", "-mcpu={arch}", "-nogpulib", "-nostdlibinc"],
 }
-_COMMON_FLAGS = ["-emit-llvm", "-c", "-O2", "-std=c++17", "-ffreestanding", "-fno-exceptions", "-fno-rtti",
+_COMMON_FLAGS = ["-emit-llvm", "-c", "-O2", "-std=c++17", "-fno-exceptions", "-fno-rtti",
                  "-Wall", "-Wextra", "-Werror"]
+# As device/variants.bzl: archs LLVM 19 lacks are built by LLVM 22 (FlyDSL's variants of
+# them), and FlyDSL's variants (code-object version 6) are hosted, the others freestanding.
+_LLVM22_ARCHS = ("sm_100", "gfx950")
+_FLYDSL_COV = 6
 _WRAPPERS = os.path.join("device", "wrappers", "cco_device_wrappers.cc")
 _GENERATED = [os.path.join("device", "wrappers", "cco_device_wrappers.inc"),
               os.path.join("device", "wrappers", "cco_device_abi.h")]
@@ -42,12 +46,25 @@ def _tool(env_name, names):
     return None
 
 
-def clang():
+def clang(llvm=19):
+    if llvm == 22:
+        return _tool("CCO_CLANG22", ["clang-22", "/usr/lib/llvm-22/bin/clang"])
     return _tool("CCO_CLANG", ["clang-19", "/usr/lib/llvm-19/bin/clang"])
 
 
-def opt():
+def opt(llvm=19):
+    if llvm == 22:
+        return _tool("CCO_OPT22", ["opt-22", "/usr/lib/llvm-22/bin/opt"])
     return _tool("CCO_OPT", ["opt-19", "/usr/lib/llvm-19/bin/opt"])
+
+
+def _target(variant):
+    return next(t for t in TARGETS if t["name"] == variant)
+
+
+def llvm_of(variant):
+    """The LLVM (19 or 22) whose clang and opt build `variant`."""
+    return 22 if _target(variant)["compiled_for"] in _LLVM22_ARCHS else 19
 
 
 def source_roots():
@@ -76,22 +93,24 @@ def _source_files(root, generated):
 
 
 def compile_command(variant, source_root, generated_root, output):
-    target = next(t for t in TARGETS if t["name"] == variant)
+    target = _target(variant)
     kind = target["triple"].split("-")[0].replace("nvptx64", "nvptx")
     flags = [f.replace("{arch}", target["compiled_for"]) for f in _TARGET_FLAGS[kind]]
+    cov = target["code_object_version"]
     if kind == "amdgcn":
-        cov = target["code_object_version"]
         flags += ["-Xclang", f"-mcode-object-version={cov if cov else 'none'}"]
+    if cov != _FLYDSL_COV:
+        flags.append("-ffreestanding")
     flags += [f"-I{os.path.abspath(generated_root)}", f"-DCCO_NIC_{target['nic'].upper()}=1", f"-DCCO_BUILD_ABI_VERSION={ABI_VERSION}"]
     # Run from the source root with relative paths, as Bazel does: the bitcode records no
     # absolute path and equals the prebuilt file byte for byte.
-    return [clang()] + flags + _COMMON_FLAGS + ["-I.", _WRAPPERS, "-o", output]
+    return [clang(llvm_of(variant))] + flags + _COMMON_FLAGS + ["-I.", _WRAPPERS, "-o", output]
 
 
 def cache_key(variant, roots):
     digest = hashlib.sha256()
     digest.update(f"{variant}\0{ABI_VERSION}\0".encode())
-    version = subprocess.run([clang(), "--version"], capture_output=True, text=True).stdout
+    version = subprocess.run([clang(llvm_of(variant)), "--version"], capture_output=True, text=True).stdout
     digest.update(version.encode())
     for path in _source_files(*roots):
         digest.update(os.path.relpath(path, roots[0]).encode() + b"\0")
@@ -108,8 +127,9 @@ def build(variant):
     """Builds (or finds in the cache) the bitcode of `variant`; returns its path.
     Raises RuntimeError with the compiler's message when a build fails."""
     roots = source_roots()
-    if roots is None or clang() is None or opt() is None:
-        raise RuntimeError("cco JIT: needs clang-19 and opt-19 and the device sources")
+    llvm = llvm_of(variant)
+    if roots is None or clang(llvm) is None or opt(llvm) is None:
+        raise RuntimeError(f"cco JIT: {variant} needs clang-{llvm} and opt-{llvm} and the device sources")
     key = cache_key(variant, roots)
     folder = os.path.join(cache_dir(), key)
     final = os.path.join(folder, f"libcco_device-{variant}.bc")
@@ -127,7 +147,7 @@ def build(variant):
             with open(public, "w") as f:
                 f.write("".join(fn["symbol"] + "\n" for fn in CCO_DEVICE_FUNCTIONS))
             for cmd, cwd in ((compile_command(variant, *roots, compiled), roots[0]),
-                             ([opt(), "-passes=internalize,globaldce", f"-internalize-public-api-file={public}",
+                             ([opt(llvm), "-passes=internalize,globaldce", f"-internalize-public-api-file={public}",
                                compiled, "-o", internalized], None)):
                 result = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
                 if result.returncode != 0:
@@ -144,6 +164,7 @@ def build(variant):
 def build_if_possible(variant):
     """build(variant), or None where the JIT cannot run here (no compiler, no sources)."""
     roots = source_roots()
-    if roots is None or clang() is None or opt() is None:
+    llvm = llvm_of(variant)
+    if roots is None or clang(llvm) is None or opt(llvm) is None:
         return None
     return build(variant)
