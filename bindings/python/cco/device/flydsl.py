@@ -1,0 +1,218 @@
+"""The CCO device API inside FlyDSL kernels (AMD, code-object version 6), generated from the
+ABI table: the guide's `mori.cco.device.flydsl`.
+
+    import flydsl.compiler as flyc
+    import flydsl.expr as fx
+    import cco.device.flydsl as cco
+
+    @flyc.kernel
+    def put_kernel(dev_comm: fx.Int64, send_win: fx.Int64, recv_win: fx.Int64, nbytes: fx.Int64):
+        gda = cco.DevComm(dev_comm).gda(0)          # a handle: its calls bind dev_comm and the context
+        gda.put(1, recv_win, 0, send_win, 0, nbytes, signal_op=cco.SignalOp.INC, signal_id=0,
+                coop=cco.CoopScope.THREAD)
+        gda.flush(coop=cco.CoopScope.BLOCK)
+
+Every function of the table is reachable two ways: through its namespace with every argument
+(cco.Gda.put(dev_comm, ctx, peer, ...), as in the Triton binding), or through a handle that
+binds the leading ones (DevComm(dc), Window(win), DevComm(dc).gda(ctx) / .gda_deferred(ctx) /
+.gda_caller_ordered(ctx), DevComm(dc).sdma()). Arguments go by position or by name, in the
+table's spelling or snake_case (signalId or signal_id). The template axes (coop, thread_mode,
+signal_op, signal) are keywords that must be compile-time constants: they pick the symbol while
+the kernel is traced, so the kernel makes one direct call, which FlyDSL inlines. thread_mode
+defaults to INDEPENDENT, signal_op to NONE, signal ids and values to 0; coop has no default.
+
+The bitcode is the code-object-v6 variant for the kernel's chip (ARCH, else the GPU's), found
+by find_cco_bitcode. FlyDSL is imported when a kernel first calls CCO, not before.
+"""
+
+import functools
+import os
+import re
+import types
+
+from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
+from cco.device.abi_table import load_abi_table
+
+CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
+
+# Enums as namespaces of ints: cco.CoopScope.BLOCK, cco.SignalOp.INC, ...
+for _enum, _members in ENUMS.items():
+    globals()[_enum] = types.SimpleNamespace(**_members)
+
+_AXES = load_abi_table()["axes"]
+_AXIS_DEFAULTS = {"thread_mode": "independent", "signal_op": "none"}
+_ARG_DEFAULTS = {"signalId": 0, "signalValue": 0}
+
+
+class CcoFlyDslError(TypeError):
+    pass
+
+
+def _snake(name):
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def target_arch():
+    """The chip FlyDSL compiles for: its ARCH setting, else the GPU's."""
+    from flydsl.compiler.backends.rocm import RocmBackend
+
+    return RocmBackend.detect_target().arch
+
+
+@functools.lru_cache(maxsize=None)
+def bitcode_path(arch):
+    from cco.device.bitcode import bitcode_variant
+
+    path = find_cco_bitcode(("hip", arch), cov=CODE_OBJECT_VERSION)
+    variant = bitcode_variant(path)
+    if not variant.endswith(f"-cov{CODE_OBJECT_VERSION}"):  # CCO_DEVICE_BC may name any variant
+        raise CcoFlyDslError(f"cco: FlyDSL links code-object-v{CODE_OBJECT_VERSION} modules, but {path} is the "
+                             f"{variant} variant")
+    if re.search(r"[\s,{}'\"]", path):  # FlyDSL passes the path through an MLIR attribute list
+        raise CcoFlyDslError(f"cco: FlyDSL cannot link {path!r}: its path holds a space, comma, brace or quote")
+    return path
+
+
+LINKED = set()  # the symbols kernels traced in this process called
+
+
+@functools.lru_cache(maxsize=None)
+def _extern(symbol, arch):
+    from flydsl.compiler.extern_link import link_extern
+    from flydsl.expr.extern import ffi
+
+    entry = next(e for e in CCO_DEVICE_FUNCTIONS if e["symbol"] == symbol)
+    LINKED.add(symbol)
+    return link_extern(ffi(symbol, list(entry["args"]), entry["ret"], is_pure=entry["pure"]),
+                       bitcode_path=bitcode_path(arch))
+
+
+def _axis_value(dsl, axis, value):
+    """An axis keyword as the table spells it; it must be known while tracing."""
+    enum = _AXES[axis]["enum"]
+    members = ENUMS[enum]
+    if isinstance(value, str) and value.upper() in members:
+        return value.lower()
+    if isinstance(value, int) and not isinstance(value, bool):
+        for member, number in members.items():
+            if number == value:
+                return member.lower()
+        raise CcoFlyDslError(f"cco.{dsl}: {axis}={value} is not a {enum} ({', '.join(members)})")
+    raise CcoFlyDslError(f"cco.{dsl}: {axis} must be a compile-time {enum} constant (a Python int or "
+                         f"cco.{enum}.X), not a run-time value {value!r}: it picks the symbol while tracing")
+
+
+def _make_function(dsl, entries):
+    """One Python callable for every symbol that shares the DSL name `dsl`."""
+    by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
+    axis_names = sorted({a for e in entries for a in e["axes"]})
+    names = entries[0]["arg_names"]
+
+    def call(*args, **kwargs):
+        axes = {}
+        for axis in axis_names:
+            if axis in kwargs:
+                axes[axis] = _axis_value(dsl, axis, kwargs.pop(axis))
+            elif axis in _AXIS_DEFAULTS:
+                axes[axis] = _AXIS_DEFAULTS[axis]
+            else:
+                raise CcoFlyDslError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
+        entry = by_axes.get(tuple(sorted(axes.items())))
+        if entry is None:
+            raise CcoFlyDslError(f"cco.{dsl}: no variant for {axes}; available: {sorted(by_axes)}")
+        if len(args) > len(names):
+            raise CcoFlyDslError(f"cco.{dsl} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
+        values = list(args)
+        for name in names[len(args):]:
+            for spelling in (name, _snake(name)):
+                if spelling in kwargs:
+                    values.append(kwargs.pop(spelling))
+                    break
+            else:
+                if name not in _ARG_DEFAULTS:
+                    raise CcoFlyDslError(f"cco.{dsl}: missing argument {_snake(name)}")
+                values.append(_ARG_DEFAULTS[name])
+        if kwargs:
+            raise CcoFlyDslError(f"cco.{dsl}: unknown keyword(s) {sorted(kwargs)}; arguments: "
+                                 f"{', '.join(_snake(n) for n in names)}; axes: {', '.join(axis_names) or 'none'}")
+        return _extern(entry["symbol"], target_arch())(*values)
+
+    call.__name__ = dsl.rsplit(".", 1)[-1]
+    call.__qualname__ = dsl
+    call.__doc__ = f"cco.{dsl}({', '.join(_snake(n) for n in names)}" + "".join(f", {a}=" for a in axis_names) + ")"
+    call.arg_names = names
+    return call
+
+
+class _Namespace(type):
+    """cco.Gda.put: the function, every argument explicit."""
+
+    def __getattr__(cls, name):
+        try:
+            return cls._functions[name]
+        except KeyError:
+            raise AttributeError(f"cco.{cls.__name__} has no {name!r}; it has {sorted(cls._functions)}") from None
+
+
+class _Handle(metaclass=_Namespace):
+    """A handle binds the leading arguments its namespace's functions take (by name)."""
+
+    _functions = {}
+    _binds = ()
+
+    def __init__(self, *values):
+        if len(values) != len(self._binds):
+            raise CcoFlyDslError(f"cco.{type(self).__name__}({', '.join(self._binds)})")
+        self._bound = dict(zip(self._binds, values))
+
+    def __getattr__(self, name):
+        fn = type(self)._functions.get(name)
+        if fn is None:
+            raise AttributeError(f"cco.{type(self).__name__} has no {name!r}")
+        lead = []
+        for arg in fn.arg_names:
+            if arg not in self._bound:
+                break
+            lead.append(self._bound[arg])
+        return functools.partial(fn, *lead)
+
+
+def _namespace(name, binds, extra=None):
+    functions = {}
+    for entry in CCO_DEVICE_FUNCTIONS:
+        if entry["dsl"].startswith(name + "."):
+            functions.setdefault(entry["dsl"].split(".", 1)[1], []).append(entry)
+    attrs = {"_functions": {k: _make_function(f"{name}.{k}", v) for k, v in functions.items()}, "_binds": binds}
+    attrs.update(extra or {})
+    cls = _Namespace(name, (_Handle,), attrs)
+    globals()[name] = cls
+    return cls
+
+
+def _dev_comm_extras():
+    return {
+        "gda": lambda self, ctx=0: Gda(self._bound["dc"], ctx),  # noqa: F821 (defined below)
+        "gda_deferred": lambda self, ctx=0: GdaDeferred(self._bound["dc"], ctx),  # noqa: F821
+        "gda_caller_ordered": lambda self, ctx=0: GdaCallerOrdered(self._bound["dc"], ctx),  # noqa: F821
+        "sdma": lambda self: Sdma(self._bound["dc"]),  # noqa: F821
+        "lsa_barrier": lambda self: LsaBarrier(self._bound["dc"]),  # noqa: F821
+        "team": lambda self: Team(self._bound["dc"]),  # noqa: F821
+    }
+
+
+_namespace("DevComm", ("dc",), _dev_comm_extras())
+_namespace("Window", ("window",))
+_namespace("Gda", ("dc", "ctx"))
+_namespace("GdaDeferred", ("dc", "ctx"))
+_namespace("GdaCallerOrdered", ("dc", "ctx"))
+_namespace("Sdma", ("dc",))
+_namespace("LsaBarrier", ("dc",))
+_namespace("Team", ("dc",))
+for _entry in CCO_DEVICE_FUNCTIONS:  # abi_version, system_fence
+    if "." not in _entry["dsl"]:
+        globals()[_entry["dsl"]] = _make_function(_entry["dsl"], [e for e in CCO_DEVICE_FUNCTIONS
+                                                                    if e["dsl"] == _entry["dsl"]])
+for _kind, _value in ENUMS["TeamKind"].items():  # cco.Team.GDA beside the team functions
+    setattr(Team, _kind, _value)  # noqa: F821
+
+NAMESPACES = ("DevComm", "Window", "Gda", "GdaDeferred", "GdaCallerOrdered", "Sdma", "LsaBarrier", "Team")
