@@ -8,7 +8,7 @@ import struct
 import torch
 
 from cco.devcomm import DevCommStruct
-from cco.device import find_cco_bitcode
+from cco.device import ABI_VERSION, find_cco_bitcode
 
 import kernels
 
@@ -47,7 +47,7 @@ def test_bitcode_on_hand_filled_structs():
     kernels.every_function[(1,)](dc.data_ptr(), win.data_ptr(), out, peer=PEER, extern_libs={"cco": path})
     torch.cuda.synchronize()
     got = out.tolist()
-    assert got[0] == 1                       # cco_abi_version
+    assert got[0] == ABI_VERSION             # cco_abi_version
     assert got[1:5] == [WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE]
     assert got[5] == 0xC0FFEE                # read back through this rank's own pointer
     assert got[6] == 0xBEEF00 + LSA_RANK     # and through the peer's

@@ -71,8 +71,9 @@ def _rank(rank, n, uid, queue):
             reqs.lsa_barrier_count = 4
             dc = comm.create_dev_comm(reqs)
             assert dc.rank == rank and dc.world_size == n and dc.lsa_rank == rank and dc.lsa_size == n
-            raw = (ctypes.c_uint8 * 256)()
-            assert cuda.cuMemcpyDtoH_v2(raw, dc.ptr, 256) == 0  # the device copy equals the returned struct
+            size = ctypes.sizeof(dc.struct)
+            raw = (ctypes.c_uint8 * size)()
+            assert cuda.cuMemcpyDtoH_v2(raw, dc.ptr, size) == 0  # the device copy equals the returned struct
             assert bytes(raw) == bytes(dc.struct)
             comm.barrier()
         queue.put((rank, "ok"))
