@@ -68,3 +68,30 @@ def test_cpp_caller_builds_from_the_wheel_alone(tmp_path):
                     f"-Wl,-rpath,{data}", "-o", str(exe)], check=True, cwd=str(tmp_path))
     r = subprocess.run([str(exe)], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_manylinux_tag_is_what_auditwheel_finds():
+    wheel = glob.glob("tools/wheel/cco-*.whl")[0]
+    assert wheel.endswith("-py3-none-manylinux_2_34_x86_64.whl")
+    r = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert 'consistent with the following platform tag: "manylinux_2_34_x86_64"' in " ".join(r.stdout.split())
+
+
+def test_plain_pip_install_into_a_fresh_venv(tmp_path):
+    """What a user does: a new venv, `pip install cco-*.whl` (no index needed: no dependencies),
+    and the package works from there."""
+    wheel = os.path.abspath(glob.glob("tools/wheel/cco-*.whl")[0])
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-index", wheel], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CCO_LIBRARY")}
+    env.update(CCO_PLATFORM="cpu", CCO_DISABLE_JIT="1")
+    r = subprocess.run([python, "-c", "import cco, json, subprocess, sys; from cco import _resources; "
+                        "print(_resources.host_library_path())"], env=env, cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().startswith(str(venv)), r.stderr
+    r = subprocess.run([str(venv / "bin" / "cco"), "info", "--json"], env=env, cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["host_abi_version"] == json.loads(r.stdout)["abi_version"], r.stderr

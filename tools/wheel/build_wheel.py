@@ -12,11 +12,25 @@ import argparse
 import base64
 import hashlib
 import os
+import re
+import subprocess
 import sys
 import zipfile
 
 NAME, VERSION = "cco", "0.1.0"
-TAG = "py3-none-linux_x86_64"  # libcco.so is loaded with ctypes: no CPython ABI tie
+# libcco.so is loaded with ctypes: no CPython ABI tie. The platform is manylinux_2_<glibc>
+# for the newest glibc symbol version libcco.so needs (glibc_requirement); its other needs
+# are libstdc++ and libgcc_s of the same era, which that manylinux policy allows (checked by
+# `auditwheel show` in tests/python/wheel_test.py).
+PLATFORM = "manylinux_2_34_x86_64"
+TAG = f"py3-none-{PLATFORM}"
+
+
+def glibc_requirement(library):
+    """The newest GLIBC_x.y version `library` needs, as (x, y), read from `objdump -T`."""
+    out = subprocess.run(["objdump", "-T", library], check=True, capture_output=True, text=True).stdout
+    versions = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"\bGLIBC_(\d+\.\d+(?:\.\d+)?)\b", out)}
+    return max(versions)[:2]
 
 
 def record_line(path, data):
@@ -36,6 +50,10 @@ def main(argv):
     ap.add_argument("--source", action="append", default=[], help="DEST=SRC under cco/_data/src")
     opts = ap.parse_args(argv)
 
+    needed = glibc_requirement(opts.lib)
+    if f"manylinux_{needed[0]}_{needed[1]}_x86_64" != PLATFORM:
+        raise SystemExit(f"build_wheel: libcco.so needs glibc {needed[0]}.{needed[1]}, but the wheel is tagged "
+                         f"{PLATFORM}: update PLATFORM here and the file name in tools/wheel/BUILD.bazel")
     files = {}  # archive path -> bytes
     for folder, _, names in os.walk(opts.package):
         for n in sorted(names):
