@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cco/cco.h"
-#include "device/cco_device.hpp"
+#include "cco/cco_scale_out.hpp"  // the guide's header for GDA (pulls in cco/cco.hpp)
 
 #define CHECK_CCO(call)                                                                       \
   do {                                                                                        \

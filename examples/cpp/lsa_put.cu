@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cco/cco.h"
-#include "device/cco_device.hpp"
+#include "cco/cco.hpp"  // the guide's header for host + LSA
 
 #define CHECK_CCO(call)                                                                       \
   do {                                                                                        \

@@ -449,3 +449,14 @@ def test_the_guides_quick_reference_runs_with_four_ranks(tmp_path):
     for rank, (code, out, err) in enumerate(results):
         assert code == 0, f"rank {rank} exited with {code}:\n{err}"
         assert f"rank {rank} of {nranks}: quick reference done" in out
+
+
+def test_the_guides_barrier_example_runs_under_the_launcher():
+    """examples/python/01_barrier.py (the guide's python/01_barrier) with 3 ranks through
+    `python -m cco.launch`, on the cpu platform."""
+    example = _quick_reference_path().parent / "01_barrier.py"
+    done = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "3", "--timeout", "90", str(example)],
+                          env=_package_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for rank in range(3):
+        assert f"rank {rank}/3: 10 barriers" in done.stdout

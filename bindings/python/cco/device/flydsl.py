@@ -48,6 +48,10 @@ class CcoFlyDslError(TypeError):
     pass
 
 
+def _constant_arg(value):
+    return isinstance(value, (int, bool))
+
+
 def _snake(name):
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
@@ -165,7 +169,31 @@ class _Handle(metaclass=_Namespace):
             raise CcoFlyDslError(f"cco.{type(self).__name__}({', '.join(self._binds)})")
         self._bound = dict(zip(self._binds, values))
 
+    # FlyDSL's value protocol: a handle that lives across the kernel's control flow (an `if`
+    # or a loop FlyDSL turns into IR) travels as the IR values it binds; Python constants it
+    # binds (a context number) stay constants.
+    def __extract_to_ir_values__(self):
+        from flydsl.compiler.protocol import extract_to_ir_values
+
+        return [v for value in self._bound.values() if not _constant_arg(value) for v in extract_to_ir_values(value)]
+
+    @classmethod
+    def __construct_from_ir_values__(cls, values, exemplar):
+        from flydsl.compiler.protocol import construct_from_ir_values, extract_to_ir_values
+
+        rebuilt, cursor = [], 0
+        for value in exemplar._bound.values():
+            if _constant_arg(value):
+                rebuilt.append(value)
+                continue
+            n = len(extract_to_ir_values(value))
+            rebuilt.append(construct_from_ir_values(type(value), value, values[cursor:cursor + n]))
+            cursor += n
+        return cls(*rebuilt)
+
     def __getattr__(self, name):
+        if name.startswith("__"):  # protocol probes (hasattr) must not find kernel functions
+            raise AttributeError(name)
         fn = type(self)._functions.get(name)
         if fn is None:
             raise AttributeError(f"cco.{type(self).__name__} has no {name!r}")

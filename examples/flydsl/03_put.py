@@ -1,0 +1,45 @@
+"""The guide's python/03_flydsl_put: a FlyDSL kernel puts its rank's window into the next
+rank's with a signal, waits for the previous rank's signal, and flushes (GDA, FULL connections:
+the guide's "GDA on one node"). Compiles and links for gfx942/gfx950; never run (no AMD GPU here).
+"""
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
+import cco.device.flydsl as cco
+from _runner import build, compile_only, job
+
+NBYTES = 4096
+
+
+@flyc.kernel
+def put_kernel(dev_comm: fx.Int64, send_win: fx.Int64, recv_win: fx.Int64, nbytes: fx.Int64, peer: fx.Int32):
+    gda = cco.DevComm(dev_comm).gda(0)  # build the handle once
+    gda.put(peer, recv_win, 0, send_win, 0, nbytes, signal_op=cco.SignalOp.INC, signal_id=0,
+            coop=cco.CoopScope.BLOCK)
+    gda.wait_signal(0, 1, 64, coop=cco.CoopScope.BLOCK)
+    gda.flush(coop=cco.CoopScope.BLOCK)
+
+
+@flyc.jit
+def launch(dev_comm: fx.Int64, send_win: fx.Int64, recv_win: fx.Int64, nbytes: fx.Int64, peer: fx.Int32,
+           stream: fx.Stream = fx.Stream(None)):
+    put_kernel(dev_comm, send_win, recv_win, nbytes, peer).launch(grid=(1, 1, 1), block=(256, 1, 1), stream=stream)
+
+
+def main():
+    if compile_only():
+        return build(launch, fx.Int64(0), fx.Int64(0), fx.Int64(0), fx.Int64(NBYTES), fx.Int32(1))
+    from cco import GDA_CONNECTION_FULL, CCODevCommRequirements, Communicator
+
+    rank, world, uid = job()
+    with Communicator.init(world, rank, uid, per_rank_vmm=256 << 20) as comm:
+        send, recv = comm.alloc_mem(NBYTES), comm.alloc_mem(NBYTES)
+        send_win, recv_win = comm.register_window(send.ptr, NBYTES), comm.register_window(recv.ptr, NBYTES)
+        dc = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL))
+        launch(dc.ptr, send_win.handle, recv_win.handle, NBYTES, (rank + 1) % world)
+        comm.barrier()
+
+
+if __name__ == "__main__":
+    main()
