@@ -10,7 +10,7 @@ bazel build //tools/wheel >/dev/null
 bazel build --dynamic_mode=off //tests/host:gpu_platform_test //tools/perf:gda_tcp_bench >/dev/null
 rm -rf stage
 mkdir -p stage/bin
-cp bazel-bin/tools/wheel/cco-*.whl stage/
+cp "$(ls -t bazel-bin/tools/wheel/cco-*.whl | head -1)" stage/  # the wheel just built
 cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench stage/bin/
 chmod -R u+w stage
 du -sh stage

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|sdma|perf|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp sdma perf perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-procs anchor)
 
 python3 -m pip install -q --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -73,6 +73,16 @@ for step in "${steps[@]}"; do
         python3 -m cco.launch -n 4 --timeout 120 /tmp/gda_put && echo "C++ gda_put over tcp, 4 ranks: PASS"
         unset CCO_NET CCO_TEST_NODES_PER_HOST CCO_SOCKET_IFNAME
       } 2>&1 | tee "$OUT/gda-tcp.log"
+      mps_stop ;;
+    torchrun)
+      # The guide's Triton test, one transport per run, 2 ranks under torchrun (one GPU: MPS).
+      mps_start
+      {
+        for t in lsa sdma gda; do
+          CCO_ENABLE_SDMA=1 timeout 180 torchrun --standalone --nproc_per_node=2 examples/triton/test_triton_cco.py \
+            --transport $t && echo "test_triton_cco --transport $t, 2 ranks under torchrun: PASS"
+        done
+      } 2>&1 | tee "$OUT/torchrun.log"
       mps_stop ;;
     sdma)
       # SDMA through the copy-engine queues: the example and the perf suite, ranks as
