@@ -4,7 +4,6 @@ chip, with every CCO call inlined (FlyDSL's final ISA has no call). Never run: n
 
 import glob
 import os
-import shutil
 import subprocess
 import sys
 
@@ -13,16 +12,6 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "flydsl")
 NAMES = ["03_put", "04_lsa_put", "05_lsa_allreduce", "06_gda_modes", "07_sdma"]
-
-
-@pytest.fixture(scope="module")
-def rocm(tmp_path_factory):
-    lld = shutil.which("ld.lld-19")
-    assert lld, "ld.lld-19 is needed to link FlyDSL's code objects"
-    root = tmp_path_factory.mktemp("rocm")
-    (root / "llvm" / "bin").mkdir(parents=True)
-    os.symlink(lld, root / "llvm" / "bin" / "ld.lld")
-    return str(root)
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])

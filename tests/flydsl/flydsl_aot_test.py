@@ -23,17 +23,6 @@ def tool(name):
         name + "-22")
 
 
-@pytest.fixture(scope="module")
-def rocm(tmp_path_factory):
-    """FlyDSL finds its linker under $ROCM_PATH/llvm/bin: Debian's ld.lld-19 there."""
-    lld = shutil.which("ld.lld-19")
-    assert lld, "ld.lld-19 (Debian's lld-19) is needed to link FlyDSL's code objects"
-    root = tmp_path_factory.mktemp("rocm")
-    (root / "llvm" / "bin").mkdir(parents=True)
-    os.symlink(lld, root / "llvm" / "bin" / "ld.lld")
-    return str(root)
-
-
 def compile_kernel(kind, arch, rocm, tmp_path, extra_env=None):
     env = dict(os.environ, COMPILE_ONLY="1", ARCH=arch, ROCM_PATH=rocm, FLYDSL_RUNTIME_ENABLE_CACHE="0",
                HOME=str(tmp_path), CCO_DISABLE_JIT="1")

@@ -25,21 +25,13 @@
 #include "device/gda.hpp"
 #include "tests/device/gda_matrix_cells.h"
 #include "tests/device/gda_ranks.h"
+#include "tests/host/multiprocess.h"  // RANK_CHECK
 #include "tests/net/id_file.h"
 
 namespace {
 
 using namespace cco::gda_test;
 using Clock = std::chrono::steady_clock;
-
-#define EXPECT_OR_EXIT(cond)                                                                              \
-  do {                                                                                                    \
-    if (!(cond)) {                                                                                        \
-      fprintf(stderr, "rank check failed at %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond,     \
-              ccoGetLastError());                                                                         \
-      return 1;                                                                                           \
-    }                                                                                                     \
-  } while (0)
 
 ccoDevCommRequirements Requirements(int type) {
   ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
@@ -55,18 +47,18 @@ int Matrix(ccoComm* comm, int rank, int n) {
   k.rank = rank;
   k.n = n;
   k.comm = comm;
-  EXPECT_OR_EXIT(ccoWindowAllocRegister(comm, kWindow, &mem, &k.win) == ccoSuccess);
+  RANK_CHECK(ccoWindowAllocRegister(comm, kWindow, &mem, &k.win) == ccoSuccess);
   k.mem = static_cast<unsigned char*>(mem);
   for (int type : {CCO_GDA_CONNECTION_FULL, CCO_GDA_CONNECTION_CROSSNODE, CCO_GDA_CONNECTION_RAIL}) {
     ccoDevCommRequirements reqs = Requirements(type);
-    EXPECT_OR_EXIT(ccoDevCommCreate(comm, &reqs, &k.dc) == ccoSuccess);
+    RANK_CHECK(ccoDevCommCreate(comm, &reqs, &k.dc) == ccoSuccess);
     if (!EveryCell(k)) {
       fprintf(stderr, "rank %d: the matrix failed on connection type %d\n", rank, type);
       return 1;
     }
-    EXPECT_OR_EXIT(ccoDevCommDestroy(comm, &k.dc) == ccoSuccess);
+    RANK_CHECK(ccoDevCommDestroy(comm, &k.dc) == ccoSuccess);
   }
-  EXPECT_OR_EXIT(ccoWindowDeregister(comm, k.win) == ccoSuccess);
+  RANK_CHECK(ccoWindowDeregister(comm, k.win) == ccoSuccess);
   return 0;
 }
 
@@ -75,43 +67,43 @@ uint8_t Byte(int rank, int round, uint64_t i) { return static_cast<uint8_t>(rank
 int Bulk(ccoComm* comm, int rank, int n, uint64_t bytes, int rounds) {
   void* mem = nullptr;
   ccoWindow_t win = 0;
-  EXPECT_OR_EXIT(ccoWindowAllocRegister(comm, 2 * bytes, &mem, &win) == ccoSuccess);
+  RANK_CHECK(ccoWindowAllocRegister(comm, 2 * bytes, &mem, &win) == ccoSuccess);
   auto* p = static_cast<uint8_t*>(mem);
   ccoDevCommRequirements reqs = Requirements(CCO_GDA_CONNECTION_FULL);
   ccoDevComm dc;
-  EXPECT_OR_EXIT(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
+  RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
   {
     ccoGda<> gda(dc, 0, 120'000'000'000ull);
     const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
     for (int round = 0; round < rounds; ++round) {
       for (uint64_t i = 0; i < bytes; ++i) p[i] = Byte(rank, round, i);
       memset(p + bytes, 0, bytes);
-      EXPECT_OR_EXIT(ccoBarrierAll(comm) == ccoSuccess);
-      EXPECT_OR_EXIT(gda.put(next, win, bytes, win, 0, bytes, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK);
-      EXPECT_OR_EXIT(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
-      EXPECT_OR_EXIT(gda.flush() == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
+      RANK_CHECK(gda.put(next, win, bytes, win, 0, bytes, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
       for (uint64_t i = 0; i < bytes; ++i)
         if (p[bytes + i] != Byte(prev, round, i)) {
           fprintf(stderr, "rank %d round %d: byte %llu from rank %d is %u, expected %u\n", rank, round,
                   static_cast<unsigned long long>(i), prev, p[bytes + i], Byte(prev, round, i));
           return 1;
         }
-      EXPECT_OR_EXIT(ccoBarrierAll(comm) == ccoSuccess);
+      RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
     }
   }
-  EXPECT_OR_EXIT(ccoDevCommDestroy(comm, &dc) == ccoSuccess);
-  EXPECT_OR_EXIT(ccoWindowDeregister(comm, win) == ccoSuccess);
+  RANK_CHECK(ccoDevCommDestroy(comm, &dc) == ccoSuccess);
+  RANK_CHECK(ccoWindowDeregister(comm, win) == ccoSuccess);
   return 0;
 }
 
 int Dead(ccoComm* comm, int rank, int victim) {
   void* mem = nullptr;
   ccoWindow_t win = 0;
-  EXPECT_OR_EXIT(ccoWindowAllocRegister(comm, 1 << 20, &mem, &win) == ccoSuccess);
+  RANK_CHECK(ccoWindowAllocRegister(comm, 1 << 20, &mem, &win) == ccoSuccess);
   ccoDevCommRequirements reqs = Requirements(CCO_GDA_CONNECTION_FULL);
   ccoDevComm dc;
-  EXPECT_OR_EXIT(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
-  EXPECT_OR_EXIT(ccoBarrierAll(comm) == ccoSuccess);
+  RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
+  RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
   if (rank == victim) {
     printf("ready\n");
     fflush(stdout);
@@ -130,16 +122,16 @@ int Dead(ccoComm* comm, int rank, int victim) {
     if (status == CCO_DEVICE_STATUS_OK) lastGood = Clock::now();
   }
   const int64_t tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - lastGood).count();
-  EXPECT_OR_EXIT(status == CCO_DEVICE_STATUS_ABORTED);  // the ring failed
+  RANK_CHECK(status == CCO_DEVICE_STATUS_ABORTED);  // the ring failed
   ccoResult_t async = ccoSuccess;
-  EXPECT_OR_EXIT(ccoCommGetAsyncError(comm, &async) == ccoSuccess);
-  EXPECT_OR_EXIT(async == ccoRemoteError);
+  RANK_CHECK(ccoCommGetAsyncError(comm, &async) == ccoSuccess);
+  RANK_CHECK(async == ccoRemoteError);
   const std::string message = ccoGetLastError();
   printf("rank %d: the victim's loss ended the puts %lld ms after the last good one: %s\n", rank,
          static_cast<long long>(tookMs), message.c_str());
-  EXPECT_OR_EXIT(message.find("rank " + std::to_string(victim)) != std::string::npos);
+  RANK_CHECK(message.find("rank " + std::to_string(victim)) != std::string::npos);
   // Generous: the kernel's TCP timers and the proxy's own bound both count from the last byte.
-  EXPECT_OR_EXIT(tookMs <= 3 * boundMs + 2000);
+  RANK_CHECK(tookMs <= 3 * boundMs + 2000);
   // Teardown with a dead rank fails within CCO_TIMEOUT_MS and still frees everything.
   ccoDevCommDestroy(comm, &dc);
   ccoWindowDeregister(comm, win);

@@ -33,3 +33,16 @@ CCO_DEVICE_FUNCTIONS = [
     }
     for f in _TABLE["functions"]
 ]
+
+
+def axis_spelling(axis, value):
+    """A template-axis value (an enum number like CoopScope.BLOCK, or a name like "block") as
+    the table spells it ("block"), or None when `value` is neither: the DSL bindings share it."""
+    members = ENUMS[_TABLE["axes"][axis]["enum"]]
+    if isinstance(value, str) and value.upper() in members:
+        return value.lower()
+    if isinstance(value, int) and not isinstance(value, bool):
+        for member, number in members.items():
+            if number == value:
+                return member.lower()
+    return None

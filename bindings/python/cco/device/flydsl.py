@@ -31,7 +31,7 @@ import re
 import types
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
-from cco.device.abi_table import load_abi_table
+from cco.device.abi_table import axis_spelling, load_abi_table
 
 CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 
@@ -94,14 +94,11 @@ def _extern(symbol, arch):
 def _axis_value(dsl, axis, value):
     """An axis keyword as the table spells it; it must be known while tracing."""
     enum = _AXES[axis]["enum"]
-    members = ENUMS[enum]
-    if isinstance(value, str) and value.upper() in members:
-        return value.lower()
-    if isinstance(value, int) and not isinstance(value, bool):
-        for member, number in members.items():
-            if number == value:
-                return member.lower()
-        raise CcoFlyDslError(f"cco.{dsl}: {axis}={value} is not a {enum} ({', '.join(members)})")
+    spelled = axis_spelling(axis, value)
+    if spelled is not None:
+        return spelled
+    if isinstance(value, (int, str)):
+        raise CcoFlyDslError(f"cco.{dsl}: {axis}={value} is not a {enum} ({', '.join(ENUMS[enum])})")
     raise CcoFlyDslError(f"cco.{dsl}: {axis} must be a compile-time {enum} constant (a Python int or "
                          f"cco.{enum}.X), not a run-time value {value!r}: it picks the symbol while tracing")
 

@@ -25,7 +25,7 @@ import types
 from triton.language import core
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
-from cco.device.abi_table import load_abi_table
+from cco.device.abi_table import axis_spelling, load_abi_table
 
 LIB_NAME = "cco"
 
@@ -45,15 +45,11 @@ def _constant(value):
 def _axis_value(axis, value, dsl):
     """An axis argument as the table's spelling: CoopScope.BLOCK (2), "block" or "BLOCK"."""
     value = _constant(value)
-    members = ENUMS[_AXIS_ENUMS[axis]]
-    if isinstance(value, str) and value.upper() in members:
-        return value.lower()
-    if isinstance(value, int) and not isinstance(value, bool):
-        for member, number in members.items():
-            if number == value:
-                return member.lower()
-    raise ValueError(f"cco.{dsl}: {axis}={value!r} is not a compile-time {_AXIS_ENUMS[axis]} "
-                     f"({', '.join(members)})")
+    spelled = axis_spelling(axis, value)
+    if spelled is None:
+        raise ValueError(f"cco.{dsl}: {axis}={value!r} is not a compile-time {_AXIS_ENUMS[axis]} "
+                         f"({', '.join(ENUMS[_AXIS_ENUMS[axis]])})")
+    return spelled
 
 
 def _team_of(value, dsl):
