@@ -115,19 +115,28 @@ TEST_F(GdaProcesses, CrossNodeOnVirtualNodes) {
   }));
 }
 
-TEST_F(GdaProcesses, DeadPeerEndsWaitsAtTheirTimeout) {
+TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsAtTheirTimeout) {
   setenv("CCO_TIMEOUT_MS", "3000", 1);  // the survivor's teardown gives up on the dead rank
   const std::vector<int> status = cco_test::RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
     RankState s;
     if (Create(rank, n, id, CCO_GDA_CONNECTION_FULL, &s) != 0) return 1;
     RANK_OK(ccoBarrierAll(s.comm));
     if (rank == 1) _exit(7);  // dies holding everything: no destroy, no goodbye
-    ccoGda<> gda(s.dc, 0, 500'000'000ull);
-    // The dead peer's memory is still mapped here: the put completes, harmlessly.
-    RANK_CHECK(gda.put(1, s.win, 0, s.win, 0, 4096, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK);
-    RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
-    // No one will signal: the wait ends at the handle's timeout, not never.
-    RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_TIMEOUT);
+    // The proxy notices within milliseconds (the host mesh's socket hangs up) and says so.
+    ccoResult_t async = ccoSuccess;
+    for (int i = 0; i < 2000 && async == ccoSuccess; ++i) {
+      RANK_OK(ccoCommGetAsyncError(s.comm, &async));
+      if (async == ccoSuccess) usleep(1000);
+    }
+    RANK_CHECK(async == ccoRemoteError);
+    RANK_CHECK(strstr(ccoGetLastError(), "rank 1") != nullptr);
+    // Every ring to it has failed: posts and flushes end at once, not at a timeout.
+    ccoGda<> gda(s.dc, 0, 60'000'000'000ull);
+    const int32_t put = gda.put(1, s.win, 0, s.win, 0, 4096, CCO_SIGNAL_INC, 0);
+    RANK_CHECK(put == CCO_DEVICE_STATUS_ABORTED || gda.flush() == CCO_DEVICE_STATUS_ABORTED);
+    // A signal from it can never come: the wait ends at the handle's timeout, not never.
+    ccoGda<> shortWait(s.dc, 0, 500'000'000ull);
+    RANK_CHECK(shortWait.wait_signal(0, 1) == CCO_DEVICE_STATUS_TIMEOUT);
     // Teardown agrees with a dead rank: it fails within CCO_TIMEOUT_MS instead of hanging,
     // and the communicator is still destroyed.
     RANK_CHECK(ccoDevCommDestroy(s.comm, &s.dc) != ccoSuccess);

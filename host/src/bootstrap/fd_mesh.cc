@@ -98,6 +98,13 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
   return Status::Ok();
 }
 
+std::vector<std::pair<int, int>> FdMesh::PeerSockets() const {
+  std::vector<std::pair<int, int>> sockets;
+  for (size_t i = 0; i < peers_.size(); ++i)
+    if (peers_[i].valid()) sockets.emplace_back(static_cast<int>(i), peers_[i].fd());
+  return sockets;
+}
+
 void FdMesh::Abort() {
   for (auto& p : peers_)
     if (p.valid()) shutdown(p.fd(), SHUT_RDWR);

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/channel.h"
@@ -42,6 +43,10 @@ class FdMesh {
   Status AllExchange(int myFd, uint64_t tag, std::vector<int>* fds);
 
   void Abort();
+
+  // (team index, socket) of every member in another process: when one of those processes
+  // ends, its socket hangs up, which the proxy watches for (poll without reading).
+  std::vector<std::pair<int, int>> PeerSockets() const;
 
  private:
   FdMesh() = default;

@@ -1,5 +1,6 @@
 #include "proxy/proxy.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 
@@ -19,6 +20,8 @@ constexpr int kBurst = 32;
 constexpr int kSpinPasses = 1024;
 constexpr auto kYieldFor = std::chrono::milliseconds(20);
 constexpr auto kNap = std::chrono::microseconds(20);
+// How often the proxy looks for host peers that ended.
+constexpr auto kWatchEvery = std::chrono::milliseconds(2);
 
 }  // namespace
 
@@ -179,7 +182,7 @@ Status Proxy::AsyncError() const {
 void Proxy::Loop() {
   using Clock = std::chrono::steady_clock;
   std::vector<std::shared_ptr<GdaResources>>& work = threadWork_;
-  std::vector<std::shared_ptr<SdmaResources>> sdmaWork;
+  std::vector<std::shared_ptr<SdmaResources>>& sdmaWork = threadSdma_;
   uint64_t generation = ~0ull;
   int idle = 0;
   Clock::time_point idleSince = Clock::now();
@@ -197,6 +200,7 @@ void Proxy::Loop() {
     for (auto& g : work) did |= Pass(*g);
     for (auto& s : sdmaWork) did |= Pass(*s);
     if (threadNet_) did |= ProgressNet(*threadNet_);
+    if (Clock::now() >= nextWatch_) WatchHostPeers();
     // Resources detached before `generation` are no longer in use.
     if (seenGeneration_.load(std::memory_order_relaxed) != generation) seenGeneration_ = generation;
     if (did) {
@@ -439,6 +443,43 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
             static_cast<unsigned long long>(op.offset), static_cast<unsigned long long>(op.bytes));
   threadNet_->Post(op);
   return Status::Ok();
+}
+
+// Every few milliseconds: a poll without reading (the mesh's own exchanges are untouched).
+void Proxy::WatchHostPeers() {
+  nextWatch_ = std::chrono::steady_clock::now() + kWatchEvery;
+  if (watched_.empty() && deadHosts_.empty() && comm_->mesh) watched_ = comm_->mesh->PeerSockets();
+  std::vector<pollfd> fds;
+  for (const auto& w : watched_) fds.push_back(pollfd{w.second, 0, 0});
+  if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
+    for (size_t i = fds.size(); i-- > 0;) {
+      if (!(fds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) continue;
+      deadHosts_.push_back(watched_[i].first);
+      const int32_t rank = comm_->topo.hostMembers[watched_[i].first];
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lastError_.empty())
+        lastError_ = Fmt("rank ", rank, " (a process on this host) ended: its rings fail, its signals will not come");
+      watched_.erase(watched_.begin() + static_cast<long>(i));
+    }
+  }
+  for (int host : deadHosts_) FailHostPeer(host);  // idempotent: also rings attached since
+}
+
+void Proxy::FailHostPeer(int hostIndex) {
+  const ccoComm& c = *comm_;
+  const int32_t rank = c.topo.hostMembers[hostIndex];
+  for (auto& g : threadWork_)
+    for (uint32_t ring = 0; ring < g->rings.count; ++ring) {
+      const int p = static_cast<int>(ring % g->peerCount);
+      if (g->peerHost[p] == hostIndex && !g->peerNet[p] && !g->rings.consumers[ring].failed())
+        g->rings.consumers[ring].Fail(CCO_GDA_RING_PEER_FAILED, rank);
+    }
+  const int lsaPeer = hostIndex - c.topo.lsaHostBase;
+  if (lsaPeer < 0 || lsaPeer >= c.topo.lsaSize) return;
+  for (auto& s : threadSdma_)
+    for (uint32_t ring = 0; ring < s->rings.count; ++ring)
+      if (static_cast<int>(ring / s->queues) == lsaPeer && !s->rings.consumers[ring].failed())
+        s->rings.consumers[ring].Fail(CCO_GDA_RING_PEER_FAILED, rank);
 }
 
 bool Proxy::ProgressNet(NetBackend& net) {

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,10 @@ class Proxy : private NetTargetMap {
   // The counter of a marker on `ring` once everything before it on the ring is done.
   Status PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId);
   bool ProgressNet(NetBackend& net);
+  // Host peers in other processes: one that ended (its descriptor-mesh socket hung up) fails
+  // every ring to it, now and in device communicators attached later.
+  void WatchHostPeers();
+  void FailHostPeer(int hostIndex);
   // Waits (bounded) until no op of `g` is with the network backend.
   void WaitNetIdle(const GdaResources* g);
   // NetTargetMap, for ops arriving from other ranks.
@@ -128,9 +133,13 @@ class Proxy : private NetTargetMap {
   };
   std::vector<std::shared_ptr<GdaResources>> threadWork_;
   std::shared_ptr<NetBackend> threadNet_;
+  std::vector<std::shared_ptr<SdmaResources>> threadSdma_;
   std::unordered_map<uint64_t, NetPending> netPending_;
   uint64_t nextCookie_ = 1;
   std::vector<NetCompletion> netDone_;
+  std::vector<std::pair<int, int>> watched_;  // (host index, mesh socket)
+  std::vector<int> deadHosts_;
+  std::chrono::steady_clock::time_point nextWatch_{};
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};
 };
