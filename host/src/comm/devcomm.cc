@@ -16,6 +16,8 @@ namespace {
 
 // Requirements this process cannot meet are errors, never silently ignored.
 Status CheckSupported(const ccoDevCommRequirements& reqs) {
+  NetChoice net = NetChoice::kAuto;
+  CCO_RETURN_IF_ERROR(NetChoiceFromEnv(&net));
   if (reqs.sdmaQueueCount > 0 && !SdmaEnabled())
     return InvalidUsage(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount,
                             " but SDMA is off in this process: set CCO_ENABLE_SDMA=1 (or MORI_ENABLE_SDMA=1)"));
@@ -38,7 +40,7 @@ constexpr const char* kRequirementNames[kCounts] = {
 
 RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
   NetChoice net = NetChoice::kAuto;
-  (void)NetChoiceFromEnv(&net);  // a malformed CCO_NET fails where GDA needs it (gda_resources.cc)
+  (void)NetChoiceFromEnv(&net);  // malformed: refused in CheckSupported, before this is agreed
   return RequirementCounts{{r.gdaConnectionType, r.gdaContextCount, r.gdaSignalCount, r.gdaCounterCount,
                             r.lsaBarrierCount, r.sdmaQueueCount, r.gdaBarrierCount, SdmaQueuesInUse(r),
                             static_cast<int32_t>(net)}};
