@@ -265,3 +265,25 @@ def test_example_and_perf_kernels_compile_for_every_target(target):
                                   options={"extern_libs": libs})
         asm = compiled.asm["ptx" if target.backend == "cuda" else "amdgcn"]
         assert not re.search(r"^\s*(call(\.uni)?|s_swappc_b64)\b", asm, re.M), f"{name}: a call survived"
+
+
+def test_perf_plots_every_sweep_with_its_anchors(tmp_path):
+    """`cco perf --plot`: the figure is written; plot() draws one panel per sweep and unit,
+    every figure column (CCO's and its anchors'), never ratios or suites without sizes."""
+    out = tmp_path / "perf.png"
+    r = run_cco("perf", "--quick", "--suites", "put", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+    from cco.cli.plot import _sweeps, plot
+    from cco.cli.report import Report
+
+    report = Report("synthetic")
+    report.suite("bandwidth", ["size", "put GB/s", "memcpy GB/s", "put/memcpy %"]).extend(
+        [["4KiB", 1.0, 2.0, 50.0], ["1MiB", 3.0, 4.0, 75.0]])
+    report.suite("latency", ["size", "put+flush us", "put GB/s"]).extend([["4KiB", 20.0, 0.2], ["16KiB", 21.0, 0.8]])
+    report.suite("round trip", ["payload", "cco us/rt"]).extend([["signal only", 17.0]])
+    drawn = [(s["suite"], unit, sorted(series)) for s, unit, _, series in _sweeps(report)]
+    assert drawn == [("bandwidth", "GB/s", ["memcpy GB/s", "put GB/s"]), ("latency", "us", ["put+flush us"]),
+                     ("latency", "GB/s", ["put GB/s"])]
+    assert plot(report, str(tmp_path / "synthetic.png")) == ["bandwidth [GB/s]", "latency [us]", "latency [GB/s]"]

@@ -44,6 +44,8 @@ def add_parser(sub):
                         "rank has a GPU of its own); ignored under a launcher, which decides")
     p.add_argument("--quick", action="store_true", help="few sizes and repetitions (smoke test)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--plot", default="", metavar="FILE.png",
+                   help="also draw every sweep against size, with its anchors (needs matplotlib)")
     p.set_defaults(run=run)
 
 
@@ -158,6 +160,11 @@ def _emit(report, opts):
         print(report.to_json())
     else:
         report.print_table(sys.stdout)
+    if opts.plot and not path:
+        from cco.cli.plot import plot
+
+        plot(report, opts.plot)
+        print(f"cco perf: drew {opts.plot}", file=sys.stderr)
 
 
 def _warn_about_shared_gpus(opts, world):
