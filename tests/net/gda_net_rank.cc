@@ -26,7 +26,7 @@
 #include "tests/device/gda_matrix_cells.h"
 #include "tests/device/gda_ranks.h"
 #include "tests/host/multiprocess.h"  // RANK_CHECK
-#include "tests/net/id_file.h"
+#include "tools/perf/id_file.h"
 
 namespace {
 

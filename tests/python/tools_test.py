@@ -287,3 +287,19 @@ def test_perf_plots_every_sweep_with_its_anchors(tmp_path):
     assert drawn == [("bandwidth", "GB/s", ["memcpy GB/s", "put GB/s"]), ("latency", "us", ["put+flush us"]),
                      ("latency", "GB/s", ["put GB/s"])]
     assert plot(report, str(tmp_path / "synthetic.png")) == ["bandwidth [GB/s]", "latency [us]", "latency [GB/s]"]
+
+
+def test_perf_tcp_suite_measures_the_backend_beside_its_anchors():
+    """`cco perf --suites tcp`: two processes as two hosts over loopback, the GDA round trips
+    and put bandwidth through the tcp backend beside a bare TCP ping-pong and stream and the
+    local backend's round trip, all measured in this run."""
+    r = run_cco("perf", "--platform", "cpu", "--quick", "--suites", "tcp", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    suites = {s["suite"].split(" (")[0]: s for s in json.loads(r.stdout)["suites"]}
+    trips = suites["GDA over tcp round trip"]["rows"]
+    assert [row["payload"] for row in trips] == ["put+signal 8B", "signal"]
+    for row in trips:
+        assert row["tcp us/rt"] > 0 and row["bare tcp us/rt"] > 0 and row["local us/rt"] > 0
+        assert row["target us/rt"] == row["bare tcp us/rt"] + row["local us/rt"]
+    bandwidth = suites["GDA over tcp put bandwidth"]["rows"]
+    assert [row["size"] for row in bandwidth][0] == "4KiB" and all(row["tcp GB/s"] > 0 for row in bandwidth)

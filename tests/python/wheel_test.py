@@ -28,7 +28,7 @@ def test_wheel_contents():
         assert f"cco/_data/bitcode/libcco_device-{target['name']}.bc" in names
     for needed in ("cco/_data/libcco.so", "cco/_data/include/cco/cco.h", "cco/_data/src/device/lsa_barrier.hpp",
                    "cco/_data/include/cco/cco.hpp", "cco/_data/include/cco/cco_scale_out.hpp",
-                   "cco/_data/include/device/gda.hpp", "cco/_data/include/abi/gda.h",
+                   "cco/_data/include/device/gda.hpp", "cco/_data/include/abi/gda.h", "cco/_data/bin/gda_tcp_bench",
                    "cco/_data/src/device/wrappers/cco_device_wrappers.inc", "cco/ir/triton/cco.py",
                    "cco-0.1.0.dist-info/RECORD", "cco-0.1.0.dist-info/entry_points.txt"):
         assert needed in names, needed

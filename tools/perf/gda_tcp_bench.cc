@@ -7,7 +7,7 @@
 //   gda     put+signal round trip (8 B) and signal-only round trip through both proxies, and
 //           put bandwidth per size (`reps` puts back to back, then a flush: remote completion)
 //
-//   gda_tcp_bench RANK ID_FILE PEER_ADDRESS SUITES MAX_BYTES
+//   gda_tcp_bench RANK ID_FILE PEER_ADDRESS SUITES MAX_BYTES [ROUNDS]
 //
 // Rank 0 mints the unique id into ID_FILE; the bare anchors use a socket of their own that
 // rank 0 opens on PEER_ADDRESS's side (rank 1 listens on PEER_ADDRESS:ID_FILE's port + 1).
@@ -30,7 +30,7 @@
 #include "cco/cco.h"
 #include "device/cco_device.hpp"
 #include "device/gda.hpp"
-#include "tests/net/id_file.h"
+#include "tools/perf/id_file.h"
 
 namespace {
 
@@ -170,14 +170,14 @@ void Gda(ccoComm* comm, int rank, uint64_t maxBytes, int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    fprintf(stderr, "usage: %s RANK ID_FILE PEER_ADDRESS bare,gda MAX_BYTES\n", argv[0]);
+  if (argc != 6 && argc != 7) {
+    fprintf(stderr, "usage: %s RANK ID_FILE PEER_ADDRESS bare,gda MAX_BYTES [ROUNDS]\n", argv[0]);
     return 2;
   }
   const int rank = atoi(argv[1]);
   const std::string suites = argv[4];
   const uint64_t maxBytes = strtoull(argv[5], nullptr, 10);
-  const int rounds = 2000;
+  const int rounds = argc == 7 ? std::max(10, atoi(argv[6])) : 2000;
   if (suites.find("bare") != std::string::npos) Bare(rank, argv[3], maxBytes, rounds);
   if (suites.find("gda") != std::string::npos) {
     ccoUniqueId id;

@@ -48,6 +48,7 @@ def main(argv):
     ap.add_argument("--bitcode", nargs="+", required=True)
     ap.add_argument("--header", action="append", default=[], help="DEST=SRC under cco/_data/include")
     ap.add_argument("--source", action="append", default=[], help="DEST=SRC under cco/_data/src")
+    ap.add_argument("--bin", action="append", default=[], help="SRC: a helper program, under cco/_data/bin")
     opts = ap.parse_args(argv)
 
     needed = glibc_requirement(opts.lib)
@@ -66,6 +67,8 @@ def main(argv):
     files[f"{data}/bitcode/bitcode_manifest.json"] = open(opts.manifest, "rb").read()
     for bc in opts.bitcode:
         files[f"{data}/bitcode/{os.path.basename(bc)}"] = open(bc, "rb").read()
+    for program in opts.bin:
+        files[f"{data}/bin/{os.path.basename(program)}"] = open(program, "rb").read()
     for prefix, pairs in (("include", opts.header), ("src", opts.source)):
         for pair in pairs:
             dest, src = pair.split("=", 1)
@@ -85,7 +88,7 @@ def main(argv):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
         for name, content in sorted(files.items()):
             info_ = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # reproducible
-            info_.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+            info_.external_attr = (0o755 if name.endswith(".so") or "/_data/bin/" in name else 0o644) << 16
             whl.writestr(info_, content, zipfile.ZIP_DEFLATED)
     return 0
 

@@ -41,6 +41,15 @@ def bitcode_dirs():
     ) if os.path.isdir(d)]
 
 
+def tool_path(name):
+    """A helper program CCO ships (gda_tcp_bench): the package's, else the checkout's build."""
+    return _first_existing([
+        os.path.join(DATA_DIR, "bin", name),
+        os.path.join(REPO_ROOT, "bazel-bin", "tools", "perf", name),
+        os.path.join(REPO_ROOT, "tools", "perf", name),  # inside a Bazel test's runfiles
+    ])
+
+
 def host_library_path():
     return _first_existing([
         os.path.join(DATA_DIR, "libcco.so"),

@@ -23,7 +23,7 @@ import sys
 from cco.cli.report import parse_size
 
 GPU_SUITES = ("host", "put", "get", "barrier", "allreduce", "gda", "sdma")
-CPU_SUITES = ("host", "barrier", "put")
+CPU_SUITES = ("host", "barrier", "put", "tcp")
 
 
 def add_parser(sub):

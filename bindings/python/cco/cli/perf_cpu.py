@@ -1,7 +1,8 @@
 """`cco perf` on the cpu platform: the host paths, host memory standing in for device
 memory, ranks as threads of this process or as launched processes (cli/ranks.py).
 Suites: host barrier latency (ccoBarrierAll), put bandwidth through peer pointers
-(anchor: memmove between two local buffers)."""
+(anchor: memmove between two local buffers), GDA over the tcp backend (cli/perf_tcp.py:
+anchors a bare TCP ping-pong and stream)."""
 
 import ctypes
 import time
@@ -37,6 +38,10 @@ def run(opts, joined=None, world=None):
     top = min(opts.max_bytes, 64 << 20) if not opts.quick else min(opts.max_bytes, 1 << 20)
     how = "launched processes" if joined else "threads"
     report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}")
+    if "tcp" in opts.suite_list and joined is None:  # it starts its own two processes
+        from cco.cli import perf_tcp
+
+        perf_tcp.run_suite(report, opts)
     if not any(s in opts.suite_list for s in ("barrier", "put")):
         return report
     with Ranks(world, lambda r, uid: CpuRank(r, world, uid, top), joined) as group:

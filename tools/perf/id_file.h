@@ -1,7 +1,7 @@
 // A unique id handed between processes through a file: rank 0 mints it and writes it
 // (atomically, by rename), the others wait for it, bounded (30 s).
-#ifndef CCO_TESTS_NET_ID_FILE_H_
-#define CCO_TESTS_NET_ID_FILE_H_
+#ifndef CCO_TOOLS_PERF_ID_FILE_H_
+#define CCO_TOOLS_PERF_ID_FILE_H_
 
 #include <stdio.h>
 
@@ -37,4 +37,4 @@ inline bool ShareId(const char* path, int rank, ccoUniqueId* id) {
 
 }  // namespace cco_test
 
-#endif  // CCO_TESTS_NET_ID_FILE_H_
+#endif  // CCO_TOOLS_PERF_ID_FILE_H_
