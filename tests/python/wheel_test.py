@@ -95,3 +95,10 @@ def test_plain_pip_install_into_a_fresh_venv(tmp_path):
     r = subprocess.run([str(venv / "bin" / "cco"), "info", "--json"], env=env, cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and json.loads(r.stdout)["host_abi_version"] == json.loads(r.stdout)["abi_version"], r.stderr
+    # The benchmark program it ships runs from there (pip drops execute bits: cco copes).
+    env["CCO_CACHE"] = str(tmp_path / "cache")
+    r = subprocess.run([python, "-c", "from cco import _resources; import subprocess, sys; "
+                        "p = _resources.tool_path('gda_tcp_bench'); "
+                        "sys.exit(subprocess.run([p], capture_output=True).returncode)"],
+                       env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr  # its usage message: it ran

@@ -42,12 +42,31 @@ def bitcode_dirs():
 
 
 def tool_path(name):
-    """A helper program CCO ships (gda_tcp_bench): the package's, else the checkout's build."""
-    return _first_existing([
+    """A helper program CCO ships (gda_tcp_bench): the package's, else the checkout's build.
+    pip does not keep a wheel's execute bits, so a packaged program that lost them runs from
+    an executable copy in the user's cache (by content, made once)."""
+    path = _first_existing([
         os.path.join(DATA_DIR, "bin", name),
         os.path.join(REPO_ROOT, "bazel-bin", "tools", "perf", name),
         os.path.join(REPO_ROOT, "tools", "perf", name),  # inside a Bazel test's runfiles
     ])
+    if path is None or os.access(path, os.X_OK):
+        return path
+    import hashlib
+    import shutil
+    import tempfile
+
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    folder = os.path.join(os.path.expanduser(os.environ.get("CCO_CACHE", "~/.cache/cco")), "bin", digest)
+    copy = os.path.join(folder, name)
+    if not os.access(copy, os.X_OK):
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, delete=False) as tmp:
+            shutil.copyfileobj(open(path, "rb"), tmp)
+        os.chmod(tmp.name, 0o755)
+        os.replace(tmp.name, copy)
+    return copy
 
 
 def host_library_path():
