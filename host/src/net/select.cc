@@ -67,9 +67,9 @@ Status CreateVerbs(ccoComm& c, const std::vector<bool>& remote, const VerbsApi* 
   DmaBufExporter exporter = [platform, gpu](uint64_t va, size_t size, int* fd, uint64_t* offset) {
     return platform->ExportDmaBuf(gpu, va, size, fd, offset);
   };
+  // Create owns the device from here on (its backend closes it, also when Create fails).
   Status local = VerbsBackend::Create(api, options, device, c.topo.rank, remote, TcpOptionsFromEnv(c.timeoutMs).timeoutMs,
                                       exporter, &made);
-  if (!local.ok() && device.context != nullptr && made == nullptr) api->closeDevice(device.context);
   CCO_RETURN_IF_ERROR(Agree(c, "GDA verbs backend", local));
   std::shared_ptr<VerbsBackend> verbs(std::move(made));
   // Every rank's end of every queue pair, [rank][peer][lane]; each connects to the peers' ends for it.
