@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "comm/agree.h"
 #include "comm/communicator.h"
 #include "common/env.h"
 #include "net/tcp_backend.h"
@@ -128,9 +129,8 @@ Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t si
   VerbsWindowKey mine;
   memset(&mine, 0, sizeof(mine));
   Status local = c.verbs->RegisterWindow(id, address, size, &mine);
-  std::vector<VerbsWindowKey> all(c.topo.nRanks);
-  Status s = Agree(c, Fmt("GDA verbs keys of window ", id), local);
-  if (s.ok()) s = c.bootstrap->AllGather("GDA verbs window keys", &mine, sizeof(mine), all.data());
+  std::vector<VerbsWindowKey> all;
+  Status s = AgreeOn(c, Fmt("GDA verbs keys of window ", id), local, mine, &all);
   for (int q = 0; q < c.topo.nRanks && s.ok(); ++q)
     if (q != c.topo.rank && c.verbs->Reaches(q)) s = c.verbs->SetPeerWindow(q, id, all[q]);
   s = Agree(c, Fmt("GDA verbs peers' keys of window ", id), s);

@@ -9,6 +9,7 @@
 #include "bootstrap/acceptor.h"
 #include "bootstrap/interface.h"
 #include "bootstrap/wire.h"
+#include "comm/agree.h"
 #include "comm/communicator.h"
 
 namespace cco {
@@ -84,9 +85,8 @@ Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<F
     memcpy(&mine.storage, &bound.storage, bound.length);
     mine.length = bound.length;
   }
-  CCO_RETURN_IF_ERROR(Agree(c, "GDA tcp listeners", local));
-  std::vector<ListenAddress> all(n);
-  CCO_RETURN_IF_ERROR(c.bootstrap->AllGather("GDA tcp addresses", &mine, sizeof(mine), all.data()));
+  std::vector<ListenAddress> all;
+  CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address
   std::vector<SockAddr> addresses(n);
   for (int q = 0; q < n; ++q)
     if (remote[q]) CCO_RETURN_IF_ERROR(CheckAddress(all[q], q, &addresses[q]));

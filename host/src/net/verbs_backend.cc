@@ -40,7 +40,6 @@ struct VerbsBackend::Lane {
   int peer = 0;
   ibv_qp* qp = nullptr;
   uint32_t psn = 0;
-  bool connected = false;
   int inFlight = 0;  // work requests posted and not yet completed
   struct Posted {
     uint64_t cookie;
@@ -182,7 +181,6 @@ Status VerbsBackend::Connect(int peer, int lane, const VerbsEndpoint& theirs) {
                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                          IBV_QP_MAX_QP_RD_ATOMIC) != 0)
     return SystemError(Fmt(where, " refused RTS"));
-  l.connected = true;
   return Status::Ok();
 }
 

@@ -22,7 +22,8 @@ struct ccoComm;
 
 namespace cco {
 
-struct GdaResources {
+// Shared with the proxy's in-flight network ops (shared_from_this), which keep it alive.
+struct GdaResources : std::enable_shared_from_this<GdaResources> {
   int connectionType = CCO_GDA_CONNECTION_NONE;
   int contexts = 0;
   int peerCount = 0;      // rings per context

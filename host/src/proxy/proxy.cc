@@ -186,6 +186,7 @@ void Proxy::Loop() {
   uint64_t generation = ~0ull;
   int idle = 0;
   Clock::time_point idleSince = Clock::now();
+  if (comm_->mesh) watched_ = comm_->mesh->PeerSockets();  // connected at ccoCommCreate, before any attach
   while (!stop_) {
     // The list is copied only when Attach or Detach changed it: the hot loop takes no lock.
     if (generation_.load() != generation) {
@@ -394,23 +395,19 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
   uint64_t localOffset = 0, theirs = 0;
   switch (d.op) {
     case CCO_GDA_OP_PUT:
-      op.kind = NetOpKind::kPut;
-      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &localOffset).Prefixed("the source"));
-      CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &theirs).Prefixed("the destination"));
-      op.window = d.dstWindow;
-      op.offset = d.dstOffset;
-      op.localWindow = d.srcWindow;
-      op.localOffset = d.srcOffset;
+    case CCO_GDA_OP_GET: {
+      // A put reads this rank's source and writes the peer's destination; a get the reverse.
+      const bool put = d.op == CCO_GDA_OP_PUT;
+      op.kind = put ? NetOpKind::kPut : NetOpKind::kGet;
+      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, put ? &localOffset : &theirs).Prefixed("the source"));
+      CCO_RETURN_IF_ERROR(
+          Resolve(d.dstWindow, d.dstOffset, d.bytes, put ? &theirs : &localOffset).Prefixed("the destination"));
+      op.window = put ? d.dstWindow : d.srcWindow;
+      op.offset = put ? d.dstOffset : d.srcOffset;
+      op.localWindow = put ? d.srcWindow : d.dstWindow;
+      op.localOffset = put ? d.srcOffset : d.dstOffset;
       break;
-    case CCO_GDA_OP_GET:
-      op.kind = NetOpKind::kGet;
-      CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &localOffset).Prefixed("the destination"));
-      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, &theirs).Prefixed("the source"));
-      op.window = d.srcWindow;
-      op.offset = d.srcOffset;
-      op.localWindow = d.dstWindow;
-      op.localOffset = d.dstOffset;
-      break;
+    }
     case CCO_GDA_OP_PUT_VALUE:
       op.kind = NetOpKind::kPutValue;
       CCO_RETURN_IF_ERROR(Resolve(d.dstWindow, d.dstOffset, d.bytes, &theirs).Prefixed("the destination"));
@@ -433,9 +430,8 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
   // Nothing to write and no signal (a marker alone): an empty put, which completes in order.
   if (op.kind == NetOpKind::kSignal && !op.signal) op.kind = NetOpKind::kPut, op.bytes = 0;
   op.cookie = nextCookie_++;
-  netPending_[op.cookie] = NetPending{nullptr, ring, ticket, (d.flags & CCO_GDA_DESC_MARKER) != 0, d.counterId};
-  for (auto& attached : threadWork_)
-    if (attached.get() == &g) netPending_[op.cookie].g = attached;
+  netPending_[op.cookie] = NetPending{g.shared_from_this(), ring, ticket, (d.flags & CCO_GDA_DESC_MARKER) != 0,
+                                      d.counterId};
   ++g.netInFlight;
   if (trace_)
     fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d to rank %d over %s, window %u offset %llu bytes %llu\n",
@@ -448,7 +444,6 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
 // Every few milliseconds: a poll without reading (the mesh's own exchanges are untouched).
 void Proxy::WatchHostPeers() {
   nextWatch_ = std::chrono::steady_clock::now() + kWatchEvery;
-  if (watched_.empty() && deadHosts_.empty() && comm_->mesh) watched_ = comm_->mesh->PeerSockets();
   std::vector<pollfd> fds;
   for (const auto& w : watched_) fds.push_back(pollfd{w.second, 0, 0});
   if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
