@@ -10,7 +10,7 @@ export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-procs anchor)
 
-python3 -m pip install -q --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
+python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1

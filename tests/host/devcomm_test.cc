@@ -56,10 +56,14 @@ int FieldsDeviceCopyAndInboxes(int rank, int n, const ccoUniqueId& id) {
     RANK_OK(ccoBarrierAll(comm));
     const auto* mine = reinterpret_cast<const uint32_t*>(base + dc.lsaBarrierInboxOffset);
     for (int p = 0; p < n; ++p) RANK_CHECK(mine[2 * n + p] == static_cast<uint32_t>(100 + p));
-    // The resource window is a window: ccoGetPeerPtr agrees with the flat arithmetic.
+    // The resources lie in a window (the communicator's resource pool): ccoGetPeerPtr finds
+    // its start in the peer's slice, at or before the resources, and users cannot take it away.
     void* viaApi = nullptr;
+    const uint64_t right = dc.lsaFlatBase + ((rank + 1) % n) * dc.lsaStride;
     RANK_OK(ccoGetPeerPtr(comm, dc.resourceWindow, (rank + 1) % n, 0, &viaApi));
-    RANK_CHECK(reinterpret_cast<uint64_t>(viaApi) == dc.lsaFlatBase + ((rank + 1) % n) * dc.lsaStride + dc.resourceOffset);
+    RANK_CHECK(reinterpret_cast<uint64_t>(viaApi) >= right && reinterpret_cast<uint64_t>(viaApi) <= right + dc.resourceOffset);
+    RANK_CHECK(ccoWindowDeregister(comm, dc.resourceWindow) == ccoInvalidArgument);
+    RANK_CHECK(strstr(ccoGetLastError(), "ccoDevCommDestroy"));
     RANK_OK(ccoBarrierAll(comm));
     RANK_OK(ccoDevCommDestroy(comm, &dc));
     RANK_CHECK(dc.magic == 0);
@@ -109,8 +113,67 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
     return 0;
 }
 
+// Device communicators' resources come from the communicator's pool: side by side while
+// alive, zeroed when given back (a new one reads zero wherever the old one was written), and a
+// window of their own when the pool has no room; every path leaves the ranks in step.
+int PoolCarvesZeroedReusedAndOverflow(int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+    // The pool lives beside the heap: the whole perRankVmmSize is still the caller's.
+    void* heap = nullptr;
+    RANK_OK(ccoMemAlloc(comm, 16 << 20, &heap));
+    RANK_OK(ccoMemFree(comm, heap));
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.lsaBarrierCount = 5;
+    ccoDevComm a, b;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &a));
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &b));
+    RANK_CHECK(a.resourceWindow == b.resourceWindow);  // one pool
+    RANK_CHECK(a.resourceOffset + a.resourceSize <= b.resourceOffset || b.resourceOffset + b.resourceSize <= a.resourceOffset);
+    // Every rank scribbles over every peer's copy of a's words, as kernels would.
+    RANK_OK(ccoBarrierAll(comm));
+    for (int p = 0; p < n; ++p)
+      memset(reinterpret_cast<void*>(a.lsaFlatBase + p * a.lsaStride + a.resourceOffset + a.lsaBarrierEpochOffset), 0xa5,
+             a.resourceSize - a.lsaBarrierEpochOffset);
+    RANK_OK(ccoBarrierAll(comm));
+    const uint64_t aOffset = a.resourceOffset;
+    RANK_OK(ccoDevCommDestroy(comm, &a));
+    // The next one of the same size takes a's place, and reads zero there.
+    ccoDevComm c;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &c));
+    RANK_CHECK(c.resourceOffset == aOffset);
+    const auto* words = reinterpret_cast<const unsigned char*>(c.lsaFlatBase + rank * c.lsaStride + c.resourceOffset);
+    for (uint64_t i = c.lsaBarrierEpochOffset; i < c.resourceSize; ++i) RANK_CHECK(words[i] == 0);
+    RANK_CHECK(memcmp(reinterpret_cast<const void*>(c.ptr), &c, sizeof(c)) == 0);
+    // Too large for the pool (4 MiB of inboxes): a window of its own, zeroed, that works the same.
+    ccoDevCommRequirements big = reqs;
+    big.lsaBarrierCount = (4 << 20) / 4 / n;
+    ccoDevComm d;
+    RANK_OK(ccoDevCommCreate(comm, &big, &d));
+    RANK_CHECK(d.resourceWindow != c.resourceWindow && d.lsaBarrierCount == static_cast<uint32_t>(big.lsaBarrierCount));
+    void* start = nullptr;
+    RANK_OK(ccoGetPeerPtr(comm, d.resourceWindow, rank, 0, &start));
+    RANK_CHECK(reinterpret_cast<uint64_t>(start) == d.lsaFlatBase + rank * d.lsaStride + d.resourceOffset);
+    const auto* inbox = reinterpret_cast<const uint32_t*>(reinterpret_cast<uint64_t>(start) + d.lsaBarrierInboxOffset);
+    for (int i = 0; i < big.lsaBarrierCount * n; i += 4099) RANK_CHECK(inbox[i] == 0);
+    RANK_CHECK(ccoWindowDeregister(comm, d.resourceWindow) == ccoInvalidArgument);
+    RANK_OK(ccoDevCommDestroy(comm, &d));
+    RANK_OK(ccoDevCommDestroy(comm, &c));
+    RANK_OK(ccoDevCommDestroy(comm, &b));
+    // Everything went back: a device communicator still fits where the first one was.
+    ccoDevComm e;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &e));
+    RANK_CHECK(e.resourceOffset == aOffset);
+    RANK_OK(ccoDevCommDestroy(comm, &e));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+}
+
 TEST_P(DevCommTest, FieldsDeviceCopyAndInboxes) { EXPECT_TRUE(RunRanks(GetParam(), FieldsDeviceCopyAndInboxes)); }
 TEST_P(DevCommTest, BadRequirementsFailEverywhere) { EXPECT_TRUE(RunRanks(GetParam(), BadRequirementsFailEverywhere)); }
+TEST_P(DevCommTest, PoolCarvesZeroedReusedAndOverflow) {
+  EXPECT_TRUE(RunRanks(GetParam(), PoolCarvesZeroedReusedAndOverflow));
+}
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DevCommTest, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });

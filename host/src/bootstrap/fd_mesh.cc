@@ -72,8 +72,7 @@ Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int m
   return Status::Ok();
 }
 
-Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
-  fds->assign(team_.size(), -1);
+Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(int member, int fd)>& take) {
   const Deadline deadline = DeadlineIn(timeout_ms_);
   const std::string message = EncodeFdMessage(tag);
   for (size_t i = 0; i < team_.size(); ++i) {
@@ -84,16 +83,17 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, std::vector<int>* fds) {
     if (!peers_[i].valid()) continue;
     std::string bytes;
     uint64_t got = 0;
-    Status s = peers_[i].Recv(&bytes, kMaxJoinBytes, deadline, &(*fds)[i]);
+    int fd = -1;
+    Status s = peers_[i].Recv(&bytes, kMaxJoinBytes, deadline, &fd);
     if (s.ok()) s = DecodeFdMessage(bytes, &got);
-    if (s.ok() && (*fds)[i] < 0) s = RemoteError("a peer's message carried no file descriptor");
+    if (s.ok() && fd < 0) s = RemoteError("a peer's message carried no file descriptor");
     if (s.ok() && got != tag)
       s = RemoteError(Fmt("a peer sent the descriptor of another operation (tag ", got, ", expected ", tag, ")"));
     if (!s.ok()) {
-      for (int& fd : *fds)
-        if (fd >= 0) close(fd), fd = -1;
+      if (fd >= 0) close(fd);
       return s.Prefixed(Fmt("receiving from LSA rank ", i));
     }
+    CCO_RETURN_IF_ERROR(take(static_cast<int>(i), fd));
   }
   return Status::Ok();
 }

@@ -9,8 +9,11 @@
 #include "bootstrap/root.h"
 #include "comm/agree.h"
 #include "comm/communicator.h"
+#include "comm/resource_pool.h"
 #include "proxy/gda_resources.h"
 #include "common/env.h"
+#include "common/fd_table.h"
+#include "common/phase_trace.h"
 #include "topology/cpu_affinity.h"
 
 namespace cco {
@@ -72,7 +75,8 @@ Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t*
     want = std::min<size_t>(want, kMaxPerRankVmm);
   }
   *granularity = g;
-  *stride = (want + g - 1) / g * g;
+  // The resource pool sits at the slice's start, beside the heap the caller asked for.
+  *stride = (want + g - 1) / g * g + ResourcePoolBytes(g);
   return Status::Ok();
 }
 
@@ -92,6 +96,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   UniqueIdContents uid;
   CCO_RETURN_IF_ERROR(DecodeUniqueId(id, &uid));
 
+  PhaseTrace trace(rank, "ccoCommCreate");
   auto c = std::make_shared<ccoComm>();
   c->secret = uid.secret;
   CCO_RETURN_IF_ERROR(IdTag(c->secret, &c->idTag));
@@ -101,10 +106,16 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   DeviceInfo dev;
   CCO_RETURN_IF_ERROR(c->platform->GetDeviceInfo(c->device, &dev));
   CCO_RETURN_IF_ERROR(BindCpus(*c));
+  trace.Mark("device");
 
   c->proxy.reset(new Proxy(c.get()));
+  // What this communicator holds (bootstrap and host-mesh sockets, tcp connections), with
+  // room for another: a table that grew inside a collective step would stall every peer.
+  ReserveFdHeadroom(4 * nRanks + 64);
+  trace.Mark("descriptor table");
   CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
   CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
+  trace.Mark("bootstrap");
 
   std::vector<RankInfo>& infos = c->infos;
   infos.resize(nRanks);
@@ -114,6 +125,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   for (int r = 0; r < nRanks; ++r) CCO_RETURN_IF_ERROR(ValidateRankInfo(infos[r], r).Prefixed("ccoCommCreate"));
   CCO_RETURN_IF_ERROR(ComputeTopology(infos, rank, static_cast<int>(env::Int("CCO_TEST_NODES_PER_HOST", 1)), &c->topo));
   CCO_RETURN_IF_ERROR(ResolveStride(infos, &c->stride, &c->granularity));
+  trace.Mark("allgather");
 
   // Local resources; then all ranks agree before the host's ranks connect to each other.
   Status local = [&] {
@@ -126,9 +138,11 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     void* host = nullptr;
     CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(c->device, sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
     c->abortHost = static_cast<uint32_t*>(host);
-    return Status::Ok();
+    return AllocateResourcePool(*c);
   }();
+  trace.Mark("reserve+pool");
   Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
+  trace.Mark("agree");
   if (agreed.ok()) {
     std::vector<FdMesh::Member> team(c->HostSize());
     for (int i = 0; i < c->HostSize(); ++i) {
@@ -137,6 +151,9 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     }
     agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs));
   }
+  trace.Mark("mesh");
+  if (agreed.ok()) agreed = RegisterResourcePool(*c);
+  trace.Mark("pool window");
   if (!agreed.ok()) {
     DestroyComm(*c);
     return agreed;

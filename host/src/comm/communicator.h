@@ -51,6 +51,14 @@ struct WindowRecord {
   size_t size = 0;
   size_t allocOffset = 0;          // the allocation it lies in
   bool ownsAllocation = false;     // made by ccoWindowAllocRegister: deregistration frees it
+  bool internal = false;           // the communicator's own (resources): users cannot deregister it
+};
+// Where device communicators' resources come from (comm/resource_pool.h).
+struct ResourcePool {
+  ccoWindow_t window = 0;  // 0: none (the communicator is being created)
+  uint32_t id = 0;         // the window's id, which network backends name it by
+  size_t offset = 0;       // where the pool starts inside every slice
+  SlotAllocator carves;    // offsets from the pool's start
 };
 
 struct GdaResources;
@@ -58,7 +66,9 @@ class Proxy;
 class VerbsBackend;
 
 struct DevCommRecord {
-  ccoWindow_t resourceWindow = 0;
+  ccoWindow_t resourceWindow = 0;  // the pool's window, or one of its own
+  bool pooled = false;             // resources carved from the pool at resourceOffset
+  size_t resourceOffset = 0;       // inside every slice
   std::shared_ptr<GdaResources> gda;    // null without GDA
   std::shared_ptr<SdmaResources> sdma;  // null without SDMA
 };
@@ -92,8 +102,10 @@ struct ccoComm {
   std::map<size_t, cco::Allocation> allocations;   // by offset
   std::map<ccoWindow_t, cco::WindowRecord> windows;
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
+  cco::ResourcePool pool;
   std::unique_ptr<cco::DescriptorPool> descriptors;
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
+  uint32_t devCommCalls = 0;   // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire
   std::unique_ptr<cco::Proxy> proxy;  // the GDA progress thread (started by the first GDA devcomm)
   // The proxy's network backend when it is verbs: windows register with it (net/select.h).
   std::shared_ptr<cco::VerbsBackend> verbs;
@@ -124,7 +136,8 @@ Status AllocMem(ccoComm& comm, size_t size, void** ptr);
 Status FreeMem(ccoComm& comm, void* ptr);
 
 Status RegisterWindow(ccoComm& comm, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win);
-Status DeregisterWindow(ccoComm& comm, ccoWindow_t win);
+// `internal`: the communicator's own windows may be deregistered too (never at a user's call).
+Status DeregisterWindow(ccoComm& comm, ccoWindow_t win, bool internal = false);
 Status PeerPointer(ccoComm& comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);
 // Unmaps every peer's copy of `a` and lets go of the peers' memory (local).
 void ReleasePeers(ccoComm& comm, Allocation& a);

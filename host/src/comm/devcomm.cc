@@ -1,11 +1,14 @@
-// ccoDevCommCreate / ccoDevCommDestroy: the resource window and the device copy of
-// ccoDevComm at its start, and the GDA rings, signal words and proxy attachment.
+// ccoDevCommCreate / ccoDevCommDestroy: the resources (a carve of the communicator's pool,
+// comm/resource_pool.h, or a window of their own) with the device copy of ccoDevComm at their
+// start, and the GDA / SDMA rings, signal words and proxy attachment.
 #include <stdio.h>
 
 #include "comm/agree.h"
 #include "common/env.h"
+#include "common/phase_trace.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
+#include "comm/resource_pool.h"
 #include "net/select.h"
 #include "proxy/gda_resources.h"
 #include "proxy/proxy.h"
@@ -55,57 +58,44 @@ Status SameCounts(const char* op, const RequirementCounts& zero, const Requireme
   return Status::Ok();
 }
 
-}  // namespace
+// Where a device communicator's resources live: a carve of the pool, or (too large for
+// what the pool has left) an allocation and window of its own.
+struct Placement {
+  bool pooled = false;
+  uint64_t base = 0;           // this rank's copy
+  ccoWindow_t window = 0;      // the window holding them
+  uint64_t windowOffset = 0;   // where they start inside that window
+};
 
-Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm* out) {
-  const char* op = "ccoDevCommCreate";
-  Status local = ValidateRequirements(reqs);
-  if (local.ok()) local = CheckSupported(*reqs);
-  // Ranks agree on the requirements first, exactly (not only on the sizes they round to),
-  // so all take the same path below and lay their resources out alike.
-  const RequirementCounts mine = local.ok() ? CountsOf(*reqs) : RequirementCounts{};
-  std::vector<RequirementCounts> all;
-  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, mine, &all));
-  for (size_t r = 1; r < all.size(); ++r) CCO_RETURN_IF_ERROR(SameCounts(op, all[0], all[r], static_cast<int>(r)));
-
-  // GDA first: its peer count sizes the flush targets in the resource window.
-  std::shared_ptr<GdaResources> gda;
-  if (WantsGda(c, *reqs)) CCO_RETURN_IF_ERROR(CreateGdaResources(c, *reqs, &gda));
-  std::shared_ptr<SdmaResources> sdma;
-  const int sdmaQueues = SdmaQueuesInUse(*reqs);
-  if (sdmaQueues > 0) {
-    Status made = CreateSdmaResources(c, *reqs, &sdma);
-    if (!made.ok()) {
-      if (gda) DestroyGdaResources(c, *gda);
-      return made;
-    }
-  }
-  const ResourceLayout layout =
-      LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, gda ? gda->peerCount : 0, sdmaQueues);
-  auto undoGda = [&] {
-    if (gda) DestroyGdaResources(c, *gda);
-    if (sdma) DestroySdmaResources(c, *sdma);
-  };
+// An allocation and window of its own, zeroed before any peer can map it.
+Status PlaceInOwnWindow(ccoComm& c, size_t bytes, Placement* place) {
   void* base = nullptr;
-  Status s = Agree(c, "ccoDevCommCreate (resource memory)", AllocMem(c, layout.bytes, &base));
+  Status local = AllocMem(c, bytes, &base);
+  if (local.ok()) local = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, bytes);
+  Status s = Agree(c, "ccoDevCommCreate (resource memory)", local);
+  if (s.ok()) s = RegisterWindow(c, base, bytes, /*ownsAllocation=*/true, &place->window);
   if (!s.ok()) {
     if (base != nullptr) FreeMem(c, base);
-    undoGda();
-    return s;
-  }
-  ccoWindow_t resource = 0;
-  s = RegisterWindow(c, base, layout.bytes, /*ownsAllocation=*/true, &resource);
-  if (!s.ok()) {
-    FreeMem(c, base);
-    undoGda();
     return s.Prefixed("the resource window");
   }
+  c.windows.at(place->window).internal = true;
+  place->base = reinterpret_cast<uint64_t>(base);
+  place->windowOffset = 0;
+  return Status::Ok();
+}
 
+void ReleasePlacement(ccoComm& c, const Placement& place) {
+  if (place.pooled) ReleaseResources(c, place.base - c.MySlice());
+  else if (place.window != 0) DeregisterWindow(c, place.window, /*internal=*/true);
+}
+
+ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, const ResourceLayout& layout,
+                       const Placement& place, int sdmaQueues, const GdaResources* gda, SdmaResources* sdma) {
   ccoDevComm dc = {};
   dc.magic = CCO_DEV_COMM_MAGIC;
   dc.abiVersion = CCO_ABI_VERSION;
   dc.size = sizeof(ccoDevComm);
-  dc.ptr = reinterpret_cast<uint64_t>(base) + layout.devComm;
+  dc.ptr = place.base + layout.devComm;
   dc.rank = c.topo.rank;
   dc.worldSize = c.topo.nRanks;
   dc.lsaRank = c.topo.lsaRank;
@@ -117,18 +107,18 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   dc.teamRail = c.topo.rail;
   dc.lsaFlatBase = c.LsaFlatBase();
   dc.lsaStride = c.stride;
-  dc.resourceWindow = resource;
-  dc.resourceOffset = reinterpret_cast<uint64_t>(base) - c.MySlice();
+  dc.resourceWindow = place.window;
+  dc.resourceOffset = place.base - c.MySlice();
   dc.resourceSize = layout.bytes;
   dc.abortFlag = c.abortDevice;
-  dc.lsaBarrierCount = static_cast<uint32_t>(reqs->lsaBarrierCount);
+  dc.lsaBarrierCount = static_cast<uint32_t>(reqs.lsaBarrierCount);
   dc.lsaBarrierEpochOffset = static_cast<uint32_t>(layout.barrierEpochs);
   dc.lsaBarrierInboxOffset = static_cast<uint32_t>(layout.barrierInboxes);
-  dc.gdaConnectionType = static_cast<uint32_t>(reqs->gdaConnectionType);
-  dc.gdaContextCount = static_cast<uint32_t>(reqs->gdaContextCount);
-  dc.gdaSignalCount = static_cast<uint32_t>(reqs->gdaSignalCount);
-  dc.gdaCounterCount = static_cast<uint32_t>(reqs->gdaCounterCount);
-  dc.gdaBarrierCount = static_cast<uint32_t>(reqs->gdaBarrierCount);
+  dc.gdaConnectionType = static_cast<uint32_t>(reqs.gdaConnectionType);
+  dc.gdaContextCount = static_cast<uint32_t>(reqs.gdaContextCount);
+  dc.gdaSignalCount = static_cast<uint32_t>(reqs.gdaSignalCount);
+  dc.gdaCounterCount = static_cast<uint32_t>(reqs.gdaCounterCount);
+  dc.gdaBarrierCount = static_cast<uint32_t>(reqs.gdaBarrierCount);
   dc.gdaShadowOffset = static_cast<uint32_t>(layout.shadows);
   dc.gdaFlushOffset = static_cast<uint32_t>(layout.flushTargets);
   dc.sdmaQueueCount = static_cast<uint32_t>(sdmaQueues);
@@ -136,47 +126,144 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
     dc.sdmaRingSlots = sdma->rings.slotsAddress();
     dc.sdmaRingHost = sdma->rings.hostWordsAddress();
     dc.sdmaRingDevice = sdma->rings.device;
-    dc.sdmaSignals = reinterpret_cast<uint64_t>(base) + layout.sdmaSignals;
-    dc.sdmaLocal = reinterpret_cast<uint64_t>(base) + layout.sdmaLocal;
+    dc.sdmaSignals = place.base + layout.sdmaSignals;
+    dc.sdmaLocal = place.base + layout.sdmaLocal;
     dc.sdmaRingDepth = sdma->rings.depth;
     dc.sdmaShadowOffset = static_cast<uint32_t>(layout.sdmaShadows);
-    sdma->signalOffset = dc.resourceOffset + layout.sdmaSignals;
-    sdma->localOffset = dc.resourceOffset + layout.sdmaLocal;
   }
   if (gda) {
     dc.gdaRingSlots = gda->rings.slotsAddress();
     dc.gdaRingHost = gda->rings.hostWordsAddress();
     dc.gdaRingDevice = gda->rings.device;
-    dc.gdaSignals = reinterpret_cast<uint64_t>(base) + layout.gdaSignals;
-    dc.gdaCounters = reinterpret_cast<uint64_t>(base) + layout.gdaCounters;
-    gda->signalOffset = dc.resourceOffset + layout.gdaSignals;
-    gda->signalWindowOffset = layout.gdaSignals;
-    gda->counterOffset = dc.resourceOffset + layout.gdaCounters;
+    dc.gdaSignals = place.base + layout.gdaSignals;
+    dc.gdaCounters = place.base + layout.gdaCounters;
     dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
   }
+  return dc;
+}
 
-  // Zero every counter and inbox before any peer can write one: the closing agreement
-  // is a barrier, and peers' kernels only start after their create returned.
-  s = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, layout.bytes);
-  if (s.ok()) s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
-  if (gda) gda->id = c.windows[resource].id;  // alike on every rank: names it on the wire
+// What the proxy needs to find the resources: offsets in the slice and in their window.
+void LocateForProxy(const ccoComm& c, const ResourceLayout& layout, const Placement& place, uint32_t id,
+                    GdaResources* gda, SdmaResources* sdma) {
+  const uint64_t inSlice = place.base - c.MySlice();
+  if (sdma) {
+    sdma->signalOffset = inSlice + layout.sdmaSignals;
+    sdma->localOffset = inSlice + layout.sdmaLocal;
+  }
+  if (gda) {
+    gda->id = id;
+    gda->signalWindow = c.windows.at(place.window).id;
+    gda->signalOffset = inSlice + layout.gdaSignals;
+    gda->signalWindowOffset = place.windowOffset + layout.gdaSignals;
+    gda->counterOffset = inSlice + layout.gdaCounters;
+  }
+}
+
+// What each rank proposes in the one agreement round: its requirements and the carve it
+// got (kOwnWindow: the pool had no room).
+constexpr uint64_t kOwnWindow = ~uint64_t{0};
+struct Plan {
+  RequirementCounts counts;
+  uint64_t carve;
+  uint64_t bytes;
+};
+
+Status SamePlan(const char* op, const Plan& zero, const Plan& theirs, int rank) {
+  CCO_RETURN_IF_ERROR(SameCounts(op, zero.counts, theirs.counts, rank));
+  if (theirs.carve != zero.carve || theirs.bytes != zero.bytes)
+    return InternalError(Fmt(op, ": the resource pools of rank ", rank, " and rank 0 diverged (", theirs.bytes, " bytes at ",
+                             theirs.carve, " against ", zero.bytes, " at ", zero.carve, ")"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm* out) {
+  const char* op = "ccoDevCommCreate";
+  PhaseTrace trace(c.topo.rank, op);
+  const uint32_t id = ++c.devCommCalls;  // every rank counts every call
+  Status local = ValidateRequirements(reqs);
+  if (local.ok()) local = CheckSupported(*reqs);
+  // The layout needs only the requirements and the topology, so each rank carves its pool
+  // before the one round where all agree on the requirements (exactly, not only on the
+  // sizes they round to) and on the carve.
+  ResourceLayout layout;
+  Placement place;
+  int sdmaQueues = 0;
+  bool proxied = false;  // GDA or SDMA: rings and a proxy, set up after the round
+  Plan mine{RequirementCounts{}, kOwnWindow, 0};
+  if (local.ok()) {
+    sdmaQueues = SdmaQueuesInUse(*reqs);
+    proxied = WantsGda(c, *reqs) || sdmaQueues > 0;
+    layout = LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, GdaPeerCount(c, *reqs), sdmaQueues);
+    size_t carve = 0;
+    place.pooled = CarveResources(c, layout.bytes, &carve);
+    if (place.pooled) {
+      place.base = c.MySlice() + carve;
+      place.window = c.pool.window;
+      place.windowOffset = carve - c.pool.offset;
+    }
+    mine = Plan{CountsOf(*reqs), place.pooled ? carve : kOwnWindow, layout.bytes};
+  }
+  // The common case is complete before the round: a pooled device communicator without
+  // proxy work needs only its ccoDevComm uploaded (its words read zero already: the pool's
+  // promise), and the round then tells every rank whether all got that far.
+  const bool early = local.ok() && place.pooled && !proxied;
+  ccoDevComm dc = {};
+  if (early) {
+    dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr);
+    local = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
+  }
+  trace.Mark("carve+upload");
+  std::vector<Plan> all;
+  Status s = AgreeOn(c, op, local, mine, &all);
+  for (size_t r = 1; s.ok() && r < all.size(); ++r) s = SamePlan(op, all[0], all[r], static_cast<int>(r));
+  trace.Mark("agree");
+  if (!s.ok() || early) {
+    if (!s.ok()) ReleasePlacement(c, place);
+    else c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), nullptr, nullptr};
+    if (s.ok()) *out = dc;
+    return s;
+  }
+
+  std::shared_ptr<GdaResources> gda;
+  std::shared_ptr<SdmaResources> sdma;
+  auto undo = [&] {
+    if (gda) DestroyGdaResources(c, *gda);
+    if (sdma) DestroySdmaResources(c, *sdma);
+    ReleasePlacement(c, place);
+  };
+  if (WantsGda(c, *reqs)) s = CreateGdaResources(c, *reqs, &gda);
+  if (s.ok() && sdmaQueues > 0) s = CreateSdmaResources(c, *reqs, &sdma);
+  if (s.ok() && !place.pooled) s = PlaceInOwnWindow(c, layout.bytes, &place);
+  if (!s.ok()) {
+    undo();
+    return s;
+  }
+  trace.Mark("resources");
+
+  dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get());
+  LocateForProxy(c, layout, place, id, gda.get(), sdma.get());
+  s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
+  // Peers' proxies may act for this rank as soon as their create returns: every proxy holds
+  // its rings, and every rank its ccoDevComm, before any rank goes on.
   if (s.ok() && gda) s = c.proxy->Attach(gda);
   if (s.ok() && sdma) s = c.proxy->Attach(sdma);
   if (gda && env::Flag("CCO_GDA_TRACE"))
-    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals at 0x%llx, peers %d\n", c.topo.rank, gda->rings.count,
-            gda->rings.depth, static_cast<unsigned long long>(dc.gdaRingSlots), static_cast<unsigned long long>(dc.gdaSignals),
-            gda->peerCount);
+    fprintf(stderr, "cco rank %d: GDA rings %u x %u at 0x%llx, signals at 0x%llx, peers %d\n", c.topo.rank,
+            gda->rings.count, gda->rings.depth, static_cast<unsigned long long>(dc.gdaRingSlots),
+            static_cast<unsigned long long>(dc.gdaSignals), gda->peerCount);
   s = Agree(c, "ccoDevCommCreate (ready)", s);
+  trace.Mark("attach");
   if (!s.ok()) {
     if (gda) c.proxy->Detach(gda.get());
     if (sdma) c.proxy->Detach(sdma.get());
-    DeregisterWindow(c, resource);
-    undoGda();
+    undo();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{resource, gda, sdma};
+  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), gda, sdma};
   *out = dc;
   return Status::Ok();
 }
@@ -191,17 +278,21 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   const DevCommRecord record = it->second;
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead
+  Status s;
   if (record.gda || record.sdma) {
     // No proxy of the host may write this rank's signal words once they are freed: each
     // lets go of its own rings (its streams' writes done), then all agree, then each frees.
     if (record.gda) c.proxy->Detach(record.gda.get());
     if (record.sdma) c.proxy->Detach(record.sdma.get());
-    Status s = Agree(c, "ccoDevCommDestroy (proxies idle)", Status::Ok());
+    s = Agree(c, "ccoDevCommDestroy (proxies idle)", Status::Ok());
     if (record.gda) DestroyGdaResources(c, *record.gda);
     if (record.sdma) DestroySdmaResources(c, *record.sdma);
     if (!s.ok()) return s.Prefixed(op);
   }
-  return DeregisterWindow(c, record.resourceWindow).Prefixed(op);
+  // Every rank has destroyed it (the agreement above), so no peer writes these words any
+  // more: zeroed, they go back to the pool.
+  if (record.pooled) return ReleaseResources(c, record.resourceOffset).Prefixed(op);
+  return DeregisterWindow(c, record.resourceWindow, /*internal=*/true).Prefixed(op);
 }
 
 }  // namespace cco

@@ -1,15 +1,19 @@
 // ccoMemAlloc / ccoMemFree: this rank's own memory in its slice (local calls).
 #include "comm/communicator.h"
+#include "common/phase_trace.h"
 
 namespace cco {
 
 Status AllocMem(ccoComm& c, size_t size, void** ptr) {
+  PhaseTrace trace(c.topo.rank, "ccoMemAlloc", size);
   Allocation a;
   CCO_RETURN_IF_ERROR(c.slots.Allocate(size, &a.offset, &a.size));
   Status s = c.platform->Create(c.device, a.size, &a.handle);
+  trace.Mark("create");
   if (s.ok()) {
     s = c.platform->Map(c.device, c.MySlice() + a.offset, a.size, a.handle, 0);
     if (!s.ok()) c.platform->Destroy(c.device, a.handle);
+    trace.Mark("map");
   }
   if (!s.ok()) {
     c.slots.Free(a.offset);

@@ -13,6 +13,7 @@
 
 #include "comm/agree.h"
 #include "comm/communicator.h"
+#include "common/phase_trace.h"
 #include "memory/local_handles.h"
 #include "net/select.h"
 #include "net/verbs_backend.h"
@@ -114,38 +115,34 @@ void DropPeerHandles(ccoComm& c, Allocation& a) {
 
 // Each LSA peer's physical memory behind allocation `a` (its first window): descriptors
 // from peers in other processes, published handles from peers in this one.
-Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration) {
+Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration, PhaseTrace& trace) {
   a.peers.assign(c.HostSize(), 0);
   a.ownsPeer.assign(c.HostSize(), false);
   int fd = -1;
   CCO_RETURN_IF_ERROR(c.platform->Export(c.device, a.handle, &fd));
-  std::vector<int> fds;
-  Status s = c.mesh->AllExchange(fd, registration, &fds);
+  trace.Mark("export");
+  // Each peer's descriptor is imported as it arrives (Import closes it).
+  Status s = c.mesh->AllExchange(fd, registration, [&](int p, int theirs) {
+    Status imported = c.platform->Import(c.device, theirs, a.size, &a.peers[p]);
+    a.ownsPeer[p] = imported.ok();
+    return imported.Prefixed(Fmt("rank ", c.topo.hostMembers[p], "'s memory"));
+  });
   close(fd);
-  CCO_RETURN_IF_ERROR(s.Prefixed("exchanging memory handles on this host"));
-  for (int p = 0; p < c.HostSize(); ++p) {
-    if (p == c.topo.hostRank) continue;
-    if (c.InThisProcess(p)) {
-      size_t size = 0;
-      MemHandle theirs = 0;
-      if (s.ok() && !local_handles::Find(HandleKey(c, registration, p), &theirs, &size))
-        s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], " shares this process but published no memory"));
-      if (s.ok() && size != a.size)
-        s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], "'s allocation is ", size, " bytes, this rank's ", a.size));
-      if (s.ok()) {
-        bool owned = false;
-        s = c.platform->Reference(c.device, theirs, &a.peers[p], &owned);
-        a.ownsPeer[p] = s.ok() && owned;
-      }
-      continue;
-    }
+  s = s.Prefixed("exchanging memory handles on this host");
+  trace.Mark("exchange+import");
+  for (int p = 0; p < c.HostSize() && s.ok(); ++p) {
+    if (p == c.topo.hostRank || !c.InThisProcess(p)) continue;
+    size_t size = 0;
+    MemHandle theirs = 0;
+    if (!local_handles::Find(HandleKey(c, registration, p), &theirs, &size))
+      s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], " shares this process but published no memory"));
+    if (s.ok() && size != a.size)
+      s = RemoteError(Fmt("rank ", c.topo.hostMembers[p], "'s allocation is ", size, " bytes, this rank's ", a.size));
     if (s.ok()) {
-      s = c.platform->Import(c.device, fds[p], a.size, &a.peers[p]).Prefixed(Fmt("rank ", c.topo.hostMembers[p], "'s memory"));
-      a.ownsPeer[p] = s.ok();
-    } else {
-      close(fds[p]);
+      bool owned = false;
+      s = c.platform->Reference(c.device, theirs, &a.peers[p], &owned);
+      a.ownsPeer[p] = s.ok() && owned;
     }
-    fds[p] = -1;  // Import owns it now
   }
   if (!s.ok()) DropPeerHandles(c, a);
   return s;
@@ -182,6 +179,7 @@ void ReleasePeers(ccoComm& c, Allocation& a) {
 
 Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win) {
   const char* op = "ccoWindowRegister";
+  PhaseTrace trace(c.topo.rank, op, size);
   const uint64_t registration = ++c.registrations;  // every rank counts every call
   Allocation* a = nullptr;
   Region region{};
@@ -196,15 +194,17 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     local_handles::Withdraw(mine);
     return s;
   }
+  trace.Mark("agree");
 
   // Every rank proposed the same region of the same allocation: map, publish, agree.
-  if (first) s = ObtainPeers(c, *a, registration);
+  if (first) s = ObtainPeers(c, *a, registration, trace);
   const size_t piecesBefore = first ? 0 : a->pieces.size();
   if (s.ok()) {
     s = MapPieces(c, *a, Uncovered(a->pieces, SpanOf(c, *a, region)));
     if (s.ok()) a->peersMapped = true;
     else if (first) DropPeerHandles(c, *a);
   }
+  trace.Mark("map");
   ccoWindow_t handle = 0;
   if (s.ok()) {
     ccoWindowDevice desc = {};
@@ -221,7 +221,9 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     desc.id = static_cast<uint32_t>(registration);
     s = c.descriptors->Add(desc, &handle);
   }
+  trace.Mark("descriptor");
   s = Agree(c, "ccoWindowRegister (mapping)", s);
+  trace.Mark("agree mapped");
   local_handles::Withdraw(mine);  // every in-process peer has mapped it (or failed) by now
   // Collective, after the mapping agreed: the network backend's keys (verbs), if it needs them.
   if (s.ok()) s = ExchangeWindowKeys(c, static_cast<uint32_t>(registration), c.MySlice() + region.offset, region.size);
@@ -243,12 +245,15 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   return Status::Ok();
 }
 
-Status DeregisterWindow(ccoComm& c, ccoWindow_t win) {
+Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
   const char* op = "ccoWindowDeregister";
   auto it = c.windows.find(win);
   Status local = it == c.windows.end()
                      ? InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"))
                      : Status::Ok();
+  if (local.ok() && it->second.internal && !internal)
+    local = InvalidArgument(Fmt("window 0x", std::hex, win,
+                                " holds device communicators' resources: ccoDevCommDestroy (or ccoCommDestroy) releases it"));
   Region region{};
   if (local.ok()) {
     const Allocation& a = c.allocations.at(it->second.allocOffset);

@@ -29,7 +29,7 @@ enum class NetOpKind : uint8_t { kPut = 1, kPutValue = 2, kSignal = 3, kGet = 4 
 struct NetOp {
   NetOpKind kind = NetOpKind::kPut;
   int32_t peer = -1;        // world rank
-  uint32_t gdaId = 0;       // the device communicator (its resource window's id: alike on every rank)
+  uint32_t gdaId = 0;       // the device communicator (GdaResources::id: alike on every rank)
   uint32_t window = 0;      // at the peer: put and put_value's destination, get's source
   uint64_t offset = 0;      // ... and where in it
   uint64_t bytes = 0;       // put, get; put_value: 1 to 8

@@ -185,7 +185,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemUnmap", &api.memUnmap));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemSetAccess", &api.memSetAccess));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemsetD8_v2", &api.memsetD8));
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyHtoD_v2", &api.copyHtoD));
+  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemsetD8Async", &api.memsetD8Async));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyDtoH_v2", &api.copyDtoH));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuCtxSynchronize", &api.synchronize));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemHostAlloc", &api.hostAlloc));

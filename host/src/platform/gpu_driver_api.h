@@ -127,7 +127,7 @@ struct GpuDriverApi {
       memSetAccess;
 
   DriverEntry<DriverResult (*)(DeviceAddress va, unsigned char value, size_t size)> memsetD8;
-  DriverEntry<DriverResult (*)(DeviceAddress dst, const void* src, size_t size)> copyHtoD;
+  DriverEntry<DriverResult (*)(DeviceAddress va, unsigned char value, size_t size, void* stream)> memsetD8Async;
   DriverEntry<DriverResult (*)(void* dst, DeviceAddress src, size_t size)> copyDtoH;
   // Waits for the calling thread's device to finish its work (cuCtxSynchronize).
   DriverEntry<DriverResult (*)()> synchronize;

@@ -353,36 +353,47 @@ Status GpuVmmPlatform::Unmap(int device, uint64_t va, size_t size) {
 
 // --- copies and fills ------------------------------------------------------------------
 
+template <class Work>
+Status GpuVmmPlatform::OnControlStream(int device, const char* what, Work work) {
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  std::lock_guard<std::mutex> lock(controlMutex_);
+  void*& stream = controlStreams_[device];
+  if (stream == nullptr) {
+    DriverResult made = api_.streamCreate.fn(&stream, kStreamNonBlocking);
+    if (made != kDriverSuccess) {
+      stream = nullptr;
+      return Failed(api_.streamCreate, made, Fmt("device=", device, ", non-blocking (", what, ")"));
+    }
+  }
+  CCO_RETURN_IF_ERROR(work(stream));
+  // The caller (and other processes mapping the same memory) must see the work done.
+  DriverResult result = api_.streamSynchronize.fn(stream);
+  if (result != kDriverSuccess) return Failed(api_.streamSynchronize, result, Fmt("after ", what));
+  return Status::Ok();
+}
+
 Status GpuVmmPlatform::Memset(int device, uint64_t va, int value, size_t size) {
   if (size == 0) return Status::Ok();
   if (va == 0) return InvalidArgument("Memset: va is 0");
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  const std::string arguments =
-      Fmt("va=", Hex(va), ", value=", Hex(value & 0xff), ", size=", size, ", device=", device);
-  DriverResult result = api_.memsetD8.fn(va, static_cast<unsigned char>(value), size);
-  if (result != kDriverSuccess) return Failed(api_.memsetD8, result, arguments);
-  // A fill of device memory may return before it lands; the caller (and other processes
-  // mapping the same memory) must see it done.
-  result = api_.synchronize.fn();
-  if (result != kDriverSuccess) return Failed(api_.synchronize, result, Fmt("after memset ", arguments));
-  return Status::Ok();
+  return OnControlStream(device, "memset", [&](void* stream) {
+    DriverResult result = api_.memsetD8Async.fn(va, static_cast<unsigned char>(value), size, stream);
+    if (result != kDriverSuccess)
+      return Failed(api_.memsetD8Async, result,
+                    Fmt("va=", Hex(va), ", value=", Hex(value & 0xff), ", size=", size, ", device=", device));
+    return Status::Ok();
+  });
 }
 
 Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, size_t size) {
   if (size == 0) return Status::Ok();
   if (dst == 0 || src == nullptr) return InvalidArgument("CopyToDevice: dst or src is null");
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result = api_.copyHtoD.fn(dst, src, size);
-  if (result != kDriverSuccess) {
-    return Failed(api_.copyHtoD, result,
-                  Fmt("dst=", Hex(dst), ", src=", src, ", size=", size, ", device=", device));
-  }
-  // From pageable memory the copy returns once staged, not once it has landed.
-  result = api_.synchronize.fn();
-  if (result != kDriverSuccess) {
-    return Failed(api_.synchronize, result, Fmt("after copy to device, size=", size, ", device=", device));
-  }
-  return Status::Ok();
+  // Unified addressing: a pageable source is staged by the driver before the call returns.
+  return OnControlStream(device, "copy to device", [&](void* stream) {
+    DriverResult result = api_.copyAsync.fn(dst, reinterpret_cast<DeviceAddress>(src), size, stream);
+    if (result != kDriverSuccess)
+      return Failed(api_.copyAsync, result, Fmt("dst=", Hex(dst), ", src=", src, ", size=", size, ", device=", device));
+    return Status::Ok();
+  });
 }
 
 Status GpuVmmPlatform::CopyFromDevice(int device, void* dst, uint64_t src, size_t size) {

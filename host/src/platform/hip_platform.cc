@@ -49,7 +49,7 @@ struct HipDriver {
   DriverResult (*memUnmap)(void* va, size_t size) = nullptr;
   DriverResult (*memSetAccess)(void* va, size_t size, const gpu::MemAccessDesc* desc, size_t count) = nullptr;
   DriverResult (*memsetD8)(void* va, unsigned char value, size_t size) = nullptr;
-  DriverResult (*memcpyHtoD)(void* dst, const void* src, size_t size) = nullptr;
+  DriverResult (*memsetD8Async)(void* va, unsigned char value, size_t size, void* stream) = nullptr;
   DriverResult (*memcpyDtoH)(void* dst, void* src, size_t size) = nullptr;
   DriverResult (*hostMalloc)(void** host, size_t size, unsigned flags) = nullptr;
   DriverResult (*hostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;
@@ -190,8 +190,8 @@ DriverResult HipMemsetD8(DeviceAddress va, unsigned char value, size_t size) {
   return Driver().memsetD8(AsPointer(va), value, size);
 }
 
-DriverResult HipCopyHtoD(DeviceAddress dst, const void* src, size_t size) {
-  return Driver().memcpyHtoD(AsPointer(dst), src, size);
+DriverResult HipMemsetD8Async(DeviceAddress va, unsigned char value, size_t size, void* stream) {
+  return Driver().memsetD8Async(AsPointer(va), value, size, stream);
 }
 
 DriverResult HipCopyDtoH(void* dst, DeviceAddress src, size_t size) {
@@ -248,7 +248,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemUnmap", &driver->memUnmap));
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemSetAccess", &driver->memSetAccess));
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemsetD8", &driver->memsetD8));
-  CCO_RETURN_IF_ERROR(library.Resolve("hipMemcpyHtoD", &driver->memcpyHtoD));
+  CCO_RETURN_IF_ERROR(library.Resolve("hipMemsetD8Async", &driver->memsetD8Async));
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemcpyDtoH", &driver->memcpyDtoH));
   CCO_RETURN_IF_ERROR(library.Resolve("hipHostMalloc", &driver->hostMalloc));
   CCO_RETURN_IF_ERROR(library.Resolve("hipHostGetDevicePointer", &driver->hostGetDevicePointer));
@@ -281,7 +281,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   api.memUnmap = {&HipMemUnmap, "hipMemUnmap"};
   api.memSetAccess = {&HipMemSetAccess, "hipMemSetAccess"};
   api.memsetD8 = {&HipMemsetD8, "hipMemsetD8"};
-  api.copyHtoD = {&HipCopyHtoD, "hipMemcpyHtoD"};
+  api.memsetD8Async = {&HipMemsetD8Async, "hipMemsetD8Async"};
   api.copyDtoH = {&HipCopyDtoH, "hipMemcpyDtoH"};
   api.hostAlloc = {&HipHostAlloc, "hipHostMalloc"};
   api.hostDevicePointer = {&HipHostDevicePointer, "hipHostGetDevicePointer"};

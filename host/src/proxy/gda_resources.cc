@@ -47,6 +47,12 @@ bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs) {
          (reqs.gdaConnectionType == CCO_GDA_CONNECTION_FULL || c.topo.nNodes > 1);
 }
 
+int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs) {
+  if (!WantsGda(c, reqs)) return 0;
+  const ccoGdaTopo topo = TopoOf(c);
+  return cco_gda_conn_peer_count(reqs.gdaConnectionType, &topo);
+}
+
 Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<GdaResources>* out) {
   auto g = std::make_shared<GdaResources>();
   g->connectionType = reqs.gdaConnectionType;

@@ -31,7 +31,8 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   std::vector<int> peerRank;  // by peer index (ring % peerCount): the world rank it connects
   std::vector<int> peerHost;  // ... and that rank's host index (-1: on another host)
   std::vector<uint8_t> peerNet;  // ... and whether the network backend serves it
-  uint32_t id = 0;            // the resource window's id: names this device communicator on the wire
+  uint32_t id = 0;            // names this device communicator on the wire (alike on every rank)
+  uint32_t signalWindow = 0;  // the id of the window that holds its signal words
   uint32_t signalIds = 0;     // user signals, then barrier signals; each has worldSize words
   uint32_t counterWords = 0;
 
@@ -40,7 +41,7 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   // Offsets in a rank's slice of the flat range (resource window offset + layout), set by
   // ccoDevCommCreate once the resource window exists.
   uint64_t signalOffset = 0;
-  uint64_t signalWindowOffset = 0;  // ... the same, from the start of the resource window
+  uint64_t signalWindowOffset = 0;  // ... the same, from the start of window `signalWindow`
   uint64_t counterOffset = 0;
 
   // Proxy state: the running sum this rank has written into each peer's word of each signal
@@ -63,6 +64,8 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
 
 // Whether `reqs` asks for GDA connections (the connection type selects more than nothing).
 bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs);
+// The peers a device communicator with `reqs` connects through GDA (0 where it wants none).
+int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs);
 
 // Collective over the communicator: allocates and initialises the GDA resources.
 Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<GdaResources>* out);

@@ -426,7 +426,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
     op.signal = true;
     op.signalId = d.signalId;
     op.signalAdd = d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
-    op.signalWindow = g.id;
+    op.signalWindow = g.signalWindow;
     op.signalWindowOffset =
         g.signalWindowOffset + sizeof(uint64_t) * cco_gda_signal_word(d.signalId, c.topo.rank, c.topo.nRanks);
   }
