@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds here what the GPU machine runs, into stage/ (git-ignored; pass it in `carry`):
 #   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
-#   stage/bin/*              host test binaries that run on the real driver, and the tcp benchmark
+#   stage/bin/*              host test binaries that run on the real driver, the tcp benchmark, vmm_probe
 # The GPU machine then runs tests/gpu/run_all.sh from the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,5 +12,6 @@ rm -rf stage
 mkdir -p stage/bin
 cp "$(ls -t bazel-bin/tools/wheel/cco-*.whl | head -1)" stage/  # the wheel just built
 cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench stage/bin/
+nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
 chmod -R u+w stage
 du -sh stage

@@ -2,6 +2,7 @@
 // One process stands in for 8 ranks of one GPU: each "peer" is an export/import of a
 // fresh allocation, mapped at its own place in one reservation, as registration does.
 //   vmm_probe [size_MiB=1024] [peers=7]
+// Built by tools/stage_device.sh (nvcc) into stage/bin.
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,13 +87,16 @@ int main(int argc, char** argv) {
   for (int p = 0; p < peers; ++p) CHECK(cuMemUnmap(base + p * stride, size));
   printf("unmap                  %8.3f ms each\n", (Now() - t) / peers);
 
-  // 2. Set access by size: is it per byte or per call?
+  // 2. Set access by size: is it per byte or per call? (A handle maps whole.)
   for (size_t s = 2ull << 20; s <= size; s *= 8) {
-    CHECK(cuMemMap(base, s, 0, imported[0], 0));
+    CUmemGenericAllocationHandle h;
+    CHECK(cuMemCreate(&h, s, &prop, 0));
+    CHECK(cuMemMap(base, s, 0, h, 0));
     t = Now();
     CHECK(cuMemSetAccess(base, s, &access, 1));
     printf("set access %6zu MiB   %8.3f ms\n", s >> 20, Now() - t);
     CHECK(cuMemUnmap(base, s));
+    CHECK(cuMemRelease(h));
   }
 
   // 3. All peers back to back, one set access over the whole run.
