@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch perf-procs anchor)
 
 python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -117,6 +117,16 @@ Report.from_dict(d).print_table(sys.stdout)
 PY
       done
       ;;
+    perf-launch)
+      # The all-reduce per launch (graph and eager) with its fast path, one process per rank.
+      # On one GPU the two processes share it (MPS) and the NCCL / SymmetricMemory peers read
+      # n/a (they need a GPU per rank); on two GPUs every column is measured.
+      [[ $(nvidia-smi -L | wc -l) -lt 2 ]] && mps_start
+      timeout 400 python3 -m cco.cli perf --launch processes -n 2 --suites launch --json \
+        > "$OUT/perf-launch.json" 2> "$OUT/perf-launch.err"
+      echo "perf launch: exit $?"; tail -3 "$OUT/perf-launch.err"
+      python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-launch.json"
+      [[ $(nvidia-smi -L | wc -l) -lt 2 ]] && mps_stop ;;
     perf-procs)
       # Ranks as processes (what one process per GPU does), two of them sharing the one
       # GPU: under MPS, so their kernels run at once.

@@ -10,7 +10,9 @@ Where the ranks run (cli/ranks.py):
     streams, which processes on one GPU cannot do without MPS).
 Suites: LSA put / get bandwidth (anchors: a raw-pointer twin kernel and the device-to-
 device memcpy), LSA barrier latency per coop scope (anchor: a raw flag ping-pong), one-shot
-all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers), GDA
+all-reduce latency and bus bandwidth (anchor: torch's reduction of the same buffers), the
+all-reduce per launch as users call it, graph and eager (anchors: NCCL, torch SymmetricMemory
+one-shot and two-shot; one process per GPU), GDA
 put+signal round trip and put bandwidth through the proxies (anchors: the flag ping-pong and
 the memcpy between the two ranks), SDMA put bandwidth and put+signal round trip through the
 copy-engine queues (anchors: the memcpy, the LSA put, the flag ping-pong), and the host
@@ -22,7 +24,7 @@ import sys
 
 from cco.cli.report import parse_size
 
-GPU_SUITES = ("host", "put", "get", "barrier", "allreduce", "gda", "sdma")
+GPU_SUITES = ("host", "put", "get", "barrier", "allreduce", "launch", "gda", "sdma")
 CPU_SUITES = ("host", "barrier", "put", "tcp")
 
 
@@ -131,7 +133,10 @@ def _start_processes(opts, platform):
     world = max(2, opts.ranks or (0 if platform == "cpu" else _gpu_count()))
     with tempfile.TemporaryDirectory(prefix="cco-perf-") as tmp:
         path = os.path.join(tmp, "report.json")
-        status = launch(world, ["-m", "cco.cli", *opts.argv], env={REPORT_FILE: path, "CCO_PLATFORM": platform})
+        # MASTER_ADDR / MASTER_PORT: the torch.distributed rendezvous of the peers measured
+        # beside CCO (suite "launch"); the launcher's ranks are RANK / WORLD_SIZE there.
+        env = {REPORT_FILE: path, "CCO_PLATFORM": platform, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+        status = launch(world, ["-m", "cco.cli", *opts.argv], env=env)
         if status != 0:
             print(f"cco perf: a rank failed (exit {status})", file=sys.stderr)
             return status
@@ -141,6 +146,14 @@ def _start_processes(opts, platform):
         _host_suite(report, opts, platform)
     _emit(report, opts)
     return 0
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _host_suite(report, opts, platform):

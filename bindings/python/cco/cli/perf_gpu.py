@@ -13,7 +13,7 @@ import torch
 import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_FULL, GDA_CONNECTION_NONE
-from cco.cli import perf_gda, perf_sdma
+from cco.cli import perf_gda, perf_launch, perf_sdma
 from cco.cli.ranks import SCRATCH_BYTES, Ranks
 from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
@@ -353,10 +353,12 @@ def run(opts, joined=None, world=None):
     shared = joined is not None or opts.allreduce_ranks == world
     window = 2 * opts.max_bytes
     barriers = 1
-    if shared and "allreduce" in suites:
+    per_launch = joined is not None and "launch" in suites  # one process per rank only
+    if (shared and "allreduce" in suites) or per_launch:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
     _quiet[0] = joined is not None and joined[0] != 0
-    if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites):
+    if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites) \
+            or per_launch:
         with RankGroup(world, window, barriers, joined, gda="gda" in suites, sdma="sdma" in suites) as group:
             for direction in ("put", "get"):
                 if direction in suites:
@@ -369,6 +371,10 @@ def run(opts, joined=None, world=None):
                 perf_sdma.run_suite(report, opts, group, progress)
             if shared and "allreduce" in suites:
                 _allreduce_suite(report, opts, group)
+            if per_launch:
+                perf_launch.run_suite(report, opts, group, progress)
+    if "launch" in suites and not per_launch:
+        progress("launch: skipped (one process per rank only: --launch processes, torchrun or cco.launch)")
     if not shared and "allreduce" in suites:
         n = opts.allreduce_ranks
         with RankGroup(n, opts.allreduce_max_bytes, _allreduce_programs(n)) as group:

@@ -120,3 +120,39 @@ def flag_pingpong(my_flag, peer_flag, rounds, failed, FIRST: tl.constexpr):
         if not FIRST:
             tl.atomic_xchg(peer_flag, i + 1, sem="release", scope="sys")
     tl.store(failed, gave_up)
+
+
+class OneShotAllReduce:
+    """out = the sum over the LSA ranks of the first `count` float32 of their window, one
+    kernel launch per call: an all-reduce as a framework calls it, once per step.
+
+    Eager calls pay Triton's Python launch path (argument binding, specialisation and cache
+    look-up) on every call. With `graph=True` (the low-overhead path for eager callers) the
+    first call captures one launch in a CUDA graph on the current stream and every later call
+    replays it: the arguments are then fixed, so the input must be put in the window and `out`
+    reused, as with any captured work. Either way every rank calls it, in the same order.
+    """
+
+    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4):
+        block = 1024
+        self._grid = (max(1, min(triton.cdiv(count, block), programs)),)
+        self._args = (dc.ptr, win.handle, out, count, 1)
+        self._meta = dict(NRANKS=nranks, BLOCK=block, num_warps=num_warps, extern_libs=extern_libs)
+        self._use_graph = graph
+        self._graph = None
+
+    def _launch(self):
+        oneshot_allreduce[self._grid](*self._args, **self._meta)
+
+    def __call__(self):
+        if not self._use_graph:
+            return self._launch()
+        if self._graph is None:
+            import torch
+
+            self._launch()  # compiled and loaded outside the capture (an all-reduce like any other)
+            self._graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self._graph):  # captured on torch's side stream; replays go to the current one
+                self._launch()
+            # The captured launch has not run: this call's all-reduce is the replay below.
+        self._graph.replay()

@@ -1,0 +1,170 @@
+"""`cco perf` suite "launch": the all-reduce as users call it, one launch per step, with the
+peers they would call instead measured in the same run.
+
+Per launch, float32 sum, one process per GPU:
+  graph  `reps` launches captured in one CUDA graph per rank, replayed at once: what a
+         framework that captures its step pays;
+  eager  a Python loop of `reps` launches, wall clock (host launch overhead included): what
+         a plain eager loop pays.
+Columns: CCO's one-shot kernel (cco.kernels.lsa.OneShotAllReduce, Triton's launch path), the
+same kernel through its low-overhead path for eager callers (one launch captured once, replayed
+per call), NCCL through torch.distributed, and torch SymmetricMemory's one-shot and two-shot.
+The anchors need one GPU per rank and a torch.distributed rendezvous (torchrun, or cco perf's
+own processes, which get MASTER_ADDR / MASTER_PORT); elsewhere they read "n/a" and the note
+says why. Every result is checked against the exact sum.
+"""
+
+import os
+import time
+
+import torch
+
+from cco.cli.report import size_label
+from cco.cli.timing import sweep
+from cco.kernels import lsa as K
+
+GRAPH_REPS = 100
+EAGER_REPS = 400
+
+
+class Anchors:
+    """NCCL and torch SymmetricMemory on this rank, or `why` they cannot run here."""
+
+    def __init__(self, rank, world, device, max_count):
+        self.why = None
+        if torch.cuda.device_count() < world:
+            self.why = f"they need one GPU per rank ({world} ranks, {torch.cuda.device_count()} GPU(s))"
+            return
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            if "MASTER_ADDR" not in os.environ or "MASTER_PORT" not in os.environ:
+                self.why = "no torch.distributed rendezvous (MASTER_ADDR / MASTER_PORT unset)"
+                return
+            dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", device))
+        from torch.distributed import _symmetric_memory as symm
+
+        self.dist = dist
+        self.group_name = dist.group.WORLD.group_name
+        self.nccl_buf = torch.empty(max_count, device=f"cuda:{device}", dtype=torch.float32)
+        self.symm_buf = symm.empty(max_count, device=f"cuda:{device}", dtype=torch.float32)
+        symm.rendezvous(self.symm_buf, self.group_name)
+
+    def fill(self, count, value):
+        self.nccl_buf[:count].copy_(value)
+        self.symm_buf[:count].copy_(value)
+
+    def nccl(self, count):
+        t = self.nccl_buf[:count]
+        return lambda: self.dist.all_reduce(t)
+
+    def one_shot(self, count):
+        t = self.symm_buf[:count]
+        return lambda: torch.ops.symm_mem.one_shot_all_reduce(t, "sum", self.group_name)
+
+    def two_shot(self, count):
+        t = self.symm_buf[:count]
+        return lambda: torch.ops.symm_mem.two_shot_all_reduce_(t, "sum", self.group_name)
+
+    def close(self):
+        if self.why is None:
+            self.dist.barrier()
+
+
+def _per_launch_graph(group, fn, reps):
+    """Seconds per launch of `fn`, `reps` of them captured in one graph and replayed by every
+    rank at once (the slowest rank counts)."""
+    fn()  # compiled, loaded and warmed outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(reps):
+            fn()
+    graph.replay()  # the first replay uploads the graph
+    torch.cuda.synchronize()
+    group.align()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return group.slowest(start.elapsed_time(end) / 1e3 / reps)
+
+
+def _per_launch_eager(group, fn, reps):
+    """Seconds per launch of `fn` called `reps` times from a Python loop, wall clock, every
+    rank at once (the slowest rank counts)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    group.align()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    torch.cuda.synchronize()
+    return group.slowest((time.perf_counter() - t0) / reps)
+
+
+def run_suite(report, opts, group, progress):
+    n = group.world
+    if not group.spread:
+        progress("launch: skipped (needs one process per rank: --launch processes, or a launcher)")
+        return
+    rk = group.ranks[0]
+    top = opts.allreduce_max_bytes
+    anchors = Anchors(rk.rank, n, rk.device, top // 4)
+    rows = report.suite(
+        f"all-reduce per launch (float32 sum), {n} processes on {torch.cuda.device_count()} GPU(s)",
+        ["size", "launch", "cco us", "cco fast us", "nccl us", "symm 1-shot us", "symm 2-shot us", "cco/best peer"],
+        note="one launch per step; graph: launches captured in one CUDA graph and replayed; eager: a Python "
+             "loop, wall clock; cco fast: the same kernel through OneShotAllReduce(graph=True), one launch "
+             "captured once and replayed per call" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
+    programs = K.max_programs(max(1, n // max(1, torch.cuda.device_count())), rk.device)
+    graph_reps = 20 if opts.quick else GRAPH_REPS
+    eager_reps = 50 if opts.quick else EAGER_REPS
+    for size in sweep(8192, top):
+        progress("launch", size_label(size))
+        count = size // 4
+        mine = (torch.arange(count, device=f"cuda:{rk.device}", dtype=torch.float32) % 251) + rk.rank
+        expected = (torch.arange(count, device=f"cuda:{rk.device}", dtype=torch.float32) % 251) * n + sum(range(n))
+        rk.view(rk.rank, 0, count, torch.float32).copy_(mine)
+        out = torch.empty(count, device=f"cuda:{rk.device}", dtype=torch.float32)
+        torch.cuda.synchronize()
+        group.align()
+        plain = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
+        fast = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, graph=True)
+        results = {}
+        for mode, timer, reps in (("graph", _per_launch_graph, graph_reps), ("eager", _per_launch_eager, eager_reps)):
+            out.zero_()
+            row = {"cco": timer(group, plain, reps)}
+            _check(out, expected, f"cco all-reduce ({mode})", size)
+            if mode == "eager":  # fast is itself a graph: a graph of it would time the same replay
+                out.zero_()
+                row["fast"] = timer(group, fast, reps)
+                _check(out, expected, "cco all-reduce (fast path)", size)
+            if anchors.why is None:
+                # NCCL and the two-shot sum in place, so the timed launches overflow to inf (at
+                # the same speed); each is then checked once on a fresh input.
+                for name, make, buf in (("nccl", anchors.nccl, anchors.nccl_buf), ("one", anchors.one_shot, None),
+                                        ("two", anchors.two_shot, anchors.symm_buf)):
+                    anchors.fill(count, mine)
+                    fn = make(count)
+                    row[name] = timer(group, fn, reps)
+                    anchors.fill(count, mine)
+                    torch.cuda.synchronize()
+                    group.align()
+                    result = fn()
+                    _check(result if buf is None else buf[:count], expected, f"the {name} peer's all-reduce", size)
+            results[mode] = row
+        for mode, row in results.items():
+            peers = [row[k] for k in ("nccl", "one", "two") if k in row]
+            us = lambda k: row[k] * 1e6 if k in row else "n/a"  # noqa: E731
+            rows.append([size_label(size), mode, us("cco"), us("fast"), us("nccl"), us("one"), us("two"),
+                         row["cco"] / min(peers) if peers else "n/a"])
+    anchors.close()
+
+
+def _check(got, expected, what, size):
+    torch.cuda.synchronize()
+    if not torch.equal(got, expected):
+        raise RuntimeError(f"cco perf: {what} wrong at {size_label(size)}")
