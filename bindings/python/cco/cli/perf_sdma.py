@@ -19,6 +19,7 @@ LSA_BLOCK, LSA_WARPS, LSA_PER_SM = 2048, 8, 4  # the LSA put's shape (perf_gpu.C
 def run_suite(report, opts, group, progress):
     _bandwidth(report, opts, group, progress)
     _round_trip(report, opts, group, progress)
+    _overlap(report, opts, group, progress)
 
 
 def _bandwidth(report, opts, group, progress):
@@ -84,3 +85,97 @@ def _round_trip(report, opts, group, progress):
     floor = P.flag_pingpong_us(group, rounds)
     for label, t in measured:
         rows.append([label, t * 1e6, floor, t * 1e6 / floor])
+
+
+def _overlap(report, opts, group, progress):
+    """What a transfer costs the compute beside it: rank 0 runs bf16 matmuls (a CUDA graph on
+    one stream) while a transfer to rank 1 runs on another, long enough to cover them."""
+    rows = report.suite(
+        f"SDMA put overlapping compute, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
+        ["transfer", "compute us", "compute with transfer us", "slowdown %", "transfer GB/s"],
+        note="compute: 10 bf16 matmuls 4096^3 replayed from a CUDA graph, alone and while the transfer runs on "
+             "another stream (it outlasts the compute); sdma: a kernel posts the puts and ends, the copy engine moves "
+             "them, a quiet kernel after the compute waits for them (sdma, waiting: the quiet kernel runs beside the "
+             "compute instead and holds one SM, which costs a matmul a whole wave); memcpy: cudaMemcpyAsync (the "
+             "copy-engine anchor); lsa put: the Triton store kernel on every SM (what a copy engine spares the compute)")
+    span = opts.max_bytes
+    size = span
+    reps = max(2, (2 << 30) // size)  # ~2 GiB moved: several ms, longer than the compute
+    status = P.status_words(group)
+    P.fill_sources(group, span)
+    progress("sdma overlap")
+    figures = []
+    for rk in group.held([0]):
+        with torch.cuda.device(rk.device):
+            a = torch.randn(4096, 4096, device=f"cuda:{rk.device}", dtype=torch.bfloat16)
+            b, c = torch.randn_like(a), torch.empty_like(a)
+            compute_stream, transfer_stream = torch.cuda.Stream(), torch.cuda.Stream()
+
+            def compute():
+                for _ in range(10):
+                    torch.mm(a, b, out=c)
+
+            compute()
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=compute_stream):
+                compute()
+            words = size // 8
+            sms = torch.cuda.get_device_properties(rk.device).multi_processor_count
+            lsa_grid = (min(triton.cdiv(words, LSA_BLOCK), sms * LSA_PER_SM),)
+            copy = P.memcpy(size, span)(rk)
+            def post():
+                S.post_puts[(1,)](rk.dc.ptr, rk.win.handle, status[0], 1, reps, 0, span, size, 0, num_warps=4,
+                                  extern_libs=group.libs)
+
+            def quiet():
+                S.quiet_queue[(1,)](rk.dc.ptr, status[0], 1, 0, num_warps=4, extern_libs=group.libs)
+
+            transfers = {
+                "sdma": post,
+                "sdma, waiting": lambda: (post(), quiet()),
+                "memcpy": lambda: [copy() for _ in range(reps)],
+                "lsa put": lambda: [K.lsa_put[lsa_grid](rk.win.handle, 1, 0, span, words, BLOCK=LSA_BLOCK,
+                                                        num_warps=LSA_WARPS, extern_libs=group.libs)
+                                    for _ in range(reps)],
+            }
+            for fn in list(transfers.values()) + [quiet]:  # compiled and loaded before anything is timed
+                with torch.cuda.stream(transfer_stream):
+                    fn()
+            torch.cuda.synchronize()
+
+            def timed(stream, fn):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                with torch.cuda.stream(stream):
+                    start.record()
+                    fn()
+                    end.record()
+                return start, end
+
+            alone = []
+            for _ in range(3):
+                s, e = timed(compute_stream, graph.replay)
+                torch.cuda.synchronize()
+                alone.append(s.elapsed_time(e) * 1e3)
+            t_alone = sorted(alone)[1]
+            for name, fn in transfers.items():
+                ts, te = timed(transfer_stream, fn)
+                cs, ce = timed(compute_stream, graph.replay)
+                if name == "sdma":  # the posting kernel ended at once: the wait comes after the compute
+                    te = timed(compute_stream, quiet)[1]
+                torch.cuda.synchronize()
+                t_with = cs.elapsed_time(ce) * 1e3
+                t_transfer = ts.elapsed_time(te) * 1e3
+                # A copy engine's transfer must cover the compute, or the slowdown would be understated
+                # (for sdma: its wait, after the compute, still had puts to wait for); the SM kernel may
+                # instead hold the compute back until it ends (that is its cost).
+                short = ce.elapsed_time(te) < 0.05 if name == "sdma" else t_transfer < t_with
+                if name != "lsa put" and short:
+                    raise RuntimeError(f"cco perf: the {name} transfer ended before the compute it should overlap")
+                figures.append((name, t_alone, t_with, size * reps / (t_transfer * 1e-6) / 1e9))
+    # Every process makes the same calls: rank 1 learns rank 0's figures.
+    for i, name in enumerate(("sdma", "sdma, waiting", "memcpy", "lsa put")):
+        mine = figures[i] if figures else (name, 0.0, 0.0, 0.0)
+        t_alone, t_with, gbs = (group.slowest(v) for v in mine[1:])
+        rows.append([name, t_alone, t_with, 100 * (t_with / t_alone - 1), gbs])
+    P.check_status(group, status, "SDMA overlap")

@@ -40,3 +40,21 @@ def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue, EACH: tl.co
             bad += cco.Sdma.quiet_queue(dc, peer, queue)
     bad += cco.Sdma.quiet_queue(dc, peer, queue)
     tl.atomic_add(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes", "queue"])
+def post_puts(dc, win, status, peer, count, src, dst, nbytes, queue):
+    """`count` puts of `nbytes` (this rank's window offset `src` -> the peer's `dst`) on `queue`,
+    no signal, no wait: the kernel ends once they are posted and the copy engine moves the bytes
+    while other kernels run. A later kernel's quiet_queue waits for them."""
+    bad = 0
+    for _ in range(count):
+        bad += cco.Sdma.put(dc, peer, win, dst, win, src, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
+                            signal=cco.SdmaSignal.OFF)
+    tl.atomic_add(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "queue"])
+def quiet_queue(dc, status, peer, queue):
+    """Waits until every put posted on `queue` to `peer` has landed."""
+    tl.atomic_add(status, cco.Sdma.quiet_queue(dc, peer, queue))
