@@ -48,13 +48,17 @@ typedef struct ccoDevComm {
   uint64_t lsaFlatBase;
   uint64_t lsaStride;
 
-  /* the resource window: signals, counters and barrier state of this devcomm */
+  /* this devcomm's resources (signals, counters, barrier state): resourceSize bytes at
+   * resourceOffset of every rank's slice, inside window resourceWindow (the communicator's
+   * resource pool, which device communicators share, or a window of their own when the pool
+   * has no room: ccoGetPeerPtr(resourceWindow, peer, 0) is that window's start). The offsets
+   * below count from resourceOffset. */
   ccoWindow_t resourceWindow;
-  uint64_t resourceOffset;        /* where the resource window starts inside every slice */
+  uint64_t resourceOffset;        /* where this devcomm's resources start inside every slice */
   uint64_t resourceSize;
   uint64_t abortFlag;             /* address of a uint32 that ccoCommAbort sets non-zero */
 
-  /* LSA barriers, inside the resource window:
+  /* LSA barriers, inside the resources:
    *   epochs: lsaBarrierCount pairs of uint32 at lsaBarrierEpochOffset: {epoch (this
    *           rank's progress), verdict (scratch where a coop agrees on a status)}
    *   inboxes: lsaBarrierCount * lsaSize uint32 at lsaBarrierInboxOffset; slot
@@ -64,7 +68,7 @@ typedef struct ccoDevComm {
   uint32_t lsaBarrierInboxOffset;
   uint32_t reserved0;
 
-  /* GDA (proxy provider) and SDMA counts; shadows live inside the resource window */
+  /* GDA (proxy provider) and SDMA counts; shadows live inside the resources */
   uint32_t gdaConnectionType;     /* ccoGdaConnectionType */
   uint32_t gdaContextCount;
   uint32_t gdaSignalCount;
@@ -75,7 +79,7 @@ typedef struct ccoDevComm {
   uint32_t sdmaQueueCount;
 
   /* GDA rings (abi/gda.h): gdaContextCount * gdaPeerCount rings of gdaRingDepth; and the
-   * signal and counter words, in the resource window (signals: (gdaSignalCount +
+   * signal and counter words, in the resources (signals: (gdaSignalCount +
    * gdaBarrierCount) ids of worldSize words each, cco_gda_signal_word; counters:
    * gdaCounterCount words) */
   uint64_t gdaRingSlots;          /* device address of the descriptors (host-mapped) */
@@ -91,7 +95,7 @@ typedef struct ccoDevComm {
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of
    * sdmaRingDepth, the GDA ring format, ring [lsaPeer * sdmaQueueCount + queue]; the signal
-   * pools in the resource window, lsaSize * sdmaQueueCount uint64 each */
+   * pools in the resources, lsaSize * sdmaQueueCount uint64 each */
   uint64_t sdmaRingSlots;         /* device address of the descriptors (host-mapped) */
   uint64_t sdmaRingHost;          /* device address of the rings' host-side words (host-mapped) */
   uint64_t sdmaRingDevice;        /* device address of the rings' device-side words */

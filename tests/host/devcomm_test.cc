@@ -158,6 +158,14 @@ int PoolCarvesZeroedReusedAndOverflow(int rank, int n, const ccoUniqueId& id) {
     for (int i = 0; i < big.lsaBarrierCount * n; i += 4099) RANK_CHECK(inbox[i] == 0);
     RANK_CHECK(ccoWindowDeregister(comm, d.resourceWindow) == ccoInvalidArgument);
     RANK_OK(ccoDevCommDestroy(comm, &d));
+    if (n > 1) {
+      // Ranks that name different device communicators are refused, all of them, and nothing
+      // is destroyed (zeroing one rank's copy while a peer still uses it would go unseen).
+      ccoDevComm& mismatched = rank == 0 ? c : b;
+      RANK_CHECK(ccoDevCommDestroy(comm, &mismatched) == ccoInvalidUsage);
+      RANK_CHECK(strstr(ccoGetLastError(), "different device communicators"));
+      RANK_CHECK(mismatched.magic == CCO_DEV_COMM_MAGIC);
+    }
     RANK_OK(ccoDevCommDestroy(comm, &c));
     RANK_OK(ccoDevCommDestroy(comm, &b));
     // Everything went back: a device communicator still fits where the first one was.

@@ -45,7 +45,7 @@ class DevCommStruct(ctypes.Structure):
         # symmetric memory
         ("lsaFlatBase", ctypes.c_uint64),
         ("lsaStride", ctypes.c_uint64),
-        # the resource window
+        # this devcomm's resources: resourceSize bytes at resourceOffset, inside window resourceWindow
         ("resourceWindow", ctypes.c_uint64),
         ("resourceOffset", ctypes.c_uint64),
         ("resourceSize", ctypes.c_uint64),

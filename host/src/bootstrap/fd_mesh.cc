@@ -79,6 +79,9 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(in
     if (!peers_[i].valid()) continue;
     CCO_RETURN_IF_ERROR(peers_[i].Send(message, deadline, myFd).Prefixed(Fmt("sending to LSA rank ", i)));
   }
+  // A failure in `take` still receives (and closes) every member's message, so that the
+  // next exchange on these sockets reads its own messages, not this one's leftovers.
+  Status first;
   for (size_t i = 0; i < team_.size(); ++i) {
     if (!peers_[i].valid()) continue;
     std::string bytes;
@@ -91,11 +94,15 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(in
       s = RemoteError(Fmt("a peer sent the descriptor of another operation (tag ", got, ", expected ", tag, ")"));
     if (!s.ok()) {
       if (fd >= 0) close(fd);
-      return s.Prefixed(Fmt("receiving from LSA rank ", i));
+      return s.Prefixed(Fmt("receiving from LSA rank ", i));  // the stream itself is broken
     }
-    CCO_RETURN_IF_ERROR(take(static_cast<int>(i), fd));
+    if (!first.ok()) {
+      close(fd);
+      continue;
+    }
+    first = take(static_cast<int>(i), fd);
   }
-  return Status::Ok();
+  return first;
 }
 
 std::vector<std::pair<int, int>> FdMesh::PeerSockets() const {

@@ -2,6 +2,7 @@
 // comm/resource_pool.h, or a window of their own) with the device copy of ccoDevComm at their
 // start, and the GDA / SDMA rings, signal words and proxy attachment.
 #include <stdio.h>
+#include <string.h>
 
 #include "comm/agree.h"
 #include "common/env.h"
@@ -84,9 +85,16 @@ Status PlaceInOwnWindow(ccoComm& c, size_t bytes, Placement* place) {
   return Status::Ok();
 }
 
+// Undoes a placement of a device communicator that was not created. A carve goes back to the
+// pool only once zeroed (it may hold an uploaded ccoDevComm); one that cannot be zeroed stays
+// taken, and the next creations see the pools differ (SameCarve).
 void ReleasePlacement(ccoComm& c, const Placement& place) {
-  if (place.pooled) ReleaseResources(c, place.base - c.MySlice());
-  else if (place.window != 0) DeregisterWindow(c, place.window, /*internal=*/true);
+  if (place.pooled) {
+    const size_t offset = place.base - c.MySlice();
+    if (ZeroResources(c, offset).ok()) ReleaseResources(c, offset);
+  } else if (place.window != 0) {
+    DeregisterWindow(c, place.window, /*internal=*/true);
+  }
 }
 
 ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, const ResourceLayout& layout,
@@ -166,16 +174,19 @@ void LocateForProxy(const ccoComm& c, const ResourceLayout& layout, const Placem
 constexpr uint64_t kOwnWindow = ~uint64_t{0};
 struct Plan {
   RequirementCounts counts;
+  uint32_t id;  // this rank's count of ccoDevCommCreate calls (rank 0's names the new one)
   uint64_t carve;
   uint64_t bytes;
 };
+static_assert(sizeof(Plan) == sizeof(RequirementCounts) + 4 + 16, "Plan has no padding on the wire");
 
-Status SamePlan(const char* op, const Plan& zero, const Plan& theirs, int rank) {
-  CCO_RETURN_IF_ERROR(SameCounts(op, zero.counts, theirs.counts, rank));
-  if (theirs.carve != zero.carve || theirs.bytes != zero.bytes)
-    return InternalError(Fmt(op, ": the resource pools of rank ", rank, " and rank 0 diverged (", theirs.bytes, " bytes at ",
-                             theirs.carve, " against ", zero.bytes, " at ", zero.carve, ")"));
-  return Status::Ok();
+// Whether every rank got the same carve of its pool. They do while every carve given back was
+// zeroed everywhere; if one rank could not zero one (ReleasePlacement keeps it then), the
+// pools differ and device communicators get windows of their own instead.
+bool SameCarve(const std::vector<Plan>& all) {
+  for (const Plan& p : all)
+    if (p.carve == kOwnWindow || p.carve != all[0].carve || p.bytes != all[0].bytes) return false;
+  return true;
 }
 
 }  // namespace
@@ -183,7 +194,7 @@ Status SamePlan(const char* op, const Plan& zero, const Plan& theirs, int rank) 
 Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm* out) {
   const char* op = "ccoDevCommCreate";
   PhaseTrace trace(c.topo.rank, op);
-  const uint32_t id = ++c.devCommCalls;  // every rank counts every call
+  ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
   Status local = ValidateRequirements(reqs);
   if (local.ok()) local = CheckSupported(*reqs);
   // The layout needs only the requirements and the topology, so each rank carves its pool
@@ -193,7 +204,10 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   Placement place;
   int sdmaQueues = 0;
   bool proxied = false;  // GDA or SDMA: rings and a proxy, set up after the round
-  Plan mine{RequirementCounts{}, kOwnWindow, 0};
+  Plan mine;
+  memset(&mine, 0, sizeof(mine));
+  mine.id = c.devCommCalls;
+  mine.carve = kOwnWindow;
   if (local.ok()) {
     sdmaQueues = SdmaQueuesInUse(*reqs);
     proxied = WantsGda(c, *reqs) || sdmaQueues > 0;
@@ -205,7 +219,9 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
       place.window = c.pool.window;
       place.windowOffset = carve - c.pool.offset;
     }
-    mine = Plan{CountsOf(*reqs), place.pooled ? carve : kOwnWindow, layout.bytes};
+    mine.counts = CountsOf(*reqs);
+    mine.carve = place.pooled ? carve : kOwnWindow;
+    mine.bytes = layout.bytes;
   }
   // The common case is complete before the round: a pooled device communicator without
   // proxy work needs only its ccoDevComm uploaded (its words read zero already: the pool's
@@ -219,13 +235,23 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   trace.Mark("carve+upload");
   std::vector<Plan> all;
   Status s = AgreeOn(c, op, local, mine, &all);
-  for (size_t r = 1; s.ok() && r < all.size(); ++r) s = SamePlan(op, all[0], all[r], static_cast<int>(r));
+  for (size_t r = 1; s.ok() && r < all.size(); ++r) s = SameCounts(op, all[0].counts, all[r].counts, static_cast<int>(r));
   trace.Mark("agree");
-  if (!s.ok() || early) {
-    if (!s.ok()) ReleasePlacement(c, place);
-    else c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), nullptr, nullptr};
-    if (s.ok()) *out = dc;
+  if (!s.ok()) {
+    ReleasePlacement(c, place);
     return s;
+  }
+  // GDA names a device communicator on the wire by this number: alike on every rank even if
+  // one rank's count fell behind (a call refused before it reached the communicator).
+  const uint32_t id = all[0].id;
+  c.devCommCalls = id;
+  if (place.pooled && !SameCarve(all)) {
+    ReleasePlacement(c, place);
+    place = Placement{};
+  } else if (early) {
+    c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), nullptr, nullptr};
+    *out = dc;
+    return Status::Ok();
   }
 
   std::shared_ptr<GdaResources> gda;
@@ -274,25 +300,36 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   auto it = local.ok() ? c.devComms.find(dc->ptr) : c.devComms.end();
   if (local.ok() && (dc->magic != CCO_DEV_COMM_MAGIC || it == c.devComms.end()))
     local = InvalidArgument("devComm is not a live device communicator of this communicator (destroyed twice?)");
-  CCO_RETURN_IF_ERROR(Agree(c, op, local));
+  // Every rank must name the same device communicator: where its resources are (alike on
+  // every rank) says which.
+  const uint64_t mine = local.ok() ? it->second.resourceOffset : 0;
+  std::vector<uint64_t> all;
+  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, mine, &all));
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      return InvalidUsage(Fmt(op, ": ranks name different device communicators: rank ", r, "'s resources are at ",
+                              all[r], ", rank 0's at ", all[0], " (destroy them in the same order on every rank)"));
   const DevCommRecord record = it->second;
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead
-  Status s;
   if (record.gda || record.sdma) {
     // No proxy of the host may write this rank's signal words once they are freed: each
     // lets go of its own rings (its streams' writes done), then all agree, then each frees.
     if (record.gda) c.proxy->Detach(record.gda.get());
     if (record.sdma) c.proxy->Detach(record.sdma.get());
-    s = Agree(c, "ccoDevCommDestroy (proxies idle)", Status::Ok());
+    Status s = Agree(c, "ccoDevCommDestroy (proxies idle)", Status::Ok());
     if (record.gda) DestroyGdaResources(c, *record.gda);
     if (record.sdma) DestroySdmaResources(c, *record.sdma);
     if (!s.ok()) return s.Prefixed(op);
   }
+  if (!record.pooled) return DeregisterWindow(c, record.resourceWindow, /*internal=*/true).Prefixed(op);
   // Every rank has destroyed it (the agreement above), so no peer writes these words any
-  // more: zeroed, they go back to the pool.
-  if (record.pooled) return ReleaseResources(c, record.resourceOffset).Prefixed(op);
-  return DeregisterWindow(c, record.resourceWindow, /*internal=*/true).Prefixed(op);
+  // more. Zeroed, they go back to the pool, on every rank or (one could not zero its copy)
+  // on none, so that the pools stay alike.
+  Status zeroed = ZeroResources(c, record.resourceOffset);
+  Status s = Agree(c, "ccoDevCommDestroy (resources zeroed)", zeroed);
+  if (s.ok()) s = ReleaseResources(c, record.resourceOffset);
+  return s.Prefixed(op);
 }
 
 }  // namespace cco

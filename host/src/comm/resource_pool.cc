@@ -43,15 +43,27 @@ bool CarveResources(ccoComm& c, size_t size, size_t* offset) {
   return true;
 }
 
+namespace {
+
+// The carve that starts at `offset` (inside the slice): its start and size in the pool.
+Status FindCarve(const ccoComm& c, size_t offset, size_t* start, size_t* size) {
+  if (offset < c.pool.offset || !c.pool.carves.Find(offset - c.pool.offset, start, size) ||
+      *start != offset - c.pool.offset)
+    return InternalError(Fmt("no carve of the resource pool starts at offset ", offset));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ZeroResources(ccoComm& c, size_t offset) {
+  size_t start = 0, size = 0;
+  CCO_RETURN_IF_ERROR(FindCarve(c, offset, &start, &size));
+  return c.platform->Memset(c.device, c.MySlice() + offset, 0, size).Prefixed("zeroing a device communicator's resources");
+}
+
 Status ReleaseResources(ccoComm& c, size_t offset) {
   size_t start = 0, size = 0;
-  if (offset < c.pool.offset || !c.pool.carves.Find(offset - c.pool.offset, &start, &size) ||
-      start != offset - c.pool.offset)
-    return InternalError("releasing resources that are no carve of the pool");
-  Status zeroed = c.platform->Memset(c.device, c.MySlice() + offset, 0, size);
-  // A carve that could not be zeroed stays taken: handing it out again would break the
-  // pool's promise that free memory reads zero.
-  if (!zeroed.ok()) return zeroed.Prefixed("zeroing a device communicator's resources");
+  CCO_RETURN_IF_ERROR(FindCarve(c, offset, &start, &size));
   return c.pool.carves.Free(start);
 }
 

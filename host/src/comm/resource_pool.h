@@ -30,7 +30,9 @@ Status RegisterResourcePool(ccoComm& c);
 // Local and deterministic (ranks that carve and give back in the same order get the same
 // offsets): `size` bytes of the pool, `*offset` inside this rank's slice. False: no room.
 bool CarveResources(ccoComm& c, size_t size, size_t* offset);
-// Zeroes the carve at `offset` (from CarveResources) and returns it to the pool.
+// Zeroes this rank's copy of the carve at `offset` (from CarveResources).
+Status ZeroResources(ccoComm& c, size_t offset);
+// Returns the carve at `offset` to the pool: zeroed first (ZeroResources), by every rank.
 Status ReleaseResources(ccoComm& c, size_t offset);
 
 }  // namespace cco
