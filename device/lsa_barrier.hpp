@@ -7,8 +7,7 @@
 // inbox of one uint32 per peer in every rank's resource window. A round with epoch E:
 //   arrive: the coop synchronises (its writes come first), then stores E+1 with release
 //           semantics at system scope into slot [index][me] of every peer's inbox;
-//   wait:   polls slot [index][peer] of its own inbox until it reaches E+1, then fences
-//           (relaxed polls + a system-scope fence: an acquire pattern)
+//   wait:   polls slot [index][peer] of its own inbox, acquire, until it reaches E+1
 //           (wrap-safe: (int32)(seen - (E+1)) >= 0); the coop agrees on one status
 //           through the verdict word; the epoch becomes E+1.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
@@ -113,13 +112,7 @@ template <class Coop> class ccoLsaBarrierSession {
   CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
     using namespace lsa_barrier_detail;
     for (uint32_t spins = 1;; ++spins) {
-      // Relaxed polls, then one fence once the peer's word arrived (an acquire pattern): an
-      // acquire load on every poll holds back the next look, and the barrier's latency is
-      // how soon a poll sees the word.
-      if (reached(arch::load<arch::PollOrder, scope::System>(slot), target_)) {
-        arch::fence<scope::System>();
-        return CCO_DEVICE_STATUS_OK;
-      }
+      if (reached(arch::load<order::Acquire, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
       if (spins % kAbortCheckInterval == 0) {
         if (aborted(dc_)) return CCO_DEVICE_STATUS_ABORTED;
         if (timeout_ns && arch::timer_ns() - start >= timeout_ns) return CCO_DEVICE_STATUS_TIMEOUT;

@@ -22,11 +22,11 @@ TARGETS = {
 }
 
 # What each kernel's memory-model operations look like per target: a system-scope fence
-# (every_function), release stores and acquire loads at system scope (every_gda, every_sdma);
-# the LSA barriers (every_barrier) poll relaxed and fence once the word arrived.
+# (every_function), release stores and acquire loads at system scope (every_barrier, every_gda,
+# every_sdma).
 MEMORY_MODEL = {
     ("cuda", 0): [r"fence\.acq_rel\.sys"],
-    ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.relaxed\.sys\.u32", r"fence\.acq_rel\.sys"],
+    ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.acquire\.sys\.u32"],
     ("cuda", 2): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64", r"atom\.\w*\.?gpu\.add\.u64|atom\.add\.u64"],
     ("hip", 0): [r"buffer_wbl2 sc0 sc1"],
     ("hip", 1): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
