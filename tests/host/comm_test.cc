@@ -1,13 +1,16 @@
 // Communicators, symmetric memory and windows on the cpu platform, with ranks as real
 // processes: creation and queries, peer writes read back exactly in the peer process,
 // host barriers, many windows, the allocate-and-register form.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <vector>
 
+#include "bootstrap/fd_mesh.h"
 #include "cco/cco.h"
 #include "multiprocess.h"
 
@@ -140,6 +143,43 @@ TEST_P(CommTest, BarrierOrdersHostWrites) {
     }
     RANK_OK(ccoWindowDeregister(comm, win));
     RANK_OK(ccoCommDestroy(comm));
+    return 0;
+  }));
+}
+
+// The host mesh's descriptor exchange: a failure while taking one peer's descriptor (an
+// import that fails) still receives every other peer's message, so the next exchange reads its
+// own messages, not the failed one's leftovers (which would fail it: another operation's tag).
+TEST(FdMeshTest, AFailedTakeLeavesTheNextExchangeInStep) {
+  constexpr int kRanks = 3;
+  std::vector<std::unique_ptr<cco::FdMesh>> meshes(kRanks);
+  std::vector<cco::FdMesh::Member> team(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(cco::FdMesh::Listen(&meshes[r]).ok());
+    team[r].name = meshes[r]->name();  // pid namespace 0: peers are not matched by pid here
+  }
+  cco::Key secret;
+  secret.bytes[0] = 7;
+  EXPECT_TRUE(cco_test::RunRanks(kRanks, [&](int rank, int n, const ccoUniqueId&) {
+    cco::FdMesh& mesh = *meshes[rank];
+    RANK_CHECK(mesh.Connect(secret, team, rank, 10000).ok());
+    const int mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    RANK_CHECK(mine >= 0);
+    int taken = 0;
+    cco::Status s = mesh.AllExchange(mine, 1, [&](int member, int fd) {
+      close(fd);
+      ++taken;
+      return rank == 0 && member == 1 ? cco::InternalError("refused") : cco::Status::Ok();
+    });
+    RANK_CHECK(rank == 0 ? !s.ok() && taken == 1 : s.ok() && taken == n - 1);
+    taken = 0;
+    s = mesh.AllExchange(mine, 2, [&](int, int fd) {
+      close(fd);
+      ++taken;
+      return cco::Status::Ok();
+    });
+    RANK_CHECK(s.ok() && taken == n - 1);
+    close(mine);
     return 0;
   }));
 }
