@@ -20,13 +20,16 @@ def _free_port():
 
 @pytest.fixture(scope="module")
 def anchors():
+    import torch.distributed as dist
+
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(_free_port()))
     torch.cuda.set_device(0)
     a = Anchors(0, 1, 0, 1 << 18)
     assert a.why is None, a.why
     yield a
-    a.close()  # destroys the group it made
+    a.close()
+    dist.destroy_process_group()
 
 
 @pytest.mark.parametrize("count", [2048, 1 << 18])

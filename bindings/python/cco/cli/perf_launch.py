@@ -37,8 +37,7 @@ class Anchors:
             return
         import torch.distributed as dist
 
-        self.owns_group = not dist.is_initialized()  # ours to destroy (a launcher's group is not)
-        if self.owns_group:
+        if not dist.is_initialized():
             if "MASTER_ADDR" not in os.environ or "MASTER_PORT" not in os.environ:
                 self.why = "no torch.distributed rendezvous (MASTER_ADDR / MASTER_PORT unset)"
                 return
@@ -70,8 +69,6 @@ class Anchors:
     def close(self):
         if self.why is None:
             self.dist.barrier()
-            if self.owns_group:
-                self.dist.destroy_process_group()
 
 
 def _per_launch_graph(group, fn, reps):
