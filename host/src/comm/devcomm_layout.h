@@ -1,4 +1,4 @@
-// Where a device communicator's resources sit inside its resource window. Every rank
+// Where a device communicator's resources sit, from where they start. Every rank
 // computes the same layout from the same requirements, so a peer's inbox is at the same
 // offset in every rank's copy.
 #ifndef CCO_HOST_COMM_DEVCOMM_LAYOUT_H_

@@ -39,7 +39,7 @@ struct NetOp {
   uint32_t signalId = 0;
   uint64_t signalAdd = 0;
   // Where that word is at the peer, for backends that write it themselves (verbs): in the
-  // device communicator's resource window, at this byte offset.
+  // window that holds the device communicator's resources (the resource pool), at this byte offset.
   uint32_t signalWindow = 0;
   uint64_t signalWindowOffset = 0;
   uint32_t localWindow = 0; // the window `local` lies in

@@ -2,7 +2,7 @@
 // signal and counter words sit, and the proxy's running sums. Made collectively with the
 // device communicator, freed locally.
 //
-// Signal and counter words live in each rank's resource window (device memory, mapped in
+// Signal and counter words live in each rank's resources (device memory, mapped in
 // every host peer's flat range): the device polls its own memory, and a sender's proxy
 // writes the sender's words there with stream writes behind the data (abi/gda.h).
 #ifndef CCO_HOST_PROXY_GDA_RESOURCES_H_
@@ -38,8 +38,8 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
 
   RingSet rings;  // contexts * peerCount, ring [context * peerCount + peer index]
 
-  // Offsets in a rank's slice of the flat range (resource window offset + layout), set by
-  // ccoDevCommCreate once the resource window exists.
+  // Offsets in a rank's slice of the flat range (where the resources start + layout), set by
+  // ccoDevCommCreate once the resources are placed.
   uint64_t signalOffset = 0;
   uint64_t signalWindowOffset = 0;  // ... the same, from the start of window `signalWindow`
   uint64_t counterOffset = 0;
