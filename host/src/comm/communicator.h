@@ -56,7 +56,6 @@ struct WindowRecord {
 // Where device communicators' resources come from (comm/resource_pool.h).
 struct ResourcePool {
   ccoWindow_t window = 0;  // 0: none (the communicator is being created)
-  uint32_t id = 0;         // the window's id, which network backends name it by
   size_t offset = 0;       // where the pool starts inside every slice
   SlotAllocator carves;    // offsets from the pool's start
 };

@@ -31,7 +31,6 @@ Status RegisterResourcePool(ccoComm& c) {
   WindowRecord& record = c.windows.at(window);
   record.internal = true;
   c.pool.window = window;
-  c.pool.id = record.id;
   return Status::Ok();
 }
 
