@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus perf-procs anchor)
 
 python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -127,6 +127,18 @@ PY
       echo "perf launch: exit $?"; tail -3 "$OUT/perf-launch.err"
       python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-launch.json"
       [[ $(nvidia-smi -L | wc -l) -lt 2 ]] && mps_stop ;;
+    two-gpus)
+      # The figures the issues ask of 2 GPUs, one process per GPU (no MPS): the all-reduce per
+      # launch with NCCL and SymmetricMemory beside it, LSA put and barrier, GDA and SDMA
+      # bandwidth, round trips and the SDMA-beside-compute overlap.
+      if [[ $(nvidia-smi -L | wc -l) -lt 2 ]]; then echo "two-gpus: needs 2 GPUs, skipped"; continue; fi
+      for suites in launch put,barrier gda,sdma; do
+        name=${suites//,/-}
+        CCO_ENABLE_SDMA=1 timeout 240 python3 -m cco.cli perf --launch processes -n 2 --suites "$suites" \
+          --max-size 256M --json > "$OUT/perf2-$name.json" 2> "$OUT/perf2-$name.err"
+        echo "perf $suites on 2 GPUs: exit $?"; tail -2 "$OUT/perf2-$name.err"
+        python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf2-$name.json"
+      done ;;
     perf-procs)
       # Ranks as processes (what one process per GPU does), two of them sharing the one
       # GPU: under MPS, so their kernels run at once.
