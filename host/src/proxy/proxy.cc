@@ -43,24 +43,28 @@ Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
     CCO_RETURN_IF_ERROR(comm_->platform->StreamCreate(comm_->device, &stream_).Prefixed("the GDA proxy's stream"));
     streamMade_ = true;
   }
+  uint64_t target = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     attached_.push_back(g);
-    ++generation_;  // the thread re-reads the attached lists
+    target = ++generation_;  // the thread re-reads the attached lists
   }
   Status s = StartThread();
   if (!s.ok()) Detach(g.get());
+  else AwaitPass(target);
   return s;
 }
 
 Status Proxy::Attach(const std::shared_ptr<SdmaResources>& s) {
+  uint64_t target = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     attachedSdma_.push_back(s);
-    ++generation_;
+    target = ++generation_;
   }
   Status started = StartThread();
   if (!started.ok()) Detach(s.get());
+  else AwaitPass(target);
   return started;
 }
 
@@ -146,11 +150,14 @@ void Proxy::RemoveWindow(uint32_t id) {
   Quiesce();  // no copy the thread queued still reads or writes the window's memory
 }
 
+void Proxy::AwaitPass(uint64_t target) {
+  while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
+}
+
 void Proxy::Quiesce() {
-  const uint64_t target = ++generation_;
   // The thread's pass in flight may still use what was removed: wait for a pass that
   // began after this, then for the work it queued.
-  while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
+  AwaitPass(++generation_);
   if (streamMade_) Synchronize(stream_, "the GDA proxy's stream");
   std::vector<std::shared_ptr<SdmaResources>> sdma;
   std::shared_ptr<NetBackend> net;

@@ -51,7 +51,9 @@ class Proxy : private NetTargetMap {
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  // Starts serving the rings (and the thread, the first time).
+  // Starts serving the rings (and the thread, the first time); returns once the thread's
+  // passes include them, so that a peer may act on them as soon as every rank attached (the
+  // tcp target looks a request's device communicator up in the thread's list).
   Status Attach(const std::shared_ptr<GdaResources>& g);
   Status Attach(const std::shared_ptr<SdmaResources>& s);
   // Stops serving them; returns once neither the thread nor a stream touches them.
@@ -106,6 +108,8 @@ class Proxy : private NetTargetMap {
   // Stops ring `ring` (its posters' waits end), naming the peer and `where`.
   void Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why);
   template <class T> void Remove(std::vector<std::shared_ptr<T>>* list, const T* item);
+  // Returns once the thread has finished a pass that began after generation `target`.
+  void AwaitPass(uint64_t target);
   // Returns once the thread has begun a pass after this call and the streams have run dry.
   void Quiesce();
   void Synchronize(uint64_t stream, const char* what);
