@@ -203,6 +203,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   ResourceLayout layout;
   Placement place;
   int sdmaQueues = 0;
+  int gdaPeers = 0;      // peers GDA connects (0: no GDA)
   bool proxied = false;  // GDA or SDMA: rings and a proxy, set up after the round
   Plan mine;
   memset(&mine, 0, sizeof(mine));
@@ -210,8 +211,9 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   mine.carve = kOwnWindow;
   if (local.ok()) {
     sdmaQueues = SdmaQueuesInUse(*reqs);
-    proxied = WantsGda(c, *reqs) || sdmaQueues > 0;
-    layout = LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, GdaPeerCount(c, *reqs), sdmaQueues);
+    gdaPeers = GdaPeerCount(c, *reqs);
+    proxied = gdaPeers > 0 || sdmaQueues > 0;
+    layout = LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, gdaPeers, sdmaQueues);
     size_t carve = 0;
     place.pooled = CarveResources(c, layout.bytes, &carve);
     if (place.pooled) {
@@ -261,7 +263,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
     if (sdma) DestroySdmaResources(c, *sdma);
     ReleasePlacement(c, place);
   };
-  if (WantsGda(c, *reqs)) s = CreateGdaResources(c, *reqs, &gda);
+  if (gdaPeers > 0) s = CreateGdaResources(c, *reqs, &gda);
   if (s.ok() && sdmaQueues > 0) s = CreateSdmaResources(c, *reqs, &sdma);
   if (s.ok() && !place.pooled) s = PlaceInOwnWindow(c, layout.bytes, &place);
   if (!s.ok()) {

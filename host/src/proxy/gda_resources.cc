@@ -40,15 +40,9 @@ void ResolvePeers(const ccoComm& c, const std::vector<bool>& net, GdaResources& 
 
 }  // namespace
 
-bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs) {
-  const ccoGdaTopo topo = TopoOf(c);
-  // CROSSNODE and RAIL on one node connect only this rank to itself: nothing to set up.
-  return cco_gda_conn_peer_count(reqs.gdaConnectionType, &topo) > 0 &&
-         (reqs.gdaConnectionType == CCO_GDA_CONNECTION_FULL || c.topo.nNodes > 1);
-}
-
 int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs) {
-  if (!WantsGda(c, reqs)) return 0;
+  // CROSSNODE and RAIL on one node connect only this rank to itself: nothing to set up.
+  if (reqs.gdaConnectionType != CCO_GDA_CONNECTION_FULL && c.topo.nNodes <= 1) return 0;
   const ccoGdaTopo topo = TopoOf(c);
   return cco_gda_conn_peer_count(reqs.gdaConnectionType, &topo);
 }

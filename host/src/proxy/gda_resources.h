@@ -62,8 +62,6 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   }
 };
 
-// Whether `reqs` asks for GDA connections (the connection type selects more than nothing).
-bool WantsGda(const ccoComm& c, const ccoDevCommRequirements& reqs);
 // The peers a device communicator with `reqs` connects through GDA (0 where it wants none).
 int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs);
 
