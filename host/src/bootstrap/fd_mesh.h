@@ -43,7 +43,8 @@ class FdMesh {
   // identifies the operation on both sides. One received descriptor is open at a time: a
   // process's descriptor table that grows mid-exchange stalls every peer for an RCU grace
   // period (8–24 ms measured on the H200 machine, where a rank receiving 7 at once did so).
-  // Stops at the first failure, take's included; every member is still sent to.
+  // Returns the first failure: a broken stream at once; a failed `take` after every member's
+  // message was still received and its descriptor closed, so the next exchange stays in step.
   Status AllExchange(int myFd, uint64_t tag, const std::function<Status(int member, int fd)>& take);
 
   void Abort();
