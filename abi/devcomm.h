@@ -80,8 +80,8 @@ typedef struct ccoDevComm {
 
   /* GDA rings (abi/gda.h): gdaContextCount * gdaPeerCount rings of gdaRingDepth; and the
    * signal and counter words, in the resources (signals: (gdaSignalCount +
-   * gdaBarrierCount) ids of worldSize words each, cco_gda_signal_word; counters:
-   * gdaCounterCount words) */
+   * gdaBarrierCount) ids of worldSize proxy words each, cco_gda_signal_word, then as many
+   * ids of lsaSize direct words, cco_gda_direct_signal_word; counters: gdaCounterCount words) */
   uint64_t gdaRingSlots;          /* device address of the descriptors (host-mapped) */
   uint64_t gdaRingHost;           /* device address of the rings' host-side words (host-mapped) */
   uint64_t gdaRingDevice;         /* device address of the rings' device-side words */
@@ -90,7 +90,10 @@ typedef struct ccoDevComm {
   uint32_t gdaRingDepth;          /* a power of two */
   int32_t gdaPeerCount;           /* connected peers (the GDA team), rings per context */
   int32_t gdaUniformNodes;        /* 1 when every node has lsaSize ranks (RAIL needs it) */
-  uint32_t reserved0b;
+  uint32_t gdaDirectMaxBytes;     /* 0: every operation goes through the proxy. Otherwise a
+                                   * signal, a put_value or a put of up to this many bytes to
+                                   * a peer of the LSA team is done by the device itself when
+                                   * the ring to that peer is idle (abi/gda.h, direct words) */
   uint64_t reserved[1];           /* zero */
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of

@@ -87,7 +87,9 @@ typedef struct ccoGdaRingDevice {
   uint64_t head;
   uint64_t released;
   uint64_t consumedCache;  /* the last `consumed` a poster read */
-  uint64_t pad[5];
+  uint64_t failed;         /* non-zero once the proxy failed the ring (ccoGdaRingHost.error says
+                              why): the direct path, which reads no host word, sees it here */
+  uint64_t pad[4];
 } ccoGdaRingDevice;
 
 typedef enum ccoGdaRingError {
@@ -110,6 +112,7 @@ CCO_STATIC_ASSERT(sizeof(ccoGdaRingHost) == 192, "ccoGdaRingHost size");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumed) == 64, "ccoGdaRingHost.consumed");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, error) == 128, "ccoGdaRingHost.error");
 CCO_STATIC_ASSERT(sizeof(ccoGdaRingDevice) == 64, "ccoGdaRingDevice size");
+CCO_STATIC_ASSERT(offsetof(ccoGdaRingDevice, failed) == 24, "ccoGdaRingDevice.failed");
 
 /* --- tickets ----------------------------------------------------------------------------- */
 
@@ -187,9 +190,26 @@ CCO_GDA_INLINE int32_t cco_gda_conn_team_peer(int32_t connectionType, const ccoG
  * signals, then gdaBarrierCount barrier signals. A word has one writer, the sender's proxy,
  * which writes the sender's running sum behind the signalled data on its stream (a stream
  * write needs no atomic add, and the data is visible first). A signal's value is the sum of
- * its words over the GDA team. */
+ * its words over the GDA team (and of the direct words below). */
 CCO_GDA_INLINE uint64_t cco_gda_signal_word(uint32_t signalId, int32_t sender, int32_t worldSize) {
   return (uint64_t)signalId * (uint64_t)worldSize + (uint64_t)sender;
+}
+
+/* The direct path (ccoDevComm.gdaDirectMaxBytes): a sender in the target's LSA team whose
+ * ring to it is idle does small operations itself, by stores into the target's memory, and
+ * adds to a word of its own there with a system-scope atomic. Those words follow the proxy's
+ * words, one per (signal id, sender's LSA rank); the proxy never writes them and a device
+ * never writes a proxy word, so each keeps one kind of writer (the proxy's stores of running
+ * sums would overwrite a device's adds). A signal's value is the sum of both kinds. */
+CCO_GDA_INLINE uint64_t cco_gda_direct_signal_word(uint32_t signalIds, int32_t worldSize, uint32_t signalId,
+                                                   int32_t senderLsaRank, int32_t lsaSize) {
+  return (uint64_t)signalIds * (uint64_t)worldSize + (uint64_t)signalId * (uint64_t)lsaSize + (uint64_t)senderLsaRank;
+}
+
+/* Signal words of a device communicator with `signalIds` ids (user signals and barriers):
+ * the proxy's, then the direct ones. */
+CCO_GDA_INLINE uint64_t cco_gda_signal_words(uint32_t signalIds, int32_t worldSize, int32_t lsaSize) {
+  return (uint64_t)signalIds * ((uint64_t)worldSize + (uint64_t)lsaSize);
 }
 
 /* --- where a ring lives -------------------------------------------------------------------- */

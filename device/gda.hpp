@@ -30,6 +30,9 @@
 //     is the one that counts (the others return OK). Waits and flushes run in every thread.
 //   - Thread mode AGGREGATE (thread coop): the lanes of a warp that post to one ring
 //     together reserve their slots with one atomic and ring once.
+//   - Direct path (device/gda_direct.hpp): to a peer of this rank's LSA team, Immediate and
+//     Deferred handles do signal, put_value and puts of up to dc.gdaDirectMaxBytes with
+//     their own stores when the ring to that peer is idle, with the same semantics.
 // Every wait polls the abort flag and the ring's error word and ends at the handle's
 // timeout (0: none). Statuses are ccoDeviceStatus values.
 // A host proxy carries the posts out; it only queues work on its own stream, so host-side
@@ -45,8 +48,10 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
+#include "device/gda_direct.hpp"
 #include "device/gda_ring.hpp"
 #include "device/group_waits.hpp"
+#include "device/lsa.hpp"
 #include "device/team.hpp"
 
 /// The portable provider: descriptors go through host-visible rings to the proxy.
@@ -73,7 +78,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     d.srcWindow = window_id(src);
     d.srcOffset = srcOffset;
     d.bytes = bytes;
-    return Post<Coop, TM>(peer, d);
+    return Post<Coop, TM>(peer, d, dst, src);
   }
 
   /// Stores `bytes` (1 to 8) bytes of `value` at (dst, dstOffset) of `peer`.
@@ -87,7 +92,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     d.dstOffset = dstOffset;
     d.srcOffset = value;
     d.bytes = bytes;
-    return Post<Coop, TM>(peer, d);
+    return Post<Coop, TM>(peer, d, dst);
   }
 
   /// Copies `bytes` of (remote, remoteOffset) on `peer` to (local, localOffset) here.
@@ -168,6 +173,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   /// Every post of this context so far is complete.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    arch::fence<scope::System>();  // direct puts landed
     return EveryRing<Coop>([&](int32_t i) { return gda::Flush<Mode>(ring(i), limits_); });
   }
 
@@ -177,6 +183,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     Coop coop;
     coop.sync();
+    arch::fence<scope::System>();  // direct puts landed
     return gda::Flush<Mode>(ring(index), limits_);
   }
 
@@ -200,6 +207,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_wait() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    arch::fence<scope::System>();  // direct puts landed
     return EveryRing<Coop>([&](int32_t i) { return gda::WaitConsumed(ring(i), *flush_target(i), limits_); });
   }
 
@@ -248,7 +256,18 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       }
       for (int32_t k = 0; k < 8; ++k) sum += v[k];
     }
+    // The direct words: one per LSA rank (zero for one that never sent directly).
+    for (int32_t i = 0; i < t.lsaSize; i += 8) {
+      uint64_t v[8];
+      for (int32_t k = 0; k < 8; ++k)
+        v[k] = i + k < t.lsaSize ? arch::load<arch::PollOrder, scope::System>(words + direct_word(id, i + k)) : 0;
+      for (int32_t k = 0; k < 8; ++k) sum += v[k];
+    }
     return sum;
+  }
+  CCO_DEVICE_API uint64_t direct_word(uint32_t id, int32_t senderLsaRank) const {
+    return cco_gda_direct_signal_word(dc_.gdaSignalCount + dc_.gdaBarrierCount, dc_.worldSize, id, senderLsaRank,
+                                      dc_.lsaSize);
   }
   CCO_DEVICE_API uint64_t* counter_word(int32_t id) const { return reinterpret_cast<uint64_t*>(dc_.gdaCounters) + id; }
   CCO_DEVICE_API uint64_t* shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + id; }
@@ -271,13 +290,15 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return gda::EveryRing<Coop>(dc_.gdaPeerCount, [&](int32_t i) { return ring(i); }, step);
   }
 
-  template <class Coop, ccoThreadMode TM> CCO_DEVICE_API int32_t Post(int32_t peer, const ccoGdaDesc& d) {
+  // dst / src: the windows of a put or put_value (0 where the operation has none).
+  template <class Coop, ccoThreadMode TM>
+  CCO_DEVICE_API int32_t Post(int32_t peer, const ccoGdaDesc& d, ccoWindow_t dst = 0, ccoWindow_t src = 0) {
     const int32_t index = peer_index(peer);
     if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     Coop coop;
     coop.sync();  // the group's earlier writes come before the post
     int32_t status = CCO_DEVICE_STATUS_OK;
-    if (coop.thread_rank() == 0) {
+    if (coop.thread_rank() == 0 && !Direct(peer, index, d, dst, src)) {
       if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
         status = PostAggregated(index, d);
       } else {
@@ -287,6 +308,43 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     }
     coop.sync();
     return status;
+  }
+
+  // Does the operation with this thread's own stores when the direct path may
+  // (device/gda_direct.hpp); false: it must go through the ring.
+  CCO_DEVICE_API bool Direct(int32_t peer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst, ccoWindow_t src) {
+    if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED || dc_.gdaDirectMaxBytes == 0 || d.flags != 0) return false;
+    const int32_t lsaPeer = peer - dc_.teamLsa.worldBase;
+    if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(dc_.lsaSize)) return false;
+    if (d.signalOp != CCO_SIGNAL_NONE && ((d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD) ||
+                                          d.signalId >= dc_.gdaSignalCount + dc_.gdaBarrierCount))
+      return false;  // the proxy refuses it, with the ring's error
+    switch (d.op) {
+      case CCO_GDA_OP_PUT:
+        if (d.bytes > dc_.gdaDirectMaxBytes || !gda::WindowHolds(dc_, dst, d.dstOffset, d.bytes) ||
+            !gda::WindowHolds(dc_, src, d.srcOffset, d.bytes))
+          return false;
+        break;
+      case CCO_GDA_OP_PUT_VALUE:
+        if (!gda::WindowHolds(dc_, dst, d.dstOffset, d.bytes)) return false;
+        break;
+      case CCO_GDA_OP_SIGNAL: break;
+      default: return false;
+    }
+    if (!gda::RingIdle(ring(index))) return false;
+    const uint64_t toPeer = static_cast<uint64_t>(static_cast<int64_t>(lsaPeer) - dc_.lsaRank) * dc_.lsaStride;
+    if (d.op == CCO_GDA_OP_PUT) {
+      gda::CopyToPeer(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset),
+                      lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d.srcOffset), d.bytes);
+    } else if (d.op == CCO_GDA_OP_PUT_VALUE) {
+      gda::StoreValue(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset),
+                      d.srcOffset, static_cast<uint32_t>(d.bytes));
+    }
+    if (d.signalOp != CCO_SIGNAL_NONE) {
+      uint64_t* word = reinterpret_cast<uint64_t*>(dc_.gdaSignals + toPeer) + direct_word(d.signalId, dc_.lsaRank);
+      arch::fetch_add<order::Release, scope::System>(word, d.signalOp == CCO_SIGNAL_INC ? uint64_t{1} : d.signalValue);
+    }
+    return true;
   }
 
   // The lanes of this warp that post to one ring now share one reservation and one ring.
@@ -353,9 +411,19 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
          i += static_cast<int32_t>(coop_.size())) {
       const int32_t peer = gda_.team_peer(i);
       if (peer == dc.rank) continue;
+      // The peer's word from its proxy plus, in the LSA team, the one it adds to directly.
       const uint64_t* word = words + cco_gda_signal_word(id, peer, dc.worldSize);
-      status = gda::Wait([&] { return arch::load<order::Acquire, scope::System>(word) >= target; }, nullptr,
-                         gda_.limits());
+      const int32_t lsaPeer = peer - dc.teamLsa.worldBase;
+      const uint64_t* direct = static_cast<uint32_t>(lsaPeer) < static_cast<uint32_t>(dc.lsaSize)
+                                   ? words + cco_gda_direct_signal_word(dc.gdaSignalCount + dc.gdaBarrierCount,
+                                                                        dc.worldSize, id, lsaPeer, dc.lsaSize)
+                                   : nullptr;
+      status = gda::Wait(
+          [&] {
+            const uint64_t viaDirect = direct ? arch::load<order::Acquire, scope::System>(direct) : 0;
+            return arch::load<order::Acquire, scope::System>(word) + viaDirect >= target;
+          },
+          nullptr, gda_.limits());
     }
     coop_.sync();
     if (coop_.thread_rank() == 0) *epoch = target;

@@ -21,7 +21,7 @@
   X(ccoDevComm, gdaBarrierCount) X(ccoDevComm, gdaShadowOffset) X(ccoDevComm, gdaFlushOffset) \
   X(ccoDevComm, sdmaQueueCount) X(ccoDevComm, gdaRingSlots) X(ccoDevComm, gdaRingHost) X(ccoDevComm, gdaRingDevice) \
   X(ccoDevComm, gdaSignals) X(ccoDevComm, gdaCounters) X(ccoDevComm, gdaRingDepth) X(ccoDevComm, gdaPeerCount) \
-  X(ccoDevComm, gdaUniformNodes) X(ccoDevComm, reserved0b) X(ccoDevComm, reserved) \
+  X(ccoDevComm, gdaUniformNodes) X(ccoDevComm, gdaDirectMaxBytes) X(ccoDevComm, reserved) \
   X(ccoDevComm, sdmaRingSlots) X(ccoDevComm, sdmaRingHost) X(ccoDevComm, sdmaRingDevice) X(ccoDevComm, sdmaSignals) \
   X(ccoDevComm, sdmaLocal) X(ccoDevComm, sdmaRingDepth) X(ccoDevComm, sdmaShadowOffset) X(ccoDevComm, reserved2) \
   X(ccoGdaDesc, seq) X(ccoGdaDesc, op) X(ccoGdaDesc, signalOp) X(ccoGdaDesc, flags) X(ccoGdaDesc, signalId) \
@@ -29,7 +29,8 @@
   X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, reserved) \
   X(ccoGdaRingHost, released) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad1) \
   X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) X(ccoGdaRingHost, pad2) \
-  X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, pad)
+  X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, failed) \
+  X(ccoGdaRingDevice, pad)
 
 #define CCO_LAYOUT_STRUCTS(X) \
   X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice)

@@ -23,8 +23,21 @@ namespace {
 
 using namespace cco::gda_test;
 
+// Every test runs twice: with every operation through the proxy (CCO_GDA_DIRECT_MAX_BYTES=0)
+// and with the default, where operations to peers of the LSA team may take the direct path
+// (device/gda_direct.hpp). The semantics and the exact results are the same.
+class GdaOnHost : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (strcmp(GetParam(), "proxy") == 0) setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
+    else unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+  }
+  void TearDown() override { unsetenv("CCO_GDA_DIRECT_MAX_BYTES"); }
+  bool direct() const { return strcmp(GetParam(), "direct") == 0; }
+};
+
 // put + signal to the right neighbour, wait for the left one's: data, then signal, exactly.
-TEST(GdaOnHost, PutWithSignalRing) {
+TEST_P(GdaOnHost, PutWithSignalRing) {
   for (int n : {1, 2, 4}) {
     EXPECT_EQ(RunGdaRanks(n, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
       ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
@@ -42,7 +55,7 @@ TEST(GdaOnHost, PutWithSignalRing) {
 }
 
 // Every other data operation, counters, ADD signals and resets.
-TEST(GdaOnHost, PutValueGetSignalAndCounters) {
+TEST_P(GdaOnHost, PutValueGetSignalAndCounters) {
   EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
     Fill(k.mem, k.rank, 1024);
@@ -85,7 +98,7 @@ TEST(GdaOnHost, PutValueGetSignalAndCounters) {
 // Every rank adds to one signal of every rank, from both contexts: each sender's running sum
 // is its own word, and the signal is their sum (abi/gda.h), exact after many rounds, with
 // waits consuming and a reset in between.
-TEST(GdaOnHost, ManySendersOneSignal) {
+TEST_P(GdaOnHost, ManySendersOneSignal) {
   for (int n : {3, 5}) {
     EXPECT_EQ(RunGdaRanks(n, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
       ccoGda<> c0(k.dc, 0, 10'000'000'000ull);
@@ -139,7 +152,7 @@ template <class Mode> bool ManyPutsThenOneSignal(Rank& k, uint64_t round) {
   return ringer.flush() == 0 && gda.flush() == 0 && ccoBarrierAll(k.comm) == ccoSuccess;
 }
 
-TEST(GdaOnHost, SignalsComeAfterEarlierPutsInEveryMode) {
+TEST_P(GdaOnHost, SignalsComeAfterEarlierPutsInEveryMode) {
   EXPECT_EQ(RunGdaRanks(4, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     for (uint64_t round = 1; round <= 6; ++round) {
       const bool ok = round % 3 == 0 ? ManyPutsThenOneSignal<ccoGdaImmediate>(k, round)
@@ -151,7 +164,7 @@ TEST(GdaOnHost, SignalsComeAfterEarlierPutsInEveryMode) {
   }), 0);
 }
 
-TEST(GdaOnHost, AggregatedThreadModeAndFlushAsync) {
+TEST_P(GdaOnHost, AggregatedThreadModeAndFlushAsync) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<ccoGdaProxy, ccoGdaDeferred> gda(k.dc, 0, 10'000'000'000ull);
     Fill(k.mem, k.rank, 1024);
@@ -169,7 +182,7 @@ TEST(GdaOnHost, AggregatedThreadModeAndFlushAsync) {
 
 // The GDA barrier: in round r every rank writes r into its slot in every peer's window
 // (plain puts), then syncs; afterwards its own slots must all hold r.
-TEST(GdaOnHost, BarrierOrdersRounds) {
+TEST_P(GdaOnHost, BarrierOrdersRounds) {
   EXPECT_EQ(RunGdaRanks(4, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
     ccoGdaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), gda, 1);
@@ -190,7 +203,7 @@ TEST(GdaOnHost, BarrierOrdersRounds) {
 }
 
 // Two virtual nodes of two ranks: CROSSNODE connects the ranks of the other node (and self).
-TEST(GdaOnHost, CrossNodeOnVirtualNodes) {
+TEST_P(GdaOnHost, CrossNodeOnVirtualNodes) {
   EXPECT_EQ(RunGdaRanks(4, CCO_GDA_CONNECTION_CROSSNODE, [](Rank& k) {
     ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
     CHECK_OR_FAIL(k.dc.nNodes == 2 && gda.team_size() == 3);
@@ -208,7 +221,7 @@ TEST(GdaOnHost, CrossNodeOnVirtualNodes) {
 
 // A descriptor the proxy cannot honour fails its ring: the flush ends instead of hanging.
 // A wait for a signal that never comes ends on ccoCommAbort.
-TEST(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
+TEST_P(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
     CHECK_OR_FAIL(gda.put(1 - k.rank, k.win, kWindow - 8, k.win, 0, 64) == 0);  // runs past the window
@@ -231,6 +244,100 @@ TEST(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
     }
     return true;
   }), 0);
+}
+
+// Which path an operation took, seen from the ring: the direct path leaves the ring's
+// head where it was; the proxy path takes a ticket. A put above the bound, a get and a
+// counter always take the ring.
+uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
+  const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
+  return reinterpret_cast<const volatile ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring))->head;
+}
+
+TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
+  const bool direct = this->direct();
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [direct](Rank& k) {
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    CHECK_OR_FAIL(k.dc.gdaDirectMaxBytes == (direct ? 4096u : 0u));
+    Fill(k.mem, k.rank, 4096);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    const int peer = 1 - k.rank;
+    const uint64_t before = RingHead(k.dc, 0, peer);
+    CHECK_OR_FAIL(gda.signal(peer, 2) == 0);
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, 8192, 77 + k.rank, CCO_SIGNAL_ADD, 2, 5) == 0);
+    CHECK_OR_FAIL(gda.put(peer, k.win, 12288, k.win, 0, 4096, CCO_SIGNAL_INC, 2) == 0);  // at the bound
+    CHECK_OR_FAIL(gda.flush() == 0);
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 0u : 3u));
+    CHECK_OR_FAIL(gda.put(peer, k.win, 16384 + 12288, k.win, 0, 4100, CCO_SIGNAL_INC, 2) == 0);  // above: the ring
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 1u : 4u));
+    CHECK_OR_FAIL(gda.wait_signal(2, 8) == 0);
+    CHECK_OR_FAIL(*reinterpret_cast<volatile uint64_t*>(k.mem + 8192) == 77u + peer);
+    CHECK_OR_FAIL(Holds(k.mem + 12288, peer, 1024) && Holds(k.mem + 16384 + 12288, peer, 1025));
+    CHECK_OR_FAIL(gda.flush() == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
+// The paths interleave on one ring: puts above the bound (the ring) and small puts with a
+// signal right behind them (direct only once the ring is idle), in both orders, with sizes
+// that vary per round so that the proxy is sometimes done and sometimes not. A signal,
+// whichever path carried it, is never visible before any earlier payload to that peer.
+TEST_P(GdaOnHost, MixedPathsKeepTheOrderingRule) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    auto* mine = reinterpret_cast<volatile uint32_t*>(k.mem);
+    for (uint32_t round = 1; round <= 60; ++round) {
+      const uint64_t big = 4096 + 8 + 4096 * (round % 5);  // above the bound
+      for (uint64_t i = 0; i < big / 4; ++i) mine[i] = round * 100000u + k.rank * 50000u + static_cast<uint32_t>(i);
+      CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+      if (round % 2) {  // big (ring) then small + signal
+        CHECK_OR_FAIL(gda.put(peer, k.win, 32768, k.win, 0, big) == 0);
+        CHECK_OR_FAIL(gda.put(peer, k.win, 32768 + big, k.win, 0, 64, CCO_SIGNAL_INC, 3) == 0);
+      } else {  // small (direct when idle), then big + signal through the ring
+        CHECK_OR_FAIL(gda.put(peer, k.win, 32768 + big, k.win, 0, 64) == 0);
+        CHECK_OR_FAIL(gda.put(peer, k.win, 32768, k.win, 0, big, CCO_SIGNAL_INC, 3) == 0);
+      }
+      CHECK_OR_FAIL(gda.wait_signal(3, 1) == 0);
+      const auto* got = reinterpret_cast<const volatile uint32_t*>(k.mem + 32768);
+      for (uint64_t i = 0; i < big / 4; ++i)
+        CHECK_OR_FAIL(got[i] == round * 100000u + peer * 50000u + static_cast<uint32_t>(i));
+      for (uint64_t i = 0; i < 16; ++i)
+        CHECK_OR_FAIL(got[big / 4 + i] == round * 100000u + peer * 50000u + static_cast<uint32_t>(i));
+      CHECK_OR_FAIL(gda.flush() == 0 && ccoBarrierAll(k.comm) == ccoSuccess);
+    }
+    return true;
+  }), 0);
+}
+
+// What the device cannot check goes through the ring, which refuses it as before: a signal id
+// out of range fails the ring (the direct path never writes outside its words).
+TEST_P(GdaOnHost, WhatTheDeviceCannotCheckTakesTheRing) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    const uint64_t before = RingHead(k.dc, 1, peer);
+    CHECK_OR_FAIL(gda.signal(peer, static_cast<int32_t>(k.dc.gdaSignalCount + k.dc.gdaBarrierCount)) == 0);
+    CHECK_OR_FAIL(RingHead(k.dc, 1, peer) - before == 1u);
+    CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
+    // The failed ring stays failed on the direct path too: its operations take the ring, and
+    // its flush reports the error.
+    CHECK_OR_FAIL(gda.signal(peer, 0) == 0 && RingHead(k.dc, 1, peer) - before == 2u);
+    CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "direct"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+// A malformed bound is refused, never read as some default.
+TEST(GdaDirectBound, MalformedIsRefused) {
+  for (const char* bad : {"lots", "-1", "2000000"}) {
+    setenv("CCO_GDA_DIRECT_MAX_BYTES", bad, 1);
+    EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank&) { return true; }), 2) << bad;
+  }
+  unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The GDA matrix on the CPU (gda_matrix_cells.h) on every connection type: FULL, CROSSNODE and
 // RAIL on 2 to 8 ranks split into 2 to 4 virtual nodes, through the local backend, and through
-// tcp between nodes (CCO_NET=tcp).
+// tcp between nodes (CCO_NET=tcp); peers of one node by the direct path (the default) and, in
+// the shapes marked so, through the proxy only (CCO_GDA_DIRECT_MAX_BYTES=0).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,16 +16,28 @@ using namespace cco::gda_test;
 
 struct Shape {
   int type, ranks, nodes;
-  bool tcp = false;  // CCO_NET=tcp: every pair of ranks in different nodes goes through the tcp backend
+  bool tcp = false;    // CCO_NET=tcp: every pair of ranks in different nodes goes through the tcp backend
+  bool direct = true;  // false: CCO_GDA_DIRECT_MAX_BYTES=0
+};
+
+// The shape's environment, for the test's duration.
+struct ShapeEnv {
+  explicit ShapeEnv(const Shape& s) {
+    if (s.tcp) setenv("CCO_NET", "tcp", 1);
+    if (!s.direct) setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
+  }
+  ~ShapeEnv() {
+    unsetenv("CCO_NET");
+    unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+  }
 };
 
 class GdaMatrix : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(GdaMatrix, EveryCellExact) {
   const Shape s = GetParam();
-  if (s.tcp) setenv("CCO_NET", "tcp", 1);
+  ShapeEnv env(s);
   EXPECT_EQ(RunGdaRanks(s.ranks, s.type, [](Rank& k) { return EveryCell(k); }, s.nodes), 0);
-  unsetenv("CCO_NET");
 }
 
 // Two device communicators alive at once share the communicator's resource pool (and, over
@@ -33,7 +46,7 @@ TEST_P(GdaMatrix, EveryCellExact) {
 TEST_P(GdaMatrix, TwoDeviceCommsKeepTheirSignalsApart) {
   const Shape s = GetParam();
   if (s.type != CCO_GDA_CONNECTION_FULL) GTEST_SKIP() << "one connection type suffices";
-  if (s.tcp) setenv("CCO_NET", "tcp", 1);
+  ShapeEnv env(s);
   EXPECT_EQ(RunGdaRanks(s.ranks, s.type, [](Rank& k) {
               ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
               reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
@@ -54,11 +67,12 @@ TEST_P(GdaMatrix, TwoDeviceCommsKeepTheirSignalsApart) {
               return true;
             }, s.nodes),
             0);
-  unsetenv("CCO_NET");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GdaMatrix,
                          ::testing::Values(Shape{CCO_GDA_CONNECTION_FULL, 2, 1}, Shape{CCO_GDA_CONNECTION_FULL, 4, 2},
+                                           Shape{CCO_GDA_CONNECTION_FULL, 2, 1, false, false},
+                                           Shape{CCO_GDA_CONNECTION_FULL, 4, 2, false, false},
                                            Shape{CCO_GDA_CONNECTION_CROSSNODE, 4, 2},
                                            Shape{CCO_GDA_CONNECTION_CROSSNODE, 6, 3},
                                            Shape{CCO_GDA_CONNECTION_RAIL, 4, 2}, Shape{CCO_GDA_CONNECTION_RAIL, 8, 4},
@@ -71,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GdaMatrix,
                                               : info.param.type == CCO_GDA_CONNECTION_CROSSNODE ? "crossnode"
                                                                                                 : "rail";
                            return std::string(type) + "_" + std::to_string(info.param.ranks) + "ranks_" +
-                                  std::to_string(info.param.nodes) + "nodes" + (info.param.tcp ? "_tcp" : "");
+                                  std::to_string(info.param.nodes) + "nodes" + (info.param.tcp ? "_tcp" : "") +
+                                  (info.param.direct ? "" : "_proxy");
                          });
 
 }  // namespace

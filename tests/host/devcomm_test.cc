@@ -39,7 +39,7 @@ int FieldsDeviceCopyAndInboxes(int rank, int n, const ccoUniqueId& id) {
     RANK_CHECK(dc.gdaShadowOffset >= dc.lsaBarrierInboxOffset + 3 * 4 * n);
     RANK_CHECK(dc.gdaFlushOffset >= dc.gdaShadowOffset + (16 + 16) * 8 && dc.resourceSize >= dc.gdaFlushOffset);
     // One node: the default CROSSNODE connects nobody, so no rings.
-    RANK_CHECK(dc.gdaPeerCount == 0 && dc.gdaRingSlots == 0 && dc.gdaSignals == 0);
+    RANK_CHECK(dc.gdaPeerCount == 0 && dc.gdaRingSlots == 0 && dc.gdaSignals == 0 && dc.gdaDirectMaxBytes == 0);
     // The device copy (host memory here) equals what the call returned.
     RANK_CHECK(memcmp(reinterpret_cast<const void*>(dc.ptr), &dc, sizeof(dc)) == 0);
     // Every counter and inbox starts at zero.
@@ -97,7 +97,7 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
     RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
     RANK_CHECK(dc.gdaPeerCount == n && dc.gdaRingDepth == CCO_GDA_RING_DEPTH_DEFAULT && dc.gdaRingSlots != 0 &&
                dc.gdaRingHost == dc.gdaRingSlots + 4ull * n * dc.gdaRingDepth * sizeof(ccoGdaDesc) && dc.gdaSignals != 0 &&
-               dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1) * n);  // (signals + barrier) x senders
+               dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1) * (n + dc.lsaSize));  // (signals + barrier) x senders
     // Signal and counter words are in the resource window, zeroed.
     RANK_CHECK(dc.gdaSignals >= dc.ptr && dc.gdaCounters + 8 * 16 <= dc.ptr + dc.resourceSize);
     for (int i = 0; i < 17 * n + 16; ++i) RANK_CHECK(reinterpret_cast<const uint64_t*>(dc.gdaSignals)[i] == 0);

@@ -73,7 +73,7 @@ class DevCommStruct(ctypes.Structure):
         ("gdaRingDepth", ctypes.c_uint32),
         ("gdaPeerCount", ctypes.c_int32),
         ("gdaUniformNodes", ctypes.c_int32),
-        ("reserved0b", ctypes.c_uint32),
+        ("gdaDirectMaxBytes", ctypes.c_uint32),
         ("reserved", ctypes.c_uint64 * 1),
         # SDMA rings and signal pools
         ("sdmaRingSlots", ctypes.c_uint64),

@@ -18,10 +18,29 @@
 namespace cco {
 namespace {
 
+// The direct path's bound (ccoDevComm.gdaDirectMaxBytes): CCO_GDA_DIRECT_MAX_BYTES, 0 turns
+// it off. On by default where a device's stores and system-scope atomics reach its LSA peers'
+// memory coherently: the cuda platform (NVLink or PCIe P2P) and the cpu one (shared memory).
+// Off by default on hip, where that was never run (remote atomics on coarse-grained memory
+// over xGMI are not promised). Each sender decides alone: a target reads both kinds of words.
+constexpr int64_t kDirectMaxBytesDefault = 4096;
+constexpr int64_t kDirectMaxBytesLimit = 1 << 20;
+Status DirectMaxBytes(const ccoComm& c, uint32_t* bytes) {
+  const char* name = "CCO_GDA_DIRECT_MAX_BYTES";
+  const int64_t fallback = strcmp(c.platform->name(), "hip") == 0 ? 0 : kDirectMaxBytesDefault;
+  const int64_t v = env::IsSet(name) ? env::Int(name, -1) : fallback;
+  if (v < 0 || v > kDirectMaxBytesLimit)
+    return InvalidUsage(Fmt(name, "=\"", env::Get(name), "\": a number of bytes from 0 to ", kDirectMaxBytesLimit));
+  *bytes = static_cast<uint32_t>(v);
+  return Status::Ok();
+}
+
 // Requirements this process cannot meet are errors, never silently ignored.
-Status CheckSupported(const ccoDevCommRequirements& reqs) {
+Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs) {
   NetChoice net = NetChoice::kAuto;
   CCO_RETURN_IF_ERROR(NetChoiceFromEnv(&net));
+  uint32_t directBytes = 0;
+  CCO_RETURN_IF_ERROR(DirectMaxBytes(c, &directBytes));
   if (reqs.sdmaQueueCount > 0 && !SdmaEnabled())
     return InvalidUsage(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount,
                             " but SDMA is off in this process: set CCO_ENABLE_SDMA=1 (or MORI_ENABLE_SDMA=1)"));
@@ -148,6 +167,7 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
     dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
+    (void)DirectMaxBytes(c, &dc.gdaDirectMaxBytes);  // malformed: refused in CheckSupported
   }
   return dc;
 }
@@ -196,7 +216,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   PhaseTrace trace(c.topo.rank, op);
   ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
   Status local = ValidateRequirements(reqs);
-  if (local.ok()) local = CheckSupported(*reqs);
+  if (local.ok()) local = CheckSupported(c, *reqs);
   // The layout needs only the requirements and the topology, so each rank carves its pool
   // before the one round where all agree on the requirements (exactly, not only on the
   // sizes they round to) and on the carve.

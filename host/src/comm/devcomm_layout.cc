@@ -1,5 +1,7 @@
 #include "comm/devcomm_layout.h"
 
+#include "abi/gda.h"
+
 namespace cco {
 namespace {
 
@@ -51,7 +53,7 @@ ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize
   at = Up(l.gdaEpochs + sizeof(uint64_t) * reqs.gdaBarrierCount);
   const size_t signalIds = gdaPeerCount > 0 ? static_cast<size_t>(reqs.gdaSignalCount) + reqs.gdaBarrierCount : 0;
   l.gdaSignals = at;
-  l.gdaCounters = at + sizeof(uint64_t) * signalIds * worldSize;
+  l.gdaCounters = at + sizeof(uint64_t) * cco_gda_signal_words(static_cast<uint32_t>(signalIds), worldSize, lsaSize);
   at = Up(l.gdaCounters + (gdaPeerCount > 0 ? sizeof(uint64_t) * reqs.gdaCounterCount : 0));
   const size_t pool = sizeof(uint64_t) * static_cast<size_t>(lsaSize) * sdmaQueues;
   l.sdmaSignals = at;

@@ -18,7 +18,7 @@ struct ResourceLayout {
   size_t shadows = 0;        // uint64 shadows: gdaSignalCount signals, then gdaCounterCount counters
   size_t flushTargets = 0;   // gdaContextCount * gdaPeerCount uint64 (flush_async)
   size_t gdaEpochs = 0;      // gdaBarrierCount uint64 (right after the flush targets)
-  size_t gdaSignals = 0;     // (gdaSignalCount + gdaBarrierCount) * worldSize uint64 (abi/gda.h), with GDA
+  size_t gdaSignals = 0;     // (gdaSignalCount + gdaBarrierCount) * (worldSize + lsaSize) uint64 (abi/gda.h), with GDA
   size_t gdaCounters = 0;    // gdaCounterCount uint64 (right after the signal words)
   size_t sdmaSignals = 0;    // lsaSize * queues uint64: the remote pool (abi/sdma.h), with SDMA
   size_t sdmaLocal = 0;      // lsaSize * queues uint64: the local pool

@@ -451,6 +451,20 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
   return Status::Ok();
 }
 
+// The host words say why (posters' waits read them); the device-side mirror makes the
+// direct path (device/gda_direct.hpp), which reads no host memory while a ring is idle,
+// take the ring and meet the error too. The mirror is written first, at once (not behind
+// the proxy's stream): whoever saw the error then finds the ring failed on the device too.
+void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32_t peer) {
+  const uint64_t failed = 1;
+  Status s = comm_->platform->CopyToDevice(comm_->device, rings.failedAddress(ring), &failed, sizeof(failed));
+  rings.consumers[ring].Fail(error, peer);
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lastError_.empty()) lastError_ = Fmt("marking a failed ring on the device: ", s.message());
+  }
+}
+
 // Every few milliseconds: a poll without reading (the mesh's own exchanges are untouched).
 void Proxy::WatchHostPeers() {
   nextWatch_ = std::chrono::steady_clock::now() + kWatchEvery;
@@ -461,6 +475,7 @@ void Proxy::WatchHostPeers() {
       if (!(fds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) continue;
       deadHosts_.push_back(watched_[i].first);
       const int32_t rank = comm_->topo.hostMembers[watched_[i].first];
+      FailHostPeer(watched_[i].first);  // before the error is reported: then every ring says so
       std::lock_guard<std::mutex> lock(mu_);
       if (lastError_.empty())
         lastError_ = Fmt("rank ", rank, " (a process on this host) ended: its rings fail, its signals will not come");
@@ -477,14 +492,14 @@ void Proxy::FailHostPeer(int hostIndex) {
     for (uint32_t ring = 0; ring < g->rings.count; ++ring) {
       const int p = static_cast<int>(ring % g->peerCount);
       if (g->peerHost[p] == hostIndex && !g->peerNet[p] && !g->rings.consumers[ring].failed())
-        g->rings.consumers[ring].Fail(CCO_GDA_RING_PEER_FAILED, rank);
+        FailRing(g->rings, ring, CCO_GDA_RING_PEER_FAILED, rank);
     }
   const int lsaPeer = hostIndex - c.topo.lsaHostBase;
   if (lsaPeer < 0 || lsaPeer >= c.topo.lsaSize) return;
   for (auto& s : threadSdma_)
     for (uint32_t ring = 0; ring < s->rings.count; ++ring)
       if (static_cast<int>(ring / s->queues) == lsaPeer && !s->rings.consumers[ring].failed())
-        s->rings.consumers[ring].Fail(CCO_GDA_RING_PEER_FAILED, rank);
+        FailRing(s->rings, ring, CCO_GDA_RING_PEER_FAILED, rank);
 }
 
 bool Proxy::ProgressNet(NetBackend& net) {
@@ -510,7 +525,7 @@ bool Proxy::ProgressNet(NetBackend& net) {
     if (!s.ok()) {
       const std::string where = Fmt("GDA context ", p.ring / g.peerCount, " over ", net.name());
       if (done.peerLost) {
-        g.rings.consumers[p.ring].Fail(CCO_GDA_RING_PEER_FAILED, peer);
+        FailRing(g.rings, p.ring, CCO_GDA_RING_PEER_FAILED, peer);
         std::lock_guard<std::mutex> lock(mu_);
         if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
       } else {
@@ -583,7 +598,7 @@ Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoG
 }
 
 void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why) {
-  rings.consumers[ring].Fail(why.code() == ccoUnsupported ? CCO_GDA_RING_PEER_FAILED : CCO_GDA_RING_BAD_DESCRIPTOR, peer);
+  FailRing(rings, ring, why.code() == ccoUnsupported ? CCO_GDA_RING_PEER_FAILED : CCO_GDA_RING_BAD_DESCRIPTOR, peer);
   std::lock_guard<std::mutex> lock(mu_);
   if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", why.message());
 }

@@ -107,6 +107,7 @@ class Proxy : private NetTargetMap {
   Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);
   // Stops ring `ring` (its posters' waits end), naming the peer and `where`.
   void Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why);
+  void FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32_t peer);
   template <class T> void Remove(std::vector<std::shared_ptr<T>>* list, const T* item);
   // Returns once the thread has finished a pass that began after generation `target`.
   void AwaitPass(uint64_t target);

@@ -34,6 +34,9 @@ struct RingSet {
   uint64_t consumedAddress(uint32_t ring) const {
     return cco_gda_ring_host_address(hostWordsAddress(), ring) + offsetof(ccoGdaRingHost, consumed);
   }
+  uint64_t failedAddress(uint32_t ring) const {
+    return cco_gda_ring_device_address(device, ring) + offsetof(ccoGdaRingDevice, failed);
+  }
   // put_value's staging word for `ticket` of `ring`: host pointer and device address.
   uint64_t* stagingWord(uint32_t ring, uint64_t ticket) const {
     return staging + static_cast<size_t>(ring) * depth + cco_gda_slot_of(ticket, depth);

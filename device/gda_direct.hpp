@@ -1,0 +1,82 @@
+//===-- device/gda_direct.hpp - GDA's direct path to LSA peers --*- C++ -*-===//
+//
+// A sender whose target is in its LSA team can reach the target's memory with its own
+// stores. For small operations that is several microseconds faster than a trip through the
+// proxy (a host thread polling a ring, then a copy and a stream write queued on a GPU), so
+// ccoGda does signal, put_value and puts of up to ccoDevComm.gdaDirectMaxBytes itself:
+//
+//   - only when the ring to that peer is idle: every ticket ever reserved on it is consumed,
+//     i.e. complete (data and signal landed). Then nothing posted earlier on that context to
+//     that peer can still be in flight, and a direct signal cannot pass an earlier payload;
+//     a later post through the ring is ordered after the direct stores by its descriptor's
+//     release store, which the proxy reads before it acts;
+//   - with the bytes checked against both windows here (an operation the device cannot
+//     check goes through the proxy, which refuses it with the ring's error, as before);
+//   - the signal as a system-scope release add on the sender's own direct word at the
+//     target (abi/gda.h), never on the proxy's word, whose running-sum stores would lose it.
+// A direct put is complete when it returns, up to a system-scope fence: a direct signal
+// releases, and flush fences, so "flushed" still means "landed".
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_GDA_DIRECT_HPP_
+#define CCO_DEVICE_GDA_DIRECT_HPP_
+
+#include <stdint.h>
+
+#include "abi/cco_abi.h"
+#include "device/arch/arch.h"
+#include "device/gda_ring.hpp"
+
+namespace cco {
+namespace gda {
+
+/// Every ticket reserved on the ring so far is consumed, and the ring has not failed (a
+/// failed ring takes the post, whose waits report the error). Reads the proxy's `consumed`
+/// (host memory, a bus trip) only when the device-side cache lags the head.
+CCO_DEVICE_API bool RingIdle(const RingView& r) {
+  if (arch::load<order::Relaxed, scope::System>(&r.dev->failed) != 0) return false;
+  const uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
+  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), head)) return true;
+  const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
+  RollingMax<order::AcqRel>(&r.dev->consumedCache, consumed);
+  return !cco_gda_before(consumed, head);
+}
+
+/// `bytes` from `offset` lie inside the window, and the window is one of the communicator
+/// whose flat range `dc` describes (a window of another communicator has other addresses).
+CCO_DEVICE_API bool WindowHolds(const ccoDevComm& dc, ccoWindow_t handle, uint64_t offset, uint64_t bytes) {
+  const ccoWindowDevice* w = reinterpret_cast<const ccoWindowDevice*>(handle);
+  return w != nullptr && w->flatBase == dc.lsaFlatBase && w->stride == dc.lsaStride && offset <= w->size &&
+         bytes <= w->size - offset;
+}
+
+/// Copies `bytes` with the widest accesses both addresses allow.
+CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes) {
+  struct alignas(16) Vec16 {
+    uint64_t lo, hi;
+  };
+  const uint64_t align = (dst | src) & 15;
+  uint64_t i = 0;
+  if (align == 0) {
+    for (; i + 16 <= bytes; i += 16) *reinterpret_cast<Vec16*>(dst + i) = *reinterpret_cast<const Vec16*>(src + i);
+  } else if ((align & 7) == 0) {
+    for (; i + 8 <= bytes; i += 8) *reinterpret_cast<uint64_t*>(dst + i) = *reinterpret_cast<const uint64_t*>(src + i);
+  } else if ((align & 3) == 0) {
+    for (; i + 4 <= bytes; i += 4) *reinterpret_cast<uint32_t*>(dst + i) = *reinterpret_cast<const uint32_t*>(src + i);
+  }
+  for (; i < bytes; ++i) *reinterpret_cast<uint8_t*>(dst + i) = *reinterpret_cast<const uint8_t*>(src + i);
+}
+
+/// Stores the low `bytes` (1 to 8) bytes of `value`, little-endian, as put_value does.
+CCO_DEVICE_API void StoreValue(uint64_t dst, uint64_t value, uint32_t bytes) {
+  if (bytes == 8 && dst % 8 == 0) {
+    *reinterpret_cast<uint64_t*>(dst) = value;
+    return;
+  }
+  for (uint32_t i = 0; i < bytes; ++i) *reinterpret_cast<uint8_t*>(dst + i) = static_cast<uint8_t>(value >> (8 * i));
+}
+
+}  // namespace gda
+}  // namespace cco
+
+#endif  // CCO_DEVICE_GDA_DIRECT_HPP_
