@@ -52,6 +52,7 @@ class CCODevCommRequirements(ctypes.Structure):
         ("lsaBarrierCount", ctypes.c_int),
         ("sdmaQueueCount", ctypes.c_int),
         ("gdaBarrierCount", ctypes.c_int),
+        ("gdaDirectMaxBytes", ctypes.c_int),
     ]
 
     gda_connection_type = _int_field(
@@ -62,6 +63,9 @@ class CCODevCommRequirements(ctypes.Structure):
     lsa_barrier_count = _int_field("lsaBarrierCount", "intra-node (LSA) barriers")
     sdma_queue_count = _int_field("sdmaQueueCount", "SDMA queues (0 = default)")
     gda_barrier_count = _int_field("gdaBarrierCount", "GDA barriers, among the GDA team")
+    gda_direct_max_bytes = _int_field(
+        "gdaDirectMaxBytes", "GDA to LSA peers: signal, put_value and puts up to this many bytes by the device's own "
+                             "stores when the ring is idle; 0: always the proxy; -1: CCO_GDA_DIRECT_MAX_BYTES, else 4096")
 
     # The settable fields, in struct order (the header is not the user's to change).
     FIELDS = (
@@ -72,10 +76,11 @@ class CCODevCommRequirements(ctypes.Structure):
         "lsa_barrier_count",
         "sdma_queue_count",
         "gda_barrier_count",
+        "gda_direct_max_bytes",
     )
 
     def __init__(self, **fields):
-        # Positional order is the C initializer's: header, then CROSSNODE, 4, 16, 16, 0, 0, 1.
+        # Positional order is the C initializer's: header, then CROSSNODE, 4, 16, 16, 0, 0, 1, -1.
         super().__init__(
             ctypes.sizeof(CCODevCommRequirements),
             _abi.DEV_COMM_REQUIREMENTS_MAGIC,
@@ -87,6 +92,7 @@ class CCODevCommRequirements(ctypes.Structure):
             0,
             0,
             1,
+            -1,
         )
         unknown = sorted(set(fields) - set(self.FIELDS))
         if unknown:

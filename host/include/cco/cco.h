@@ -71,12 +71,16 @@ typedef struct ccoDevCommRequirements {
   int lsaBarrierCount;   /* intra-node (LSA) barriers */
   int sdmaQueueCount;    /* SDMA queues (0 = default) */
   int gdaBarrierCount;   /* GDA barriers (ccoGdaBarrierSession), among the GDA team */
+  int gdaDirectMaxBytes; /* GDA to peers of the LSA team: signal, put_value and puts of up to
+                          * this many bytes by the device's own stores when the ring is idle;
+                          * 0: always through the proxy; -1: CCO_GDA_DIRECT_MAX_BYTES, else
+                          * 4096 (0 on hip) */
 } ccoDevCommRequirements;
 
 #define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                             \
   {                                                                                       \
     sizeof(ccoDevCommRequirements), CCO_DEV_COMM_REQUIREMENTS_MAGIC, CCO_ABI_VERSION,     \
-        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1                                  \
+        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1                              \
   }
 
 /* --- errors and versions --------------------------------------------------------------- */

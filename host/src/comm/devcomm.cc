@@ -18,14 +18,19 @@
 namespace cco {
 namespace {
 
-// The direct path's bound (ccoDevComm.gdaDirectMaxBytes): CCO_GDA_DIRECT_MAX_BYTES, 0 turns
-// it off. On by default where a device's stores and system-scope atomics reach its LSA peers'
-// memory coherently: the cuda platform (NVLink or PCIe P2P) and the cpu one (shared memory).
-// Off by default on hip, where that was never run (remote atomics on coarse-grained memory
-// over xGMI are not promised). Each sender decides alone: a target reads both kinds of words.
+// The direct path's bound (ccoDevComm.gdaDirectMaxBytes): reqs.gdaDirectMaxBytes, or where
+// that is -1, CCO_GDA_DIRECT_MAX_BYTES; 0 turns it off. On by default where a device's stores
+// and system-scope atomics reach its LSA peers' memory coherently: the cuda platform (NVLink
+// or PCIe P2P) and the cpu one (shared memory). Off by default on hip, where that was never
+// run (remote atomics on coarse-grained memory over xGMI are not promised). Read once per
+// creation. Ranks need not agree: each sender decides alone, a target reads both kinds of words.
 constexpr int64_t kDirectMaxBytesDefault = 4096;
 constexpr int64_t kDirectMaxBytesLimit = 1 << 20;
-Status DirectMaxBytes(const ccoComm& c, uint32_t* bytes) {
+Status DirectMaxBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, uint32_t* bytes) {
+  if (reqs.gdaDirectMaxBytes >= 0) {  // ValidateRequirements bounded it
+    *bytes = static_cast<uint32_t>(reqs.gdaDirectMaxBytes);
+    return Status::Ok();
+  }
   const char* name = "CCO_GDA_DIRECT_MAX_BYTES";
   const int64_t fallback = strcmp(c.platform->name(), "hip") == 0 ? 0 : kDirectMaxBytesDefault;
   const int64_t v = env::IsSet(name) ? env::Int(name, -1) : fallback;
@@ -36,11 +41,11 @@ Status DirectMaxBytes(const ccoComm& c, uint32_t* bytes) {
 }
 
 // Requirements this process cannot meet are errors, never silently ignored.
-Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs) {
+// Also reads the direct path's bound, once.
+Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs, uint32_t* directBytes) {
   NetChoice net = NetChoice::kAuto;
   CCO_RETURN_IF_ERROR(NetChoiceFromEnv(&net));
-  uint32_t directBytes = 0;
-  CCO_RETURN_IF_ERROR(DirectMaxBytes(c, &directBytes));
+  CCO_RETURN_IF_ERROR(DirectMaxBytes(c, reqs, directBytes));
   if (reqs.sdmaQueueCount > 0 && !SdmaEnabled())
     return InvalidUsage(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount,
                             " but SDMA is off in this process: set CCO_ENABLE_SDMA=1 (or MORI_ENABLE_SDMA=1)"));
@@ -167,7 +172,7 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
     dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
-    (void)DirectMaxBytes(c, &dc.gdaDirectMaxBytes);  // malformed: refused in CheckSupported
+    dc.gdaDirectMaxBytes = gda->directMaxBytes;
   }
   return dc;
 }
@@ -216,7 +221,8 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   PhaseTrace trace(c.topo.rank, op);
   ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
   Status local = ValidateRequirements(reqs);
-  if (local.ok()) local = CheckSupported(c, *reqs);
+  uint32_t directBytes = 0;
+  if (local.ok()) local = CheckSupported(c, *reqs, &directBytes);
   // The layout needs only the requirements and the topology, so each rank carves its pool
   // before the one round where all agree on the requirements (exactly, not only on the
   // sizes they round to) and on the carve.
@@ -284,6 +290,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
     ReleasePlacement(c, place);
   };
   if (gdaPeers > 0) s = CreateGdaResources(c, *reqs, &gda);
+  if (gda) gda->directMaxBytes = directBytes;
   if (s.ok() && sdmaQueues > 0) s = CreateSdmaResources(c, *reqs, &sdma);
   if (s.ok() && !place.pooled) s = PlaceInOwnWindow(c, layout.bytes, &place);
   if (!s.ok()) {

@@ -21,35 +21,41 @@ def run_suite(report, opts, group, progress):
 def _round_trip(report, opts, group, progress):
     rows = report.suite(
         f"GDA put+signal round trip, ranks 0 and 1 on {torch.cuda.device_count()} GPU(s)",
-        ["payload", "launch", "cco us/rt", "lsa pingpong us/rt", "cco/lsa"],
-        note="one round trip: put+signal (or a signal alone) to the peer through both proxies, the peer waits "
-             "and answers the same way; in-kernel: one kernel loops over the rounds; graph: one round trip per "
-             "kernel, replayed from a CUDA graph; lsa pingpong: two kernels bouncing a flag, no proxy (the floor)")
+        ["payload", "path", "launch", "cco us/rt", "lsa pingpong us/rt", "cco/lsa"],
+        note="one round trip: put+signal (or a signal alone) to the peer, the peer waits and answers the same way; "
+             "path direct: the default, where ranks 0 and 1 share a node (LSA peers, idle ring: the device's own "
+             "stores); proxy: the same device communicator with gdaDirectMaxBytes=0, every operation through both "
+             "proxies (the local backend); in-kernel: one kernel loops over the rounds; graph: one round trip per "
+             "kernel, replayed from a CUDA graph; lsa pingpong: two kernels bouncing a flag (the floor)")
     rounds = 200 if opts.quick else 2000
     status = P.status_words(group)
 
-    def kernels(kind, nbytes, count):
-        return lambda rk: lambda: G.pingpong[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1 - rk.rank, count,
-                                                   nbytes, KIND=kind, FIRST=rk.rank == 0, num_warps=4,
-                                                   extern_libs=group.libs)
+    def kernels(path, kind, nbytes, count):
+        def make(rk):
+            dc = rk.dc if path == "direct" else rk.dc_proxy
+            return lambda: G.pingpong[(1,)](dc.ptr, rk.win.handle, status[rk.rank], 1 - rk.rank, count, nbytes,
+                                            KIND=kind, FIRST=rk.rank == 0, num_warps=4, extern_libs=group.libs)
+        return make
 
     measured = []
-    # (kind, nbytes): a signal alone, put_value of a word (a stream write, no copy), puts.
-    for kind, nbytes, label in ((0, 0, "signal only"), (2, 8, "put_value 8B"), (1, 8, "put 8B"), (1, 4096, "put 4KiB")):
-        # Each side is its own binary: load both before either waits (loading a module
-        # can wait for a kernel of the context that is running).
-        for r in P.PAIR:
-            group.run_once(group.on([r], kernels(kind, nbytes, 0)))
-        progress("gda round trip", label)
-        group.run_once(group.on(P.PAIR, kernels(kind, nbytes, 20)))  # settle
-        t_loop = group.time_kernels(group.on(P.PAIR, kernels(kind, nbytes, rounds)), rounds)
-        t_graph = group.time_graphs(group.on(P.PAIR, kernels(kind, nbytes, 1)), min(rounds, 500))
-        measured += [(label, "in-kernel", t_loop), (label, "graph", t_graph)]
+    # (kind, nbytes): a signal alone, put_value of a word, puts.
+    for path in ("direct", "proxy"):
+        for kind, nbytes, label in ((0, 0, "signal only"), (2, 8, "put_value 8B"), (1, 8, "put 8B"),
+                                    (1, 4096, "put 4KiB")):
+            # Each side is its own binary: load both before either waits (loading a module
+            # can wait for a kernel of the context that is running).
+            for r in P.PAIR:
+                group.run_once(group.on([r], kernels(path, kind, nbytes, 0)))
+            progress("gda round trip", f"{label} ({path})")
+            group.run_once(group.on(P.PAIR, kernels(path, kind, nbytes, 20)))  # settle
+            t_loop = group.time_kernels(group.on(P.PAIR, kernels(path, kind, nbytes, rounds)), rounds)
+            t_graph = group.time_graphs(group.on(P.PAIR, kernels(path, kind, nbytes, 1)), min(rounds, 500))
+            measured += [(label, path, "in-kernel", t_loop), (label, path, "graph", t_graph)]
     P.check_status(group, status, "GDA round trip")
     progress("gda round trip: flag ping-pong anchor")
     floor = P.flag_pingpong_us(group, rounds)
-    for label, how, t in measured:
-        rows.append([label, how, t * 1e6, floor, t * 1e6 / floor])
+    for label, path, how, t in measured:
+        rows.append([label, path, how, t * 1e6, floor, t * 1e6 / floor])
 
 
 def _bandwidth(report, opts, group, progress):

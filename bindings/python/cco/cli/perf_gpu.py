@@ -30,7 +30,8 @@ REDUCE_BLOCK = 1024    # float32 elements per all-reduce program
 class GpuRank:
     """One rank's communicator, window (payload, then the scratch slot), device
     communicator (with GDA connections to every rank when `gda`, SDMA queues when `sdma`)
-    and stream."""
+    and stream. With `gda`, also `dc_proxy`: the same GDA with the direct path off, every
+    operation through the proxy (what the direct path is measured against)."""
 
     def __init__(self, rank, world, uid, device, window_bytes, barriers, gda=False, sdma=False):
         torch.cuda.set_device(device)
@@ -48,6 +49,10 @@ class GpuRank:
             reqs.sdma_queue_count = 2
         reqs.lsa_barrier_count = barriers
         self.dc = self.comm.create_dev_comm(reqs)
+        self.dc_proxy = None
+        if gda:
+            reqs.gda_direct_max_bytes = 0
+            self.dc_proxy = self.comm.create_dev_comm(reqs)
         self.stream = torch.cuda.Stream(device=device)
 
     def view(self, lsa_peer, offset, count, dtype):
