@@ -4,7 +4,9 @@
 //   ccoCoopThread  one thread alone
 //   ccoCoopWarp    every thread of one warp / wavefront, all of which must make the call
 //   ccoCoopBlock   every thread of the block, all of which must make the call
-// thread_rank() / size() place the caller in the group, sync() is the group's barrier.
+// thread_rank() / size() place the caller in the group, sync() is the group's barrier;
+// any(p) is a barrier that also tells every thread whether any passed true, exactly where
+// kVotes (a block has no such barrier on amdgcn: there any() is sync() and the caller's own p).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_COOP_HPP_
@@ -20,6 +22,8 @@ struct ccoCoopThread {
   CCO_DEVICE_API uint32_t thread_rank() const { return 0; }
   CCO_DEVICE_API uint32_t size() const { return 1; }
   CCO_DEVICE_API void sync() const {}
+  static constexpr bool kVotes = true;
+  CCO_DEVICE_API bool any(bool p) const { return p; }
 };
 
 struct ccoCoopWarp {
@@ -27,6 +31,11 @@ struct ccoCoopWarp {
   CCO_DEVICE_API uint32_t thread_rank() const { return cco::arch::lane_id(); }
   CCO_DEVICE_API uint32_t size() const { return cco::arch::warp_size(); }
   CCO_DEVICE_API void sync() const { cco::arch::warp_sync_all(); }
+  static constexpr bool kVotes = true;
+  CCO_DEVICE_API bool any(bool p) const {
+    cco::arch::warp_sync_all();
+    return cco::arch::ballot(p) != 0;
+  }
 };
 
 struct ccoCoopBlock {
@@ -34,6 +43,8 @@ struct ccoCoopBlock {
   CCO_DEVICE_API uint32_t thread_rank() const { return cco::arch::thread_id(); }
   CCO_DEVICE_API uint32_t size() const { return cco::arch::block_size(); }
   CCO_DEVICE_API void sync() const { cco::arch::block_sync(); }
+  static constexpr bool kVotes = cco::arch::kHasBlockVote;
+  CCO_DEVICE_API bool any(bool p) const { return cco::arch::block_sync_or(p); }
 };
 
 #endif  // CCO_DEVICE_COOP_HPP_

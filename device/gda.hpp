@@ -297,8 +297,25 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     Coop coop;
     coop.sync();  // the group's earlier writes come before the post
+    // The direct path: thread 0 decides; the group shares a put's copy where it can vote.
+    bool direct = false;
+    const int32_t lsaPeer = peer - dc_.teamLsa.worldBase;
+    if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && d.op == CCO_GDA_OP_PUT) {
+      direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, dst, src));
+      if (direct) {
+        DirectData(d, dst, src, lsaPeer, coop.thread_rank(), coop.size());
+        coop.sync();  // every share stored before thread 0's signal releases them
+        if (coop.thread_rank() == 0) DirectSignal(d, lsaPeer);
+      }
+    } else if (coop.thread_rank() == 0) {
+      direct = DirectReady(lsaPeer, index, d, dst, src);
+      if (direct) {
+        DirectData(d, dst, src, lsaPeer, 0, 1);
+        DirectSignal(d, lsaPeer);
+      }
+    }
     int32_t status = CCO_DEVICE_STATUS_OK;
-    if (coop.thread_rank() == 0 && !Direct(peer, index, d, dst, src)) {
+    if (coop.thread_rank() == 0 && !direct) {
       if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
         status = PostAggregated(index, d);
       } else {
@@ -310,11 +327,11 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return status;
   }
 
-  // Does the operation with this thread's own stores when the direct path may
-  // (device/gda_direct.hpp); false: it must go through the ring.
-  CCO_DEVICE_API bool Direct(int32_t peer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst, ccoWindow_t src) {
+  // Whether the operation may take the direct path (device/gda_direct.hpp) to LSA rank
+  // lsaPeer; false: it goes through the ring.
+  CCO_DEVICE_API bool DirectReady(int32_t lsaPeer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst,
+                                  ccoWindow_t src) {
     if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED || dc_.gdaDirectMaxBytes == 0 || d.flags != 0) return false;
-    const int32_t lsaPeer = peer - dc_.teamLsa.worldBase;
     if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(dc_.lsaSize)) return false;
     if (d.signalOp != CCO_SIGNAL_NONE && ((d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD) ||
                                           d.signalId >= dc_.gdaSignalCount + dc_.gdaBarrierCount))
@@ -331,20 +348,28 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       case CCO_GDA_OP_SIGNAL: break;
       default: return false;
     }
-    if (!gda::RingIdle(ring(index))) return false;
-    const uint64_t toPeer = static_cast<uint64_t>(static_cast<int64_t>(lsaPeer) - dc_.lsaRank) * dc_.lsaStride;
+    return gda::RingIdle(ring(index));
+  }
+
+  // Thread `rank` of `size`'s share of a direct operation's data (a put_value is thread 0's).
+  CCO_DEVICE_API void DirectData(const ccoGdaDesc& d, ccoWindow_t dst, ccoWindow_t src, int32_t lsaPeer, uint32_t rank,
+                                 uint32_t size) const {
     if (d.op == CCO_GDA_OP_PUT) {
       gda::CopyToPeer(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset),
-                      lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d.srcOffset), d.bytes);
-    } else if (d.op == CCO_GDA_OP_PUT_VALUE) {
+                      lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d.srcOffset), d.bytes, rank,
+                      size);
+    } else if (d.op == CCO_GDA_OP_PUT_VALUE && rank == 0) {
       gda::StoreValue(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset),
                       d.srcOffset, static_cast<uint32_t>(d.bytes));
     }
-    if (d.signalOp != CCO_SIGNAL_NONE) {
-      uint64_t* word = reinterpret_cast<uint64_t*>(dc_.gdaSignals + toPeer) + direct_word(d.signalId, dc_.lsaRank);
-      arch::fetch_add<order::Release, scope::System>(word, d.signalOp == CCO_SIGNAL_INC ? uint64_t{1} : d.signalValue);
-    }
-    return true;
+  }
+
+  // A direct operation's signal: a release add on this rank's direct word at the peer.
+  CCO_DEVICE_API void DirectSignal(const ccoGdaDesc& d, int32_t lsaPeer) const {
+    if (d.signalOp == CCO_SIGNAL_NONE) return;
+    const uint64_t toPeer = static_cast<uint64_t>(static_cast<int64_t>(lsaPeer) - dc_.lsaRank) * dc_.lsaStride;
+    uint64_t* word = reinterpret_cast<uint64_t*>(dc_.gdaSignals + toPeer) + direct_word(d.signalId, dc_.lsaRank);
+    arch::add<order::Release, scope::System>(word, d.signalOp == CCO_SIGNAL_INC ? uint64_t{1} : d.signalValue);
   }
 
   // The lanes of this warp that post to one ring now share one reservation and one ring.

@@ -13,7 +13,10 @@
 //   - with the bytes checked against both windows here (an operation the device cannot
 //     check goes through the proxy, which refuses it with the ring's error, as before);
 //   - the signal as a system-scope release add on the sender's own direct word at the
-//     target (abi/gda.h), never on the proxy's word, whose running-sum stores would lose it.
+//     target (abi/gda.h), never on the proxy's word, whose running-sum stores would lose it;
+//     a reduction, which the sender does not wait on;
+//   - a put's copy shared by the coop group where the group can vote on the path (a warp;
+//     a block on nvptx), else done by thread 0 alone.
 // A direct put is complete when it returns, up to a system-scope fence: a direct signal
 // releases, and flush fences, so "flushed" still means "landed".
 //
@@ -50,21 +53,40 @@ CCO_DEVICE_API bool WindowHolds(const ccoDevComm& dc, ccoWindow_t handle, uint64
          bytes <= w->size - offset;
 }
 
-/// Copies `bytes` with the widest accesses both addresses allow.
-CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes) {
+// Units [rank, units) in steps of `size` (the caller's share of a group's copy), with
+// kBatch loads in flight before the stores that need them: one thread copying alone would
+// otherwise wait a full memory latency per unit (the compiler cannot tell dst from src).
+template <class T> CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uint64_t units, uint32_t rank, uint32_t size) {
+  constexpr uint32_t kBatch = 8;
+  const T* from = reinterpret_cast<const T*>(src);
+  T* to = reinterpret_cast<T*>(dst);
+  uint64_t i = rank;
+  for (; i + static_cast<uint64_t>(kBatch - 1) * size < units; i += static_cast<uint64_t>(kBatch) * size) {
+    T v[kBatch];
+    for (uint32_t k = 0; k < kBatch; ++k) v[k] = from[i + static_cast<uint64_t>(k) * size];
+    for (uint32_t k = 0; k < kBatch; ++k) to[i + static_cast<uint64_t>(k) * size] = v[k];
+  }
+  for (; i < units; i += size) to[i] = from[i];
+}
+
+/// Thread `rank` of a group of `size`'s share of copying `bytes`, with the widest accesses
+/// both addresses allow (the odd tail bytes are thread 0's).
+CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t rank = 0, uint32_t size = 1) {
   struct alignas(16) Vec16 {
     uint64_t lo, hi;
   };
   const uint64_t align = (dst | src) & 15;
-  uint64_t i = 0;
-  if (align == 0) {
-    for (; i + 16 <= bytes; i += 16) *reinterpret_cast<Vec16*>(dst + i) = *reinterpret_cast<const Vec16*>(src + i);
-  } else if ((align & 7) == 0) {
-    for (; i + 8 <= bytes; i += 8) *reinterpret_cast<uint64_t*>(dst + i) = *reinterpret_cast<const uint64_t*>(src + i);
-  } else if ((align & 3) == 0) {
-    for (; i + 4 <= bytes; i += 4) *reinterpret_cast<uint32_t*>(dst + i) = *reinterpret_cast<const uint32_t*>(src + i);
+  const uint64_t unit = align == 0 ? 16 : (align & 7) == 0 ? 8 : (align & 3) == 0 ? 4 : 1;
+  const uint64_t units = bytes / unit;
+  switch (unit) {
+    case 16: CopyUnits<Vec16>(dst, src, units, rank, size); break;
+    case 8: CopyUnits<uint64_t>(dst, src, units, rank, size); break;
+    case 4: CopyUnits<uint32_t>(dst, src, units, rank, size); break;
+    default: CopyUnits<uint8_t>(dst, src, units, rank, size); break;
   }
-  for (; i < bytes; ++i) *reinterpret_cast<uint8_t*>(dst + i) = *reinterpret_cast<const uint8_t*>(src + i);
+  if (rank == 0)
+    for (uint64_t i = units * unit; i < bytes; ++i)
+      *reinterpret_cast<uint8_t*>(dst + i) = *reinterpret_cast<const uint8_t*>(src + i);
 }
 
 /// Stores the low `bytes` (1 to 8) bytes of `value`, little-endian, as put_value does.

@@ -90,6 +90,13 @@ CCO_DEVICE_API void block_sync() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
+// No barrier that reduces: a vote would need LDS, which a linked library does not own.
+constexpr bool kHasBlockVote = false;
+CCO_DEVICE_API bool block_sync_or(bool predicate) {
+  block_sync();
+  return predicate;
+}
+
 // The lowest set lane of a mask (the mask is not 0), and how many lanes it has.
 CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) { return static_cast<uint32_t>(__builtin_ctzll(m)); }
 CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__builtin_popcountll(m)); }
@@ -110,6 +117,10 @@ template <class O, class S, class T> CCO_DEVICE_API void store(T* p, T v) {
 template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T* p, T v) {
   CCO_AMDGCN_CHECK("fetch_add", IsRmwOrder);
   return __hip_atomic_fetch_add(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+}
+template <class O, class S, class T> CCO_DEVICE_API void add(T* p, T v) {
+  CCO_AMDGCN_CHECK("add", IsStoreOrder);
+  (void)__hip_atomic_fetch_add(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T exchange(T* p, T v) {
   CCO_AMDGCN_CHECK("exchange", IsRmwOrder);

@@ -8,9 +8,14 @@
 //   lanes           LaneMask active_mask(); LaneMask ballot(bool); warp_sync() (the active
 //                   lanes); warp_sync_all() (every lane of the warp); block_sync();
 //                   uint64_t shuffle(v, srcLane) (v as an active lane holds it);
-//                   lowest_lane(mask), lane_count(mask)
+//                   lowest_lane(mask), lane_count(mask);
+//                   kHasBlockVote, block_sync_or(bool) (a block_sync that returns whether
+//                   any thread of the block passed true; where kHasBlockVote is false it
+//                   is only a block_sync returning the caller's own value)
 //   atomics         load<O,S>(p) store<O,S>(p,v) fetch_add<O,S>(p,v) exchange<O,S>(p,v)
 //                   compare_exchange<O,S>(p, expected, desired) -> old   fetch_max<O,S>(p,v)
+//                   add<O,S>(p,v): fetch_add without the old value (O Relaxed or Release),
+//                   which need not wait for the memory's answer (a `red` on nvptx)
 //                   for T = uint32_t and uint64_t, O and S tags of memory_order.h
 //   fences          fence<S>() (acq_rel)
 //                   PollOrder: the order of loads that poll several words and are followed

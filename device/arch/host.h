@@ -43,6 +43,12 @@ CCO_DEVICE_API void warp_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t) { return value; }
 CCO_DEVICE_API void warp_sync_all() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 CCO_DEVICE_API void block_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+// A block is one thread here: the vote is the caller's own.
+constexpr bool kHasBlockVote = true;
+CCO_DEVICE_API bool block_sync_or(bool predicate) {
+  block_sync();
+  return predicate;
+}
 
 CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) { return static_cast<uint32_t>(__builtin_ctzll(m)); }
 CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__builtin_popcountll(m)); }
@@ -63,6 +69,10 @@ template <class O, class S, class T> CCO_DEVICE_API void store(T* p, T v) {
 template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T* p, T v) {
   CCO_HOST_CHECK("fetch_add", IsRmwOrder);
   return __atomic_fetch_add(p, v, host_detail::OrderId<O>::value);
+}
+template <class O, class S, class T> CCO_DEVICE_API void add(T* p, T v) {
+  CCO_HOST_CHECK("add", IsStoreOrder);
+  (void)__atomic_fetch_add(p, v, host_detail::OrderId<O>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T exchange(T* p, T v) {
   CCO_HOST_CHECK("exchange", IsRmwOrder);

@@ -89,6 +89,16 @@ CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
 CCO_DEVICE_API void warp_sync_all() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 // barrier.sync (not bar.sync): threads may reach it from different instructions.
 CCO_DEVICE_API void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
+constexpr bool kHasBlockVote = true;
+CCO_DEVICE_API bool block_sync_or(bool predicate) {
+  uint32_t any;
+  asm volatile(
+      "{ .reg .pred p, q; setp.ne.u32 p, %1, 0; barrier.red.or.pred q, 0, p; selp.u32 %0, 1, 0, q; }"
+      : "=r"(any)
+      : "r"(static_cast<uint32_t>(predicate))
+      : "memory");
+  return any != 0;
+}
 
 // The lowest set lane of a mask (the mask is not 0), and how many lanes it has.
 CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) {
@@ -120,6 +130,9 @@ template <class O, class S, class T> CCO_DEVICE_API void store(T*, T) {
 template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T*, T) {
   static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "fetch_add: bad order/scope/type");
   return T();
+}
+template <class O, class S, class T> CCO_DEVICE_API void add(T*, T) {
+  static_assert(IsStoreOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "add: order Relaxed or Release");
 }
 template <class O, class S, class T> CCO_DEVICE_API T exchange(T*, T) {
   static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "exchange: bad order/scope/type");
@@ -174,6 +187,14 @@ template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T*, T, T)
     return old;                                                                                      \
   }
 #define CCO_NVPTX_ADD(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(fetch_add, "add.u", OTAG, OSTR, STAG, SSTR)
+// A reduction: no old value, so the thread does not wait for the memory's answer.
+#define CCO_NVPTX_RED(OTAG, OSTR, STAG, SSTR)                                                  \
+  template <> CCO_DEVICE_API void add<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {        \
+    asm volatile("red." OSTR "." SSTR ".add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");      \
+  }                                                                                           \
+  template <> CCO_DEVICE_API void add<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {        \
+    asm volatile("red." OSTR "." SSTR ".add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");      \
+  }
 #define CCO_NVPTX_EXCH(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(exchange, "exch.b", OTAG, OSTR, STAG, SSTR)
 #define CCO_NVPTX_MAX(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(fetch_max, "max.u", OTAG, OSTR, STAG, SSTR)
 
@@ -202,6 +223,8 @@ CCO_NVPTX_FOR_SCOPES(CCO_NVPTX_LOAD, order::Acquire, "acquire")
 CCO_NVPTX_FOR_SCOPES(CCO_NVPTX_STORE, order::Relaxed, "relaxed")
 CCO_NVPTX_FOR_SCOPES(CCO_NVPTX_STORE, order::Release, "release")
 CCO_NVPTX_FOR_RMW_ORDERS(CCO_NVPTX_ADD)
+CCO_NVPTX_FOR_SCOPES(CCO_NVPTX_RED, order::Relaxed, "relaxed")
+CCO_NVPTX_FOR_SCOPES(CCO_NVPTX_RED, order::Release, "release")
 CCO_NVPTX_FOR_RMW_ORDERS(CCO_NVPTX_EXCH)
 CCO_NVPTX_FOR_RMW_ORDERS(CCO_NVPTX_MAX)
 CCO_NVPTX_FOR_RMW_ORDERS(CCO_NVPTX_CAS)
@@ -211,6 +234,7 @@ CCO_NVPTX_FOR_RMW_ORDERS(CCO_NVPTX_CAS)
 #undef CCO_NVPTX_MAX
 #undef CCO_NVPTX_EXCH
 #undef CCO_NVPTX_ADD
+#undef CCO_NVPTX_RED
 #undef CCO_NVPTX_RMW
 #undef CCO_NVPTX_STORE
 #undef CCO_NVPTX_LOAD

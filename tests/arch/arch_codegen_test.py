@@ -85,6 +85,8 @@ def nvptx_expectations():
     for op, order, scope, w in itertools.product(RMW_OPS, RMW_ORDERS, SCOPES, WIDTHS):
         yield (f"probe_{op}_{order}_{scope}_{w}",
                rf"\batom\.{order}\.{PTX_SCOPE[scope]}\.{re.escape(PTX_RMW[op])}{bits[w]}\b")
+    for order, scope, w in itertools.product(["relaxed", "release"], SCOPES, WIDTHS):
+        yield f"probe_add_{order}_{scope}_{w}", rf"\bred\.{order}\.{PTX_SCOPE[scope]}\.add\.u{bits[w]}\b"
     for scope in SCOPES:
         yield f"probe_fence_{scope}", rf"\bfence\.acq_rel\.{PTX_SCOPE[scope]};"
     yield "probe_lane_id", r"%laneid"
@@ -97,6 +99,7 @@ def nvptx_expectations():
     yield "probe_warp_sync", r"\bbar\.warp\.sync\b"
     yield "probe_warp_sync_all", r"\bbar\.warp\.sync -1;"
     yield "probe_block_sync", r"\bbarrier\.sync 0;"
+    yield "probe_block_sync_or", r"\bbarrier\.red\.or\.pred\b"
     yield "probe_nanosleep", r"\bnanosleep\.u32\b"
     yield "probe_cycles", r"%clock64"
     yield "probe_timer_ns", r"%globaltimer"
@@ -156,6 +159,14 @@ def amdgcn_expectations():
     yield "probe_lane_id", [r"v_mbcnt_lo_u32_b32", r"v_mbcnt_hi_u32_b32"], []
     yield "probe_warp_size", [r"v_mov_b32\w* v0, 64$"], []
     yield "probe_block_sync", [r"^s_barrier$"], []
+    yield "probe_block_sync_or", [r"^s_barrier$"], []
+    for order, scope, w in itertools.product(["relaxed", "release"], SCOPES, WIDTHS):
+        # No old value: the no-return form of the atomic.
+        suffix = "_x2" if w == "u64" else ""
+        need = [rf"^flat_atomic_add{suffix} v\[\d+:\d+\], v"]
+        if order == "release" and _amd_release(scope):
+            need.append(_amd_release(scope))
+        yield f"probe_add_{order}_{scope}_{w}", need, [r"buffer_inv"]
     yield "probe_nanosleep", [r"s_sleep 1$", r"s_memrealtime"], []
     yield "probe_timer_ns", [r"s_memrealtime"], []
     yield "probe_cycles", [r"s_memtime"], []

@@ -37,6 +37,9 @@
   PROBE uint64_t probe_compare_exchange_##o##_##s##_u64(uint64_t* p, uint64_t e, uint64_t d) {    \
     return cco::arch::compare_exchange<O_##o, S_##s>(p, e, d);                                    \
   }
+#define RED(o, s)                                                                                   \
+  PROBE void probe_add_##o##_##s##_u32(uint32_t* p, uint32_t v) { cco::arch::add<O_##o, S_##s>(p, v); } \
+  PROBE void probe_add_##o##_##s##_u64(uint64_t* p, uint64_t v) { cco::arch::add<O_##o, S_##s>(p, v); }
 #define FENCE(o, s) \
   PROBE void probe_fence_##s() { cco::arch::fence<S_##s>(); }
 
@@ -48,6 +51,8 @@ FOR_RMW_ORDERS(ADD)
 FOR_RMW_ORDERS(EXCH)
 FOR_RMW_ORDERS(MAX)
 FOR_RMW_ORDERS(CAS)
+FOR_SCOPES(RED, relaxed)
+FOR_SCOPES(RED, release)
 FOR_SCOPES(FENCE, acq_rel)
 
 PROBE uint32_t probe_lane_id() { return cco::arch::lane_id(); }
@@ -61,6 +66,7 @@ PROBE uint64_t probe_ballot(int predicate) { return cco::arch::ballot(predicate 
 PROBE void probe_warp_sync() { cco::arch::warp_sync(); }
 PROBE void probe_warp_sync_all() { cco::arch::warp_sync_all(); }
 PROBE void probe_block_sync() { cco::arch::block_sync(); }
+PROBE int probe_block_sync_or(int predicate) { return cco::arch::block_sync_or(predicate != 0); }
 PROBE void probe_nanosleep(uint32_t ns) { cco::arch::nanosleep(ns); }
 PROBE uint64_t probe_cycles() { return cco::arch::cycles(); }
 PROBE uint64_t probe_timer_ns() { return cco::arch::timer_ns(); }
