@@ -62,7 +62,7 @@ namespace cco {
 template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoGda {
  public:
   CCO_DEVICE_API ccoGda(const ccoDevComm& dc, int32_t context = 0, uint64_t timeoutNs = 0)
-      : dc_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
+      : dc_(dc), f_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
 
   /// GDA-team size (connected peers) and the world rank of team index `index` (-1 outside).
   CCO_DEVICE_API int32_t team_size() const { return cco::team_size(dc_, CCO_TEAM_GDA); }
@@ -195,7 +195,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     coop.sync();
     if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED && coop.thread_rank() == 0) arch::fence<scope::System>();
     coop.sync();
-    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < dc_.gdaPeerCount; i += static_cast<int32_t>(coop.size())) {
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < f_.peerCount; i += static_cast<int32_t>(coop.size())) {
       const gda::RingView r = ring(i);
       const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
       gda::Ring(r, end);
@@ -217,63 +217,66 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   CCO_DEVICE_API const gda::WaitLimits& limits() const { return limits_; }
 
  private:
-  CCO_DEVICE_API ccoGdaTopo topo() const { return gda_topo(dc_); }
+  CCO_DEVICE_API ccoGdaTopo topo() const { return f_.topo; }
   CCO_DEVICE_API int32_t peer_index(int32_t peer) const {
     const ccoGdaTopo t = topo();
-    return cco_gda_conn_peer_index(static_cast<int32_t>(dc_.gdaConnectionType), &t, peer);
+    return cco_gda_conn_peer_index(f_.connectionType, &t, peer);
   }
   CCO_DEVICE_API bool context_ok() const {
-    return dc_.gdaPeerCount > 0 && static_cast<uint32_t>(context_) < dc_.gdaContextCount;
+    return f_.peerCount > 0 && static_cast<uint32_t>(context_) < f_.contextCount;
   }
   CCO_DEVICE_API gda::RingView ring(int32_t index) const {
-    const uint32_t r = cco_gda_ring_index(context_, index, dc_.gdaPeerCount);
-    return gda::RingView{reinterpret_cast<ccoGdaDesc*>(dc_.gdaRingSlots) + static_cast<uint64_t>(r) * dc_.gdaRingDepth,
-                         reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(dc_.gdaRingHost, r)),
-                         reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc_.gdaRingDevice, r)),
-                         dc_.gdaRingDepth};
+    const uint32_t r = cco_gda_ring_index(context_, index, f_.peerCount);
+    return gda::RingView{reinterpret_cast<ccoGdaDesc*>(f_.ringSlots) + static_cast<uint64_t>(r) * f_.ringDepth,
+                         reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(f_.ringHost, r)),
+                         reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(f_.ringDevice, r)),
+                         f_.ringDepth};
   }
   CCO_DEVICE_API static uint32_t window_id(ccoWindow_t win) { return reinterpret_cast<const ccoWindowDevice*>(win)->id; }
 
   CCO_DEVICE_API uint64_t* resource(uint64_t offset) const {
-    return reinterpret_cast<uint64_t*>(dc_.lsaFlatBase + static_cast<uint64_t>(dc_.lsaRank) * dc_.lsaStride +
-                                       dc_.resourceOffset + offset);
+    return reinterpret_cast<uint64_t*>(f_.resources + offset);
   }
-  CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaSignalCount && dc_.gdaSignals; }
-  CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < dc_.gdaCounterCount && dc_.gdaCounters; }
+  CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < f_.signalCount && f_.signals; }
+  CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < f_.counterCount && f_.counters; }
   // Signal `id`'s value here: the sum of its words over the GDA team (abi/gda.h: each sender
   // writes only its own). arch::PollOrder loads (relaxed on GPUs), eight in flight at a
   // time; a caller that acts on the value fences after it.
   CCO_DEVICE_API uint64_t signal_value(uint32_t id) const {
-    const uint64_t* words = reinterpret_cast<const uint64_t*>(dc_.gdaSignals);
+    const uint64_t* words = reinterpret_cast<const uint64_t*>(f_.signals);
     const ccoGdaTopo t = topo();
-    const int32_t type = static_cast<int32_t>(dc_.gdaConnectionType);
+    const int32_t type = f_.connectionType;
     uint64_t sum = 0;
-    for (int32_t i = 0; i < dc_.gdaPeerCount; i += 8) {
+    for (int32_t i = 0; i < f_.peerCount; i += 8) {
       uint64_t v[8];
+CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k) {
-        const int32_t sender = i + k < dc_.gdaPeerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
+        const int32_t sender = i + k < f_.peerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
         v[k] = sender < 0 ? 0 : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
       }
+CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k) sum += v[k];
     }
     // The direct words: one per LSA rank (zero for one that never sent directly).
     for (int32_t i = 0; i < t.lsaSize; i += 8) {
       uint64_t v[8];
+CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k)
         v[k] = i + k < t.lsaSize ? arch::load<arch::PollOrder, scope::System>(words + direct_word(id, i + k)) : 0;
+CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k) sum += v[k];
     }
     return sum;
   }
   CCO_DEVICE_API uint64_t direct_word(uint32_t id, int32_t senderLsaRank) const {
-    return cco_gda_direct_signal_word(dc_.gdaSignalCount + dc_.gdaBarrierCount, dc_.worldSize, id, senderLsaRank,
-                                      dc_.lsaSize);
+    return cco_gda_direct_signal_word(f_.signalCount + f_.barrierCount, f_.topo.nRanks, id, senderLsaRank,
+                                      f_.topo.lsaSize);
   }
-  CCO_DEVICE_API uint64_t* counter_word(int32_t id) const { return reinterpret_cast<uint64_t*>(dc_.gdaCounters) + id; }
-  CCO_DEVICE_API uint64_t* shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + id; }
-  CCO_DEVICE_API uint64_t* counter_shadow(int32_t id) const { return resource(dc_.gdaShadowOffset) + dc_.gdaSignalCount + id; }
+  CCO_DEVICE_API uint64_t* counter_word(int32_t id) const { return reinterpret_cast<uint64_t*>(f_.counters) + id; }
+  CCO_DEVICE_API uint64_t* shadow(int32_t id) const { return resource(f_.shadowOffset) + id; }
+  CCO_DEVICE_API uint64_t* counter_shadow(int32_t id) const { return resource(f_.shadowOffset) + f_.signalCount + id; }
   CCO_DEVICE_API uint64_t* flush_target(int32_t index) const {
-    return resource(dc_.gdaFlushOffset) + static_cast<uint64_t>(context_) * dc_.gdaPeerCount + index;
+    return resource(f_.flushOffset) + static_cast<uint64_t>(context_) * f_.peerCount + index;
   }
 
   CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, ccoSignalOp signalOp, int32_t signalId, uint64_t signalValue) {
@@ -287,7 +290,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
 
   // step(i) on each ring of the context, shared out over the group (group_waits.hpp).
   template <class Coop, class Step> CCO_DEVICE_API int32_t EveryRing(Step step) const {
-    return gda::EveryRing<Coop>(dc_.gdaPeerCount, [&](int32_t i) { return ring(i); }, step);
+    return gda::EveryRing<Coop>(f_.peerCount, [&](int32_t i) { return ring(i); }, step);
   }
 
   // dst / src: the windows of a put or put_value (0 where the operation has none).
@@ -299,7 +302,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     coop.sync();  // the group's earlier writes come before the post
     // The direct path: thread 0 decides; the group shares a put's copy where it can vote.
     bool direct = false;
-    const int32_t lsaPeer = peer - dc_.teamLsa.worldBase;
+    const int32_t lsaPeer = peer - f_.topo.lsaWorldBase;
     if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && d.op == CCO_GDA_OP_PUT) {
       direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, dst, src));
       if (direct) {
@@ -331,19 +334,19 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   // lsaPeer; false: it goes through the ring.
   CCO_DEVICE_API bool DirectReady(int32_t lsaPeer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst,
                                   ccoWindow_t src) {
-    if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED || dc_.gdaDirectMaxBytes == 0 || d.flags != 0) return false;
-    if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(dc_.lsaSize)) return false;
+    if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED || f_.directMaxBytes == 0 || d.flags != 0) return false;
+    if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(f_.topo.lsaSize)) return false;
     if (d.signalOp != CCO_SIGNAL_NONE && ((d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD) ||
-                                          d.signalId >= dc_.gdaSignalCount + dc_.gdaBarrierCount))
+                                          d.signalId >= f_.signalCount + f_.barrierCount))
       return false;  // the proxy refuses it, with the ring's error
     switch (d.op) {
       case CCO_GDA_OP_PUT:
-        if (d.bytes > dc_.gdaDirectMaxBytes || !gda::WindowHolds(dc_, dst, d.dstOffset, d.bytes) ||
-            !gda::WindowHolds(dc_, src, d.srcOffset, d.bytes))
+        if (d.bytes > f_.directMaxBytes || !gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes) ||
+            !gda::WindowHolds(f_.flatBase, f_.stride, src, d.srcOffset, d.bytes))
           return false;
         break;
       case CCO_GDA_OP_PUT_VALUE:
-        if (!gda::WindowHolds(dc_, dst, d.dstOffset, d.bytes)) return false;
+        if (!gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes)) return false;
         break;
       case CCO_GDA_OP_SIGNAL: break;
       default: return false;
@@ -367,8 +370,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   // A direct operation's signal: a release add on this rank's direct word at the peer.
   CCO_DEVICE_API void DirectSignal(const ccoGdaDesc& d, int32_t lsaPeer) const {
     if (d.signalOp == CCO_SIGNAL_NONE) return;
-    const uint64_t toPeer = static_cast<uint64_t>(static_cast<int64_t>(lsaPeer) - dc_.lsaRank) * dc_.lsaStride;
-    uint64_t* word = reinterpret_cast<uint64_t*>(dc_.gdaSignals + toPeer) + direct_word(d.signalId, dc_.lsaRank);
+    const uint64_t toPeer = static_cast<uint64_t>(static_cast<int64_t>(lsaPeer) - f_.topo.lsaRank) * f_.stride;
+    uint64_t* word = reinterpret_cast<uint64_t*>(f_.signals + toPeer) + direct_word(d.signalId, f_.topo.lsaRank);
     arch::add<order::Release, scope::System>(word, d.signalOp == CCO_SIGNAL_INC ? uint64_t{1} : d.signalValue);
   }
 
@@ -402,7 +405,41 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return status;
   }
 
+  // The fields of dc_ the calls use, read once when the handle is made. A handle built on
+  // a ccoDevComm in global memory (the bitcode's `dc`) would otherwise load them again after
+  // every fence and barrier (the compiler must assume memory changed; a system-scope fence
+  // empties L1 on nvptx): a memory trip each, on the critical path of every round trip.
+  struct Fields {
+    ccoGdaTopo topo;
+    int32_t connectionType, peerCount;
+    uint32_t contextCount, signalCount, counterCount, barrierCount, directMaxBytes, ringDepth;
+    uint64_t ringSlots, ringHost, ringDevice, signals, counters, flatBase, stride;
+    uint64_t resources;  // this rank's copy of the resources
+    uint32_t shadowOffset, flushOffset;
+    CCO_DEVICE_API explicit Fields(const ccoDevComm& dc)
+        : topo(gda_topo(dc)),
+          connectionType(static_cast<int32_t>(dc.gdaConnectionType)),
+          peerCount(dc.gdaPeerCount),
+          contextCount(dc.gdaContextCount),
+          signalCount(dc.gdaSignalCount),
+          counterCount(dc.gdaCounterCount),
+          barrierCount(dc.gdaBarrierCount),
+          directMaxBytes(dc.gdaDirectMaxBytes),
+          ringDepth(dc.gdaRingDepth),
+          ringSlots(dc.gdaRingSlots),
+          ringHost(dc.gdaRingHost),
+          ringDevice(dc.gdaRingDevice),
+          signals(dc.gdaSignals),
+          counters(dc.gdaCounters),
+          flatBase(dc.lsaFlatBase),
+          stride(dc.lsaStride),
+          resources(dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset),
+          shadowOffset(dc.gdaShadowOffset),
+          flushOffset(dc.gdaFlushOffset) {}
+  };
+
   const ccoDevComm& dc_;
+  Fields f_;
   int32_t context_;
   gda::WaitLimits limits_;
 };

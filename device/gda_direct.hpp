@@ -46,11 +46,10 @@ CCO_DEVICE_API bool RingIdle(const RingView& r) {
 }
 
 /// `bytes` from `offset` lie inside the window, and the window is one of the communicator
-/// whose flat range `dc` describes (a window of another communicator has other addresses).
-CCO_DEVICE_API bool WindowHolds(const ccoDevComm& dc, ccoWindow_t handle, uint64_t offset, uint64_t bytes) {
+/// whose flat range starts at `flatBase` (a window of another communicator has other addresses).
+CCO_DEVICE_API bool WindowHolds(uint64_t flatBase, uint64_t stride, ccoWindow_t handle, uint64_t offset, uint64_t bytes) {
   const ccoWindowDevice* w = reinterpret_cast<const ccoWindowDevice*>(handle);
-  return w != nullptr && w->flatBase == dc.lsaFlatBase && w->stride == dc.lsaStride && offset <= w->size &&
-         bytes <= w->size - offset;
+  return w != nullptr && w->flatBase == flatBase && w->stride == stride && offset <= w->size && bytes <= w->size - offset;
 }
 
 // Units [rank, units) in steps of `size` (the caller's share of a group's copy), with
@@ -63,7 +62,9 @@ template <class T> CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uin
   uint64_t i = rank;
   for (; i + static_cast<uint64_t>(kBatch - 1) * size < units; i += static_cast<uint64_t>(kBatch) * size) {
     T v[kBatch];
+CCO_UNROLL
     for (uint32_t k = 0; k < kBatch; ++k) v[k] = from[i + static_cast<uint64_t>(k) * size];
+CCO_UNROLL
     for (uint32_t k = 0; k < kBatch; ++k) to[i + static_cast<uint64_t>(k) * size] = v[k];
   }
   for (; i < units; i += size) to[i] = from[i];
@@ -72,9 +73,15 @@ template <class T> CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uin
 /// Thread `rank` of a group of `size`'s share of copying `bytes`, with the widest accesses
 /// both addresses allow (the odd tail bytes are thread 0's).
 CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t rank = 0, uint32_t size = 1) {
+  // One 16-byte access. A vector type for clang and gcc: clang puts an array of a struct
+  // on the stack; nvcc knows no vector types in device code but keeps its struct in registers.
+#if defined(__CUDACC__) && !defined(__clang__)
   struct alignas(16) Vec16 {
     uint64_t lo, hi;
   };
+#else
+  typedef uint64_t Vec16 __attribute__((vector_size(16)));
+#endif
   const uint64_t align = (dst | src) & 15;
   const uint64_t unit = align == 0 ? 16 : (align & 7) == 0 ? 8 : (align & 3) == 0 ? 4 : 1;
   const uint64_t units = bytes / unit;

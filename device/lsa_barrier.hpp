@@ -43,19 +43,30 @@ CCO_DEVICE_API bool reached(uint32_t seen, uint32_t target) { return static_cast
 
 template <class Coop> class ccoLsaBarrierSession {
  public:
+  // Everything the session needs from `dc` is read here, once: through a ccoDevComm in
+  // global memory (the bitcode's `dc`), reads after a barrier or an acquire would each be
+  // a memory trip again.
   CCO_DEVICE_API ccoLsaBarrierSession(Coop coop, const ccoDevComm& dc, uint32_t index)
-      : coop_(coop), dc_(dc), index_(index) {
+      : coop_(coop),
+        abortFlag_(reinterpret_cast<const uint32_t*>(dc.abortFlag)),
+        flatBase_(dc.lsaFlatBase),
+        stride_(dc.lsaStride),
+        lsaRank_(dc.lsaRank),
+        lsaSize_(dc.lsaSize) {
     const uint64_t resource = dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset;
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
     verdict_ = epoch_ + 1;
     inbox_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
+    // Where this rank's slot sits in any peer's slice: that slice's start + this.
+    mySlot_ = dc.resourceOffset + dc.lsaBarrierInboxOffset +
+              sizeof(uint32_t) * (static_cast<uint64_t>(index) * dc.lsaSize + dc.lsaRank);
   }
 
   /// Tells every peer this rank reached the barrier (after the coop's earlier writes).
   CCO_DEVICE_API void arrive() {
     prepare();
-    for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(dc_.lsaSize); p += coop_.size()) {
-      if (static_cast<int32_t>(p) == dc_.lsaRank) continue;
+    for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_); p += coop_.size()) {
+      if (static_cast<int32_t>(p) == lsaRank_) continue;
       arch::store<order::Release, scope::System>(peer_slot(p), target_);
     }
   }
@@ -68,9 +79,9 @@ template <class Coop> class ccoLsaBarrierSession {
     prepare();
     int32_t status = CCO_DEVICE_STATUS_OK;
     const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
-    for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(dc_.lsaSize) && status == CCO_DEVICE_STATUS_OK;
+    for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
-      if (static_cast<int32_t>(p) == dc_.lsaRank) continue;
+      if (static_cast<int32_t>(p) == lsaRank_) continue;
       status = poll(inbox_ + p, start, timeout_ns);
     }
     // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK), through
@@ -104,9 +115,7 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
   CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
-    const uint64_t resource = dc_.lsaFlatBase + static_cast<uint64_t>(peer) * dc_.lsaStride + dc_.resourceOffset;
-    return reinterpret_cast<uint32_t*>(resource + dc_.lsaBarrierInboxOffset) +
-           static_cast<uint64_t>(index_) * dc_.lsaSize + dc_.lsaRank;
+    return reinterpret_cast<uint32_t*>(flatBase_ + static_cast<uint64_t>(peer) * stride_ + mySlot_);
   }
 
   CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
@@ -114,7 +123,8 @@ template <class Coop> class ccoLsaBarrierSession {
     for (uint32_t spins = 1;; ++spins) {
       if (reached(arch::load<order::Acquire, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
       if (spins % kAbortCheckInterval == 0) {
-        if (aborted(dc_)) return CCO_DEVICE_STATUS_ABORTED;
+        if (abortFlag_ != nullptr && arch::load<order::Relaxed, scope::System>(abortFlag_) != 0)
+          return CCO_DEVICE_STATUS_ABORTED;
         if (timeout_ns && arch::timer_ns() - start >= timeout_ns) return CCO_DEVICE_STATUS_TIMEOUT;
       }
       if (spins >= kSpinsBeforeBackoff) arch::nanosleep(256);
@@ -122,8 +132,9 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
   Coop coop_;
-  const ccoDevComm& dc_;
-  uint32_t index_;
+  const uint32_t* abortFlag_;
+  uint64_t flatBase_, stride_, mySlot_;
+  int32_t lsaRank_, lsaSize_;
   uint32_t* epoch_;
   uint32_t* verdict_;
   uint32_t* inbox_;

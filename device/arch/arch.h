@@ -44,6 +44,14 @@
 #define CCO_DEVICE_API inline __attribute__((always_inline))
 #endif
 
+// CCO_UNROLL before a loop of constant, short trip count: unrolled fully, its arrays stay in
+// registers (rolled, nvptx puts them on the stack, in local memory).
+#if defined(__clang__) || defined(__CUDACC__) || defined(__HIPCC__)
+#define CCO_UNROLL _Pragma("unroll")
+#else
+#define CCO_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 namespace cco {
 namespace arch {
 using LaneMask = uint64_t;  // wide enough for a 64-lane wavefront

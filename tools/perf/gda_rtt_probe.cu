@@ -1,0 +1,158 @@
+// Where a GDA round trip's microseconds go: two ranks bounce a signal, one kernel each,
+// and every rank times its posts and its waits (SM cycles) apart, for
+//   thread / block    ccoGda::signal + wait_signal with ccoCoopThread / ccoCoopBlock (128),
+//                     the kernel taking ccoDevComm by value (a C++ kernel's way)
+//   global            the same with a block, from a ccoDevComm in global memory (what the
+//                     bitcode wrappers get as `dc`)
+//   raw               the floor on the same memory: one thread, a system-scope release add
+//                     into the peer's word and acquire polls of its own (no ccoGda at all)
+// Diagnostic, not a benchmark of record (`cco perf --suites gda` is):
+//   nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/gda_rtt_probe.cu -Lbazel-bin/host -lcco -o probe
+//   python -m cco.launch -n 2 ./probe
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cco/cco_scale_out.hpp"
+
+#define CHECK_CCO(call)                                                                       \
+  do {                                                                                        \
+    ccoResult_t r_ = (call);                                                                  \
+    if (r_ != ccoSuccess) {                                                                   \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, ccoGetErrorString(r_), ccoGetLastError()); \
+      return 1;                                                                               \
+    }                                                                                         \
+  } while (0)
+
+struct Times {
+  unsigned long long post, wait, total;
+  int errors;
+};
+
+template <class Coop> __device__ void Bounce(const ccoDevComm& dc, int peer, int rounds, bool first, Times* t) {
+  ccoGda<> gda(dc, 0, 10000000000ull);
+  long long post = 0, wait = 0;
+  int errors = 0;
+  const long long start = clock64();
+  for (int i = 0; i < rounds; ++i) {
+    long long a = clock64();
+    if (!first) errors += gda.wait_signal<Coop>(1, 1) != 0;
+    long long b = clock64();
+    errors += gda.signal<Coop>(peer, 1) != 0;
+    long long c = clock64();
+    if (first) errors += gda.wait_signal<Coop>(1, 1) != 0;
+    long long d = clock64();
+    post += c - b;
+    wait += (b - a) + (d - c);
+  }
+  if (threadIdx.x == 0) *t = Times{static_cast<unsigned long long>(post), static_cast<unsigned long long>(wait),
+                                   static_cast<unsigned long long>(clock64() - start), errors};
+}
+template <class Coop> __global__ void bounce(ccoDevComm dc, int peer, int rounds, bool first, Times* t) {
+  Bounce<Coop>(dc, peer, rounds, first, t);
+}
+__global__ void bounce_global(const ccoDevComm* dc, int peer, int rounds, bool first, Times* t) {
+  Bounce<ccoCoopBlock>(*dc, peer, rounds, first, t);
+}
+
+// One thread: add 1 to this rank's word at the peer (release, system scope), poll its own
+// word for the peer's (acquire).
+__global__ void raw(uint64_t* theirs, const uint64_t* mine, int rounds, bool first, Times* t) {
+  namespace arch = cco::arch;
+  long long post = 0, wait = 0;
+  const long long start = clock64();
+  for (int i = 1; i <= rounds; ++i) {
+    long long a = clock64();
+    if (!first)
+      while (arch::load<cco::order::Acquire, cco::scope::System>(mine) < static_cast<uint64_t>(i)) {
+      }
+    long long b = clock64();
+    arch::add<cco::order::Release, cco::scope::System>(theirs, uint64_t{1});
+    long long c = clock64();
+    if (first)
+      while (arch::load<cco::order::Acquire, cco::scope::System>(mine) < static_cast<uint64_t>(i)) {
+      }
+    long long d = clock64();
+    post += c - b;
+    wait += (b - a) + (d - c);
+  }
+  *t = Times{static_cast<unsigned long long>(post), static_cast<unsigned long long>(wait),
+             static_cast<unsigned long long>(clock64() - start), 0};
+}
+
+static int FromHex(const char* hex, ccoUniqueId* id) {
+  if (strlen(hex) != 2 * sizeof(id->internal)) return 1;
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    unsigned v;
+    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return 1;
+    id->internal[i] = static_cast<char>(v);
+  }
+  return 0;
+}
+
+int main() {
+  const char* rank_s = getenv("CCO_RANK");
+  const char* uid_s = getenv("CCO_UNIQUE_ID");
+  ccoUniqueId id;
+  if (!rank_s || !uid_s || FromHex(uid_s, &id) || atoi(getenv("CCO_WORLD_SIZE")) != 2) {
+    fprintf(stderr, "run under `python -m cco.launch -n 2`\n");
+    return 2;
+  }
+  const int rank = atoi(rank_s), peer = 1 - rank;
+  int devices = 1;
+  cudaGetDeviceCount(&devices);
+  cudaSetDevice(rank % devices);
+  cudaFree(nullptr);
+  int khz = 0;
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, rank % devices);
+  ccoComm* comm = nullptr;
+  CHECK_CCO(ccoCommCreate(id, 2, rank, size_t{256} << 20, &comm));
+  void* mem = nullptr;
+  ccoWindow_t win = 0;
+  CHECK_CCO(ccoWindowAllocRegister(comm, 1 << 20, &mem, &win));
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+  reqs.gdaContextCount = 1;
+  ccoDevComm dc;
+  CHECK_CCO(ccoDevCommCreate(comm, &reqs, &dc));
+  Times* t = nullptr;
+  cudaMallocManaged(&t, sizeof(Times));
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  const int rounds = 2000;
+  const double us = 1e3 / khz;  // per cycle
+  ccoDevComm* dcGlobal = reinterpret_cast<ccoDevComm*>(dc.ptr);  // ccoDevCommCreate's device copy
+  for (const char* variant : {"thread", "block", "global", "raw", "thread", "block", "global", "raw"}) {
+    CHECK_CCO(ccoBarrierAll(comm));
+    if (!strcmp(variant, "thread")) {
+      bounce<ccoCoopThread><<<1, 1, 0, stream>>>(dc, peer, rounds, rank == 0, t);
+    } else if (!strcmp(variant, "block")) {
+      bounce<ccoCoopBlock><<<1, 128, 0, stream>>>(dc, peer, rounds, rank == 0, t);
+    } else if (!strcmp(variant, "global")) {
+      bounce_global<<<1, 128, 0, stream>>>(dcGlobal, peer, rounds, rank == 0, t);
+    } else {
+      // Words of the window: each rank's at offset 8 * rank, zeroed before each run.
+      void* peerWord = nullptr;
+      CHECK_CCO(ccoGetPeerPtr(comm, win, peer, 8 * rank, &peerWord));
+      cudaMemsetAsync(static_cast<char*>(mem) + 8 * peer, 0, 8, stream);
+      cudaStreamSynchronize(stream);
+      CHECK_CCO(ccoBarrierAll(comm));
+      raw<<<1, 1, 0, stream>>>(static_cast<uint64_t*>(peerWord),
+                               reinterpret_cast<const uint64_t*>(static_cast<char*>(mem) + 8 * peer), rounds, rank == 0, t);
+    }
+    cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      fprintf(stderr, "rank %d: %s: %s\n", rank, variant, cudaGetErrorString(e));
+      return 1;
+    }
+    printf("rank %d %-6s round trip %6.2f us: posting %5.2f us, waiting %5.2f us (errors %d)\n", rank, variant,
+           t->total * us / rounds, t->post * us / rounds, t->wait * us / rounds, t->errors);
+  }
+  fflush(stdout);
+  CHECK_CCO(ccoBarrierAll(comm));
+  CHECK_CCO(ccoDevCommDestroy(comm, &dc));
+  CHECK_CCO(ccoWindowDeregister(comm, win));
+  CHECK_CCO(ccoCommDestroy(comm));
+  return 0;
+}
