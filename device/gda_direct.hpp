@@ -71,7 +71,7 @@ CCO_UNROLL
 }
 
 /// Thread `rank` of a group of `size`'s share of copying `bytes`, with the widest accesses
-/// both addresses allow (the odd tail bytes are thread 0's).
+/// both addresses allow (the tail shorter than one of them is thread 0's).
 CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t rank = 0, uint32_t size = 1) {
   // One 16-byte access. A vector type for clang and gcc: clang puts an array of a struct
   // on the stack; nvcc knows no vector types in device code but keeps its struct in registers.
@@ -91,9 +91,18 @@ CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes, uint3
     case 4: CopyUnits<uint32_t>(dst, src, units, rank, size); break;
     default: CopyUnits<uint8_t>(dst, src, units, rank, size); break;
   }
-  if (rank == 0)
-    for (uint64_t i = units * unit; i < bytes; ++i)
-      *reinterpret_cast<uint8_t*>(dst + i) = *reinterpret_cast<const uint8_t*>(src + i);
+  if (rank != 0) return;
+  // The tail, shorter than a unit: the widest pieces first (they stay aligned).
+  uint64_t i = units * unit;
+  if (unit > 8 && bytes - i >= 8) {
+    *reinterpret_cast<uint64_t*>(dst + i) = *reinterpret_cast<const uint64_t*>(src + i);
+    i += 8;
+  }
+  if (unit > 4 && bytes - i >= 4) {
+    *reinterpret_cast<uint32_t*>(dst + i) = *reinterpret_cast<const uint32_t*>(src + i);
+    i += 4;
+  }
+  for (; i < bytes; ++i) *reinterpret_cast<uint8_t*>(dst + i) = *reinterpret_cast<const uint8_t*>(src + i);
 }
 
 /// Stores the low `bytes` (1 to 8) bytes of `value`, little-endian, as put_value does.

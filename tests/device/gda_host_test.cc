@@ -331,6 +331,29 @@ TEST_P(GdaOnHost, WhatTheDeviceCannotCheckTakesTheRing) {
 INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "direct"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
+// The direct path's copy: every size from 0 to 80 bytes at every alignment of source and
+// destination, by a group of 1, 3 or 32 threads (each share copied in turn), lands exactly
+// those bytes and nothing around them.
+TEST(GdaDirectCopy, EverySizeAndAlignment) {
+  alignas(16) unsigned char src[128];
+  alignas(16) unsigned char dst[128];
+  for (int i = 0; i < 128; ++i) src[i] = static_cast<unsigned char>(i * 7 + 1);
+  for (uint32_t group : {1u, 3u, 32u})
+    for (int so = 0; so < 16; ++so)
+      for (int d0 = 0; d0 < 16; ++d0)
+        for (uint64_t bytes = 0; bytes <= 80; ++bytes) {
+          memset(dst, 0xEE, sizeof(dst));
+          for (uint32_t rank = 0; rank < group; ++rank)
+            cco::gda::CopyToPeer(reinterpret_cast<uint64_t>(dst + d0), reinterpret_cast<uint64_t>(src + so), bytes, rank,
+                                 group);
+          for (int i = 0; i < 128; ++i) {
+            const bool inside = i >= d0 && static_cast<uint64_t>(i - d0) < bytes;
+            ASSERT_EQ(dst[i], inside ? src[so + i - d0] : 0xEE)
+                << "group " << group << " src +" << so << " dst +" << d0 << " bytes " << bytes << " at " << i;
+          }
+        }
+}
+
 // A malformed bound is refused, never read as some default.
 TEST(GdaDirectBound, MalformedIsRefused) {
   for (const char* bad : {"lots", "-1", "2000000"}) {

@@ -6,6 +6,9 @@
 //                     bitcode wrappers get as `dc`)
 //   raw               the floor on the same memory: one thread, a system-scope release add
 //                     into the peer's word and acquire polls of its own (no ccoGda at all)
+//   raw-fence         the same, polling relaxed and fencing (system scope) once it holds
+//   raw-4             the same, polling the sum of 4 words relaxed, then the fence (what
+//                     wait_signal does for 2 ranks: 2 proxy words, 2 direct words)
 // Diagnostic, not a benchmark of record (`cco perf --suites gda` is):
 //   nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/gda_rtt_probe.cu -Lbazel-bin/host -lcco -o probe
 //   python -m cco.launch -n 2 ./probe
@@ -58,20 +61,30 @@ __global__ void bounce_global(const ccoDevComm* dc, int peer, int rounds, bool f
 
 // One thread: add 1 to this rank's word at the peer (release, system scope), poll its own
 // word for the peer's (acquire).
-__global__ void raw(uint64_t* theirs, const uint64_t* mine, int rounds, bool first, Times* t) {
+template <int kWay> __device__ bool Reached(const uint64_t* mine, uint64_t least) {
+  namespace arch = cco::arch;
+  if (kWay == 0) return arch::load<cco::order::Acquire, cco::scope::System>(mine) >= least;
+  uint64_t sum = 0;
+  for (int i = 0; i < (kWay == 1 ? 1 : 4); ++i) sum += arch::load<cco::order::Relaxed, cco::scope::System>(mine + 8 * i);
+  if (sum < least) return false;
+  arch::fence<cco::scope::System>();
+  return true;
+}
+
+template <int kWay> __global__ void raw(uint64_t* theirs, const uint64_t* mine, int rounds, bool first, Times* t) {
   namespace arch = cco::arch;
   long long post = 0, wait = 0;
   const long long start = clock64();
   for (int i = 1; i <= rounds; ++i) {
     long long a = clock64();
     if (!first)
-      while (arch::load<cco::order::Acquire, cco::scope::System>(mine) < static_cast<uint64_t>(i)) {
+      while (!Reached<kWay>(mine, static_cast<uint64_t>(i))) {
       }
     long long b = clock64();
     arch::add<cco::order::Release, cco::scope::System>(theirs, uint64_t{1});
     long long c = clock64();
     if (first)
-      while (arch::load<cco::order::Acquire, cco::scope::System>(mine) < static_cast<uint64_t>(i)) {
+      while (!Reached<kWay>(mine, static_cast<uint64_t>(i))) {
       }
     long long d = clock64();
     post += c - b;
@@ -123,7 +136,8 @@ int main() {
   const int rounds = 2000;
   const double us = 1e3 / khz;  // per cycle
   ccoDevComm* dcGlobal = reinterpret_cast<ccoDevComm*>(dc.ptr);  // ccoDevCommCreate's device copy
-  for (const char* variant : {"thread", "block", "global", "raw", "thread", "block", "global", "raw"}) {
+  for (const char* variant : {"thread", "block", "global", "raw", "raw-fence", "raw-4", "thread", "block", "global",
+                              "raw", "raw-fence", "raw-4"}) {
     CHECK_CCO(ccoBarrierAll(comm));
     if (!strcmp(variant, "thread")) {
       bounce<ccoCoopThread><<<1, 1, 0, stream>>>(dc, peer, rounds, rank == 0, t);
@@ -138,8 +152,11 @@ int main() {
       cudaMemsetAsync(static_cast<char*>(mem) + 8 * peer, 0, 8, stream);
       cudaStreamSynchronize(stream);
       CHECK_CCO(ccoBarrierAll(comm));
-      raw<<<1, 1, 0, stream>>>(static_cast<uint64_t*>(peerWord),
-                               reinterpret_cast<const uint64_t*>(static_cast<char*>(mem) + 8 * peer), rounds, rank == 0, t);
+      auto* theirs = static_cast<uint64_t*>(peerWord);
+      auto* mine = reinterpret_cast<const uint64_t*>(static_cast<char*>(mem) + 8 * peer);
+      if (!strcmp(variant, "raw")) raw<0><<<1, 1, 0, stream>>>(theirs, mine, rounds, rank == 0, t);
+      else if (!strcmp(variant, "raw-fence")) raw<1><<<1, 1, 0, stream>>>(theirs, mine, rounds, rank == 0, t);
+      else raw<2><<<1, 1, 0, stream>>>(theirs, mine, rounds, rank == 0, t);
     }
     cudaError_t e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) {
