@@ -4,7 +4,9 @@ the same two processes between the same endpoints (gda_tcp_bench, shipped with t
   across   two ranks on two "hosts" (distinct CCO_HOSTID; loopback here, network namespaces
            with tools/perf/tcp_bench.py): a bare TCP ping-pong and stream, then GDA put+signal
            and signal round trips and put bandwidth through the tcp backend
-  local    the same round trips with both ranks on one host (the local backend)
+  local    the same round trips with both ranks on one host through the local backend, with
+           the direct path off (CCO_GDA_DIRECT_MAX_BYTES=0): the tcp path goes through both
+           proxies too, so the proxies' own cost is the anchor, not the device's stores
 
 The cpu platform (host memory): these are the backend's figures, not a GPU's. Targets
 (issue 11): round trip <= bare ping-pong + the local round trip; the largest put >= 80 % of
@@ -28,7 +30,7 @@ def bench_path():
     return path
 
 
-def run_pair(bench, suites, max_bytes, rounds, host_ids, commands, address, ifname):
+def run_pair(bench, suites, max_bytes, rounds, host_ids, commands, address, ifname, extra_env=None):
     """Rank 0 and 1 of gda_tcp_bench; rank 0's figures."""
     with tempfile.TemporaryDirectory() as tmp:
         id_file = os.path.join(tmp, "id")
@@ -36,8 +38,10 @@ def run_pair(bench, suites, max_bytes, rounds, host_ids, commands, address, ifna
         for rank in (0, 1):
             env = dict(os.environ, CCO_PLATFORM="cpu", CCO_HOSTID=host_ids[rank], CCO_SOCKET_IFNAME=ifname,
                        CCO_TIMEOUT_MS="60000")
-            for name in ("CCO_NET", "CCO_TEST_NODES_PER_HOST", "CCO_UNIQUE_ID", "CCO_RANK", "CCO_WORLD_SIZE"):
+            for name in ("CCO_NET", "CCO_TEST_NODES_PER_HOST", "CCO_UNIQUE_ID", "CCO_RANK", "CCO_WORLD_SIZE",
+                         "CCO_GDA_DIRECT_MAX_BYTES"):
                 env.pop(name, None)
+            env.update(extra_env or {})
             argv = commands[rank]([bench, str(rank), id_file, address, suites, str(max_bytes), str(rounds)])
             procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         outs = [p.communicate(timeout=900) for p in procs]
@@ -54,7 +58,7 @@ def measure(max_bytes, rounds, across_commands=None, address="127.0.0.1", ifname
     across = run_pair(bench, "bare,gda", max_bytes, rounds, ["cco-perf-a", "cco-perf-b"], across_commands or plain,
                       address, ifname)
     local = run_pair(bench, "gda", min(max_bytes, 1 << 20), rounds, ["cco-perf-a", "cco-perf-a"], plain, "127.0.0.1",
-                     "=lo")
+                     "=lo", {"CCO_GDA_DIRECT_MAX_BYTES": "0"})
     return across, local
 
 
@@ -70,7 +74,8 @@ def add_suites(report, across, local, path):
     bare = _figure(across, "bare", "tcp pingpong 8B")
     rows = report.suite(f"GDA over tcp round trip ({path}, cpu platform)",
                         ["payload", "tcp us/rt", "bare tcp us/rt", "local us/rt", "target us/rt", "met"],
-                        note="target: the bare ping-pong between the same endpoints + the local backend's round trip")
+                        note="target: the bare ping-pong between the same endpoints + the local backend's round trip "
+                             "(both ranks on one host, through their proxies: the direct path off)")
     for what, label in (("put+signal round trip 8B", "put+signal 8B"), ("signal round trip", "signal")):
         tcp, loc = _figure(across, "gda", what), _figure(local, "gda", what)
         rows.append([label, tcp, bare, loc, bare + loc, "yes" if tcp <= bare + loc else "no"])
