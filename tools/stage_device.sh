@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds here what the GPU machine runs, into stage/ (git-ignored; pass it in `carry`):
 #   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
-#   stage/bin/*              host test binaries that run on the real driver, the tcp benchmark, vmm_probe
+#   stage/bin/*              host test binaries that run on the real driver, the tcp benchmark, vmm_probe,
+#                            gda_rtt_probe
 # The GPU machine then runs tests/gpu/run_all.sh from the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +14,8 @@ mkdir -p stage/bin
 cp "$(ls -t bazel-bin/tools/wheel/cco-*.whl | head -1)" stage/  # the wheel just built
 cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench stage/bin/
 nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
+# Where a GDA round trip goes; linked against the wheel's libcco.so where run_all.sh installs it.
+nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/gda_rtt_probe.cu -Lbazel-bin/host -lcco \
+  -Xlinker -rpath=/tmp/site/cco/_data -o stage/bin/gda_rtt_probe
 chmod -R u+w stage
 du -sh stage

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor)
 
 python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -139,6 +139,19 @@ PY
         echo "perf $suites on 2 GPUs: exit $?"; tail -2 "$OUT/perf2-$name.err"
         python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf2-$name.json"
       done ;;
+    probe)
+      # Where a GDA round trip's time goes (posting vs waiting, against a raw flag bounce and
+      # its fence): tools/perf/gda_rtt_probe.cu, built by tools/stage_device.sh.
+      mps_start
+      timeout 120 python3 -m cco.launch -n 2 --timeout 100 stage/bin/gda_rtt_probe 2>&1 | tee "$OUT/gda-rtt-probe.txt"
+      mps_stop ;;
+    tcp)
+      # The tcp backend's round trips and bandwidth against a bare socket (cpu platform: no GPU
+      # work, but this machine's cores).
+      timeout 400 python3 -m cco.cli perf --platform cpu --suites tcp --json > "$OUT/perf-tcp.json" 2> "$OUT/perf-tcp.err"
+      echo "perf tcp: exit $?"; tail -2 "$OUT/perf-tcp.err"
+      python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-tcp.json"
+      ;;
     perf-procs)
       # Ranks as processes (what one process per GPU does), two of them sharing the one
       # GPU: under MPS, so their kernels run at once.
