@@ -26,7 +26,7 @@ TARGETS = {
 # every_sdma).
 MEMORY_MODEL = {
     ("cuda", 0): [r"fence\.acq_rel\.sys"],
-    ("cuda", 1): [r"red\.release\.sys\.add\.u32", r"ld\.acquire\.sys\.u32"],
+    ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.acquire\.sys\.u32"],
     ("cuda", 2): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64", r"atom\.\w*\.?gpu\.add\.u64|atom\.add\.u64"],
     ("hip", 0): [r"buffer_wbl2 sc0 sc1"],
     ("hip", 1): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
