@@ -12,15 +12,7 @@
 #include <string.h>
 
 #include "cco/cco_scale_out.hpp"  // the guide's header for GDA (pulls in cco/cco.hpp)
-
-#define CHECK_CCO(call)                                                                       \
-  do {                                                                                        \
-    ccoResult_t r_ = (call);                                                                  \
-    if (r_ != ccoSuccess) {                                                                   \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, ccoGetErrorString(r_), ccoGetLastError()); \
-      return 1;                                                                               \
-    }                                                                                         \
-  } while (0)
+#include "examples/cpp/launch_env.h"
 
 __global__ void put_signal_wait(ccoDevComm dc, ccoWindow_t win, int n, int* errors) {
   ccoGda<> gda(dc, /*context=*/0, /*timeoutNs=*/10000000000ull);
@@ -40,30 +32,10 @@ __global__ void put_signal_wait(ccoDevComm dc, ccoWindow_t win, int n, int* erro
   if (barrier.sync() != CCO_DEVICE_STATUS_OK) atomicAdd(errors, 1000000);
 }
 
-static int FromHex(const char* hex, ccoUniqueId* id) {
-  if (strlen(hex) != 2 * sizeof(id->internal)) return 1;
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return 1;
-    id->internal[i] = static_cast<char>(v);
-  }
-  return 0;
-}
-
 int main() {
-  const char* rank_s = getenv("CCO_RANK");
-  const char* world_s = getenv("CCO_WORLD_SIZE");
-  const char* uid_s = getenv("CCO_UNIQUE_ID");
-  if (!rank_s || !world_s || !uid_s) {
-    fprintf(stderr, "run under `python -m cco.launch -n N ./gda_put`\n");
-    return 2;
-  }
-  const int rank = atoi(rank_s), world = atoi(world_s);
+  int rank = 0, world = 0;
   ccoUniqueId id;
-  if (FromHex(uid_s, &id)) {
-    fprintf(stderr, "CCO_UNIQUE_ID is not 256 hex digits\n");
-    return 2;
-  }
+  if (!JoinFromLaunchEnv("./gda_put", &rank, &world, &id)) return 2;
   int devices = 1;
   cudaGetDeviceCount(&devices);
   cudaSetDevice(rank % devices);

@@ -10,15 +10,7 @@
 #include <string.h>
 
 #include "cco/cco.hpp"  // the guide's header for host + LSA
-
-#define CHECK_CCO(call)                                                                       \
-  do {                                                                                        \
-    ccoResult_t r_ = (call);                                                                  \
-    if (r_ != ccoSuccess) {                                                                   \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, ccoGetErrorString(r_), ccoGetLastError()); \
-      return 1;                                                                               \
-    }                                                                                         \
-  } while (0)
+#include "examples/cpp/launch_env.h"
 
 __global__ void put_and_check(ccoDevComm dc, ccoWindow_t win, int n, int* errors) {
   const int peer = (dc.lsaRank + 1) % dc.lsaSize;
@@ -45,30 +37,10 @@ __global__ void put_and_check(ccoDevComm dc, ccoWindow_t win, int n, int* errors
   }
 }
 
-static int FromHex(const char* hex, ccoUniqueId* id) {
-  if (strlen(hex) != 2 * sizeof(id->internal)) return 1;
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return 1;
-    id->internal[i] = static_cast<char>(v);
-  }
-  return 0;
-}
-
 int main() {
-  const char* rank_s = getenv("CCO_RANK");
-  const char* world_s = getenv("CCO_WORLD_SIZE");
-  const char* uid_s = getenv("CCO_UNIQUE_ID");
-  if (!rank_s || !world_s || !uid_s) {
-    fprintf(stderr, "run under `python -m cco.launch -n N ./lsa_put`\n");
-    return 2;
-  }
-  const int rank = atoi(rank_s), world = atoi(world_s);
+  int rank = 0, world = 0;
   ccoUniqueId id;
-  if (FromHex(uid_s, &id)) {
-    fprintf(stderr, "CCO_UNIQUE_ID is not 256 hex digits\n");
-    return 2;
-  }
+  if (!JoinFromLaunchEnv("./lsa_put", &rank, &world, &id)) return 2;
   cudaSetDevice(0);
   cudaFree(nullptr);  // create the context CCO will use
 

@@ -18,15 +18,8 @@
 #include <string.h>
 
 #include "cco/cco_scale_out.hpp"
+#include "examples/cpp/launch_env.h"
 
-#define CHECK_CCO(call)                                                                       \
-  do {                                                                                        \
-    ccoResult_t r_ = (call);                                                                  \
-    if (r_ != ccoSuccess) {                                                                   \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, ccoGetErrorString(r_), ccoGetLastError()); \
-      return 1;                                                                               \
-    }                                                                                         \
-  } while (0)
 
 struct Times {
   unsigned long long post, wait, total;
@@ -94,25 +87,16 @@ template <int kWay> __global__ void raw(uint64_t* theirs, const uint64_t* mine, 
              static_cast<unsigned long long>(clock64() - start), 0};
 }
 
-static int FromHex(const char* hex, ccoUniqueId* id) {
-  if (strlen(hex) != 2 * sizeof(id->internal)) return 1;
-  for (size_t i = 0; i < sizeof(id->internal); ++i) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return 1;
-    id->internal[i] = static_cast<char>(v);
-  }
-  return 0;
-}
 
 int main() {
-  const char* rank_s = getenv("CCO_RANK");
-  const char* uid_s = getenv("CCO_UNIQUE_ID");
+  int rank = 0, world = 0;
   ccoUniqueId id;
-  if (!rank_s || !uid_s || FromHex(uid_s, &id) || atoi(getenv("CCO_WORLD_SIZE")) != 2) {
-    fprintf(stderr, "run under `python -m cco.launch -n 2`\n");
+  if (!JoinFromLaunchEnv("./probe", &rank, &world, &id)) return 2;
+  if (world != 2) {
+    fprintf(stderr, "the probe bounces between 2 ranks (python -m cco.launch -n 2)\n");
     return 2;
   }
-  const int rank = atoi(rank_s), peer = 1 - rank;
+  const int peer = 1 - rank;
   int devices = 1;
   cudaGetDeviceCount(&devices);
   cudaSetDevice(rank % devices);
