@@ -249,21 +249,21 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     uint64_t sum = 0;
     for (int32_t i = 0; i < f_.peerCount; i += 8) {
       uint64_t v[8];
-CCO_UNROLL
+      CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k) {
         const int32_t sender = i + k < f_.peerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
         v[k] = sender < 0 ? 0 : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
       }
-CCO_UNROLL
+      CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k) sum += v[k];
     }
     // The direct words: one per LSA rank (zero for one that never sent directly).
     for (int32_t i = 0; i < t.lsaSize; i += 8) {
       uint64_t v[8];
-CCO_UNROLL
+      CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k)
         v[k] = i + k < t.lsaSize ? arch::load<arch::PollOrder, scope::System>(words + direct_word(id, i + k)) : 0;
-CCO_UNROLL
+      CCO_UNROLL
       for (int32_t k = 0; k < 8; ++k) sum += v[k];
     }
     return sum;

@@ -62,9 +62,9 @@ template <class T> CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uin
   uint64_t i = rank;
   for (; i + static_cast<uint64_t>(kBatch - 1) * size < units; i += static_cast<uint64_t>(kBatch) * size) {
     T v[kBatch];
-CCO_UNROLL
+    CCO_UNROLL
     for (uint32_t k = 0; k < kBatch; ++k) v[k] = from[i + static_cast<uint64_t>(k) * size];
-CCO_UNROLL
+    CCO_UNROLL
     for (uint32_t k = 0; k < kBatch; ++k) to[i + static_cast<uint64_t>(k) * size] = v[k];
   }
   for (; i < units; i += size) to[i] = from[i];
