@@ -31,8 +31,9 @@
 //   - Thread mode AGGREGATE (thread coop): the lanes of a warp that post to one ring
 //     together reserve their slots with one atomic and ring once.
 //   - Direct path (device/gda_direct.hpp): to a peer of this rank's LSA team, Immediate and
-//     Deferred handles do signal, put_value and puts of up to dc.gdaDirectMaxBytes with
-//     their own stores when the ring to that peer is idle, with the same semantics.
+//     Deferred handles do signal, put_value, and puts and gets of up to dc.gdaDirectMaxBytes
+//     with their own loads and stores when the ring to that peer is idle, with the same
+//     semantics (a direct get is complete when it returns).
 // Every wait polls the abort flag and the ring's error word and ends at the handle's
 // timeout (0: none). Statuses are ccoDeviceStatus values.
 // A host proxy carries the posts out; it only queues work on its own stream, so host-side
@@ -105,7 +106,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     d.srcWindow = window_id(remote);
     d.srcOffset = remoteOffset;
     d.bytes = bytes;
-    return Post<Coop, TM>(peer, d);
+    return Post<Coop, TM>(peer, d, local, remote);
   }
 
   /// Adds to signal `signalId` of `peer` (INC: 1, ADD: value), after every earlier post of
@@ -293,7 +294,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     return gda::EveryRing<Coop>(f_.peerCount, [&](int32_t i) { return ring(i); }, step);
   }
 
-  // dst / src: the windows of a put or put_value (0 where the operation has none).
+  // dst / src: the descriptor's windows, as handles (0 where the operation has none): a get's
+  // dst is the local window, its src the peer's.
   template <class Coop, ccoThreadMode TM>
   CCO_DEVICE_API int32_t Post(int32_t peer, const ccoGdaDesc& d, ccoWindow_t dst = 0, ccoWindow_t src = 0) {
     const int32_t index = peer_index(peer);
@@ -303,7 +305,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     // The direct path: thread 0 decides; the group shares a put's copy where it can vote.
     bool direct = false;
     const int32_t lsaPeer = peer - f_.topo.lsaWorldBase;
-    if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && d.op == CCO_GDA_OP_PUT) {
+    const bool copies = d.op == CCO_GDA_OP_PUT || d.op == CCO_GDA_OP_GET;
+    if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && copies) {
       direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, dst, src));
       if (direct) {
         DirectData(d, dst, src, lsaPeer, coop.thread_rank(), coop.size());
@@ -341,6 +344,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       return false;  // the proxy refuses it, with the ring's error
     switch (d.op) {
       case CCO_GDA_OP_PUT:
+      case CCO_GDA_OP_GET:
         if (d.bytes > f_.directMaxBytes || !gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes) ||
             !gda::WindowHolds(f_.flatBase, f_.stride, src, d.srcOffset, d.bytes))
           return false;
@@ -357,10 +361,14 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   // Thread `rank` of `size`'s share of a direct operation's data (a put_value is thread 0's).
   CCO_DEVICE_API void DirectData(const ccoGdaDesc& d, ccoWindow_t dst, ccoWindow_t src, int32_t lsaPeer, uint32_t rank,
                                  uint32_t size) const {
+    const ccoWindowDevice* to = reinterpret_cast<const ccoWindowDevice*>(dst);
+    const ccoWindowDevice* from = reinterpret_cast<const ccoWindowDevice*>(src);
     if (d.op == CCO_GDA_OP_PUT) {
-      gda::CopyToPeer(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset),
-                      lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d.srcOffset), d.bytes, rank,
-                      size);
+      gda::CopyShare(lsa_peer_address(to, lsaPeer, d.dstOffset), lsa_local_address(from, d.srcOffset), d.bytes, rank,
+                     size);
+    } else if (d.op == CCO_GDA_OP_GET) {
+      gda::CopyShare(lsa_local_address(to, d.dstOffset), lsa_peer_address(from, lsaPeer, d.srcOffset), d.bytes, rank,
+                     size);
     } else if (d.op == CCO_GDA_OP_PUT_VALUE && rank == 0) {
       gda::StoreValue(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset),
                       d.srcOffset, static_cast<uint32_t>(d.bytes));

@@ -3,7 +3,8 @@
 // A sender whose target is in its LSA team can reach the target's memory with its own
 // stores. For small operations that is several microseconds faster than a trip through the
 // proxy (a host thread polling a ring, then a copy and a stream write queued on a GPU), so
-// ccoGda does signal, put_value and puts of up to ccoDevComm.gdaDirectMaxBytes itself:
+// ccoGda does signal, put_value, and puts and gets of up to ccoDevComm.gdaDirectMaxBytes
+// itself (a get by loads from the peer's memory):
 //
 //   - only when the ring to that peer is idle: every ticket ever reserved on it is consumed,
 //     i.e. complete (data and signal landed). Then nothing posted earlier on that context to
@@ -15,7 +16,7 @@
 //   - the signal as a system-scope release add on the sender's own direct word at the
 //     target (abi/gda.h), never on the proxy's word, whose running-sum stores would lose it;
 //     a reduction, which the sender does not wait on;
-//   - a put's copy shared by the coop group where the group can vote on the path (a warp;
+//   - a put's or get's copy shared by the coop group where the group can vote on the path (a warp;
 //     a block on nvptx), else done by thread 0 alone.
 // A direct put is complete when it returns, up to a system-scope fence: a direct signal
 // releases, and flush fences, so "flushed" still means "landed".
@@ -72,7 +73,7 @@ template <class T> CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uin
 
 /// Thread `rank` of a group of `size`'s share of copying `bytes`, with the widest accesses
 /// both addresses allow (the tail shorter than one of them is thread 0's).
-CCO_DEVICE_API void CopyToPeer(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t rank = 0, uint32_t size = 1) {
+CCO_DEVICE_API void CopyShare(uint64_t dst, uint64_t src, uint64_t bytes, uint32_t rank = 0, uint32_t size = 1) {
   // One 16-byte access. A vector type for clang and gcc: clang puts an array of a struct
   // on the stack; nvcc knows no vector types in device code but keeps its struct in registers.
 #if defined(__CUDACC__) && !defined(__clang__)

@@ -247,8 +247,8 @@ TEST_P(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
 }
 
 // Which path an operation took, seen from the ring: the direct path leaves the ring's
-// head where it was; the proxy path takes a ticket. A put above the bound, a get and a
-// counter always take the ring.
+// head where it was; the proxy path takes a ticket. A put above the bound and a counter
+// always take the ring.
 uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
   const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
   return reinterpret_cast<const volatile ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring))->head;
@@ -266,10 +266,12 @@ TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
     CHECK_OR_FAIL(gda.signal(peer, 2) == 0);
     CHECK_OR_FAIL(gda.put_value(peer, k.win, 8192, 77 + k.rank, CCO_SIGNAL_ADD, 2, 5) == 0);
     CHECK_OR_FAIL(gda.put(peer, k.win, 12288, k.win, 0, 4096, CCO_SIGNAL_INC, 2) == 0);  // at the bound
+    CHECK_OR_FAIL(gda.get(peer, k.win, 0, k.win, 20480, 4096) == 0);  // the peer's first 4 KiB
     CHECK_OR_FAIL(gda.flush() == 0);
-    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 0u : 3u));
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 0u : 4u));
+    CHECK_OR_FAIL(Holds(k.mem + 20480, peer, 1024));
     CHECK_OR_FAIL(gda.put(peer, k.win, 16384 + 12288, k.win, 0, 4100, CCO_SIGNAL_INC, 2) == 0);  // above: the ring
-    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 1u : 4u));
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 1u : 5u));
     CHECK_OR_FAIL(gda.wait_signal(2, 8) == 0);
     CHECK_OR_FAIL(*reinterpret_cast<volatile uint64_t*>(k.mem + 8192) == 77u + peer);
     CHECK_OR_FAIL(Holds(k.mem + 12288, peer, 1024) && Holds(k.mem + 16384 + 12288, peer, 1025));
@@ -344,7 +346,7 @@ TEST(GdaDirectCopy, EverySizeAndAlignment) {
         for (uint64_t bytes = 0; bytes <= 80; ++bytes) {
           memset(dst, 0xEE, sizeof(dst));
           for (uint32_t rank = 0; rank < group; ++rank)
-            cco::gda::CopyToPeer(reinterpret_cast<uint64_t>(dst + d0), reinterpret_cast<uint64_t>(src + so), bytes, rank,
+            cco::gda::CopyShare(reinterpret_cast<uint64_t>(dst + d0), reinterpret_cast<uint64_t>(src + so), bytes, rank,
                                  group);
           for (int i = 0; i < 128; ++i) {
             const bool inside = i >= d0 && static_cast<uint64_t>(i - d0) < bytes;

@@ -152,7 +152,8 @@ void ExpectHostMappedMemory(Platform* platform, int device) {
 }
 
 // The GDA proxy's stream: a copy, then words written behind it into device memory and into
-// host-mapped memory; all land by the synchronise, and a misaligned word is refused.
+// host-mapped memory; all land by the synchronise, and a misaligned word is refused; then a flag
+// word written at once (WriteDeviceWord).
 void ExpectStreamWork(Platform* platform, int device) {
   uint64_t va = 0;
   void* host = nullptr;
@@ -175,6 +176,10 @@ void ExpectStreamWork(Platform* platform, int device) {
   EXPECT_EQ(word, ~0ull - 5);
   Status status = platform->StreamWriteValue64(device, stream, va + 4, 1);
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+  // A flag word for running kernels (a failed ring's mirror): written at once, whole.
+  ASSERT_OK(platform->WriteDeviceWord(device, va + 136, 0xfeedfacecafef00dull));
+  ASSERT_OK(platform->CopyFromDevice(device, &word, va + 136, sizeof(word)));
+  EXPECT_EQ(word, 0xfeedfacecafef00dull);
   ASSERT_OK(platform->StreamDestroy(device, stream));
   ASSERT_OK(platform->HostMappedFree(device, host));
   ASSERT_OK(platform->DeviceFree(device, va));

@@ -154,6 +154,12 @@ class CpuPlatform final : public Platform {
     return Status::Ok();
   }
   Status StreamSynchronize(int, uint64_t) override { return Status::Ok(); }
+  // "Device" code runs on host threads here: an atomic store, not a copy they would race with.
+  Status WriteDeviceWord(int, uint64_t address, uint64_t value) override {
+    if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("WriteDeviceWord: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
+    __atomic_store_n(reinterpret_cast<uint64_t*>(address), value, __ATOMIC_RELEASE);
+    return Status::Ok();
+  }
 
   Status DeviceAlloc(int, size_t size, uint64_t* va) override {
     void* p = calloc(1, size);

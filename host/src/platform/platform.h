@@ -77,6 +77,11 @@ class Platform {
   virtual Status Memset(int device, uint64_t va, int value, size_t size) = 0;
   virtual Status CopyToDevice(int device, uint64_t dst, const void* src, size_t size) = 0;
   virtual Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) = 0;
+  // One aligned 8-byte word, synchronously, as a single store that running kernels (which
+  // may be reading it) see whole: a flag for the device.
+  virtual Status WriteDeviceWord(int device, uint64_t address, uint64_t value) {
+    return CopyToDevice(device, address, &value, sizeof(value));
+  }
 
   // Host memory the device can read and write (the abort flag): host pointer and the
   // address kernels use.

@@ -456,8 +456,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
 // take the ring and meet the error too. The mirror is written first, at once (not behind
 // the proxy's stream): whoever saw the error then finds the ring failed on the device too.
 void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32_t peer) {
-  const uint64_t failed = 1;
-  Status s = comm_->platform->CopyToDevice(comm_->device, rings.failedAddress(ring), &failed, sizeof(failed));
+  Status s = comm_->platform->WriteDeviceWord(comm_->device, rings.failedAddress(ring), 1);
   rings.consumers[ring].Fail(error, peer);
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
