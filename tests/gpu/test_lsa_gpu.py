@@ -91,6 +91,35 @@ def test_oneshot_allreduce(group, count):
         assert torch.equal(out.cpu(), want), f"rank {r}"
 
 
+@pytest.mark.parametrize("count", [1000, 2048, 1 << 18, (1 << 18) + 3])
+def test_twoshot_allreduce(group, count):
+    """The two-shot sums exactly, 3 calls in a row (each call's stores wait for every rank to
+    have copied the last call's result out), at sizes that leave a rank's chunk empty, ragged
+    or whole, through the class as perf calls it."""
+    n = len(group.ranks)
+    outs = []
+    for rk in group.ranks:
+        rk.view(rk.rank, 0, count, torch.float32).copy_(
+            torch.arange(count, device=f"cuda:{rk.device}", dtype=torch.float32) % 113 + 10 * rk.rank)
+        outs.append(torch.full((count,), -1.0, device=f"cuda:{rk.device}"))
+    group.sync()
+    programs = min(K.max_programs(n), 64)
+    calls = [K.TwoShotAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs) for r, rk in enumerate(group.ranks)]
+    with Watchdog(group, 60):
+        for _ in range(3):
+            group.run_once({r: calls[r] for r in range(n)})
+    want = (torch.arange(count, dtype=torch.float32) % 113) * n + 10 * sum(range(n))
+    for r, out in enumerate(outs):
+        assert torch.equal(out.cpu(), want), f"rank {r}"
+
+
+def test_twoshot_refuses_a_window_too_small(group):
+    rk = group.ranks[0]
+    out = torch.empty(1 << 21, device=f"cuda:{rk.device}")
+    with pytest.raises(ValueError, match="needs a window of"):
+        K.TwoShotAllReduce(rk.dc, rk.win, out, 1 << 21, len(group.ranks), 1, group.libs)
+
+
 def test_barrier_100000_rounds(group):
     status = [torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in group.ranks]
     with Watchdog(group, 120):

@@ -252,6 +252,10 @@ def kernels_to_compile():
         ("oneshot_allreduce", K.oneshot_allreduce, {"dc": "u64", "win": "u64", "out": "*fp32", "n": "i32",
                                                     "iters": "i32", "NRANKS": "constexpr", "BLOCK": "constexpr"},
          {"NRANKS": 4, "BLOCK": 1024}),
+        ("twoshot_allreduce", K.twoshot_allreduce, {"dc": "u64", "win": "u64", "out": "*fp32", "n": "i32",
+                                                    "result_offset": "i64", "iters": "i32", "NRANKS": "constexpr",
+                                                    "BLOCK": "constexpr"},
+         {"NRANKS": 4, "BLOCK": 1024}),
     ]
 
 

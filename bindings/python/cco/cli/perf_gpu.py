@@ -361,6 +361,8 @@ def run(opts, joined=None, world=None):
     per_launch = joined is not None and "launch" in suites  # one process per rank only
     if (shared and "allreduce" in suites) or per_launch:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
+    if per_launch:  # the two-shot's result area follows its input
+        window = max(window, K.TwoShotAllReduce.window_bytes(opts.allreduce_max_bytes // 4))
     _quiet[0] = joined is not None and joined[0] != 0
     if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites) \
             or per_launch:

@@ -1,5 +1,5 @@
-"""LSA kernels in Triton: put / get through peer pointers, barrier loops, a one-shot
-all-reduce, and the raw anchors they are measured against (a raw-pointer copy twin and a
+"""LSA kernels in Triton: put / get through peer pointers, barrier loops, one-shot and
+two-shot all-reduces, and the raw anchors they are measured against (a raw-pointer copy twin and a
 flag ping-pong that uses no CCO at all).
 
 Every CCO call here is made by all threads of a program, so barriers use coop=BLOCK (a
@@ -68,6 +68,24 @@ def barrier_timeout(dc, timeout_ns, status, COOP: tl.constexpr):
     tl.store(status + tl.program_id(0), cco.LsaBarrier.sync_timeout(dc, tl.program_id(0), timeout_ns, coop=COOP))
 
 
+@triton.jit
+def _peer_bases(win, NRANKS: tl.constexpr):
+    """LSA rank 0's copy of the window and the distance between ranks' copies. Taken before
+    the first barrier: read after it, the window's fields would be one more memory trip on
+    the critical path (the barrier's acquire makes the compiler, and L1, forget them)."""
+    base = cco.Window.lsa_ptr(win, 0, 0)
+    if NRANKS > 1:
+        stride = cco.Window.lsa_ptr(win, 1, 0) - base
+    else:
+        stride = base - base
+    return base, stride
+
+
+@triton.jit
+def _f32(address):
+    return address.to(tl.pointer_type(tl.float32), bitcast=True)
+
+
 @triton.jit(do_not_specialize=["iters"])
 def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
     """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times.
@@ -80,6 +98,7 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
     """
     pid = tl.program_id(0)
     step = tl.num_programs(0) * BLOCK
+    base, stride = _peer_bases(win, NRANKS)
     for _ in range(iters):
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
         for start in range(pid * BLOCK, n, step):
@@ -87,10 +106,48 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
             mask = offs < n
             acc = tl.zeros([BLOCK], dtype=tl.float32)
             for p in tl.static_range(NRANKS):
-                src = cco.Window.lsa_ptr(win, p, 0).to(tl.pointer_type(tl.float32), bitcast=True)
-                acc += tl.load(src + offs, mask=mask)
+                acc += tl.load(_f32(base + p * stride) + offs, mask=mask)
             tl.store(out + offs, acc, mask=mask)
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+
+
+@triton.jit(do_not_specialize=["iters"])
+def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times, in
+    two shots: LSA rank r sums its chunk of every rank's input and stores the sums into every
+    rank's result area (window byte offset `result_offset`, n float32), then each rank copies
+    its result area into `out`. A rank reads n + n/NRANKS elements instead of NRANKS * n.
+
+    Two barriers a call, as the one-shot: before the reads (every input in place) and after
+    the stores (every chunk landed, and every input read: a caller may write its next input
+    once the kernel ended; the next call's stores wait for its first barrier, which every rank
+    reaches only after copying its result area out). Program p uses LSA barrier p and handles
+    the same blocks of every chunk on every rank: chunks are whole multiples of BLOCK times the
+    grid, so the blocks program p copies out are the ones program p of each rank stored."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    step = programs * BLOCK
+    me = cco.DevComm.lsa_rank(dc)
+    base, stride = _peer_bases(win, NRANKS)
+    chunk = tl.cdiv(tl.cdiv(n, NRANKS), step) * step
+    lo = me * chunk
+    hi = tl.minimum(lo + chunk, n)
+    mine = _f32(base + me * stride + result_offset)
+    for _ in range(iters):
+        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+        for start in range(lo + pid * BLOCK, hi, step):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < hi
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for p in tl.static_range(NRANKS):
+                acc += tl.load(_f32(base + p * stride) + offs, mask=mask)
+            for p in tl.static_range(NRANKS):
+                tl.store(_f32(base + p * stride + result_offset) + offs, acc, mask=mask)
+        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+        for start in range(pid * BLOCK, n, step):
+            offs = start + tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(out + offs, tl.load(mine + offs, mask=mask), mask=mask)
 
 
 def max_programs(ranks_per_gpu, device=0):
@@ -122,27 +179,26 @@ def flag_pingpong(my_flag, peer_flag, rounds, failed, FIRST: tl.constexpr):
     tl.store(failed, gave_up)
 
 
-class OneShotAllReduce:
-    """out = the sum over the LSA ranks of the first `count` float32 of their window, one
-    kernel launch per call: an all-reduce as a framework calls it, once per step.
+class _AllReduceLaunch:
+    """One all-reduce kernel launch per call: an all-reduce as a framework calls it, once per
+    step. Eager calls pay Triton's Python launch path (argument binding, specialisation and
+    cache look-up) on every call. With `graph=True` (the low-overhead path for eager callers)
+    the first call captures one launch in a CUDA graph on the current stream and every later
+    call replays it: the arguments are then fixed, so the input must be put in the window and
+    `out` reused, as with any captured work. Either way every rank calls it, in the same order."""
 
-    Eager calls pay Triton's Python launch path (argument binding, specialisation and cache
-    look-up) on every call. With `graph=True` (the low-overhead path for eager callers) the
-    first call captures one launch in a CUDA graph on the current stream and every later call
-    replays it: the arguments are then fixed, so the input must be put in the window and `out`
-    reused, as with any captured work. Either way every rank calls it, in the same order.
-    """
+    BLOCK = 1024
 
-    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4):
-        block = 1024
-        self._grid = (max(1, min(triton.cdiv(count, block), programs)),)
-        self._args = (dc.ptr, win.handle, out, count, 1)
-        self._meta = dict(NRANKS=nranks, BLOCK=block, num_warps=num_warps, extern_libs=extern_libs)
+    def __init__(self, kernel, args, count, nranks, programs, extern_libs, graph, num_warps):
+        self._kernel = kernel
+        self._grid = (max(1, min(triton.cdiv(count, self.BLOCK), programs)),)
+        self._args = args
+        self._meta = dict(NRANKS=nranks, BLOCK=self.BLOCK, num_warps=num_warps, extern_libs=extern_libs)
         self._use_graph = graph
         self._graph = None
 
     def _launch(self):
-        oneshot_allreduce[self._grid](*self._args, **self._meta)
+        self._kernel[self._grid](*self._args, **self._meta)
 
     def __call__(self):
         if not self._use_graph:
@@ -156,3 +212,33 @@ class OneShotAllReduce:
                 self._launch()
             # The captured launch has not run: this call's all-reduce is the replay below.
         self._graph.replay()
+
+
+class OneShotAllReduce(_AllReduceLaunch):
+    """out = the sum over the LSA ranks of the first `count` float32 of their window
+    (oneshot_allreduce), one launch per call; `graph=True`: see _AllReduceLaunch."""
+
+    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4):
+        super().__init__(oneshot_allreduce, (dc.ptr, win.handle, out, count, 1), count, nranks, programs, extern_libs,
+                         graph, num_warps)
+
+
+class TwoShotAllReduce(_AllReduceLaunch):
+    """The same sum in two shots (twoshot_allreduce): the window holds the input at offset 0
+    and a result area of `count` float32 after it (at result_offset(count)), so it must be at
+    least window_bytes(count) long."""
+
+    @staticmethod
+    def result_offset(count):
+        return (count * 4 + 255) // 256 * 256
+
+    @classmethod
+    def window_bytes(cls, count):
+        return cls.result_offset(count) + count * 4
+
+    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4):
+        if win.size < self.window_bytes(count):
+            raise ValueError(f"TwoShotAllReduce of {count} float32 needs a window of {self.window_bytes(count)} bytes "
+                             f"(input, then the result area); this one has {win.size}")
+        super().__init__(twoshot_allreduce, (dc.ptr, win.handle, out, count, self.result_offset(count), 1), count,
+                         nranks, programs, extern_libs, graph, num_warps)
