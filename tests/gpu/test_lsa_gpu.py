@@ -72,23 +72,34 @@ def test_lsa_copy_ring(group):
         assert torch.equal(got, torch.arange(N, dtype=torch.int32, device=got.device) + left * 1000), rk.rank
 
 
-@pytest.mark.parametrize("count", [1000, 1 << 18])
-def test_oneshot_allreduce(group, count):
-    n = len(group.ranks)
+def _allreduce_inputs(group, count):
+    """Each rank's input (in its window at offset 0) and an output filled with -1."""
     outs = []
     for rk in group.ranks:
         rk.view(rk.rank, 0, count, torch.float32).copy_(
             torch.arange(count, device=f"cuda:{rk.device}", dtype=torch.float32) % 113 + 10 * rk.rank)
         outs.append(torch.full((count,), -1.0, device=f"cuda:{rk.device}"))
     group.sync()
+    return outs
+
+
+def _assert_summed(outs, count):
+    n = len(outs)
+    want = (torch.arange(count, dtype=torch.float32) % 113) * n + 10 * sum(range(n))
+    for r, out in enumerate(outs):
+        assert torch.equal(out.cpu(), want), f"rank {r}"
+
+
+@pytest.mark.parametrize("count", [1000, 1 << 18])
+def test_oneshot_allreduce(group, count):
+    n = len(group.ranks)
+    outs = _allreduce_inputs(group, count)
     grid = (min(triton.cdiv(count, 1024), K.max_programs(n), 64),)
     with Watchdog(group, 60):
         group.run_once({r: (lambda r=r, rk=rk: K.oneshot_allreduce[grid](
             rk.dc.ptr, rk.win.handle, outs[r], count, 3, NRANKS=n, BLOCK=1024, extern_libs=group.libs))
             for r, rk in enumerate(group.ranks)})
-    want = (torch.arange(count, dtype=torch.float32) % 113) * n + 10 * sum(range(n))
-    for r, out in enumerate(outs):
-        assert torch.equal(out.cpu(), want), f"rank {r}"
+    _assert_summed(outs, count)
 
 
 @pytest.mark.parametrize("count", [1000, 2048, 1 << 18, (1 << 18) + 3])
@@ -97,20 +108,13 @@ def test_twoshot_allreduce(group, count):
     have copied the last call's result out), at sizes that leave a rank's chunk empty, ragged
     or whole, through the class as perf calls it."""
     n = len(group.ranks)
-    outs = []
-    for rk in group.ranks:
-        rk.view(rk.rank, 0, count, torch.float32).copy_(
-            torch.arange(count, device=f"cuda:{rk.device}", dtype=torch.float32) % 113 + 10 * rk.rank)
-        outs.append(torch.full((count,), -1.0, device=f"cuda:{rk.device}"))
-    group.sync()
+    outs = _allreduce_inputs(group, count)
     programs = min(K.max_programs(n), 64)
     calls = [K.TwoShotAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs) for r, rk in enumerate(group.ranks)]
     with Watchdog(group, 60):
         for _ in range(3):
             group.run_once({r: calls[r] for r in range(n)})
-    want = (torch.arange(count, dtype=torch.float32) % 113) * n + 10 * sum(range(n))
-    for r, out in enumerate(outs):
-        assert torch.equal(out.cpu(), want), f"rank {r}"
+    _assert_summed(outs, count)
 
 
 def test_twoshot_refuses_a_window_too_small(group):
