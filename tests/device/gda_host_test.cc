@@ -356,6 +356,34 @@ TEST(GdaDirectCopy, EverySizeAndAlignment) {
         }
 }
 
+// ccoDevCommRequirements.gdaDirectMaxBytes sets the bound per device communicator (what cco
+// perf uses to measure both paths in one run); -1 defers to the variable; out of range is refused.
+TEST(GdaDirectBound, RequirementsFieldOverridesTheVariable) {
+  setenv("CCO_GDA_DIRECT_MAX_BYTES", "512", 1);
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    CHECK_OR_FAIL(k.dc.gdaDirectMaxBytes == 512u);  // made with -1: the variable
+    for (int bound : {0, 16, 1 << 20}) {
+      ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+      reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+      reqs.gdaDirectMaxBytes = bound;
+      ccoDevComm dc;
+      CHECK_OR_FAIL(ccoDevCommCreate(k.comm, &reqs, &dc) == ccoSuccess);
+      CHECK_OR_FAIL(dc.gdaDirectMaxBytes == static_cast<uint32_t>(bound));
+      CHECK_OR_FAIL(ccoDevCommDestroy(k.comm, &dc) == ccoSuccess);
+    }
+    for (int bad : {-2, (1 << 20) + 1}) {
+      ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+      reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+      reqs.gdaDirectMaxBytes = bad;
+      ccoDevComm dc;
+      CHECK_OR_FAIL(ccoDevCommCreate(k.comm, &reqs, &dc) == ccoInvalidArgument);
+      CHECK_OR_FAIL(strstr(ccoGetLastError(), "gdaDirectMaxBytes") != nullptr);
+    }
+    return true;
+  }), 0);
+  unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+}
+
 // A malformed bound is refused, never read as some default.
 TEST(GdaDirectBound, MalformedIsRefused) {
   for (const char* bad : {"lots", "-1", "2000000"}) {
