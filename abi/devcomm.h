@@ -91,9 +91,10 @@ typedef struct ccoDevComm {
   int32_t gdaPeerCount;           /* connected peers (the GDA team), rings per context */
   int32_t gdaUniformNodes;        /* 1 when every node has lsaSize ranks (RAIL needs it) */
   uint32_t gdaDirectMaxBytes;     /* 0: every operation goes through the proxy. Otherwise a
-                                   * signal, a put_value or a put of up to this many bytes to
-                                   * a peer of the LSA team is done by the device itself when
-                                   * the ring to that peer is idle (abi/gda.h, direct words) */
+                                   * signal, a put_value, or a put or get of up to this many
+                                   * bytes with a peer of the LSA team is done by the device
+                                   * itself when the ring to that peer is idle (abi/gda.h,
+                                   * direct words) */
   uint64_t reserved[1];           /* zero */
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of

@@ -25,7 +25,6 @@ namespace {
 // run (remote atomics on coarse-grained memory over xGMI are not promised). Read once per
 // creation. Ranks need not agree: each sender decides alone, a target reads both kinds of words.
 constexpr int64_t kDirectMaxBytesDefault = 4096;
-constexpr int64_t kDirectMaxBytesLimit = 1 << 20;
 Status DirectMaxBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, uint32_t* bytes) {
   if (reqs.gdaDirectMaxBytes >= 0) {  // ValidateRequirements bounded it
     *bytes = static_cast<uint32_t>(reqs.gdaDirectMaxBytes);
@@ -34,8 +33,8 @@ Status DirectMaxBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, uint
   const char* name = "CCO_GDA_DIRECT_MAX_BYTES";
   const int64_t fallback = strcmp(c.platform->name(), "hip") == 0 ? 0 : kDirectMaxBytesDefault;
   const int64_t v = env::IsSet(name) ? env::Int(name, -1) : fallback;
-  if (v < 0 || v > kDirectMaxBytesLimit)
-    return InvalidUsage(Fmt(name, "=\"", env::Get(name), "\": a number of bytes from 0 to ", kDirectMaxBytesLimit));
+  if (v < 0 || v > kGdaDirectMaxBytesLimit)
+    return InvalidUsage(Fmt(name, "=\"", env::Get(name), "\": a number of bytes from 0 to ", kGdaDirectMaxBytesLimit));
   *bytes = static_cast<uint32_t>(v);
   return Status::Ok();
 }

@@ -11,7 +11,6 @@ size_t Up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Generous bounds that still keep a resource window small and offsets within uint32.
 constexpr int kMaxCount = 1 << 20;
-constexpr int kMaxDirectBytes = 1 << 20;
 
 }  // namespace
 
@@ -32,8 +31,9 @@ Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
                 {"sdmaQueueCount", reqs->sdmaQueueCount}, {"gdaBarrierCount", reqs->gdaBarrierCount}};
   for (const auto& c : counts)
     if (c.value < 0 || c.value > kMaxCount) return InvalidArgument(Fmt("reqs->", c.name, "=", c.value, " is not in [0, ", kMaxCount, "]"));
-  if (reqs->gdaDirectMaxBytes < -1 || reqs->gdaDirectMaxBytes > kMaxDirectBytes)
-    return InvalidArgument(Fmt("reqs->gdaDirectMaxBytes=", reqs->gdaDirectMaxBytes, " is not in [-1, ", kMaxDirectBytes, "]"));
+  if (reqs->gdaDirectMaxBytes < -1 || reqs->gdaDirectMaxBytes > kGdaDirectMaxBytesLimit)
+    return InvalidArgument(
+        Fmt("reqs->gdaDirectMaxBytes=", reqs->gdaDirectMaxBytes, " is not in [-1, ", kGdaDirectMaxBytesLimit, "]"));
   if (reqs->gdaConnectionType < CCO_GDA_CONNECTION_NONE || reqs->gdaConnectionType > CCO_GDA_CONNECTION_RAIL)
     return InvalidArgument(Fmt("reqs->gdaConnectionType=", reqs->gdaConnectionType, " is not a ccoGdaConnectionType"));
   return Status::Ok();
