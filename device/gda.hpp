@@ -216,6 +216,19 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
 
   CCO_DEVICE_API const ccoDevComm& devcomm() const { return dc_; }
   CCO_DEVICE_API const gda::WaitLimits& limits() const { return limits_; }
+  /// This rank's words of signal `id` that world rank `sender` adds to: its proxy's, and
+  /// the one its device adds to directly (null outside this rank's LSA team).
+  CCO_DEVICE_API void sender_words(uint32_t id, int32_t sender, const uint64_t** proxy, const uint64_t** direct) const {
+    const uint64_t* words = reinterpret_cast<const uint64_t*>(f_.signals);
+    const int32_t lsaSender = sender - f_.topo.lsaWorldBase;
+    *proxy = words + cco_gda_signal_word(id, sender, f_.topo.nRanks);
+    *direct = static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize) ? words + direct_word(id, lsaSender)
+                                                                                         : nullptr;
+  }
+  /// Barrier `index`'s epoch word (this rank's progress), after the flush targets.
+  CCO_DEVICE_API uint64_t* barrier_epoch(uint32_t index) const {
+    return resource(f_.flushOffset) + static_cast<uint64_t>(f_.contextCount) * f_.peerCount + index;
+  }
 
  private:
   CCO_DEVICE_API ccoGdaTopo topo() const { return f_.topo; }
@@ -464,9 +477,7 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
   CCO_DEVICE_API int32_t sync() {
     const ccoDevComm& dc = gda_.devcomm();
     if (index_ >= dc.gdaBarrierCount || dc.gdaPeerCount == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    uint64_t* epoch = reinterpret_cast<uint64_t*>(dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride +
-                                                  dc.resourceOffset + dc.gdaFlushOffset) +
-                      static_cast<uint64_t>(dc.gdaContextCount) * dc.gdaPeerCount + index_;
+    uint64_t* epoch = gda_.barrier_epoch(index_);
     coop_.sync();
     const uint64_t target = *epoch + 1;
     const uint32_t id = dc.gdaSignalCount + index_;  // the barrier's signal, one word per sender
@@ -476,18 +487,13 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
       const int32_t peer = gda_.team_peer(i);
       if (peer != dc.rank) status = gda_.template signal<ccoCoopThread>(peer, static_cast<int32_t>(id), CCO_SIGNAL_INC, 1);
     }
-    const uint64_t* words = reinterpret_cast<const uint64_t*>(dc.gdaSignals);
     for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
          i += static_cast<int32_t>(coop_.size())) {
       const int32_t peer = gda_.team_peer(i);
       if (peer == dc.rank) continue;
       // The peer's word from its proxy plus, in the LSA team, the one it adds to directly.
-      const uint64_t* word = words + cco_gda_signal_word(id, peer, dc.worldSize);
-      const int32_t lsaPeer = peer - dc.teamLsa.worldBase;
-      const uint64_t* direct = static_cast<uint32_t>(lsaPeer) < static_cast<uint32_t>(dc.lsaSize)
-                                   ? words + cco_gda_direct_signal_word(dc.gdaSignalCount + dc.gdaBarrierCount,
-                                                                        dc.worldSize, id, lsaPeer, dc.lsaSize)
-                                   : nullptr;
+      const uint64_t *word, *direct;
+      gda_.sender_words(id, peer, &word, &direct);
       status = gda::Wait(
           [&] {
             const uint64_t viaDirect = direct ? arch::load<order::Acquire, scope::System>(direct) : 0;

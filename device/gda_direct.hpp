@@ -41,9 +41,7 @@ CCO_DEVICE_API bool RingIdle(const RingView& r) {
   if (arch::load<order::Relaxed, scope::System>(&r.dev->failed) != 0) return false;
   const uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), head)) return true;
-  const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
-  RollingMax<order::AcqRel>(&r.dev->consumedCache, consumed);
-  return !cco_gda_before(consumed, head);
+  return !cco_gda_before(ReadConsumed(r), head);
 }
 
 /// `bytes` from `offset` lie inside the window, and the window is one of the communicator

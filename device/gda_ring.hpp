@@ -99,19 +99,21 @@ CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
   }
 }
 
+/// The proxy's `consumed` (host memory, a bus trip), raised into the device-side credit
+/// cache (the orders: WaitConsumed).
+CCO_DEVICE_API uint64_t ReadConsumed(const RingView& r) {
+  const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
+  RollingMax<order::AcqRel>(&r.dev->consumedCache, consumed);
+  return consumed;
+}
+
 /// Waits until every ticket below `end` is consumed.
 /// The credit cache is read with acquire and raised with release, so that a poster that
 /// learns from it that a slot is free is ordered after the proxy's reads of that slot, as
 /// if it had read `consumed` itself.
 CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitLimits& limits) {
   if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end)) return CCO_DEVICE_STATUS_OK;
-  return Wait(
-      [&] {
-        const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
-        RollingMax<order::AcqRel>(&r.dev->consumedCache, consumed);
-        return !cco_gda_before(consumed, end);
-      },
-      r.host, limits);
+  return Wait([&] { return !cco_gda_before(ReadConsumed(r), end); }, r.host, limits);
 }
 
 /// Reserves one ticket and waits for its slot to be free (ringing what is below it first

@@ -120,8 +120,10 @@ void ReleasePlacement(ccoComm& c, const Placement& place) {
   }
 }
 
+// directBytes: the direct path's bound (DirectMaxBytes), which only a GDA device communicator carries.
 ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, const ResourceLayout& layout,
-                       const Placement& place, int sdmaQueues, const GdaResources* gda, SdmaResources* sdma) {
+                       const Placement& place, int sdmaQueues, const GdaResources* gda, SdmaResources* sdma,
+                       uint32_t directBytes) {
   ccoDevComm dc = {};
   dc.magic = CCO_DEV_COMM_MAGIC;
   dc.abiVersion = CCO_ABI_VERSION;
@@ -171,7 +173,7 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
     dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
-    dc.gdaDirectMaxBytes = gda->directMaxBytes;
+    dc.gdaDirectMaxBytes = directBytes;
   }
   return dc;
 }
@@ -256,7 +258,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   const bool early = local.ok() && place.pooled && !proxied;
   ccoDevComm dc = {};
   if (early) {
-    dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr);
+    dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr, 0);
     local = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   }
   trace.Mark("carve+upload");
@@ -289,7 +291,6 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
     ReleasePlacement(c, place);
   };
   if (gdaPeers > 0) s = CreateGdaResources(c, *reqs, &gda);
-  if (gda) gda->directMaxBytes = directBytes;
   if (s.ok() && sdmaQueues > 0) s = CreateSdmaResources(c, *reqs, &sdma);
   if (s.ok() && !place.pooled) s = PlaceInOwnWindow(c, layout.bytes, &place);
   if (!s.ok()) {
@@ -298,7 +299,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   }
   trace.Mark("resources");
 
-  dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get());
+  dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get(), directBytes);
   LocateForProxy(c, layout, place, id, gda.get(), sdma.get());
   s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds

@@ -35,7 +35,6 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   uint32_t signalWindow = 0;  // the id of the window that holds its signal words
   uint32_t signalIds = 0;     // user signals, then barrier signals; each has worldSize words
   uint32_t counterWords = 0;
-  uint32_t directMaxBytes = 0;  // ccoDevComm.gdaDirectMaxBytes (the proxy has no part in it)
 
   RingSet rings;  // contexts * peerCount, ring [context * peerCount + peer index]
 
