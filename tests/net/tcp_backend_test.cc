@@ -76,6 +76,7 @@ class TcpPeer : public ::testing::Test {
     TcpOptions o;
     o.timeoutMs = 300;
     o.chunkBytes = 64 << 10;
+    o.ackDelayUs = 200000;  // long enough that a carried ack is never beaten by a bare one
     ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
   }
 
@@ -94,23 +95,61 @@ class TcpPeer : public ::testing::Test {
     ASSERT_EQ(send(requestsOfTheirs_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
   // The next answer on the peer's request connection (its payload in *data).
-  TcpHeader ReadAnswer(std::string* data = nullptr) {
+  TcpHeader ReadAnswer(std::string* data = nullptr) { return ReadHeader(requestsOfTheirs_, data); }
+  // The next request of this rank's, as the peer receives it.
+  TcpHeader ReadRequest() { return ReadHeader(requestsOfMine_, nullptr); }
+  // The peer answers this rank's requests.
+  void SendAnswer(TcpHeader h) {
+    ASSERT_EQ(send(requestsOfMine_.get(), &h, sizeof(h), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(h)));
+  }
+  TcpHeader ReadHeader(const Fd& fd, std::string* data) {
     TcpHeader h;
     memset(&h, 0, sizeof(h));
-    RecvExactly(reinterpret_cast<char*>(&h), sizeof(h));
+    RecvExactly(fd, reinterpret_cast<char*>(&h), sizeof(h));
     if (data != nullptr) {
       data->assign(h.bytes, '\0');
-      RecvExactly(&(*data)[0], h.bytes);
+      RecvExactly(fd, &(*data)[0], h.bytes);
     }
     return h;
   }
-  void RecvExactly(char* p, size_t n) {
-    while (n > 0) {
+  // At most 5 s, so a missing message fails the test instead of hanging it.
+  void RecvExactly(const Fd& fd, char* p, size_t n) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (n > 0 && std::chrono::steady_clock::now() < end) {
       backend_->Progress(map_, &done_);
-      const ssize_t k = recv(requestsOfTheirs_.get(), p, n, MSG_DONTWAIT);
+      const ssize_t k = recv(fd.get(), p, n, MSG_DONTWAIT);
       if (k > 0) p += k, n -= static_cast<size_t>(k);
       else if (k == 0) return;
     }
+  }
+  // Bytes waiting on `fd` after the backend ran for `passes` more passes.
+  bool AnythingArrives(const Fd& fd, int passes) {
+    for (int i = 0; i < passes; ++i) backend_->Progress(map_, &done_);
+    char c;
+    return recv(fd.get(), &c, 1, MSG_DONTWAIT | MSG_PEEK) > 0;
+  }
+  // This rank posts a signal to the peer.
+  void PostSignal(uint64_t cookie) {
+    NetOp op;
+    op.kind = NetOpKind::kSignal;
+    op.peer = 1;
+    op.gdaId = kGda;
+    op.signal = true;
+    op.signalAdd = 1;
+    op.cookie = cookie;
+    backend_->Post(op);
+  }
+  TcpHeader Signal(uint64_t seq) {
+    TcpHeader h = TcpRequestHeader(kTcpSignal, seq);
+    h.flags = kTcpHasSignal;
+    h.gdaId = kGda;
+    h.signalAdd = 1;
+    return h;
+  }
+  const NetCompletion* Completion(uint64_t cookie) {
+    for (const auto& c : done_)
+      if (c.cookie == cookie) return &c;
+    return nullptr;
   }
   TcpHeader Put(uint64_t seq, uint64_t offset, uint64_t bytes) {
     TcpHeader h = TcpRequestHeader(kTcpPut, seq);
@@ -229,6 +268,130 @@ TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
   ASSERT_TRUE(lost);
   EXPECT_TRUE(done_.back().peerLost);
   EXPECT_NE(done_.back().status.message().find("answered nothing"), std::string::npos) << done_.back().status.message();
+}
+
+// A ping-pong: the peer's request, then one of this rank's to the peer. The ack of the
+// peer's request rides on this rank's request; no bare ACK follows.
+TEST_F(TcpPeer, ARequestToThePeerCarriesItsAck) {
+  PostSignal(1);  // this rank talks to the peer
+  EXPECT_EQ(ReadRequest().seq, 1u);
+  SendRequest(Signal(1));
+  ASSERT_TRUE(Run([&] { return map_.word == 1; }));
+  PostSignal(2);  // the reply
+  const TcpHeader reply = ReadRequest();
+  EXPECT_EQ(reply.seq, 2u);
+  EXPECT_EQ(reply.flags, kTcpHasSignal | kTcpHasAck);
+  EXPECT_EQ(reply.ackSeq, 1u);
+  EXPECT_EQ(reply.ackAfter, 0u);
+  EXPECT_FALSE(AnythingArrives(requestsOfTheirs_, 2000)) << "a bare ACK as well as the carried one";
+}
+
+// Nothing to carry the ack within the delay: it goes bare. And a rank that has not talked to
+// the peer acks at once (the fixture's delay would fail the test otherwise).
+TEST_F(TcpPeer, WithoutARequestTheAckGoesBare) {
+  SendRequest(Signal(1));
+  const TcpHeader ack = ReadAnswer();
+  EXPECT_EQ(ack.type, kTcpAck);
+  EXPECT_EQ(ack.seq, 1u);
+  backend_.reset();
+  std::vector<Fd> out(2), in(2);
+  Pair(&out[1], &requestsOfMine_);
+  Pair(&in[1], &requestsOfTheirs_);
+  TcpOptions o;
+  o.ackDelayUs = 1000;
+  ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
+  PostSignal(1);
+  ReadRequest();
+  SendRequest(Signal(1));
+  const auto start = std::chrono::steady_clock::now();
+  const TcpHeader held = ReadAnswer();
+  EXPECT_EQ(held.type, kTcpAck);
+  EXPECT_EQ(held.seq, 1u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(1000)) << "the ack was not held";
+}
+
+TEST_F(TcpPeer, AnAckTheTargetCarriesCompletesOurRequest) {
+  PostSignal(7);
+  ReadRequest();
+  TcpHeader h = Signal(1);
+  h.flags |= kTcpHasAck;
+  h.ackSeq = 1;
+  SendRequest(h);
+  ASSERT_TRUE(Run([&] { return Completion(7) != nullptr; }));
+  EXPECT_TRUE(Completion(7)->status.ok()) << Completion(7)->status.message();
+  EXPECT_EQ(map_.word, 1u);
+}
+
+// The peer refused request 1 and acked 2 on its own request: the refusal, on the other
+// connection, may arrive later, and request 1 must not complete as applied meanwhile.
+TEST_F(TcpPeer, ACarriedAckWaitsForTheAnswersBeforeIt) {
+  PostSignal(1);
+  PostSignal(2);
+  ReadRequest();
+  ReadRequest();
+  TcpHeader h = Signal(1);
+  h.flags |= kTcpHasAck;
+  h.ackSeq = 2;
+  h.ackAfter = 1;
+  SendRequest(h);
+  ASSERT_TRUE(Run([&] { return map_.word == 1; }));
+  for (int i = 0; i < 2000; ++i) backend_->Progress(map_, &done_);
+  EXPECT_TRUE(done_.empty()) << "completed before the refusal arrived";
+  TcpHeader refused = TcpAnswerHeader(kTcpRefused, 1);
+  refused.value = kRefusedSignal;
+  SendAnswer(refused);
+  ASSERT_TRUE(Run([&] { return done_.size() == 2; }));
+  EXPECT_FALSE(done_[0].status.ok());
+  EXPECT_NE(done_[0].status.message().find("refused"), std::string::npos) << done_[0].status.message();
+  EXPECT_TRUE(done_[1].status.ok()) << done_[1].status.message();
+}
+
+// Acks carried on the other connection may arrive after a later answer: an answer to request
+// s acknowledges the earlier ones still open.
+TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
+  PostSignal(1);
+  NetOp get;
+  get.kind = NetOpKind::kGet;
+  get.peer = 1;
+  get.window = kWindow;
+  get.localWindow = kWindow;
+  get.bytes = 0;
+  get.cookie = 2;
+  backend_->Post(get);
+  ReadRequest();
+  ReadRequest();
+  SendAnswer(TcpAnswerHeader(kTcpGetData, 2));
+  ASSERT_TRUE(Run([&] { return done_.size() == 2; }));
+  EXPECT_TRUE(done_[0].status.ok() && done_[1].status.ok());
+}
+
+TEST_F(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
+  NetOp get;
+  get.kind = NetOpKind::kGet;
+  get.peer = 1;
+  get.window = kWindow;
+  get.localWindow = kWindow;
+  get.bytes = 8;
+  get.cookie = 3;
+  backend_->Post(get);
+  ReadRequest();
+  TcpHeader h = Signal(1);
+  h.flags |= kTcpHasAck;
+  h.ackSeq = 1;
+  SendRequest(h);
+  ASSERT_TRUE(Run([&] { return Completion(3) != nullptr; }));
+  EXPECT_TRUE(Completion(3)->peerLost);
+  EXPECT_NE(backend_->lastError().find("without its data"), std::string::npos) << backend_->lastError();
+}
+
+TEST_F(TcpPeer, ACarriedAckOfRequestsNeverSentBreaksTheConnection) {
+  TcpHeader h = Signal(1);
+  h.flags |= kTcpHasAck;
+  h.ackSeq = 1;  // this rank sent nothing
+  SendRequest(h);
+  ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
+  EXPECT_NE(backend_->lastError().find("never sent"), std::string::npos) << backend_->lastError();
+  EXPECT_EQ(map_.word, 0u);
 }
 
 }  // namespace

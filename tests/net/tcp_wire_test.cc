@@ -17,40 +17,60 @@ TcpHeader Put(uint64_t seq, uint64_t bytes) {
 }
 
 TEST(TcpWire, RequestsInSequenceAndInBounds) {
-  EXPECT_TRUE(CheckRequest(Put(1, 4096), 1).ok());
-  EXPECT_FALSE(CheckRequest(Put(2, 4096), 1).ok());                    // a skipped or replayed request
-  EXPECT_FALSE(CheckRequest(Put(1, kTcpMaxBytes + 1), 1).ok());        // larger than any window
+  EXPECT_TRUE(CheckRequest(Put(1, 4096), 1, 0).ok());
+  EXPECT_FALSE(CheckRequest(Put(2, 4096), 1, 0).ok());                    // a skipped or replayed request
+  EXPECT_FALSE(CheckRequest(Put(1, kTcpMaxBytes + 1), 1, 0).ok());        // larger than any window
   TcpHeader h = Put(1, 8);
   h.magic ^= 1;
-  EXPECT_FALSE(CheckRequest(h, 1).ok());
+  EXPECT_FALSE(CheckRequest(h, 1, 0).ok());
   h = Put(1, 8);
   h.flags = 0x80;
-  EXPECT_FALSE(CheckRequest(h, 1).ok());
+  EXPECT_FALSE(CheckRequest(h, 1, 0).ok());
   h = Put(1, 8);
   h.reserved = 1;
-  EXPECT_FALSE(CheckRequest(h, 1).ok());
+  EXPECT_FALSE(CheckRequest(h, 1, 0).ok());
 }
 
 TEST(TcpWire, EachRequestTypeHasItsShape) {
   TcpHeader v = TcpRequestHeader(kTcpPutValue, 1);
   for (uint64_t bytes : {0ull, 9ull}) {
     v.bytes = bytes;
-    EXPECT_FALSE(CheckRequest(v, 1).ok()) << bytes;
+    EXPECT_FALSE(CheckRequest(v, 1, 0).ok()) << bytes;
   }
   v.bytes = 8;
-  EXPECT_TRUE(CheckRequest(v, 1).ok());
+  EXPECT_TRUE(CheckRequest(v, 1, 0).ok());
   TcpHeader s = TcpRequestHeader(kTcpSignal, 1);
-  EXPECT_FALSE(CheckRequest(s, 1).ok());  // a signal without its word
+  EXPECT_FALSE(CheckRequest(s, 1, 0).ok());  // a signal without its word
   s.flags = kTcpHasSignal;
-  EXPECT_TRUE(CheckRequest(s, 1).ok());
+  EXPECT_TRUE(CheckRequest(s, 1, 0).ok());
   s.bytes = 1;
-  EXPECT_FALSE(CheckRequest(s, 1).ok());
+  EXPECT_FALSE(CheckRequest(s, 1, 0).ok());
   TcpHeader g = TcpRequestHeader(kTcpGet, 1);
   g.bytes = 64;
-  EXPECT_TRUE(CheckRequest(g, 1).ok());
+  EXPECT_TRUE(CheckRequest(g, 1, 0).ok());
   g.flags = kTcpHasSignal;
-  EXPECT_FALSE(CheckRequest(g, 1).ok());
-  EXPECT_FALSE(CheckRequest(TcpAnswerHeader(kTcpAck, 1), 1).ok());  // an answer where a request belongs
+  EXPECT_FALSE(CheckRequest(g, 1, 0).ok());
+  EXPECT_FALSE(CheckRequest(TcpAnswerHeader(kTcpAck, 1), 1, 0).ok());  // an answer where a request belongs
+}
+
+TEST(TcpWire, ACarriedAckOnlyOfRequestsSent) {
+  TcpHeader h = Put(1, 8);
+  h.flags = kTcpHasAck;
+  h.ackSeq = 5;
+  h.ackAfter = 2;
+  EXPECT_TRUE(CheckRequest(h, 1, 5).ok());
+  EXPECT_FALSE(CheckRequest(h, 1, 4).ok());  // acks a request this rank never sent
+  h.ackAfter = 5;
+  EXPECT_FALSE(CheckRequest(h, 1, 5).ok());  // waits for an answer to a request it acks
+  h.ackAfter = 0;
+  h.ackSeq = 0;
+  EXPECT_FALSE(CheckRequest(h, 1, 5).ok());  // the flag without an ack
+  h.flags = 0;
+  h.ackSeq = 3;
+  EXPECT_FALSE(CheckRequest(h, 1, 5).ok());  // an ack without the flag
+  TcpHeader a = TcpAnswerHeader(kTcpAck, 1);
+  a.ackAfter = 1;
+  EXPECT_FALSE(CheckAnswer(a, 1).ok());  // answers carry no second ack
 }
 
 TEST(TcpWire, AnswersOnlyToRequestsSent) {
@@ -73,7 +93,7 @@ TEST(TcpWire, RandomHeadersKeepTheirBounds) {
   int accepted = 0;
   for (int i = 0; i < 200000; ++i) {
     TcpHeader h;
-    uint64_t words[8];
+    uint64_t words[sizeof(TcpHeader) / 8];
     for (auto& w : words) w = rng();
     memcpy(&h, words, sizeof(h));
     h.magic = (i % 2) ? kTcpMagic : h.magic;
@@ -82,9 +102,16 @@ TEST(TcpWire, RandomHeadersKeepTheirBounds) {
     h.reserved = (i % 3) ? 0 : h.reserved;
     h.seq = (i % 5) ? 1 : h.seq;
     h.bytes = (i % 7) ? h.bytes % 32 : h.bytes;
-    if (CheckRequest(h, 1).ok()) {
+    h.ackSeq = (i % 11) ? h.ackSeq % 8 : h.ackSeq;
+    h.ackAfter = (i % 13) ? h.ackAfter % 8 : h.ackAfter;
+    if (CheckRequest(h, 1, 4).ok()) {
       ++accepted;
       ASSERT_EQ(h.magic, kTcpMagic);
+      if (h.flags & kTcpHasAck) {
+        ASSERT_TRUE(h.ackSeq >= 1 && h.ackSeq <= 4 && h.ackAfter < h.ackSeq);
+      } else {
+        ASSERT_TRUE(h.ackSeq == 0 && h.ackAfter == 0);
+      }
       ASSERT_LE(h.bytes, kTcpMaxBytes);
       if (h.type == kTcpPutValue) {
         ASSERT_TRUE(h.bytes >= 1 && h.bytes <= 8);

@@ -88,6 +88,7 @@ TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
   o.timeoutMs = std::max<int64_t>(1, env::Int("CCO_NET_TIMEOUT_MS", timeoutMs));
   const int64_t chunk = env::Int("CCO_TCP_CHUNK_BYTES", static_cast<int64_t>(o.chunkBytes));
   o.chunkBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(chunk, 4096), 1 << 20)) & ~size_t{7};
+  o.ackDelayUs = std::min<int64_t>(std::max<int64_t>(env::Int("CCO_TCP_ACK_DELAY_US", o.ackDelayUs), 0), 10000);
   return o;
 }
 
@@ -185,6 +186,7 @@ void TcpBackend::Post(const NetOp& op) {
   pending.bytes = op.bytes;
   pending.posted = now_;  // the last pass's clock: the bound is milliseconds
   p.pending.push_back(pending);
+  p.lastPost = now_;
   p.requests.out.push_back(std::move(o));
 }
 
@@ -230,6 +232,11 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
       alive = Write(p, p.requests, false, map, &did, &error) && Write(p, p.answers, true, map, &did, &error);
     }
     if (!alive) {
+      FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
+      continue;
+    }
+    error = ApplyCarriedAck(p);
+    if (!error.ok()) {
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
       continue;
     }
@@ -365,22 +372,16 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   tcp::Inbound& in = s.in;
   const TcpHeader& h = in.header;
   CCO_RETURN_IF_ERROR(CheckAnswer(h, p.lastSent));
+  if (h.type == kTcpAck) return AckUpTo(p, h.seq);
+  // Earlier requests still open were acknowledged by acks carried on the other connection,
+  // which may not have arrived yet.
+  CCO_RETURN_IF_ERROR(AckUpTo(p, h.seq - 1));
   Peer::Pending* first = nullptr;  // the oldest request not yet answered
   for (auto& pending : p.pending)
     if (!pending.done) {
       first = &pending;
       break;
     }
-  if (h.type == kTcpAck) {
-    // Everything up to h.seq is applied; a get among it would have been answered with data.
-    for (auto& pending : p.pending) {
-      if (pending.seq > h.seq) break;
-      if (pending.done) continue;
-      if (pending.get) return RemoteError(Fmt("it acknowledged get ", pending.seq, " without its data"));
-      pending.done = true;
-    }
-    return Status::Ok();
-  }
   if (first == nullptr || first->seq != h.seq) return RemoteError(Fmt("it answered request ", h.seq, " out of order"));
   if (h.type == kTcpRefused) {
     first->done = true;
@@ -406,10 +407,40 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   return Status::Ok();
 }
 
+// Everything up to h.seq is applied; a get among it would have been answered with data.
+Status TcpBackend::AckUpTo(Peer& p, uint64_t seq) {
+  for (auto& pending : p.pending) {
+    if (pending.seq > seq) break;
+    if (pending.done) continue;
+    if (pending.get) return RemoteError(Fmt("it acknowledged get ", pending.seq, " without its data"));
+    pending.done = true;
+  }
+  return Status::Ok();
+}
+
+Status TcpBackend::ApplyCarriedAck(Peer& p) {
+  if (p.carriedAck == 0) return Status::Ok();
+  for (const auto& pending : p.pending) {
+    if (pending.done) continue;
+    if (pending.seq <= p.carriedAfter) return Status::Ok();  // its answer is still on its way
+    break;
+  }
+  CCO_RETURN_IF_ERROR(AckUpTo(p, p.carriedAck));
+  p.carriedAck = p.carriedAfter = 0;
+  p.lastAnswer = now_;
+  return Status::Ok();
+}
+
 bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* did, Status* error) {
   size_t budget = kPassBudget;
   while (!s.out.empty() && budget > 0) {
     Outbound& o = s.out.front();
+    if (!target && o.headerSent == 0 && p.ackDue != 0) {  // the request carries the acks held
+      o.header.flags |= kTcpHasAck;
+      o.header.ackSeq = p.ackDue;
+      o.header.ackAfter = p.lastOrderedAnswer;
+      p.ackDue = 0;
+    }
     // Copies out of device memory run ahead of the socket by up to the pool's chunks; the
     // window is looked up for each, so nothing is read from one deregistered meanwhile
     // (its bytes go out as zeros and the op fails).
@@ -502,6 +533,7 @@ void TcpBackend::FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>
   }
   p.pending.clear();
   p.owed.clear();
+  p.ackDue = p.carriedAck = p.carriedAfter = 0;
   p.unstagedGets = 0;
 }
 

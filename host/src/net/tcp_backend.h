@@ -39,6 +39,9 @@ struct TcpOptions {
   int64_t timeoutMs = 120000;         // dead-peer bound (CCO_NET_TIMEOUT_MS, else CCO_TIMEOUT_MS)
   size_t chunkBytes = size_t{1} << 20;  // CCO_TCP_CHUNK_BYTES, 4 KiB to 1 MiB
   int chunks = 4;                     // per socket and direction
+  // How long an ack may wait for a request of this rank's to the same peer to carry it, while
+  // this rank talks to that peer too (CCO_TCP_ACK_DELAY_US; 0: every ack goes bare at once).
+  int64_t ackDelayUs = 20;
 };
 
 // The options from the environment.
@@ -77,8 +80,14 @@ class TcpBackend : public NetBackend {
   // The copy of a chunk's bytes into device memory, queued; the chunk is freed once it passed.
   Status Land(Socket& s, StagingPool& pool, int chunk, uint64_t dst, size_t bytes, uint64_t* token);
   bool ReleaseLanded(Socket& s);
-  // Target: answers whose work the stream has passed go out, acks merged.
+  // Target: answers whose work the stream has passed go out, acks merged, or held for a
+  // request of this rank's to carry (QueueAck sends the held ones bare).
   bool PumpAnswers(Peer& p);
+  void QueueAck(Peer& p);
+  // Initiator: the requests up to `seq` are acknowledged (an ACK, a carried ack, or a later
+  // answer); an error if one of them was a get still without its data.
+  Status AckUpTo(Peer& p, uint64_t seq);
+  Status ApplyCarriedAck(Peer& p);
   // Initiator: requests done, in order, become completions.
   bool Complete(Peer& p, std::vector<NetCompletion>* done);
   void CheckAlive(Peer& p, Clock::time_point now, std::vector<NetCompletion>* done);

@@ -103,6 +103,10 @@ struct Peer {
   };
   std::deque<Pending> pending;
   uint64_t lastSent = 0;
+  Clock::time_point lastPost;  // the last request posted to this peer
+  // An ack the peer carried on one of its requests (net/tcp_wire.h), applied once the answers
+  // up to carriedAfter are in; 0: none.
+  uint64_t carriedAck = 0, carriedAfter = 0;
 
   // Target: answers owed, in request order.
   struct Answer {
@@ -112,10 +116,16 @@ struct Peer {
     uint64_t value;       // a refusal's reason
     uint32_t window;      // a get's data
     uint64_t offset, bytes;
-    uint64_t pass;        // the Progress call that queued it
   };
   std::deque<Answer> owed;
   uint64_t expectSeq = 1;
+  // Acks whose work is done but not yet sent: up to ackDue (0: none), due since then. The
+  // next request to this peer carries them, else a bare ACK goes after the delay.
+  uint64_t ackDue = 0;
+  uint64_t ackDuePass = 0;
+  Clock::time_point ackDueSince;
+  bool ackHeld = false;  // this rank was talking to the peer: the ack waits out the delay
+  uint64_t lastOrderedAnswer = 0;  // the last GET_DATA or REFUSED queued (its seq)
   int unstagedGets = 0;  // GET_DATA answers whose bytes are not all copied out yet
 
   Pending* Find(uint64_t seq) {

@@ -2,6 +2,8 @@
 // the backend's stream), and the answers owed to it, in request order.
 #include <string.h>
 
+#include <algorithm>
+
 #include "net/tcp_backend.h"
 #include "net/tcp_connection.h"
 
@@ -11,6 +13,9 @@ namespace {
 // Answers a target keeps for one peer (owed and queued) before it stops reading that peer's
 // requests: a peer that does not read its answers cannot grow this rank's memory.
 constexpr size_t kMaxAnswers = 4096;
+// This rank talks to a peer (and may soon carry its acks) if it posted a request to it this
+// recently.
+constexpr auto kTalkingWithin = std::chrono::milliseconds(1);
 
 }  // namespace
 
@@ -21,7 +26,11 @@ Status TcpBackend::OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall)
     *stall = true;
     return Status::Ok();
   }
-  CCO_RETURN_IF_ERROR(CheckRequest(h, p.expectSeq));
+  CCO_RETURN_IF_ERROR(CheckRequest(h, p.expectSeq, p.lastSent));
+  if (h.flags & kTcpHasAck) {  // applied once the answers before it are in (ApplyCarriedAck)
+    p.carriedAck = std::max(p.carriedAck, h.ackSeq);
+    p.carriedAfter = std::max(p.carriedAfter, h.ackAfter);
+  }
   // A get reads the window as it was when the get arrived: later writes wait until its
   // bytes are copied out.
   const bool writes = h.type == kTcpPut || h.type == kTcpPutValue;
@@ -40,9 +49,9 @@ Status TcpBackend::OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall)
   if (h.type == kTcpGet) {
     ++p.expectSeq;
     if (in.refusal != 0) {
-      p.owed.push_back(Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0, 0, pass_});
+      p.owed.push_back(Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0, 0});
     } else {
-      p.owed.push_back(Peer::Answer{h.seq, kTcpGetData, 0, 0, h.window, h.offset, h.bytes, pass_});
+      p.owed.push_back(Peer::Answer{h.seq, kTcpGetData, 0, 0, h.window, h.offset, h.bytes});
       if (h.bytes > 0) ++p.unstagedGets;
     }
     return Status::Ok();
@@ -86,39 +95,38 @@ Status TcpBackend::FinishRequest(Peer& p, Socket& s, NetTargetMap& map) {
       !map.AddSignal(h.gdaId, h.signalId, p.rank, h.signalAdd, &word, &sum).ok())
     in.refusal = kRefusedSignal;  // its device communicator went away meanwhile
   if (in.refusal != 0) {
-    p.owed.push_back(Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0, 0, pass_});
+    p.owed.push_back(Peer::Answer{h.seq, kTcpRefused, 0, in.refusal, 0, 0, 0});
     return Status::Ok();
   }
   if (h.flags & kTcpHasSignal) CCO_RETURN_IF_ERROR(platform_->StreamWriteValue64(device_, stream_, word, sum));
   uint64_t token = 0;
   CCO_RETURN_IF_ERROR(fence_->Mark(&token));
-  p.owed.push_back(Peer::Answer{h.seq, kTcpAck, token, 0, 0, 0, 0, pass_});
+  p.owed.push_back(Peer::Answer{h.seq, kTcpAck, token, 0, 0, 0, 0});
   return Status::Ok();
 }
 
-// An ack waits one pass: the proxy's rings are drained in between, so a request the target's
-// kernel makes on seeing the signal (a reply) leaves before the ack, which only gives the
-// sender credit back. Gets and refusals go at once.
+// Acks are held: a request of this rank's to the same peer carries them (Write) at no cost,
+// where a bare ACK is one more send, on a loopback or a kernel's TCP stack 5-8 us, during
+// which a reply the kernel posts on seeing the signal waits. A bare ACK goes after at least
+// one pass (the proxy drains its rings in between: a reply may appear), at once where this
+// rank has not been talking to the peer, else once the delay ran out. Gets and refusals go
+// at once, behind the acks held (answers go in order).
 bool TcpBackend::PumpAnswers(Peer& p) {
   bool did = false;
-  uint64_t ack = 0;
-  auto flushAck = [&] {
-    if (ack == 0) return;
-    tcp::Outbound o;
-    o.header = TcpAnswerHeader(kTcpAck, ack);
-    p.answers.out.push_back(o);
-    ack = 0;
-  };
-  while (!p.owed.empty() && fence_->Passed(p.owed.front().token) &&
-         (p.owed.front().type != kTcpAck || p.owed.front().pass < pass_)) {
+  while (!p.owed.empty() && fence_->Passed(p.owed.front().token)) {
     const Peer::Answer a = p.owed.front();
     p.owed.pop_front();
     did = true;
     if (a.type == kTcpAck) {
-      ack = a.seq;
+      if (p.ackDue == 0) {
+        p.ackDuePass = pass_;
+        p.ackDueSince = now_;
+        p.ackHeld = options_.ackDelayUs > 0 && now_ - p.lastPost < kTalkingWithin;
+      }
+      p.ackDue = a.seq;
       continue;
     }
-    flushAck();
+    QueueAck(p);
     tcp::Outbound o;
     o.header = TcpAnswerHeader(static_cast<TcpType>(a.type), a.seq);
     if (a.type == kTcpRefused) o.header.value = a.value;
@@ -130,9 +138,20 @@ bool TcpBackend::PumpAnswers(Peer& p) {
       o.getAnswer = a.bytes > 0;
     }
     p.answers.out.push_back(o);
+    p.lastOrderedAnswer = a.seq;
   }
-  flushAck();
+  if (p.ackDue != 0 && p.ackDuePass < pass_ &&
+      (!p.ackHeld || now_ - p.ackDueSince >= std::chrono::microseconds(options_.ackDelayUs)))
+    QueueAck(p);
   return did;
+}
+
+void TcpBackend::QueueAck(Peer& p) {
+  if (p.ackDue == 0) return;
+  tcp::Outbound o;
+  o.header = TcpAnswerHeader(kTcpAck, p.ackDue);
+  p.answers.out.push_back(o);
+  p.ackDue = 0;
 }
 
 }  // namespace cco

@@ -23,10 +23,16 @@ Status Malformed(const TcpHeader& h, const char* why) {
 TcpHeader TcpRequestHeader(TcpType type, uint64_t seq) { return Header(type, seq); }
 TcpHeader TcpAnswerHeader(TcpType type, uint64_t seq) { return Header(type, seq); }
 
-Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq) {
+Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq, uint64_t lastSent) {
   if (h.magic != kTcpMagic) return Malformed(h, "not a CCO header");
-  if (h.reserved != 0 || (h.flags & ~uint16_t{kTcpHasSignal}) != 0) return Malformed(h, "unknown flags");
+  if (h.reserved != 0 || (h.flags & ~uint16_t{kTcpHasSignal | kTcpHasAck}) != 0) return Malformed(h, "unknown flags");
   if (h.seq != expectedSeq) return Malformed(h, "out of sequence");
+  if (h.flags & kTcpHasAck) {
+    if (h.ackSeq == 0 || h.ackSeq > lastSent || h.ackAfter >= h.ackSeq)
+      return Malformed(h, "an ack of requests never sent");
+  } else if (h.ackSeq != 0 || h.ackAfter != 0) {
+    return Malformed(h, "an ack without its flag");
+  }
   const bool signal = (h.flags & kTcpHasSignal) != 0;
   switch (h.type) {
     case kTcpPut:
@@ -48,7 +54,7 @@ Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq) {
 
 Status CheckAnswer(const TcpHeader& h, uint64_t lastSent) {
   if (h.magic != kTcpMagic) return Malformed(h, "not a CCO header");
-  if (h.flags != 0 || h.reserved != 0) return Malformed(h, "unknown flags");
+  if (h.flags != 0 || h.reserved != 0 || h.ackSeq != 0 || h.ackAfter != 0) return Malformed(h, "unknown flags");
   if (h.seq == 0 || h.seq > lastSent) return Malformed(h, "an answer to a request never sent");
   switch (h.type) {
     case kTcpAck: break;

@@ -7,11 +7,17 @@
 //              PUT_VALUE  window, offset, bytes (1..8), value, [signal]
 //              SIGNAL     signal
 //              GET        window, offset, bytes
+//              any of them may carry an ack for the other direction: [ackSeq, ackAfter]
 //   answers    ACK        seq: every request up to seq is applied (data, then signal)
 //              GET_DATA   seq, bytes + `bytes` of payload (the answer to GET seq)
 //              REFUSED    seq, value = ccoNetRefusal: the request was checked and had no effect
 //
-// Requests are numbered 1, 2, 3... per connection, answers come back in that order. The
+// Requests are numbered 1, 2, 3... per connection, answers come back in that order; an
+// answer to request s also acknowledges every earlier one not yet answered (each of those
+// was answered with an ACK, here or carried). A carried ack saves the target a second send
+// when it has a request of its own for the initiator (a reply, in a ping-pong): "every request
+// of yours up to ackSeq is applied", valid once the initiator holds the answers up to
+// ackAfter, which went out earlier on the other connection and may arrive later. The
 // connection was authenticated when it opened (the communicator's secret, net/tcp_mesh.h);
 // a header is then checked field by field before anything acts on it (CheckRequest,
 // CheckAnswer), and a malformed one breaks the connection. Payloads are not MAC'd: that
@@ -37,7 +43,10 @@ enum TcpType : uint16_t {
   kTcpRefused = 18,
 };
 
-enum TcpFlag : uint16_t { kTcpHasSignal = 1 };
+enum TcpFlag : uint16_t {
+  kTcpHasSignal = 1,
+  kTcpHasAck = 2,  // a request carries an ack of the other direction's requests
+};
 
 // Why a target refused a request (REFUSED's value).
 enum TcpRefusal : uint64_t {
@@ -58,8 +67,10 @@ struct TcpHeader {
   uint32_t signalId;
   uint32_t reserved;
   uint64_t signalAdd;
+  uint64_t ackSeq;    // kTcpHasAck: the receiver's requests up to this one are applied ...
+  uint64_t ackAfter;  // ... once the receiver holds the answers up to this one
 };
-static_assert(sizeof(TcpHeader) == 64, "the wire header is 64 bytes");
+static_assert(sizeof(TcpHeader) == 80, "the wire header is 80 bytes");
 
 // The largest put or get one request may carry; windows are smaller than this anyway.
 constexpr uint64_t kTcpMaxBytes = uint64_t{1} << 40;
@@ -67,8 +78,9 @@ constexpr uint64_t kTcpMaxBytes = uint64_t{1} << 40;
 TcpHeader TcpRequestHeader(TcpType type, uint64_t seq);
 TcpHeader TcpAnswerHeader(TcpType type, uint64_t seq);
 
-// A request as the target receives it: well formed, and numbered `expectedSeq`.
-Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq);
+// A request as the target receives it: well formed, numbered `expectedSeq`, and any ack it
+// carries about requests the receiver sent (ackAfter < ackSeq <= lastSent).
+Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq, uint64_t lastSent);
 // An answer as the initiator receives it: well formed, and about a request it sent (seq in
 // [1, lastSent]).
 Status CheckAnswer(const TcpHeader& h, uint64_t lastSent);
