@@ -137,7 +137,7 @@ class TcpPeer : public ::testing::Test {
     op.signal = true;
     op.signalAdd = 1;
     op.cookie = cookie;
-    backend_->Post(op);
+    backend_->Post(op, map_);
   }
   TcpHeader Signal(uint64_t seq) {
     TcpHeader h = TcpRequestHeader(kTcpSignal, seq);
@@ -253,7 +253,7 @@ TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
   op.signal = true;
   op.signalAdd = 1;
   op.cookie = 77;
-  backend_->Post(op);
+  backend_->Post(op, map_);
   uint64_t seq = 0;
   const bool lost = Run([&] {
     TcpHeader chatter = TcpRequestHeader(kTcpSignal, ++seq);
@@ -357,7 +357,7 @@ TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
   get.localWindow = kWindow;
   get.bytes = 0;
   get.cookie = 2;
-  backend_->Post(get);
+  backend_->Post(get, map_);
   ReadRequest();
   ReadRequest();
   SendAnswer(TcpAnswerHeader(kTcpGetData, 2));
@@ -373,7 +373,7 @@ TEST_F(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
   get.localWindow = kWindow;
   get.bytes = 8;
   get.cookie = 3;
-  backend_->Post(get);
+  backend_->Post(get, map_);
   ReadRequest();
   TcpHeader h = Signal(1);
   h.flags |= kTcpHasAck;

@@ -378,7 +378,7 @@ TEST_F(VerbsFake, PutWithSignalIsAWriteThenAnAtomicInOnePost) {
   MakeConnected("mlx5_1");
   NetOp op = Op(NetOpKind::kPut, 128, 256, 42);
   Signal(&op, 5);
-  backend_->Post(op);
+  backend_->Post(op, targets_);
   ASSERT_EQ(state_.posts.size(), 1u);
   const auto& chain = state_.posts[0];
   ASSERT_EQ(chain.size(), 2u);
@@ -408,7 +408,7 @@ TEST_F(VerbsFake, PutValueGoesInlineAndContextsPickLanes) {
   NetOp op = Op(NetOpKind::kPutValue, 8, 3, 7);
   op.value = 0x0000000000c0ffeeull;
   op.context = 1;
-  backend_->Post(op);
+  backend_->Post(op, targets_);
   ASSERT_EQ(state_.posts.size(), 1u);
   const CapturedWr& w = state_.posts[0][0];
   EXPECT_EQ(w.opcode, IBV_WR_RDMA_WRITE);
@@ -421,7 +421,7 @@ TEST_F(VerbsFake, PutValueGoesInlineAndContextsPickLanes) {
 
 TEST_F(VerbsFake, GetIsAReadAndAFencedFlushRead) {
   MakeConnected("mlx5_1");
-  backend_->Post(Op(NetOpKind::kGet, 256, 128, 9));
+  backend_->Post(Op(NetOpKind::kGet, 256, 128, 9), targets_);
   ASSERT_EQ(state_.posts.size(), 1u);
   const auto& chain = state_.posts[0];
   ASSERT_EQ(chain.size(), 2u);
@@ -438,8 +438,8 @@ TEST_F(VerbsFake, SignalAloneAndMarkers) {
   MakeConnected("mlx5_1");
   NetOp signal = Op(NetOpKind::kSignal, 0, 0, 1);
   Signal(&signal, 1);
-  backend_->Post(signal);
-  backend_->Post(Op(NetOpKind::kPut, 0, 0, 2));  // a marker: an empty write, completing in order
+  backend_->Post(signal, targets_);
+  backend_->Post(Op(NetOpKind::kPut, 0, 0, 2), targets_);  // a marker: an empty write, completing in order
   ASSERT_EQ(state_.posts.size(), 2u);
   ASSERT_EQ(state_.posts[0].size(), 1u);
   EXPECT_EQ(state_.posts[0][0].opcode, IBV_WR_ATOMIC_FETCH_AND_ADD);
@@ -452,13 +452,13 @@ TEST_F(VerbsFake, SignalAloneAndMarkers) {
 
 TEST_F(VerbsFake, RangesAreCheckedBeforeAnythingIsPosted) {
   MakeConnected("mlx5_1");
-  backend_->Post(Op(NetOpKind::kPut, 4000, 200, 1));      // past the peer's 4096 bytes
+  backend_->Post(Op(NetOpKind::kPut, 4000, 200, 1), targets_);      // past the peer's 4096 bytes
   NetOp unknown = Op(NetOpKind::kPut, 0, 8, 2);
   unknown.window = 3;                                      // no key from the peer
-  backend_->Post(unknown);
+  backend_->Post(unknown, targets_);
   NetOp local = Op(NetOpKind::kPut, 0, 8, 3);
   local.local = reinterpret_cast<uint64_t>(buffer_) + 4092;  // runs past the local window
-  backend_->Post(local);
+  backend_->Post(local, targets_);
   EXPECT_TRUE(state_.posts.empty());
   auto done = Progress();
   ASSERT_EQ(done.size(), 3u);
@@ -470,8 +470,8 @@ TEST_F(VerbsFake, RangesAreCheckedBeforeAnythingIsPosted) {
 
 TEST_F(VerbsFake, AFailedCompletionLosesThePeer) {
   MakeConnected("mlx5_1");
-  backend_->Post(Op(NetOpKind::kPut, 0, 64, 1));
-  backend_->Post(Op(NetOpKind::kPut, 64, 64, 2));
+  backend_->Post(Op(NetOpKind::kPut, 0, 64, 1), targets_);
+  backend_->Post(Op(NetOpKind::kPut, 64, 64, 2), targets_);
   Complete(1, IBV_WC_RETRY_EXC_ERR, LaneQpn(0));
   Complete(2, IBV_WC_WR_FLUSH_ERR, LaneQpn(0));
   auto done = Progress();
@@ -479,7 +479,7 @@ TEST_F(VerbsFake, AFailedCompletionLosesThePeer) {
   EXPECT_TRUE(done[0].peerLost);
   EXPECT_NE(done[0].status.message().find("rank 1"), std::string::npos);
   EXPECT_NE(done[0].status.message().find("retries exhausted"), std::string::npos);
-  backend_->Post(Op(NetOpKind::kPut, 0, 64, 3));
+  backend_->Post(Op(NetOpKind::kPut, 0, 64, 3), targets_);
   EXPECT_EQ(state_.posts.size(), 2u);  // not posted: the peer is gone
   done = Progress();
   ASSERT_EQ(done.size(), 1u);
@@ -493,7 +493,7 @@ TEST_F(VerbsFake, AFullSendQueueHoldsOpsBackInOrder) {
   for (int i = 0; i < ops; ++i) {
     NetOp op = Op(NetOpKind::kPut, 0, 64, 100 + i);
     Signal(&op, 1);
-    backend_->Post(op);
+    backend_->Post(op, targets_);
   }
   EXPECT_EQ(state_.posts.size(), size_t{VerbsBackend::kSendDepth / 2});
   for (int i = 0; i < 10; ++i) Complete(100 + i, IBV_WC_SUCCESS, LaneQpn(0));

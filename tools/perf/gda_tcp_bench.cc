@@ -7,6 +7,10 @@
 //   gda     put+signal round trip (8 B) and signal-only round trip through both proxies, and
 //           put bandwidth per size (`reps` puts back to back, then a flush: remote completion)
 //
+// Round trips are timed in blocks, the kinds taking turns (bare, put+signal, signal, bare,
+// ...), and each figure is the median of its blocks' means: a shared machine's noise (the
+// bare anchor moved 16-23 us between runs) then weighs on the anchor and the figure alike.
+//
 //   gda_tcp_bench RANK ID_FILE PEER_ADDRESS SUITES MAX_BYTES [ROUNDS]
 //
 // Rank 0 mints the unique id into ID_FILE; the bare anchors use a socket of their own that
@@ -95,17 +99,26 @@ std::vector<uint64_t> Sizes(uint64_t maxBytes) {
 
 int Reps(uint64_t size) { return static_cast<int>(std::max<uint64_t>(4, std::min<uint64_t>(2000, (256ull << 20) / size))); }
 
-void Bare(int rank, const char* peerAddress, uint64_t maxBytes, int rounds) {
-  const int fd = BareSocket(rank, peerAddress);
+constexpr int kBlocks = 15;  // and one more first, to warm up
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One block of bare ping-pongs: its mean round trip in us.
+double BarePingPong(int fd, int rank, int rounds) {
   uint64_t word = 0;
-  for (int warm = 0; warm < 2; ++warm) {
-    const Clock::time_point t0 = Clock::now();
-    for (int i = 0; i < rounds; ++i) {
-      if (rank == 0) All(fd, &word, 8, true), All(fd, &word, 8, false);
-      else All(fd, &word, 8, false), All(fd, &word, 8, true);
-    }
-    if (rank == 0 && warm == 1) Figure("bare", "tcp pingpong 8B", 8, Seconds(t0) / rounds * 1e6, "us/rt");
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    if (rank == 0) All(fd, &word, 8, true), All(fd, &word, 8, false);
+    else All(fd, &word, 8, false), All(fd, &word, 8, true);
   }
+  return Seconds(t0) / rounds * 1e6;
+}
+
+void BareStream(int fd, int rank, uint64_t maxBytes) {
+  uint64_t word = 0;
   std::vector<char> buffer(maxBytes);
   for (uint64_t size : Sizes(maxBytes)) {
     const int reps = Reps(size);
@@ -114,10 +127,62 @@ void Bare(int rank, const char* peerAddress, uint64_t maxBytes, int rounds) {
     All(fd, &word, 1, rank == 1);  // the receiver has it all
     if (rank == 0) Figure("bare", "tcp stream", size, static_cast<double>(size) * reps / Seconds(t0) / 1e9, "GB/s");
   }
-  close(fd);
 }
 
-void Gda(ccoComm* comm, int rank, uint64_t maxBytes, int rounds) {
+// One block of GDA round trips (a put of 8 bytes with a signal, or the signal alone, and the
+// answer): its mean in us.
+double GdaPingPong(ccoGda<>& gda, ccoWindow_t win, uint64_t maxBytes, int rank, bool signalOnly, int rounds) {
+  const int peer = 1 - rank;
+  auto send = [&] { return signalOnly ? gda.signal(peer, 0) : gda.put(peer, win, maxBytes, win, 0, 8, CCO_SIGNAL_INC, 0); };
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < rounds; ++i) {
+    if (rank == 0 && send() != CCO_DEVICE_STATUS_OK) Die("send");
+    if (gda.wait_signal(0, 1) != CCO_DEVICE_STATUS_OK) Die("wait");
+    if (rank == 1 && send() != CCO_DEVICE_STATUS_OK) Die("answer");
+  }
+  return Seconds(t0) / rounds * 1e6;
+}
+
+// The round trips, block by block, the kinds taking turns: rank 0 prints their medians.
+void RoundTrips(ccoGda<>* gda, ccoWindow_t win, int bareFd, int rank, uint64_t maxBytes, int rounds) {
+  const int perBlock = std::max(1, rounds / kBlocks);
+  std::vector<double> bare, putSignal, signal;
+  for (int b = 0; b <= kBlocks; ++b) {
+    if (bareFd >= 0) bare.push_back(BarePingPong(bareFd, rank, perBlock));
+    if (gda == nullptr) continue;
+    putSignal.push_back(GdaPingPong(*gda, win, maxBytes, rank, false, perBlock));
+    signal.push_back(GdaPingPong(*gda, win, maxBytes, rank, true, perBlock));
+  }
+  if (rank != 0) return;
+  if (bareFd >= 0) Figure("bare", "tcp pingpong 8B", 8, Median({bare.begin() + 1, bare.end()}), "us/rt");
+  if (gda == nullptr) return;
+  Figure("gda", "put+signal round trip 8B", 8, Median({putSignal.begin() + 1, putSignal.end()}), "us/rt");
+  Figure("gda", "signal round trip", 0, Median({signal.begin() + 1, signal.end()}), "us/rt");
+}
+
+// Rank 0 puts back to back, then flushes (every byte is at rank 1).
+void GdaBandwidth(ccoComm* comm, ccoGda<>& gda, ccoWindow_t win, int rank, uint64_t maxBytes) {
+  for (uint64_t size : Sizes(maxBytes)) {
+    const int reps = Reps(size);
+    if (ccoBarrierAll(comm) != ccoSuccess) Die("barrier");
+    const Clock::time_point t0 = Clock::now();
+    if (rank == 0) {
+      for (int i = 0; i < reps; ++i)
+        if (gda.put(1, win, maxBytes, win, 0, size) != CCO_DEVICE_STATUS_OK) Die("put");
+      if (gda.flush() != CCO_DEVICE_STATUS_OK) Die("flush");
+      Figure("gda", "put bandwidth", size, static_cast<double>(size) * reps / Seconds(t0) / 1e9, "GB/s");
+    }
+  }
+  if (ccoBarrierAll(comm) != ccoSuccess) Die("barrier");
+}
+
+// comm null: the bare anchors alone; bareFd < 0: GDA alone.
+void Run(ccoComm* comm, int bareFd, int rank, uint64_t maxBytes, int rounds) {
+  if (comm == nullptr) {
+    RoundTrips(nullptr, 0, bareFd, rank, maxBytes, rounds);
+    BareStream(bareFd, rank, maxBytes);
+    return;
+  }
   void* mem = nullptr;
   ccoWindow_t win = 0;
   if (ccoWindowAllocRegister(comm, 2 * maxBytes, &mem, &win) != ccoSuccess) Die("window");
@@ -129,42 +194,14 @@ void Gda(ccoComm* comm, int rank, uint64_t maxBytes, int rounds) {
   if (ccoDevCommCreate(comm, &reqs, &dc) != ccoSuccess) Die("devcomm");
   {
     ccoGda<> gda(dc, 0, 60'000'000'000ull);
-    const int peer = 1 - rank;
-    // Round trips: a put of 8 bytes with a signal (or the signal alone) and the answer.
-    for (int signalOnly = 0; signalOnly < 2; ++signalOnly) {
-      for (int warm = 0; warm < 2; ++warm) {
-        if (ccoBarrierAll(comm) != ccoSuccess) Die("barrier");
-        const Clock::time_point t0 = Clock::now();
-        for (int i = 0; i < rounds; ++i) {
-          auto send = [&] {
-            return signalOnly ? gda.signal(peer, 0) : gda.put(peer, win, maxBytes, win, 0, 8, CCO_SIGNAL_INC, 0);
-          };
-          if (rank == 0 && send() != CCO_DEVICE_STATUS_OK) Die("send");
-          if (gda.wait_signal(0, 1) != CCO_DEVICE_STATUS_OK) Die("wait");
-          if (rank == 1 && send() != CCO_DEVICE_STATUS_OK) Die("answer");
-        }
-        if (rank == 0 && warm == 1)
-          Figure("gda", signalOnly ? "signal round trip" : "put+signal round trip 8B", signalOnly ? 0 : 8,
-                 Seconds(t0) / rounds * 1e6, "us/rt");
-      }
-    }
-    if (gda.flush() != CCO_DEVICE_STATUS_OK) Die("flush");
-    // Bandwidth: rank 0 puts back to back, then flushes (every byte is at rank 1).
-    for (uint64_t size : Sizes(maxBytes)) {
-      const int reps = Reps(size);
-      if (ccoBarrierAll(comm) != ccoSuccess) Die("barrier");
-      const Clock::time_point t0 = Clock::now();
-      if (rank == 0) {
-        for (int i = 0; i < reps; ++i)
-          if (gda.put(1, win, maxBytes, win, 0, size) != CCO_DEVICE_STATUS_OK) Die("put");
-        if (gda.flush() != CCO_DEVICE_STATUS_OK) Die("flush");
-        Figure("gda", "put bandwidth", size, static_cast<double>(size) * reps / Seconds(t0) / 1e9, "GB/s");
-      }
-    }
     if (ccoBarrierAll(comm) != ccoSuccess) Die("barrier");
+    RoundTrips(&gda, win, bareFd, rank, maxBytes, rounds);
+    if (gda.flush() != CCO_DEVICE_STATUS_OK) Die("flush");
+    GdaBandwidth(comm, gda, win, rank, maxBytes);
   }
   if (ccoDevCommDestroy(comm, &dc) != ccoSuccess) Die("devcomm destroy");
   ccoWindowDeregister(comm, win);
+  if (bareFd >= 0) BareStream(bareFd, rank, maxBytes);
 }
 
 }  // namespace
@@ -178,14 +215,15 @@ int main(int argc, char** argv) {
   const std::string suites = argv[4];
   const uint64_t maxBytes = strtoull(argv[5], nullptr, 10);
   const int rounds = argc == 7 ? std::max(10, atoi(argv[6])) : 2000;
-  if (suites.find("bare") != std::string::npos) Bare(rank, argv[3], maxBytes, rounds);
+  const int bareFd = suites.find("bare") != std::string::npos ? BareSocket(rank, argv[3]) : -1;
+  ccoComm* comm = nullptr;
   if (suites.find("gda") != std::string::npos) {
     ccoUniqueId id;
     if (!cco_test::ShareId(argv[2], rank, &id)) Die("unique id");
-    ccoComm* comm = nullptr;
     if (ccoCommCreate(id, 2, rank, 4 * maxBytes + (64 << 20), &comm) != ccoSuccess) Die("ccoCommCreate");
-    Gda(comm, rank, maxBytes, rounds);
-    ccoCommDestroy(comm);
   }
+  if (comm != nullptr || bareFd >= 0) Run(comm, bareFd, rank, maxBytes, rounds);
+  if (comm != nullptr) ccoCommDestroy(comm);
+  if (bareFd >= 0) close(bareFd);
   return 0;
 }

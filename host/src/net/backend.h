@@ -74,8 +74,9 @@ class NetBackend {
   virtual const char* name() const = 0;
   // Whether the backend has a connection to `peer` (world rank).
   virtual bool Reaches(int32_t peer) const = 0;
-  // Queues `op`; its completion comes out of Progress (at once, failed, when the peer is lost).
-  virtual void Post(const NetOp& op) = 0;
+  // Queues `op`, or starts it at once where the connection is idle (reading this rank's
+  // memory through `map`); its completion comes out of Progress (failed, when the peer is lost).
+  virtual void Post(const NetOp& op, NetTargetMap& map) = 0;
   // Moves everything along without blocking, applying incoming ops through `map`; appends
   // the completions; whether anything happened.
   virtual bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) = 0;

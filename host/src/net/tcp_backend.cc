@@ -64,12 +64,20 @@ Status SendSome(int fd, iovec* pieces, int count, bool more, size_t* sent) {
   return Status::Ok();
 }
 
-// Up to `want` bytes into `dst`: from the buffer, else from the socket (0: nothing there).
+// Up to `want` bytes into `dst`: from the buffer, else from the socket unless it is drained
+// (0: nothing there).
 Status Take(int fd, tcp::Inbound& in, char* dst, size_t want, size_t* got) {
   if (!in.buffered()) {
-    if (want >= tcp::kReadBuffer) return RecvSome(fd, dst, want, got);
+    *got = 0;
+    if (in.drained) return Status::Ok();
+    if (want >= tcp::kReadBuffer) {
+      CCO_RETURN_IF_ERROR(RecvSome(fd, dst, want, got));
+      in.drained = *got < want;
+      return Status::Ok();
+    }
     in.bufferStart = in.bufferEnd = 0;
     CCO_RETURN_IF_ERROR(RecvSome(fd, in.buffer.data(), tcp::kReadBuffer, &in.bufferEnd));
+    in.drained = in.bufferEnd < tcp::kReadBuffer;
     if (in.bufferEnd == 0) {
       *got = 0;
       return Status::Ok();
@@ -145,7 +153,7 @@ bool TcpBackend::Reaches(int32_t peer) const {
   return peer >= 0 && static_cast<size_t>(peer) < peers_.size() && peers_[peer] != nullptr;
 }
 
-void TcpBackend::Post(const NetOp& op) {
+void TcpBackend::Post(const NetOp& op, NetTargetMap& map) {
   if (!Reaches(op.peer) || peers_[op.peer]->lost) {
     NetCompletion c;
     c.cookie = op.cookie;
@@ -187,7 +195,15 @@ void TcpBackend::Post(const NetOp& op) {
   pending.posted = now_;  // the last pass's clock: the bound is milliseconds
   p.pending.push_back(pending);
   p.lastPost = now_;
+  // A request to a connection with nothing else on its way out leaves at once (its payload,
+  // where it has one, as soon as it is out of device memory): the pass that would send it
+  // is a ring drain and an epoll away (1-2 us).
+  const bool alone = p.requests.out.empty();
   p.requests.out.push_back(std::move(o));
+  Status error;
+  bool did = false;
+  if (alone && !Write(p, p.requests, false, map, &did, &error))
+    FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), &refusedAtPost_);
 }
 
 bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
@@ -211,10 +227,21 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     if (q >= peers_.size() || peers_[q] == nullptr || peers_[q]->lost) continue;
     Peer& p = *peers_[q];
     const bool target = (events[i].data.u64 & 1) != 0;
+    Socket& s = target ? p.answers : p.requests;
+    s.in.drained = false;  // bytes came in since
     Status error;
-    if (!Read(p, target ? p.answers : p.requests, target, map, &did, &error))
+    if (!Read(p, s, target, map, &did, &error))
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
   }
+  // A request applied just now may have the kernel post a reply at once: the rest of the
+  // pass (chunks, answers, completions, liveness; 2-3 us) waits for the next, so that the
+  // proxy reads its rings first and the reply leaves from Post. Never two passes running.
+  if (appliedThisPass_ && !deferredLast_) {
+    appliedThisPass_ = false;
+    deferredLast_ = true;
+    return true;
+  }
+  appliedThisPass_ = deferredLast_ = false;
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->lost) continue;
     Peer& p = *peer;
@@ -435,6 +462,7 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
   size_t budget = kPassBudget;
   while (!s.out.empty() && budget > 0) {
     Outbound& o = s.out.front();
+    if (!target && o.headerSent == 0) HoldDueAcks(p);
     if (!target && o.headerSent == 0 && p.ackDue != 0) {  // the request carries the acks held
       o.header.flags |= kTcpHasAck;
       o.header.ackSeq = p.ackDue;
@@ -492,7 +520,7 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
       o.sent += sent;
       if (c->sent == c->length) {
         s.sendPool.Release(c->index);
-        o.chunks.pop_front();
+        o.chunks.erase(o.chunks.begin());
       }
     }
     if (o.headerSent == kHeader && o.sent == o.bytes) s.out.pop_front();

@@ -56,7 +56,7 @@ class TcpBackend : public NetBackend {
 
   const char* name() const override { return "tcp"; }
   bool Reaches(int32_t peer) const override;
-  void Post(const NetOp& op) override;
+  void Post(const NetOp& op, NetTargetMap& map) override;
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
   void Drain() override;
@@ -83,6 +83,7 @@ class TcpBackend : public NetBackend {
   // Target: answers whose work the stream has passed go out, acks merged, or held for a
   // request of this rank's to carry (QueueAck sends the held ones bare).
   bool PumpAnswers(Peer& p);
+  bool HoldDueAcks(Peer& p);  // the acks at the front of what is owed, whose work is done
   void QueueAck(Peer& p);
   // Initiator: the requests up to `seq` are acknowledged (an ACK, a carried ack, or a later
   // answer); an error if one of them was a get still without its data.
@@ -103,6 +104,8 @@ class TcpBackend : public NetBackend {
   std::vector<std::unique_ptr<Peer>> peers_;  // by world rank; null where unused
   std::vector<NetCompletion> refusedAtPost_;   // ops posted to a lost peer
   uint64_t pass_ = 0;                          // Progress calls so far
+  bool appliedThisPass_ = false;               // a request was applied in this pass
+  bool deferredLast_ = false;                  // the last pass left its bookkeeping to this one
   Clock::time_point now_ = Clock::now();       // read once per Progress
   mutable std::mutex errorMu_;  // lastError is read from other threads
   std::string lastError_;

@@ -44,7 +44,9 @@ struct Outbound {
   uint64_t staged = 0;  // payload bytes whose copy out is queued
   uint64_t sent = 0;
   bool getAnswer = false;  // a target's GET_DATA: later writes wait until it is staged
-  std::deque<Chunk> chunks;
+  // At most the pool's chunks; a vector, not a deque: a deque allocates even empty, and a
+  // request is made per post.
+  std::vector<Chunk> chunks;
 };
 
 // Bytes coming into a socket: a header, then maybe a payload for a window.
@@ -52,6 +54,9 @@ struct Inbound {
   std::vector<char> buffer = std::vector<char>(kReadBuffer);
   size_t bufferStart = 0, bufferEnd = 0;
   bool buffered() const { return bufferStart != bufferEnd; }
+  // The last recv took less than it asked for: the socket is empty until epoll says
+  // otherwise (a recv that finds nothing is a system call for nothing, on the reply's path).
+  bool drained = false;
   TcpHeader header;
   size_t headerGot = 0;
   bool payload = false;    // reading the payload of `header`

@@ -102,6 +102,7 @@ Status TcpBackend::FinishRequest(Peer& p, Socket& s, NetTargetMap& map) {
   uint64_t token = 0;
   CCO_RETURN_IF_ERROR(fence_->Mark(&token));
   p.owed.push_back(Peer::Answer{h.seq, kTcpAck, token, 0, 0, 0, 0});
+  appliedThisPass_ = true;
   return Status::Ok();
 }
 
@@ -112,20 +113,11 @@ Status TcpBackend::FinishRequest(Peer& p, Socket& s, NetTargetMap& map) {
 // rank has not been talking to the peer, else once the delay ran out. Gets and refusals go
 // at once, behind the acks held (answers go in order).
 bool TcpBackend::PumpAnswers(Peer& p) {
-  bool did = false;
+  bool did = HoldDueAcks(p);
   while (!p.owed.empty() && fence_->Passed(p.owed.front().token)) {
-    const Peer::Answer a = p.owed.front();
+    const Peer::Answer a = p.owed.front();  // a get's data or a refusal
     p.owed.pop_front();
     did = true;
-    if (a.type == kTcpAck) {
-      if (p.ackDue == 0) {
-        p.ackDuePass = pass_;
-        p.ackDueSince = now_;
-        p.ackHeld = options_.ackDelayUs > 0 && now_ - p.lastPost < kTalkingWithin;
-      }
-      p.ackDue = a.seq;
-      continue;
-    }
     QueueAck(p);
     tcp::Outbound o;
     o.header = TcpAnswerHeader(static_cast<TcpType>(a.type), a.seq);
@@ -139,10 +131,26 @@ bool TcpBackend::PumpAnswers(Peer& p) {
     }
     p.answers.out.push_back(o);
     p.lastOrderedAnswer = a.seq;
+    HoldDueAcks(p);
   }
   if (p.ackDue != 0 && p.ackDuePass < pass_ &&
       (!p.ackHeld || now_ - p.ackDueSince >= std::chrono::microseconds(options_.ackDelayUs)))
     QueueAck(p);
+  return did;
+}
+
+bool TcpBackend::HoldDueAcks(Peer& p) {
+  bool did = false;
+  while (!p.owed.empty() && p.owed.front().type == kTcpAck && fence_->Passed(p.owed.front().token)) {
+    if (p.ackDue == 0) {
+      p.ackDuePass = pass_;
+      p.ackDueSince = now_;
+      p.ackHeld = options_.ackDelayUs > 0 && now_ - p.lastPost < kTalkingWithin;
+    }
+    p.ackDue = p.owed.front().seq;
+    p.owed.pop_front();
+    did = true;
+  }
   return did;
 }
 

@@ -323,7 +323,7 @@ Status VerbsBackend::Build(const NetOp& op, Work* w) {
   return Status::Ok();
 }
 
-void VerbsBackend::Post(const NetOp& op) {
+void VerbsBackend::Post(const NetOp& op, NetTargetMap&) {
   auto refuse = [&](const Status& why, bool lost) {
     NetCompletion c;
     c.cookie = op.cookie;

@@ -84,7 +84,7 @@ class VerbsBackend : public NetBackend {
 
   const char* name() const override { return "verbs"; }
   bool Reaches(int32_t peer) const override;
-  void Post(const NetOp& op) override;
+  void Post(const NetOp& op, NetTargetMap& map) override;
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
 

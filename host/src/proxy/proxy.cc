@@ -447,7 +447,7 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
     fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d to rank %d over %s, window %u offset %llu bytes %llu\n",
             c.topo.rank, ring, static_cast<unsigned long long>(ticket), d.op, op.peer, threadNet_->name(), op.window,
             static_cast<unsigned long long>(op.offset), static_cast<unsigned long long>(op.bytes));
-  threadNet_->Post(op);
+  threadNet_->Post(op, *this);
   return Status::Ok();
 }
 
