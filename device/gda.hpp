@@ -246,7 +246,10 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
                          reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(f_.ringDevice, r)),
                          f_.ringDepth};
   }
-  CCO_DEVICE_API static uint32_t window_id(ccoWindow_t win) { return reinterpret_cast<const ccoWindowDevice*>(win)->id; }
+  // A null handle is id 0, which no window has: the proxy refuses the operation.
+  CCO_DEVICE_API static uint32_t window_id(ccoWindow_t win) {
+    return win == 0 ? 0 : reinterpret_cast<const ccoWindowDevice*>(win)->id;
+  }
 
   CCO_DEVICE_API uint64_t* resource(uint64_t offset) const {
     return reinterpret_cast<uint64_t*>(f_.resources + offset);
@@ -335,11 +338,13 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     }
     int32_t status = CCO_DEVICE_STATUS_OK;
     if (coop.thread_rank() == 0 && !direct) {
+      ccoGdaDesc value;
+      const ccoGdaDesc& posted = PutAsValue(d, src, &value) ? value : d;
       if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
-        status = PostAggregated(index, d);
+        status = PostAggregated(index, posted);
       } else {
         uint64_t ticket;
-        status = gda::Post<Mode>(ring(index), d, limits_, &ticket);
+        status = gda::Post<Mode>(ring(index), posted, limits_, &ticket);
       }
     }
     coop.sync();
@@ -369,6 +374,23 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       default: return false;
     }
     return gda::RingIdle(ring(index));
+  }
+
+  // A put of at most 8 bytes out of a window of this communicator goes through the ring as a
+  // put_value: the device reads its source now, so the proxy copies nothing out of device
+  // memory (over the network that is a copy and a fence, microseconds on a GPU; here, a
+  // copy-engine op where a stream write does). The source is read earlier than the proxy
+  // would, which every caller allows: it may not change a put's source before completion.
+  CCO_DEVICE_API bool PutAsValue(const ccoGdaDesc& d, ccoWindow_t src, ccoGdaDesc* value) const {
+    if (d.op != CCO_GDA_OP_PUT || d.bytes == 0 || d.bytes > 8 || d.flags != 0 ||
+        !gda::WindowHolds(f_.flatBase, f_.stride, src, d.srcOffset, d.bytes))
+      return false;
+    *value = d;
+    value->op = CCO_GDA_OP_PUT_VALUE;
+    value->srcWindow = 0;
+    value->srcOffset = gda::LoadValue(lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d.srcOffset),
+                                      static_cast<uint32_t>(d.bytes));
+    return true;
   }
 
   // Thread `rank` of `size`'s share of a direct operation's data (a put_value is thread 0's).

@@ -113,6 +113,14 @@ CCO_DEVICE_API void StoreValue(uint64_t dst, uint64_t value, uint32_t bytes) {
   for (uint32_t i = 0; i < bytes; ++i) *reinterpret_cast<uint8_t*>(dst + i) = static_cast<uint8_t>(value >> (8 * i));
 }
 
+/// The `bytes` (1 to 8) bytes at `src`, little-endian: the value a put_value of them carries.
+CCO_DEVICE_API uint64_t LoadValue(uint64_t src, uint32_t bytes) {
+  if (bytes == 8 && src % 8 == 0) return *reinterpret_cast<const uint64_t*>(src);
+  uint64_t value = 0;
+  for (uint32_t i = 0; i < bytes; ++i) value |= uint64_t{*reinterpret_cast<const uint8_t*>(src + i)} << (8 * i);
+  return value;
+}
+
 }  // namespace gda
 }  // namespace cco
 

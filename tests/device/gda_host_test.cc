@@ -330,6 +330,40 @@ TEST_P(GdaOnHost, WhatTheDeviceCannotCheckTakesTheRing) {
   }), 0);
 }
 
+// Puts of 1 to 8 bytes travel as values (the device reads the source when it posts): every
+// size at every source and destination alignment lands exactly its bytes and nothing around
+// them. A small put from a window the device cannot check still takes the ring as a put,
+// which refuses it.
+TEST_P(GdaOnHost, SmallPutsLandExactlyAtEveryAlignment) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    constexpr uint64_t kSlots = 32768, kSlot = 32;
+    for (int i = 0; i < 64; ++i) k.mem[i] = static_cast<unsigned char>(k.rank * 100 + i * 3 + 1);
+    memset(k.mem + kSlots, 0xEE, 8 * 8 * 8 * kSlot);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    uint64_t slot = 0;
+    for (uint64_t bytes = 1; bytes <= 8; ++bytes)
+      for (uint64_t from = 0; from < 8; ++from)
+        for (uint64_t to = 0; to < 8; ++to, ++slot)
+          CHECK_OR_FAIL(gda.put(peer, k.win, kSlots + slot * kSlot + 8 + to, k.win, from, bytes) == 0);
+    CHECK_OR_FAIL(gda.flush() == 0 && ccoBarrierAll(k.comm) == ccoSuccess);
+    slot = 0;
+    for (uint64_t bytes = 1; bytes <= 8; ++bytes)
+      for (uint64_t from = 0; from < 8; ++from)
+        for (uint64_t to = 0; to < 8; ++to, ++slot)
+          for (uint64_t i = 0; i < kSlot; ++i) {
+            const bool inside = i >= 8 + to && i < 8 + to + bytes;
+            const unsigned char want = inside ? static_cast<unsigned char>(peer * 100 + (from + i - 8 - to) * 3 + 1) : 0xEE;
+            CHECK_OR_FAIL(k.mem[kSlots + slot * kSlot + i] == want);
+          }
+    ccoGda<> other(k.dc, 1, 10'000'000'000ull);
+    CHECK_OR_FAIL(other.put(peer, k.win, kSlots, 0, 0, 8) == 0);  // no source window
+    CHECK_OR_FAIL(other.flush() == CCO_DEVICE_STATUS_ABORTED);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "direct"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
@@ -354,6 +388,18 @@ TEST(GdaDirectCopy, EverySizeAndAlignment) {
                 << "group " << group << " src +" << so << " dst +" << d0 << " bytes " << bytes << " at " << i;
           }
         }
+}
+
+// The value a small put carries: every size at every alignment, little-endian.
+TEST(GdaPutAsValue, LoadValueEverySizeAndAlignment) {
+  alignas(16) unsigned char src[32];
+  for (int i = 0; i < 32; ++i) src[i] = static_cast<unsigned char>(i * 11 + 5);
+  for (uint32_t bytes = 1; bytes <= 8; ++bytes)
+    for (int at = 0; at < 16; ++at) {
+      uint64_t want = 0;
+      for (uint32_t i = 0; i < bytes; ++i) want |= uint64_t{src[at + i]} << (8 * i);
+      ASSERT_EQ(cco::gda::LoadValue(reinterpret_cast<uint64_t>(src + at), bytes), want) << bytes << " at +" << at;
+    }
 }
 
 // ccoDevCommRequirements.gdaDirectMaxBytes sets the bound per device communicator (what cco
