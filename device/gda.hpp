@@ -338,8 +338,8 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     }
     int32_t status = CCO_DEVICE_STATUS_OK;
     if (coop.thread_rank() == 0 && !direct) {
-      ccoGdaDesc value;
-      const ccoGdaDesc& posted = PutAsValue(d, src, &value) ? value : d;
+      ccoGdaDesc posted = d;  // one copy, changed in place: a choice of two would live in local memory
+      PutAsValue(&posted, src);
       if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
         status = PostAggregated(index, posted);
       } else {
@@ -381,16 +381,14 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   // memory (over the network that is a copy and a fence, microseconds on a GPU; here, a
   // copy-engine op where a stream write does). The source is read earlier than the proxy
   // would, which every caller allows: it may not change a put's source before completion.
-  CCO_DEVICE_API bool PutAsValue(const ccoGdaDesc& d, ccoWindow_t src, ccoGdaDesc* value) const {
-    if (d.op != CCO_GDA_OP_PUT || d.bytes == 0 || d.bytes > 8 || d.flags != 0 ||
-        !gda::WindowHolds(f_.flatBase, f_.stride, src, d.srcOffset, d.bytes))
-      return false;
-    *value = d;
-    value->op = CCO_GDA_OP_PUT_VALUE;
-    value->srcWindow = 0;
-    value->srcOffset = gda::LoadValue(lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d.srcOffset),
-                                      static_cast<uint32_t>(d.bytes));
-    return true;
+  CCO_DEVICE_API void PutAsValue(ccoGdaDesc* d, ccoWindow_t src) const {
+    if (d->op != CCO_GDA_OP_PUT || d->bytes == 0 || d->bytes > 8 || d->flags != 0 ||
+        !gda::WindowHolds(f_.flatBase, f_.stride, src, d->srcOffset, d->bytes))
+      return;
+    d->op = CCO_GDA_OP_PUT_VALUE;
+    d->srcWindow = 0;
+    d->srcOffset = gda::LoadValue(lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d->srcOffset),
+                                  static_cast<uint32_t>(d->bytes));
   }
 
   // Thread `rank` of `size`'s share of a direct operation's data (a put_value is thread 0's).

@@ -158,3 +158,15 @@ def test_llc_generates_code(request, variant, tmp_path):
         asm = out.read_text()
         for sym in ("cco_lsa_ptr", "cco_system_fence", "cco_devcomm_lsa_rank"):
             assert re.search(rf"^\s*(\.visible\s+\.func.*\b{sym}\(|{sym}:)", asm, re.M), f"{sym} not in {cpu} code"
+        if cpu.startswith("sm_"):
+            # A stack frame in local memory costs a kernel that inlines the function a memory
+            # trip per access; every device function fits in registers (a choice between two
+            # structs by reference, say, would not).
+            framed, function = [], None
+            for line in asm.splitlines():
+                name = re.match(r"^\s*(?:\.visible\s+|\.weak\s+)?\.func\s+(?:\(.*?\)\s*)?(\w+)", line)
+                if name:
+                    function = name.group(1)
+                elif "__local_depot" in line and function and function not in framed:
+                    framed.append(function)
+            assert not framed, f"{len(framed)} functions with a local-memory frame on {cpu}: {framed[:8]}"
