@@ -106,12 +106,12 @@ Status TcpBackend::FinishRequest(Peer& p, Socket& s, NetTargetMap& map) {
   return Status::Ok();
 }
 
-// Acks are held: a request of this rank's to the same peer carries them (Write) at no cost,
-// where a bare ACK is one more send, on a loopback or a kernel's TCP stack 5-8 us, during
-// which a reply the kernel posts on seeing the signal waits. A bare ACK goes after at least
-// one pass (the proxy drains its rings in between: a reply may appear), at once where this
-// rank has not been talking to the peer, else once the delay ran out. Gets and refusals go
-// at once, behind the acks held (answers go in order).
+// Acks due wait a little: a request of this rank's to the same peer carries them (Write) at
+// no cost, where a bare ACK is one more send (on a loopback or a kernel's TCP stack 4-8 us of
+// the proxy's time). A bare ACK goes after at least one pass (the proxy drains its rings in
+// between: a reply may appear), or, where options_.ackDelayUs is set and this rank talks to
+// the peer, once that delay ran out. Gets and refusals go at once, behind the acks held
+// (answers go in order).
 bool TcpBackend::PumpAnswers(Peer& p) {
   bool did = HoldDueAcks(p);
   while (!p.owed.empty() && fence_->Passed(p.owed.front().token)) {
