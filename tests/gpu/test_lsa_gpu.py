@@ -14,6 +14,7 @@ import triton
 from cco.cli.perf_gpu import RankGroup
 from cco.ir.triton import cco
 from cco.kernels import lsa as K
+from cco.kernels import lsa_push as P
 
 RANKS = [2, 4, 8]
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "triton")
@@ -115,6 +116,65 @@ def test_twoshot_allreduce(group, count):
         for _ in range(3):
             group.run_once({r: calls[r] for r in range(n)})
     _assert_summed(outs, count)
+
+
+@pytest.mark.parametrize("count", [1000, 2048, 1 << 16, (1 << 16) + 3])
+def test_push_allreduce(group, count):
+    """The barrier-free one-shot sums exactly, 7 calls in a row (each of the three receive
+    buffers filled and cleared twice) with new inputs every call, -0.0 among them, at sizes
+    that fill whole blocks or not; every rank gets the same bits."""
+    n = len(group.ranks)
+    programs = min(K.max_programs(n), 64)
+    outs = [torch.full((count,), -1.0, device=f"cuda:{rk.device}") for rk in group.ranks]
+    calls = {}
+    group.run_once({r: (lambda r=r, rk=rk: calls.__setitem__(
+        r, P.PushAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs))) for r, rk in enumerate(group.ranks)})
+    base = torch.arange(count, dtype=torch.float32) % 113
+    for c in range(7):
+        inputs = []
+        for rk in group.ranks:
+            x = base + 10 * rk.rank + 1000 * c
+            x[::97] = -0.0
+            rk.view(rk.rank, 0, count, torch.float32).copy_(x.to(f"cuda:{rk.device}"))
+            inputs.append(x)
+        group.sync()
+        with Watchdog(group, 60):
+            group.run_once({r: calls[r] for r in range(n)})
+        want = torch.zeros(count)
+        for x in inputs:
+            want = want + x
+        for r, out in enumerate(outs):
+            assert torch.equal(out.cpu(), want), f"call {c}, rank {r}"
+    for call in calls.values():
+        call.check()
+
+
+def test_push_allreduce_refuses_a_window_too_small(group):
+    rk = group.ranks[0]
+    out = torch.empty(1 << 21, device=f"cuda:{rk.device}")
+    with pytest.raises(ValueError, match="needs a window of"):
+        P.PushAllReduce(rk.dc, rk.win, out, 1 << 21, len(group.ranks), 1, group.libs)
+
+
+def test_push_allreduce_ends_on_abort():
+    """Rank 0 calls, rank 1 never does: the call ends once the communicator is aborted, and
+    check() says so instead of returning a wrong sum quietly."""
+    g = RankGroup(2, window_bytes=1 << 20, barriers=4)
+    try:
+        outs = [torch.zeros(1024, device="cuda") for _ in g.ranks]
+        calls = {}
+        g.run_once({r: (lambda r=r, rk=rk: calls.__setitem__(
+            r, P.PushAllReduce(rk.dc, rk.win, outs[r], 1024, 2, 1, g.libs))) for r, rk in enumerate(g.ranks)})
+        timer = threading.Timer(0.3, g.ranks[0].comm.abort)
+        timer.start()
+        g.run_once({0: calls[0]})
+        timer.join()
+        with pytest.raises(RuntimeError, match="gave up waiting"):
+            calls[0].check()
+    finally:
+        for rk in g.ranks:  # rank 0 is aborted: tear both down locally
+            rk.comm.abort()
+        g.close()
 
 
 def test_twoshot_refuses_a_window_too_small(group):

@@ -216,6 +216,7 @@ def load_example(name):
 def kernels_to_compile():
     from cco.kernels import gda as G
     from cco.kernels import lsa as K
+    from cco.kernels import lsa_push as P
     from cco.kernels import sdma as S
 
     copy_sig = {"win": "u64", "peer": "i32", "src_offset": "u64", "dst_offset": "u64", "n_words": "i64",
@@ -256,6 +257,14 @@ def kernels_to_compile():
                                                     "result_offset": "i64", "iters": "i32", "NRANKS": "constexpr",
                                                     "BLOCK": "constexpr"},
          {"NRANKS": 4, "BLOCK": 1024}),
+        ("push_allreduce", P.push_allreduce, {"dc": "u64", "win": "u64", "out": "*fp32", "n": "i32",
+                                              "buffers_offset": "i64", "slot_bytes": "i64", "counters_offset": "i64",
+                                              "status_offset": "i64", "NRANKS": "constexpr", "BLOCK": "constexpr"},
+         {"NRANKS": 4, "BLOCK": 1024}),
+        ("push_prepare", P._prepare, {"win": "u64", "me": "i32", "buffers_offset": "i64", "buffers_bytes": "i64",
+                                      "counters_offset": "i64", "status_offset": "i64", "BLOCK": "constexpr"},
+         {"BLOCK": 1024}),
+        ("push_ready", P._ready, {"dc": "u64"}, {}),
     ]
 
 

@@ -19,6 +19,7 @@ from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
 from cco.ir.triton import cco as cco_ir
 from cco.kernels import lsa as K
+from cco.kernels import lsa_push as P
 from cco.memview import torch_view
 
 # Copy kernel shapes tried once at 64 MiB: (int64 words per program step, warps,
@@ -361,8 +362,10 @@ def run(opts, joined=None, world=None):
     per_launch = joined is not None and "launch" in suites  # one process per rank only
     if (shared and "allreduce" in suites) or per_launch:
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
-    if per_launch:  # the two-shot's result area follows its input
-        window = max(window, K.TwoShotAllReduce.window_bytes(opts.allreduce_max_bytes // 4))
+    if per_launch:  # the two-shot's result area, and the push kernel's buffers, follow the input
+        count = opts.allreduce_max_bytes // 4
+        window = max(window, P.PushAllReduce.window_bytes(count, world, _allreduce_programs(world),
+                                                          offset=perf_launch.push_offset(count)))
     _quiet[0] = joined is not None and joined[0] != 0
     if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites) \
             or per_launch:

@@ -7,9 +7,11 @@ Per launch, float32 sum, one process per GPU:
   eager  a Python loop of `reps` launches, wall clock (host launch overhead included): what
          a plain eager loop pays.
 Columns: CCO's one-shot and two-shot kernels (cco.kernels.lsa.OneShotAllReduce /
-TwoShotAllReduce, Triton's launch path), the one-shot through its low-overhead path for eager
-callers (one launch captured once, replayed per call), NCCL through torch.distributed, and torch
-SymmetricMemory's one-shot and two-shot.
+TwoShotAllReduce, Triton's launch path), its barrier-free one-shot (cco.kernels.lsa_push.
+PushAllReduce: each rank pushes its input into its peers' receive slots, each element its own
+flag), the one-shot through its low-overhead path for eager callers (one launch captured once,
+replayed per call), NCCL through torch.distributed, and torch SymmetricMemory's one-shot and
+two-shot.
 The anchors need one GPU per rank and a torch.distributed rendezvous (torchrun, or cco perf's
 own processes, which get MASTER_ADDR / MASTER_PORT); elsewhere they read "n/a" and the note
 says why. Every result is checked against the exact sum.
@@ -23,6 +25,13 @@ import torch
 from cco.cli.report import size_label
 from cco.cli.timing import sweep
 from cco.kernels import lsa as K
+from cco.kernels import lsa_push as P
+
+def push_offset(count):
+    """Where PushAllReduce's buffers go: past the two-shot's result area, which the suite's
+    other kernels use in between."""
+    return (K.TwoShotAllReduce.window_bytes(count) + 255) // 256 * 256
+
 
 GRAPH_REPS = 100
 EAGER_REPS = 400
@@ -116,10 +125,11 @@ def run_suite(report, opts, group, progress):
     anchors = Anchors(rk.rank, n, rk.device, top // 4)
     rows = report.suite(
         f"all-reduce per launch (float32 sum), {n} processes on {torch.cuda.device_count()} GPU(s)",
-        ["size", "launch", "cco us", "cco 2-shot us", "cco fast us", "nccl us", "symm 1-shot us", "symm 2-shot us",
-         "cco best/best peer"],
+        ["size", "launch", "cco us", "cco 2-shot us", "cco push us", "cco fast us", "nccl us", "symm 1-shot us",
+         "symm 2-shot us", "cco best/best peer"],
         note="one launch per step; graph: launches captured in one CUDA graph and replayed; eager: a Python "
-             "loop, wall clock; cco: the one-shot kernel; cco 2-shot: TwoShotAllReduce; cco fast: the one-shot "
+             "loop, wall clock; cco: the one-shot kernel; cco 2-shot: TwoShotAllReduce; cco push: PushAllReduce (no "
+             "barrier: each element is its own flag); cco fast: the one-shot "
              "through OneShotAllReduce(graph=True), one launch captured once and replayed per call; the ratio takes "
              "CCO's faster kernel" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
     programs = K.max_programs(max(1, n // max(1, torch.cuda.device_count())), rk.device)
@@ -136,6 +146,8 @@ def run_suite(report, opts, group, progress):
         group.align()
         plain = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
         two = K.TwoShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
+        push = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs,  # every rank builds it now
+                               offset=push_offset(count))
         fast = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, graph=True)
         results = {}
         for mode, timer, reps in (("graph", _per_launch_graph, graph_reps), ("eager", _per_launch_eager, eager_reps)):
@@ -145,6 +157,10 @@ def run_suite(report, opts, group, progress):
             out.zero_()
             row["cco2"] = timer(group, two, reps)
             _check(out, expected, f"cco two-shot all-reduce ({mode})", size)
+            out.zero_()
+            row["push"] = timer(group, push, reps)
+            _check(out, expected, f"cco push all-reduce ({mode})", size)
+            push.check()
             if mode == "eager":  # fast is itself a graph: a graph of it would time the same replay
                 out.zero_()
                 row["fast"] = timer(group, fast, reps)
@@ -166,8 +182,8 @@ def run_suite(report, opts, group, progress):
         for mode, row in results.items():
             peers = [row[k] for k in ("nccl", "one", "two") if k in row]
             us = lambda k: row[k] * 1e6 if k in row else "n/a"  # noqa: E731
-            rows.append([size_label(size), mode, us("cco"), us("cco2"), us("fast"), us("nccl"), us("one"), us("two"),
-                         min(row["cco"], row["cco2"]) / min(peers) if peers else "n/a"])
+            rows.append([size_label(size), mode, us("cco"), us("cco2"), us("push"), us("fast"), us("nccl"), us("one"),
+                         us("two"), min(row["cco"], row["cco2"], row["push"]) / min(peers) if peers else "n/a"])
     anchors.close()
 
 
