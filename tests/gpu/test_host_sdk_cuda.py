@@ -4,7 +4,6 @@ symmetric memory, windows whose peers' copies are reached through the flat virtu
 its own with cuMemcpyDtoH), device communicators; and the host-side timings."""
 
 import ctypes
-import json
 import multiprocessing as mp
 import os
 

@@ -261,7 +261,7 @@ def kernels_to_compile():
                                               "buffers_offset": "i64", "slot_bytes": "i64", "counters_offset": "i64",
                                               "status_offset": "i64", "NRANKS": "constexpr", "BLOCK": "constexpr"},
          {"NRANKS": 4, "BLOCK": 1024}),
-        ("push_prepare", P._prepare, {"win": "u64", "me": "i32", "buffers_offset": "i64", "buffers_bytes": "i64",
+        ("push_prepare", P._prepare, {"dc": "u64", "win": "u64", "buffers_offset": "i64", "buffers_bytes": "i64",
                                       "counters_offset": "i64", "status_offset": "i64", "BLOCK": "constexpr"},
          {"BLOCK": 1024}),
         ("push_ready", P._ready, {"dc": "u64"}, {}),

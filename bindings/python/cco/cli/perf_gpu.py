@@ -19,7 +19,6 @@ from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
 from cco.ir.triton import cco as cco_ir
 from cco.kernels import lsa as K
-from cco.kernels import lsa_push as P
 from cco.memview import torch_view
 
 # Copy kernel shapes tried once at 64 MiB: (int64 words per program step, warps,
@@ -364,8 +363,8 @@ def run(opts, joined=None, world=None):
         window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
     if per_launch:  # the two-shot's result area, and the push kernel's buffers, follow the input
         count = opts.allreduce_max_bytes // 4
-        window = max(window, P.PushAllReduce.window_bytes(count, world, _allreduce_programs(world),
-                                                          offset=perf_launch.push_offset(count)))
+        programs = K.max_programs(max(1, world // max(1, torch.cuda.device_count())))
+        window = max(window, perf_launch.push_offsets(count, world, programs)[2])
     _quiet[0] = joined is not None and joined[0] != 0
     if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites) \
             or per_launch:

@@ -9,9 +9,9 @@ Per launch, float32 sum, one process per GPU:
 Columns: CCO's one-shot and two-shot kernels (cco.kernels.lsa.OneShotAllReduce /
 TwoShotAllReduce, Triton's launch path), its barrier-free one-shot (cco.kernels.lsa_push.
 PushAllReduce: each rank pushes its input into its peers' receive slots, each element its own
-flag), the one-shot through its low-overhead path for eager callers (one launch captured once,
-replayed per call), NCCL through torch.distributed, and torch SymmetricMemory's one-shot and
-two-shot.
+flag), the push kernel through the low-overhead path for eager callers (one launch captured
+once, replayed per call), NCCL through torch.distributed, and torch SymmetricMemory's one-shot
+and two-shot.
 The anchors need one GPU per rank and a torch.distributed rendezvous (torchrun, or cco perf's
 own processes, which get MASTER_ADDR / MASTER_PORT); elsewhere they read "n/a" and the note
 says why. Every result is checked against the exact sum.
@@ -27,10 +27,13 @@ from cco.cli.timing import sweep
 from cco.kernels import lsa as K
 from cco.kernels import lsa_push as P
 
-def push_offset(count):
-    """Where PushAllReduce's buffers go: past the two-shot's result area, which the suite's
-    other kernels use in between."""
-    return (K.TwoShotAllReduce.window_bytes(count) + 255) // 256 * 256
+def push_offsets(count, world, programs):
+    """Where the two PushAllReduce objects (plain, and through its graph) keep their buffers:
+    past the two-shot's result area, which the suite's other kernels use in between, one after
+    the other; and the window bytes all of it takes."""
+    plain = (K.TwoShotAllReduce.window_bytes(count) + 255) // 256 * 256
+    fast = (P.PushAllReduce.window_bytes(count, world, programs, offset=plain) + 255) // 256 * 256
+    return plain, fast, P.PushAllReduce.window_bytes(count, world, programs, offset=fast)
 
 
 GRAPH_REPS = 100
@@ -129,8 +132,8 @@ def run_suite(report, opts, group, progress):
          "symm 2-shot us", "cco best/best peer"],
         note="one launch per step; graph: launches captured in one CUDA graph and replayed; eager: a Python "
              "loop, wall clock; cco: the one-shot kernel; cco 2-shot: TwoShotAllReduce; cco push: PushAllReduce (no "
-             "barrier: each element is its own flag); cco fast: the one-shot "
-             "through OneShotAllReduce(graph=True), one launch captured once and replayed per call; the ratio takes "
+             "barrier: each element is its own flag); cco fast: PushAllReduce(graph=True), "
+             "one launch captured once and replayed per call; the ratio takes "
              "CCO's faster kernel" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
     programs = K.max_programs(max(1, n // max(1, torch.cuda.device_count())), rk.device)
     graph_reps = 20 if opts.quick else GRAPH_REPS
@@ -146,9 +149,9 @@ def run_suite(report, opts, group, progress):
         group.align()
         plain = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
         two = K.TwoShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
-        push = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs,  # every rank builds it now
-                               offset=push_offset(count))
-        fast = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, graph=True)
+        at_plain, at_fast, _ = push_offsets(count, n, programs)
+        push = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, offset=at_plain)  # all ranks at once
+        fast = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, graph=True, offset=at_fast)
         results = {}
         for mode, timer, reps in (("graph", _per_launch_graph, graph_reps), ("eager", _per_launch_eager, eager_reps)):
             out.zero_()
@@ -165,6 +168,7 @@ def run_suite(report, opts, group, progress):
                 out.zero_()
                 row["fast"] = timer(group, fast, reps)
                 _check(out, expected, "cco all-reduce (fast path)", size)
+                fast.check()
             if anchors.why is None:
                 # NCCL and the two-shot sum in place, so the timed launches overflow to inf (at
                 # the same speed); each is then checked once on a fresh input.

@@ -94,10 +94,12 @@ def push_allreduce(dc, win, out, n, buffers_offset, slot_bytes, counters_offset,
 
 
 @triton.jit
-def _prepare(win, me, buffers_offset, buffers_bytes, counters_offset, status_offset, BLOCK: tl.constexpr):
-    """This rank's receive buffers to the sentinel, its call counts and status to 0."""
+def _prepare(dc, win, buffers_offset, buffers_bytes, counters_offset, status_offset, BLOCK: tl.constexpr):
+    """This rank's receive buffers to the sentinel, its call counts and status to 0. No
+    argument differs between ranks: ranks that are threads of one process share its binary
+    (a second one, loaded while a peer's barrier spins, would wait for that barrier)."""
     pid = tl.program_id(0)
-    base = cco.Window.lsa_ptr(win, me, 0)
+    base = cco.Window.lsa_ptr(win, cco.DevComm.lsa_rank(dc), 0)
     words = buffers_bytes // 4
     buffers = _i32(base + buffers_offset)
     for start in range(pid * BLOCK, words, tl.num_programs(0) * BLOCK):
@@ -157,7 +159,7 @@ class PushAllReduce(_AllReduceLaunch):
                              f"bytes (input, three receive buffers, call counts); this one has {win.size}")
         self._status = win.local_ptr + at["status"]
         _prepare[(min(64, triton.cdiv(3 * nranks * at["slot"] // 4, self.BLOCK)),)](
-            win.handle, dc.lsa_rank, at["buffers"], 3 * nranks * at["slot"], at["counters"], at["status"],
+            dc.ptr, win.handle, at["buffers"], 3 * nranks * at["slot"], at["counters"], at["status"],
             BLOCK=self.BLOCK, extern_libs=extern_libs)
         _ready[(1,)](dc.ptr, extern_libs=extern_libs)
         super().__init__(push_allreduce, (dc.ptr, win.handle, out, count, at["buffers"], at["slot"], at["counters"],
