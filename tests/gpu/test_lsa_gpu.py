@@ -149,13 +149,6 @@ def test_push_allreduce(group, count):
         call.check()
 
 
-def test_push_allreduce_refuses_a_window_too_small(group):
-    rk = group.ranks[0]
-    out = torch.empty(1 << 21, device=f"cuda:{rk.device}")
-    with pytest.raises(ValueError, match="needs a window of"):
-        P.PushAllReduce(rk.dc, rk.win, out, 1 << 21, len(group.ranks), 1, group.libs)
-
-
 def test_push_allreduce_ends_on_abort():
     """Rank 0 calls, rank 1 never does: the call ends once the communicator is aborted, and
     check() says so instead of returning a wrong sum quietly."""
@@ -177,11 +170,14 @@ def test_push_allreduce_ends_on_abort():
         g.close()
 
 
-def test_twoshot_refuses_a_window_too_small(group):
+@pytest.mark.parametrize("kind", ["two-shot", "push"])
+def test_allreduce_refuses_a_window_too_small(group, kind):
+    """The kernels whose window holds more than the input say how much they need."""
     rk = group.ranks[0]
     out = torch.empty(1 << 21, device=f"cuda:{rk.device}")
+    make = K.TwoShotAllReduce if kind == "two-shot" else P.PushAllReduce
     with pytest.raises(ValueError, match="needs a window of"):
-        K.TwoShotAllReduce(rk.dc, rk.win, out, 1 << 21, len(group.ranks), 1, group.libs)
+        make(rk.dc, rk.win, out, 1 << 21, len(group.ranks), 1, group.libs)
 
 
 def test_barrier_100000_rounds(group):

@@ -98,6 +98,8 @@ TEST_F(ErrorsTest, MemoryArguments) {
   EXPECT_EQ(ccoWindowRegister(comm, blocks[2], (4 << 20) + 1, &win), ccoInvalidArgument);
   EXPECT_TRUE(LastErrorSays("past the end")) << ccoGetLastError();
   EXPECT_EQ(ccoWindowRegister(comm, blocks[2], 0, &win), ccoInvalidArgument);
+  EXPECT_EQ(ccoWindowRegister(comm, static_cast<char*>(blocks[2]) + 8, 64, &win), ccoInvalidArgument);
+  EXPECT_TRUE(LastErrorSays("16-byte aligned")) << ccoGetLastError();
   EXPECT_EQ(ccoWindowRegister(comm, &local, 4, &win), ccoInvalidArgument);
   EXPECT_EQ(ccoWindowRegister(comm, blocks[2], 4, nullptr), ccoInvalidArgument);
   EXPECT_EQ(ccoWindowDeregister(comm, 12345), ccoInvalidArgument);

@@ -139,6 +139,17 @@ class TcpPeer : public ::testing::Test {
     op.cookie = cookie;
     backend_->Post(op, map_);
   }
+  // This rank posts a get of `bytes` from the peer's window.
+  void PostGet(uint64_t cookie, uint64_t bytes) {
+    NetOp op;
+    op.kind = NetOpKind::kGet;
+    op.peer = 1;
+    op.window = kWindow;
+    op.localWindow = kWindow;
+    op.bytes = bytes;
+    op.cookie = cookie;
+    backend_->Post(op, map_);
+  }
   TcpHeader Signal(uint64_t seq) {
     TcpHeader h = TcpRequestHeader(kTcpSignal, seq);
     h.flags = kTcpHasSignal;
@@ -286,6 +297,36 @@ TEST_F(TcpPeer, ARequestToThePeerCarriesItsAck) {
   EXPECT_FALSE(AnythingArrives(requestsOfTheirs_, 2000)) << "a bare ACK as well as the carried one";
 }
 
+// Acks do not ride behind payload: not on a put, nor on a request right behind one (its bytes
+// may still fill the kernel's buffer); they go bare on the answers socket.
+TEST_F(TcpPeer, NoAckRidesBehindPayload) {
+  PostSignal(1);
+  ReadRequest();
+  SendAnswer(TcpAnswerHeader(kTcpAck, 1));  // answered: nothing of ours waits past the liveness bound
+  SendRequest(Signal(1));
+  ASSERT_TRUE(Run([&] { return map_.word == 1; }));
+  NetOp put;
+  put.kind = NetOpKind::kPut;
+  put.peer = 1;
+  put.window = kWindow;
+  put.localWindow = kWindow;
+  put.bytes = 64;
+  put.cookie = 2;
+  backend_->Post(put, map_);
+  PostSignal(3);
+  std::string payload;
+  const TcpHeader first = ReadHeader(requestsOfMine_, &payload);
+  ASSERT_EQ(first.type, kTcpPut);
+  const TcpHeader second = ReadRequest();
+  EXPECT_EQ(first.flags & kTcpHasAck, 0);
+  EXPECT_EQ(second.type, kTcpSignal);
+  EXPECT_EQ(second.flags & kTcpHasAck, 0);
+  SendAnswer(TcpAnswerHeader(kTcpAck, 3));
+  const TcpHeader ack = ReadAnswer();  // after the fixture's delay
+  EXPECT_EQ(ack.type, kTcpAck);
+  EXPECT_EQ(ack.seq, 1u);
+}
+
 // Nothing to carry the ack within the delay: it goes bare. And a rank that has not talked to
 // the peer acks at once (the fixture's delay would fail the test otherwise).
 TEST_F(TcpPeer, WithoutARequestTheAckGoesBare) {
@@ -350,14 +391,7 @@ TEST_F(TcpPeer, ACarriedAckWaitsForTheAnswersBeforeIt) {
 // s acknowledges the earlier ones still open.
 TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
   PostSignal(1);
-  NetOp get;
-  get.kind = NetOpKind::kGet;
-  get.peer = 1;
-  get.window = kWindow;
-  get.localWindow = kWindow;
-  get.bytes = 0;
-  get.cookie = 2;
-  backend_->Post(get, map_);
+  PostGet(2, 0);
   ReadRequest();
   ReadRequest();
   SendAnswer(TcpAnswerHeader(kTcpGetData, 2));
@@ -366,14 +400,7 @@ TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
 }
 
 TEST_F(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
-  NetOp get;
-  get.kind = NetOpKind::kGet;
-  get.peer = 1;
-  get.window = kWindow;
-  get.localWindow = kWindow;
-  get.bytes = 8;
-  get.cookie = 3;
-  backend_->Post(get, map_);
+  PostGet(3, 8);
   ReadRequest();
   TcpHeader h = Signal(1);
   h.flags |= kTcpHasAck;

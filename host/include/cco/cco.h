@@ -118,7 +118,8 @@ ccoResult_t ccoCommDevice(const ccoComm* comm, int* device);
 /* --- symmetric memory and windows ------------------------------------------------------ */
 ccoResult_t ccoMemAlloc(ccoComm* comm, size_t size, void** ptr);
 ccoResult_t ccoMemFree(ccoComm* comm, void* ptr);
-/* ptr..ptr+size must lie in one ccoMemAlloc allocation of comm. */
+/* ptr..ptr+size must lie in one ccoMemAlloc allocation of comm; ptr must be 16-byte aligned
+ * (device code moves 16 bytes at a time through window pointers). */
 ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win);
 /* The size-only form: allocate and register in one call (ccoWindowDeregister frees it). */
 ccoResult_t ccoWindowAllocRegister(ccoComm* comm, size_t size, void** ptr, ccoWindow_t* win);

@@ -148,11 +148,18 @@ Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration, PhaseTrace&
   return s;
 }
 
+// Where a window may start: kernels (CCO's Triton kernels among them) move 16 bytes at a time
+// through its pointers, which a misaligned window would turn into a fault on the device.
+constexpr uint64_t kWindowAlign = 16;
+
 // The allocation that holds [offset, offset + size) of this rank's slice.
 Status Locate(ccoComm& c, const void* ptr, size_t size, Allocation** found, Region* region) {
   const uint64_t address = reinterpret_cast<uint64_t>(ptr);
   if (ptr == nullptr) return InvalidArgument("ptr is NULL");
   if (size == 0) return InvalidArgument("size is 0");
+  if (address % kWindowAlign != 0)
+    return InvalidArgument(Fmt("ptr ", ptr, " is not ", kWindowAlign, "-byte aligned (a window's first byte must be: "
+                               "device code moves 16 bytes at a time through window pointers)"));
   if (address < c.MySlice() || address >= c.MySlice() + c.stride)
     return InvalidArgument(Fmt("ptr ", ptr, " is not memory of this communicator (use ccoMemAlloc)"));
   const size_t offset = address - c.MySlice();

@@ -24,6 +24,9 @@ namespace {
 
 // Bytes one socket moves per direction per pass, so that one busy peer cannot starve others.
 constexpr size_t kPassBudget = size_t{8} << 20;
+// A requests socket that sent payload this recently may still hold it in the kernel's buffer:
+// no acks ride behind it.
+constexpr auto kPayloadQuiet = std::chrono::milliseconds(1);
 
 Status SocketOptions(int fd, int64_t timeoutMs) {
   CCO_RETURN_IF_ERROR(SetNonBlocking(fd));
@@ -435,12 +438,13 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
 }
 
 // Everything up to h.seq is applied; a get among it would have been answered with data.
-Status TcpBackend::AckUpTo(Peer& p, uint64_t seq) {
+Status TcpBackend::AckUpTo(Peer& p, uint64_t seq, bool* advanced) {
   for (auto& pending : p.pending) {
     if (pending.seq > seq) break;
     if (pending.done) continue;
     if (pending.get) return RemoteError(Fmt("it acknowledged get ", pending.seq, " without its data"));
     pending.done = true;
+    if (advanced != nullptr) *advanced = true;
   }
   return Status::Ok();
 }
@@ -452,9 +456,10 @@ Status TcpBackend::ApplyCarriedAck(Peer& p) {
     if (pending.seq <= p.carriedAfter) return Status::Ok();  // its answer is still on its way
     break;
   }
-  CCO_RETURN_IF_ERROR(AckUpTo(p, p.carriedAck));
+  bool advanced = false;
+  CCO_RETURN_IF_ERROR(AckUpTo(p, p.carriedAck, &advanced));
   p.carriedAck = p.carriedAfter = 0;
-  p.lastAnswer = now_;
+  if (advanced) p.lastAnswer = now_;  // an answer to something; a stale ack keeps nothing alive
   return Status::Ok();
 }
 
@@ -462,12 +467,19 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
   size_t budget = kPassBudget;
   while (!s.out.empty() && budget > 0) {
     Outbound& o = s.out.front();
-    if (!target && o.headerSent == 0) HoldDueAcks(p);
-    if (!target && o.headerSent == 0 && p.ackDue != 0) {  // the request carries the acks held
-      o.header.flags |= kTcpHasAck;
-      o.header.ackSeq = p.ackDue;
-      o.header.ackAfter = p.lastOrderedAnswer;
-      p.ackDue = 0;
+    // Acks ride on a request without payload, on a socket not busy with payload: behind a
+    // put's bytes (or in a header held back until its first chunk is out of device memory)
+    // they would arrive later than bare on the idle answers socket.
+    bool carried = false;
+    if (!target && o.headerSent == 0 && o.bytes == 0 && now_ - s.lastPayloadSend > kPayloadQuiet) {
+      HoldDueAcks(p);
+      if (p.ackDue != 0) {
+        o.header.flags |= kTcpHasAck;
+        o.header.ackSeq = p.ackDue;
+        o.header.ackAfter = p.lastOrderedAnswer;
+        p.ackDue = 0;
+        carried = true;
+      }
     }
     // Copies out of device memory run ahead of the socket by up to the pool's chunks; the
     // window is looked up for each, so nothing is read from one deregistered meanwhile
@@ -507,6 +519,11 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
     size_t sent = 0;
     const bool more = o.sent + (c != nullptr ? c->length - c->sent : 0) < o.bytes;
     *error = SendSome(s.fd.get(), pieces, count, more, &sent);
+    if (carried && sent == 0) {  // the socket is full: the acks go back to waiting (bare, or the next request)
+      p.ackDue = o.header.ackSeq;
+      o.header.flags &= static_cast<uint16_t>(~kTcpHasAck);
+      o.header.ackSeq = o.header.ackAfter = 0;
+    }
     if (!error->ok()) return false;
     if (sent == 0) return true;
     *did = true;
@@ -516,6 +533,7 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
     o.headerSent += header;
     sent -= header;
     if (c != nullptr && sent > 0) {
+      s.lastPayloadSend = now_;
       c->sent += sent;
       o.sent += sent;
       if (c->sent == c->length) {

@@ -89,7 +89,7 @@ class TcpBackend : public NetBackend {
   void QueueAck(Peer& p);
   // Initiator: the requests up to `seq` are acknowledged (an ACK, a carried ack, or a later
   // answer); an error if one of them was a get still without its data.
-  Status AckUpTo(Peer& p, uint64_t seq);
+  Status AckUpTo(Peer& p, uint64_t seq, bool* advanced = nullptr);
   Status ApplyCarriedAck(Peer& p);
   // Initiator: requests done, in order, become completions.
   bool Complete(Peer& p, std::vector<NetCompletion>* done);

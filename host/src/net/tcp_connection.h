@@ -84,6 +84,7 @@ struct Socket {
     uint64_t token;
   };
   std::deque<Landing> landing;  // chunks whose copy into device memory is queued
+  Clock::time_point lastPayloadSend;  // payload bytes last left (epoch: never)
 };
 
 struct Peer {

@@ -1,4 +1,4 @@
-// The tcp backend's protocol: fixed 64-byte headers, each possibly followed by payload, on
+// The tcp backend's protocol: fixed 80-byte headers, each possibly followed by payload, on
 // one connection per ordered pair of ranks. The rank that connected (the initiator) sends
 // requests; the rank that accepted (the target) answers them, in order.
 //
@@ -31,7 +31,9 @@
 
 namespace cco {
 
-constexpr uint32_t kTcpMagic = 0x4e4f4343;  // "CCON"
+// The header's second version (80 bytes, carried acks): a peer of the first breaks the
+// connection at its first header instead of reading 16 bytes of it as payload.
+constexpr uint32_t kTcpMagic = 0x324e4343;  // "CCN2"
 
 enum TcpType : uint16_t {
   kTcpPut = 1,
@@ -79,7 +81,7 @@ TcpHeader TcpRequestHeader(TcpType type, uint64_t seq);
 TcpHeader TcpAnswerHeader(TcpType type, uint64_t seq);
 
 // A request as the target receives it: well formed, numbered `expectedSeq`, and any ack it
-// carries about requests the receiver sent (ackAfter < ackSeq <= lastSent).
+// carries about requests the receiver posted (ackAfter < ackSeq <= lastSent).
 Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq, uint64_t lastSent);
 // An answer as the initiator receives it: well formed, and about a request it sent (seq in
 // [1, lastSent]).

@@ -12,8 +12,9 @@ which it reaches after reading this rank's call k + 1, pushed by a later kernel 
 the kernel boundary orders the clear before any such write. Two buffers would not do: a peer
 may start call k + 1 as soon as it has this rank's call k, while this rank still clears.
 
-Each program keeps its own call count (in the window, so a CUDA graph replays it correctly) and
-handles the same blocks on every rank, so every rank must launch the same grid. Every rank adds
+Each program keeps the buffer its next call lands in (0, 1, 2, in the window, so a CUDA graph
+replays it correctly) and handles the same blocks on every rank, so every rank must launch the
+same grid. Every rank adds
 the values in rank order, so all ranks get the same bits.
 """
 
@@ -61,10 +62,14 @@ def push_allreduce(dc, win, out, n, buffers_offset, slot_bytes, counters_offset,
     base, stride = _peer_bases(win, NRANKS)
     mine = base + me * stride
     counter = (mine + counters_offset).to(tl.pointer_type(tl.int32), bitcast=True) + pid
-    call = tl.load(counter)
+    turn = tl.load(counter)  # 0, 1 or 2: kept in range, so no count of calls ever overflows
+    # Offsets in 64 bits: Triton passes a Python int below 2**31 as int32, and three buffers of
+    # 8 ranks' slots pass 2**31 bytes from 32M floats up.
+    slot_bytes = slot_bytes.to(tl.int64)
     buffer_bytes = NRANKS * slot_bytes
-    landing = buffers_offset + (call % 3) * buffer_bytes + me * slot_bytes  # my slot at every peer
-    stale = mine + buffers_offset + ((call + 2) % 3) * buffer_bytes
+    here = buffers_offset.to(tl.int64) + turn.to(tl.int64) * buffer_bytes  # this call's buffer
+    landing = here + me * slot_bytes  # my slot in it, at every peer
+    stale = mine + buffers_offset.to(tl.int64) + ((turn + 2) % 3).to(tl.int64) * buffer_bytes
     gave_up = 0
     for start in range(pid * BLOCK, n, step):
         offs = start + tl.arange(0, BLOCK)
@@ -79,7 +84,7 @@ def push_allreduce(dc, win, out, n, buffers_offset, slot_bytes, counters_offset,
             if p == me:
                 acc += x
             else:
-                slot = _i32(mine + buffers_offset + (call % 3) * buffer_bytes + p * slot_bytes)
+                slot = _i32(mine + here + p * slot_bytes)
                 values, late = _wait_block(slot, offs, mask, dc, BLOCK)
                 gave_up = gave_up | late
                 acc += values
@@ -88,14 +93,14 @@ def push_allreduce(dc, win, out, n, buffers_offset, slot_bytes, counters_offset,
             if p != me:
                 tl.store(_i32(stale + p * slot_bytes) + offs,
                          tl.full([BLOCK], SENTINEL, tl.int32), mask=mask)
-    tl.store(counter, call + 1)
+    tl.store(counter, (turn + 1) % 3)
     if gave_up != 0:
         tl.store((mine + status_offset).to(tl.pointer_type(tl.int32), bitcast=True), 1)
 
 
 @triton.jit
 def _prepare(dc, win, buffers_offset, buffers_bytes, counters_offset, status_offset, BLOCK: tl.constexpr):
-    """This rank's receive buffers to the sentinel, its call counts and status to 0. No
+    """This rank's receive buffers to the sentinel, its turns and status to 0. No
     argument differs between ranks: ranks that are threads of one process share its binary
     (a second one, loaded while a peer's barrier spins, would wait for that barrier)."""
     pid = tl.program_id(0)
@@ -129,7 +134,7 @@ class PushAllReduce(_AllReduceLaunch):
 
     The window holds the input at offset 0; from byte `offset` (a multiple of 256 past the
     input; default: right after it) three receive buffers of `nranks` slots, the programs'
-    call counts and a status word, window_bytes(count, nranks, programs, offset) in all, used
+    turns and a status word, window_bytes(count, nranks, programs, offset) in all, used
     by nothing else while the object lives. Every rank builds it together, on the stream its
     calls will use (it prepares its buffers there, then waits on a barrier for every rank's),
     with the same count and programs, and calls it in the same order. check() raises if a
