@@ -139,10 +139,12 @@ class TcpPeer : public ::testing::Test {
     op.cookie = cookie;
     backend_->Post(op, map_);
   }
-  // This rank posts a get of `bytes` from the peer's window.
-  void PostGet(uint64_t cookie, uint64_t bytes) {
+  // This rank posts a get of `bytes` from the peer's window, or a put of as many into it.
+  void PostGet(uint64_t cookie, uint64_t bytes) { PostCopy(NetOpKind::kGet, cookie, bytes); }
+  void PostPut(uint64_t cookie, uint64_t bytes) { PostCopy(NetOpKind::kPut, cookie, bytes); }
+  void PostCopy(NetOpKind kind, uint64_t cookie, uint64_t bytes) {
     NetOp op;
-    op.kind = NetOpKind::kGet;
+    op.kind = kind;
     op.peer = 1;
     op.window = kWindow;
     op.localWindow = kWindow;
@@ -257,20 +259,10 @@ TEST_F(TcpPeer, MalformedRequestsBreakTheConnection) {
 TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
   // This rank puts to the peer; the peer never answers, but keeps sending requests of its
   // own (which this rank answers): those must not keep the put alive past the bound.
-  NetOp op;
-  op.kind = NetOpKind::kSignal;
-  op.peer = 1;
-  op.gdaId = kGda;
-  op.signal = true;
-  op.signalAdd = 1;
-  op.cookie = 77;
-  backend_->Post(op, map_);
+  PostSignal(77);
   uint64_t seq = 0;
   const bool lost = Run([&] {
-    TcpHeader chatter = TcpRequestHeader(kTcpSignal, ++seq);
-    chatter.flags = kTcpHasSignal;
-    chatter.gdaId = kGda;
-    chatter.signalAdd = 1;
+    const TcpHeader chatter = Signal(++seq);
     send(requestsOfTheirs_.get(), &chatter, sizeof(chatter), MSG_DONTWAIT | MSG_NOSIGNAL);
     for (const auto& c : done_)
       if (c.cookie == 77) return true;
@@ -305,14 +297,7 @@ TEST_F(TcpPeer, NoAckRidesBehindPayload) {
   SendAnswer(TcpAnswerHeader(kTcpAck, 1));  // answered: nothing of ours waits past the liveness bound
   SendRequest(Signal(1));
   ASSERT_TRUE(Run([&] { return map_.word == 1; }));
-  NetOp put;
-  put.kind = NetOpKind::kPut;
-  put.peer = 1;
-  put.window = kWindow;
-  put.localWindow = kWindow;
-  put.bytes = 64;
-  put.cookie = 2;
-  backend_->Post(put, map_);
+  PostPut(2, 64);
   PostSignal(3);
   std::string payload;
   const TcpHeader first = ReadHeader(requestsOfMine_, &payload);
