@@ -152,7 +152,8 @@ class Communicator:
         self._memory.pop(ptr, None)
 
     def register_window(self, ptr: int, size: int) -> RegisteredWindow:
-        """Makes ptr..ptr+size (inside one alloc_mem allocation) reachable by peers; collective."""
+        """Makes ptr..ptr+size (inside one alloc_mem allocation; ptr 16-byte aligned) reachable by
+        peers; collective."""
         ptr = address_value(ptr, "ptr")
         size = size_value(size, "size")
         handle = ctypes.c_uint64()
