@@ -273,6 +273,16 @@ TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
   EXPECT_NE(done_.back().status.message().find("answered nothing"), std::string::npos) << done_.back().status.message();
 }
 
+// A request to an idle connection leaves from Post itself, not at the next Progress (a reply
+// would otherwise wait for the rest of the proxy's pass).
+TEST_F(TcpPeer, ARequestToAnIdleConnectionLeavesFromPost) {
+  PostSignal(1);  // no Progress from here on
+  TcpHeader h;
+  ASSERT_EQ(recv(requestsOfMine_.get(), &h, sizeof(h), MSG_WAITALL), static_cast<ssize_t>(sizeof(h)));
+  EXPECT_EQ(h.type, kTcpSignal);
+  EXPECT_EQ(h.seq, 1u);
+}
+
 // A ping-pong: the peer's request, then one of this rank's to the peer. The ack of the
 // peer's request rides on this rank's request; no bare ACK follows.
 TEST_F(TcpPeer, ARequestToThePeerCarriesItsAck) {
