@@ -437,7 +437,7 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   return Status::Ok();
 }
 
-// Everything up to h.seq is applied; a get among it would have been answered with data.
+// Every request up to `seq` is applied; a get among them would have been answered with data.
 Status TcpBackend::AckUpTo(Peer& p, uint64_t seq, bool* advanced) {
   for (auto& pending : p.pending) {
     if (pending.seq > seq) break;

@@ -14,8 +14,7 @@ may start call k + 1 as soon as it has this rank's call k, while this rank still
 
 Each program keeps the buffer its next call lands in (0, 1, 2, in the window, so a CUDA graph
 replays it correctly) and handles the same blocks on every rank, so every rank must launch the
-same grid. Every rank adds
-the values in rank order, so all ranks get the same bits.
+same grid. Every rank adds the values in rank order, so all ranks get the same bits.
 """
 
 import triton
