@@ -342,21 +342,27 @@ TEST_P(GdaOnHost, SmallPutsLandExactlyAtEveryAlignment) {
     for (int i = 0; i < 64; ++i) k.mem[i] = static_cast<unsigned char>(k.rank * 100 + i * 3 + 1);
     memset(k.mem + kSlots, 0xEE, 8 * 8 * 8 * kSlot);
     CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    uint64_t slot = 0;
-    for (uint64_t bytes = 1; bytes <= 8; ++bytes)
-      for (uint64_t from = 0; from < 8; ++from)
-        for (uint64_t to = 0; to < 8; ++to, ++slot)
-          CHECK_OR_FAIL(gda.put(peer, k.win, kSlots + slot * kSlot + 8 + to, k.win, from, bytes) == 0);
+    // Every (size, source alignment, destination alignment) once, each into a slot of its own.
+    auto every_case = [&](auto&& step) {
+      uint64_t slot = 0;
+      for (uint64_t bytes = 1; bytes <= 8; ++bytes)
+        for (uint64_t from = 0; from < 8; ++from)
+          for (uint64_t to = 0; to < 8; ++to, ++slot)
+            if (!step(kSlots + slot * kSlot, bytes, from, to)) return false;
+      return true;
+    };
+    CHECK_OR_FAIL(every_case([&](uint64_t at, uint64_t bytes, uint64_t from, uint64_t to) {
+      return gda.put(peer, k.win, at + 8 + to, k.win, from, bytes) == 0;
+    }));
     CHECK_OR_FAIL(gda.flush() == 0 && ccoBarrierAll(k.comm) == ccoSuccess);
-    slot = 0;
-    for (uint64_t bytes = 1; bytes <= 8; ++bytes)
-      for (uint64_t from = 0; from < 8; ++from)
-        for (uint64_t to = 0; to < 8; ++to, ++slot)
-          for (uint64_t i = 0; i < kSlot; ++i) {
-            const bool inside = i >= 8 + to && i < 8 + to + bytes;
-            const unsigned char want = inside ? static_cast<unsigned char>(peer * 100 + (from + i - 8 - to) * 3 + 1) : 0xEE;
-            CHECK_OR_FAIL(k.mem[kSlots + slot * kSlot + i] == want);
-          }
+    CHECK_OR_FAIL(every_case([&](uint64_t at, uint64_t bytes, uint64_t from, uint64_t to) {
+      for (uint64_t i = 0; i < kSlot; ++i) {
+        const bool inside = i >= 8 + to && i < 8 + to + bytes;
+        const unsigned char want = inside ? static_cast<unsigned char>(peer * 100 + (from + i - 8 - to) * 3 + 1) : 0xEE;
+        if (k.mem[at + i] != want) return false;
+      }
+      return true;
+    }));
     ccoGda<> other(k.dc, 1, 10'000'000'000ull);
     CHECK_OR_FAIL(other.put(peer, k.win, kSlots, 0, 0, 8) == 0);  // no source window
     CHECK_OR_FAIL(other.flush() == CCO_DEVICE_STATUS_ABORTED);

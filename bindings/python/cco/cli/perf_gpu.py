@@ -293,7 +293,7 @@ def _barrier_suite(report, opts, group):
 def _allreduce_suite(report, opts, group):
     n = group.world
     top = opts.allreduce_max_bytes
-    limit = _allreduce_programs(n)
+    limit = perf_launch.programs_per_rank(n)
     rows = report.suite(f"one-shot all-reduce (float32 sum), {n} ranks on {torch.cuda.device_count()} GPU(s)",
                         ["size", "cco us", "algbw GB/s", "busbw GB/s", "torch reduce us", "cco/torch"],
                         note="torch reduce: torch.sum over as many buffers as ranks, stacked on rank 0's device, "
@@ -336,12 +336,6 @@ def _allreduce_suite(report, opts, group):
         rows.append([size_label(size), t * 1e6, alg, alg * 2 * (n - 1) / n, t_torch * 1e6, t / t_torch])
 
 
-def _allreduce_programs(world):
-    """Programs per rank of the all-reduce: each waits in a barrier, so all of every rank
-    sharing a GPU must be resident at once."""
-    return K.max_programs(triton.cdiv(world, torch.cuda.device_count()))
-
-
 def run(opts, joined=None, world=None):
     """The GPU suites; joined = (rank, uid) when this process is one rank of `world`."""
     props = torch.cuda.get_device_properties(0)
@@ -360,11 +354,10 @@ def run(opts, joined=None, world=None):
     barriers = 1
     per_launch = joined is not None and "launch" in suites  # one process per rank only
     if (shared and "allreduce" in suites) or per_launch:
-        window, barriers = max(window, opts.allreduce_max_bytes), _allreduce_programs(world)
+        window, barriers = max(window, opts.allreduce_max_bytes), perf_launch.programs_per_rank(world)
     if per_launch:  # the two-shot's result area, and the push kernel's buffers, follow the input
         count = opts.allreduce_max_bytes // 4
-        programs = K.max_programs(max(1, world // max(1, torch.cuda.device_count())))
-        window = max(window, perf_launch.push_offsets(count, world, programs)[2])
+        window = max(window, perf_launch.push_offsets(count, world, perf_launch.programs_per_rank(world))[2])
     _quiet[0] = joined is not None and joined[0] != 0
     if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites) \
             or per_launch:
@@ -386,6 +379,6 @@ def run(opts, joined=None, world=None):
         progress("launch: skipped (one process per rank only: --launch processes, torchrun or cco.launch)")
     if not shared and "allreduce" in suites:
         n = opts.allreduce_ranks
-        with RankGroup(n, opts.allreduce_max_bytes, _allreduce_programs(n)) as group:
+        with RankGroup(n, opts.allreduce_max_bytes, perf_launch.programs_per_rank(n)) as group:
             _allreduce_suite(report, opts, group)
     return report

@@ -21,11 +21,18 @@ import os
 import time
 
 import torch
+import triton
 
 from cco.cli.report import size_label
 from cco.cli.timing import sweep
 from cco.kernels import lsa as K
 from cco.kernels import lsa_push as P
+
+def programs_per_rank(world):
+    """Programs per rank of the all-reduces (and LSA barriers per rank): each program waits on
+    its peers', so all of every rank sharing a GPU must be resident at once."""
+    return K.max_programs(triton.cdiv(world, torch.cuda.device_count()))
+
 
 def push_offsets(count, world, programs):
     """Where the two PushAllReduce objects (plain, and through its graph) keep their buffers:
@@ -135,7 +142,7 @@ def run_suite(report, opts, group, progress):
              "barrier: each element is its own flag); cco fast: PushAllReduce(graph=True), "
              "one launch captured once and replayed per call; the ratio takes "
              "CCO's faster kernel" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
-    programs = K.max_programs(max(1, n // max(1, torch.cuda.device_count())), rk.device)
+    programs = programs_per_rank(n)
     graph_reps = 20 if opts.quick else GRAPH_REPS
     eager_reps = 50 if opts.quick else EAGER_REPS
     for size in sweep(8192, top):

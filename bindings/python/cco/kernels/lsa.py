@@ -28,12 +28,20 @@ def _copy(src, dst, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _aligned(address, DTYPE: tl.constexpr):
+    """DTYPE at `address`, 16-byte aligned: a window's start (ccoWindowRegister requires it) or
+    an area a multiple of 256 bytes into one. Triton cannot see that through the device
+    library's call; said so (on the pointer: on the integer the hint is lost), it moves 16
+    bytes a thread."""
+    return tl.multiple_of(address.to(tl.pointer_type(DTYPE), bitcast=True), 16)
+
+
+@triton.jit
 def _window_words(address, offset):
-    """int64 words at `offset` bytes (a multiple of 8) into a window whose start is `address`.
-    Windows start at a page or granule boundary, which Triton cannot see through the device
-    library's call: said so, and with the offset added here (where Triton knows how it
-    divides), it moves 16 bytes a thread instead of 8 wherever the offset allows."""
-    return tl.multiple_of(address.to(tl.pointer_type(tl.int64), bitcast=True), 16) + offset // 8
+    """int64 words at `offset` bytes (a multiple of 8) into a window whose start is `address`;
+    the offset added here, where Triton knows how it divides, so accesses stay 16 bytes wide
+    wherever it allows."""
+    return _aligned(address, tl.int64) + offset // 8
 
 
 @triton.jit
@@ -92,9 +100,7 @@ def _peer_bases(win, NRANKS: tl.constexpr):
 
 @triton.jit
 def _f32(address):
-    """float32 at `address`, which callers keep 16-byte aligned (a window's start, or an area
-    at a multiple of 256 bytes into it): Triton then moves 16 bytes a thread."""
-    return tl.multiple_of(address.to(tl.pointer_type(tl.float32), bitcast=True), 16)
+    return _aligned(address, tl.float32)
 
 
 @triton.jit(do_not_specialize=["iters"])

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.kernels.lsa import _AllReduceLaunch, _f32, _peer_bases
+from cco.kernels.lsa import _aligned, _AllReduceLaunch, _f32, _peer_bases
 
 SENTINEL = tl.constexpr(-2147483648)      # int32 bits of -0.0
 _POLLS_BETWEEN_ABORT_CHECKS = tl.constexpr(1024)
@@ -31,8 +31,7 @@ _ALIGN = 256
 
 @triton.jit
 def _i32(address):
-    """int32 bits at a 16-byte aligned address (every slot starts at a multiple of 256 bytes)."""
-    return tl.multiple_of(address.to(tl.pointer_type(tl.int32), bitcast=True), 16)
+    return _aligned(address, tl.int32)
 
 
 @triton.jit
