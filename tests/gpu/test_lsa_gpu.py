@@ -103,32 +103,37 @@ def test_oneshot_allreduce(group, count):
     _assert_summed(outs, count)
 
 
+@pytest.mark.parametrize("pdl", [False, True], ids=["", "pdl"])
 @pytest.mark.parametrize("count", [1000, 2048, 1 << 18, (1 << 18) + 3])
-def test_twoshot_allreduce(group, count):
+def test_twoshot_allreduce(group, count, pdl):
     """The two-shot sums exactly, 3 calls in a row (each call's stores wait for every rank to
     have copied the last call's result out), at sizes that leave a rank's chunk empty, ragged
-    or whole, through the class as perf calls it."""
+    or whole, through the class as perf calls it; with programmatic dependent launch too."""
     n = len(group.ranks)
     outs = _allreduce_inputs(group, count)
     programs = min(K.max_programs(n), 64)
-    calls = [K.TwoShotAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs) for r, rk in enumerate(group.ranks)]
+    calls = [K.TwoShotAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs, pdl=pdl)
+             for r, rk in enumerate(group.ranks)]
     with Watchdog(group, 60):
         for _ in range(3):
             group.run_once({r: calls[r] for r in range(n)})
     _assert_summed(outs, count)
 
 
+@pytest.mark.parametrize("pdl", [False, True], ids=["", "pdl"])
 @pytest.mark.parametrize("count", [1000, 2048, 1 << 16, (1 << 16) + 3])
-def test_push_allreduce(group, count):
+def test_push_allreduce(group, count, pdl):
     """The barrier-free one-shot sums exactly, 7 calls in a row (each of the three receive
     buffers filled and cleared twice) with new inputs every call, -0.0 among them, at sizes
-    that fill whole blocks or not; every rank gets the same bits."""
+    that fill whole blocks or not; every rank gets the same bits. With programmatic dependent
+    launch, each call starts while the copy of its input (the kernel before it) still runs."""
     n = len(group.ranks)
     programs = min(K.max_programs(n), 64)
     outs = [torch.full((count,), -1.0, device=f"cuda:{rk.device}") for rk in group.ranks]
     calls = {}
     group.run_once({r: (lambda r=r, rk=rk: calls.__setitem__(
-        r, P.PushAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs))) for r, rk in enumerate(group.ranks)})
+        r, P.PushAllReduce(rk.dc, rk.win, outs[r], count, n, programs, group.libs, pdl=pdl)))
+        for r, rk in enumerate(group.ranks)})
     base = torch.arange(count, dtype=torch.float32) % 113
     for c in range(7):
         inputs = []
@@ -147,6 +152,43 @@ def test_push_allreduce(group, count):
             assert torch.equal(out.cpu(), want), f"call {c}, rank {r}"
     for call in calls.values():
         call.check()
+
+
+def test_pdl_allreduces_see_the_kernel_before():
+    """Under programmatic dependent launch a call starts while the kernel before it (here, the
+    copy of its input) may still run, and the kernel after it (the copy of its result) may
+    start early: 5 calls of each all-reduce, each between those copies on one stream, run
+    eagerly and then captured and replayed from a CUDA graph; every result of the replay exact."""
+    g = RankGroup(2, window_bytes=8 << 20, barriers=64)
+    try:
+        n, count, calls = 2, 1 << 16, 5
+        programs = min(K.max_programs(n), 64)
+        inputs = [[(torch.arange(count, device=f"cuda:{rk.device}") % 113 + 10 * rk.rank + 1000 * c).float()
+                   for c in range(calls)] for rk in g.ranks]
+        want = [sum(inputs[r][c].cpu() for r in range(n)) for c in range(calls)]
+        for make in (K.OneShotAllReduce, K.TwoShotAllReduce, P.PushAllReduce):
+            outs = [torch.zeros(count, device=f"cuda:{rk.device}") for rk in g.ranks]
+            results = [[torch.zeros(count, device=f"cuda:{rk.device}") for _ in range(calls)] for rk in g.ranks]
+            kernels = {}
+            g.run_once({r: (lambda r=r, rk=rk: kernels.__setitem__(
+                r, make(rk.dc, rk.win, outs[r], count, n, programs, g.libs, pdl=True))) for r, rk in enumerate(g.ranks)})
+
+            def sequence(r, rk):
+                for c in range(calls):
+                    rk.view(rk.rank, 0, count, torch.float32).copy_(inputs[r][c])
+                    kernels[r]()
+                    results[r][c].copy_(outs[r])
+
+            with Watchdog(g, 60):
+                g.time_graphs({r: (lambda r=r, rk=rk: sequence(r, rk)) for r, rk in enumerate(g.ranks)}, 1)
+            for r in range(n):
+                for c in range(calls):
+                    assert torch.equal(results[r][c].cpu(), want[c]), f"{make.__name__}, rank {r}, call {c}"
+            if make is P.PushAllReduce:
+                for k in kernels.values():
+                    k.check()
+    finally:
+        g.close()
 
 
 def test_push_allreduce_ends_on_abort():

@@ -155,10 +155,11 @@ def _transfer_suite(report, opts, group, direction):
     kernel = K.lsa_put if direction == "put" else K.lsa_get
     rows = report.suite(
         f"LSA {direction} bandwidth, {group.world} ranks on {torch.cuda.device_count()} GPU(s)",
-        ["size", "cco GB/s", "raw twin GB/s", "memcpy GB/s", "cco/memcpy %", "cco/raw %", "both GB/s/rank",
-         "both aggregate"],
+        ["size", "cco GB/s", "cco pdl GB/s", "raw twin GB/s", "memcpy GB/s", "cco/memcpy %", "cco pdl/memcpy %",
+         "cco/raw %", "both GB/s/rank", "both aggregate"],
         note="one rank transfers, then both at once; memcpy = cudaMemcpyAsync device-to-device of the same bytes; "
-             "copy shape (words/step, warps, programs/SM) chosen at 64 MiB on the raw twin")
+             "cco pdl: launched with programmatic dependent launch (each put starts while the one before it "
+             "ends); copy shape (words/step, warps, programs/SM) chosen at 64 MiB on the raw twin")
     pair = (0, 1)
     peer_of = {0: 1, 1: 0}
 
@@ -175,12 +176,12 @@ def _transfer_suite(report, opts, group, direction):
         block, _, per_sm = config[0]
         return (min(triton.cdiv(words, block), _sm_count(rk.device) * per_sm),)
 
-    def launch(size):
+    def launch(size, pdl=False):
         def make(rk):
             words, (block, warps, _) = size // 8, config[0]
             grid = grid_of(rk, words)
-            return lambda: kernel[grid](rk.win.handle, peer_of[rk.rank], 0, span, words, BLOCK=block,
-                                        num_warps=warps, extern_libs=group.libs)
+            return lambda: kernel[grid](rk.win.handle, peer_of[rk.rank], 0, span, words, BLOCK=block, PDL=pdl,
+                                        launch_pdl=pdl, num_warps=warps, extern_libs=group.libs)
         return make
 
     def ends(rk):
@@ -217,12 +218,13 @@ def _transfer_suite(report, opts, group, direction):
         progress(direction, size_label(size))
         reps = _reps(size)
         t_cco = group.time_graphs(group.on([0], launch(size)), reps)
+        t_pdl = group.time_graphs(group.on([0], launch(size, pdl=True)), reps)
         t_raw = group.time_graphs(group.on([0], raw(size)), reps)
         t_copy = group.time_graphs(group.on([0], memcpy(size)), reps)
         t_both = group.time_graphs(group.on(pair, launch(size)), reps)
         gb = size / 1e9
-        rows.append([size_label(size), gb / t_cco, gb / t_raw, gb / t_copy, 100 * t_copy / t_cco, 100 * t_raw / t_cco,
-                     gb / t_both, 2 * gb / t_both])
+        rows.append([size_label(size), gb / t_cco, gb / t_pdl, gb / t_raw, gb / t_copy, 100 * t_copy / t_cco,
+                     100 * t_copy / t_pdl, 100 * t_raw / t_cco, gb / t_both, 2 * gb / t_both])
     # The data arrived: after the last (both) transfer, ranks 0 and 1 each hold the
     # other's pattern in [S, 2S) (the peer put it there, or this rank got it).
     for rk in group.held(pair):
@@ -357,7 +359,7 @@ def run(opts, joined=None, world=None):
         window, barriers = max(window, opts.allreduce_max_bytes), perf_launch.programs_per_rank(world)
     if per_launch:  # the two-shot's result area, and the push kernel's buffers, follow the input
         count = opts.allreduce_max_bytes // 4
-        window = max(window, perf_launch.push_offsets(count, world, perf_launch.programs_per_rank(world))[2])
+        window = max(window, perf_launch.push_offsets(count, world, perf_launch.programs_per_rank(world))[1])
     _quiet[0] = joined is not None and joined[0] != 0
     if any(s in suites for s in ("put", "get", "barrier", "gda", "sdma")) or (shared and "allreduce" in suites) \
             or per_launch:

@@ -4,6 +4,8 @@ peers they would call instead measured in the same run.
 Per launch, float32 sum, one process per GPU:
   graph  `reps` launches captured in one CUDA graph per rank, replayed at once: what a
          framework that captures its step pays;
+  graph+pdl  the same, CCO's kernels launched with programmatic dependent launch: each
+         starts (and reads its descriptors) while the kernel before it on the stream ends;
   eager  a Python loop of `reps` launches, wall clock (host launch overhead included): what
          a plain eager loop pays.
 Columns: CCO's one-shot and two-shot kernels (cco.kernels.lsa.OneShotAllReduce /
@@ -34,13 +36,18 @@ def programs_per_rank(world):
     return K.max_programs(triton.cdiv(world, torch.cuda.device_count()))
 
 
+PUSH_VARIANTS = ("plain", "fast", "pdl")
+
+
 def push_offsets(count, world, programs):
-    """Where the two PushAllReduce objects (plain, and through its graph) keep their buffers:
-    past the two-shot's result area, which the suite's other kernels use in between, one after
-    the other; and the window bytes all of it takes."""
-    plain = (K.TwoShotAllReduce.window_bytes(count) + 255) // 256 * 256
-    fast = (P.PushAllReduce.window_bytes(count, world, programs, offset=plain) + 255) // 256 * 256
-    return plain, fast, P.PushAllReduce.window_bytes(count, world, programs, offset=fast)
+    """Where the PushAllReduce objects (PUSH_VARIANTS: plain, through its graph, launched with
+    PDL) keep their buffers: past the two-shot's result area, which the suite's other kernels
+    use in between, one after the other; and the window bytes all of it takes."""
+    at, offset = {}, K.TwoShotAllReduce.window_bytes(count)
+    for variant in PUSH_VARIANTS:
+        at[variant] = offset = (offset + 255) // 256 * 256
+        offset = P.PushAllReduce.window_bytes(count, world, programs, offset=offset)
+    return at, offset
 
 
 GRAPH_REPS = 100
@@ -140,8 +147,9 @@ def run_suite(report, opts, group, progress):
         note="one launch per step; graph: launches captured in one CUDA graph and replayed; eager: a Python "
              "loop, wall clock; cco: the one-shot kernel; cco 2-shot: TwoShotAllReduce; cco push: PushAllReduce (no "
              "barrier: each element is its own flag); cco fast: PushAllReduce(graph=True), "
-             "one launch captured once and replayed per call; the ratio takes "
-             "CCO's faster kernel" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
+             "one launch captured once and replayed per call; graph+pdl: CCO's kernels launched with programmatic "
+             "dependent launch (each starts while the one before it ends; the peers cannot), against the peers' "
+             "graph figures; the ratio takes CCO's faster kernel" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
     programs = programs_per_rank(n)
     graph_reps = 20 if opts.quick else GRAPH_REPS
     eager_reps = 50 if opts.quick else EAGER_REPS
@@ -154,29 +162,34 @@ def run_suite(report, opts, group, progress):
         out = torch.empty(count, device=f"cuda:{rk.device}", dtype=torch.float32)
         torch.cuda.synchronize()
         group.align()
-        plain = K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
-        two = K.TwoShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs)
-        at_plain, at_fast, _ = push_offsets(count, n, programs)
-        push = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, offset=at_plain)  # all ranks at once
-        fast = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, graph=True, offset=at_fast)
+        at, _ = push_offsets(count, n, programs)
+        kernels = {  # built by all ranks at once
+            False: dict(cco=K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs),
+                        cco2=K.TwoShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs),
+                        push=P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, offset=at["plain"])),
+            True: dict(cco=K.OneShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, pdl=True),
+                       cco2=K.TwoShotAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, pdl=True),
+                       push=P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, offset=at["pdl"],
+                                            pdl=True)),
+        }
+        fast = P.PushAllReduce(rk.dc, rk.win, out, count, n, programs, group.libs, graph=True, offset=at["fast"])
+        names = {"cco": "cco all-reduce", "cco2": "cco two-shot all-reduce", "push": "cco push all-reduce"}
         results = {}
-        for mode, timer, reps in (("graph", _per_launch_graph, graph_reps), ("eager", _per_launch_eager, eager_reps)):
-            out.zero_()
-            row = {"cco": timer(group, plain, reps)}
-            _check(out, expected, f"cco all-reduce ({mode})", size)
-            out.zero_()
-            row["cco2"] = timer(group, two, reps)
-            _check(out, expected, f"cco two-shot all-reduce ({mode})", size)
-            out.zero_()
-            row["push"] = timer(group, push, reps)
-            _check(out, expected, f"cco push all-reduce ({mode})", size)
-            push.check()
+        for mode, timer, reps, pdl in (("graph", _per_launch_graph, graph_reps, False),
+                                       ("graph+pdl", _per_launch_graph, graph_reps, True),
+                                       ("eager", _per_launch_eager, eager_reps, False)):
+            row = {}
+            for key, fn in kernels[pdl].items():
+                out.zero_()
+                row[key] = timer(group, fn, reps)
+                _check(out, expected, f"{names[key]} ({mode})", size)
+            kernels[pdl]["push"].check()
             if mode == "eager":  # fast is itself a graph: a graph of it would time the same replay
                 out.zero_()
                 row["fast"] = timer(group, fast, reps)
                 _check(out, expected, "cco all-reduce (fast path)", size)
                 fast.check()
-            if anchors.why is None:
+            if anchors.why is None and not pdl:  # the peers launch without PDL: their graph row serves
                 # NCCL and the two-shot sum in place, so the timed launches overflow to inf (at
                 # the same speed); each is then checked once on a fresh input.
                 for name, make, buf in (("nccl", anchors.nccl, anchors.nccl_buf), ("one", anchors.one_shot, None),
@@ -191,7 +204,8 @@ def run_suite(report, opts, group, progress):
                     _check(result if buf is None else buf[:count], expected, f"the {name} peer's all-reduce", size)
             results[mode] = row
         for mode, row in results.items():
-            peers = [row[k] for k in ("nccl", "one", "two") if k in row]
+            timed = results[mode.split("+")[0]]  # graph+pdl against the peers' graph figures
+            peers = [timed[k] for k in ("nccl", "one", "two") if k in timed]
             us = lambda k: row[k] * 1e6 if k in row else "n/a"  # noqa: E731
             rows.append([size_label(size), mode, us("cco"), us("cco2"), us("push"), us("fast"), us("nccl"), us("one"),
                          us("two"), min(row["cco"], row["cco2"], row["push"]) / min(peers) if peers else "n/a"])

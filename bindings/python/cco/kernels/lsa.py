@@ -8,6 +8,7 @@ program with num_warps=1 is one warp: coop=WARP is then the same group).
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from cco.ir.triton import cco
 
@@ -37,6 +38,18 @@ def _aligned(address, DTYPE: tl.constexpr):
 
 
 @triton.jit
+def _prior_kernel_done(PDL: tl.constexpr):
+    """With programmatic dependent launch (PDL, NVIDIA sm_90+: launched with launch_pdl=True)
+    a kernel may start while the kernel before it on the stream still runs. What comes before
+    this call may only read what no kernel writes (the window's and the device communicator's
+    descriptors); after it, everything the prior kernel wrote is visible. It then lets the next
+    kernel start its own prologue likewise. Without PDL it compiles to nothing."""
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
+
+
+@triton.jit
 def _window_words(address, offset):
     """int64 words at `offset` bytes (a multiple of 8) into a window whose start is `address`;
     the offset added here, where Triton knows how it divides, so accesses stay 16 bytes wide
@@ -45,18 +58,20 @@ def _window_words(address, offset):
 
 
 @triton.jit
-def lsa_put(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr):
+def lsa_put(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """This rank's copy [src_offset, +8*n_words) -> peer's copy at dst_offset (offsets: multiples of 8)."""
     src = _window_words(cco.Window.local_ptr(win, 0), src_offset)
     dst = _window_words(cco.Window.lsa_ptr(win, peer, 0), dst_offset)
+    _prior_kernel_done(PDL)
     _copy(src, dst, n_words, BLOCK)
 
 
 @triton.jit
-def lsa_get(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr):
+def lsa_get(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """Peer's copy at src_offset -> this rank's copy at dst_offset (offsets: multiples of 8)."""
     src = _window_words(cco.Window.lsa_ptr(win, peer, 0), src_offset)
     dst = _window_words(cco.Window.local_ptr(win, 0), dst_offset)
+    _prior_kernel_done(PDL)
     _copy(src, dst, n_words, BLOCK)
 
 
@@ -104,7 +119,7 @@ def _f32(address):
 
 
 @triton.jit(do_not_specialize=["iters"])
-def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
+def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times.
 
     Programs are persistent (grid-stride over BLOCK chunks), and program p uses LSA
@@ -116,6 +131,7 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
     pid = tl.program_id(0)
     step = tl.num_programs(0) * BLOCK
     base, stride = _peer_bases(win, NRANKS)
+    _prior_kernel_done(PDL)
     for _ in range(iters):
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
         for start in range(pid * BLOCK, n, step):
@@ -129,7 +145,8 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
 
 
 @triton.jit(do_not_specialize=["iters"])
-def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr):
+def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexpr, BLOCK: tl.constexpr,
+                      PDL: tl.constexpr = False):
     """out[i] = sum over the LSA ranks of their window's float32 element i, `iters` times, in
     two shots: LSA rank r sums its chunk of every rank's input and stores the sums into every
     rank's result area (window byte offset `result_offset`, n float32), then each rank copies
@@ -150,6 +167,7 @@ def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexp
     lo = me * chunk
     hi = tl.minimum(lo + chunk, n)
     mine = _f32(base + me * stride + result_offset)
+    _prior_kernel_done(PDL)
     for _ in range(iters):
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
         for start in range(lo + pid * BLOCK, hi, step):
@@ -202,15 +220,21 @@ class _AllReduceLaunch:
     cache look-up) on every call. With `graph=True` (the low-overhead path for eager callers)
     the first call captures one launch in a CUDA graph on the current stream and every later
     call replays it: the arguments are then fixed, so the input must be put in the window and
-    `out` reused, as with any captured work. Either way every rank calls it, in the same order."""
+    `out` reused, as with any captured work. Either way every rank calls it, in the same order.
+
+    `pdl=True` (NVIDIA sm_90+) launches with programmatic dependent launch: the kernel starts
+    while the one before it on the stream finishes, and takes its descriptors meanwhile
+    (_prior_kernel_done)."""
 
     BLOCK = 1024
 
-    def __init__(self, kernel, args, count, nranks, programs, extern_libs, graph, num_warps):
+    def __init__(self, kernel, args, count, nranks, programs, extern_libs, graph, num_warps, pdl=False):
         self._kernel = kernel
         self._grid = (max(1, min(triton.cdiv(count, self.BLOCK), programs)),)
         self._args = args
-        self._meta = dict(NRANKS=nranks, BLOCK=self.BLOCK, num_warps=num_warps, extern_libs=extern_libs)
+        self._meta = dict(NRANKS=nranks, BLOCK=self.BLOCK, num_warps=num_warps, extern_libs=extern_libs, PDL=pdl)
+        if pdl:  # a CUDA launch option only: other backends never see it
+            self._meta["launch_pdl"] = True
         self._use_graph = graph
         self._graph = None
 
@@ -235,9 +259,9 @@ class OneShotAllReduce(_AllReduceLaunch):
     """out = the sum over the LSA ranks of the first `count` float32 of their window
     (oneshot_allreduce), one launch per call; `graph=True`: see _AllReduceLaunch."""
 
-    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4):
+    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4, pdl=False):
         super().__init__(oneshot_allreduce, (dc.ptr, win.handle, out, count, 1), count, nranks, programs, extern_libs,
-                         graph, num_warps)
+                         graph, num_warps, pdl)
 
 
 class TwoShotAllReduce(_AllReduceLaunch):
@@ -253,9 +277,9 @@ class TwoShotAllReduce(_AllReduceLaunch):
     def window_bytes(cls, count):
         return cls.result_offset(count) + count * 4
 
-    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4):
+    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4, pdl=False):
         if win.size < self.window_bytes(count):
             raise ValueError(f"TwoShotAllReduce of {count} float32 needs a window of {self.window_bytes(count)} bytes "
                              f"(input, then the result area); this one has {win.size}")
         super().__init__(twoshot_allreduce, (dc.ptr, win.handle, out, count, self.result_offset(count), 1), count,
-                         nranks, programs, extern_libs, graph, num_warps)
+                         nranks, programs, extern_libs, graph, num_warps, pdl)

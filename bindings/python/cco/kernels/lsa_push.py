@@ -9,7 +9,8 @@ barrier one-shot pays two barriers (each a round trip). Inputs equal to -0.0 are
 Three receive buffers rotate: call k lands in buffer k % 3 and clears buffer (k - 1) % 3, which
 the previous call (an earlier kernel) read. A peer writes that buffer again only in call k + 2,
 which it reaches after reading this rank's call k + 1, pushed by a later kernel than the clear:
-the kernel boundary orders the clear before any such write. Two buffers would not do: a peer
+the kernel boundary orders the clear before any such write (under programmatic dependent launch,
+the wait for the previous kernel that every call makes before touching memory does). Two buffers would not do: a peer
 may start call k + 1 as soon as it has this rank's call k, while this rank still clears.
 
 Each program keeps the buffer its next call lands in (0, 1, 2, in the window, so a CUDA graph
@@ -21,7 +22,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.kernels.lsa import _aligned, _AllReduceLaunch, _f32, _peer_bases
+from cco.kernels.lsa import _aligned, _AllReduceLaunch, _f32, _peer_bases, _prior_kernel_done
 
 SENTINEL = tl.constexpr(-2147483648)      # int32 bits of -0.0
 _POLLS_BETWEEN_ABORT_CHECKS = tl.constexpr(1024)
@@ -52,13 +53,15 @@ def _wait_block(slot, offs, mask, dc, BLOCK: tl.constexpr):
 
 @triton.jit
 def push_allreduce(dc, win, out, n, buffers_offset, slot_bytes, counters_offset, status_offset,
-                   NRANKS: tl.constexpr, BLOCK: tl.constexpr):
+                   NRANKS: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """out[i] = sum over the LSA ranks of their window's float32 element i (see the module)."""
     pid = tl.program_id(0)
     step = tl.num_programs(0) * BLOCK
     me = cco.DevComm.lsa_rank(dc)
     base, stride = _peer_bases(win, NRANKS)
     mine = base + me * stride
+    # Under PDL the previous call may still run: its turn store and its clears come first.
+    _prior_kernel_done(PDL)
     counter = (mine + counters_offset).to(tl.pointer_type(tl.int32), bitcast=True) + pid
     turn = tl.load(counter)  # 0, 1 or 2: kept in range, so no count of calls ever overflows
     # Offsets in 64 bits: Triton passes a Python int below 2**31 as int32, and three buffers of
@@ -154,7 +157,8 @@ class PushAllReduce(_AllReduceLaunch):
     def window_bytes(cls, count, nranks, programs, offset=None):
         return cls.layout(count, nranks, programs, offset)["end"]
 
-    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4, offset=None):
+    def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4, offset=None,
+                 pdl=False):
         grid = max(1, min(triton.cdiv(count, self.BLOCK), programs))
         at = self.layout(count, nranks, grid, offset)
         if win.size < at["end"]:
@@ -166,7 +170,7 @@ class PushAllReduce(_AllReduceLaunch):
             BLOCK=self.BLOCK, extern_libs=extern_libs)
         _ready[(1,)](dc.ptr, extern_libs=extern_libs)
         super().__init__(push_allreduce, (dc.ptr, win.handle, out, count, at["buffers"], at["slot"], at["counters"],
-                                          at["status"]), count, nranks, grid, extern_libs, graph, num_warps)
+                                          at["status"]), count, nranks, grid, extern_libs, graph, num_warps, pdl)
 
     def check(self):
         """Raises if a call so far gave up waiting for a peer (a peer that never made the same
