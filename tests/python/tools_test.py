@@ -280,6 +280,35 @@ def test_example_and_perf_kernels_compile_for_every_target(target):
         assert not re.search(r"^\s*(call(\.uni)?|s_swappc_b64)\b", asm, re.M), f"{name}: a call survived"
 
 
+PDL_KERNELS = ("lsa_put", "lsa_get", "oneshot_allreduce", "twoshot_allreduce", "push_allreduce")
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.backend == "cuda"], ids=lambda t: f"cuda-{t.arch}")
+def test_pdl_kernels_wait_for_the_kernel_before_touching_memory(target):
+    """With PDL=True a kernel may run beside the one before it: nothing but descriptor reads
+    may come before its griddepcontrol.wait (no store, atomic, volatile or acquire load), and
+    it lets the next kernel start."""
+    from cco.ir.triton import cco
+
+    libs = tuple(cco.get_extern_libs(target).items())
+    checked = []
+    for name, fn, signature, constexprs in kernels_to_compile():
+        if name not in PDL_KERNELS:
+            continue
+        compiled = triton.compile(ASTSource(fn=fn, signature=dict(signature, PDL="constexpr"),
+                                            constexprs=dict(constexprs, PDL=True)), target=target,
+                                  options={"extern_libs": libs, "launch_pdl": True})
+        ptx = compiled.asm["ptx"]
+        wait = ptx.find("griddepcontrol.wait")
+        assert wait > 0 and "griddepcontrol.launch_dependents" in ptx, name
+        before = [line.strip() for line in ptx[:wait].splitlines()]
+        touching = [line for line in before if re.match(r"(@%p\d+\s+)?(st\.(?!param)|atom|red|ld\.(volatile|acquire|relaxed))",
+                                                         line)]
+        assert not touching, f"{name}: {touching}"
+        checked.append(name)
+    assert sorted(checked) == sorted(PDL_KERNELS)
+
+
 def test_perf_plots_every_sweep_with_its_anchors(tmp_path):
     """`cco perf --plot`: the figure is written; plot() draws one panel per sweep and unit,
     every figure column (CCO's and its anchors'), never ratios or suites without sizes."""
