@@ -76,6 +76,18 @@ typedef enum ccoTeamKind {
   CCO_TEAM_GDA = 4 /* the ranks of this rank's GDA connections, in ring order */
 } ccoTeamKind;
 
+/* How an LSA barrier orders memory around it (as C++'s memory orders): an arrive with
+ * RELEASE (or ACQ_REL) makes the coop's earlier writes visible before it; a wait with
+ * ACQUIRE (or ACQ_REL) makes the peers' writes before their arrive visible after it.
+ * RELAXED orders nothing and costs least: on a GPU a release waits until every earlier
+ * store of the thread is acknowledged, the previous barrier's included. */
+typedef enum ccoMemoryOrder {
+  CCO_MEMORY_ORDER_RELAXED = 0,
+  CCO_MEMORY_ORDER_ACQUIRE = 1,
+  CCO_MEMORY_ORDER_RELEASE = 2,
+  CCO_MEMORY_ORDER_ACQ_REL = 3
+} ccoMemoryOrder;
+
 /* What a device wait that can fail returns. */
 typedef enum ccoDeviceStatus {
   CCO_DEVICE_STATUS_OK = 0,

@@ -5,11 +5,19 @@
 //
 // State (abi/devcomm.h): this rank's epoch and verdict words for the barrier, and an
 // inbox of one uint32 per peer in every rank's resource window. A round with epoch E:
-//   arrive: the coop synchronises (its writes come first), then stores E+1 with release
-//           semantics at system scope into slot [index][me] of every peer's inbox;
-//   wait:   polls slot [index][peer] of its own inbox, acquire, until it reaches E+1
-//           (wrap-safe: (int32)(seen - (E+1)) >= 0); the coop agrees on one status
-//           through the verdict word; the epoch becomes E+1.
+//   arrive: the coop synchronises (its writes come first), then stores E+1 at system
+//           scope into slot [index][me] of every peer's inbox, with release semantics
+//           unless the caller asks for less (ccoMemoryOrder);
+//   wait:   polls slot [index][peer] of its own inbox until it reaches E+1 (wrap-safe:
+//           (int32)(seen - (E+1)) >= 0), acquire unless the caller asks for less; the
+//           coop agrees on one status through the verdict word; the epoch becomes E+1.
+// The order is the caller's to choose because it is the barrier's main cost: a release
+// waits until every earlier store of the thread is acknowledged, the previous round's
+// inbox stores included, so back-to-back release rounds take a round trip each where
+// relaxed ones take a one-way trip (one H200: 1.6 against 1.1 us a round). Data written
+// by an earlier kernel needs no release (the kernel boundary made it visible): a kernel
+// that only reads its peers' inputs enters with sync(ACQUIRE) and leaves with
+// sync(RELEASE), as NCCL's symmetric kernels do.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
 // threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
 // the communicator's abort flag; the timeout variants give up after their deadline.
@@ -62,29 +70,37 @@ template <class Coop> class ccoLsaBarrierSession {
               sizeof(uint32_t) * (static_cast<uint64_t>(index) * dc.lsaSize + dc.lsaRank);
   }
 
-  /// Tells every peer this rank reached the barrier (after the coop's earlier writes).
-  /// A release store of the round, not a reduction: adding 1 (which needs no epoch read
-  /// first) measured slower, 2.05 against 1.75 us a round (one H200, two processes).
-  CCO_DEVICE_API void arrive() {
+  /// Tells every peer this rank reached the barrier; with RELEASE or ACQ_REL (the
+  /// default) after the coop's earlier writes are visible to them. A store of the round,
+  /// not a reduction: adding 1 (which needs no epoch read first) measured slower, 2.05
+  /// against 1.75 us a round (one H200, two processes).
+  CCO_DEVICE_API void arrive(ccoMemoryOrder order = CCO_MEMORY_ORDER_RELEASE) {
     prepare();
+    const bool release = order == CCO_MEMORY_ORDER_RELEASE || order == CCO_MEMORY_ORDER_ACQ_REL;
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_); p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
-      arch::store<order::Release, scope::System>(peer_slot(p), target_);
+      if (release)
+        arch::store<order::Release, scope::System>(peer_slot(p), target_);
+      else
+        arch::store<order::Relaxed, scope::System>(peer_slot(p), target_);
     }
   }
 
-  /// Waits until every peer arrived; returns a ccoDeviceStatus (OK, or ABORTED, or
-  /// TIMEOUT once `timeout_ns` passed; 0 means no timeout), the same for every thread of
+  /// Waits until every peer arrived; with ACQUIRE or ACQ_REL (the default) their writes
+  /// before their arrive are visible after it. Returns a ccoDeviceStatus (OK, or ABORTED,
+  /// or TIMEOUT once `timeout_ns` passed; 0 means no timeout), the same for every thread of
   /// the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
   /// consistent.
-  CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) {
+  CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0, ccoMemoryOrder order = CCO_MEMORY_ORDER_ACQUIRE) {
     prepare();
+    const bool acquire = order == CCO_MEMORY_ORDER_ACQUIRE || order == CCO_MEMORY_ORDER_ACQ_REL;
     int32_t status = CCO_DEVICE_STATUS_OK;
     const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
-      status = poll(inbox_ + p, start, timeout_ns);
+      status = acquire ? poll<order::Acquire>(inbox_ + p, start, timeout_ns)
+                       : poll<order::Relaxed>(inbox_ + p, start, timeout_ns);
     }
     // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK), through
     // this barrier's verdict word. The next round starts with a coop sync (prepare), which
@@ -101,9 +117,13 @@ template <class Coop> class ccoLsaBarrierSession {
     return verdict;
   }
 
-  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) {
-    arrive();
-    return wait(timeout_ns);
+  /// arrive then wait: ACQ_REL (the default) releases the coop's writes and acquires the
+  /// peers'; ACQUIRE only acquires (a relaxed arrive), RELEASE only releases.
+  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0, ccoMemoryOrder order = CCO_MEMORY_ORDER_ACQ_REL) {
+    const bool release = order == CCO_MEMORY_ORDER_RELEASE || order == CCO_MEMORY_ORDER_ACQ_REL;
+    const bool acquire = order == CCO_MEMORY_ORDER_ACQUIRE || order == CCO_MEMORY_ORDER_ACQ_REL;
+    arrive(release ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
+    return wait(timeout_ns, acquire ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED);
   }
 
  private:
@@ -120,10 +140,10 @@ template <class Coop> class ccoLsaBarrierSession {
     return reinterpret_cast<uint32_t*>(flatBase_ + static_cast<uint64_t>(peer) * stride_ + mySlot_);
   }
 
-  CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
+  template <class Order> CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
     using namespace lsa_barrier_detail;
     for (uint32_t spins = 1;; ++spins) {
-      if (reached(arch::load<order::Acquire, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
+      if (reached(arch::load<Order, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
       if (spins % kAbortCheckInterval == 0) {
         if (abortFlag_ != nullptr && arch::load<order::Relaxed, scope::System>(abortFlag_) != 0)
           return CCO_DEVICE_STATUS_ABORTED;

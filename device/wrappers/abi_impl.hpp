@@ -61,18 +61,22 @@ CCO_DEVICE_API int32_t team_world_rank(uint64_t dc, int32_t team, int32_t index)
 CCO_DEVICE_API bool barrier_index_ok(uint64_t dc, int32_t index) {
   return static_cast<uint32_t>(index) < devcomm(dc)->lsaBarrierCount;
 }
-template <class Coop> CCO_DEVICE_API int32_t lsa_barrier_arrive(uint64_t dc, int32_t index) {
+// The memory order is a template argument: each symbol has its own, fixed at link time.
+template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_RELEASE>
+CCO_DEVICE_API int32_t lsa_barrier_arrive(uint64_t dc, int32_t index) {
   if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).arrive();
+  ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).arrive(Order);
   return CCO_DEVICE_STATUS_OK;
 }
-template <class Coop> CCO_DEVICE_API int32_t lsa_barrier_wait(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
+template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_ACQUIRE>
+CCO_DEVICE_API int32_t lsa_barrier_wait(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
   if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).wait(timeoutNs);
+  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).wait(timeoutNs, Order);
 }
-template <class Coop> CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
+template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_ACQ_REL>
+CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
   if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).sync(timeoutNs);
+  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).sync(timeoutNs, Order);
 }
 
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------

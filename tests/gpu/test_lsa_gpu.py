@@ -222,11 +222,14 @@ def test_allreduce_refuses_a_window_too_small(group, kind):
         make(rk.dc, rk.win, out, 1 << 21, len(group.ranks), 1, group.libs)
 
 
-def test_barrier_100000_rounds(group):
+@pytest.mark.parametrize("order", ["default", "ACQUIRE", "RELAXED"])
+def test_barrier_100000_rounds(group, order):
+    ordered = -1 if order == "default" else getattr(cco.MemoryOrder, order)
     status = [torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{rk.device}") for rk in group.ranks]
     with Watchdog(group, 120):
         group.run_once({r: (lambda rk=rk, r=r: K.barrier_loop[(1,)](rk.dc.ptr, 100000, status[r],
-                                                                    COOP=cco.CoopScope.BLOCK, extern_libs=group.libs))
+                                                                    COOP=cco.CoopScope.BLOCK, ORDER=ordered,
+                                                                    extern_libs=group.libs))
                         for r, rk in enumerate(group.ranks)})
     assert [int(s.item()) for s in status] == [0] * len(group.ranks)
 

@@ -55,7 +55,7 @@ def every_barrier(dc, out):
     tl.store(out + 9, cco.LsaBarrier.sync_timeout(dc, 0, t, coop=cco.CoopScope.BLOCK))
 
 
-def _family_kernel_source(family, name):
+def _family_kernel_source(family, name, keep=lambda f: True):
     """A kernel `name` that calls every function of `family` (gda, sdma) in the ABI table
     once, through its DSL name and axis keywords (so every symbol is reachable from Triton):
     out[i] = what call i returned. Window arguments get `win`, peers and ids small numbers;
@@ -68,7 +68,7 @@ def _family_kernel_source(family, name):
              "@triton.jit", f"def {name}(dc, win, out):"]
     k = 0
     for f in CCO_DEVICE_FUNCTIONS:
-        if f["family"] != family:
+        if f["family"] != family or not keep(f):
             continue
         args = []
         for name, kind in zip(f["arg_names"], f["args"]):
@@ -86,13 +86,13 @@ def _family_kernel_source(family, name):
     return "\n".join(lines) + "\n", k
 
 
-def _load_family_kernel(family):
+def _load_family_kernel(family, name=None, keep=lambda f: True):
     import importlib.util
     import os
     import tempfile
 
-    name = f"every_{family}"
-    source, count = _family_kernel_source(family, name)
+    name = name or f"every_{family}"
+    source, count = _family_kernel_source(family, name, keep)
     path = os.path.join(tempfile.mkdtemp(prefix=f"cco-{family}-kernel-"), f"{name}_kernel.py")
     with open(path, "w") as f:
         f.write(source)
@@ -104,3 +104,6 @@ def _load_family_kernel(family):
 
 every_gda, EVERY_GDA_CALLS = _load_family_kernel("gda")
 every_sdma, EVERY_SDMA_CALLS = _load_family_kernel("sdma")
+# The LSA barriers with an order= (coop WARP and BLOCK; compile with one warp).
+every_ordered_barrier, EVERY_ORDERED_BARRIER_CALLS = _load_family_kernel(
+    "barrier", "every_ordered_barrier", keep=lambda f: "order" in f["axes"] and f["axes"]["coop"] != "thread")

@@ -33,6 +33,10 @@ MEMORY_MODEL = {
     ("hip", 2): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
     ("cuda", 3): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64"],
     ("hip", 3): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
+    # the ordered barriers: relaxed forms beside release / acquire ones
+    ("cuda", 4): [r"st\.relaxed\.sys\.u32", r"ld\.relaxed\.sys\.u32", r"st\.release\.sys\.u32",
+                  r"ld\.acquire\.sys\.u32"],
+    ("hip", 4): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
 }
 CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 
@@ -60,6 +64,8 @@ def compiled(request):
         compile_for(kernels.every_barrier, {"dc": "u64", "out": "*i32"}, {}, target, num_warps=1),
         compile_for(kernels.every_gda, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target, num_warps=1),
         compile_for(kernels.every_sdma, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target),
+        compile_for(kernels.every_ordered_barrier, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, target,
+                    num_warps=1),
     ]
     return target, kernels_
 
@@ -79,7 +85,9 @@ def test_every_exported_function_is_called(compiled):
     for c in ks:
         called |= set(re.findall(r'symbol = "(cco_\w+)"', c.asm["ttir"]))
     assert called == {f["symbol"] for f in CCO_DEVICE_FUNCTIONS} - REFUSED_IN_TRITON
-    assert len(REFUSED_IN_TRITON) == 5  # arrive, wait, sync, wait_timeout, sync_timeout
+    # arrive, wait, sync, wait_timeout, sync_timeout; and by order: arrive and wait x2, sync x4,
+    # wait_timeout x2, sync_timeout x4
+    assert len(REFUSED_IN_TRITON) == 5 + 14
 
 
 def test_fully_inlined(compiled):
@@ -112,7 +120,17 @@ def test_bad_axis_value_is_a_compile_error():
     def missing(dc):
         cco.LsaBarrier.sync(dc, 0)
 
-    for kernel, text in ((bad, "coop=7 is not a compile-time CoopScope"), (missing, "needs coop=")):
+    @triton.jit
+    def arrive_acquire(dc):  # an arrive only releases or not
+        cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.ACQUIRE)
+
+    @triton.jit
+    def bad_order(dc):
+        cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK, order=9)
+
+    for kernel, text in ((bad, "coop=7 is not a compile-time CoopScope"), (missing, "needs coop="),
+                         (arrive_acquire, "no variant for {'coop': 'block', 'order': 'acquire'}"),
+                         (bad_order, "order=9 is not a compile-time MemoryOrder")):
         with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
             compile_for(kernel, {"dc": "u64"}, {}, TARGETS["cuda-sm_90"])
 

@@ -235,28 +235,33 @@ def _transfer_suite(report, opts, group, direction):
 
 def _barrier_suite(report, opts, group):
     rows = report.suite(f"LSA barrier latency, {group.world} ranks",
-                        ["coop", "warps", "us/round", "pingpong us/rt", "barrier/pingpong"],
+                        ["coop", "warps", "order", "us/round", "pingpong us/rt", "barrier/pingpong"],
                         note="pingpong: two kernels bouncing a flag, no CCO (one round trip per round); "
-                             "coop=thread needs one thread per call, which Triton programs are not")
+                             "order: the sync's memory order (acq_rel, the default, releases the coop's writes "
+                             "and acquires the peers'; a release waits for every earlier store to be "
+                             "acknowledged, the last round's included); coop=thread needs one thread per call, "
+                             "which Triton programs are not")
     rounds = opts.barrier_rounds
     status = {r: torch.zeros(1, dtype=torch.int32, device=f"cuda:{rk.device}") for r, rk in group.local.items()}
     everyone = range(group.world)
 
     measured = []
-    for coop, warps in (("block", 4), ("warp", 1)):
+    for coop, warps, order in (("block", 4, "acq_rel"), ("block", 4, "acquire"), ("block", 4, "relaxed"),
+                               ("warp", 1, "acq_rel")):
         const = getattr(cco_ir.CoopScope, coop.upper())
-        progress(f"barrier: coop={coop}")
+        ordered = -1 if order == "acq_rel" else getattr(cco_ir.MemoryOrder, order.upper())  # acq_rel: the default form
+        progress(f"barrier: coop={coop} order={order}")
 
-        def loop(count, const=const, warps=warps):
+        def loop(count, const=const, warps=warps, ordered=ordered):
             return lambda rk: lambda: K.barrier_loop[(1,)](rk.dc.ptr, count, status[rk.rank], COOP=const,
-                                                           num_warps=warps, extern_libs=group.libs)
+                                                           ORDER=ordered, num_warps=warps, extern_libs=group.libs)
 
         group.run_once(group.on(everyone, loop(100)))  # compile, warm up
         t = group.time_kernels(group.on(everyone, loop(rounds)), rounds)
         bad = {r: int(s.item()) for r, s in status.items() if int(s.item()) != 0}
         if bad:
             raise RuntimeError(f"cco perf: barrier returned statuses {bad}")
-        measured.append((coop, warps, t))
+        measured.append((coop, warps, order, t))
 
     # The anchor: a flag ping-pong between ranks 0 and 1 through their windows.
     pair = (0, 1)
@@ -287,9 +292,9 @@ def _barrier_suite(report, opts, group):
     if group.slowest(max((int(f.item()) for f in failed.values()), default=0)):
         t_pp = float("nan")  # the anchor lost its peer: report the barrier alone
 
-    for coop, warps, t in measured:
-        rows.append([coop, warps, t * 1e6, t_pp * 1e6, t / t_pp])
-    rows.append(["thread", 1, "n/a", t_pp * 1e6, "n/a"])
+    for coop, warps, order, t in measured:
+        rows.append([coop, warps, order, t * 1e6, t_pp * 1e6, t / t_pp])
+    rows.append(["thread", 1, "acq_rel", "n/a", t_pp * 1e6, "n/a"])
 
 
 def _allreduce_suite(report, opts, group):

@@ -46,3 +46,10 @@ def axis_spelling(axis, value):
             if number == value:
                 return member.lower()
     return None
+
+
+def optional_axes(entries):
+    """The axes that some of the functions sharing one DSL name lack: a call that omits one
+    means the function without it (LsaBarrier.sync without order= is the ACQ_REL form)."""
+    every = set.intersection(*(set(e["axes"]) for e in entries))
+    return {a for e in entries for a in e["axes"]} - every

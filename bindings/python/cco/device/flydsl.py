@@ -26,12 +26,11 @@ by find_cco_bitcode. FlyDSL is imported when a kernel first calls CCO, not befor
 """
 
 import functools
-import os
 import re
 import types
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
-from cco.device.abi_table import axis_spelling, load_abi_table
+from cco.device.abi_table import axis_spelling, load_abi_table, optional_axes
 
 CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 
@@ -107,6 +106,7 @@ def _make_function(dsl, entries):
     """One Python callable for every symbol that shares the DSL name `dsl`."""
     by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
     axis_names = sorted({a for e in entries for a in e["axes"]})
+    optional = optional_axes(entries)
     names = entries[0]["arg_names"]
 
     def call(*args, **kwargs):
@@ -116,7 +116,7 @@ def _make_function(dsl, entries):
                 axes[axis] = _axis_value(dsl, axis, kwargs.pop(axis))
             elif axis in _AXIS_DEFAULTS:
                 axes[axis] = _AXIS_DEFAULTS[axis]
-            else:
+            elif axis not in optional:
                 raise CcoFlyDslError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
         entry = by_axes.get(tuple(sorted(axes.items())))
         if entry is None:

@@ -88,12 +88,16 @@ def raw_copy(src_addr, dst_addr, n_words, BLOCK: tl.constexpr):
 # Loop counts are not specialised on: a timed launch must reuse the warm-up's binary
 # (loading a new one while a peer's kernel spins can wait for that kernel forever).
 @triton.jit(do_not_specialize=["rounds"])
-def barrier_loop(dc, rounds, status, COOP: tl.constexpr):
-    """`rounds` LSA barrier rounds on barrier (program id); status[pid] = the worst status."""
+def barrier_loop(dc, rounds, status, COOP: tl.constexpr, ORDER: tl.constexpr = -1):
+    """`rounds` LSA barrier rounds on barrier (program id); status[pid] = the worst status.
+    ORDER: a cco.MemoryOrder for every round, or -1: the default (ACQ_REL) form."""
     pid = tl.program_id(0)
     worst = 0
     for _ in range(rounds):
-        worst = tl.maximum(worst, cco.LsaBarrier.sync(dc, pid, coop=COOP))
+        if ORDER == -1:
+            worst = tl.maximum(worst, cco.LsaBarrier.sync(dc, pid, coop=COOP))
+        else:
+            worst = tl.maximum(worst, cco.LsaBarrier.sync(dc, pid, coop=COOP, order=ORDER))
     tl.store(status + pid, worst)
 
 
@@ -126,7 +130,11 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
 
     Programs are persistent (grid-stride over BLOCK chunks), and program p uses LSA
     barrier p: one barrier before reading (every rank's input is in place), one after
-    (nobody overwrites its input while a peer still reads it). A rank's programs wait for
+    (nobody overwrites its input while a peer still reads it). The first only acquires:
+    the inputs were written by earlier kernels, which the kernel boundary made visible, so
+    its arrive needs no release (which would wait for the acknowledgement of every earlier
+    store); the second only releases (this rank's reads come before a peer's next writes;
+    nothing is read after it). A rank's programs wait for
     the same programs of its peers, so every rank's grid must be resident at once: keep the
     grid within what the GPU holds alongside the peers sharing it (max_programs()).
     """
@@ -135,7 +143,7 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
     base, stride = _peer_bases(win, NRANKS)
     _prior_kernel_done(PDL)
     for _ in range(iters):
-        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.ACQUIRE)
         for start in range(pid * BLOCK, n, step):
             offs = start + tl.arange(0, BLOCK)
             mask = offs < n
@@ -143,7 +151,7 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
             for p in tl.static_range(NRANKS):
                 acc += tl.load(_f32(base + p * stride) + offs, mask=mask)
             tl.store(out + offs, acc, mask=mask)
-        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.RELEASE)
 
 
 @triton.jit(do_not_specialize=["iters"])
@@ -170,8 +178,14 @@ def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexp
     hi = tl.minimum(lo + chunk, n)
     mine = _f32(base + me * stride + result_offset)
     _prior_kernel_done(PDL)
-    for _ in range(iters):
-        cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
+    for it in range(iters):
+        # The inputs and the peers' last copy-out of their result areas come from earlier
+        # kernels on the first round (acquire suffices, as in the one-shot); on a later round
+        # of this kernel the copy-out is this kernel's, and its reads must be released.
+        if it == 0:
+            cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.ACQUIRE)
+        else:
+            cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK)
         for start in range(lo + pid * BLOCK, hi, step):
             offs = start + tl.arange(0, BLOCK)
             mask = offs < hi

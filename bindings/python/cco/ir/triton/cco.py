@@ -25,7 +25,7 @@ import types
 from triton.language import core
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
-from cco.device.abi_table import axis_spelling, load_abi_table
+from cco.device.abi_table import axis_spelling, load_abi_table, optional_axes
 
 LIB_NAME = "cco"
 
@@ -90,6 +90,7 @@ def _make_builtin(dsl, entries):
     """One Triton builtin for every symbol that shares the DSL name `dsl`."""
     by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
     axis_names = sorted({a for e in entries for a in e["axes"]})
+    optional = optional_axes(entries)
     arg_names = entries[0]["arg_names"]
     takes_team = dsl.startswith("Gda") and "peer" in arg_names and "dc" in arg_names
 
@@ -98,7 +99,7 @@ def _make_builtin(dsl, entries):
         unknown = set(axes) - set(axis_names)
         if unknown:
             raise TypeError(f"cco.{dsl}: unknown keyword(s) {sorted(unknown)}; axes: {axis_names or 'none'}")
-        missing = [a for a in axis_names if a not in axes]
+        missing = [a for a in axis_names if a not in axes and a not in optional]
         if missing:
             raise TypeError(f"cco.{dsl}: needs {', '.join(f'{a}=' for a in missing)} (a compile-time constant)")
         key = tuple(sorted((a, _axis_value(a, v, dsl)) for a, v in axes.items()))
@@ -123,7 +124,8 @@ def _make_builtin(dsl, entries):
 
     call.__name__ = dsl.rsplit(".", 1)[-1]
     call.__qualname__ = dsl
-    call.__doc__ = (f"cco.{dsl}({', '.join(arg_names)}" + "".join(f", {a}=" for a in axis_names) +
+    call.__doc__ = (f"cco.{dsl}({', '.join(arg_names)}" +
+                    "".join(f", {a}=" + ("None" if a in optional else "") for a in axis_names) +
                     (", team=Team.WORLD" if takes_team else "") + ")")
     return core.extern(call)
 
