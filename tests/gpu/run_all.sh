@@ -103,7 +103,7 @@ for step in "${steps[@]}"; do
       # One process per suite, each bounded: a stuck suite costs its own figures only.
       for suite in put,get allreduce barrier host; do
         name=${suite//,/-}
-        timeout "${PERF_SUITE_TIMEOUT:-150}" python3 -m cco.cli perf --suites "$suite" --json \
+        timeout "${PERF_SUITE_TIMEOUT:-300}" python3 -m cco.cli perf --suites "$suite" --json \
           > "$OUT/perf-$name.json" 2> "$OUT/perf-$name.err"
         echo "perf $suite: exit $?"; tail -3 "$OUT/perf-$name.err"
         python3 - "$OUT/perf-$name.json" <<'PY'

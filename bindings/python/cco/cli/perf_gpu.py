@@ -23,7 +23,10 @@ from cco.memview import torch_view
 
 # Copy kernel shapes tried once at 64 MiB: (int64 words per program step, warps,
 # programs per SM). The fastest for the raw twin is then used by CCO and twin alike.
-COPY_CONFIGS = [(2048, 8, 4), (4096, 8, 2), (4096, 16, 2), (1024, 4, 8), (8192, 16, 1), (2048, 4, 8)]
+# Copy shapes (int64 words a program moves per half step, warps, programs per SM): the large
+# ones for bandwidth, the small ones spread a transfer of a few KiB over more multiprocessors.
+COPY_CONFIGS = [(2048, 8, 4), (4096, 8, 2), (4096, 16, 2), (1024, 4, 8), (8192, 16, 1), (2048, 4, 8), (512, 2, 8),
+                (256, 1, 16)]
 REDUCE_BLOCK = 1024    # float32 elements per all-reduce program
 
 
@@ -155,11 +158,12 @@ def _transfer_suite(report, opts, group, direction):
     kernel = K.lsa_put if direction == "put" else K.lsa_get
     rows = report.suite(
         f"LSA {direction} bandwidth, {group.world} ranks on {torch.cuda.device_count()} GPU(s)",
-        ["size", "cco GB/s", "cco pdl GB/s", "raw twin GB/s", "memcpy GB/s", "cco/memcpy %", "cco pdl/memcpy %",
-         "cco/raw %", "both GB/s/rank", "both aggregate"],
+        ["size", "shape", "cco GB/s", "cco pdl GB/s", "raw twin GB/s", "memcpy GB/s", "cco/memcpy %",
+         "cco pdl/memcpy %", "cco/raw %", "both GB/s/rank", "both aggregate"],
         note="one rank transfers, then both at once; memcpy = cudaMemcpyAsync device-to-device of the same bytes; "
              "cco pdl: launched with programmatic dependent launch (each put starts while the one before it "
-             "ends); copy shape (words/step, warps, programs/SM) chosen at 64 MiB on the raw twin")
+             "ends); shape: the copy shape (words per half step, warps, programs per SM) that was fastest for the "
+             "raw twin at that size, used by every kernel of the row")
     pair = (0, 1)
     peer_of = {0: 1, 1: 0}
 
@@ -173,8 +177,8 @@ def _transfer_suite(report, opts, group, direction):
     config = [COPY_CONFIGS[0]]
 
     def grid_of(rk, words):
-        block, _, per_sm = config[0]
-        return (min(triton.cdiv(words, block), _sm_count(rk.device) * per_sm),)
+        block, _, per_sm = config[0]  # a program moves 2 * block words a step: no more programs than that fills
+        return (min(triton.cdiv(words, 2 * block), _sm_count(rk.device) * per_sm),)
 
     def launch(size, pdl=False):
         def make(rk):
@@ -204,27 +208,24 @@ def _transfer_suite(report, opts, group, direction):
             return lambda: dst.copy_(src)
         return make
 
-    tune_size = min(span, 64 << 20)
-    best = None
-    for candidate in COPY_CONFIGS:
-        config[0] = candidate
-        t = group.time_graphs(group.on([0], raw(tune_size)), 10)
-        progress(direction, "copy shape", candidate, f"{tune_size / t / 1e9:.0f} GB/s")
-        if best is None or t < best[0]:
-            best = (t, candidate)
-    config[0] = best[1]  # the same on every rank: `t` is the slowest rank's
-
     for size in sweep(min(max(opts.min_bytes, 4096), span), span):
         progress(direction, size_label(size))
         reps = _reps(size)
+        best = None
+        for candidate in COPY_CONFIGS:
+            config[0] = candidate
+            t = group.time_graphs(group.on([0], raw(size)), min(reps, 20))
+            if best is None or t < best[0]:
+                best = (t, candidate)
+        config[0] = best[1]  # the same on every rank: `t` is the slowest rank's
         t_cco = group.time_graphs(group.on([0], launch(size)), reps)
         t_pdl = group.time_graphs(group.on([0], launch(size, pdl=True)), reps)
         t_raw = group.time_graphs(group.on([0], raw(size)), reps)
         t_copy = group.time_graphs(group.on([0], memcpy(size)), reps)
         t_both = group.time_graphs(group.on(pair, launch(size)), reps)
         gb = size / 1e9
-        rows.append([size_label(size), gb / t_cco, gb / t_pdl, gb / t_raw, gb / t_copy, 100 * t_copy / t_cco,
-                     100 * t_copy / t_pdl, 100 * t_raw / t_cco, gb / t_both, 2 * gb / t_both])
+        rows.append([size_label(size), "/".join(map(str, config[0])), gb / t_cco, gb / t_pdl, gb / t_raw, gb / t_copy,
+                     100 * t_copy / t_cco, 100 * t_copy / t_pdl, 100 * t_raw / t_cco, gb / t_both, 2 * gb / t_both])
     # The data arrived: after the last (both) transfer, ranks 0 and 1 each hold the
     # other's pattern in [S, 2S) (the peer put it there, or this rank got it).
     for rk in group.held(pair):
