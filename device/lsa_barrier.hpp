@@ -86,12 +86,14 @@ template <class Coop> class ccoLsaBarrierSession {
     }
   }
 
-  /// Waits until every peer arrived; with ACQUIRE or ACQ_REL (the default) their writes
+  /// Waits until every peer arrived; with ACQUIRE (the default) or ACQ_REL their writes
   /// before their arrive are visible after it. Returns a ccoDeviceStatus (OK, or ABORTED,
   /// or TIMEOUT once `timeout_ns` passed; 0 means no timeout), the same for every thread of
   /// the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
-  /// consistent.
-  CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0, ccoMemoryOrder order = CCO_MEMORY_ORDER_ACQUIRE) {
+  /// consistent. The order comes first, as in arrive(order): an order is never taken for a
+  /// timeout.
+  CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
+  CCO_DEVICE_API int32_t wait(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
     prepare();
     const bool acquire = order == CCO_MEMORY_ORDER_ACQUIRE || order == CCO_MEMORY_ORDER_ACQ_REL;
     int32_t status = CCO_DEVICE_STATUS_OK;
@@ -119,11 +121,12 @@ template <class Coop> class ccoLsaBarrierSession {
 
   /// arrive then wait: ACQ_REL (the default) releases the coop's writes and acquires the
   /// peers'; ACQUIRE only acquires (a relaxed arrive), RELEASE only releases.
-  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0, ccoMemoryOrder order = CCO_MEMORY_ORDER_ACQ_REL) {
+  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) { return sync(CCO_MEMORY_ORDER_ACQ_REL, timeout_ns); }
+  CCO_DEVICE_API int32_t sync(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
     const bool release = order == CCO_MEMORY_ORDER_RELEASE || order == CCO_MEMORY_ORDER_ACQ_REL;
     const bool acquire = order == CCO_MEMORY_ORDER_ACQUIRE || order == CCO_MEMORY_ORDER_ACQ_REL;
     arrive(release ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
-    return wait(timeout_ns, acquire ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED);
+    return wait(acquire ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
   }
 
  private:

@@ -71,12 +71,12 @@ CCO_DEVICE_API int32_t lsa_barrier_arrive(uint64_t dc, int32_t index) {
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_ACQUIRE>
 CCO_DEVICE_API int32_t lsa_barrier_wait(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
   if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).wait(timeoutNs, Order);
+  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).wait(Order, timeoutNs);
 }
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_ACQ_REL>
 CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
   if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).sync(timeoutNs, Order);
+  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).sync(Order, timeoutNs);
 }
 
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------

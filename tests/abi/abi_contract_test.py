@@ -144,7 +144,7 @@ def test_bitcode_sha256_and_stamp(request, variant, table):
                      f"CCO_BITCODE_VARIANT={variant['name']}".encode()]
 
 
-def test_llc_generates_code(request, variant, tmp_path):
+def test_llc_generates_code(request, variant, table, tmp_path):
     """llc-19 for the arch the bitcode was compiled for (llc-22 where LLVM 22 built it); llc-22
     also for the named arch where LLVM 19 does not know it (sm_100, gfx950)."""
     runs = [(opt(request, "llc22" if built_by_llvm22(request, variant) else "llc"), variant["compiled_for"])]
@@ -170,3 +170,39 @@ def test_llc_generates_code(request, variant, tmp_path):
                 elif "__local_depot" in line and function and function not in framed:
                     framed.append(function)
             assert not framed, f"{len(framed)} functions with a local-memory frame on {cpu}: {framed[:8]}"
+            check_barrier_orders(asm, table, cpu)
+
+
+def function_bodies(asm):
+    """{name: its PTX} for every function of an llc PTX file."""
+    bodies, name = {}, None
+    for line in asm.splitlines():
+        head = re.match(r"^\s*(?:\.visible\s+|\.weak\s+)?\.func\s+(?:\(.*?\)\s*)?(\w+)", line)
+        if head:
+            name = head.group(1)
+            bodies[name] = []
+        elif name:
+            bodies[name].append(line)
+    return {k: "\n".join(v) for k, v in bodies.items()}
+
+
+def check_barrier_orders(asm, table, cpu):
+    """Each LSA barrier symbol with an order releases (st.release.sys) exactly when its order
+    has a release side, and acquires (ld.acquire.sys) exactly when it has an acquire side."""
+    bodies = function_bodies(asm)
+    seen = 0
+    for f in table["functions"]:
+        order = f["axes"].get("order")
+        if f["family"] != "barrier" or order is None:
+            continue
+        body = bodies[f["symbol"]]
+        op = f["dsl"].split(".")[1].split("_")[0]  # arrive, wait or sync
+        if op in ("arrive", "sync"):
+            releases = order in ("release", "acq_rel")
+            assert ("st.release.sys" in body) == releases and ("st.relaxed.sys" in body) != releases, \
+                f"{f['symbol']} on {cpu}: stores do not match order {order}"
+        if op in ("wait", "sync"):
+            assert ("ld.acquire.sys" in body) == (order in ("acquire", "acq_rel")), \
+                f"{f['symbol']} on {cpu}: loads do not match order {order}"
+        seen += 1
+    assert seen == 42

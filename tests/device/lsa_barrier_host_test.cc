@@ -88,10 +88,10 @@ TEST(LsaBarrierOnHost, MemoryOrders) {
       if (k % 4 == 0) {  // data: written before a release arrive, read after an acquire wait
         for (int p = 0; p < n; ++p) cco::lsa_peer_ptr<volatile uint64_t>(w, p, 8 * rank)[0] = k;
         bar.arrive(CCO_MEMORY_ORDER_RELEASE);
-        if (bar.wait(0, CCO_MEMORY_ORDER_ACQUIRE) != CCO_DEVICE_STATUS_OK) return false;
+        if (bar.wait(CCO_MEMORY_ORDER_ACQUIRE) != CCO_DEVICE_STATUS_OK) return false;
         for (int p = 0; p < n; ++p)
           if (mine[p] != k) return false;
-      } else if (bar.sync(0, orders[(k + rank) % 4]) != CCO_DEVICE_STATUS_OK) {
+      } else if (bar.sync(orders[(k + rank) % 4]) != CCO_DEVICE_STATUS_OK) {
         return false;
       }
     }

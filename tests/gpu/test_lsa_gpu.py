@@ -10,6 +10,8 @@ import threading
 import pytest
 import torch
 import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from cco.cli.perf_gpu import RankGroup
 from cco.ir.triton import cco
@@ -154,36 +156,88 @@ def test_push_allreduce(group, count, pdl):
         call.check()
 
 
-def test_pdl_allreduces_see_the_kernel_before():
-    """Under programmatic dependent launch a call starts while the kernel before it (here, the
-    copy of its input) may still run, and the kernel after it (the copy of its result) may
-    start early: 5 calls of each all-reduce, each between those copies on one stream, run
-    eagerly and then captured and replayed from a CUDA graph; every result of the replay exact."""
+@triton.jit
+def _globaltimer():
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _late_copy(src, dst, n, DELAY_NS: tl.constexpr, BLOCK: tl.constexpr):
+    """Launched with PDL: lets the next kernel start at once, waits for the one before, idles
+    DELAY_NS, then copies n floats src -> dst. Before an all-reduce it writes the input late;
+    after one it copies the result out."""
+    gdc_launch_dependents()
+    gdc_wait()
+    start = _globaltimer()
+    now = start
+    while now - start < DELAY_NS:
+        now = _globaltimer()
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+def test_pdl_allreduces_wait_for_the_kernel_before():
+    """Under programmatic dependent launch an all-reduce may start while the kernel before it
+    runs. Here that kernel lets it start at once and writes the input 20 us later; the kernel
+    after it (PDL too) copies the result out. 5 calls of each all-reduce with a new input each,
+    then 3 calls back to back; eager, then captured and replayed from a CUDA graph (results
+    cleared in between): every result exact. An all-reduce that read before its wait would
+    see the previous call's input."""
     g = RankGroup(2, window_bytes=8 << 20, barriers=64)
     try:
-        n, count, calls = 2, 1 << 16, 5
+        n, count, calls, BLOCK = 2, 1 << 16, 5, 1024
         programs = min(K.max_programs(n), 64)
+        grid = (triton.cdiv(count, BLOCK),)
         inputs = [[(torch.arange(count, device=f"cuda:{rk.device}") % 113 + 10 * rk.rank + 1000 * c).float()
                    for c in range(calls)] for rk in g.ranks]
         want = [sum(inputs[r][c].cpu() for r in range(n)) for c in range(calls)]
         for make in (K.OneShotAllReduce, K.TwoShotAllReduce, P.PushAllReduce):
             outs = [torch.zeros(count, device=f"cuda:{rk.device}") for rk in g.ranks]
-            results = [[torch.zeros(count, device=f"cuda:{rk.device}") for _ in range(calls)] for rk in g.ranks]
+            results = [[torch.zeros(count, device=f"cuda:{rk.device}") for _ in range(calls + 1)] for rk in g.ranks]
             kernels = {}
             g.run_once({r: (lambda r=r, rk=rk: kernels.__setitem__(
                 r, make(rk.dc, rk.win, outs[r], count, n, programs, g.libs, pdl=True))) for r, rk in enumerate(g.ranks)})
+            # Every binary loaded before any kernel waits for a peer: loading one while a
+            # peer's kernel spins can wait for that kernel, which waits for this rank.
+            for delay in (20000, 0):
+                g.run_once({r: (lambda r=r, delay=delay: _late_copy[grid](inputs[r][0], results[r][0], count,
+                                                                          DELAY_NS=delay, BLOCK=BLOCK, launch_pdl=True))
+                            for r in range(n)})
+            g.run_once({r: kernels[r] for r in range(n)})
 
             def sequence(r, rk):
+                window_input = rk.view(rk.rank, 0, count, torch.float32)
                 for c in range(calls):
-                    rk.view(rk.rank, 0, count, torch.float32).copy_(inputs[r][c])
+                    _late_copy[grid](inputs[r][c], window_input, count, DELAY_NS=20000, BLOCK=BLOCK, launch_pdl=True)
                     kernels[r]()
-                    results[r][c].copy_(outs[r])
+                    _late_copy[grid](outs[r], results[r][c], count, DELAY_NS=0, BLOCK=BLOCK, launch_pdl=True)
+                for _ in range(3):  # back to back: each reads what the one before left (turns, epochs)
+                    kernels[r]()
+                _late_copy[grid](outs[r], results[r][calls], count, DELAY_NS=0, BLOCK=BLOCK, launch_pdl=True)
+
+            def check(how):
+                for r in range(n):
+                    for c in range(calls + 1):
+                        got = results[r][c].cpu()
+                        assert torch.equal(got, want[min(c, calls - 1)]), f"{make.__name__} {how}: rank {r}, call {c}"
+                        results[r][c].zero_()
+                g.sync()
 
             with Watchdog(g, 60):
-                g.time_graphs({r: (lambda r=r, rk=rk: sequence(r, rk)) for r, rk in enumerate(g.ranks)}, 1)
-            for r in range(n):
-                for c in range(calls):
-                    assert torch.equal(results[r][c].cpu(), want[c]), f"{make.__name__}, rank {r}, call {c}"
+                g.run_once({r: (lambda r=r, rk=rk: sequence(r, rk)) for r, rk in enumerate(g.ranks)})
+            check("eager")
+            graphs = {}
+            for r, rk in enumerate(g.ranks):
+                graphs[r] = torch.cuda.CUDAGraph()
+                with torch.cuda.device(rk.device), torch.cuda.graph(graphs[r], stream=rk.stream):
+                    sequence(r, rk)
+            g.sync()
+            with Watchdog(g, 60):
+                for r, rk in enumerate(g.ranks):
+                    with torch.cuda.device(rk.device), torch.cuda.stream(rk.stream):
+                        graphs[r].replay()
+                g.sync()
+            check("replayed")
             if make is P.PushAllReduce:
                 for k in kernels.values():
                     k.check()

@@ -282,14 +282,41 @@ def test_example_and_perf_kernels_compile_for_every_target(target):
         assert not re.search(r"^\s*(call(\.uni)?|s_swappc_b64)\b", asm, re.M), f"{name}: a call survived"
 
 
-PDL_KERNELS = ("lsa_put", "lsa_get", "oneshot_allreduce", "twoshot_allreduce", "push_allreduce")
+# The PDL kernels and the parameters that are descriptors (dc, win): all a kernel may read
+# before its griddepcontrol.wait.
+PDL_KERNELS = {"lsa_put": (0,), "lsa_get": (0,), "oneshot_allreduce": (0, 1), "twoshot_allreduce": (0, 1),
+               "push_allreduce": (0, 1)}
+
+
+def memory_touched_before_wait(ptx, descriptor_params):
+    """The instructions before griddepcontrol.wait that touch memory other than a descriptor:
+    any store, atomic or non-plain load, and any global load whose address is not a descriptor
+    parameter plus a constant (followed through cvta, mov and add of an immediate)."""
+    descriptors, touching = set(), []
+    for line in (raw.strip() for raw in ptx[:ptx.find("griddepcontrol.wait")].splitlines()):
+        param = re.match(r"ld\.param\.\w+\s+(%\w+), \[\w+_param_(\d+)\];", line)
+        if param:
+            if int(param.group(2)) in descriptor_params:
+                descriptors.add(param.group(1))
+            continue
+        moved = re.match(r"(?:cvta\.to\.global\.u64|mov\.b64|mov\.u64|add\.s64)\s+(%\w+), (%\w+)(?:, -?\d+)?;$", line)
+        if moved and moved.group(2) in descriptors:
+            descriptors.add(moved.group(1))
+            continue
+        load = re.match(r"(?:@%p\d+\s+)?ld\.global(?:\.\w+)*\s+[^\[]*\[\s*(%\w+)\s*(?:\+\s*-?\d+\s*)?\]", line)
+        if load:
+            if load.group(1) not in descriptors:
+                touching.append(line)
+            continue
+        if re.match(r"(?:@%p\d+\s+)?(?:st\.(?!param)|atom|red|ld\.(?!param))", line):
+            touching.append(line)
+    return touching
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if t.backend == "cuda"], ids=lambda t: f"cuda-{t.arch}")
 def test_pdl_kernels_wait_for_the_kernel_before_touching_memory(target):
-    """With PDL=True a kernel may run beside the one before it: nothing but descriptor reads
-    may come before its griddepcontrol.wait (no store, atomic, volatile or acquire load), and
-    it lets the next kernel start."""
+    """With PDL=True a kernel may run beside the one before it: it may read only its
+    descriptors before griddepcontrol.wait, and it lets the next kernel start."""
     from cco.ir.triton import cco
 
     libs = tuple(cco.get_extern_libs(target).items())
@@ -301,14 +328,30 @@ def test_pdl_kernels_wait_for_the_kernel_before_touching_memory(target):
                                             constexprs=dict(constexprs, PDL=True)), target=target,
                                   options={"extern_libs": libs, "launch_pdl": True})
         ptx = compiled.asm["ptx"]
-        wait = ptx.find("griddepcontrol.wait")
-        assert wait > 0 and "griddepcontrol.launch_dependents" in ptx, name
-        before = [line.strip() for line in ptx[:wait].splitlines()]
-        touching = [line for line in before if re.match(r"(@%p\d+\s+)?(st\.(?!param)|atom|red|ld\.(volatile|acquire|relaxed))",
-                                                         line)]
+        assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx, name
+        assert ptx.find("griddepcontrol.launch_dependents") > ptx.find("griddepcontrol.wait"), name
+        touching = memory_touched_before_wait(ptx, PDL_KERNELS[name])
         assert not touching, f"{name}: {touching}"
         checked.append(name)
     assert sorted(checked) == sorted(PDL_KERNELS)
+
+
+def test_the_pdl_check_sees_a_data_load_before_the_wait():
+    """The check above catches a plain load of data (not a descriptor) moved before the wait."""
+    ptx = """
+        ld.param.b64 %rd13, [k_param_0];
+        ld.param.b64 %rd14, [k_param_1];
+        cvta.to.global.u64 %rd3, %rd14;
+        ld.global.b64 %rd15, [%rd3+8];
+        add.s64 %rd18, %rd15, 256;
+        ld.global.b32 %r21, [%rd18];
+        ld.global.b32 { %r22 }, [ %rd3 + 4 ];
+        griddepcontrol.wait;
+    """
+    assert memory_touched_before_wait(ptx, (0, 1)) == ["ld.global.b32 %r21, [%rd18];"]
+    assert memory_touched_before_wait(ptx.replace("ld.global.b32 %r21, [%rd18];", ""), (0, 1)) == []
+    assert memory_touched_before_wait(ptx, (0,)) == ["ld.global.b64 %rd15, [%rd3+8];", "ld.global.b32 %r21, [%rd18];",
+                                                      "ld.global.b32 { %r22 }, [ %rd3 + 4 ];"]
 
 
 def test_perf_plots_every_sweep_with_its_anchors(tmp_path):

@@ -219,7 +219,15 @@ def _transfer_suite(report, opts, group, direction):
                 best = (t, candidate)
         config[0] = best[1]  # the same on every rank: `t` is the slowest rank's
         t_cco = group.time_graphs(group.on([0], launch(size)), reps)
+        # Every kernel of the row is checked: the PDL launches land in a cleared destination.
+        src_rank, dst_rank = (0, 1) if direction == "put" else (1, 0)
+        for rk in group.held([dst_rank]):
+            rk.view(dst_rank, span, size // 8, torch.int64).zero_()
+        group.settle()
         t_pdl = group.time_graphs(group.on([0], launch(size, pdl=True)), reps)
+        for rk in group.held([dst_rank]):
+            if not torch.equal(rk.view(dst_rank, span, size // 8, torch.int64), pattern(rk, src_rank)[:size // 8]):
+                raise RuntimeError(f"cco perf: {direction} with PDL, {size_label(size)}: data check failed")
         t_raw = group.time_graphs(group.on([0], raw(size)), reps)
         t_copy = group.time_graphs(group.on([0], memcpy(size)), reps)
         t_both = group.time_graphs(group.on(pair, launch(size)), reps)

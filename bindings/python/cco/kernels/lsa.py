@@ -41,13 +41,22 @@ def _aligned(address, DTYPE: tl.constexpr):
 
 @triton.jit
 def _prior_kernel_done(PDL: tl.constexpr):
-    """With programmatic dependent launch (PDL, NVIDIA sm_90+: launched with launch_pdl=True)
-    a kernel may start while the kernel before it on the stream still runs. What comes before
-    this call may only read what no kernel writes (the window's and the device communicator's
-    descriptors); after it, everything the prior kernel wrote is visible. It then lets the next
-    kernel start its own prologue likewise. Without PDL it compiles to nothing."""
+    """With programmatic dependent launch (PDL, NVIDIA sm_90+: PDL=True here and the launch
+    option launch_pdl=True, always both) a kernel may start while the kernel before it on the
+    stream still runs. What comes before this call may only read what no kernel writes (the
+    window's and the device communicator's descriptors); after it, everything the prior kernel
+    wrote is visible. Without PDL it compiles to nothing."""
     if PDL:
         gdc_wait()
+
+
+@triton.jit
+def _next_kernel_may_start(PDL: tl.constexpr):
+    """Lets the next kernel on the stream (if launched with PDL) start its prologue now. A
+    kernel that waits for its peers calls it only after its last such wait: a successor that
+    starts early holds multiprocessors while it waits for this kernel, and where ranks share a
+    GPU it could take the ones a peer's kernel needs to reach this rank."""
+    if PDL:
         gdc_launch_dependents()
 
 
@@ -65,6 +74,7 @@ def lsa_put(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr, PDL
     src = _window_words(cco.Window.local_ptr(win, 0), src_offset)
     dst = _window_words(cco.Window.lsa_ptr(win, peer, 0), dst_offset)
     _prior_kernel_done(PDL)
+    _next_kernel_may_start(PDL)
     _copy(src, dst, n_words, BLOCK)
 
 
@@ -74,6 +84,7 @@ def lsa_get(win, peer, src_offset, dst_offset, n_words, BLOCK: tl.constexpr, PDL
     src = _window_words(cco.Window.lsa_ptr(win, peer, 0), src_offset)
     dst = _window_words(cco.Window.local_ptr(win, 0), dst_offset)
     _prior_kernel_done(PDL)
+    _next_kernel_may_start(PDL)
     _copy(src, dst, n_words, BLOCK)
 
 
@@ -152,6 +163,7 @@ def oneshot_allreduce(dc, win, out, n, iters, NRANKS: tl.constexpr, BLOCK: tl.co
                 acc += tl.load(_f32(base + p * stride) + offs, mask=mask)
             tl.store(out + offs, acc, mask=mask)
         cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.RELEASE)
+    _next_kernel_may_start(PDL)
 
 
 @triton.jit(do_not_specialize=["iters"])
@@ -199,6 +211,7 @@ def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexp
             offs = start + tl.arange(0, BLOCK)
             mask = offs < n
             tl.store(out + offs, tl.load(mine + offs, mask=mask), mask=mask)
+    _next_kernel_may_start(PDL)
 
 
 def max_programs(ranks_per_gpu, device=0):
@@ -234,15 +247,16 @@ class _AllReduceLaunch:
     """One all-reduce kernel launch per call: an all-reduce as a framework calls it, once per
     step. The arguments are fixed when the object is built, so only the first call goes
     through Triton's launch path (argument binding, specialisation, cache look-up: 15-25 us
-    of host time); later calls launch its binary directly, on the current stream of the
-    device the first call ran on. With `graph=True` the first call captures one launch in a
+    of host time); later calls launch its binary directly, on the device the first call ran
+    on (its current stream), whichever device is current then. With `graph=True` the first call captures one launch in a
     CUDA graph on the current stream and every later call replays it (the input must be put
     in the window and `out` reused, as with any captured work). Either way every rank calls
     it, in the same order.
 
     `pdl=True` (NVIDIA sm_90+) launches with programmatic dependent launch: the kernel starts
     while the one before it on the stream finishes, and takes its descriptors meanwhile
-    (_prior_kernel_done)."""
+    (_prior_kernel_done); the next kernel may start once this one's waits for its peers are
+    over (_next_kernel_may_start)."""
 
     BLOCK = 1024
 
@@ -259,6 +273,8 @@ class _AllReduceLaunch:
 
     def _launch(self):
         if self._direct is None:
+            import torch
+
             compiled = self._kernel[self._grid](*self._args, **self._meta)
             # Every parameter's value in order, constexprs included: the binary's launcher
             # takes them so and skips the constexprs.
@@ -268,7 +284,15 @@ class _AllReduceLaunch:
             bound.apply_defaults()
             values = tuple(bound.arguments.values())
             runner = compiled[(self._grid[0], 1, 1)]  # the binary's launcher takes all three
-            self._direct = lambda: runner(*values)
+            device = torch.cuda.current_device()  # the binary is loaded there
+
+            def direct():
+                if torch.cuda.current_device() == device:
+                    return runner(*values)
+                with torch.cuda.device(device):
+                    return runner(*values)
+
+            self._direct = direct
             return
         self._direct()
 

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.kernels.lsa import _aligned, _AllReduceLaunch, _f32, _peer_bases, _prior_kernel_done
+from cco.kernels.lsa import _aligned, _AllReduceLaunch, _f32, _next_kernel_may_start, _peer_bases, _prior_kernel_done
 
 SENTINEL = tl.constexpr(-2147483648)      # int32 bits of -0.0
 _POLLS_BETWEEN_ABORT_CHECKS = tl.constexpr(1024)
@@ -95,6 +95,7 @@ def push_allreduce(dc, win, out, n, buffers_offset, slot_bytes, counters_offset,
                 tl.store(_i32(stale + p * slot_bytes) + offs,
                          tl.full([BLOCK], SENTINEL, tl.int32), mask=mask)
     tl.store(counter, (turn + 1) % 3)
+    _next_kernel_may_start(PDL)
     if gave_up != 0:
         tl.store((mine + status_offset).to(tl.pointer_type(tl.int32), bitcast=True), 1)
 

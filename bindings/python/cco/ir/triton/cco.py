@@ -125,7 +125,7 @@ def _make_builtin(dsl, entries):
     call.__name__ = dsl.rsplit(".", 1)[-1]
     call.__qualname__ = dsl
     call.__doc__ = (f"cco.{dsl}({', '.join(arg_names)}" +
-                    "".join(f", {a}=" + ("None" if a in optional else "") for a in axis_names) +
+                    "".join(f"[, {a}=]" if a in optional else f", {a}=" for a in axis_names) +
                     (", team=Team.WORLD" if takes_team else "") + ")")
     return core.extern(call)
 
