@@ -11,6 +11,7 @@ import inspect
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+from triton.runtime import driver
 
 from cco.ir.triton import cco
 
@@ -285,12 +286,13 @@ class _AllReduceLaunch:
             values = tuple(bound.arguments.values())
             runner = compiled[(self._grid[0], 1, 1)]  # the binary's launcher takes all three
             device = torch.cuda.current_device()  # the binary is loaded there
+            stream_of = driver.active.get_current_stream
 
             def direct():
                 if torch.cuda.current_device() == device:
-                    return runner(*values)
+                    return runner(*values, stream=stream_of(device))
                 with torch.cuda.device(device):
-                    return runner(*values)
+                    return runner(*values, stream=stream_of(device))
 
             self._direct = direct
             return
