@@ -47,6 +47,14 @@ CCO_DEVICE_API bool aborted(const ccoDevComm& dc) {
 
 CCO_DEVICE_API bool reached(uint32_t seen, uint32_t target) { return static_cast<int32_t>(seen - target) >= 0; }
 
+// The two sides of a memory order: an arrive releases, a wait acquires.
+CCO_DEVICE_API bool releases(ccoMemoryOrder o) {
+  return o == CCO_MEMORY_ORDER_RELEASE || o == CCO_MEMORY_ORDER_ACQ_REL;
+}
+CCO_DEVICE_API bool acquires(ccoMemoryOrder o) {
+  return o == CCO_MEMORY_ORDER_ACQUIRE || o == CCO_MEMORY_ORDER_ACQ_REL;
+}
+
 }  // namespace lsa_barrier_detail
 
 template <class Coop> class ccoLsaBarrierSession {
@@ -76,7 +84,7 @@ template <class Coop> class ccoLsaBarrierSession {
   /// against 1.75 us a round (one H200, two processes).
   CCO_DEVICE_API void arrive(ccoMemoryOrder order = CCO_MEMORY_ORDER_RELEASE) {
     prepare();
-    const bool release = order == CCO_MEMORY_ORDER_RELEASE || order == CCO_MEMORY_ORDER_ACQ_REL;
+    const bool release = lsa_barrier_detail::releases(order);
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_); p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
       if (release)
@@ -95,7 +103,7 @@ template <class Coop> class ccoLsaBarrierSession {
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
   CCO_DEVICE_API int32_t wait(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
     prepare();
-    const bool acquire = order == CCO_MEMORY_ORDER_ACQUIRE || order == CCO_MEMORY_ORDER_ACQ_REL;
+    const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
     const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
@@ -123,10 +131,9 @@ template <class Coop> class ccoLsaBarrierSession {
   /// peers'; ACQUIRE only acquires (a relaxed arrive), RELEASE only releases.
   CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) { return sync(CCO_MEMORY_ORDER_ACQ_REL, timeout_ns); }
   CCO_DEVICE_API int32_t sync(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
-    const bool release = order == CCO_MEMORY_ORDER_RELEASE || order == CCO_MEMORY_ORDER_ACQ_REL;
-    const bool acquire = order == CCO_MEMORY_ORDER_ACQUIRE || order == CCO_MEMORY_ORDER_ACQ_REL;
-    arrive(release ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
-    return wait(acquire ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
+    using namespace lsa_barrier_detail;
+    arrive(releases(order) ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
+    return wait(acquires(order) ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
   }
 
  private:

@@ -196,7 +196,8 @@ def test_pdl_allreduces_wait_for_the_kernel_before():
             results = [[torch.zeros(count, device=f"cuda:{rk.device}") for _ in range(calls + 1)] for rk in g.ranks]
             kernels = {}
             g.run_once({r: (lambda r=r, rk=rk: kernels.__setitem__(
-                r, make(rk.dc, rk.win, outs[r], count, n, programs, g.libs, pdl=True))) for r, rk in enumerate(g.ranks)})
+                r, make(rk.dc, rk.win, outs[r], count, n, programs, g.libs, pdl=True)))
+                for r, rk in enumerate(g.ranks)})
             # Every binary loaded before any kernel waits for a peer: loading one while a
             # peer's kernel spins can wait for that kernel, which waits for this rank.
             for delay in (20000, 0):

@@ -149,7 +149,8 @@ def run_suite(report, opts, group, progress):
              "barrier: each element is its own flag); cco fast: PushAllReduce(graph=True), "
              "one launch captured once and replayed per call; graph+pdl: CCO's kernels launched with programmatic "
              "dependent launch (each starts while the one before it ends; the peers cannot), beside the peers' "
-             "graph figures (repeated from the graph row); the ratio takes CCO's faster kernel" + ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
+             "graph figures (repeated from the graph row); the ratio takes CCO's faster kernel" +
+             ("" if anchors.why is None else f"; peers n/a: {anchors.why}"))
     programs = programs_per_rank(n)
     graph_reps = 20 if opts.quick else GRAPH_REPS
     eager_reps = 50 if opts.quick else EAGER_REPS

@@ -244,15 +244,40 @@ def flag_pingpong(my_flag, peer_flag, rounds, failed, FIRST: tl.constexpr):
     tl.store(failed, gave_up)
 
 
+def _direct_launcher(kernel, compiled, grid, args, meta):
+    """A call that launches `compiled` (what kernel[grid](*args, **meta) returned on the
+    current device) again with the same arguments, without Triton's binding, specialisation
+    and cache look-up; on that device and its current stream, whichever device is current."""
+    import torch
+
+    # Every parameter's value in order, constexprs included: the binary's launcher takes
+    # them so and skips the constexprs.
+    signature = inspect.signature(kernel.fn)
+    bound = signature.bind(*args, **{k: v for k, v in meta.items() if k in signature.parameters})
+    bound.apply_defaults()
+    values = tuple(bound.arguments.values())
+    runner = compiled[(grid[0], 1, 1)]  # the binary's launcher takes all three dimensions
+    device = torch.cuda.current_device()  # the binary is loaded there
+    stream_of = driver.active.get_current_stream
+
+    def direct():
+        if torch.cuda.current_device() == device:
+            return runner(*values, stream=stream_of(device))
+        with torch.cuda.device(device):
+            return runner(*values, stream=stream_of(device))
+
+    return direct
+
+
 class _AllReduceLaunch:
     """One all-reduce kernel launch per call: an all-reduce as a framework calls it, once per
     step. The arguments are fixed when the object is built, so only the first call goes
     through Triton's launch path (argument binding, specialisation, cache look-up: 15-25 us
-    of host time); later calls launch its binary directly, on the device the first call ran
-    on (its current stream), whichever device is current then. With `graph=True` the first call captures one launch in a
-    CUDA graph on the current stream and every later call replays it (the input must be put
-    in the window and `out` reused, as with any captured work). Either way every rank calls
-    it, in the same order.
+    of host time); later calls launch its binary directly (_direct_launcher), on the device
+    the first call ran on, whichever device is current then. With `graph=True` the first call
+    captures one launch in a CUDA graph on the current stream and every later call replays it
+    (the input must be put in the window and `out` reused, as with any captured work). Either
+    way every rank calls it, in the same order.
 
     `pdl=True` (NVIDIA sm_90+) launches with programmatic dependent launch: the kernel starts
     while the one before it on the stream finishes, and takes its descriptors meanwhile
@@ -274,29 +299,10 @@ class _AllReduceLaunch:
 
     def _launch(self):
         if self._direct is None:
-            import torch
-
             compiled = self._kernel[self._grid](*self._args, **self._meta)
-            # Every parameter's value in order, constexprs included: the binary's launcher
-            # takes them so and skips the constexprs.
-            names = set(inspect.signature(self._kernel.fn).parameters)
-            bound = inspect.signature(self._kernel.fn).bind(*self._args,
-                                                            **{k: v for k, v in self._meta.items() if k in names})
-            bound.apply_defaults()
-            values = tuple(bound.arguments.values())
-            runner = compiled[(self._grid[0], 1, 1)]  # the binary's launcher takes all three
-            device = torch.cuda.current_device()  # the binary is loaded there
-            stream_of = driver.active.get_current_stream
-
-            def direct():
-                if torch.cuda.current_device() == device:
-                    return runner(*values, stream=stream_of(device))
-                with torch.cuda.device(device):
-                    return runner(*values, stream=stream_of(device))
-
-            self._direct = direct
-            return
-        self._direct()
+            self._direct = _direct_launcher(self._kernel, compiled, self._grid, self._args, self._meta)
+        else:
+            self._direct()
 
     def __call__(self):
         if not self._use_graph:

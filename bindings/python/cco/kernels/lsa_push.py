@@ -9,9 +9,10 @@ barrier one-shot pays two barriers (each a round trip). Inputs equal to -0.0 are
 Three receive buffers rotate: call k lands in buffer k % 3 and clears buffer (k - 1) % 3, which
 the previous call (an earlier kernel) read. A peer writes that buffer again only in call k + 2,
 which it reaches after reading this rank's call k + 1, pushed by a later kernel than the clear:
-the kernel boundary orders the clear before any such write (under programmatic dependent launch,
-the wait for the previous kernel that every call makes before touching memory does). Two buffers would not do: a peer
-may start call k + 1 as soon as it has this rank's call k, while this rank still clears.
+the kernel boundary orders the clear before any such write (under programmatic dependent
+launch, the wait for the previous kernel that every call makes before touching memory does).
+Two buffers would not do: a peer may start call k + 1 as soon as it has this rank's call k,
+while this rank still clears.
 
 Each program keeps the buffer its next call lands in (0, 1, 2, in the window, so a CUDA graph
 replays it correctly) and handles the same blocks on every rank, so every rank must launch the
