@@ -336,6 +336,26 @@ def test_pdl_kernels_wait_for_the_kernel_before_touching_memory(target):
     assert sorted(checked) == sorted(PDL_KERNELS)
 
 
+@pytest.mark.parametrize("hip, capability", [(None, (8, 0)), ("6.2", (9, 4))], ids=["sm_80", "rocm"])
+def test_pdl_is_refused_where_the_gpu_cannot_do_it(monkeypatch, hip, capability):
+    """pdl=True on a GPU without programmatic dependent launch: a clear error when the
+    all-reduce is built, before it touches the GPU (here a stand-in torch says what GPU)."""
+    import types
+
+    from cco.kernels import lsa as K
+    from cco.kernels import lsa_push as P
+
+    fake = types.ModuleType("torch")
+    fake.version = types.SimpleNamespace(hip=hip)
+    fake.cuda = types.SimpleNamespace(get_device_capability=lambda device=None: capability)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    text = "compute capability 9.0" if hip is None else "not ROCm's"
+    for make in (K.OneShotAllReduce, K.TwoShotAllReduce, P.PushAllReduce):
+        with pytest.raises(ValueError, match=text):
+            make(types.SimpleNamespace(ptr=0), types.SimpleNamespace(size=1 << 30, handle=0), None, 1024, 2, 1, (),
+                 pdl=True)
+
+
 def test_the_pdl_check_sees_a_data_load_before_the_wait():
     """The check above catches a plain load of data (not a descriptor) moved before the wait."""
     ptx = """

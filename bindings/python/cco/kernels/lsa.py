@@ -244,6 +244,21 @@ def flag_pingpong(my_flag, peer_flag, rounds, failed, FIRST: tl.constexpr):
     tl.store(failed, gave_up)
 
 
+def _check_pdl(pdl, what):
+    """pdl=True needs programmatic dependent launch: an NVIDIA GPU of compute capability 9.0
+    or newer (ptxas refuses griddepcontrol below that, with a message about PTX)."""
+    if not pdl:
+        return
+    import torch
+
+    if getattr(torch.version, "hip", None):
+        raise ValueError(f"{what}: pdl=True: programmatic dependent launch is NVIDIA's (sm_90+), not ROCm's")
+    major, minor = torch.cuda.get_device_capability()
+    if major < 9:
+        raise ValueError(f"{what}: pdl=True needs compute capability 9.0 or newer (programmatic dependent "
+                         f"launch); this GPU has {major}.{minor}")
+
+
 def _direct_launcher(kernel, compiled, grid, args, meta):
     """A call that launches `compiled` (what kernel[grid](*args, **meta) returned on the
     current device) again with the same arguments, without Triton's binding, specialisation
@@ -287,6 +302,7 @@ class _AllReduceLaunch:
     BLOCK = 1024
 
     def __init__(self, kernel, args, count, nranks, programs, extern_libs, graph, num_warps, pdl=False):
+        _check_pdl(pdl, type(self).__name__)
         self._kernel = kernel
         self._grid = (max(1, min(triton.cdiv(count, self.BLOCK), programs)),)
         self._args = args

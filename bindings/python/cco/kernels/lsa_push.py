@@ -23,7 +23,8 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.kernels.lsa import _aligned, _AllReduceLaunch, _f32, _next_kernel_may_start, _peer_bases, _prior_kernel_done
+from cco.kernels.lsa import (_aligned, _AllReduceLaunch, _check_pdl, _f32, _next_kernel_may_start, _peer_bases,
+                             _prior_kernel_done)
 
 SENTINEL = tl.constexpr(-2147483648)      # int32 bits of -0.0
 _POLLS_BETWEEN_ABORT_CHECKS = tl.constexpr(1024)
@@ -161,6 +162,7 @@ class PushAllReduce(_AllReduceLaunch):
 
     def __init__(self, dc, win, out, count, nranks, programs, extern_libs, graph=False, num_warps=4, offset=None,
                  pdl=False):
+        _check_pdl(pdl, "PushAllReduce")  # before its buffers are prepared
         grid = max(1, min(triton.cdiv(count, self.BLOCK), programs))
         at = self.layout(count, nranks, grid, offset)
         if win.size < at["end"]:
