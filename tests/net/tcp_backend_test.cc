@@ -159,6 +159,15 @@ class TcpPeer : public ::testing::Test {
     h.signalAdd = 1;
     return h;
   }
+  // The peer's signal `seq`, carrying its ack of this rank's requests up to ackSeq (once it
+  // holds the answers up to ackAfter).
+  TcpHeader SignalCarryingAck(uint64_t seq, uint64_t ackSeq, uint64_t ackAfter = 0) {
+    TcpHeader h = Signal(seq);
+    h.flags |= kTcpHasAck;
+    h.ackSeq = ackSeq;
+    h.ackAfter = ackAfter;
+    return h;
+  }
   const NetCompletion* Completion(uint64_t cookie) {
     for (const auto& c : done_)
       if (c.cookie == cookie) return &c;
@@ -349,10 +358,7 @@ TEST_F(TcpPeer, WithoutARequestTheAckGoesBare) {
 TEST_F(TcpPeer, AnAckTheTargetCarriesCompletesOurRequest) {
   PostSignal(7);
   ReadRequest();
-  TcpHeader h = Signal(1);
-  h.flags |= kTcpHasAck;
-  h.ackSeq = 1;
-  SendRequest(h);
+  SendRequest(SignalCarryingAck(1, 1));
   ASSERT_TRUE(Run([&] { return Completion(7) != nullptr; }));
   EXPECT_TRUE(Completion(7)->status.ok()) << Completion(7)->status.message();
   EXPECT_EQ(map_.word, 1u);
@@ -365,11 +371,7 @@ TEST_F(TcpPeer, ACarriedAckWaitsForTheAnswersBeforeIt) {
   PostSignal(2);
   ReadRequest();
   ReadRequest();
-  TcpHeader h = Signal(1);
-  h.flags |= kTcpHasAck;
-  h.ackSeq = 2;
-  h.ackAfter = 1;
-  SendRequest(h);
+  SendRequest(SignalCarryingAck(1, 2, 1));
   ASSERT_TRUE(Run([&] { return map_.word == 1; }));
   for (int i = 0; i < 2000; ++i) backend_->Progress(map_, &done_);
   EXPECT_TRUE(done_.empty()) << "completed before the refusal arrived";
@@ -397,20 +399,14 @@ TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
 TEST_F(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
   PostGet(3, 8);
   ReadRequest();
-  TcpHeader h = Signal(1);
-  h.flags |= kTcpHasAck;
-  h.ackSeq = 1;
-  SendRequest(h);
+  SendRequest(SignalCarryingAck(1, 1));
   ASSERT_TRUE(Run([&] { return Completion(3) != nullptr; }));
   EXPECT_TRUE(Completion(3)->peerLost);
   EXPECT_NE(backend_->lastError().find("without its data"), std::string::npos) << backend_->lastError();
 }
 
 TEST_F(TcpPeer, ACarriedAckOfRequestsNeverSentBreaksTheConnection) {
-  TcpHeader h = Signal(1);
-  h.flags |= kTcpHasAck;
-  h.ackSeq = 1;  // this rank sent nothing
-  SendRequest(h);
+  SendRequest(SignalCarryingAck(1, 1));  // this rank sent nothing
   ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
   EXPECT_NE(backend_->lastError().find("never sent"), std::string::npos) << backend_->lastError();
   EXPECT_EQ(map_.word, 0u);
