@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
+from kernels import globaltimer_ns
 
 N = 1024  # int32 per put
 
@@ -40,11 +41,6 @@ def put_ring(dc, win, status, peer, active, N: tl.constexpr):
     tl.store(status + 2, s2)
 
 
-@triton.jit
-def _now():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-
-
 @triton.jit(do_not_specialize=["peer", "rounds", "first"])
 def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constexpr):
     """`rounds` round trips on signal 1: the first rank posts then waits, the other waits then
@@ -54,19 +50,19 @@ def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constex
     posting = tl.zeros((), dtype=tl.int64)
     waiting = tl.zeros((), dtype=tl.int64)
     for i in range(rounds):
-        t0 = _now()
+        t0 = globaltimer_ns()
         if first == 0:
             bad += cco.Gda.wait_signal(dc, 0, 1, 1, 64, coop=cco.CoopScope.BLOCK)
-        t1 = _now()
+        t1 = globaltimer_ns()
         if WITH_DATA:
             bad += cco.Gda.put(dc, 0, peer, win, 64, win, 0, 8, 1, 1, coop=cco.CoopScope.BLOCK,
                                thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
         else:
             bad += cco.Gda.signal(dc, 0, peer, 1, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
-        t2 = _now()
+        t2 = globaltimer_ns()
         if first == 1:
             bad += cco.Gda.wait_signal(dc, 0, 1, 1, 64, coop=cco.CoopScope.BLOCK)
-        t3 = _now()
+        t3 = globaltimer_ns()
         posting += t2 - t1
         waiting += (t1 - t0) + (t3 - t2)
     bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)

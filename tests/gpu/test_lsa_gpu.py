@@ -15,6 +15,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from cco.cli.perf_gpu import RankGroup
 from cco.ir.triton import cco
+from kernels import globaltimer_ns
 from cco.kernels import lsa as K
 from cco.kernels import lsa_push as P
 
@@ -157,21 +158,16 @@ def test_push_allreduce(group, count, pdl):
 
 
 @triton.jit
-def _globaltimer():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-
-
-@triton.jit
 def _late_copy(src, dst, n, DELAY_NS: tl.constexpr, BLOCK: tl.constexpr):
     """Launched with PDL: lets the next kernel start at once, waits for the one before, idles
     DELAY_NS, then copies n floats src -> dst. Before an all-reduce it writes the input late;
     after one it copies the result out."""
     gdc_launch_dependents()
     gdc_wait()
-    start = _globaltimer()
+    start = globaltimer_ns()
     now = start
     while now - start < DELAY_NS:
-        now = _globaltimer()
+        now = globaltimer_ns()
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
 

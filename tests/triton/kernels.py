@@ -8,6 +8,12 @@ from cco.ir.triton import cco
 
 
 @triton.jit
+def globaltimer_ns():
+    """The GPU's global timer, in ns (NVIDIA's %globaltimer; GPU tests only)."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
 def every_function(dc, win, out, peer: tl.constexpr):
     """out[0..7]: abi version, rank, world size, lsa rank, lsa size, and three values
     written through peer pointers; out[8] = 1 after the system fence; out[9] = 1 when the
