@@ -38,36 +38,38 @@ def gda_modes(dc, win, status, peer, THREADS: tl.constexpr, WARPS: tl.constexpr,
     AGGREGATE: tl.constexpr = cco.ThreadMode.AGGREGATE
     DST: tl.constexpr = 8 * CHUNK  # the received chunks, after the sources
     bad = 0
+    # The guide's call form: the handle first, the context (0) left out, signal ids and
+    # amounts by name.
     # Mode 0, coop THREAD, independent: signal 0 += 1 per thread.
-    bad += cco.Gda.put(dc, 0, peer, win, DST, win, 0, CHUNK, 0, 0, coop=THREAD, thread_mode=INDEPENDENT, signal_op=INC)
+    bad += cco.Gda.put(dc, peer, win, DST, win, 0, CHUNK, coop=THREAD, thread_mode=INDEPENDENT, signal_op=INC,
+                       signal_id=0)
     # Mode 1, coop THREAD, aggregate: signal 1 += 2 per thread.
-    bad += cco.Gda.put(dc, 0, peer, win, DST + CHUNK, win, CHUNK, CHUNK, 1, 2, coop=THREAD, thread_mode=AGGREGATE,
-                       signal_op=ADD)
+    bad += cco.Gda.put(dc, peer, win, DST + CHUNK, win, CHUNK, CHUNK, coop=THREAD, thread_mode=AGGREGATE,
+                       signal_op=ADD, signal_id=1, signal_val=2)
     # Mode 2, coop WARP: signal 2 += 1 per warp.
-    bad += cco.Gda.put(dc, 0, peer, win, DST + 2 * CHUNK, win, 2 * CHUNK, CHUNK, 2, 0, coop=WARP,
-                       thread_mode=INDEPENDENT, signal_op=INC)
+    bad += cco.Gda.put(dc, peer, win, DST + 2 * CHUNK, win, 2 * CHUNK, CHUNK, coop=WARP, signal_op=INC, signal_id=2)
     # Mode 3, coop BLOCK: signal 3 += 5 once.
-    bad += cco.Gda.put(dc, 0, peer, win, DST + 3 * CHUNK, win, 3 * CHUNK, CHUNK, 3, 5, coop=BLOCK,
-                       thread_mode=INDEPENDENT, signal_op=ADD)
+    bad += cco.Gda.put(dc, peer, win, DST + 3 * CHUNK, win, 3 * CHUNK, CHUNK, coop=BLOCK, signal_op=ADD,
+                       signal_id=3, signal_val=5)
     # Mode 4, DEFERRED: a put with no signal, released by the Immediate signal behind it.
-    bad += cco.GdaDeferred.put(dc, 0, peer, win, DST + 4 * CHUNK, win, 4 * CHUNK, CHUNK, 0, 0, coop=BLOCK,
-                               thread_mode=INDEPENDENT, signal_op=NONE)
-    bad += cco.Gda.signal(dc, 0, peer, 4, 1, coop=BLOCK, signal_op=INC)
-    # Mode 5, CALLER_ORDERED: the put carries signal 5; its mode's flush releases it.
+    bad += cco.GdaDeferred.put(dc, peer, win, DST + 4 * CHUNK, win, 4 * CHUNK, CHUNK, coop=BLOCK, signal_op=NONE)
+    bad += cco.Gda.signal(dc, peer, signal_id=4, coop=BLOCK, signal_op=INC)
+    # Mode 5, CALLER_ORDERED: the put carries signal 5; its mode's flush releases it. (The
+    # ABI's order, every argument by position, the context second, is the same call.)
     bad += cco.GdaCallerOrdered.put(dc, 0, peer, win, DST + 5 * CHUNK, win, 5 * CHUNK, CHUNK, 5, 1, coop=BLOCK,
                                     thread_mode=INDEPENDENT, signal_op=INC)
-    bad += cco.GdaCallerOrdered.flush(dc, 0, coop=BLOCK)
+    bad += cco.GdaCallerOrdered.flush(dc, coop=BLOCK)
     # What the left rank's posts add up to, exactly (a wait consumes what it waited for).
-    bad += cco.Gda.wait_signal(dc, 0, 0, THREADS, 64, coop=BLOCK)
-    bad += cco.Gda.wait_signal(dc, 0, 1, 2 * THREADS, 64, coop=BLOCK)
-    bad += cco.Gda.wait_signal(dc, 0, 2, WARPS, 64, coop=BLOCK)
-    bad += cco.Gda.wait_signal(dc, 0, 3, 5, 64, coop=BLOCK)
-    bad += cco.Gda.wait_signal(dc, 0, 4, 1, 64, coop=BLOCK)
-    bad += cco.Gda.wait_signal(dc, 0, 5, 1, 64, coop=BLOCK)
-    bad += cco.Gda.flush(dc, 0, coop=BLOCK)
+    bad += cco.Gda.wait_signal(dc, 0, THREADS, coop=BLOCK)
+    bad += cco.Gda.wait_signal(dc, 1, 2 * THREADS, coop=BLOCK)
+    bad += cco.Gda.wait_signal(dc, 2, WARPS, coop=BLOCK)
+    bad += cco.Gda.wait_signal(dc, 3, 5, coop=BLOCK)
+    bad += cco.Gda.wait_signal(dc, 4, 1, coop=BLOCK)
+    bad += cco.Gda.wait_signal(dc, 5, 1, coop=BLOCK)
+    bad += cco.Gda.flush(dc, coop=BLOCK)
     # Nothing more may arrive: every signal is back to zero once its total is consumed.
     for s in tl.static_range(6):
-        bad += cco.Gda.read_signal(dc, 0, s, 64).to(tl.int32)
+        bad += cco.Gda.read_signal(dc, s).to(tl.int32)
     tl.store(status, bad)
 
 

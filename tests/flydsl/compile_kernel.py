@@ -38,6 +38,13 @@ def every(dc: fx.Int64, win: fx.Int64, send_win: fx.Int64, nbytes: fx.Int64):
     gda = cco.DevComm(dc).gda(0)
     gda.put(1, win, 0, send_win, 0, nbytes, signal_op=cco.SignalOp.INC, signal_id=0, coop=cco.CoopScope.THREAD)
     gda.flush(coop=cco.CoopScope.BLOCK)
+    # The guide's call form through the namespaces: ctx and defaults by name, a GDA-team peer,
+    # SDMA's signal= and aggregate=.
+    cco.Gda.put(dc, 0, win, 0, send_win, 0, nbytes, signal_op=cco.SignalOp.INC, signal_id=1, team=cco.Team.GDA)
+    cco.Gda.signal(dc, 0, signal_val=2, ctx=0, team=cco.Team.GDA)
+    gda.wait_signal(1, 1)
+    cco.Sdma.put(dc, 1, win, 0, send_win, 0, nbytes, 0, signal=False, aggregate=True)
+    cco.DevComm(dc).sdma().commit(1)
 
 
 @flyc.kernel

@@ -97,7 +97,11 @@ def test_unknown_functions_and_arguments_are_named():
         cco.Gda.no_such_op
     with pytest.raises(TypeError, match="unknown keyword"):
         cco.Gda.flush(0, 0, coop=cco.CoopScope.BLOCK, bogus=1)
-    with pytest.raises(TypeError, match="needs coop="):
-        cco.Gda.flush(0, 0)
+    with pytest.raises(TypeError, match="needs coop="):  # who arrives at a barrier must be said
+        cco.LsaBarrier.sync(0, 0)
+    with pytest.raises(TypeError, match="the ABI's order takes all 10"):  # never shifted
+        cco.Gda.put(0, 0, 1, 0, 0, 0, 0, 64)
+    with pytest.raises(ValueError, match="team=1: peers are world ranks"):
+        cco.Gda.signal(0, 1, team=cco.Team.LSA)
     with pytest.raises(TypeError, match="missing argument peer"):
-        cco.Gda.flush_peer(0, 0, coop=cco.CoopScope.BLOCK)
+        cco.Gda.flush_peer(0, coop=cco.CoopScope.BLOCK)

@@ -188,3 +188,60 @@ def test_team_keyword():
     for kernel, text in ((lsa_team, "team=1: peers are world ranks"), (no_peer, "unknown keyword(s) ['team']")):
         with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
             compile_for(kernel, signature, {}, TARGETS["cuda-sm_90"])
+
+
+def _body(kernel, target):
+    """A compiled kernel's TTIR without its name and source locations."""
+    signature = {"dc": "u64", "win": "u64", "out": "*i32"}
+    text = compile_for(kernel, signature, {}, target).asm["ttir"]
+    text = re.sub(r"\s*loc\([^)]*\)", "", text)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("#loc")).replace(kernel.__name__, "K")
+
+
+def test_the_guides_call_form_makes_the_abi_orders_calls():
+    """cco.Gda.put(dev_comm, peer, ..., signal_op=, signal_id=) and its kin (ctx and defaults by
+    name, the guide's axis defaults, SDMA's signal=/aggregate=) compile to exactly the calls the
+    ABI's order spells out, argument for argument."""
+    import triton.language as tl
+
+    @triton.jit
+    def guide(dc, win, out):
+        bad = cco.Gda.put(dc, 1, win, 8, win, 64, 64, signal_op=cco.SignalOp.INC, signal_id=2, coop=cco.CoopScope.BLOCK)
+        bad += cco.Gda.put_value(dc, 1, win, 16, 77, ctx=1, signal_op=cco.SignalOp.ADD, signal_val=3)
+        bad += cco.Gda.signal(dc, 1, signal_op=cco.SignalOp.ADD, signal_val=5, ctx=1)
+        bad += cco.Gda.signal(dc, 1, signal_id=4)
+        bad += cco.Gda.wait_signal(dc, 3, 1, coop=cco.CoopScope.BLOCK)
+        bad += cco.Gda.flush(dc)
+        bad += cco.Sdma.put(dc, 1, win, 0, win, 0, 64, 3, signal=False, aggregate=True)
+        bad += cco.Sdma.get(dc, 1, win, 0, win, 0, 64)
+        tl.store(out, bad + cco.Gda.read_signal(dc, 3, 32).to(tl.int32))
+
+    @triton.jit
+    def abi(dc, win, out):
+        THREAD: tl.constexpr = cco.CoopScope.THREAD
+        INDEPENDENT: tl.constexpr = cco.ThreadMode.INDEPENDENT
+        bad = cco.Gda.put(dc, 0, 1, win, 8, win, 64, 64, 2, 0, signal_op=cco.SignalOp.INC, coop=cco.CoopScope.BLOCK,
+                          thread_mode=INDEPENDENT)
+        bad += cco.Gda.put_value(dc, 1, 1, win, 16, 77, 0, 3, signal_op=cco.SignalOp.ADD, coop=THREAD,
+                                 thread_mode=INDEPENDENT)
+        bad += cco.Gda.signal(dc, 1, 1, 0, 5, signal_op=cco.SignalOp.ADD, coop=THREAD)
+        bad += cco.Gda.signal(dc, 0, 1, 4, 0, signal_op=cco.SignalOp.INC, coop=THREAD)
+        bad += cco.Gda.wait_signal(dc, 0, 3, 1, 64, coop=cco.CoopScope.BLOCK)
+        bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.WARP)
+        bad += cco.Sdma.put(dc, 1, win, 0, win, 0, 64, 3, 1, signal=cco.SdmaSignal.OFF, coop=THREAD)
+        bad += cco.Sdma.get(dc, 1, win, 0, win, 0, 64, 0, 0, signal=cco.SdmaSignal.ON, coop=THREAD)
+        tl.store(out, bad + cco.Gda.read_signal(dc, 0, 3, 32).to(tl.int32))
+
+    target = TARGETS["cuda-sm_90"]
+    guide_body = _body(guide, target)
+    assert guide_body == _body(abi, target)
+    assert guide_body.count("tt.extern_elementwise") == 9
+
+
+def test_an_abi_order_call_missing_arguments_is_refused():
+    @triton.jit
+    def shifted(dc, win, out):  # (dc, ctx, peer, ...) without the signal id and value
+        cco.Gda.put(dc, 0, 1, win, 0, win, 0, 64, coop=cco.CoopScope.BLOCK)
+
+    with pytest.raises(triton.compiler.errors.CompilationError, match="the ABI's order takes all 10"):
+        compile_for(shifted, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, TARGETS["cuda-sm_90"])

@@ -12,14 +12,16 @@ ABI table: the guide's `mori.cco.device.flydsl`.
                 coop=cco.CoopScope.THREAD)
         gda.flush(coop=cco.CoopScope.BLOCK)
 
-Every function of the table is reachable two ways: through its namespace with every argument
-(cco.Gda.put(dev_comm, ctx, peer, ...), as in the Triton binding), or through a handle that
-binds the leading ones (DevComm(dc), Window(win), DevComm(dc).gda(ctx) / .gda_deferred(ctx) /
-.gda_caller_ordered(ctx), DevComm(dc).sdma()). Arguments go by position or by name, in the
-table's spelling or snake_case (signalId or signal_id). The template axes (coop, thread_mode,
-signal_op, signal) are keywords that must be compile-time constants: they pick the symbol while
-the kernel is traced, so the kernel makes one direct call, which FlyDSL inlines. thread_mode
-defaults to INDEPENDENT, signal_op to NONE, signal ids and values to 0; coop has no default.
+Every function of the table is reachable two ways: through its namespace (cco.Gda.put(dev_comm,
+peer, ...), as in the Triton binding), or through a handle that binds the leading arguments
+(DevComm(dc), Window(win), DevComm(dc).gda(ctx) / .gda_deferred(ctx) / .gda_caller_ordered(ctx),
+DevComm(dc).sdma()). Arguments go in the ABI's order (all of them) or in the guide's form (ctx
+and defaulted arguments by name, in the table's spelling, snake_case or the guide's names):
+cco.device.call_form says which, and what defaults (GDA/SDMA coop THREAD, flushes WARP,
+signal_op NONE, signal ids 0). The template axes (coop, thread_mode, signal_op, signal) are
+keywords that must be compile-time constants: they pick the symbol while the kernel is traced,
+so the kernel makes one direct call, which FlyDSL inlines. GDA operations naming a peer take
+team=Team.GDA (the peer is then a GDA-team index, mapped through Gda.team_peer).
 
 The bitcode is the code-object-v6 variant for the kernel's chip (ARCH, else the GPU's), found
 by find_cco_bitcode. FlyDSL is imported when a kernel first calls CCO, not before.
@@ -30,7 +32,8 @@ import re
 import types
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
-from cco.device.abi_table import axis_spelling, load_abi_table, optional_axes
+from cco.device import call_form
+from cco.device.abi_table import load_abi_table, optional_axes
 
 CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 
@@ -39,8 +42,7 @@ for _enum, _members in ENUMS.items():
     globals()[_enum] = types.SimpleNamespace(**_members)
 
 _AXES = load_abi_table()["axes"]
-_AXIS_DEFAULTS = {"thread_mode": "independent", "signal_op": "none"}
-_ARG_DEFAULTS = {"signalId": 0, "signalValue": 0}
+_TEAM_PEER = next(e["symbol"] for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
 
 
 class CcoFlyDslError(TypeError):
@@ -49,10 +51,6 @@ class CcoFlyDslError(TypeError):
 
 def _constant_arg(value):
     return isinstance(value, (int, bool))
-
-
-def _snake(name):
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
 def target_arch():
@@ -93,7 +91,7 @@ def _extern(symbol, arch):
 def _axis_value(dsl, axis, value):
     """An axis keyword as the table spells it; it must be known while tracing."""
     enum = _AXES[axis]["enum"]
-    spelled = axis_spelling(axis, value)
+    spelled = call_form.axis_value(dsl, axis, value)
     if spelled is not None:
         return spelled
     if isinstance(value, (int, str)):
@@ -108,39 +106,38 @@ def _make_function(dsl, entries):
     axis_names = sorted({a for e in entries for a in e["axes"]})
     optional = optional_axes(entries)
     names = entries[0]["arg_names"]
+    takes_team = call_form.takes_team(dsl, names)
 
-    def call(*args, **kwargs):
+    def call(*args, _lead=(), **kwargs):
+        team = call_form.team_kind(dsl, kwargs.pop("team")) if takes_team and "team" in kwargs else None
+        flags = call_form.take_aggregate(dsl, names, kwargs)
         axes = {}
         for axis in axis_names:
             if axis in kwargs:
                 axes[axis] = _axis_value(dsl, axis, kwargs.pop(axis))
-            elif axis in _AXIS_DEFAULTS:
-                axes[axis] = _AXIS_DEFAULTS[axis]
+            elif call_form.axis_default(dsl, axis) is not None:
+                axes[axis] = call_form.axis_default(dsl, axis)
             elif axis not in optional:
                 raise CcoFlyDslError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
         entry = by_axes.get(tuple(sorted(axes.items())))
         if entry is None:
             raise CcoFlyDslError(f"cco.{dsl}: no variant for {axes}; available: {sorted(by_axes)}")
-        if len(args) > len(names):
-            raise CcoFlyDslError(f"cco.{dsl} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
-        values = list(args)
-        for name in names[len(args):]:
-            for spelling in (name, _snake(name)):
-                if spelling in kwargs:
-                    values.append(kwargs.pop(spelling))
-                    break
-            else:
-                if name not in _ARG_DEFAULTS:
-                    raise CcoFlyDslError(f"cco.{dsl}: missing argument {_snake(name)}")
-                values.append(_ARG_DEFAULTS[name])
+        values = call_form.bind(dsl, names, args, kwargs, lead=_lead)
         if kwargs:
             raise CcoFlyDslError(f"cco.{dsl}: unknown keyword(s) {sorted(kwargs)}; arguments: "
-                                 f"{', '.join(_snake(n) for n in names)}; axes: {', '.join(axis_names) or 'none'}")
-        return _extern(entry["symbol"], target_arch())(*values)
+                                 f"{', '.join(call_form.guide_name(dsl, n) for n in names)}; axes: "
+                                 f"{', '.join(axis_names) or 'none'}")
+        if flags is not None:
+            values[names.index("flags")] = flags
+        arch = target_arch()
+        if team == ENUMS["TeamKind"]["GDA"]:  # a GDA-team index: mapped to its world rank first
+            dc, peer = names.index("dc"), names.index("peer")
+            values[peer] = _extern(_TEAM_PEER, arch)(values[dc], values[peer])
+        return _extern(entry["symbol"], arch)(*values)
 
     call.__name__ = dsl.rsplit(".", 1)[-1]
     call.__qualname__ = dsl
-    call.__doc__ = f"cco.{dsl}({', '.join(_snake(n) for n in names)}" + "".join(f", {a}=" for a in axis_names) + ")"
+    call.__doc__ = call_form.signature(dsl, names, axis_names, optional)
     call.arg_names = names
     return call
 
@@ -199,7 +196,7 @@ class _Handle(metaclass=_Namespace):
             if arg not in self._bound:
                 break
             lead.append(self._bound[arg])
-        return functools.partial(fn, *lead)
+        return functools.partial(fn, _lead=tuple(lead))
 
 
 def _namespace(name, binds, extra=None):

@@ -7,6 +7,8 @@
         me = cco.DevComm.lsa_rank(dc)
         ptr = cco.Window.lsa_ptr(win, peer, 0).to(tl.pointer_type(tl.uint32), bitcast=True)
         cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK)
+        cco.Gda.put(dc, peer, win, 0, win, 0, 4096, signal_op=cco.SignalOp.INC, signal_id=1,
+                    coop=cco.CoopScope.BLOCK)
 
     kernel[grid](dc.ptr, win.handle, ..., extern_libs=cco.get_extern_libs())
 
@@ -14,6 +16,9 @@ Every function of the table is a Triton builtin in the namespace its "dsl" field
 Functions that differ only by template axes (coop, thread mode, signal op, doorbell mode)
 share one name; the axis is a keyword argument that must be a compile-time constant, and
 it picks the symbol while the kernel is traced, so the kernel makes one direct call.
+Arguments go in the ABI's order (all of them, the GDA context second) or in the guide's
+form (the handle first, ctx and defaulted arguments by name, GDA/SDMA axes defaulted):
+cco.device.call_form says which.
 
 GDA operations that name a peer take it as a world rank, or as a GDA-team index with
 team=cco.Team.GDA (the guide's spelling; the index goes through Gda.team_peer first).
@@ -25,7 +30,8 @@ import types
 from triton.language import core
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
-from cco.device.abi_table import axis_spelling, load_abi_table, optional_axes
+from cco.device import call_form
+from cco.device.abi_table import load_abi_table, optional_axes
 
 LIB_NAME = "cco"
 
@@ -45,33 +51,18 @@ def _constant(value):
 def _axis_value(axis, value, dsl):
     """An axis argument as the table's spelling: CoopScope.BLOCK (2), "block" or "BLOCK"."""
     value = _constant(value)
-    spelled = axis_spelling(axis, value)
+    spelled = call_form.axis_value(dsl, axis, value)
     if spelled is None:
         raise ValueError(f"cco.{dsl}: {axis}={value!r} is not a compile-time {_AXIS_ENUMS[axis]} "
                          f"({', '.join(ENUMS[_AXIS_ENUMS[axis]])})")
     return spelled
 
 
-def _team_of(value, dsl):
-    """The team= keyword of a GDA operation: WORLD (peers are world ranks) or GDA."""
-    value = _constant(value)
-    teams = ENUMS["TeamKind"]
-    if isinstance(value, str) and value.upper() in ("WORLD", "GDA"):
-        return teams[value.upper()]
-    if value in (teams["WORLD"], teams["GDA"]) and not isinstance(value, bool):
-        return value
-    raise ValueError(f"cco.{dsl}: team={value!r}: peers are world ranks (Team.WORLD) or GDA-team indices "
-                     f"(Team.GDA), a compile-time constant")
-
-
 # Barriers count one arrival per rank. In Triton every thread of a program runs a scalar
 # call, so a barrier's coop must cover the whole program: BLOCK, or WARP in a one-warp
 # program. Anything else would arrive once per thread or per warp, racing on the epoch.
-_BARRIERS = ("LsaBarrier.", "Gda.barrier_sync")
-
-
 def _check_barrier_coop(dsl, coop, semantic):
-    if coop is None or not dsl.startswith(_BARRIERS):
+    if coop is None or not dsl.startswith(call_form.BARRIERS):
         return
     warps = getattr(getattr(semantic.builder, "options", None), "num_warps", None)
     if coop == "thread":
@@ -92,26 +83,38 @@ def _make_builtin(dsl, entries):
     axis_names = sorted({a for e in entries for a in e["axes"]})
     optional = optional_axes(entries)
     arg_names = entries[0]["arg_names"]
-    takes_team = dsl.startswith("Gda") and "peer" in arg_names and "dc" in arg_names
+    takes_team = call_form.takes_team(dsl, arg_names)
 
-    def call(*args, _semantic=None, **axes):
-        team = _team_of(axes.pop("team"), dsl) if takes_team and "team" in axes else ENUMS["TeamKind"]["WORLD"]
-        unknown = set(axes) - set(axis_names)
-        if unknown:
-            raise TypeError(f"cco.{dsl}: unknown keyword(s) {sorted(unknown)}; axes: {axis_names or 'none'}")
-        missing = [a for a in axis_names if a not in axes and a not in optional]
-        if missing:
-            raise TypeError(f"cco.{dsl}: needs {', '.join(f'{a}=' for a in missing)} (a compile-time constant)")
-        key = tuple(sorted((a, _axis_value(a, v, dsl)) for a, v in axes.items()))
+    def call(*args, _semantic=None, **kwargs):
+        team = ENUMS["TeamKind"]["WORLD"]
+        if takes_team and "team" in kwargs:
+            team = call_form.team_kind(dsl, _constant(kwargs.pop("team")))
+        if "aggregate" in kwargs:
+            kwargs["aggregate"] = _constant(kwargs["aggregate"])
+        flags = call_form.take_aggregate(dsl, arg_names, kwargs)
+        axes = {a: kwargs.pop(a) for a in axis_names if a in kwargs}
+        values = call_form.bind(dsl, arg_names, args, kwargs)
+        if kwargs:
+            raise TypeError(f"cco.{dsl}: unknown keyword(s) {sorted(kwargs)}; arguments: "
+                            f"{', '.join(call_form.snake(n) for n in arg_names)}; axes: {axis_names or 'none'}")
+        if flags is not None:
+            values[arg_names.index("flags")] = flags
+        key = {}
+        for axis in axis_names:
+            if axis in axes:
+                key[axis] = _axis_value(axis, axes[axis], dsl)
+            elif call_form.axis_default(dsl, axis) is not None:
+                key[axis] = call_form.axis_default(dsl, axis)
+            elif axis not in optional:
+                raise TypeError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
+        key = tuple(sorted(key.items()))
         _check_barrier_coop(dsl, dict(key).get("coop"), _semantic)
         entry = by_axes.get(key)
         if entry is None:
             have = [", ".join(f"{k}={v}" for k, v in k_) for k_ in by_axes]
             raise ValueError(f"cco.{dsl}: no variant for {dict(key)}; available: {have}")
-        if len(args) != len(arg_names):
-            raise TypeError(f"cco.{dsl} takes {len(arg_names)} arguments ({', '.join(arg_names)}), got {len(args)}")
         dtypes = [_DTYPES[t] for t in entry["args"]]
-        values = [_semantic.to_tensor(a).to(d, _semantic=_semantic) for a, d in zip(args, dtypes)]
+        values = [_semantic.to_tensor(a).to(d, _semantic=_semantic) for a, d in zip(values, dtypes)]
         if team == ENUMS["TeamKind"]["GDA"]:
             dc, peer = arg_names.index("dc"), arg_names.index("peer")
             mapper = _team_peer_entry()
@@ -124,9 +127,8 @@ def _make_builtin(dsl, entries):
 
     call.__name__ = dsl.rsplit(".", 1)[-1]
     call.__qualname__ = dsl
-    call.__doc__ = (f"cco.{dsl}({', '.join(arg_names)}" +
-                    "".join(f"[, {a}=]" if a in optional else f", {a}=" for a in axis_names) +
-                    (", team=Team.WORLD" if takes_team else "") + ")")
+    call.__doc__ = (call_form.signature(dsl, arg_names, axis_names, optional) +
+                    f"; or in the ABI's order: cco.{dsl}({', '.join(arg_names)}, ...axes)")
     return core.extern(call)
 
 
