@@ -60,7 +60,7 @@ struct ccoGdaProxy {};
 
 namespace cco {
 
-template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoGda {
+template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediate> class ccoGda {
  public:
   CCO_DEVICE_API ccoGda(const ccoDevComm& dc, int32_t context = 0, uint64_t timeoutNs = 0)
       : dc_(dc), f_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
@@ -113,7 +113,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   /// this context to that peer.
   template <class Coop = ccoCoopThread>
   CCO_DEVICE_API int32_t signal(int32_t peer, int32_t signalId, ccoSignalOp op = CCO_SIGNAL_INC, uint64_t value = 1) {
-    static_assert(Mode::kMode != CCO_GDA_DOORBELL_CALLER_ORDERED, "CallerOrdered handles have no signal(): "
+    static_assert(Mode != CCO_GDA_DOORBELL_CALLER_ORDERED, "CallerOrdered handles have no signal(): "
                                                                   "give the put a signal instead");
     if (op == CCO_SIGNAL_NONE) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop, CCO_THREAD_INDEPENDENT>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value));
@@ -194,7 +194,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     Coop coop;
     coop.sync();
-    if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED && coop.thread_rank() == 0) arch::fence<scope::System>();
+    if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED && coop.thread_rank() == 0) arch::fence<scope::System>();
     coop.sync();
     for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < f_.peerCount; i += static_cast<int32_t>(coop.size())) {
       const gda::RingView r = ring(i);
@@ -355,7 +355,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
   // lsaPeer; false: it goes through the ring.
   CCO_DEVICE_API bool DirectReady(int32_t lsaPeer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst,
                                   ccoWindow_t src) {
-    if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED || f_.directMaxBytes == 0 || d.flags != 0) return false;
+    if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED || f_.directMaxBytes == 0 || d.flags != 0) return false;
     if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(f_.topo.lsaSize)) return false;
     if (d.signalOp != CCO_SIGNAL_NONE && ((d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD) ||
                                           d.signalId >= f_.signalCount + f_.barrierCount))
@@ -441,7 +441,7 @@ template <class Provider = ccoGdaProxy, class Mode = ccoGdaImmediate> class ccoG
       }
       if (status == CCO_DEVICE_STATUS_OK) gda::Write<Mode>(r, ticket, d);
       arch::warp_sync();
-      if (lane == leader && Mode::kMode == CCO_GDA_DOORBELL_IMMEDIATE) gda::Ring(r, first + count);
+      if (lane == leader && Mode == CCO_GDA_DOORBELL_IMMEDIATE) gda::Ring(r, first + count);
     }
     return status;
   }

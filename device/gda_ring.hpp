@@ -26,15 +26,11 @@
 
 namespace cco {
 
-struct ccoGdaImmediate {
-  static constexpr ccoGdaDoorbellMode kMode = CCO_GDA_DOORBELL_IMMEDIATE;
-};
-struct ccoGdaDeferred {
-  static constexpr ccoGdaDoorbellMode kMode = CCO_GDA_DOORBELL_DEFERRED;
-};
-struct ccoGdaCallerOrdered {
-  static constexpr ccoGdaDoorbellMode kMode = CCO_GDA_DOORBELL_CALLER_ORDERED;
-};
+// A handle's doorbell mode is a compile-time value, ccoGda<P, ccoGdaDoorbellMode> as the guide
+// writes it: ccoGda<P, ccoGdaDeferred> and ccoGda<P, CCO_GDA_DOORBELL_DEFERRED> are one type.
+constexpr ccoGdaDoorbellMode ccoGdaImmediate = CCO_GDA_DOORBELL_IMMEDIATE;
+constexpr ccoGdaDoorbellMode ccoGdaDeferred = CCO_GDA_DOORBELL_DEFERRED;
+constexpr ccoGdaDoorbellMode ccoGdaCallerOrdered = CCO_GDA_DOORBELL_CALLER_ORDERED;
 
 namespace gda {
 
@@ -129,7 +125,7 @@ CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint
 
 /// Writes `desc` into the slot of `ticket`; `seq` goes last, with release order in every mode:
 /// a ring by any handle may release the slot, and the proxy must never read it torn.
-template <class Mode> CCO_DEVICE_API void Write(const RingView& r, uint64_t ticket, const ccoGdaDesc& desc) {
+template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API void Write(const RingView& r, uint64_t ticket, const ccoGdaDesc& desc) {
   ccoGdaDesc* slot = r.slots + cco_gda_slot_of(ticket, r.depth);
   const uint64_t* from = reinterpret_cast<const uint64_t*>(&desc);
   volatile uint64_t* to = reinterpret_cast<volatile uint64_t*>(slot);
@@ -139,19 +135,19 @@ template <class Mode> CCO_DEVICE_API void Write(const RingView& r, uint64_t tick
 
 /// One post: reserve, write, and ring if the mode rings for itself. On success `*ticket`
 /// is the post's ticket.
-template <class Mode>
+template <ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API int32_t Post(const RingView& r, const ccoGdaDesc& desc, const WaitLimits& limits, uint64_t* ticket) {
   const int32_t status = Reserve(r, limits, ticket);
   if (status != CCO_DEVICE_STATUS_OK) return status;
   Write<Mode>(r, *ticket, desc);
-  if (Mode::kMode == CCO_GDA_DOORBELL_IMMEDIATE) Ring(r, *ticket + 1);
+  if (Mode == CCO_GDA_DOORBELL_IMMEDIATE) Ring(r, *ticket + 1);
   return CCO_DEVICE_STATUS_OK;
 }
 
 /// Releases and completes everything posted to the ring so far (a CallerOrdered flush
 /// fences first: its posts' stores were not ordered).
-template <class Mode> CCO_DEVICE_API int32_t Flush(const RingView& r, const WaitLimits& limits) {
-  if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED) arch::fence<scope::System>();
+template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t Flush(const RingView& r, const WaitLimits& limits) {
+  if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED) arch::fence<scope::System>();
   const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   Ring(r, end);
   return WaitConsumed(r, end, limits);

@@ -80,26 +80,26 @@ CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t tim
 }
 
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------
-template <class Mode> CCO_DEVICE_API ccoGda<ccoGdaProxy, Mode> gda(uint64_t dc, int32_t ctx) {
+template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API ccoGda<ccoGdaProxy, Mode> gda(uint64_t dc, int32_t ctx) {
   return ccoGda<ccoGdaProxy, Mode>(*devcomm(dc), ctx);
 }
 
-template <class Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
+template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_put(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin,
                                uint64_t srcOff, uint64_t bytes, int32_t signalId, uint64_t signalValue) {
   return gda<Mode>(dc, ctx).template put<Coop, TM>(peer, dstWin, dstOff, srcWin, srcOff, bytes, Op, signalId, signalValue);
 }
-template <class Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
+template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_put_value(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t value,
                                      int32_t signalId, uint64_t signalValue) {
   return gda<Mode>(dc, ctx).template put_value<Coop, TM>(peer, dstWin, dstOff, value, Op, signalId, signalValue);
 }
-template <class Mode, class Coop, ccoThreadMode TM>
+template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t gda_get(uint64_t dc, int32_t ctx, int32_t peer, uint64_t remoteWin, uint64_t remoteOff,
                                uint64_t localWin, uint64_t localOff, uint64_t bytes) {
   return gda<Mode>(dc, ctx).template get<Coop, TM>(peer, remoteWin, remoteOff, localWin, localOff, bytes);
 }
-template <class Mode, class Coop, ccoSignalOp Op>
+template <ccoGdaDoorbellMode Mode, class Coop, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_signal(uint64_t dc, int32_t ctx, int32_t peer, int32_t signalId, uint64_t value) {
   return gda<Mode>(dc, ctx).template signal<Coop>(peer, signalId, Op, value);
 }
@@ -114,16 +114,16 @@ CCO_DEVICE_API int32_t gda_reset_signal(uint64_t dc, int32_t ctx, int32_t signal
   gda<ccoGdaImmediate>(dc, ctx).reset_signal(signalId);
   return CCO_DEVICE_STATUS_OK;
 }
-template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush(uint64_t dc, int32_t ctx) {
+template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush(uint64_t dc, int32_t ctx) {
   return gda<Mode>(dc, ctx).template flush<Coop>();
 }
-template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_peer(uint64_t dc, int32_t ctx, int32_t peer) {
+template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_peer(uint64_t dc, int32_t ctx, int32_t peer) {
   return gda<Mode>(dc, ctx).template flush_peer<Coop>(peer);
 }
-template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_async(uint64_t dc, int32_t ctx) {
+template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_async(uint64_t dc, int32_t ctx) {
   return gda<Mode>(dc, ctx).template flush_async<Coop>();
 }
-template <class Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_wait(uint64_t dc, int32_t ctx) {
+template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_wait(uint64_t dc, int32_t ctx) {
   return gda<Mode>(dc, ctx).template flush_wait<Coop>();
 }
 template <class Coop> CCO_DEVICE_API int32_t gda_counter(uint64_t dc, int32_t ctx, int32_t counterId) {

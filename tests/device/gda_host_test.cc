@@ -131,7 +131,7 @@ TEST_P(GdaOnHost, ManySendersOneSignal) {
 
 // A signal is never visible before the payloads of earlier puts on that context and peer:
 // many puts of every mode, then one signal; its arrival means all landed.
-template <class Mode> bool ManyPutsThenOneSignal(Rank& k, uint64_t round) {
+template <ccoGdaDoorbellMode Mode> bool ManyPutsThenOneSignal(Rank& k, uint64_t round) {
   ccoGda<ccoGdaProxy, Mode> gda(k.dc, 0, 10'000'000'000ull);
   ccoGda<> ringer(k.dc, 0, 10'000'000'000ull);
   const int right = (k.rank + 1) % k.n, left = (k.rank + k.n - 1) % k.n;
@@ -140,7 +140,7 @@ template <class Mode> bool ManyPutsThenOneSignal(Rank& k, uint64_t round) {
   if (ccoBarrierAll(k.comm) != ccoSuccess) return false;
   for (int i = 0; i < 512; ++i)
     if (gda.put(right, k.win, 8192 + 8 * i, k.win, 8 * i, 8) != 0) return false;
-  if (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED) {
+  if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED) {
     if (gda.put(right, k.win, 16384, k.win, 0, 8, CCO_SIGNAL_INC, 0) != 0 || gda.flush() != 0) return false;
   } else if (ringer.signal(right, 0) != 0) {
     return false;

@@ -27,7 +27,7 @@ constexpr int32_t kSignalId = 1;
 inline uint64_t Word(int rank, int cell) { return 0x5151000000000000ull + static_cast<uint64_t>(cell) * 1000 + rank; }
 inline uint64_t Contribution(ccoSignalOp sig, int sender) { return sig == CCO_SIGNAL_INC ? 1 : 10 + sender; }
 
-template <class Mode, class Coop, ccoThreadMode TM>
+template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM>
 int32_t Send(ccoGda<ccoGdaProxy, Mode>& gda, const Rank& k, int peer, Op op, ccoSignalOp sig, int cell) {
   const uint64_t inbox = kInbox + kChunk * k.rank;
   const uint64_t add = sig == CCO_SIGNAL_NONE ? 0 : Contribution(sig, k.rank);
@@ -36,7 +36,7 @@ int32_t Send(ccoGda<ccoGdaProxy, Mode>& gda, const Rank& k, int peer, Op op, cco
     case kPutValue: return gda.template put_value<Coop, TM>(peer, k.win, inbox, Word(k.rank, cell), sig, kSignalId, add);
     case kGet: return gda.template get<Coop, TM>(peer, k.win, 0, k.win, kGotBox + kChunk * peer, kChunk);
     case kSignal:
-      if constexpr (Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+      if constexpr (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
       else return gda.template signal<Coop>(peer, kSignalId, sig, add);
   }
   return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
@@ -44,7 +44,7 @@ int32_t Send(ccoGda<ccoGdaProxy, Mode>& gda, const Rank& k, int peer, Op op, cco
 
 // One cell, in every rank: fill, agree, send to the team, flush, wait for the team's signal,
 // agree, check, agree.
-template <class Mode, class Coop, ccoThreadMode TM> bool Cell(Rank& k, Op op, ccoSignalOp sig, int cell) {
+template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM> bool Cell(Rank& k, Op op, ccoSignalOp sig, int cell) {
   ccoGda<ccoGdaProxy, Mode> gda(k.dc, cell % 2, 10'000'000'000ull);
   Fill(k.mem, k.rank * 131 + cell, kChunk / 4);
   memset(k.mem + kInbox, 0, kChunk * k.n);
@@ -70,18 +70,18 @@ template <class Mode, class Coop, ccoThreadMode TM> bool Cell(Rank& k, Op op, cc
   return ccoBarrierAll(k.comm) == ccoSuccess;
 }
 
-template <class Mode> bool EveryCellOfMode(Rank& k, int* cell) {
+template <ccoGdaDoorbellMode Mode> bool EveryCellOfMode(Rank& k, int* cell) {
   for (Op op : {kPut, kPutValue, kGet, kSignal}) {
     for (ccoSignalOp sig : {CCO_SIGNAL_NONE, CCO_SIGNAL_INC, CCO_SIGNAL_ADD}) {
       if (op == kGet && sig != CCO_SIGNAL_NONE) continue;  // a get carries no signal
-      if (op == kSignal && (sig == CCO_SIGNAL_NONE || Mode::kMode == CCO_GDA_DOORBELL_CALLER_ORDERED)) continue;
+      if (op == kSignal && (sig == CCO_SIGNAL_NONE || Mode == CCO_GDA_DOORBELL_CALLER_ORDERED)) continue;
       const int c = (*cell)++;
       bool ok = Cell<Mode, ccoCoopThread, CCO_THREAD_INDEPENDENT>(k, op, sig, c) &&
                 Cell<Mode, ccoCoopThread, CCO_THREAD_AGGREGATE>(k, op, sig, c + 1000) &&
                 Cell<Mode, ccoCoopWarp, CCO_THREAD_INDEPENDENT>(k, op, sig, c + 2000) &&
                 Cell<Mode, ccoCoopBlock, CCO_THREAD_INDEPENDENT>(k, op, sig, c + 3000);
       if (!ok) {
-        fprintf(stderr, "rank %d: cell failed: mode %d, %s, signal op %d\n", k.rank, Mode::kMode, kOpNames[op], sig);
+        fprintf(stderr, "rank %d: cell failed: mode %d, %s, signal op %d\n", k.rank, Mode, kOpNames[op], sig);
         return false;
       }
     }

@@ -56,7 +56,7 @@ ccoGdaDesc Describe(uint32_t producer, uint64_t k) {
   return d;
 }
 
-template <class Mode> int32_t PostAs(RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
+template <ccoGdaDoorbellMode Mode> int32_t PostAs(RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
   uint64_t ticket;
   return gda::Post<Mode>(r, d, l, &ticket);
 }

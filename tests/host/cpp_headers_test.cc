@@ -20,7 +20,7 @@ TEST(CppHeaders, SizeOnlyRegisterAndPeerPointer) {
   ASSERT_EQ(ccoCommCreate(id, 1, 0, 8 << 20, &comm), ccoSuccess);
   void* ptr = nullptr;
   ccoWindow_t win = 0;
-  ASSERT_EQ(ccoWindowRegister(comm, size_t{4096}, &ptr, &win), ccoSuccess) << ccoGetLastError();
+  ASSERT_EQ(ccoWindowRegister(comm, size_t{4096}, &win, &ptr), ccoSuccess) << ccoGetLastError();
   ASSERT_NE(ptr, nullptr);
   memset(ptr, 0, 4096);
   auto* peer = static_cast<unsigned char*>(ccoGetLsaPeerPtr(win, 0, 16));
@@ -35,9 +35,15 @@ TEST(CppHeaders, SizeOnlyRegisterAndPeerPointer) {
   EXPECT_EQ(ccoWindowDeregister(comm, win), ccoSuccess);
   EXPECT_EQ(ccoMemFree(comm, ptr), ccoSuccess);
   EXPECT_EQ(ccoCommDestroy(comm), ccoSuccess);
+  // The overloads' argument orders are the guide's (a swapped order would not convert).
+  (void)static_cast<ccoResult_t (*)(ccoComm*, size_t, ccoWindow_t*, void**)>(&ccoWindowRegister);
+  (void)static_cast<ccoResult_t (*)(ccoComm*, void*, size_t, ccoWindow_t*)>(&ccoWindowRegister);
   // cco_scale_out.hpp brings the GDA and SDMA handles.
   static_assert(std::is_class<ccoGda<>>::value, "ccoGda");
   static_assert(std::is_class<ccoSdma>::value, "ccoSdma");
+  // The doorbell mode is a ccoGdaDoorbellMode value, as the guide writes ccoGda<P, ccoGdaDoorbellMode>.
+  static_assert(std::is_same<ccoGda<ccoGdaProxy, ccoGdaDeferred>, ccoGda<ccoGdaProxy, CCO_GDA_DOORBELL_DEFERRED>>::value,
+                "ccoGda<P, ccoGdaDoorbellMode>");
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ def test_cpp_caller_builds_from_the_wheel_alone(tmp_path):
         "int main() {\n"
         "  ccoUniqueId id; ccoComm* comm; void* ptr; ccoWindow_t win;\n"
         "  if (ccoGetUniqueId(&id) || ccoCommCreate(id, 1, 0, 8 << 20, &comm)) return 1;\n"
-        "  if (ccoWindowRegister(comm, (size_t)4096, &ptr, &win)) return 2;\n"
+        "  if (ccoWindowRegister(comm, (size_t)4096, &win, &ptr)) return 2;\n"
         "  *(int*)ccoGetLsaPeerPtr(win, 0, 0) = 7;\n"
         "  if (*(int*)ptr != 7 || ccoWindowDeregister(comm, win) || ccoCommDestroy(comm)) return 3;\n"
         "  puts(\"ok\"); return 0;\n}\n")

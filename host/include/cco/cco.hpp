@@ -23,10 +23,11 @@ CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t o
       cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
 }
 
-/* The size-only form of ccoWindowRegister (the guide's C++ overload): allocates `size` bytes
- * of symmetric memory and registers them as one window, which ccoWindowDeregister frees. */
-inline ccoResult_t ccoWindowRegister(ccoComm* comm, size_t size, void** ptr, ccoWindow_t* win) {
-  return ccoWindowAllocRegister(comm, size, ptr, win);
+/* The size-only form of ccoWindowRegister (the guide's C++ overload, its argument order: the
+ * window, then this rank's pointer): allocates `size` bytes of symmetric memory and registers
+ * them as one window, which ccoWindowDeregister frees. */
+inline ccoResult_t ccoWindowRegister(ccoComm* comm, size_t size, ccoWindow_t* win, void** localPtr) {
+  return ccoWindowAllocRegister(comm, size, localPtr, win);
 }
 
 #endif /* CCO_CCO_HPP_ */
