@@ -124,5 +124,5 @@ def find_cco_bitcode(target=None, nic=None, cov=None):
     if path is None:
         raise BitcodeError(
             f"cco: no bitcode for {variant}: set CCO_DEVICE_BC, install clang-19 for the JIT "
-            f"build, or build it with `bazel build //device:bitcode`")
+            f"build, or build it with `bash tools/build_cco_bitcode.sh {variant}`")
     return check_abi(path)
