@@ -15,8 +15,10 @@ def compile_only():
 
 
 def job():
-    """(rank, world, unique id) of a launched rank (cco.launch sets them)."""
-    return int(os.environ["CCO_RANK"]), int(os.environ["CCO_WORLD_SIZE"]), bytes.fromhex(os.environ["CCO_UNIQUE_ID"])
+    """(rank, world, unique id) of this rank, from cco.launch, torchrun or mpirun."""
+    from cco.runtime import bootstrap
+
+    return bootstrap()
 
 
 def build(launch, *args):

@@ -2,21 +2,22 @@
 
     python -m cco.launch -n 4 examples/python/01_barrier.py           (GPUs)
     CCO_PLATFORM=cpu python -m cco.launch -n 4 examples/python/01_barrier.py   (no GPU)
+    torchrun --standalone --nproc_per_node=4 examples/python/01_barrier.py  (the id over gloo)
+    mpirun -np 4 python examples/python/01_barrier.py                  (the id over mpi4py)
 
 Each rank creates the communicator, allocates and registers a window, creates a device
 communicator, meets the others at the barrier a few times, and tears everything down (the
 context manager frees what the communicator tracks).
 """
 
-import os
 import time
 
 from cco import GDA_CONNECTION_NONE, CCODevCommRequirements, Communicator
+from cco.runtime import bootstrap
 
 
 def main():
-    rank, world = int(os.environ["CCO_RANK"]), int(os.environ["CCO_WORLD_SIZE"])
-    uid = bytes.fromhex(os.environ["CCO_UNIQUE_ID"])
+    rank, world, uid = bootstrap()  # from whichever launcher started this process
     with Communicator.init(world, rank, uid, per_rank_vmm=64 << 20) as comm:
         mem = comm.alloc_mem(4096)
         comm.register_window(mem.ptr, mem.size)

@@ -5,6 +5,8 @@ The guide's snippet assumes three names from its surroundings: `rank`, `nranks` 
 below provides them, so the same file runs
 
     under mpirun, with mpi4py:      mpirun -np 4 python quick_reference.py
+    under torchrun or cco.launch:   torchrun --standalone --nproc_per_node=4 quick_reference.py
+                                    (the launcher has shared the id already: cco.runtime)
     under a plain launcher:         RANK=r WORLD_SIZE=4 CCO_BCAST_DIR=/shared/dir python quick_reference.py
                                     (one process per rank; rank 0 writes the id into the folder)
     alone:                          python quick_reference.py   (one rank)
@@ -47,6 +49,17 @@ class FileBroadcast:
             return pickle.load(f)
 
 
+class SharedByTheLauncher:
+    """The launcher (cco.launch, torchrun over gloo, mpirun over mpi4py) shared rank 0's id
+    already: the snippet's broadcast of the id returns that one."""
+
+    def __init__(self, uid):
+        self.uid = uid
+
+    def bcast(self, obj, root=0):
+        return self.uid
+
+
 class SingleRank:
     """One rank alone: a broadcast returns what it was given."""
 
@@ -58,13 +71,14 @@ if os.environ.get("CCO_BCAST_DIR"):
     rank, nranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     comm_mpi = FileBroadcast(os.environ["CCO_BCAST_DIR"], rank)
 else:
-    try:
-        from mpi4py import MPI
+    from cco.runtime import launched
 
-        comm_mpi = MPI.COMM_WORLD
-        rank, nranks = comm_mpi.Get_rank(), comm_mpi.Get_size()
-    except ImportError:
+    found = launched()  # None only where no launcher's variables are set
+    if found is None:
         comm_mpi, rank, nranks = SingleRank(), 0, 1
+    else:
+        rank, nranks, launcher_uid = found
+        comm_mpi = SharedByTheLauncher(launcher_uid)
 
 # ---- the guide's Quick Reference, from here on -------------------------------------------
 

@@ -460,3 +460,14 @@ def test_the_guides_barrier_example_runs_under_the_launcher():
     assert done.returncode == 0, done.stderr
     for rank in range(3):
         assert f"rank {rank}/3: 10 barriers" in done.stdout
+
+
+def test_the_guides_quick_reference_runs_under_the_launcher():
+    """The same file under `python -m cco.launch`: the launcher shared the id already
+    (cco.runtime.launched), so its four ranks form one job rather than four jobs of one."""
+    done = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "4", "--timeout", "90",
+                           str(_quick_reference_path())], env=_package_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    for rank in range(4):
+        assert f"rank {rank} of 4: quick reference done" in done.stdout
