@@ -1,7 +1,11 @@
 """The guide's python/03_flydsl_put: a FlyDSL kernel puts its rank's window into the next
 rank's with a signal, waits for the previous rank's signal, and flushes (GDA, FULL connections:
 the guide's "GDA on one node"). Compiles and links for gfx942/gfx950; never run (no AMD GPU here).
+
+CCO_GDA_CONN (the guide's MORI_CCO_GDA_CONN) = none | crossnode | full (default) | rail picks
+the device communicator's GDA connection type; the example reads it, the library does not.
 """
+import os
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -30,13 +34,17 @@ def launch(dev_comm: fx.Int64, send_win: fx.Int64, recv_win: fx.Int64, nbytes: f
 def main():
     if compile_only():
         return build(launch, fx.Int64(0), fx.Int64(0), fx.Int64(0), fx.Int64(NBYTES), fx.Int32(1))
-    from cco import GDA_CONNECTION_FULL, CCODevCommRequirements, Communicator
+    import cco as host
 
+    name = os.environ.get("CCO_GDA_CONN", os.environ.get("MORI_CCO_GDA_CONN", "full")).lower()
+    connection = getattr(host, f"GDA_CONNECTION_{name.upper()}", None) if name.isalpha() else None
+    if connection is None:
+        raise SystemExit(f"CCO_GDA_CONN={name!r}: none, crossnode, full or rail")
     rank, world, uid = job()
-    with Communicator.init(world, rank, uid, per_rank_vmm=256 << 20) as comm:
+    with host.Communicator.init(world, rank, uid, per_rank_vmm=256 << 20) as comm:
         send, recv = comm.alloc_mem(NBYTES), comm.alloc_mem(NBYTES)
         send_win, recv_win = comm.register_window(send.ptr, NBYTES), comm.register_window(recv.ptr, NBYTES)
-        dc = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL))
+        dc = comm.create_dev_comm(host.CCODevCommRequirements(gda_connection_type=connection))
         launch(dc.ptr, send_win.handle, recv_win.handle, NBYTES, (rank + 1) % world)
         comm.barrier()
 
