@@ -81,7 +81,7 @@ class Rank:
         torch.zeros(1, device=f"cuda:{device}")
         self.rank, self.world, self.device, self.device_sync = rank, world, device, device_sync
         self.comm = Communicator.init(world, rank, uid, per_rank_vmm=256 << 20)
-        self.win = self.comm.alloc_register(1 << 20)
+        self.win = self.comm.alloc_window(1 << 20)
         reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_context_count=1, lsa_barrier_count=1)
         self.dc = self.comm.create_dev_comm(reqs)
         self.stream = torch.cuda.Stream(device=device)

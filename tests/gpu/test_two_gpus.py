@@ -70,8 +70,8 @@ class Rank:
         from cco import CCODevCommRequirements, GDA_CONNECTION_NONE
 
         entry = self.comms[name]
-        entry["win"] = entry["comm"].alloc_register(2 * N * 4)
-        self.check_device(f"{name}.alloc_register")
+        entry["win"] = entry["comm"].alloc_window(2 * N * 4)
+        self.check_device(f"{name}.alloc_window")
         reqs = CCODevCommRequirements()
         reqs.gda_connection_type = GDA_CONNECTION_NONE
         reqs.lsa_barrier_count = 1

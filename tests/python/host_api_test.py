@@ -84,8 +84,9 @@ def test_peer_writes_arrive_exactly_in_the_peer(nranks):
             assert list(mine) == [left * 1000 + i for i in range(count)]
 
             # The size-only form: the window owns its memory; offsets reach inside it.
-            owned = comm.alloc_register(5000)
-            assert owned.owns_memory and owned.local_ptr != 0
+            owned = comm.alloc_window(5000)
+            assert owned.owns_memory and owned.local_ptr != 0 and isinstance(owned, cco.AllocatedWindow)
+            assert comm.nranks == comm.world_size == n
             uint32_view(comm.peer_ptr(owned, right, offset=4 * 7), 1)[0] = 0xC0DE0000 + rank
             comm.barrier()
             assert uint32_view(owned.local_ptr + 4 * 7, 1)[0] == 0xC0DE0000 + left
@@ -102,7 +103,7 @@ def test_explicit_release_and_tracked_release_do_not_collide(nranks):
         a = comm.alloc_mem(1 << 20)
         first = comm.register_window(a.ptr, 4096)
         comm.register_window(a.ptr + 8192, 65536)  # left for destroy()
-        comm.alloc_register(4096)  # left for destroy()
+        comm.alloc_register(4096)  # left for destroy() (the earlier name of alloc_window)
         comm.create_dev_comm()  # left for destroy()
         b = comm.alloc_mem(4096)
         comm.alloc_mem(4096)  # left for destroy()
@@ -319,7 +320,7 @@ def test_context_manager_cleanup_when_the_body_raises(who_raises):
             with Communicator.init(n, rank, uid, per_rank_vmm=VMM) as comm:
                 mem = comm.alloc_mem(4096)
                 comm.register_window(mem.ptr, mem.size)
-                comm.alloc_register(4096)
+                comm.alloc_window(4096)
                 comm.create_dev_comm()
                 comm.barrier()
                 if rank == 0 or who_raises == "every rank":
@@ -342,7 +343,7 @@ def test_abort_breaks_a_blocking_barrier_and_destroy_stays_local():
     def body(rank, n, uid):
         started = time.monotonic()
         with Communicator.init(n, rank, uid, per_rank_vmm=VMM) as comm:
-            comm.alloc_register(4096)  # tracked: must not be deregistered collectively
+            comm.alloc_window(4096)  # tracked: must not be deregistered collectively
             if rank == 0:
                 threading.Timer(0.3, comm.abort).start()
                 with pytest.raises(CCOAbortedError) as aborted:
@@ -362,7 +363,7 @@ def test_abort_breaks_a_blocking_barrier_and_destroy_stays_local():
 def test_a_timeout_is_a_ccotimeouterror_and_destroy_stays_local():
     def body(rank, n, uid):
         with Communicator.init(n, rank, uid, per_rank_vmm=VMM) as comm:
-            comm.alloc_register(4096)
+            comm.alloc_window(4096)
             if rank == 0:
                 with pytest.raises(CCOTimeoutError) as timed_out:
                     comm.barrier()  # rank 1 is late

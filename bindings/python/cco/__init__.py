@@ -17,7 +17,7 @@ from cco._lib import LibraryError
 from cco.communicator import Communicator
 from cco.devcomm import DevCommHandle
 from cco.errors import CCOAbortedError, CCOError, CCOTimeoutError
-from cco.memory import AllocatedMemory, RegisteredWindow
+from cco.memory import AllocatedMemory, AllocatedWindow, RegisteredWindow
 from cco.requirements import CCODevCommRequirements
 
 # The release of cco.h (CCO_VERSION_MAJOR.MINOR.PATCH) these bindings belong to.
@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllocatedMemory",
+    "AllocatedWindow",
     "CCOAbortedError",
     "CCODevCommRequirements",
     "CCOError",

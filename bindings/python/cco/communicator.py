@@ -1,6 +1,6 @@
 """Communicator: the guide's host API over ccoComm.
 
-Resources made through a communicator (alloc_mem, register_window, alloc_register,
+Resources made through a communicator (alloc_mem, register_window, alloc_window,
 create_dev_comm) are tracked on it, and destroy() releases what the caller did not:
 windows and device communicators first, deregistered collectively in reverse order of
 creation, then memory, then the communicator itself.
@@ -21,7 +21,7 @@ from cco import _abi, _lib
 from cco._args import address_value, c_int_value, size_value
 from cco.devcomm import DevCommHandle, DevCommStruct
 from cco.errors import RESULT_CODES, CCOAbortedError, CCOError, CCOTimeoutError, check
-from cco.memory import AllocatedMemory, RegisteredWindow
+from cco.memory import AllocatedMemory, AllocatedWindow, RegisteredWindow
 from cco.requirements import CCODevCommRequirements
 from cco.unique_id import UniqueIdStruct, to_bytes, to_struct
 
@@ -97,6 +97,11 @@ class Communicator:
         return self._query_int("ccoCommRank")
 
     @property
+    def nranks(self) -> int:
+        """The world size (the guide system's name)."""
+        return self.world_size
+
+    @property
     def world_size(self) -> int:
         return self._query_int("ccoCommSize")
 
@@ -162,8 +167,9 @@ class Communicator:
         self._collective.append(win)
         return win
 
-    def alloc_register(self, size: int) -> RegisteredWindow:
-        """Allocates and registers in one collective call (ccoWindowAllocRegister).
+    def alloc_window(self, size: int) -> AllocatedWindow:
+        """Allocates and registers in one collective call (ccoWindowAllocRegister; the guide's
+        one-step form beside alloc_mem + register_window).
 
         Returns a window that owns its memory (owns_memory=True, the memory at
         local_ptr): deregister_window frees both, and there is nothing to free_mem.
@@ -171,9 +177,11 @@ class Communicator:
         size = size_value(size, "size")
         ptr, handle = ctypes.c_void_p(), ctypes.c_uint64()
         self._call("ccoWindowAllocRegister", size, ctypes.byref(ptr), ctypes.byref(handle))
-        win = RegisteredWindow(handle.value, ptr.value, size, owns_memory=True)
+        win = AllocatedWindow(handle.value, ptr.value, size)
         self._collective.append(win)
         return win
+
+    alloc_register = alloc_window  # the name of earlier releases
 
     def deregister_window(self, win) -> None:
         """Deregisters a window (a RegisteredWindow or its handle); collective."""

@@ -24,11 +24,11 @@ class AllocatedMemory:
 
 @dataclass(frozen=True, eq=False)
 class RegisteredWindow:
-    """A window from Communicator.register_window or alloc_register.
+    """A window from Communicator.register_window or alloc_window.
 
     `handle` is the device-side window handle (ccoWindow_t) to hand to kernels,
     `local_ptr` this rank's address of the window's first byte. `owns_memory` is true
-    for alloc_register windows: deregistering such a window frees its memory too.
+    for alloc_window windows: deregistering such a window frees its memory too.
     """
 
     handle: int
@@ -39,3 +39,14 @@ class RegisteredWindow:
     def __repr__(self):
         owned = ", owns_memory=True" if self.owns_memory else ""
         return f"RegisteredWindow(handle=0x{self.handle:x}, local_ptr=0x{self.local_ptr:x}, size={self.size}{owned})"
+
+
+@dataclass(frozen=True, eq=False)
+class AllocatedWindow(RegisteredWindow):
+    """A window from Communicator.alloc_window (the guide system's one-step form): the memory
+    at local_ptr was allocated with it and is freed when it is deregistered."""
+
+    owns_memory: bool = True
+
+    def __repr__(self):
+        return f"AllocatedWindow(handle=0x{self.handle:x}, local_ptr=0x{self.local_ptr:x}, size={self.size})"
