@@ -49,6 +49,32 @@ def test_info_lists_every_target():
     assert facts["gda_network"].startswith(("tcp", "verbs"))
 
 
+def doctor(**env):
+    r = subprocess.run([sys.executable, "-m", "cco.cli", "doctor", "--json"], env=dict(ENV, **env),
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, {f["check"]: f for f in json.loads(r.stdout)}, r.stderr
+
+
+def test_doctor_passes_a_working_machine():
+    code, found, err = doctor()
+    assert code == 0, (found, err)
+    assert found["host library"]["status"] == "ok"
+    assert found["one-rank job"]["status"] == "ok" and "platform cpu" in found["one-rank job"]["found"]
+    assert found["bitcode"]["status"] == "skip"  # no GPU here
+
+
+def test_doctor_names_what_is_wrong():
+    code, found, _ = doctor(CCO_PLATFORM="bogus", CCO_DEVICE_BC="/no/such.bc", CCO_TIMEOUTMS="5")
+    assert code == 1
+    assert found["one-rank job"]["status"] == "FAIL" and "CCO_PLATFORM=bogus" in found["one-rank job"]["found"]
+    assert found["bitcode"]["status"] == "FAIL" and "/no/such.bc does not exist" in found["bitcode"]["found"]
+    env = found["environment"]
+    assert env["status"] == "warn" and "CCO_TIMEOUTMS (did you mean CCO_TIMEOUT_MS?)" in env["found"]
+    # A bitcode of another ABI version is refused too (a file that is not CCO's at all here).
+    code, found, _ = doctor(CCO_DEVICE_BC=sys.executable)
+    assert code == 1 and "is not a CCO device bitcode" in found["bitcode"]["found"]
+
+
 def test_info_names_the_network_backend(tmp_path):
     from cco.cli.info import network_backend
 

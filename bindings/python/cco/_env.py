@@ -16,6 +16,26 @@ ALIASES = {
 }
 
 
+# Every variable CCO reads (the host library, the package, its tools and launcher): `cco doctor`
+# names set CCO_*/MORI_* variables that are not among them (a typo is otherwise silent), and
+# tests/python/tools_test.py checks that the sources read no name missing here.
+KNOWN = frozenset({
+    # the host library
+    "CCO_PLATFORM", "CCO_TIMEOUT_MS", "CCO_SOCKET_IFNAME", "CCO_HOSTID", "CCO_TRACE_PHASES",
+    "CCO_IGNORE_CPU_AFFINITY", "CCO_CPU_AFFINITY_NO_SPLIT", "CCO_LOCAL_RANK", "CCO_ENABLE_SDMA",
+    "CCO_TEST_NODES_PER_HOST", "CCO_NET", "CCO_NET_TIMEOUT_MS", "CCO_TCP_CHUNK_BYTES", "CCO_TCP_ACK_DELAY_US",
+    "CCO_RDMA_DEVICES", "CCO_RDMA_TC", "CCO_RDMA_SL", "CCO_RDMA_GID_INDEX", "CCO_GDA_DIRECT_MAX_BYTES",
+    "CCO_GDA_TRACE",
+    # the package: bitcode lookup and its JIT build, the library's path
+    "CCO_DEVICE_BC", "CCO_DISABLE_JIT", "CCO_NIC", "CCO_JIT_CACHE", "CCO_CACHE", "CCO_LIBRARY", "CCO_CLANG",
+    "CCO_CLANG22", "CCO_OPT", "CCO_OPT22",
+    # cco.launch hands these to each rank; cco perf's own
+    "CCO_RANK", "CCO_WORLD_SIZE", "CCO_UNIQUE_ID", "CCO_PERF_REPORT", "CCO_PERF_UIDS", "CCO_PERF_WINDOW",
+    # read by examples only (examples/flydsl/03_put.py, examples/python/quick_reference.py)
+    "CCO_GDA_CONN", "CCO_BCAST_DIR",
+} | set(ALIASES.values()) | {"MORI_NET", "MORI_CCO_GDA_CONN"})
+
+
 def get(name, default=None):
     """The CCO_ variable if set, else its MORI_ alias, else default."""
     value = os.environ.get(name)
