@@ -39,6 +39,9 @@ for step in "${steps[@]}"; do
           -L/tmp/site/cco/_data -lcco -Xlinker -rpath=/tmp/site/cco/_data -o /tmp/lsa_put &&
           python3 -m cco.launch -n 2 --timeout 120 /tmp/lsa_put && echo "C++ lsa_put 2 ranks: PASS"
         python3 -m cco.launch -n 4 --timeout 120 /tmp/lsa_put && echo "C++ lsa_put 4 ranks: PASS"
+        python3 -m cco.launch -n 2 --timeout 120 examples/python/02_lsa_put.py && echo "python 02_lsa_put 2 ranks: PASS"
+        python3 -m cco.launch -n 2 --timeout 120 examples/python/01_barrier.py && echo "python 01_barrier 2 ranks: PASS"
+        python3 -m cco.cli doctor && echo "cco doctor: PASS"
       } 2>&1 | tee "$OUT/examples.log"
       mps_stop ;;
     gda)
