@@ -33,6 +33,8 @@ KNOWN = frozenset({
     "CCO_RANK", "CCO_WORLD_SIZE", "CCO_UNIQUE_ID", "CCO_PERF_REPORT", "CCO_PERF_UIDS", "CCO_PERF_WINDOW",
     # read by examples only (examples/flydsl/03_put.py, examples/python/quick_reference.py)
     "CCO_GDA_CONN", "CCO_BCAST_DIR",
+    # the repository's build and test scripts
+    "CCO_PYTHON", "CCO_STAGE", "CCO_TEST_ID_FILE", "CCO_LLVM22_BIN", "CCO_NET_RANK_BIN",
 } | set(ALIASES.values()) | {"MORI_NET", "MORI_CCO_GDA_CONN"})
 
 
