@@ -29,8 +29,11 @@
 #define CCO_SDMA_FLAG_LOCAL 2u     /* a put also counts in this rank's local pool once complete */
 #define CCO_SDMA_FLAGS_ALL (CCO_SDMA_FLAG_AGGREGATE | CCO_SDMA_FLAG_LOCAL)
 
-/* Descriptor flag (ccoGdaDesc.flags) the proxy reads: count completion in the local pool. */
+/* Descriptor flags (ccoGdaDesc.flags) the proxy reads: count completion in the local pool;
+ * the offsets are from the LSA team's flat base (dstOffset, srcOffset: resolved pointers, each
+ * inside a live window of the rank the operation names), the window ids unused. */
 #define CCO_SDMA_DESC_LOCAL 2u
+#define CCO_SDMA_DESC_FLAT 4u
 
 /* The ring, and the pool slot, of (LSA peer, queue). */
 CCO_GDA_INLINE uint32_t cco_sdma_slot(int32_t lsaPeer, int32_t queue, uint32_t queues) {

@@ -14,6 +14,11 @@
 //   - get(peer, dst, ..., src, ..., bytes, queue, flags): bytes from `peer`'s `src` window to
 //     this rank's `dst` window; Signal = true: this rank's local pool slot of (peer, queue)
 //     counts it once the data is here.
+//   - put(peer, dst, src, bytes, queue, flags) and get(...) on resolved pointers (the guide's
+//     "windows or resolved pointers"): `dst` / `src` are addresses in the LSA team's flat range
+//     (ccoGetLsaPeerPtr, a window's local pointer); a put's `dst` must lie in `peer`'s copy of
+//     a live window and its `src` in this rank's, a get the other way round, or the proxy
+//     refuses the descriptor (its ring fails, as for a window range it refuses).
 //   - CCO_SDMA_FLAG_AGGREGATE: the post is not released until commit(peer, queue) (or a
 //     quiet, or a later post that must wait for room); other posts release themselves.
 //   - quiet(peer): every post to `peer` so far, on every queue, is released and complete;
@@ -60,6 +65,22 @@ class ccoSdma {
   CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+  }
+
+  /// The same on resolved pointers: `dst` in `peer`'s copy of a window, `src` in this rank's.
+  template <class Coop = ccoCoopThread, bool Signal = true>
+  CCO_DEVICE_API int32_t put(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+    ccoGdaDesc d;
+    if (!DescribeFlat(CCO_GDA_OP_PUT, Signal, flags, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Post<Coop>(peer, queue, flags, d);
+  }
+
+  /// The same on resolved pointers: `dst` in this rank's copy of a window, `src` in `peer`'s.
+  template <class Coop = ccoCoopThread, bool Signal = true>
+  CCO_DEVICE_API int32_t get(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+    ccoGdaDesc d;
+    if (!DescribeFlat(CCO_GDA_OP_GET, Signal, flags, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Post<Coop>(peer, queue, flags, d);
   }
 
   /// Releases the aggregated posts to `peer` on `queue`.
@@ -154,6 +175,23 @@ class ccoSdma {
     d.srcOffset = srcOffset;
     d.bytes = bytes;
     return d;
+  }
+
+  // Pointers as offsets from the LSA team's flat base; false for one below it (not a
+  // resolved pointer). Which rank and window each lies in, the proxy checks.
+  CCO_DEVICE_API bool DescribeFlat(ccoGdaOp op, bool signal, uint32_t flags, const void* dst, const void* src,
+                                   uint64_t bytes, ccoGdaDesc* d) const {
+    const uint64_t to = reinterpret_cast<uint64_t>(dst), from = reinterpret_cast<uint64_t>(src);
+    if (to < dc_.lsaFlatBase || from < dc_.lsaFlatBase) return false;
+    *d = {};
+    d->op = static_cast<uint8_t>(op);
+    d->signalOp = static_cast<uint8_t>(signal ? CCO_SIGNAL_INC : CCO_SIGNAL_NONE);
+    d->flags = static_cast<uint16_t>(CCO_SDMA_DESC_FLAT |
+                                     ((flags & CCO_SDMA_FLAG_LOCAL) && op == CCO_GDA_OP_PUT ? CCO_SDMA_DESC_LOCAL : 0));
+    d->dstOffset = to - dc_.lsaFlatBase;
+    d->srcOffset = from - dc_.lsaFlatBase;
+    d->bytes = bytes;
+    return true;
   }
 
   template <class Coop> CCO_DEVICE_API int32_t Post(int32_t peer, int32_t queue, uint32_t flags, const ccoGdaDesc& d) {

@@ -118,6 +118,43 @@ TEST(SdmaOnHost, AggregatedPostsWaitForCommitAndLocalCounts) {
   }, 1, 1), 0);
 }
 
+// Put and get on resolved pointers (the LSA pointers of the window): the same bytes and
+// counts as the window forms. A pointer in the wrong rank's memory, or outside every live
+// window, fails its queue's ring (quiet ends ABORTED; other queues go on); one that is no
+// flat-range pointer at all is refused on the device.
+TEST(SdmaOnHost, PutAndGetOnResolvedPointers) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
+    ccoSdma sdma(k.dc, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    const auto* win = reinterpret_cast<const ccoWindowDevice*>(k.win);
+    auto at = [&](int rank, uint64_t offset) { return reinterpret_cast<char*>(cco::lsa_peer_address(win, rank, offset)); };
+    Fill(k.mem, Owner(k.rank, 3), kChunk / 4);
+    memset(k.mem + kInbox, 0, 2 * kChunk);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL((sdma.put<ccoCoopWarp, true>(peer, at(peer, kInbox), at(k.rank, 0), kChunk, 0)) == 0);
+    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, at(k.rank, kInbox + kChunk), at(peer, 0), kChunk, 0)) == 0);
+    CHECK_OR_FAIL(sdma.wait_signal(peer, 0, 1) == 0 && sdma.wait_local(peer, 0, 1) == 0);
+    CHECK_OR_FAIL(Holds(k.mem + kInbox, Owner(peer, 3), kChunk / 4));           // peer's put
+    CHECK_OR_FAIL(Holds(k.mem + kInbox + kChunk, Owner(peer, 3), kChunk / 4));  // this rank's get
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+
+    // A put whose destination is this rank's own memory, not the peer's: refused.
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(k.rank, kInbox), at(k.rank, 0), 8, 1)) == 0);
+    CHECK_OR_FAIL(sdma.quiet_queue(peer, 1) == CCO_DEVICE_STATUS_ABORTED);
+    // Past the window's end: refused.
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(peer, kWindow - 8), at(k.rank, 0), 64, 2)) == 0);
+    CHECK_OR_FAIL(sdma.quiet_queue(peer, 2) == CCO_DEVICE_STATUS_ABORTED);
+    // Not a flat-range pointer at all: refused before anything is posted.
+    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, reinterpret_cast<void*>(8), at(peer, 0), 8, 0)) ==
+                  CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    // Queue 0 is unharmed, and nothing of the refused puts landed.
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(peer, kInbox), at(k.rank, 0), 8, 0)) == 0);
+    CHECK_OR_FAIL(sdma.quiet_queue(peer, 0) == 0 && sdma.wait_signal(peer, 0, 1) == 0);
+    CHECK_OR_FAIL(sdma.read_signal(peer, 1) == 0 && sdma.read_signal(peer, 2) == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }, 1, 3), 0);
+}
+
 // Out-of-range peers, queues and flags are refused on the device; a bad window fails the
 // queue's ring, so quiet ends ABORTED instead of hanging; other queues go on.
 TEST(SdmaOnHost, BadArgumentsAndBadDescriptors) {

@@ -297,6 +297,37 @@ Status Proxy::Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uin
   return Status::Ok();
 }
 
+// An SDMA descriptor on resolved pointers: each offset from the LSA flat base must fall in the
+// slice of the rank it names (a put: the destination `peer`'s, the source this rank's; a get
+// the other way round) and inside one live window there.
+Status Proxy::FlatEndpoints(const ccoGdaDesc& d, int32_t peer, uint64_t* dst, uint64_t* src) {
+  ccoComm& c = *comm_;
+  const bool put = d.op == CCO_GDA_OP_PUT;
+  struct End {
+    const char* what;
+    uint64_t offset;
+    int32_t rank;
+    uint64_t* address;
+  } ends[] = {{"the destination", d.dstOffset, put ? peer : c.topo.lsaRank, dst},
+              {"the source", d.srcOffset, put ? c.topo.lsaRank : peer, src}};
+  for (const End& e : ends) {
+    const uint64_t rank = e.offset / c.stride, inSlice = e.offset % c.stride;
+    if (rank != static_cast<uint64_t>(e.rank))
+      return InvalidArgument(Fmt(e.what, " pointer lies in LSA rank ", rank, "'s memory, not rank ", e.rank, "'s"));
+    bool inWindow = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& w : windows_)
+        inWindow |= inSlice >= w.second.offset && d.bytes <= w.second.size && inSlice - w.second.offset <= w.second.size - d.bytes;
+    }
+    if (!inWindow)
+      return InvalidArgument(Fmt(e.what, " pointer's ", d.bytes, " bytes at offset ", inSlice, " of LSA rank ", e.rank,
+                                 "'s memory are not inside one live window"));
+    *e.address = c.LsaSlice(e.rank) + inSlice;
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // What every GDA descriptor must satisfy, whichever backend carries it.
@@ -577,7 +608,8 @@ Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoG
     return InvalidArgument(Fmt("SDMA signal operation ", int{d.signalOp}, " (only INC)"));
   const bool put = d.op == CCO_GDA_OP_PUT;
   uint64_t dst = 0, src = 0;
-  CCO_RETURN_IF_ERROR(Endpoints(d, c.LsaSlice(peer), &dst, &src));
+  CCO_RETURN_IF_ERROR((d.flags & CCO_SDMA_DESC_FLAT) ? FlatEndpoints(d, peer, &dst, &src)
+                                                     : Endpoints(d, c.LsaSlice(peer), &dst, &src));
   const uint64_t stream = s.streams[queue];
   if (d.bytes > 0) CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream, dst, src, d.bytes));
   // Behind the data on the queue's stream: the counts, each in a slot only this proxy writes.

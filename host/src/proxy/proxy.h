@@ -105,6 +105,7 @@ class Proxy : private NetTargetMap {
   Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
   Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);
+  Status FlatEndpoints(const ccoGdaDesc& d, int32_t lsaPeer, uint64_t* dst, uint64_t* src);
   // Stops ring `ring` (its posters' waits end), naming the peer and `where`.
   void Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why);
   void FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32_t peer);
