@@ -17,8 +17,11 @@
 //   - put(peer, dst, src, bytes, queue, flags) and get(...) on resolved pointers (the guide's
 //     "windows or resolved pointers"): `dst` / `src` are addresses in the LSA team's flat range
 //     (ccoGetLsaPeerPtr, a window's local pointer); a put's `dst` must lie in `peer`'s copy of
-//     a live window and its `src` in this rank's, a get the other way round, or the proxy
-//     refuses the descriptor (its ring fails, as for a window range it refuses).
+//     a live window and its `src` in this rank's, a get the other way round: a pointer in
+//     another rank's memory is refused on the device (INVALID_ARGUMENT), one outside every
+//     live window by the proxy (its ring fails, as for a window range it refuses). Offsets,
+//     unlike window ids, are reused after a window is deregistered: quiet the queues that
+//     name a window's pointers before deregistering it.
 //   - CCO_SDMA_FLAG_AGGREGATE: the post is not released until commit(peer, queue) (or a
 //     quiet, or a later post that must wait for room); other posts release themselves.
 //   - quiet(peer): every post to `peer` so far, on every queue, is released and complete;
@@ -71,7 +74,7 @@ class ccoSdma {
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t put(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     ccoGdaDesc d;
-    if (!DescribeFlat(CCO_GDA_OP_PUT, Signal, flags, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!DescribeFlat(CCO_GDA_OP_PUT, Signal, flags, peer, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags, d);
   }
 
@@ -79,7 +82,7 @@ class ccoSdma {
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t get(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     ccoGdaDesc d;
-    if (!DescribeFlat(CCO_GDA_OP_GET, Signal, flags, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!DescribeFlat(CCO_GDA_OP_GET, Signal, flags, peer, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags, d);
   }
 
@@ -177,12 +180,20 @@ class ccoSdma {
     return d;
   }
 
-  // Pointers as offsets from the LSA team's flat base; false for one below it (not a
-  // resolved pointer). Which rank and window each lies in, the proxy checks.
-  CCO_DEVICE_API bool DescribeFlat(ccoGdaOp op, bool signal, uint32_t flags, const void* dst, const void* src,
-                                   uint64_t bytes, ccoGdaDesc* d) const {
+  // Whether `address` lies in LSA rank `rank`'s slice of the flat range.
+  CCO_DEVICE_API bool InSlice(uint64_t address, int32_t rank) const {
+    return static_cast<uint32_t>(rank) < static_cast<uint32_t>(dc_.lsaSize) && dc_.lsaStride != 0 &&
+           address >= dc_.lsaFlatBase && (address - dc_.lsaFlatBase) / dc_.lsaStride == static_cast<uint64_t>(rank);
+  }
+
+  // Pointers as offsets from the LSA team's flat base; false where one is not in the slice
+  // of the rank it must be in (a put's destination `peer`'s, its source this rank's; a get
+  // the other way round). Which window each lies in, the proxy checks (it checks the rank too).
+  CCO_DEVICE_API bool DescribeFlat(ccoGdaOp op, bool signal, uint32_t flags, int32_t peer, const void* dst,
+                                   const void* src, uint64_t bytes, ccoGdaDesc* d) const {
     const uint64_t to = reinterpret_cast<uint64_t>(dst), from = reinterpret_cast<uint64_t>(src);
-    if (to < dc_.lsaFlatBase || from < dc_.lsaFlatBase) return false;
+    const bool put = op == CCO_GDA_OP_PUT;
+    if (!InSlice(to, put ? peer : dc_.lsaRank) || !InSlice(from, put ? dc_.lsaRank : peer)) return false;
     *d = {};
     d->op = static_cast<uint8_t>(op);
     d->signalOp = static_cast<uint8_t>(signal ? CCO_SIGNAL_INC : CCO_SIGNAL_NONE);

@@ -6,14 +6,15 @@
 #
 #   bash tools/build_cco_bitcode.sh [--out DIR] [VARIANT ...]    # e.g. nvptx-sm_90-proxy
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-out=build/lib
+out=
 if [[ ${1:-} == --out ]]; then
   [[ $# -ge 2 ]] || { echo "usage: $0 [--out DIR] [VARIANT ...]" >&2; exit 2; }
-  out=$2
+  out=$(realpath -m "$2")  # relative to where the caller stands
   shift 2
 fi
+cd "$(dirname "$0")/.."
+out=${out:-$PWD/build/lib}
 known=$(python3 -c "import json; print(' '.join(t['name'] for t in json.load(open('abi/cco_abi_table.json'))['targets']))")
 variants=("$@")
 [[ ${#variants[@]} -gt 0 ]] || read -ra variants <<<"$known"

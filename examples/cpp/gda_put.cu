@@ -53,13 +53,13 @@ int main() {
   ccoDevComm dc;
   CHECK_CCO(ccoDevCommCreate(comm, &reqs, &dc));
 
-  int* errors = nullptr;
-  cudaMalloc(&errors, sizeof(int));
-  cudaMemset(errors, 0, sizeof(int));
   // A stream of our own, waited on by itself: a synchronous copy on the legacy default
   // stream would wait for a kernel launched there, which waits for a signal.
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  int* errors = nullptr;
+  cudaMalloc(&errors, sizeof(int));
+  cudaMemsetAsync(errors, 0, sizeof(int), stream);  // on the kernel's stream: ordered before it
   put_signal_wait<<<1, 256, 0, stream>>>(dc, win, n, errors);
   cudaError_t e = cudaStreamSynchronize(stream);
   int host_errors = -1;

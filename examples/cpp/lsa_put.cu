@@ -1,5 +1,5 @@
 // Intra-node LSA put with the header-only C++ device API (device/cco_device.hpp) and
-// the C host API (cco.h): each rank writes rank*1000+i into the next rank's window, the
+// the C host API (cco.h): each rank writes lsaRank*1000+i into the next rank's window, the
 // ranks meet at LSA barriers of every coop scope, and each rank checks what it received.
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o lsa_put
@@ -16,7 +16,7 @@ __global__ void put_and_check(ccoDevComm dc, ccoWindow_t win, int n, int* errors
   const int peer = (dc.lsaRank + 1) % dc.lsaSize;
   const int left = (dc.lsaRank + dc.lsaSize - 1) % dc.lsaSize;
   auto* dst = static_cast<unsigned*>(ccoGetLsaPeerPtr(win, peer, 0));
-  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = dc.rank * 1000 + i;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = dc.lsaRank * 1000 + i;
 
   // Block scope: the whole block's stores come before the arrival.
   ccoLsaBarrierSession<ccoCoopBlock> block(ccoCoopBlock(), dc, 0);

@@ -1,5 +1,5 @@
 // Copy-engine puts and gets with the header-only C++ device API (ccoSdma, device/sdma.hpp):
-// each rank puts rank*1000+i into the next LSA rank's window, once by window and offset and
+// each rank puts lsaRank*1000+i into the next LSA rank's window, once by window and offset and
 // once on resolved pointers (ccoGetLsaPeerPtr), waits for both signals, gets the previous
 // rank's source back through a pointer, and checks every word. Needs CCO_ENABLE_SDMA=1.
 //
@@ -21,7 +21,7 @@ __global__ void sdma_puts_and_get(ccoDevComm dc, ccoWindow_t win, int n, int* er
   const int left = (dc.lsaRank + dc.lsaSize - 1) % dc.lsaSize;
   const uint64_t words = static_cast<uint64_t>(n) * sizeof(unsigned);
   auto* mine = static_cast<unsigned*>(ccoGetLsaPeerPtr(win, dc.lsaRank, 0));
-  for (int i = threadIdx.x; i < n; i += blockDim.x) mine[i] = dc.rank * 1000 + i;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) mine[i] = dc.lsaRank * 1000 + i;
   auto check = [&](int status) {
     if (status != CCO_DEVICE_STATUS_OK) atomicAdd(errors, 1000000);
   };
@@ -62,11 +62,11 @@ int main() {
   CHECK_CCO(ccoDevCommCreate(comm, &reqs, &dc));
   CHECK_CCO(ccoBarrierAll(comm));  // every window is registered before any rank's copies
 
-  int* errors = nullptr;
-  cudaMalloc(&errors, sizeof(int));
-  cudaMemset(errors, 0, sizeof(int));
   cudaStream_t stream;  // a stream of our own, waited on by itself
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  int* errors = nullptr;
+  cudaMalloc(&errors, sizeof(int));
+  cudaMemsetAsync(errors, 0, sizeof(int), stream);  // on the kernel's stream: ordered before it
   sdma_puts_and_get<<<1, 256, 0, stream>>>(dc, win, n, errors);
   cudaError_t e = cudaStreamSynchronize(stream);
   int host_errors = -1;

@@ -32,9 +32,17 @@ def include_dirs():
 
 
 def compile_kernel(hip, arch):
-    """The kernel's code object for `arch`, built once into ~/.cache/cco/examples."""
-    with open(KERNEL, "rb") as f:
-        key = hashlib.sha256(f.read() + arch.encode()).hexdigest()[:16]
+    """The kernel's code object for `arch`, built once into ~/.cache/cco/examples, keyed by the
+    kernel, the headers it includes and the ABI version (a changed ccoDevComm means a rebuild)."""
+    from cco.device import ABI_VERSION
+
+    digest = hashlib.sha256(f"{arch} {ABI_VERSION}".encode())
+    headers = sorted(os.path.join(root, name) for d in include_dirs() for sub in ("cco", "device", "abi")
+                     for root, _, files in os.walk(os.path.join(d, sub)) for name in files)
+    for path in [KERNEL] + headers:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    key = digest.hexdigest()[:16]
     folder = os.path.join(os.path.expanduser("~"), ".cache", "cco", "examples")
     os.makedirs(folder, exist_ok=True)
     out = os.path.join(folder, f"02_lsa_put-{arch}-{key}.{'hsaco' if hip else 'cubin'}")
@@ -90,9 +98,9 @@ def main():
         win = comm.alloc_window(WORDS * 4)
         dc = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_NONE,
                                                          lsa_barrier_count=1))
-        errors = torch.zeros(1, dtype=torch.int32, device="cuda")
         stream = torch.cuda.Stream()  # a stream of our own, waited on alone
         with torch.cuda.stream(stream):
+            errors = torch.zeros(1, dtype=torch.int32, device="cuda")  # zeroed on that stream, before the kernel
             driver.launch(lsa_put, 256, stream.cuda_stream, ctypes.c_uint64(dc.ptr), ctypes.c_uint64(win.handle),
                           ctypes.c_int(WORDS), ctypes.c_uint64(errors.data_ptr()))
         stream.synchronize()

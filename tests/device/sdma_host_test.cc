@@ -119,38 +119,54 @@ TEST(SdmaOnHost, AggregatedPostsWaitForCommitAndLocalCounts) {
 }
 
 // Put and get on resolved pointers (the LSA pointers of the window): the same bytes and
-// counts as the window forms. A pointer in the wrong rank's memory, or outside every live
-// window, fails its queue's ring (quiet ends ABORTED; other queues go on); one that is no
-// flat-range pointer at all is refused on the device.
+// counts as the window forms. A pointer in the wrong rank's memory, or none in the flat range
+// at all, is refused on the device; one outside every live window, or spanning two windows,
+// fails its queue's ring (quiet ends ABORTED; other queues go on).
 TEST(SdmaOnHost, PutAndGetOnResolvedPointers) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
     ccoSdma sdma(k.dc, 10'000'000'000ull);
     const int peer = 1 - k.rank;
-    const auto* win = reinterpret_cast<const ccoWindowDevice*>(k.win);
-    auto at = [&](int rank, uint64_t offset) { return reinterpret_cast<char*>(cco::lsa_peer_address(win, rank, offset)); };
+    auto at = [&](ccoWindow_t w, int rank, uint64_t offset) {
+      return reinterpret_cast<char*>(cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(w), rank, offset));
+    };
+    // Two more windows, adjacent in the flat range: [0, 4096) and [4096, 8192) of one allocation.
+    void* pair = nullptr;
+    ccoWindow_t first = 0, second = 0;
+    CHECK_OR_FAIL(ccoMemAlloc(k.comm, 8192, &pair) == ccoSuccess);
+    CHECK_OR_FAIL(ccoWindowRegister(k.comm, pair, 4096, &first) == ccoSuccess);
+    CHECK_OR_FAIL(ccoWindowRegister(k.comm, static_cast<char*>(pair) + 4096, 4096, &second) == ccoSuccess);
+    CHECK_OR_FAIL(at(first, peer, 4096) == at(second, peer, 0));
+
     Fill(k.mem, Owner(k.rank, 3), kChunk / 4);
     memset(k.mem + kInbox, 0, 2 * kChunk);
     CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    CHECK_OR_FAIL((sdma.put<ccoCoopWarp, true>(peer, at(peer, kInbox), at(k.rank, 0), kChunk, 0)) == 0);
-    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, at(k.rank, kInbox + kChunk), at(peer, 0), kChunk, 0)) == 0);
+    CHECK_OR_FAIL((sdma.put<ccoCoopWarp, true>(peer, at(k.win, peer, kInbox), at(k.win, k.rank, 0), kChunk, 0)) == 0);
+    CHECK_OR_FAIL(
+        (sdma.get<ccoCoopThread, true>(peer, at(k.win, k.rank, kInbox + kChunk), at(k.win, peer, 0), kChunk, 0)) == 0);
     CHECK_OR_FAIL(sdma.wait_signal(peer, 0, 1) == 0 && sdma.wait_local(peer, 0, 1) == 0);
     CHECK_OR_FAIL(Holds(k.mem + kInbox, Owner(peer, 3), kChunk / 4));           // peer's put
     CHECK_OR_FAIL(Holds(k.mem + kInbox + kChunk, Owner(peer, 3), kChunk / 4));  // this rank's get
     CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
 
-    // A put whose destination is this rank's own memory, not the peer's: refused.
-    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(k.rank, kInbox), at(k.rank, 0), 8, 1)) == 0);
+    // In the wrong rank's memory (a put into this rank's own copy; a get from it), or no
+    // flat-range pointer at all: refused before anything is posted.
+    const int bad = CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(k.win, k.rank, kInbox), at(k.win, k.rank, 0), 8, 1)) == bad);
+    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, at(k.win, k.rank, 0), at(k.win, k.rank, 64), 8, 1)) == bad);
+    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, reinterpret_cast<void*>(8), at(k.win, peer, 0), 8, 0)) == bad);
+    CHECK_OR_FAIL(sdma.quiet_queue(peer, 1) == 0);  // nothing was posted there
+    // Past the window's end, and across the boundary of two adjacent windows: the proxy refuses.
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(k.win, peer, kWindow - 8), at(k.win, k.rank, 0), 64, 1)) == 0);
     CHECK_OR_FAIL(sdma.quiet_queue(peer, 1) == CCO_DEVICE_STATUS_ABORTED);
-    // Past the window's end: refused.
-    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(peer, kWindow - 8), at(k.rank, 0), 64, 2)) == 0);
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(first, peer, 4088), at(k.win, k.rank, 0), 16, 2)) == 0);
     CHECK_OR_FAIL(sdma.quiet_queue(peer, 2) == CCO_DEVICE_STATUS_ABORTED);
-    // Not a flat-range pointer at all: refused before anything is posted.
-    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, reinterpret_cast<void*>(8), at(peer, 0), 8, 0)) ==
-                  CCO_DEVICE_STATUS_INVALID_ARGUMENT);
-    // Queue 0 is unharmed, and nothing of the refused puts landed.
-    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(peer, kInbox), at(k.rank, 0), 8, 0)) == 0);
+    // Queue 0 is unharmed, and nothing of the refused puts was counted.
+    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, at(second, peer, 0), at(k.win, k.rank, 0), 8, 0)) == 0);
     CHECK_OR_FAIL(sdma.quiet_queue(peer, 0) == 0 && sdma.wait_signal(peer, 0, 1) == 0);
     CHECK_OR_FAIL(sdma.read_signal(peer, 1) == 0 && sdma.read_signal(peer, 2) == 0);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(ccoWindowDeregister(k.comm, second) == ccoSuccess && ccoWindowDeregister(k.comm, first) == ccoSuccess);
+    CHECK_OR_FAIL(ccoMemFree(k.comm, pair) == ccoSuccess);
     return ccoBarrierAll(k.comm) == ccoSuccess;
   }, 1, 3), 0);
 }

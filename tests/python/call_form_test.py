@@ -5,7 +5,7 @@ shifted. Both DSL bindings bind through it; tests/triton checks the kernels they
 import pytest
 
 from cco.device import CCO_DEVICE_FUNCTIONS
-from cco.device.call_form import CallFormError, axis_default, axis_value, bind, take_aggregate
+from cco.device.call_form import CallFormError, axis_default, axis_value, bind, prepare
 
 
 def names(dsl):
@@ -40,9 +40,11 @@ def test_every_spelling_names_an_argument():
     assert bind("Gda.signal", names("Gda.signal"), ("dc", 1), {}) == ["dc", 0, 1, 0, 0]
 
 
-def test_bits_and_qid_may_follow_by_position():
-    assert bind("Gda.read_signal", names("Gda.read_signal"), ("dc", 3, 32), {}) == ["dc", 0, 3, 32]
+def test_bits_and_qid_may_follow_by_position_where_nothing_can_shift():
+    # A handle binds the context: bits may follow by position.
+    assert bind("Gda.read_signal", names("Gda.read_signal"), (3, 32), {}, lead=("dc", 0)) == ["dc", 0, 3, 32]
     assert bind("Gda.wait_signal", names("Gda.wait_signal"), ("dc", 3, 8), {}) == ["dc", 0, 3, 8, 64]
+    assert bind("Gda.read_signal", names("Gda.read_signal"), ("dc", 3), {"bits": 32}) == ["dc", 0, 3, 32]
     sdma = names("Sdma.put")  # dc, peer, dstWin, dstOff, srcWin, srcOff, bytes, qid, flags
     assert bind("Sdma.put", sdma, ("dc", 1, "dw", "do", "sw", "so", "n", 2), {}) == ["dc", 1, "dw", "do", "sw", "so",
                                                                                       "n", 2, 0]
@@ -57,6 +59,12 @@ def test_an_abi_order_call_missing_its_tail_is_refused_not_shifted():
     # (dc, ctx, peer, ...) without signalId/signalValue would read ctx as the peer.
     with pytest.raises(CallFormError, match=r"8 positional arguments: the ABI's order takes all 10"):
         bind("Gda.put", PUT, tuple(range(8)), {})
+    # (dc, ctx, signalId, least) without bits would read ctx as the signal; (dc, ctx, signalId)
+    # likewise: bits goes by name where the call gives the context.
+    with pytest.raises(CallFormError, match=r"4 positional arguments: the ABI's order takes all 5"):
+        bind("Gda.wait_signal", names("Gda.wait_signal"), ("dc", 0, 3, 1), {})
+    with pytest.raises(CallFormError, match=r"3 positional arguments: the ABI's order takes all 4"):
+        bind("Gda.read_signal", names("Gda.read_signal"), ("dc", 0, 3), {})
 
 
 def test_twice_missing_and_handles():
@@ -74,6 +82,10 @@ def test_twice_missing_and_handles():
 
 
 def test_axis_defaults_are_the_guides():
+    # Where every thread runs each call (Triton), coop defaults to BLOCK: one post per program.
+    assert axis_default("Gda.put", "coop", every_thread_calls=True) == "block"
+    assert axis_default("Gda.flush", "coop", every_thread_calls=True) == "block"
+    assert axis_default("LsaBarrier.sync", "coop", every_thread_calls=True) is None
     assert [axis_default("Gda.put", a) for a in ("coop", "thread_mode", "signal_op")] == ["thread", "independent",
                                                                                            "none"]
     assert axis_default("Gda.signal", "signal_op") == "inc"
@@ -85,12 +97,37 @@ def test_axis_defaults_are_the_guides():
     assert (axis_value("Sdma.put", "signal", False), axis_value("Sdma.put", "signal", True)) == ("off", "on")
 
 
+def _prepare(dsl, args, kwargs):
+    entries = [e for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == dsl]
+    axes = sorted({a for e in entries for a in e["axes"]})
+    return prepare(dsl, entries[0]["arg_names"], axes, (), args, kwargs)
+
+
 def test_aggregate_is_the_flag():
-    sdma = names("Sdma.put")
-    assert take_aggregate("Sdma.put", sdma, {"aggregate": True}) == 1
-    assert take_aggregate("Sdma.put", sdma, {"aggregate": False}) == 0
-    assert take_aggregate("Sdma.put", sdma, {}) is None
-    with pytest.raises(CallFormError, match="aggregate= and flags= both given"):
-        take_aggregate("Sdma.put", sdma, {"aggregate": True, "flags": 1})
+    sdma = ("dc", 1, "dw", "do", "sw", "so", "n")
+    assert _prepare("Sdma.put", sdma, {"aggregate": True})[0][-1] == 1
+    assert _prepare("Sdma.put", sdma, {"aggregate": False})[0][-1] == 0
+    assert _prepare("Sdma.put", sdma, {})[0][-1] == 0
+    values, axes, _ = _prepare("Sdma.get", sdma, {"signal": False, "coop": 2})
+    assert axes == {"coop": "block", "signal": "off"}
+    # Never one silently over the other: flags by name or by position beside aggregate=.
+    with pytest.raises(CallFormError, match="aggregate= and flags both given"):
+        _prepare("Sdma.put", sdma, {"aggregate": True, "flags": 2})
+    with pytest.raises(CallFormError, match="aggregate= and flags both given"):
+        _prepare("Sdma.put", sdma + (0, 2), {"aggregate": True})
     with pytest.raises(CallFormError, match="unknown keyword"):
-        take_aggregate("Gda.put", PUT, {"aggregate": True})
+        _prepare("Gda.put", ("dc", 1, "dw", "do", "sw", "so", "n"), {"aggregate": True})
+
+
+def test_add_needs_its_amount_and_axes_are_checked():
+    put = ("dc", 1, "dw", "do", "sw", "so", "n")
+    with pytest.raises(CallFormError, match="signal_op=ADD needs signal_val="):
+        _prepare("Gda.put", put, {"signal_op": "add", "signal_id": 1})
+    with pytest.raises(CallFormError, match="signal_op=ADD needs signal_val="):
+        _prepare("Gda.signal", ("dc", 1), {"signal_op": 2})
+    values, axes, _ = _prepare("Gda.signal", ("dc", 1), {"signal_op": 2, "signal_val": 7})
+    assert values == ["dc", 0, 1, 0, 7] and axes == {"coop": "thread", "signal_op": "add"}
+    with pytest.raises(CallFormError, match=r"coop=7 is not a compile-time CoopScope"):
+        _prepare("Gda.flush", ("dc",), {"coop": 7})
+    with pytest.raises(CallFormError, match="coop must be a compile-time CoopScope constant"):
+        _prepare("Gda.flush", ("dc",), {"coop": object()})

@@ -200,8 +200,8 @@ def _body(kernel, target):
 
 def test_the_guides_call_form_makes_the_abi_orders_calls():
     """cco.Gda.put(dev_comm, peer, ..., signal_op=, signal_id=) and its kin (ctx and defaults by
-    name, the guide's axis defaults, SDMA's signal=/aggregate=) compile to exactly the calls the
-    ABI's order spells out, argument for argument."""
+    name, the axis defaults (coop BLOCK in Triton), SDMA's signal=/aggregate=) compile to exactly
+    the calls the ABI's order spells out, argument for argument."""
     import triton.language as tl
 
     @triton.jit
@@ -214,22 +214,22 @@ def test_the_guides_call_form_makes_the_abi_orders_calls():
         bad += cco.Gda.flush(dc)
         bad += cco.Sdma.put(dc, 1, win, 0, win, 0, 64, 3, signal=False, aggregate=True)
         bad += cco.Sdma.get(dc, 1, win, 0, win, 0, 64)
-        tl.store(out, bad + cco.Gda.read_signal(dc, 3, 32).to(tl.int32))
+        tl.store(out, bad + cco.Gda.read_signal(dc, 3, bits=32).to(tl.int32))
 
     @triton.jit
     def abi(dc, win, out):
-        THREAD: tl.constexpr = cco.CoopScope.THREAD
+        BLOCK: tl.constexpr = cco.CoopScope.BLOCK  # Triton's default coop: one call per program
         INDEPENDENT: tl.constexpr = cco.ThreadMode.INDEPENDENT
         bad = cco.Gda.put(dc, 0, 1, win, 8, win, 64, 64, 2, 0, signal_op=cco.SignalOp.INC, coop=cco.CoopScope.BLOCK,
                           thread_mode=INDEPENDENT)
-        bad += cco.Gda.put_value(dc, 1, 1, win, 16, 77, 0, 3, signal_op=cco.SignalOp.ADD, coop=THREAD,
+        bad += cco.Gda.put_value(dc, 1, 1, win, 16, 77, 0, 3, signal_op=cco.SignalOp.ADD, coop=BLOCK,
                                  thread_mode=INDEPENDENT)
-        bad += cco.Gda.signal(dc, 1, 1, 0, 5, signal_op=cco.SignalOp.ADD, coop=THREAD)
-        bad += cco.Gda.signal(dc, 0, 1, 4, 0, signal_op=cco.SignalOp.INC, coop=THREAD)
+        bad += cco.Gda.signal(dc, 1, 1, 0, 5, signal_op=cco.SignalOp.ADD, coop=BLOCK)
+        bad += cco.Gda.signal(dc, 0, 1, 4, 0, signal_op=cco.SignalOp.INC, coop=BLOCK)
         bad += cco.Gda.wait_signal(dc, 0, 3, 1, 64, coop=cco.CoopScope.BLOCK)
-        bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.WARP)
-        bad += cco.Sdma.put(dc, 1, win, 0, win, 0, 64, 3, 1, signal=cco.SdmaSignal.OFF, coop=THREAD)
-        bad += cco.Sdma.get(dc, 1, win, 0, win, 0, 64, 0, 0, signal=cco.SdmaSignal.ON, coop=THREAD)
+        bad += cco.Gda.flush(dc, 0, coop=BLOCK)
+        bad += cco.Sdma.put(dc, 1, win, 0, win, 0, 64, 3, 1, signal=cco.SdmaSignal.OFF, coop=BLOCK)
+        bad += cco.Sdma.get(dc, 1, win, 0, win, 0, 64, 0, 0, signal=cco.SdmaSignal.ON, coop=BLOCK)
         tl.store(out, bad + cco.Gda.read_signal(dc, 0, 3, 32).to(tl.int32))
 
     target = TARGETS["cuda-sm_90"]

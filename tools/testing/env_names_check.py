@@ -2,11 +2,14 @@
 name variables set by mistake: a variable added without its entry fails here, not silently in
 a user's doctor run. Run from the repository root (.ci/run)."""
 
+import os
 import pathlib
 import re
 import sys
 
-sys.path.insert(0, "bindings/python")
+REPO = pathlib.Path(__file__).resolve().parents[2]
+os.chdir(REPO)
+sys.path.insert(0, str(REPO / "bindings" / "python"))
 from cco import _env  # noqa: E402
 
 ROOTS = ["host/src", "host/include", "bindings/python/cco", "device", "tools", "examples", "tests", ".ci"]
@@ -21,6 +24,7 @@ for root in ROOTS:
 # Macros the headers define are names too (tests quote them), not variables.
 macros = {m for root in ("abi", "host/include", "device") for path in pathlib.Path(root).rglob("*.h*")
           for m in re.findall(r"#define\s+((?:CCO|MORI)_[A-Z0-9_]+)", path.read_text(errors="replace"))}
+assert len(read) > 20 and pathlib.Path(_env.__file__).resolve().is_relative_to(REPO), (len(read), _env.__file__)
 missing = sorted(read - macros - _env.KNOWN)
 if missing:
     sys.exit(f"read by the sources but not in cco._env.KNOWN: {', '.join(missing)}")

@@ -18,7 +18,7 @@ ALIASES = {
 
 # Every variable CCO reads (the host library, the package, its tools and launcher): `cco doctor`
 # names set CCO_*/MORI_* variables that are not among them (a typo is otherwise silent), and
-# tests/python/tools_test.py checks that the sources read no name missing here.
+# tools/testing/env_names_check.py (run by .ci/run) fails where the sources read one missing here.
 KNOWN = frozenset({
     # the host library
     "CCO_PLATFORM", "CCO_TIMEOUT_MS", "CCO_SOCKET_IFNAME", "CCO_HOSTID", "CCO_TRACE_PHASES",

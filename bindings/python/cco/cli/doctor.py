@@ -67,9 +67,10 @@ def _gpu_target():
 
 
 def bitcode():
+    from cco import _env
     from cco.device import bitcode as lookup
 
-    explicit = os.environ.get("CCO_DEVICE_BC") or os.environ.get("MORI_CCO_BC")
+    explicit = _env.get("CCO_DEVICE_BC")
     target = _gpu_target()
     if explicit is None and target is None:
         return SKIP, "no GPU that Triton sees: kernels need no bitcode here", ""

@@ -12,28 +12,32 @@ it likes and leaves out those with defaults:
 
 Both forms are taken. A call giving every argument by position is in the ABI's order. Any
 other call is in the guide's: positions fill the arguments without a default, in the table's
-order with `ctx` left out (`bits` and `qid` may follow by position, as in the guide's system);
-every argument may be named, in the table's spelling (signalId), snake_case (signal_id) or the
-guide's name (dev_comm, nbytes, signal_val); what is left out takes its default. Defaulted
-arguments other than `bits` and `qid` go by name only, so an ABI-order call that leaves out its
-trailing arguments is an error, never a call with its arguments shifted.
+order with `ctx` left out (SDMA's `qid`, and `bits` where a handle binds the context, may follow
+by position, as in the guide's system); every argument may be named, in the table's spelling
+(signalId), snake_case (signal_id) or the guide's name (dev_comm, nbytes, signal_val); what is
+left out takes its default. Other defaulted arguments go by name only, so an ABI-order call
+that leaves out its trailing arguments is an error, never a call with its arguments shifted.
 
 The axes of GDA and SDMA calls default as in the guide's system: coop THREAD (WARP for the
-flushes), thread_mode INDEPENDENT, signal_op NONE (INC for signal), SDMA signal on. Barriers have
-no default coop: who arrives must be said. SDMA calls also take the guide's `signal=True/False`
-and `aggregate=True/False` (the AGGREGATE flag).
+flushes), thread_mode INDEPENDENT, signal_op NONE (INC for signal), SDMA signal on. In Triton,
+where every thread of a program runs each call, a left-out coop is BLOCK instead. Barriers have
+no default coop: who arrives must be said. signal_op=ADD needs its amount (signal_val). SDMA
+calls also take the guide's `signal=True/False` and `aggregate=True/False` (the AGGREGATE flag,
+not beside `flags`).
 """
 
 import re
 
-from cco.device.abi_table import ENUMS, axis_spelling
+from cco.device.abi_table import ENUMS, axis_spelling, load_abi_table
+
+_AXES = load_abi_table()["axes"]
 
 ARG_DEFAULTS = {"ctx": 0, "signalId": 0, "signalValue": 0, "bits": 64, "qid": 0, "flags": 0}
 POSITIONAL_DEFAULTS = ("bits", "qid")
 ARG_ALIASES = {"dc": ("dev_comm",), "bytes": ("nbytes",), "signalValue": ("signal_val",)}
 _SIGNALLING_OPS = ("put", "put_value", "signal")  # their signal_id/signal_val default to 0
 # Gda.signal's amount is the table's `value`; the guide names it signal_val and lets INC omit it.
-_SIGNAL_AMOUNT = {"value": (("signal_value", "signal_val"), 0)}
+_SIGNAL_AMOUNT = {"value": (("signal_value", "signal_val"), 0)}  # (with signal_op=ADD it must be given)
 
 AXIS_DEFAULTS = {"coop": "thread", "thread_mode": "independent", "signal_op": "none", "signal": "on"}
 _OP_AXIS_DEFAULTS = {"signal": {"signal_op": "inc"}, "flush": {"coop": "warp"}, "flush_peer": {"coop": "warp"},
@@ -75,64 +79,71 @@ def _default(dsl, name):
     return (name in ARG_DEFAULTS), ARG_DEFAULTS.get(name)
 
 
-def axis_default(dsl, axis):
-    """The axis value a `dsl` call that leaves `axis` out gets, or None (it must be given)."""
+def axis_default(dsl, axis, every_thread_calls=False):
+    """The axis value a `dsl` call that leaves `axis` out gets, or None (it must be given).
+    Where every thread of a program runs each call (Triton), a left-out coop is BLOCK: one
+    post, or one wait, per program, where THREAD would post once per thread and race the
+    threads' waits on one consume shadow."""
     if not dsl.startswith(_DEFAULTED_SPACES) or dsl.startswith(BARRIERS):
         return None
+    if axis == "coop" and every_thread_calls:
+        return "block"
     return _OP_AXIS_DEFAULTS.get(_op(dsl), {}).get(axis, AXIS_DEFAULTS.get(axis))
 
 
 def axis_value(dsl, axis, value):
-    """An axis keyword's value as the table spells it, or None when it is not one; SDMA's
-    signal= takes the guide's True/False too."""
+    """An axis keyword's value as the table spells it; SDMA's signal= takes the guide's
+    True/False too. Anything else is a CallFormError that says what the axis takes."""
     if axis == "signal" and isinstance(value, bool):
         return "on" if value else "off"
-    return axis_spelling(axis, value)
+    spelled = axis_spelling(axis, value)
+    if spelled is not None:
+        return spelled
+    enum = _AXES[axis]["enum"]
+    if isinstance(value, (int, str)):
+        raise CallFormError(f"cco.{dsl}: {axis}={value!r} is not a compile-time {enum} ({', '.join(ENUMS[enum])})")
+    raise CallFormError(f"cco.{dsl}: {axis} must be a compile-time {enum} constant (a Python int or cco.{enum}.X), "
+                        f"not a run-time value {value!r}: it picks the symbol while tracing")
 
 
-def bind(dsl, names, args, kwargs, lead=()):
+def bind(dsl, names, args, kwargs, lead=(), given=None):
     """The values of `names` (the table's arguments, in order) for a call of `dsl` with
     positional `args` and the argument keywords of `kwargs` (popped; axes and other keywords
-    are the caller's and stay). `lead` are values a handle already binds to the first names."""
+    are the caller's and stay). `lead` are values a handle already binds to the first names;
+    `given`, a set, receives the names the call gave (by position or by name)."""
+    given = set() if given is None else given
     free = names[len(lead):]
     if len(args) == len(free) and not any(s in kwargs for n in free for s in _spellings(dsl, n)):
+        given.update(free)
         return list(lead) + list(args)  # the ABI's order
-    slots = [n for n in free if n != "ctx" and (not _default(dsl, n)[0] or n in POSITIONAL_DEFAULTS)]
+    # Where the context is the call's to give, an ABI-order call short of its tail would shift
+    # into defaulted slots: those go by name only then.
+    shifts = "ctx" in free
+    slots = [n for n in free
+             if n != "ctx" and (not _default(dsl, n)[0] or (n in POSITIONAL_DEFAULTS and not shifts))]
     if len(args) > len(slots):
         abi = ", ".join(free)
         guide = ", ".join(guide_name(dsl, n) for n in slots)
         raise CallFormError(f"cco.{dsl}: {len(args)} positional arguments: the ABI's order takes all {len(free)} "
                             f"({abi}); the guide's form takes {len(slots)} ({guide}) and the rest by name")
-    given = dict(zip(slots, args))
+    positional = dict(zip(slots, args))
     values = list(lead)
     for name in free:
         named = [s for s in _spellings(dsl, name) if s in kwargs]
-        if len(named) > 1 or (named and name in given):
+        if len(named) > 1 or (named and name in positional):
             raise CallFormError(f"cco.{dsl}: {guide_name(dsl, name)} given twice")
         if named:
             values.append(kwargs.pop(named[0]))
-        elif name in given:
-            values.append(given[name])
+            given.add(name)
+        elif name in positional:
+            values.append(positional[name])
+            given.add(name)
         else:
             has, value = _default(dsl, name)
             if not has:
                 raise CallFormError(f"cco.{dsl}: missing argument {guide_name(dsl, name)}")
             values.append(value)
     return values
-
-
-def take_aggregate(dsl, names, kwargs):
-    """SDMA's aggregate=True/False keyword as the flags argument (popped), or None if not given."""
-    if "aggregate" not in kwargs:
-        return None
-    value = kwargs.pop("aggregate")
-    if "flags" not in names:
-        raise CallFormError(f"cco.{dsl}: unknown keyword(s) ['aggregate']")
-    if "flags" in kwargs:
-        raise CallFormError(f"cco.{dsl}: aggregate= and flags= both given; aggregate=True is flags=1")
-    if not isinstance(value, (bool, int)):
-        raise CallFormError(f"cco.{dsl}: aggregate= must be a compile-time True or False, not {value!r}")
-    return SDMA_FLAG_AGGREGATE if value else 0
 
 
 def team_kind(dsl, value):
@@ -150,12 +161,50 @@ def takes_team(dsl, names):
     return dsl.startswith("Gda") and "peer" in names and "dc" in names
 
 
-def signature(dsl, names, axis_names, optional_axes=()):
+def prepare(dsl, names, axis_names, optional_axes, args, kwargs, lead=(), every_thread_calls=False,
+            constant=lambda v: v):
+    """Everything a DSL call settles while it is traced: (the argument values in the table's
+    order, the axes as the table spells them, the team kind). `constant` unwraps a DSL's
+    compile-time value (Triton's constexpr). Raises CallFormError (or ValueError for a team)
+    naming what is wrong; nothing is guessed."""
+    kwargs = dict(kwargs)
+    team = ENUMS["TeamKind"]["WORLD"]
+    if takes_team(dsl, names) and "team" in kwargs:
+        team = team_kind(dsl, constant(kwargs.pop("team")))
+    aggregate = constant(kwargs.pop("aggregate")) if "aggregate" in kwargs else None
+    axes = {}
+    for axis in axis_names:
+        if axis in kwargs:
+            axes[axis] = axis_value(dsl, axis, constant(kwargs.pop(axis)))
+        elif axis_default(dsl, axis, every_thread_calls) is not None:
+            axes[axis] = axis_default(dsl, axis, every_thread_calls)
+        elif axis not in optional_axes:
+            raise CallFormError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
+    given = set()
+    values = bind(dsl, names, args, kwargs, lead, given)
+    if kwargs:
+        raise CallFormError(f"cco.{dsl}: unknown keyword(s) {sorted(kwargs)}; arguments: "
+                            f"{', '.join(guide_name(dsl, n) for n in names)}; axes: {', '.join(axis_names) or 'none'}")
+    if aggregate is not None:
+        if "flags" not in names:
+            raise CallFormError(f"cco.{dsl}: unknown keyword(s) ['aggregate']")
+        if "flags" in given:
+            raise CallFormError(f"cco.{dsl}: aggregate= and flags both given; aggregate=True is flags=1")
+        if not isinstance(aggregate, (bool, int)):
+            raise CallFormError(f"cco.{dsl}: aggregate= must be a compile-time True or False, not {aggregate!r}")
+        values[names.index("flags")] = SDMA_FLAG_AGGREGATE if aggregate else 0
+    amount = "value" if _op(dsl) == "signal" else "signalValue"
+    if axes.get("signal_op") == "add" and amount in names and amount not in given:
+        raise CallFormError(f"cco.{dsl}: signal_op=ADD needs signal_val= (the amount to add)")
+    return values, axes, team
+
+
+def signature(dsl, names, axis_names, optional_axes=(), every_thread_calls=False):
     """The guide's form of a `dsl` call, for docstrings."""
     parts = [guide_name(dsl, n) for n in names if not _default(dsl, n)[0]]
     parts += [f"{guide_name(dsl, n)}={_default(dsl, n)[1]}" for n in names if _default(dsl, n)[0]]
     for axis in axis_names:
-        default = axis_default(dsl, axis)
+        default = axis_default(dsl, axis, every_thread_calls)
         parts.append(f"{axis}={default.upper()}" if default else f"[{axis}=]" if axis in optional_axes else f"{axis}=")
     if takes_team(dsl, names):
         parts.append("team=Team.WORLD")

@@ -33,7 +33,7 @@ import types
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
 from cco.device import call_form
-from cco.device.abi_table import load_abi_table, optional_axes
+from cco.device.abi_table import optional_axes
 
 CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 
@@ -41,7 +41,6 @@ CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 for _enum, _members in ENUMS.items():
     globals()[_enum] = types.SimpleNamespace(**_members)
 
-_AXES = load_abi_table()["axes"]
 _TEAM_PEER = next(e["symbol"] for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
 
 
@@ -88,47 +87,21 @@ def _extern(symbol, arch):
                        bitcode_path=bitcode_path(arch))
 
 
-def _axis_value(dsl, axis, value):
-    """An axis keyword as the table spells it; it must be known while tracing."""
-    enum = _AXES[axis]["enum"]
-    spelled = call_form.axis_value(dsl, axis, value)
-    if spelled is not None:
-        return spelled
-    if isinstance(value, (int, str)):
-        raise CcoFlyDslError(f"cco.{dsl}: {axis}={value} is not a {enum} ({', '.join(ENUMS[enum])})")
-    raise CcoFlyDslError(f"cco.{dsl}: {axis} must be a compile-time {enum} constant (a Python int or "
-                         f"cco.{enum}.X), not a run-time value {value!r}: it picks the symbol while tracing")
-
-
 def _make_function(dsl, entries):
     """One Python callable for every symbol that shares the DSL name `dsl`."""
     by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
     axis_names = sorted({a for e in entries for a in e["axes"]})
     optional = optional_axes(entries)
     names = entries[0]["arg_names"]
-    takes_team = call_form.takes_team(dsl, names)
 
     def call(*args, _lead=(), **kwargs):
-        team = call_form.team_kind(dsl, kwargs.pop("team")) if takes_team and "team" in kwargs else None
-        flags = call_form.take_aggregate(dsl, names, kwargs)
-        axes = {}
-        for axis in axis_names:
-            if axis in kwargs:
-                axes[axis] = _axis_value(dsl, axis, kwargs.pop(axis))
-            elif call_form.axis_default(dsl, axis) is not None:
-                axes[axis] = call_form.axis_default(dsl, axis)
-            elif axis not in optional:
-                raise CcoFlyDslError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
+        try:
+            values, axes, team = call_form.prepare(dsl, names, axis_names, optional, args, kwargs, lead=_lead)
+        except call_form.CallFormError as e:
+            raise CcoFlyDslError(str(e)) from None
         entry = by_axes.get(tuple(sorted(axes.items())))
         if entry is None:
             raise CcoFlyDslError(f"cco.{dsl}: no variant for {axes}; available: {sorted(by_axes)}")
-        values = call_form.bind(dsl, names, args, kwargs, lead=_lead)
-        if kwargs:
-            raise CcoFlyDslError(f"cco.{dsl}: unknown keyword(s) {sorted(kwargs)}; arguments: "
-                                 f"{', '.join(call_form.guide_name(dsl, n) for n in names)}; axes: "
-                                 f"{', '.join(axis_names) or 'none'}")
-        if flags is not None:
-            values[names.index("flags")] = flags
         arch = target_arch()
         if team == ENUMS["TeamKind"]["GDA"]:  # a GDA-team index: mapped to its world rank first
             dc, peer = names.index("dc"), names.index("peer")

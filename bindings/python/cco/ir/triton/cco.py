@@ -31,7 +31,7 @@ from triton.language import core
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
 from cco.device import call_form
-from cco.device.abi_table import load_abi_table, optional_axes
+from cco.device.abi_table import optional_axes
 
 LIB_NAME = "cco"
 
@@ -41,21 +41,9 @@ _DTYPES = {"int32": core.int32, "uint64": core.uint64}
 for _enum, _members in ENUMS.items():
     globals()[_enum] = types.SimpleNamespace(**_members)
 
-_AXIS_ENUMS = {name: axis["enum"] for name, axis in load_abi_table()["axes"].items()}
-
 
 def _constant(value):
     return value.value if isinstance(value, core.constexpr) else value
-
-
-def _axis_value(axis, value, dsl):
-    """An axis argument as the table's spelling: CoopScope.BLOCK (2), "block" or "BLOCK"."""
-    value = _constant(value)
-    spelled = call_form.axis_value(dsl, axis, value)
-    if spelled is None:
-        raise ValueError(f"cco.{dsl}: {axis}={value!r} is not a compile-time {_AXIS_ENUMS[axis]} "
-                         f"({', '.join(ENUMS[_AXIS_ENUMS[axis]])})")
-    return spelled
 
 
 # Barriers count one arrival per rank. In Triton every thread of a program runs a scalar
@@ -83,36 +71,16 @@ def _make_builtin(dsl, entries):
     axis_names = sorted({a for e in entries for a in e["axes"]})
     optional = optional_axes(entries)
     arg_names = entries[0]["arg_names"]
-    takes_team = call_form.takes_team(dsl, arg_names)
 
     def call(*args, _semantic=None, **kwargs):
-        team = ENUMS["TeamKind"]["WORLD"]
-        if takes_team and "team" in kwargs:
-            team = call_form.team_kind(dsl, _constant(kwargs.pop("team")))
-        if "aggregate" in kwargs:
-            kwargs["aggregate"] = _constant(kwargs["aggregate"])
-        flags = call_form.take_aggregate(dsl, arg_names, kwargs)
-        axes = {a: kwargs.pop(a) for a in axis_names if a in kwargs}
-        values = call_form.bind(dsl, arg_names, args, kwargs)
-        if kwargs:
-            raise TypeError(f"cco.{dsl}: unknown keyword(s) {sorted(kwargs)}; arguments: "
-                            f"{', '.join(call_form.snake(n) for n in arg_names)}; axes: {axis_names or 'none'}")
-        if flags is not None:
-            values[arg_names.index("flags")] = flags
-        key = {}
-        for axis in axis_names:
-            if axis in axes:
-                key[axis] = _axis_value(axis, axes[axis], dsl)
-            elif call_form.axis_default(dsl, axis) is not None:
-                key[axis] = call_form.axis_default(dsl, axis)
-            elif axis not in optional:
-                raise TypeError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
-        key = tuple(sorted(key.items()))
-        _check_barrier_coop(dsl, dict(key).get("coop"), _semantic)
+        values, axes, team = call_form.prepare(dsl, arg_names, axis_names, optional, args, kwargs,
+                                               every_thread_calls=True, constant=_constant)
+        key = tuple(sorted(axes.items()))
+        _check_barrier_coop(dsl, axes.get("coop"), _semantic)
         entry = by_axes.get(key)
         if entry is None:
             have = [", ".join(f"{k}={v}" for k, v in k_) for k_ in by_axes]
-            raise ValueError(f"cco.{dsl}: no variant for {dict(key)}; available: {have}")
+            raise ValueError(f"cco.{dsl}: no variant for {axes}; available: {have}")
         dtypes = [_DTYPES[t] for t in entry["args"]]
         values = [_semantic.to_tensor(a).to(d, _semantic=_semantic) for a, d in zip(values, dtypes)]
         if team == ENUMS["TeamKind"]["GDA"]:
@@ -127,7 +95,7 @@ def _make_builtin(dsl, entries):
 
     call.__name__ = dsl.rsplit(".", 1)[-1]
     call.__qualname__ = dsl
-    call.__doc__ = (call_form.signature(dsl, arg_names, axis_names, optional) +
+    call.__doc__ = (call_form.signature(dsl, arg_names, axis_names, optional, every_thread_calls=True) +
                     f"; or in the ABI's order: cco.{dsl}({', '.join(arg_names)}, ...axes)")
     return core.extern(call)
 
