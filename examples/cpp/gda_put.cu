@@ -36,10 +36,7 @@ int main() {
   int rank = 0, world = 0;
   ccoUniqueId id;
   if (!JoinFromLaunchEnv("./gda_put", &rank, &world, &id)) return 2;
-  int devices = 1;
-  cudaGetDeviceCount(&devices);
-  cudaSetDevice(rank % devices);
-  cudaFree(nullptr);  // create the context CCO will use
+  UseDevice(rank);
 
   const int n = 1 << 14;
   ccoComm* comm = nullptr;
@@ -57,23 +54,13 @@ int main() {
   // stream would wait for a kernel launched there, which waits for a signal.
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  int* errors = nullptr;
-  cudaMalloc(&errors, sizeof(int));
-  cudaMemsetAsync(errors, 0, sizeof(int), stream);  // on the kernel's stream: ordered before it
+  int* errors = NewErrorWord(stream);
   put_signal_wait<<<1, 256, 0, stream>>>(dc, win, n, errors);
-  cudaError_t e = cudaStreamSynchronize(stream);
-  int host_errors = -1;
-  if (e == cudaSuccess) e = cudaMemcpy(&host_errors, errors, sizeof(int), cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) {
-    fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
-    return 1;
-  }
-  printf("rank %d/%d: %s (%d errors)\n", rank, world, host_errors == 0 ? "OK" : "WRONG", host_errors);
-  cudaFree(errors);
+  const int found = ErrorsAfter(stream, errors, rank, world, "");
   cudaStreamDestroy(stream);
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));
   CHECK_CCO(ccoCommDestroy(comm));
-  return host_errors == 0 ? 0 : 1;
+  return found == 0 ? 0 : 1;
 }

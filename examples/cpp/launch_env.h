@@ -1,9 +1,11 @@
-// What the C++ examples (and tools/perf's probes) share: CHECK_CCO, and joining the job that
+// What the C++ examples (and tools/perf's probes) share: CHECK_CCO, joining the job that
 // `python -m cco.launch -n N ./program` started, which hands each process CCO_RANK,
-// CCO_WORLD_SIZE and CCO_UNIQUE_ID (the id as 256 hex digits).
+// CCO_WORLD_SIZE and CCO_UNIQUE_ID (the id as 256 hex digits), the rank's GPU, and the error
+// word a checking kernel counts into.
 #ifndef CCO_EXAMPLES_CPP_LAUNCH_ENV_H_
 #define CCO_EXAMPLES_CPP_LAUNCH_ENV_H_
 
+#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,39 @@ static inline bool JoinFromLaunchEnv(const char* program, int* rank, int* world,
   }
   if (!ok) fprintf(stderr, "CCO_UNIQUE_ID is not 256 hex digits\n");
   return ok;
+}
+
+// This rank's GPU (ranks beyond the GPUs share them, under MPS) and its context, made before
+// CCO's first call so the library uses it.
+static inline void UseDevice(int rank) {
+  int devices = 1;
+  cudaGetDeviceCount(&devices);
+  cudaSetDevice(rank % (devices > 0 ? devices : 1));
+  cudaFree(nullptr);
+}
+
+// A device word the kernel counts its errors in, zeroed on `stream` (the kernel's: ordered
+// before it, where a copy on the legacy stream would not be).
+static inline int* NewErrorWord(cudaStream_t stream) {
+  int* errors = nullptr;
+  cudaMalloc(&errors, sizeof(int));
+  cudaMemsetAsync(errors, 0, sizeof(int), stream);
+  return errors;
+}
+
+// The kernel's error count once `stream` is done, or -1 when the kernel itself failed (said
+// on stderr); frees the word. Prints the rank's verdict as "rank r/n: WHAT: OK (0 errors)".
+static inline int ErrorsAfter(cudaStream_t stream, int* errors, int rank, int world, const char* what) {
+  int count = -1;
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (e == cudaSuccess) e = cudaMemcpy(&count, errors, sizeof(int), cudaMemcpyDeviceToHost);
+  cudaFree(errors);
+  if (e != cudaSuccess) {
+    fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
+    return -1;
+  }
+  printf("rank %d/%d: %s%s%s (%d errors)\n", rank, world, what, *what ? ": " : "", count == 0 ? "OK" : "WRONG", count);
+  return count;
 }
 
 #endif  // CCO_EXAMPLES_CPP_LAUNCH_ENV_H_

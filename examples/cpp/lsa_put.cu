@@ -41,8 +41,7 @@ int main() {
   int rank = 0, world = 0;
   ccoUniqueId id;
   if (!JoinFromLaunchEnv("./lsa_put", &rank, &world, &id)) return 2;
-  cudaSetDevice(0);
-  cudaFree(nullptr);  // create the context CCO will use
+  UseDevice(rank);
 
   const int n = 1 << 16;
   ccoComm* comm = nullptr;
@@ -56,21 +55,15 @@ int main() {
   ccoDevComm dc;
   CHECK_CCO(ccoDevCommCreate(comm, &reqs, &dc));
 
-  int* errors = nullptr;
-  cudaMalloc(&errors, sizeof(int));
-  cudaMemset(errors, 0, sizeof(int));
-  put_and_check<<<1, 256>>>(dc, win, n, errors);
-  int host_errors = -1;
-  cudaError_t e = cudaMemcpy(&host_errors, errors, sizeof(int), cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) {
-    fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
-    return 1;
-  }
-  printf("rank %d/%d: %s (%d errors)\n", rank, world, host_errors == 0 ? "OK" : "WRONG", host_errors);
-  cudaFree(errors);
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  int* errors = NewErrorWord(stream);
+  put_and_check<<<1, 256, 0, stream>>>(dc, win, n, errors);
+  const int found = ErrorsAfter(stream, errors, rank, world, "");
+  cudaStreamDestroy(stream);
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));
   CHECK_CCO(ccoCommDestroy(comm));
-  return host_errors == 0 ? 0 : 1;
+  return found == 0 ? 0 : 1;
 }

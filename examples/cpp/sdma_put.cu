@@ -44,10 +44,7 @@ int main() {
   int rank = 0, world = 0;
   ccoUniqueId id;
   if (!JoinFromLaunchEnv("./sdma_put", &rank, &world, &id)) return 2;
-  int devices = 1;
-  cudaGetDeviceCount(&devices);
-  cudaSetDevice(rank % devices);
-  cudaFree(nullptr);  // create the context CCO will use
+  UseDevice(rank);
 
   const int n = 1 << 14;
   ccoComm* comm = nullptr;
@@ -64,24 +61,13 @@ int main() {
 
   cudaStream_t stream;  // a stream of our own, waited on by itself
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  int* errors = nullptr;
-  cudaMalloc(&errors, sizeof(int));
-  cudaMemsetAsync(errors, 0, sizeof(int), stream);  // on the kernel's stream: ordered before it
+  int* errors = NewErrorWord(stream);
   sdma_puts_and_get<<<1, 256, 0, stream>>>(dc, win, n, errors);
-  cudaError_t e = cudaStreamSynchronize(stream);
-  int host_errors = -1;
-  if (e == cudaSuccess) e = cudaMemcpy(&host_errors, errors, sizeof(int), cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) {
-    fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
-    return 1;
-  }
-  printf("rank %d/%d: SDMA puts (window, pointers) and get: %s (%d errors)\n", rank, world,
-         host_errors == 0 ? "OK" : "WRONG", host_errors);
-  cudaFree(errors);
+  const int found = ErrorsAfter(stream, errors, rank, world, "SDMA puts (window, pointers) and get");
   cudaStreamDestroy(stream);
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));
   CHECK_CCO(ccoCommDestroy(comm));
-  return host_errors == 0 ? 0 : 1;
+  return found == 0 ? 0 : 1;
 }

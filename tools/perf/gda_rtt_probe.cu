@@ -97,12 +97,10 @@ int main() {
     return 2;
   }
   const int peer = 1 - rank;
-  int devices = 1;
-  cudaGetDeviceCount(&devices);
-  cudaSetDevice(rank % devices);
-  cudaFree(nullptr);
-  int khz = 0;
-  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, rank % devices);
+  UseDevice(rank);
+  int device = 0, khz = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device);
   ccoComm* comm = nullptr;
   CHECK_CCO(ccoCommCreate(id, 2, rank, size_t{256} << 20, &comm));
   void* mem = nullptr;
