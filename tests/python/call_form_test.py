@@ -131,3 +131,14 @@ def test_add_needs_its_amount_and_axes_are_checked():
         _prepare("Gda.flush", ("dc",), {"coop": 7})
     with pytest.raises(CallFormError, match="coop must be a compile-time CoopScope constant"):
         _prepare("Gda.flush", ("dc",), {"coop": object()})
+
+
+def test_the_guides_wait_is_flush_wait():
+    from cco.ir.triton import cco as triton_cco
+
+    assert triton_cco.Gda.wait is triton_cco.Gda.flush_wait
+    assert triton_cco.GdaCallerOrdered.wait is triton_cco.GdaCallerOrdered.flush_wait
+    assert not hasattr(triton_cco.Sdma, "wait")
+    import cco.device.flydsl as flydsl_cco
+
+    assert flydsl_cco.Gda.wait is flydsl_cco.Gda.flush_wait

@@ -48,6 +48,10 @@ BARRIERS = ("LsaBarrier.", "Gda.barrier_sync")
 SDMA_FLAG_AGGREGATE = 1  # abi/sdma.h CCO_SDMA_FLAG_AGGREGATE
 
 
+# The guide's names for functions the table spells otherwise ("flush_async and wait").
+ALIASES = {"wait": "flush_wait"}
+
+
 class CallFormError(TypeError):
     pass
 

@@ -177,7 +177,9 @@ def _namespace(name, binds, extra=None):
     for entry in CCO_DEVICE_FUNCTIONS:
         if entry["dsl"].startswith(name + "."):
             functions.setdefault(entry["dsl"].split(".", 1)[1], []).append(entry)
-    attrs = {"_functions": {k: _make_function(f"{name}.{k}", v) for k, v in functions.items()}, "_binds": binds}
+    made = {k: _make_function(f"{name}.{k}", v) for k, v in functions.items()}
+    made.update({alias: made[k] for alias, k in call_form.ALIASES.items() if k in made})
+    attrs = {"_functions": made, "_binds": binds}
     attrs.update(extra or {})
     cls = _Namespace(name, (_Handle,), attrs)
     globals()[name] = cls

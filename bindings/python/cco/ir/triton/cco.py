@@ -113,6 +113,7 @@ def _build_namespaces():
         else:
             globals()[dsl] = builtin
     for space, members in namespaces.items():
+        members.update({alias: members[name] for alias, name in call_form.ALIASES.items() if name in members})
         attributes = {k: staticmethod(v) for k, v in members.items()}
         if space == "Team":  # the team kinds beside the team functions: cco.Team.GDA
             attributes.update(ENUMS["TeamKind"])
