@@ -104,7 +104,9 @@ def _per_launch_graph(group, fn, reps):
     fn()  # compiled, loaded and warmed outside the capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # A capture stream of this rank's device: torch's default one belongs to whichever device
+    # captured first in the process (ranks as threads share it).
+    with torch.cuda.graph(graph, stream=torch.cuda.Stream()):
         for _ in range(reps):
             fn()
     graph.replay()  # the first replay uploads the graph

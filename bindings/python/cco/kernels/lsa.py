@@ -215,12 +215,13 @@ def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexp
     _next_kernel_may_start(PDL)
 
 
-def max_programs(ranks_per_gpu, device=0):
-    """Programs per rank that are resident at once with every rank sharing the GPU: one
-    per multiprocessor split among the ranks (a waiting program holds its SM slot)."""
+def max_programs(ranks_per_gpu, device=None):
+    """Programs per rank that are resident at once with every rank sharing the GPU (`device`,
+    else the current one): one per multiprocessor split among the ranks (a waiting program
+    holds its SM slot)."""
     import torch
 
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device() if device is None else device).multi_processor_count
     return max(1, sms // max(1, ranks_per_gpu))
 
 
@@ -327,8 +328,11 @@ class _AllReduceLaunch:
             import torch
 
             self._launch()  # compiled and loaded outside the capture (an all-reduce like any other)
+            device = torch.cuda.current_device()  # where the first call ran, and the binary is loaded
             self._graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self._graph):  # captured on torch's side stream; replays go to the current one
+            # Captured on a side stream of that device (torch's default capture stream belongs
+            # to whichever device first captured in this process); replays go to the current one.
+            with torch.cuda.device(device), torch.cuda.graph(self._graph, stream=torch.cuda.Stream(device)):
                 self._launch()
             # The captured launch has not run: this call's all-reduce is the replay below.
         self._graph.replay()
