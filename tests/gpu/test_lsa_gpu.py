@@ -242,6 +242,44 @@ def test_pdl_allreduces_wait_for_the_kernel_before():
         g.close()
 
 
+def test_graph_allreduces_capture_on_their_own_device():
+    """graph=True: the first call captures the launch and every call replays it. With ranks as
+    threads on several GPUs each rank captures on a stream of its own device (torch's default
+    capture stream belongs to whichever device captured first: another GPU's capture there
+    came out empty and its replays did nothing). 4 calls with a new input each: exact."""
+    g = RankGroup(2, window_bytes=8 << 20, barriers=64)
+    try:
+        n, count, calls = 2, 1 << 14, 4
+        programs = min(K.max_programs(n), 64)
+        for make in (K.OneShotAllReduce, K.TwoShotAllReduce, P.PushAllReduce):
+            outs = [torch.zeros(count, device=f"cuda:{rk.device}") for rk in g.ranks]
+            kernels = {}
+            g.run_once({r: (lambda r=r, rk=rk: kernels.__setitem__(
+                r, make(rk.dc, rk.win, outs[r], count, n, programs, g.libs, graph=True)))
+                for r, rk in enumerate(g.ranks)})
+            for c in range(calls):
+                def values(rank, c=c, device="cpu"):
+                    return (torch.arange(count, device=device) % 97 + 100 * rank + 10000 * c).float()
+
+                want = sum(values(r) for r in range(n))
+
+                def call(r, rk):  # on the rank's stream: the input, then the all-reduce
+                    rk.view(rk.rank, 0, count, torch.float32).copy_(values(rk.rank, device=f"cuda:{rk.device}"))
+                    outs[r].zero_()
+                    kernels[r]()
+
+                with Watchdog(g, 60):
+                    g.run_once({r: (lambda r=r, rk=rk: call(r, rk)) for r, rk in enumerate(g.ranks)})
+                for r in range(n):
+                    assert torch.equal(outs[r].cpu(), want), f"{make.__name__}: rank {r}, call {c}"
+                g.sync()
+            if make is P.PushAllReduce:
+                for k in kernels.values():
+                    k.check()
+    finally:
+        g.close()
+
+
 def test_push_allreduce_ends_on_abort():
     """Rank 0 calls, rank 1 never does: the call ends once the communicator is aborted, and
     check() says so instead of returning a wrong sum quietly."""

@@ -331,9 +331,15 @@ class _AllReduceLaunch:
             device = torch.cuda.current_device()  # where the first call ran, and the binary is loaded
             self._graph = torch.cuda.CUDAGraph()
             # Captured on a side stream of that device (torch's default capture stream belongs
-            # to whichever device first captured in this process); replays go to the current one.
-            with torch.cuda.device(device), torch.cuda.graph(self._graph, stream=torch.cuda.Stream(device)):
-                self._launch()
+            # to whichever device first captured in this process), and without torch.cuda.graph's
+            # device-wide synchronize: a rank sharing this process and GPU may have a kernel
+            # waiting for this rank's. Replays go to the current stream.
+            with torch.cuda.device(device), torch.cuda.stream(torch.cuda.Stream(device)):
+                self._graph.capture_begin(capture_error_mode="thread_local")
+                try:
+                    self._launch()
+                finally:
+                    self._graph.capture_end()
             # The captured launch has not run: this call's all-reduce is the replay below.
         self._graph.replay()
 
