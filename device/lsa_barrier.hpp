@@ -112,13 +112,18 @@ template <class Coop> class ccoLsaBarrierSession {
       status = acquire ? poll<order::Acquire>(inbox_ + p, start, timeout_ns)
                        : poll<order::Relaxed>(inbox_ + p, start, timeout_ns);
     }
-    // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK), through
-    // this barrier's verdict word. The next round starts with a coop sync (prepare), which
-    // orders the leader's reset and epoch store before anyone's next look at them.
-    if (status != CCO_DEVICE_STATUS_OK) arch::fetch_max<order::Relaxed, scope::Block>(verdict_, uint32_t(status));
-    coop_.sync();
-    const int32_t verdict = static_cast<int32_t>(arch::load<order::Relaxed, scope::Block>(verdict_));
-    coop_.sync();
+    // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK). Where the
+    // coop votes in one barrier (any()), a round that went well costs that barrier alone;
+    // otherwise, or when something failed, through this barrier's verdict word. The next
+    // round starts with a coop sync (prepare), which orders the leader's reset and epoch
+    // store before anyone's next look at them.
+    int32_t verdict = CCO_DEVICE_STATUS_OK;
+    if (!Coop::kVotes || coop_.any(status != CCO_DEVICE_STATUS_OK)) {
+      if (status != CCO_DEVICE_STATUS_OK) arch::fetch_max<order::Relaxed, scope::Block>(verdict_, uint32_t(status));
+      coop_.sync();
+      verdict = static_cast<int32_t>(arch::load<order::Relaxed, scope::Block>(verdict_));
+      coop_.sync();
+    }
     if (coop_.thread_rank() == 0) {
       if (verdict != CCO_DEVICE_STATUS_OK) arch::store<order::Relaxed, scope::Block>(verdict_, 0u);
       *epoch_ = target_;
@@ -138,12 +143,15 @@ template <class Coop> class ccoLsaBarrierSession {
 
  private:
   // The coop's earlier writes (and the previous round's epoch store) come first; then
-  // every thread reads this round's target.
+  // every thread takes this round's target: the epoch word's at a session's first round,
+  // one past the last round's after that (no memory trip). The load is device-scope, not
+  // block-scope (0.1 us less a round, served by L1): another block of the kernel may have
+  // used this barrier on another multiprocessor, and L1 is not coherent across them.
   CCO_DEVICE_API void prepare() {
     if (prepared_) return;
     coop_.sync();
-    target_ = *reinterpret_cast<volatile uint32_t*>(epoch_) + 1;
-    prepared_ = true;
+    target_ = (started_ ? target_ : arch::load<order::Relaxed, scope::Device>(epoch_)) + 1;
+    started_ = prepared_ = true;
   }
 
   CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
@@ -171,7 +179,7 @@ template <class Coop> class ccoLsaBarrierSession {
   uint32_t* verdict_;
   uint32_t* inbox_;
   uint32_t target_ = 0;
-  bool prepared_ = false;
+  bool started_ = false, prepared_ = false;
 };
 
 }  // namespace cco

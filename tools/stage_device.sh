@@ -17,5 +17,8 @@ nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # wha
 # Where a GDA round trip goes; linked against the wheel's libcco.so where run_all.sh installs it.
 nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/gda_rtt_probe.cu -Lbazel-bin/host -lcco \
   -Xlinker -rpath=/tmp/site/cco/_data -o stage/bin/gda_rtt_probe
+# What each way of releasing a block-wide barrier round costs.
+nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/barrier_fence_probe.cu -Lbazel-bin/host -lcco \
+  -Xlinker -rpath=/tmp/site/cco/_data -o stage/bin/barrier_fence_probe
 chmod -R u+w stage
 du -sh stage

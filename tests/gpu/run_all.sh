@@ -164,6 +164,9 @@ PY
       # its fence): tools/perf/gda_rtt_probe.cu, built by tools/stage_device.sh.
       mps_start
       timeout 120 python3 -m cco.launch -n 2 --timeout 100 stage/bin/gda_rtt_probe 2>&1 | tee "$OUT/gda-rtt-probe.txt"
+      # And a block-wide barrier round for each way of releasing it.
+      timeout 120 python3 -m cco.launch -n 2 --timeout 100 stage/bin/barrier_fence_probe 2>&1 |
+        tee "$OUT/barrier-fence-probe.txt"
       mps_stop ;;
     tcp)
       # The tcp backend's round trips and bandwidth against a bare socket (cpu platform: no GPU
