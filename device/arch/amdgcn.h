@@ -106,6 +106,13 @@ CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && amdgcn_detail::IsAtomicWord<T>::value, \
                 WHAT ": bad order, scope or type (uint32_t / uint64_t)")
 
+// A word that no one writes while the kernel runs (a device communicator's fields): read
+// through the constant address space, which the compiler treats as unchanging (a scalar load
+// it may make once).
+CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
+  return *(const __attribute__((address_space(4))) uint64_t*)p;
+}
+
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_AMDGCN_CHECK("load", IsLoadOrder);
   return __hip_atomic_load(p, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);

@@ -17,6 +17,8 @@
 //                   add<O,S>(p,v): fetch_add without the old value (O Relaxed or Release),
 //                   which need not wait for the memory's answer (a `red` on nvptx)
 //                   for T = uint32_t and uint64_t, O and S tags of memory_order.h
+//   invariant       load_invariant(const uint64_t*): a word nothing writes while the kernel
+//                   runs, which the compiler may load once (a device communicator's fields)
 //   fences          fence<S>() (acq_rel)
 //                   PollOrder: the order of loads that poll several words and are followed
 //                   by a fence once the condition holds (Relaxed on GPUs, where an acquire

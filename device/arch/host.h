@@ -58,6 +58,9 @@ CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && host_detail::IsAtomicWord<T>::value, \
                 WHAT ": bad order, scope or type (uint32_t / uint64_t)")
 
+// A word that no one writes while the kernel runs: a plain load on the host.
+CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) { return *p; }
+
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_HOST_CHECK("load", IsLoadOrder);
   return __atomic_load_n(p, host_detail::OrderId<O>::value);

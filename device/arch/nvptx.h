@@ -116,6 +116,16 @@ CCO_DEVICE_API uint32_t lane_count(LaneMask m) {
 #endif
 }
 
+// A word that no one writes while the kernel runs (a device communicator's fields): a
+// non-coherent, read-only load, which a later LLVM may also load once across fences.
+CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
+#if defined(__clang__)
+  return static_cast<uint64_t>(__nvvm_ldg_ll(reinterpret_cast<const long long*>(p)));
+#else
+  return static_cast<uint64_t>(__ldg(reinterpret_cast<const unsigned long long*>(p)));
+#endif
+}
+
 // --- atomics --------------------------------------------------------------------------
 // Primary templates reject what no specialisation below covers, at compile time.
 template <class O, class S, class T> CCO_DEVICE_API T load(const T*) {

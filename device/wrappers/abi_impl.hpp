@@ -23,6 +23,21 @@ namespace cco {
 namespace abi {
 
 CCO_DEVICE_API const ccoDevComm* devcomm(uint64_t dc) { return reinterpret_cast<const ccoDevComm*>(dc); }
+
+// The device communicator as a call reads it: a copy made of invariant loads (nothing writes
+// it while a kernel runs), so its fields are not loaded again behind every fence and acquire
+// of a barrier or wait (a dependent memory trip each), may be loaded once for a whole kernel,
+// and the fields a call does not use are not loaded at all.
+CCO_DEVICE_API ccoDevComm devcomm_fields(uint64_t dc) {
+  static_assert(sizeof(ccoDevComm) % sizeof(uint64_t) == 0, "ccoDevComm is whole words");
+  constexpr int kWords = sizeof(ccoDevComm) / sizeof(uint64_t);
+  uint64_t words[kWords];
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) words[i] = arch::load_invariant(reinterpret_cast<const uint64_t*>(dc) + i);
+  ccoDevComm copy;
+  __builtin_memcpy(&copy, words, sizeof(copy));
+  return copy;
+}
 CCO_DEVICE_API const ccoWindowDevice* window(uint64_t win) { return reinterpret_cast<const ccoWindowDevice*>(win); }
 
 CCO_DEVICE_API int32_t abi_version() { return CCO_ABI_VERSION; }
@@ -49,34 +64,37 @@ CCO_DEVICE_API uint64_t lsa_ptr_world(uint64_t win, int32_t worldPeer, uint64_t 
 }
 CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return lsa_local_address(window(win), offset); }
 
-CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) { return lsa_barrier_detail::aborted(*devcomm(dc)) ? 1 : 0; }
+CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) { return lsa_barrier_detail::aborted(devcomm_fields(dc)) ? 1 : 0; }
 
-CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) { return cco::team_size(*devcomm(dc), team); }
-CCO_DEVICE_API int32_t team_rank(uint64_t dc, int32_t team) { return cco::team_rank(*devcomm(dc), team); }
+CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) { return cco::team_size(devcomm_fields(dc), team); }
+CCO_DEVICE_API int32_t team_rank(uint64_t dc, int32_t team) { return cco::team_rank(devcomm_fields(dc), team); }
 CCO_DEVICE_API int32_t team_world_rank(uint64_t dc, int32_t team, int32_t index) {
-  return cco::team_world_rank(*devcomm(dc), team, index);
+  return cco::team_world_rank(devcomm_fields(dc), team, index);
 }
 
 // Barrier calls check the index (a bad one touches no memory) and run one session.
-CCO_DEVICE_API bool barrier_index_ok(uint64_t dc, int32_t index) {
-  return static_cast<uint32_t>(index) < devcomm(dc)->lsaBarrierCount;
+CCO_DEVICE_API bool barrier_index_ok(const ccoDevComm& dc, int32_t index) {
+  return static_cast<uint32_t>(index) < dc.lsaBarrierCount;
 }
 // The memory order is a template argument: each symbol has its own, fixed at link time.
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_RELEASE>
 CCO_DEVICE_API int32_t lsa_barrier_arrive(uint64_t dc, int32_t index) {
-  if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).arrive(Order);
+  const ccoDevComm d = devcomm_fields(dc);
+  if (!barrier_index_ok(d, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  ccoLsaBarrierSession<Coop>(Coop(), d, static_cast<uint32_t>(index)).arrive(Order);
   return CCO_DEVICE_STATUS_OK;
 }
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_ACQUIRE>
 CCO_DEVICE_API int32_t lsa_barrier_wait(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
-  if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).wait(Order, timeoutNs);
+  const ccoDevComm d = devcomm_fields(dc);
+  if (!barrier_index_ok(d, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  return ccoLsaBarrierSession<Coop>(Coop(), d, static_cast<uint32_t>(index)).wait(Order, timeoutNs);
 }
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_ACQ_REL>
 CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t timeoutNs = 0) {
-  if (!barrier_index_ok(dc, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return ccoLsaBarrierSession<Coop>(Coop(), *devcomm(dc), static_cast<uint32_t>(index)).sync(Order, timeoutNs);
+  const ccoDevComm d = devcomm_fields(dc);
+  if (!barrier_index_ok(d, index)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  return ccoLsaBarrierSession<Coop>(Coop(), d, static_cast<uint32_t>(index)).sync(Order, timeoutNs);
 }
 
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------
