@@ -22,8 +22,6 @@
 namespace cco {
 namespace abi {
 
-CCO_DEVICE_API const ccoDevComm* devcomm(uint64_t dc) { return reinterpret_cast<const ccoDevComm*>(dc); }
-
 // The device communicator as a call reads it: a copy made of invariant loads (nothing writes
 // it while a kernel runs), so its fields are not loaded again behind every fence and acquire
 // of a barrier or wait (a dependent memory trip each), may be loaded once for a whole kernel,
@@ -46,10 +44,10 @@ CCO_DEVICE_API uint64_t lsa_ptr(uint64_t win, int32_t peer, uint64_t offset) {
   return lsa_peer_address(window(win), peer, offset);
 }
 
-CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) { return devcomm(dc)->rank; }
-CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) { return devcomm(dc)->worldSize; }
-CCO_DEVICE_API int32_t devcomm_lsa_rank(uint64_t dc) { return devcomm(dc)->lsaRank; }
-CCO_DEVICE_API int32_t devcomm_lsa_size(uint64_t dc) { return devcomm(dc)->lsaSize; }
+CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) { return devcomm_fields(dc).rank; }
+CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) { return devcomm_fields(dc).worldSize; }
+CCO_DEVICE_API int32_t devcomm_lsa_rank(uint64_t dc) { return devcomm_fields(dc).lsaRank; }
+CCO_DEVICE_API int32_t devcomm_lsa_size(uint64_t dc) { return devcomm_fields(dc).lsaSize; }
 
 /// A system-scope acq_rel fence: this thread's earlier writes (peers' memory included)
 /// are ordered before its later ones for every observer. With leaderOnly, only thread 0
@@ -98,8 +96,12 @@ CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t tim
 }
 
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------
+// GDA and SDMA handles keep a reference to the device communicator: to the caller's copy in
+// global memory here (a reference to a local copy would give every function a local-memory
+// frame where it is not inlined; the handles read their fields once themselves).
+CCO_DEVICE_API const ccoDevComm& devcomm_in_memory(uint64_t dc) { return *reinterpret_cast<const ccoDevComm*>(dc); }
 template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API ccoGda<ccoGdaProxy, Mode> gda(uint64_t dc, int32_t ctx) {
-  return ccoGda<ccoGdaProxy, Mode>(*devcomm(dc), ctx);
+  return ccoGda<ccoGdaProxy, Mode>(devcomm_in_memory(dc), ctx);
 }
 
 template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
@@ -161,50 +163,50 @@ template <class Coop> CCO_DEVICE_API int32_t gda_barrier_sync(uint64_t dc, int32
   ccoGda<ccoGdaProxy, ccoGdaImmediate> handle = gda<ccoGdaImmediate>(dc, ctx);
   return ccoGdaBarrierSession<Coop>(Coop(), handle, static_cast<uint32_t>(index)).sync();
 }
-CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) { return devcomm(dc)->gdaPeerCount; }
+CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) { return devcomm_fields(dc).gdaPeerCount; }
 CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) { return gda<ccoGdaImmediate>(dc, 0).team_peer(index); }
 
 // --- SDMA (device/sdma.hpp): peers are LSA ranks ------------------------------------------
 template <class Coop, bool Signal>
 CCO_DEVICE_API int32_t sdma_put(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
                                 uint64_t bytes, int32_t queue, int32_t flags) {
-  return ccoSdma(*devcomm(dc)).put<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+  return ccoSdma(devcomm_in_memory(dc)).put<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
 }
 template <class Coop, bool Signal>
 CCO_DEVICE_API int32_t sdma_get(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
                                 uint64_t bytes, int32_t queue, int32_t flags) {
-  return ccoSdma(*devcomm(dc)).get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+  return ccoSdma(devcomm_in_memory(dc)).get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_quiet(uint64_t dc, int32_t peer) {
-  return ccoSdma(*devcomm(dc)).quiet<Coop>(peer);
+  return ccoSdma(devcomm_in_memory(dc)).quiet<Coop>(peer);
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_commit(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(*devcomm(dc)).commit<Coop>(peer, queue);
+  return ccoSdma(devcomm_in_memory(dc)).commit<Coop>(peer, queue);
 }
 CCO_DEVICE_API int32_t sdma_quiet_queue(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(*devcomm(dc)).quiet_queue(peer, queue);
+  return ccoSdma(devcomm_in_memory(dc)).quiet_queue(peer, queue);
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_wait_signal(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
-  return ccoSdma(*devcomm(dc)).wait_signal<Coop>(peer, queue, least);
+  return ccoSdma(devcomm_in_memory(dc)).wait_signal<Coop>(peer, queue, least);
 }
 CCO_DEVICE_API uint64_t sdma_read_signal(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(*devcomm(dc)).read_signal(peer, queue);
+  return ccoSdma(devcomm_in_memory(dc)).read_signal(peer, queue);
 }
 CCO_DEVICE_API int32_t sdma_reset_signal(uint64_t dc, int32_t peer, int32_t queue) {
-  ccoSdma(*devcomm(dc)).reset_signal(peer, queue);
+  ccoSdma(devcomm_in_memory(dc)).reset_signal(peer, queue);
   return CCO_DEVICE_STATUS_OK;
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_wait_local(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
-  return ccoSdma(*devcomm(dc)).wait_local<Coop>(peer, queue, least);
+  return ccoSdma(devcomm_in_memory(dc)).wait_local<Coop>(peer, queue, least);
 }
 CCO_DEVICE_API uint64_t sdma_read_local(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(*devcomm(dc)).read_local(peer, queue);
+  return ccoSdma(devcomm_in_memory(dc)).read_local(peer, queue);
 }
 CCO_DEVICE_API int32_t sdma_reset_local(uint64_t dc, int32_t peer, int32_t queue) {
-  ccoSdma(*devcomm(dc)).reset_local(peer, queue);
+  ccoSdma(devcomm_in_memory(dc)).reset_local(peer, queue);
   return CCO_DEVICE_STATUS_OK;
 }
-CCO_DEVICE_API int32_t sdma_queue_count(uint64_t dc) { return ccoSdma(*devcomm(dc)).queue_count(); }
+CCO_DEVICE_API int32_t sdma_queue_count(uint64_t dc) { return ccoSdma(devcomm_in_memory(dc)).queue_count(); }
 
 }  // namespace abi
 }  // namespace cco
