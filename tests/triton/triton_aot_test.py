@@ -245,3 +245,21 @@ def test_an_abi_order_call_missing_arguments_is_refused():
 
     with pytest.raises(triton.compiler.errors.CompilationError, match="the ABI's order takes all 10"):
         compile_for(shifted, {"dc": "u64", "win": "u64", "out": "*i32"}, {}, TARGETS["cuda-sm_90"])
+
+
+def test_barrier_rounds_load_the_device_communicator_once():
+    """The bitcode reads the device communicator with invariant loads (nothing writes it while
+    a kernel runs), so a kernel that loops over barrier rounds loads its fields once, ahead of
+    the loop: a round is the epoch load, the release store and the acquire polls, not three
+    dependent memory trips behind the previous round's acquire."""
+    from cco.kernels import lsa as K
+
+    signature = {"dc": "u64", "rounds": "i32", "status": "*i32"}
+    ptx = compile_for(K.barrier_loop, signature, {"COOP": cco.CoopScope.BLOCK, "ORDER": -1},
+                      TARGETS["cuda-sm_90"]).asm["ptx"]
+    loop = ptx.index("Loop Header")
+    before, inside = ptx[:loop], ptx[loop:]
+    assert len(re.findall(r"ld\.global\.nc\.", before)) >= 5, before
+    assert not re.search(r"ld\.global\.nc\.", inside), "a device communicator field is loaded in the loop"
+    assert not re.search(r"ld\.global\.(b|u)\d+", inside), "a plain global load is left in the round"
+    assert re.search(r"st\.release\.sys", inside) and re.search(r"ld\.acquire\.sys", inside)
