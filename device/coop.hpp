@@ -33,8 +33,8 @@ struct ccoCoopWarp {
   CCO_DEVICE_API void sync() const { cco::arch::warp_sync_all(); }
   static constexpr bool kVotes = true;
   CCO_DEVICE_API bool any(bool p) const {
-    cco::arch::warp_sync_all();
-    return cco::arch::ballot(p) != 0;
+    cco::arch::warp_sync_all();  // memory ordering among the lanes
+    return cco::arch::ballot_all(p) != 0;
   }
 };
 

@@ -142,16 +142,17 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
  private:
-  // The coop's earlier writes (and the previous round's epoch store) come first; then
-  // every thread takes this round's target: the epoch word's at a session's first round,
-  // one past the last round's after that (no memory trip). The load is device-scope, not
-  // block-scope (0.1 us less a round, served by L1): another block of the kernel may have
-  // used this barrier on another multiprocessor, and L1 is not coherent across them.
+  // The coop's earlier writes (and the previous round's epoch store) come first; then every
+  // thread reads this round's target from the epoch word, every round: another session, or
+  // a bitcode call, may have used this barrier since (a target kept in the session would then
+  // pair its rounds with the wrong ones). Device-scope, not block-scope (0.1 us less a round,
+  // served by L1): another block of the kernel may have used the barrier on another
+  // multiprocessor, and L1 is not coherent across them.
   CCO_DEVICE_API void prepare() {
     if (prepared_) return;
     coop_.sync();
-    target_ = (started_ ? target_ : arch::load<order::Relaxed, scope::Device>(epoch_)) + 1;
-    started_ = prepared_ = true;
+    target_ = arch::load<order::Relaxed, scope::Device>(epoch_) + 1;
+    prepared_ = true;
   }
 
   CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
@@ -179,7 +180,7 @@ template <class Coop> class ccoLsaBarrierSession {
   uint32_t* verdict_;
   uint32_t* inbox_;
   uint32_t target_ = 0;
-  bool started_ = false, prepared_ = false;
+  bool prepared_ = false;
 };
 
 }  // namespace cco

@@ -84,6 +84,8 @@ CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
 }
 // Lanes of a wavefront reconverge before the barrier: the same as warp_sync.
 CCO_DEVICE_API void warp_sync_all() { warp_sync(); }
+// A wavefront runs in lockstep: its ballot already counts every lane.
+CCO_DEVICE_API LaneMask ballot_all(bool predicate) { return ballot(predicate); }
 CCO_DEVICE_API void block_sync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
   __builtin_amdgcn_s_barrier();

@@ -6,7 +6,8 @@
 //   ids and sizes   lane_id() warp_size() thread_id() block_size() block_id() grid_size()
 //                   warp_id()  (thread_id / warp_size, 1-D view of a 3-D block)
 //   lanes           LaneMask active_mask(); LaneMask ballot(bool); warp_sync() (the active
-//                   lanes); warp_sync_all() (every lane of the warp); block_sync();
+//                   lanes); warp_sync_all() (every lane of the warp); ballot_all(bool) (a vote
+//                   of every lane of the warp); block_sync();
 //                   uint64_t shuffle(v, srcLane) (v as an active lane holds it);
 //                   lowest_lane(mask), lane_count(mask);
 //                   kHasBlockVote, block_sync_or(bool) (a block_sync that returns whether

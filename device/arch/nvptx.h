@@ -87,6 +87,15 @@ CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
 // Every lane of the warp, whatever is active now: lanes still diverged in a spin are
 // waited for (a coop of a whole warp needs this, activemask would leave them behind).
 CCO_DEVICE_API void warp_sync_all() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+// A vote of every lane of the warp (ballot over activemask could see a subset: lanes are not
+// guaranteed to run together again after a sync under independent thread scheduling).
+CCO_DEVICE_API LaneMask ballot_all(bool predicate) {
+  uint32_t result;
+  asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, -1; }"
+               : "=r"(result)
+               : "r"(static_cast<uint32_t>(predicate)));
+  return result;
+}
 // barrier.sync (not bar.sync): threads may reach it from different instructions.
 CCO_DEVICE_API void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
 constexpr bool kHasBlockVote = true;

@@ -69,6 +69,36 @@ TEST(LsaBarrierOnHost, ManyRoundsOrderWrites) {
   }), 0);
 }
 
+// Two sessions kept alive on one barrier index, taking turns (and a one-round session in
+// between): each round of each is a barrier of its own, so the writes of round k are all in
+// before anyone checks them. A session that kept its target instead of reading the epoch
+// would pair its rounds with the other session's and let ranks through early.
+TEST(LsaBarrierOnHost, KeptSessionsOnOneIndexTakeTurns) {
+  const int n = 3;
+  EXPECT_EQ(RunThreadRanks(n, 1, [n](int rank, ccoComm*, const ccoDevComm& dc, ccoWindow_t win) {
+    const auto* w = reinterpret_cast<const ccoWindowDevice*>(win);
+    auto* mine = reinterpret_cast<volatile uint64_t*>(cco::lsa_local_address(w, 0));
+    ccoLsaBarrierSession<ccoCoopThread> a(ccoCoopThread(), dc, 0), b(ccoCoopThread(), dc, 0);
+    for (uint64_t k = 1; k <= 6000; ++k) {
+      for (int p = 0; p < n; ++p) cco::lsa_peer_ptr<volatile uint64_t>(w, p, 8 * rank)[0] = k;
+      ccoLsaBarrierSession<ccoCoopThread>& first = k % 2 ? a : b;
+      if (first.sync() != CCO_DEVICE_STATUS_OK) return false;
+      for (int p = 0; p < n; ++p)
+        if (mine[p] != k) {
+          fprintf(stderr, "rank %d round %llu: slot %d holds %llu\n", rank, (unsigned long long)k, p,
+                  (unsigned long long)mine[p]);
+          return false;
+        }
+      // Nobody overwrites a slot before its owner checked it: the other kept session, or a
+      // session of one round.
+      const int32_t status = k % 3 ? (k % 2 ? b : a).sync()
+                                   : ccoLsaBarrierSession<ccoCoopThread>(ccoCoopThread(), dc, 0).sync();
+      if (status != CCO_DEVICE_STATUS_OK) return false;
+    }
+    return true;
+  }), 0);
+}
+
 // The memory orders: a write before arrive(RELEASE) is seen after wait(ACQUIRE), as with
 // the default sync; the other orders still synchronise (each rank picks its own order, and
 // rounds of every order interleave), 5000 rounds, every status OK and every epoch exact.

@@ -128,7 +128,9 @@ ccoResult_t ccoWindowDeregister(ccoComm* comm, ccoWindow_t win);
 ccoResult_t ccoGetPeerPtr(ccoComm* comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);
 
 /* --- device communicator --------------------------------------------------------------- */
-/* Fills devComm (pass it by value to C++ kernels, or devComm->ptr to DSL kernels). */
+/* Fills devComm (pass it by value to C++ kernels, or devComm->ptr to DSL kernels). Kernels
+ * read the device copy at devComm->ptr as unchanging (invariant loads): destroy it only once
+ * no kernel that was handed it runs. */
 ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
 ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm);
 

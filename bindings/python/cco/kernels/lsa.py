@@ -291,8 +291,9 @@ class _AllReduceLaunch:
     through Triton's launch path (argument binding, specialisation, cache look-up: 15-25 us
     of host time); later calls launch its binary directly (_direct_launcher), on the device
     the first call ran on, whichever device is current then. With `graph=True` the first call
-    captures one launch in a CUDA graph on the current stream and every later call replays it
-    (the input must be put in the window and `out` reused, as with any captured work). Either
+    captures one launch in a CUDA graph (on a side stream of that device) and every call
+    replays it on the current stream (the input must be put in the window and `out` reused, as
+    with any captured work). Either
     way every rank calls it, in the same order.
 
     `pdl=True` (NVIDIA sm_90+) launches with programmatic dependent launch: the kernel starts
@@ -329,17 +330,19 @@ class _AllReduceLaunch:
 
             self._launch()  # compiled and loaded outside the capture (an all-reduce like any other)
             device = torch.cuda.current_device()  # where the first call ran, and the binary is loaded
-            self._graph = torch.cuda.CUDAGraph()
+            graph = torch.cuda.CUDAGraph()
             # Captured on a side stream of that device (torch's default capture stream belongs
             # to whichever device first captured in this process), and without torch.cuda.graph's
             # device-wide synchronize: a rank sharing this process and GPU may have a kernel
-            # waiting for this rank's. Replays go to the current stream.
+            # waiting for this rank's. Kept only once the capture succeeded (an empty graph would
+            # replay as an all-reduce that does nothing). Replays go to the current stream.
             with torch.cuda.device(device), torch.cuda.stream(torch.cuda.Stream(device)):
-                self._graph.capture_begin(capture_error_mode="thread_local")
+                graph.capture_begin(capture_error_mode="thread_local")
                 try:
                     self._launch()
                 finally:
-                    self._graph.capture_end()
+                    graph.capture_end()
+            self._graph = graph
             # The captured launch has not run: this call's all-reduce is the replay below.
         self._graph.replay()
 
