@@ -12,9 +12,9 @@
 //           (int32)(seen - (E+1)) >= 0), acquire unless the caller asks for less; the
 //           coop agrees on one status through the verdict word; the epoch becomes E+1.
 // The order is the caller's to choose because it is the barrier's main cost: a release
-// waits until every earlier store of the thread is acknowledged, the previous round's
+// waits until every earlier store of the block is acknowledged, the previous round's
 // inbox stores included, so back-to-back release rounds take a round trip each where
-// relaxed ones take a one-way trip (one H200: 1.6 against 1.1 us a round). Data written
+// relaxed ones take a one-way trip (one H200: 1.1 against 0.7 us a round). Data written
 // by an earlier kernel needs no release (the kernel boundary made it visible): a kernel
 // that only reads its peers' inputs enters with sync(ACQUIRE) and leaves with
 // sync(RELEASE), as NCCL's symmetric kernels do.
