@@ -166,17 +166,23 @@ class ccoSdma {
     if (target_ok(peer, queue)) *shadow(pool, peer, queue) = arch::load<order::Acquire, scope::System>(word(pool, peer, queue));
   }
 
-  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst, uint64_t dstOffset,
-                                            ccoWindow_t src, uint64_t srcOffset, uint64_t bytes) {
+  // What a put or get descriptor says whichever way it names its memory.
+  CCO_DEVICE_API static ccoGdaDesc Header(ccoGdaOp op, bool signal, uint32_t flags, uint64_t bytes) {
     ccoGdaDesc d = {};
     d.op = static_cast<uint8_t>(op);
     d.signalOp = static_cast<uint8_t>(signal ? CCO_SIGNAL_INC : CCO_SIGNAL_NONE);
     d.flags = static_cast<uint16_t>((flags & CCO_SDMA_FLAG_LOCAL) && op == CCO_GDA_OP_PUT ? CCO_SDMA_DESC_LOCAL : 0);
+    d.bytes = bytes;
+    return d;
+  }
+
+  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst, uint64_t dstOffset,
+                                            ccoWindow_t src, uint64_t srcOffset, uint64_t bytes) {
+    ccoGdaDesc d = Header(op, signal, flags, bytes);
     d.dstWindow = reinterpret_cast<const ccoWindowDevice*>(dst)->id;
     d.dstOffset = dstOffset;
     d.srcWindow = reinterpret_cast<const ccoWindowDevice*>(src)->id;
     d.srcOffset = srcOffset;
-    d.bytes = bytes;
     return d;
   }
 
@@ -194,14 +200,10 @@ class ccoSdma {
     const uint64_t to = reinterpret_cast<uint64_t>(dst), from = reinterpret_cast<uint64_t>(src);
     const bool put = op == CCO_GDA_OP_PUT;
     if (!InSlice(to, put ? peer : dc_.lsaRank) || !InSlice(from, put ? dc_.lsaRank : peer)) return false;
-    *d = {};
-    d->op = static_cast<uint8_t>(op);
-    d->signalOp = static_cast<uint8_t>(signal ? CCO_SIGNAL_INC : CCO_SIGNAL_NONE);
-    d->flags = static_cast<uint16_t>(CCO_SDMA_DESC_FLAT |
-                                     ((flags & CCO_SDMA_FLAG_LOCAL) && op == CCO_GDA_OP_PUT ? CCO_SDMA_DESC_LOCAL : 0));
+    *d = Header(op, signal, flags, bytes);
+    d->flags |= CCO_SDMA_DESC_FLAT;
     d->dstOffset = to - dc_.lsaFlatBase;
     d->srcOffset = from - dc_.lsaFlatBase;
-    d->bytes = bytes;
     return true;
   }
 

@@ -279,7 +279,7 @@ Status Proxy::Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* wi
   std::lock_guard<std::mutex> lock(mu_);
   auto it = windows_.find(id);
   if (it == windows_.end()) return InvalidArgument(Fmt("window id ", id, " is not a live window of this communicator"));
-  if (offset > it->second.size || bytes > it->second.size - offset)
+  if (!it->second.Holds(offset, bytes))
     return InvalidArgument(Fmt(bytes, " bytes at offset ", offset, " run past window ", id, "'s ", it->second.size, " bytes"));
   *windowOffset = it->second.offset + offset;
   return Status::Ok();
@@ -310,16 +310,14 @@ Status Proxy::FlatEndpoints(const ccoGdaDesc& d, int32_t peer, uint64_t* dst, ui
     uint64_t* address;
   } ends[] = {{"the destination", d.dstOffset, put ? peer : c.topo.lsaRank, dst},
               {"the source", d.srcOffset, put ? c.topo.lsaRank : peer, src}};
+  std::lock_guard<std::mutex> lock(mu_);
   for (const End& e : ends) {
     const uint64_t rank = e.offset / c.stride, inSlice = e.offset % c.stride;
     if (rank != static_cast<uint64_t>(e.rank))
       return InvalidArgument(Fmt(e.what, " pointer lies in LSA rank ", rank, "'s memory, not rank ", e.rank, "'s"));
     bool inWindow = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& w : windows_)
-        inWindow |= inSlice >= w.second.offset && d.bytes <= w.second.size && inSlice - w.second.offset <= w.second.size - d.bytes;
-    }
+    for (const auto& w : windows_)
+      inWindow |= inSlice >= w.second.offset && w.second.Holds(inSlice - w.second.offset, d.bytes);
     if (!inWindow)
       return InvalidArgument(Fmt(e.what, " pointer's ", d.bytes, " bytes at offset ", inSlice, " of LSA rank ", e.rank,
                                  "'s memory are not inside one live window"));

@@ -76,6 +76,8 @@ class Proxy : private NetTargetMap {
  private:
   struct Window {
     uint64_t offset, size;
+    // Whether `bytes` at `at` (from the window's start) lie inside it, without overflow.
+    bool Holds(uint64_t at, uint64_t bytes) const { return at <= size && bytes <= size - at; }
   };
   Status StartThread();
   void Loop();

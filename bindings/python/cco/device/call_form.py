@@ -28,7 +28,7 @@ not beside `flags`).
 
 import re
 
-from cco.device.abi_table import ENUMS, axis_spelling, load_abi_table
+from cco.device.abi_table import CCO_DEVICE_FUNCTIONS, ENUMS, axis_spelling, load_abi_table
 
 _AXES = load_abi_table()["axes"]
 
@@ -50,6 +50,11 @@ SDMA_FLAG_AGGREGATE = 1  # abi/sdma.h CCO_SDMA_FLAG_AGGREGATE
 
 # The guide's names for functions the table spells otherwise ("flush_async and wait").
 ALIASES = {"wait": "flush_wait"}
+
+
+def with_aliases(functions):
+    """A namespace's functions ({name: fn}) with the guide's other names beside them."""
+    return dict(functions, **{alias: functions[name] for alias, name in ALIASES.items() if name in functions})
 
 
 class CallFormError(TypeError):
@@ -165,6 +170,11 @@ def takes_team(dsl, names):
     return dsl.startswith("Gda") and "peer" in names and "dc" in names
 
 
+def team_peer_symbol():
+    """The symbol that maps a GDA-team index to its world rank (team=Team.GDA calls it first)."""
+    return next(e["symbol"] for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
+
+
 def prepare(dsl, names, axis_names, optional_axes, args, kwargs, lead=(), every_thread_calls=False,
             constant=lambda v: v):
     """Everything a DSL call settles while it is traced: (the argument values in the table's
@@ -178,10 +188,11 @@ def prepare(dsl, names, axis_names, optional_axes, args, kwargs, lead=(), every_
     aggregate = constant(kwargs.pop("aggregate")) if "aggregate" in kwargs else None
     axes = {}
     for axis in axis_names:
+        default = axis_default(dsl, axis, every_thread_calls)
         if axis in kwargs:
             axes[axis] = axis_value(dsl, axis, constant(kwargs.pop(axis)))
-        elif axis_default(dsl, axis, every_thread_calls) is not None:
-            axes[axis] = axis_default(dsl, axis, every_thread_calls)
+        elif default is not None:
+            axes[axis] = default
         elif axis not in optional_axes:
             raise CallFormError(f"cco.{dsl}: needs {axis}= (a compile-time constant)")
     given = set()

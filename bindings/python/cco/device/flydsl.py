@@ -41,7 +41,7 @@ CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 for _enum, _members in ENUMS.items():
     globals()[_enum] = types.SimpleNamespace(**_members)
 
-_TEAM_PEER = next(e["symbol"] for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
+_TEAM_PEER = call_form.team_peer_symbol()
 
 
 class CcoFlyDslError(TypeError):
@@ -178,8 +178,7 @@ def _namespace(name, binds, extra=None):
         if entry["dsl"].startswith(name + "."):
             functions.setdefault(entry["dsl"].split(".", 1)[1], []).append(entry)
     made = {k: _make_function(f"{name}.{k}", v) for k, v in functions.items()}
-    made.update({alias: made[k] for alias, k in call_form.ALIASES.items() if k in made})
-    attrs = {"_functions": made, "_binds": binds}
+    attrs = {"_functions": call_form.with_aliases(made), "_binds": binds}
     attrs.update(extra or {})
     cls = _Namespace(name, (_Handle,), attrs)
     globals()[name] = cls

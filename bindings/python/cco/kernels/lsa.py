@@ -221,7 +221,8 @@ def max_programs(ranks_per_gpu, device=None):
     holds its SM slot)."""
     import torch
 
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device() if device is None else device).multi_processor_count
+    device = torch.cuda.current_device() if device is None else device
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
     return max(1, sms // max(1, ranks_per_gpu))
 
 
@@ -293,8 +294,7 @@ class _AllReduceLaunch:
     the first call ran on, whichever device is current then. With `graph=True` the first call
     captures one launch in a CUDA graph (on a side stream of that device) and every call
     replays it on the current stream (the input must be put in the window and `out` reused, as
-    with any captured work). Either
-    way every rank calls it, in the same order.
+    with any captured work). Either way every rank calls it, in the same order.
 
     `pdl=True` (NVIDIA sm_90+) launches with programmatic dependent launch: the kernel starts
     while the one before it on the stream finishes, and takes its descriptors meanwhile

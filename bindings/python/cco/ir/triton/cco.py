@@ -61,10 +61,6 @@ def _check_barrier_coop(dsl, coop, semantic):
                          f"the barrier counts one arrival per rank: use coop=BLOCK, or launch with num_warps=1")
 
 
-def _team_peer_entry():
-    return next(e for e in CCO_DEVICE_FUNCTIONS if e["dsl"] == "Gda.team_peer")
-
-
 def _make_builtin(dsl, entries):
     """One Triton builtin for every symbol that shares the DSL name `dsl`."""
     by_axes = {tuple(sorted(e["axes"].items())): e for e in entries}
@@ -85,9 +81,9 @@ def _make_builtin(dsl, entries):
         values = [_semantic.to_tensor(a).to(d, _semantic=_semantic) for a, d in zip(values, dtypes)]
         if team == ENUMS["TeamKind"]["GDA"]:
             dc, peer = arg_names.index("dc"), arg_names.index("peer")
-            mapper = _team_peer_entry()
             values[peer] = core.extern_elementwise(LIB_NAME, "", [values[dc], values[peer]],
-                                                   {(core.uint64, core.int32): (mapper["symbol"], core.int32)},
+                                                   {(core.uint64, core.int32): (call_form.team_peer_symbol(),
+                                                                                core.int32)},
                                                    is_pure=True, _semantic=_semantic)
         ret = _DTYPES[entry["ret"]]
         return core.extern_elementwise(LIB_NAME, "", values, {tuple(dtypes): (entry["symbol"], ret)},
@@ -113,8 +109,7 @@ def _build_namespaces():
         else:
             globals()[dsl] = builtin
     for space, members in namespaces.items():
-        members.update({alias: members[name] for alias, name in call_form.ALIASES.items() if name in members})
-        attributes = {k: staticmethod(v) for k, v in members.items()}
+        attributes = {k: staticmethod(v) for k, v in call_form.with_aliases(members).items()}
         if space == "Team":  # the team kinds beside the team functions: cco.Team.GDA
             attributes.update(ENUMS["TeamKind"])
         globals()[space] = type(space, (), attributes)
