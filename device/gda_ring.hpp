@@ -85,7 +85,12 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
 /// stored a smaller value after a larger one). The store needs no release order, which
 /// saves a system-scope fence per post: the proxy takes a slot only once its `seq`, stored
 /// with release after the descriptor, says it is complete.
+/// Where the device maximum already reaches `end`, whoever raised it stores it (it stores
+/// until the host copy is the maximum), so a ring with nothing new costs no bus write: a
+/// flush of an idle ring would otherwise write host memory, and the next system-scope fence
+/// wait for that write.
 CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
+  if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->released), end)) return;
   uint64_t value = RollingMax(&r.dev->released, end);
   for (;;) {
     arch::store<order::Relaxed, scope::System>(&r.host->released, value);

@@ -21,7 +21,11 @@ namespace gda {
 
 /// The group shares out rings [0, count) and runs step(i) on each of its share until one
 /// fails. Every thread then returns the group's verdict on failed rings, whichever thread
-/// met them: any ring whose error word is set fails the call in every thread.
+/// met them: any ring the proxy failed fails the call in every thread.
+/// The verdict reads each ring's device-side mirror of its error (the proxy writes it before
+/// the host words), not the host word: one bus trip per ring, one after another, was most of
+/// what a flush cost. Where the group votes, each thread looks at its own share and one vote
+/// tells the others.
 template <class Coop, class RingOf, class Step>
 CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
   Coop coop;
@@ -30,12 +34,18 @@ CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
   for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < count && status == CCO_DEVICE_STATUS_OK;
        i += static_cast<int32_t>(coop.size()))
     status = step(i);
-  coop.sync();
-  if (status == CCO_DEVICE_STATUS_OK && coop.size() > 1)
-    for (int32_t i = 0; i < count; ++i)
-      if (arch::load<order::Relaxed, scope::System>(&ringOf(i).host->error) != CCO_GDA_RING_OK)
-        return CCO_DEVICE_STATUS_ABORTED;
-  return status;
+  if (coop.size() == 1) return status;  // its waits met any failure of its rings
+  const auto failed = [&](int32_t i) { return arch::load<order::Relaxed, scope::System>(&ringOf(i).dev->failed) != 0; };
+  bool anyFailed = false;
+  if (Coop::kVotes) {
+    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < count; i += static_cast<int32_t>(coop.size()))
+      anyFailed |= failed(i);
+    anyFailed = coop.any(anyFailed);
+  } else {
+    coop.sync();
+    for (int32_t i = 0; i < count; ++i) anyFailed |= failed(i);
+  }
+  return status == CCO_DEVICE_STATUS_OK && anyFailed ? CCO_DEVICE_STATUS_ABORTED : status;
 }
 
 /// Waits until value() - *shadow reaches `least` (compared in `bits` bits, 32 or 64), then

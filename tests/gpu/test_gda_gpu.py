@@ -71,6 +71,16 @@ def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constex
     tl.store(times + 1, waiting)
 
 
+@triton.jit(do_not_specialize=["peer", "bad_id"])
+def refused_then_flush(dc, status, peer, bad_id, BLOCK: tl.constexpr):
+    """A signal whose id is out of range (the device cannot check it, so it takes the ring to
+    `peer`, whose proxy refuses it and fails the ring), then a flush with coop=BLOCK. Each
+    thread stores what its own flush returned: status[t] is thread t's."""
+    cco.Gda.signal(dc, 0, peer, bad_id, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+    flushed = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    tl.store(status + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.int32) + flushed)
+
+
 class Rank:
     """A rank with a GDA device communicator (FULL: every rank connected) and a window."""
 
@@ -248,3 +258,42 @@ def test_gda_threads_on_one_gpu(world, sync):
     assert errors == {}, errors
     if world == 2 and sync == "stream":
         print("\nGDA on 1 GPU, threads:", _describe(report[0]))
+
+
+def test_a_failed_ring_fails_the_flush_in_every_thread():
+    """The group's verdict: one thread flushes the failed ring, and every thread of the block
+    returns ABORTED (the others learn it from the ring's device-side mirror and one vote)."""
+    os.environ["CCO_PLATFORM"] = "cuda"
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    errors, got = {}, {}
+    block = 128  # num_warps=4: one element per thread
+
+    def run(rank):
+        try:
+            rk = Rank(rank, 2, uid, 0)
+            try:
+                with torch.cuda.stream(rk.stream):
+                    status = torch.full((block,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
+                    refused_then_flush[(1,)](rk.dc.ptr, status, 1 - rank, 1 << 20, BLOCK=block, num_warps=4,
+                                             extern_libs=rk.libs)
+                rk.stream.synchronize()
+                with torch.cuda.stream(rk.stream):
+                    got[rank] = status.tolist()
+                rk.comm.barrier()
+            finally:
+                rk.close()
+        except BaseException as e:
+            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a rank hung"
+    assert errors == {}, errors
+    aborted = 2  # CCO_DEVICE_STATUS_ABORTED
+    for rank in range(2):
+        assert got[rank] == [aborted] * block, f"rank {rank}: statuses {sorted(set(got[rank]))}"

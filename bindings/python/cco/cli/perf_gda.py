@@ -15,6 +15,7 @@ from cco.kernels import gda as G
 
 def run_suite(report, opts, group, progress):
     _round_trip(report, opts, group, progress)
+    _launch_costs(report, opts, group, progress)
     _bandwidth(report, opts, group, progress)
 
 
@@ -56,6 +57,35 @@ def _round_trip(report, opts, group, progress):
     floor = P.flag_pingpong_us(group, rounds)
     for label, path, how, t in measured:
         rows.append([label, path, how, t * 1e6, floor, t * 1e6 / floor])
+
+
+def _launch_costs(report, opts, group, progress):
+    rows = report.suite(
+        f"GDA call cost per kernel launch, ranks 0 and 1 on {torch.cuda.device_count()} GPU(s)",
+        ["call", "graph us/launch", "in-kernel us/call", "graph - empty us"],
+        note="both ranks run the same kernel at once, each calling toward the other (nobody waits); graph: one "
+             "call per kernel, replayed from a CUDA graph (the launch is in it: see 'none'); in-kernel: one "
+             "kernel loops over the calls; graph - empty: what the call adds to a launch")
+    reps = 100 if opts.quick else 500
+    status = P.status_words(group)
+    calls = ((0, "none"), (1, "flush"), (2, "signal"), (3, "signal + flush"), (4, "read_signal"),
+             (5, "put_value 8B + signal"))
+
+    def kernel(op, count):
+        return lambda rk: lambda: G.lone_call[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1 - rk.rank, count,
+                                                     OP=op, num_warps=4, extern_libs=group.libs)
+
+    measured = []
+    for op, label in calls:
+        progress("gda call cost", label)
+        group.run_once(group.on(P.PAIR, kernel(op, 1)))
+        t_graph = group.time_graphs(group.on(P.PAIR, kernel(op, 1)), reps)
+        t_loop = group.time_kernels(group.on(P.PAIR, kernel(op, reps)), reps)
+        measured.append((label, t_graph, t_loop))
+    P.check_status(group, status, "GDA call cost")
+    empty = measured[0][1]
+    for label, t_graph, t_loop in measured:
+        rows.append([label, t_graph * 1e6, t_loop * 1e6, (t_graph - empty) * 1e6])
 
 
 def _bandwidth(report, opts, group, progress):

@@ -57,3 +57,25 @@ def put_flush(dc, win, status, peer, count, src, dst, nbytes, EACH: tl.constexpr
             bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
     bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
     tl.atomic_add(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "count"])
+def lone_call(dc, win, status, peer, count, OP: tl.constexpr):
+    """`count` times one call and nothing else, for what a call costs a kernel launch:
+    OP 0 none (the launch alone), 1 flush, 2 a signal to `peer`, 3 a signal then a flush,
+    4 read_signal, 5 a put_value of 8 bytes to `peer` with its signal (nobody waits)."""
+    bad = 0
+    for _ in range(count):
+        if OP == 1:
+            bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+        elif OP == 2:
+            bad += cco.Gda.signal(dc, 0, peer, SIGNAL + 1, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+        elif OP == 3:
+            bad += cco.Gda.signal(dc, 0, peer, SIGNAL + 1, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+            bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+        elif OP == 4:
+            bad += (cco.Gda.read_signal(dc, 0, SIGNAL + 1, 64) >> 40).to(tl.int32)  # never that many
+        elif OP == 5:
+            bad += cco.Gda.put_value(dc, 0, peer, win, 128, 8, SIGNAL + 1, 1, coop=cco.CoopScope.BLOCK,
+                                     thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+    tl.atomic_add(status, bad)
