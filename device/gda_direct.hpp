@@ -37,10 +37,14 @@ namespace gda {
 /// Every ticket reserved on the ring so far is consumed, and the ring has not failed (a
 /// failed ring takes the post, whose waits report the error). Reads the proxy's `consumed`
 /// (host memory, a bus trip) only when the device-side cache lags the head.
+/// The three device words share a cache line and are loaded before any is tested: behind a
+/// branch each would wait for the one before it, a memory trip apiece on every direct post.
 CCO_DEVICE_API bool RingIdle(const RingView& r) {
-  if (arch::load<order::Relaxed, scope::System>(&r.dev->failed) != 0) return false;
+  const uint64_t failed = arch::load<order::Relaxed, scope::System>(&r.dev->failed);
   const uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
-  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), head)) return true;
+  const uint64_t cached = arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache);
+  if (failed != 0) return false;
+  if (!cco_gda_before(cached, head)) return true;
   return !cco_gda_before(ReadConsumed(r), head);
 }
 
