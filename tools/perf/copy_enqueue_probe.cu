@@ -1,0 +1,140 @@
+// What the GDA proxy's copies cost per operation: the host time to queue one copy on a
+// stream and the time per copy once queued, for the ways a proxy can queue a run of puts.
+//   copy_enqueue_probe [size_KiB=1024] [count=200] [plain]
+// One process, VMM memory mapped as a communicator maps it (one reservation, two
+// allocations). Each way queues `count` copies of `size` into distinct destinations:
+//   memcpy          cuMemcpyAsync per copy (what the proxy does)
+//   dtod            cuMemcpyDtoDAsync per copy (the types given, not looked up)
+//   memcpy+write    the same, each followed by cuStreamWriteValue64 (a signal behind each put)
+//   batch           one cuMemcpyBatchAsync for all of them
+//   graph           the copies captured once and replayed (the anchor cco perf uses)
+// Built by tools/stage_device.sh (nvcc) into stage/bin.
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <vector>
+
+#define CHECK(call)                                                     \
+  do {                                                                  \
+    CUresult r_ = (call);                                               \
+    if (r_ != CUDA_SUCCESS) {                                           \
+      const char* m_ = nullptr;                                         \
+      cuGetErrorString(r_, &m_);                                        \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, m_); \
+      exit(1);                                                          \
+    }                                                                   \
+  } while (0)
+
+static double NowUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Maps `size` bytes of fresh device memory at `at` (inside a reservation).
+static void MapAt(CUdeviceptr at, size_t size) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle handle;
+  CHECK(cuMemCreate(&handle, size, &prop, 0));
+  CHECK(cuMemMap(at, size, 0, handle, 0));
+  CUmemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CHECK(cuMemSetAccess(at, size, &access, 1));
+}
+
+struct Timing {
+  double queueUs, totalUs;  // per copy: host time queueing, and until the stream drained
+};
+
+template <class Queue> static Timing Time(CUstream stream, int count, Queue queue) {
+  CHECK(cuStreamSynchronize(stream));
+  const double t0 = NowUs();
+  queue();
+  const double t1 = NowUs();
+  CHECK(cuStreamSynchronize(stream));
+  const double t2 = NowUs();
+  return Timing{(t1 - t0) / count, (t2 - t0) / count};
+}
+
+int main(int argc, char** argv) {
+  const size_t size = static_cast<size_t>(argc > 1 ? atol(argv[1]) : 1024) << 10;
+  const int count = argc > 2 ? atoi(argv[2]) : 200;
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  size_t granularity = 0;
+  {
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  }
+  const size_t span = (size * count + granularity - 1) / granularity * granularity;
+  CUdeviceptr base;
+  CHECK(cuMemAddressReserve(&base, 2 * span, 0, 0, 0));
+  // "plain": cuMemAlloc'd memory instead, to tell a VMM mapping's cost from the copy call's.
+  const bool plain = argc > 3 && argv[3][0] == 'p';
+  if (plain) {
+    CHECK(cuMemAddressFree(base, 2 * span));
+    CHECK(cuMemAlloc(&base, 2 * span));
+  } else {
+    MapAt(base, span);         // sources
+    MapAt(base + span, span);  // destinations
+  }
+  CUdeviceptr word;
+  CHECK(cuMemAlloc(&word, 8));
+  CUstream stream;
+  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+
+  std::vector<CUdeviceptr> dsts(count), srcs(count);
+  std::vector<size_t> sizes(count, size);
+  for (int i = 0; i < count; ++i) srcs[i] = base + i * size, dsts[i] = base + span + i * size;
+  auto memcpys = [&](bool write) {
+    return [&, write] {
+      for (int i = 0; i < count; ++i) {
+        CHECK(cuMemcpyAsync(dsts[i], srcs[i], size, stream));
+        if (write) CHECK(cuStreamWriteValue64(stream, word, i + 1, 0));
+      }
+    };
+  };
+  auto dtods = [&] {
+    for (int i = 0; i < count; ++i) CHECK(cuMemcpyDtoDAsync(dsts[i], srcs[i], size, stream));
+  };
+  CUmemcpyAttributes attrs = {};
+  attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t attrsIndex = 0;
+  auto batch = [&] { CHECK(cuMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attrs, &attrsIndex, 1, stream)); };
+
+  CUgraph graph;
+  CUgraphExec exec;
+  CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  memcpys(false)();
+  CHECK(cuStreamEndCapture(stream, &graph));
+  CHECK(cuGraphInstantiate(&exec, graph, 0));
+  auto replay = [&] { CHECK(cuGraphLaunch(exec, stream)); };
+
+  printf("%zu KiB x %d copies, one stream, %s memory\n", size >> 10, count, plain ? "cuMemAlloc" : "VMM");
+  printf("%-14s %14s %14s %10s\n", "way", "queue us/copy", "total us/copy", "GB/s");
+  for (int round = 0; round < 2; ++round) {  // the first round warms every path up
+    const struct {
+      const char* name;
+      Timing t;
+    } rows[] = {{"memcpy", Time(stream, count, memcpys(false))},
+                {"memcpy+write", Time(stream, count, memcpys(true))},
+                {"dtod", Time(stream, count, dtods)},
+                {"batch", Time(stream, count, batch)},
+                {"graph", Time(stream, count, replay)}};
+    if (round == 0) continue;
+    for (const auto& r : rows)
+      printf("%-14s %14.2f %14.2f %10.1f\n", r.name, r.t.queueUs, r.t.totalUs, size / r.t.totalUs / 1e3);
+  }
+  return 0;
+}
