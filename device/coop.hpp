@@ -47,4 +47,21 @@ struct ccoCoopBlock {
   CCO_DEVICE_API bool any(bool p) const { return cco::arch::block_sync_or(p); }
 };
 
+namespace cco {
+
+/// The worst (largest) ccoDeviceStatus the group's threads pass, returned to every thread: a
+/// call that failed in one thread fails in all, so a DSL that reports thread 0's value (as
+/// Triton does for a scalar) reports it too. A barrier of the group: one vote where every
+/// thread passed OK, one more per status value when one did not. A group that cannot vote
+/// (an amdgcn block) gets the caller's own status back.
+template <class Coop> CCO_DEVICE_API int32_t worst_status(const Coop& coop, int32_t mine) {
+  if (!coop.any(mine != CCO_DEVICE_STATUS_OK)) return CCO_DEVICE_STATUS_OK;
+  if (!Coop::kVotes) return mine;
+  for (int32_t s = CCO_DEVICE_STATUS_INVALID_ARGUMENT; s > CCO_DEVICE_STATUS_OK; --s)
+    if (coop.any(mine >= s)) return s;
+  return mine;  // a status above the known ones, which no call returns
+}
+
+}  // namespace cco
+
 #endif  // CCO_DEVICE_COOP_HPP_

@@ -27,7 +27,8 @@
 //     flush_async rings and notes the targets; flush_wait waits for them.
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
 //     after the group synchronised (its threads' earlier writes come first) and its status
-//     is the one that counts (the others return OK). Waits and flushes run in every thread.
+//     is the one that counts (the others return OK). Waits, flushes and the barrier run in
+//     every thread, and every thread returns the group's verdict (coop.hpp worst_status).
 //   - Thread mode AGGREGATE (thread coop): the lanes of a warp that post to one ring
 //     together reserve their slots with one atomic and ring once.
 //   - Direct path (device/gda_direct.hpp): to a peer of this rank's LSA team, Immediate and
@@ -521,7 +522,7 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
           },
           nullptr, gda_.limits());
     }
-    coop_.sync();
+    status = worst_status(coop_, status);  // every thread's verdict, not only its peers'
     if (coop_.thread_rank() == 0) *epoch = target;
     coop_.sync();
     return status;

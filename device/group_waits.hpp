@@ -2,7 +2,7 @@
 //
 // What ccoGda and ccoSdma both do with a group of threads (ccoCoopThread / Warp / Block):
 //   EveryRing  share out a set of proxy rings, run a step on each (post, flush, wait), and
-//              give every thread the group's verdict on failed rings
+//              give every thread the group's verdict (the worst status, a failed ring's)
 //   Consume    wait until a monotone count minus its shadow reaches `least`, then consume it
 //              (shadow += least), the signal and counter semantics of both transports
 //
@@ -14,18 +14,18 @@
 
 #include "abi/gda.h"
 #include "device/arch/arch.h"
+#include "device/coop.hpp"
 #include "device/gda_ring.hpp"
 
 namespace cco {
 namespace gda {
 
 /// The group shares out rings [0, count) and runs step(i) on each of its share until one
-/// fails. Every thread then returns the group's verdict on failed rings, whichever thread
-/// met them: any ring the proxy failed fails the call in every thread.
-/// The verdict reads each ring's device-side mirror of its error (the proxy writes it before
-/// the host words), not the host word: one bus trip per ring, one after another, was most of
-/// what a flush cost. Where the group votes, each thread looks at its own share and one vote
-/// tells the others.
+/// fails. Every thread then returns the group's verdict (worst_status): the worst status a
+/// step returned, or ABORTED where the proxy failed a ring, whichever thread met it.
+/// A failed ring shows in its device-side mirror (the proxy writes it before the host words),
+/// which each thread reads for its own share: every thread reading every ring's host error
+/// word, a bus trip each, was most of what a flush cost.
 template <class Coop, class RingOf, class Step>
 CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
   Coop coop;
@@ -36,16 +36,13 @@ CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
     status = step(i);
   if (coop.size() == 1) return status;  // its waits met any failure of its rings
   const auto failed = [&](int32_t i) { return arch::load<order::Relaxed, scope::System>(&ringOf(i).dev->failed) != 0; };
-  bool anyFailed = false;
-  if (Coop::kVotes) {
-    for (int32_t i = static_cast<int32_t>(coop.thread_rank()); i < count; i += static_cast<int32_t>(coop.size()))
-      anyFailed |= failed(i);
-    anyFailed = coop.any(anyFailed);
-  } else {
-    coop.sync();
-    for (int32_t i = 0; i < count; ++i) anyFailed |= failed(i);
-  }
-  return status == CCO_DEVICE_STATUS_OK && anyFailed ? CCO_DEVICE_STATUS_ABORTED : status;
+  // A group that cannot vote learns nothing from the others' shares: each thread reads them all.
+  const bool mineOnly = Coop::kVotes;
+  if (!mineOnly) coop.sync();
+  for (int32_t i = mineOnly ? static_cast<int32_t>(coop.thread_rank()) : 0; i < count && status == CCO_DEVICE_STATUS_OK;
+       i += mineOnly ? static_cast<int32_t>(coop.size()) : 1)
+    if (failed(i)) status = CCO_DEVICE_STATUS_ABORTED;
+  return worst_status(coop, status);
 }
 
 /// Waits until value() - *shadow reaches `least` (compared in `bits` bits, 32 or 64), then
@@ -62,10 +59,11 @@ CCO_DEVICE_API int32_t Consume(Value value, uint64_t* shadow, uint64_t least, in
       },
       nullptr, limits);
   arch::fence<scope::System>();
+  // One verdict: the shadow moves only when every thread saw the count (timeouts are per thread).
+  const int32_t verdict = worst_status(coop, status);
+  if (verdict == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
   coop.sync();
-  if (status == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
-  coop.sync();
-  return status;
+  return verdict;
 }
 
 }  // namespace gda

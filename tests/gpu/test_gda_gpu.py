@@ -81,6 +81,21 @@ def refused_then_flush(dc, status, peer, bad_id, BLOCK: tl.constexpr):
     tl.store(status + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.int32) + flushed)
 
 
+@triton.jit(do_not_specialize=["peer", "rounds"])
+def barrier_rounds(dc, win, mine, status, peer, rounds):
+    """`rounds` GDA barrier rounds, each after an 8-byte put_value of the round number into
+    slot (round % 2) of `peer` (the barrier orders it): after round k this rank's slot k % 2
+    holds k + 1 exactly (the peer cannot write that slot again before this rank's next
+    round). status = failed calls plus wrong slots."""
+    bad = 0
+    for k in range(rounds):
+        bad += cco.Gda.put_value(dc, 0, peer, win, 64 + 8 * (k % 2), k + 1, 0, 0, coop=cco.CoopScope.BLOCK,
+                                 signal_op=cco.SignalOp.NONE)
+        bad += cco.Gda.barrier_sync(dc, 0, 0, coop=cco.CoopScope.BLOCK)
+        bad += (tl.load(mine + 8 + k % 2, volatile=True) != k + 1).to(tl.int32)
+    tl.store(status, bad)
+
+
 class Rank:
     """A rank with a GDA device communicator (FULL: every rank connected) and a window."""
 
@@ -92,7 +107,8 @@ class Rank:
         self.rank, self.world, self.device, self.device_sync = rank, world, device, device_sync
         self.comm = Communicator.init(world, rank, uid, per_rank_vmm=256 << 20)
         self.win = self.comm.alloc_window(1 << 20)
-        reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_context_count=1, lsa_barrier_count=1)
+        reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_context_count=1, lsa_barrier_count=1,
+                                      gda_barrier_count=1)
         self.dc = self.comm.create_dev_comm(reqs)
         self.stream = torch.cuda.Stream(device=device)
         self.libs = cco.get_extern_libs()
@@ -297,3 +313,91 @@ def test_a_failed_ring_fails_the_flush_in_every_thread():
     aborted = 2  # CCO_DEVICE_STATUS_ABORTED
     for rank in range(2):
         assert got[rank] == [aborted] * block, f"rank {rank}: statuses {sorted(set(got[rank]))}"
+
+
+def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
+    """Runs body_of(rank, rk) for ranks 0 and 1 as threads on GPU 0; returns {rank: result}.
+    aborted: a rank was aborted, so each tears its communicator down locally (abort first)."""
+    os.environ["CCO_PLATFORM"] = "cuda"
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    errors, results = {}, {}
+
+    def run(rank):
+        try:
+            rk = Rank(rank, 2, uid, 0)
+            try:
+                results[rank] = body_of(rank, rk)
+            finally:
+                if aborted:
+                    rk.comm.abort()
+                rk.close()
+        except BaseException as e:
+            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=seconds)
+    assert not any(t.is_alive() for t in threads), "a rank hung"
+    assert errors == {}, errors
+    return results
+
+
+def _load_barrier_rounds(rk, status):
+    """Compiles and loads barrier_rounds with no round (nothing waits): loading a module while
+    another rank's kernel of this process waits in a barrier would wait for that kernel."""
+    barrier_rounds[(1,)](rk.dc.ptr, rk.win.handle, rk.view(32, torch.int64), status, 0, 0, num_warps=4,
+                         extern_libs=rk.libs)
+
+
+def test_gda_barrier_orders_the_puts_before_it():
+    """200 GDA barrier rounds between two ranks, each after a put_value of the round number:
+    every round finds the peer's value of that round, and every call succeeds."""
+    rounds = 200
+
+    def body_of(rank, rk):
+        with torch.cuda.stream(rk.stream):
+            rk.view(64).zero_()
+            status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
+            _load_barrier_rounds(rk, status)
+        rk.stream.synchronize()
+        rk.comm.barrier()
+        with torch.cuda.stream(rk.stream):
+            barrier_rounds[(1,)](rk.dc.ptr, rk.win.handle, rk.view(32, torch.int64), status, 1 - rank, rounds,
+                                 num_warps=4, extern_libs=rk.libs)
+        rk.stream.synchronize()
+        rk.comm.barrier()
+        with torch.cuda.stream(rk.stream):
+            return int(status.item())
+
+    assert _two_ranks_as_threads(body_of) == {0: 0, 1: 0}
+
+
+def test_gda_barrier_ends_on_abort_in_every_thread():
+    """Rank 0 enters a GDA barrier that rank 1 never enters, and is aborted: the call ends, and
+    thread 0 (whose share, rank 0 itself, needs no wait) returns ABORTED too: Triton reports
+    thread 0's status."""
+    def body_of(rank, rk):
+        if rank == 1:
+            time.sleep(1.0)  # stays alive while rank 0 waits, never enters the barrier
+            return None
+        with torch.cuda.stream(rk.stream):
+            status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
+            _load_barrier_rounds(rk, status)
+        rk.stream.synchronize()
+        timer = threading.Timer(0.3, rk.comm.abort)
+        timer.start()
+        with torch.cuda.stream(rk.stream):
+            barrier_rounds[(1,)](rk.dc.ptr, rk.win.handle, rk.view(32, torch.int64), status, 1, 1, num_warps=4,
+                                 extern_libs=rk.libs)
+        rk.stream.synchronize()
+        timer.join()
+        with torch.cuda.stream(rk.stream):
+            return int(status.item())
+
+    # CCO_DEVICE_STATUS_ABORTED (2) from the barrier, plus 1 for the slot the peer never wrote
+    # (the put_value itself succeeds). Thread 0's status was OK before the group's verdict.
+    assert _two_ranks_as_threads(body_of, aborted=True)[0] == 2 + 1
