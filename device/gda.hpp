@@ -26,9 +26,9 @@
 //   - flush: every post of the context so far is complete (buffers reusable, data landed).
 //     flush_async rings and notes the targets; flush_wait waits for them.
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
-//     after the group synchronised (its threads' earlier writes come first) and its status
-//     is the one that counts (the others return OK). Waits, flushes and the barrier run in
-//     every thread, and every thread returns the group's verdict (coop.hpp worst_status).
+//     after the group synchronised (its threads' earlier writes come first). Waits, flushes
+//     and the barrier run in every thread. Every thread returns the group's verdict
+//     (coop.hpp worst_status): a call that failed in one thread fails in all.
 //   - Thread mode AGGREGATE (thread coop): the lanes of a warp that post to one ring
 //     together reserve their slots with one atomic and ring once.
 //   - Direct path (device/gda_direct.hpp): to a peer of this rank's LSA team, Immediate and
@@ -348,8 +348,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
         status = gda::Post<Mode>(ring(index), posted, limits_, &ticket);
       }
     }
-    coop.sync();
-    return status;
+    return worst_status(coop, status);  // thread 0's, in every thread
   }
 
   // Whether the operation may take the direct path (device/gda_direct.hpp) to LSA rank

@@ -30,7 +30,8 @@
 //     its shadow reaches `least` and consumes it; read_signal / reset_signal as in GDA;
 //     wait_local / read_local / reset_local the same on the local pool.
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
-//     after the group synchronised; waits and quiets run in every thread.
+//     after the group synchronised; waits and quiets run in every thread. Every thread
+//     returns the group's verdict (coop.hpp worst_status).
 // Peers are LSA ranks. Statuses are ccoDeviceStatus values; INVALID_ARGUMENT where SDMA is
 // not enabled on the device communicator (CCO_ENABLE_SDMA), or a peer, queue or flag is
 // out of range. Every wait polls the abort flag and its ring's error word and ends at the
@@ -217,8 +218,7 @@ class ccoSdma {
       status = (flags & CCO_SDMA_FLAG_AGGREGATE) ? gda::Post<ccoGdaDeferred>(ring(peer, queue), d, limits_, &ticket)
                                                  : gda::Post<ccoGdaImmediate>(ring(peer, queue), d, limits_, &ticket);
     }
-    coop.sync();
-    return status;
+    return worst_status(coop, status);  // thread 0's, in every thread
   }
 
   const ccoDevComm& dc_;
