@@ -226,33 +226,35 @@ void Proxy::Loop() {
 }
 
 // One pass over a ring set: up to kBurst descriptors per ring go to issue(ring, ticket,
-// desc); then the ring's `consumed` is written behind its work on streamOf(ring). A
-// descriptor that fails stops its ring, naming peerOf(ring) and nameOf(ring).
+// desc, stream), which queues their work on streamOf(ring) through `stream` (copies that
+// continue each other join: copy_queue.h); then the ring's `consumed` is written behind
+// that work. A descriptor that fails stops its ring, naming peerOf(ring) and nameOf(ring);
+// the work of the descriptors before it is still queued, and only then counted consumed.
 template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
 bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf) {
   ccoComm& c = *comm_;
   bool did = false;
   for (uint32_t ring = 0; ring < rings.count; ++ring) {
     RingConsumer& consumer = rings.consumers[ring];
+    CopyQueue stream(c.platform, c.device, streamOf(ring));
     for (int i = 0; i < kBurst && !consumer.failed(); ++i) {
       ccoGdaDesc d;
       uint64_t ticket;
       if (!consumer.Next(&d, &ticket)) break;
       did = true;
       bool deferred = false;
-      Status s = issue(ring, ticket, d, &deferred);
+      Status s = issue(ring, ticket, d, &deferred, stream);
       if (!s.ok()) {
         Fail(rings, ring, peerOf(ring), nameOf(ring), s);
         break;
       }
       if (!deferred) consumer.Complete(ticket);  // queued: `consumed` is written behind it below
     }
-    // One write per ring per pass, behind the work it vouches for.
+    // One write per ring per pass, behind the work it vouches for (the copy held back first).
+    Status s = stream.Flush();
     uint64_t consumed;
-    if (consumer.Unpublished(&consumed)) {
-      Status s = c.platform->StreamWriteValue64(c.device, streamOf(ring), rings.consumedAddress(ring), consumed);
-      if (!s.ok()) Fail(rings, ring, peerOf(ring), nameOf(ring), s);
-    }
+    if (s.ok() && consumer.Unpublished(&consumed)) s = stream.WriteValue64(rings.consumedAddress(ring), consumed);
+    if (!s.ok()) Fail(rings, ring, peerOf(ring), nameOf(ring), s);
   }
   return did;
 }
@@ -260,8 +262,8 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
 bool Proxy::Pass(GdaResources& g) {
   return Drain(
       g.rings,
-      [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred) {
-        return Issue(g, ring, ticket, d, deferred);
+      [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred, CopyQueue& stream) {
+        return Issue(g, ring, ticket, d, deferred, stream);
       },
       [&](uint32_t) { return stream_; }, [&](uint32_t ring) { return g.peerRank[ring % g.peerCount]; },
       [&](uint32_t ring) { return Fmt("GDA context ", ring / g.peerCount); });
@@ -269,7 +271,10 @@ bool Proxy::Pass(GdaResources& g) {
 
 bool Proxy::Pass(SdmaResources& s) {
   return Drain(
-      s.rings, [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool*) { return Issue(s, ring, ticket, d); },
+      s.rings,
+      [&](uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool*, CopyQueue& stream) {
+        return Issue(s, ring, ticket, d, stream);
+      },
       [&](uint32_t ring) { return s.streams[ring % s.queues]; },
       [&](uint32_t ring) { return comm_->topo.lsaWorldBase + static_cast<int32_t>(ring / s.queues); },
       [&](uint32_t ring) { return Fmt("SDMA queue ", ring % s.queues); });
@@ -352,7 +357,8 @@ Status CheckGdaDesc(const GdaResources& g, const ccoGdaDesc& d) {
 }  // namespace
 
 // Checks everything first, so that a descriptor the proxy refuses has no effect at all.
-Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred) {
+Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred,
+                    CopyQueue& stream) {
   ccoComm& c = *comm_;
   CCO_RETURN_IF_ERROR(CheckGdaDesc(g, d));
   const int peerIndex = static_cast<int>(ring % g.peerCount);
@@ -383,16 +389,16 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
     default: break;  // a signal alone
   }
   if (inlineWord)  // an aligned word: a stream write, no copy engine
-    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream_, dst, d.srcOffset));
+    CCO_RETURN_IF_ERROR(stream.WriteValue64(dst, d.srcOffset));
   else if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0)
-    CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream_, dst, src, d.bytes));
+    CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes));
   // Behind the data on the stream: this rank's word of the target's signal, its new sum.
   uint64_t signalAddress = 0, sum = 0;
   if (d.signalOp != CCO_SIGNAL_NONE) {
     sum = g.sentTo(peerIndex, d.signalId) += d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
     signalAddress = c.HostSlice(host) + g.signalOffset +
                     sizeof(uint64_t) * cco_gda_signal_word(d.signalId, c.topo.rank, c.topo.nRanks);
-    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream_, signalAddress, sum));
+    CCO_RETURN_IF_ERROR(stream.WriteValue64(signalAddress, sum));
   }
   if (trace_)
     fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d peer %d (host %d) dst 0x%llx src 0x%llx bytes %llu, "
@@ -401,12 +407,12 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
             static_cast<unsigned long long>(d.bytes), d.signalId, d.signalOp,
             static_cast<unsigned long long>(signalAddress), static_cast<unsigned long long>(sum));
   // Everything issued before is ahead of it on the stream.
-  if (d.flags & CCO_GDA_DESC_MARKER) CCO_RETURN_IF_ERROR(PassMarker(g, ring, d.counterId));
+  if (d.flags & CCO_GDA_DESC_MARKER) CCO_RETURN_IF_ERROR(PassMarker(g, ring, d.counterId, stream));
   return Status::Ok();
 }
 
 // The counter counts, per context, the markers every ring of the context has passed.
-Status Proxy::PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId) {
+Status Proxy::PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId, CopyQueue& stream) {
   ccoComm& c = *comm_;
   const int context = static_cast<int>(ring / g.peerCount), peerIndex = static_cast<int>(ring % g.peerCount);
   ++g.mark(context, counterId, peerIndex);
@@ -416,8 +422,7 @@ Status Proxy::PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId) {
     for (int p = 1; p < g.peerCount; ++p) passed = std::min(passed, g.mark(ctx, counterId, p));
     total += passed;
   }
-  return c.platform->StreamWriteValue64(c.device, stream_, c.MySlice() + g.counterOffset + sizeof(uint64_t) * counterId,
-                                        total);
+  return stream.WriteValue64(c.MySlice() + g.counterOffset + sizeof(uint64_t) * counterId, total);
 }
 
 // A descriptor for a rank the network backend serves: this side's memory is resolved and
@@ -548,7 +553,10 @@ bool Proxy::ProgressNet(NetBackend& net) {
     Status s = done.status;
     if (s.ok()) {
       g.rings.consumers[p.ring].Complete(p.ticket);
-      if (p.marker) s = PassMarker(g, p.ring, p.counterId);
+      if (p.marker) {
+        CopyQueue stream(comm_->platform, comm_->device, stream_);  // a write alone: nothing held back
+        s = PassMarker(g, p.ring, p.counterId, stream);
+      }
     }
     if (!s.ok()) {
       const std::string where = Fmt("GDA context ", p.ring / g.peerCount, " over ", net.name());
@@ -598,7 +606,7 @@ Status Proxy::SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, u
 
 // An SDMA descriptor: a copy on its queue's stream, then the pool slots it counts in.
 // Checks everything first, so that a descriptor the proxy refuses has no effect at all.
-Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d) {
+Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, CopyQueue& stream) {
   ccoComm& c = *comm_;
   const int32_t peer = static_cast<int32_t>(ring / s.queues), queue = static_cast<int32_t>(ring % s.queues);
   if (d.op != CCO_GDA_OP_PUT && d.op != CCO_GDA_OP_GET) return InvalidArgument(Fmt("unknown SDMA operation ", int{d.op}));
@@ -608,17 +616,14 @@ Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoG
   uint64_t dst = 0, src = 0;
   CCO_RETURN_IF_ERROR((d.flags & CCO_SDMA_DESC_FLAT) ? FlatEndpoints(d, peer, &dst, &src)
                                                      : Endpoints(d, c.LsaSlice(peer), &dst, &src));
-  const uint64_t stream = s.streams[queue];
-  if (d.bytes > 0) CCO_RETURN_IF_ERROR(c.platform->CopyOnStream(c.device, stream, dst, src, d.bytes));
+  CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes));  // on the queue's stream (Drain's streamOf)
   // Behind the data on the queue's stream: the counts, each in a slot only this proxy writes.
   if (put && d.signalOp == CCO_SIGNAL_INC) {
     const uint32_t theirs = cco_sdma_slot(s.lsaRank, queue, static_cast<uint32_t>(s.queues));
-    CCO_RETURN_IF_ERROR(c.platform->StreamWriteValue64(c.device, stream, c.LsaSlice(peer) + s.signalOffset + 8ull * theirs,
-                                                       ++s.sent[ring]));
+    CCO_RETURN_IF_ERROR(stream.WriteValue64(c.LsaSlice(peer) + s.signalOffset + 8ull * theirs, ++s.sent[ring]));
   }
   if ((!put && d.signalOp == CCO_SIGNAL_INC) || (put && (d.flags & CCO_SDMA_DESC_LOCAL)))
-    CCO_RETURN_IF_ERROR(
-        c.platform->StreamWriteValue64(c.device, stream, c.MySlice() + s.localOffset + 8ull * ring, ++s.landed[ring]));
+    CCO_RETURN_IF_ERROR(stream.WriteValue64(c.MySlice() + s.localOffset + 8ull * ring, ++s.landed[ring]));
   if (trace_)
     fprintf(stderr, "cco proxy rank %d: SDMA peer %d queue %d ticket %llu %s %llu bytes, signal %d, flags %u\n",
             c.topo.rank, peer, queue, static_cast<unsigned long long>(ticket), put ? "put" : "get",

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "net/backend.h"
+#include "proxy/copy_queue.h"
 #include "proxy/gda_resources.h"
 #include "proxy/sdma_resources.h"
 
@@ -88,10 +89,10 @@ class Proxy : private NetTargetMap {
   bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf);
   // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
   // *deferred: the work went to the network backend, which completes the ticket later.
-  Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred);
+  Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred, CopyQueue& stream);
   Status IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
   // The counter of a marker on `ring` once everything before it on the ring is done.
-  Status PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId);
+  Status PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId, CopyQueue& stream);
   bool ProgressNet(NetBackend& net);
   // Host peers in other processes: one that ended (its descriptor-mesh socket hung up) fails
   // every ring to it, now and in device communicators attached later.
@@ -104,7 +105,7 @@ class Proxy : private NetTargetMap {
   Status SignalAddress(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t* address) override;
   Status AddSignal(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t add, uint64_t* address,
                    uint64_t* sum) override;
-  Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d);
+  Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, CopyQueue& stream);
   Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
   Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);
   Status FlatEndpoints(const ccoGdaDesc& d, int32_t lsaPeer, uint64_t* dst, uint64_t* src);

@@ -12,6 +12,8 @@ from cco.cli.report import size_label
 from cco.cli.timing import sweep
 from cco.kernels import gda as G
 
+PIECE = 64 << 10  # the bandwidth table's pieces
+
 
 def run_suite(report, opts, group, progress):
     _round_trip(report, opts, group, progress)
@@ -91,10 +93,11 @@ def _launch_costs(report, opts, group, progress):
 def _bandwidth(report, opts, group, progress):
     rows = report.suite(
         f"GDA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
-        ["size", "put+flush us", "put GB/s", "memcpy GB/s", "put/memcpy %"],
+        ["size", "put+flush us", "put GB/s", "in 64 KiB pieces GB/s", "memcpy GB/s", "put/memcpy %"],
         note="a kernel posts `reps` puts and flushes once (the copies run back to back); put+flush: one put "
-             "flushed each time (the latency); memcpy: cudaMemcpyAsync of the same bytes from rank 0's window to "
-             "rank 1's, replayed from a CUDA graph")
+             "flushed each time (the latency); in 64 KiB pieces: each put posted as puts of 64 KiB one after "
+             "another (the proxy joins pieces that continue each other into one copy); memcpy: cudaMemcpyAsync "
+             "of the same bytes from rank 0's window to rank 1's, replayed from a CUDA graph")
     span = opts.max_bytes
     status = P.status_words(group)
     P.fill_sources(group, span)
@@ -103,15 +106,23 @@ def _bandwidth(report, opts, group, progress):
         return lambda rk: lambda: G.put_flush[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
                                                     EACH=each, num_warps=4, extern_libs=group.libs)
 
+    def pieces(size, count):
+        return lambda rk: lambda: G.put_pieces[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
+                                                     PIECE=PIECE, num_warps=4, extern_libs=group.libs)
+
     group.run_once(group.on([0], puts(8, 1)))  # load
     group.run_once(group.on([0], puts(8, 1, True)))
+    group.run_once(group.on([0], pieces(PIECE, 1)))
     for size in sweep(min(max(opts.min_bytes, 4096), span), span):
         progress("gda put", size_label(size))
         reps = max(5, min(200, int(4e9 // size) // 50))
         t_each = group.time_kernels(group.on([0], puts(size, reps, True)), reps)
         t_put = group.time_kernels(group.on([0], puts(size, reps)), reps)
+        t_pieces = group.time_kernels(group.on([0], pieces(size, reps)), reps) if size >= 2 * PIECE else float("nan")
         t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps)
         gb = size / 1e9
-        rows.append([size_label(size), t_each * 1e6, gb / t_put, gb / t_copy, 100 * t_copy / t_put])
+        rows.append([size_label(size), t_each * 1e6, gb / t_put, gb / t_pieces, gb / t_copy, 100 * t_copy / t_put])
     P.check_status(group, status, "GDA put bandwidth")
     P.check_landed(group, span, puts(span, 1), "GDA put")
+    if span % PIECE == 0:
+        P.check_landed(group, span, pieces(span, 1), "GDA put in pieces")

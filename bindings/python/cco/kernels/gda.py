@@ -59,6 +59,21 @@ def put_flush(dc, win, status, peer, count, src, dst, nbytes, EACH: tl.constexpr
     tl.atomic_add(status, bad)
 
 
+@triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes"])
+def put_pieces(dc, win, status, peer, count, src, dst, nbytes, PIECE: tl.constexpr):
+    """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
+    `dst` as puts of PIECE bytes, one after another (a transfer a kernel cuts up); one flush
+    at the end."""
+    bad = 0
+    for _ in range(count):
+        for k in range(nbytes // PIECE):
+            bad += cco.Gda.put(dc, 0, peer, win, dst + k * PIECE, win, src + k * PIECE, PIECE, 0, 0,
+                               coop=cco.CoopScope.BLOCK, thread_mode=cco.ThreadMode.INDEPENDENT,
+                               signal_op=cco.SignalOp.NONE)
+    bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    tl.atomic_add(status, bad)
+
+
 @triton.jit(do_not_specialize=["peer", "count"])
 def lone_call(dc, win, status, peer, count, OP: tl.constexpr):
     """`count` times one call and nothing else, for what a call costs a kernel launch:

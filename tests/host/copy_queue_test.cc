@@ -1,0 +1,95 @@
+// The proxy's CopyQueue on the cpu platform (copies and writes land at once, in call order):
+// pieces that continue each other become one copy, nothing is reordered around a write,
+// and pieces that would overlap once joined stay apart.
+#include <gtest/gtest.h>
+#include <stdint.h>
+
+#include <numeric>
+#include <vector>
+
+#include "platform/platform.h"
+#include "proxy/copy_queue.h"
+
+namespace cco {
+namespace {
+
+class CopyQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(CreateCpuPlatform(&platform_).ok()); }
+  void TearDown() override { delete platform_; }
+  uint64_t At(std::vector<uint64_t>& v, size_t word) { return reinterpret_cast<uint64_t>(v.data() + word); }
+  Platform* platform_ = nullptr;
+};
+
+std::vector<uint64_t> Words(size_t n, uint64_t first) {
+  std::vector<uint64_t> v(n);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+TEST_F(CopyQueueTest, PiecesThatContinueEachOtherAreOneCopy) {
+  std::vector<uint64_t> src = Words(64, 1000), dst(64, 0);
+  CopyQueue q(platform_, 0, 0);
+  for (size_t piece = 0; piece < 8; ++piece)  // 8 pieces of 8 words, in order
+    ASSERT_TRUE(q.Copy(At(dst, 8 * piece), At(src, 8 * piece), 64).ok());
+  EXPECT_EQ(dst[0], 0u);  // held back until something else needs the stream
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 1u);
+  EXPECT_EQ(dst, src);
+}
+
+TEST_F(CopyQueueTest, PiecesOutOfOrderOrApartAreCopiesOfTheirOwn) {
+  std::vector<uint64_t> src = Words(64, 1000), dst(64, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 8), At(src, 8), 64).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64).ok());    // before the first: not a continuation
+  ASSERT_TRUE(q.Copy(At(dst, 24), At(src, 16), 64).ok());  // the source continues, the destination does not
+  ASSERT_TRUE(q.Copy(At(dst, 32), At(src, 32), 0).ok());   // nothing to copy: no submission
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 3u);
+  for (size_t w = 0; w < 16; ++w) EXPECT_EQ(dst[w], src[w]) << w;
+  for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[24 + w], src[16 + w]) << w;
+  EXPECT_EQ(dst[16], 0u);
+}
+
+// A write queued after copies lands after them: here it overwrites a word the held-back copy
+// writes, so issuing the copy later would undo it.
+TEST_F(CopyQueueTest, AWriteComesAfterTheCopiesBeforeIt) {
+  std::vector<uint64_t> src = Words(16, 1000), dst(16, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 8), At(src, 8), 64).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 3), 7).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(dst[3], 7u);
+  EXPECT_EQ(dst[15], src[15]);
+  EXPECT_EQ(q.submissions(), 2u);  // the joined copy, then the write
+}
+
+// A chain where each piece reads what the one before wrote: joined it would be one
+// overlapping copy (another result), so the pieces stay apart.
+TEST_F(CopyQueueTest, PiecesThatWouldOverlapOnceJoinedStayApart) {
+  std::vector<uint64_t> v = Words(32, 1000);
+  const std::vector<uint64_t> before = v;
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(v, 8), At(v, 0), 64).ok());   // [0, 8) -> [8, 16)
+  ASSERT_TRUE(q.Copy(At(v, 16), At(v, 8), 64).ok());  // [8, 16) -> [16, 24): reads the first's result
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 2u);
+  for (size_t w = 0; w < 8; ++w) {
+    EXPECT_EQ(v[8 + w], before[w]) << w;
+    EXPECT_EQ(v[16 + w], before[w]) << w;  // the chain's result, not [8, 16)'s old words
+  }
+}
+
+TEST_F(CopyQueueTest, ACopyHeldBackIsIssuedWhenTheQueueGoes) {
+  std::vector<uint64_t> src = Words(8, 1000), dst(8, 0);
+  {
+    CopyQueue q(platform_, 0, 0);
+    ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64).ok());
+  }
+  EXPECT_EQ(dst, src);
+}
+
+}  // namespace
+}  // namespace cco
