@@ -112,7 +112,7 @@ def _bandwidth(report, opts, group, progress):
 
     group.run_once(group.on([0], puts(8, 1)))  # load
     group.run_once(group.on([0], puts(8, 1, True)))
-    group.run_once(group.on([0], pieces(PIECE, 1)))
+    group.run_once(group.on([0], pieces(0, 1)))  # no piece: loads it whatever the span
     for size in sweep(min(max(opts.min_bytes, 4096), span), span):
         progress("gda put", size_label(size))
         reps = max(5, min(200, int(4e9 // size) // 50))
