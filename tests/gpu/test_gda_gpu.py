@@ -276,45 +276,6 @@ def test_gda_threads_on_one_gpu(world, sync):
         print("\nGDA on 1 GPU, threads:", _describe(report[0]))
 
 
-def test_a_failed_ring_fails_the_flush_in_every_thread():
-    """The group's verdict: one thread flushes the failed ring, and every thread of the block
-    returns ABORTED (the others learn it from the ring's device-side mirror and one vote)."""
-    os.environ["CCO_PLATFORM"] = "cuda"
-    from cco import Communicator
-
-    uid = Communicator.get_unique_id()
-    errors, got = {}, {}
-    block = 128  # num_warps=4: one element per thread
-
-    def run(rank):
-        try:
-            rk = Rank(rank, 2, uid, 0)
-            try:
-                with torch.cuda.stream(rk.stream):
-                    status = torch.full((block,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
-                    refused_then_flush[(1,)](rk.dc.ptr, status, 1 - rank, 1 << 20, BLOCK=block, num_warps=4,
-                                             extern_libs=rk.libs)
-                rk.stream.synchronize()
-                with torch.cuda.stream(rk.stream):
-                    got[rank] = status.tolist()
-                rk.comm.barrier()
-            finally:
-                rk.close()
-        except BaseException as e:
-            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
-
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
-    assert errors == {}, errors
-    aborted = 2  # CCO_DEVICE_STATUS_ABORTED
-    for rank in range(2):
-        assert got[rank] == [aborted] * block, f"rank {rank}: statuses {sorted(set(got[rank]))}"
-
-
 def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
     """Runs body_of(rank, rk) for ranks 0 and 1 as threads on GPU 0; returns {rank: result}.
     aborted: a rank was aborted, so each tears its communicator down locally (abort first)."""
@@ -344,6 +305,28 @@ def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
     assert not any(t.is_alive() for t in threads), "a rank hung"
     assert errors == {}, errors
     return results
+
+
+def test_a_failed_ring_fails_the_flush_in_every_thread():
+    """The group's verdict: one thread flushes the failed ring, and every thread of the block
+    returns ABORTED (the others learn it from the ring's device-side mirror and one vote)."""
+    block = 128  # num_warps=4: one element per thread
+
+    def body_of(rank, rk):
+        with torch.cuda.stream(rk.stream):
+            status = torch.full((block,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
+            refused_then_flush[(1,)](rk.dc.ptr, status, 1 - rank, 1 << 20, BLOCK=block, num_warps=4,
+                                     extern_libs=rk.libs)
+        rk.stream.synchronize()
+        with torch.cuda.stream(rk.stream):
+            got = status.tolist()
+        rk.comm.barrier()
+        return got
+
+    got = _two_ranks_as_threads(body_of)
+    aborted = 2  # CCO_DEVICE_STATUS_ABORTED
+    for rank in range(2):
+        assert got[rank] == [aborted] * block, f"rank {rank}: statuses {sorted(set(got[rank]))}"
 
 
 def _load_barrier_rounds(rk, status):

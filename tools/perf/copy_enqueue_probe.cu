@@ -4,8 +4,8 @@
 // One process, VMM memory mapped as a communicator maps it (one reservation, two
 // allocations). Each way queues `count` copies of `size` into distinct destinations:
 //   memcpy          cuMemcpyAsync per copy (what the proxy does)
-//   dtod            cuMemcpyDtoDAsync per copy (the types given, not looked up)
 //   memcpy+write    the same, each followed by cuStreamWriteValue64 (a signal behind each put)
+//   dtod            cuMemcpyDtoDAsync per copy (the types given, not looked up)
 //   batch           one cuMemcpyBatchAsync for all of them
 //   graph           the copies captured once and replayed (the anchor cco perf uses)
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
@@ -16,16 +16,7 @@
 #include <chrono>
 #include <vector>
 
-#define CHECK(call)                                                     \
-  do {                                                                  \
-    CUresult r_ = (call);                                               \
-    if (r_ != CUDA_SUCCESS) {                                           \
-      const char* m_ = nullptr;                                         \
-      cuGetErrorString(r_, &m_);                                        \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, m_); \
-      exit(1);                                                          \
-    }                                                                   \
-  } while (0)
+#include "driver_check.h"
 
 static double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -12,16 +12,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    CUresult r_ = (call);                                                     \
-    if (r_ != CUDA_SUCCESS) {                                                 \
-      const char* m_ = nullptr;                                               \
-      cuGetErrorString(r_, &m_);                                              \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, m_);       \
-      exit(1);                                                                \
-    }                                                                         \
-  } while (0)
+#include "driver_check.h"
 
 static double Now() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
