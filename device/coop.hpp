@@ -49,17 +49,17 @@ struct ccoCoopBlock {
 
 namespace cco {
 
-/// The worst (largest) ccoDeviceStatus the group's threads pass, returned to every thread: a
-/// call that failed in one thread fails in all, so a DSL that reports thread 0's value (as
-/// Triton does for a scalar) reports it too. A barrier of the group: one vote where every
-/// thread passed OK, one more per status value when one did not. A group that cannot vote
-/// (an amdgcn block) gets the caller's own status back.
+/// The worst (largest) ccoDeviceStatus the group's threads pass (0 to 3, as every call
+/// returns), given to every thread: a call that failed in one thread fails in all, so a DSL
+/// that reports thread 0's value (as Triton does for a scalar) reports it too. A barrier of
+/// the group: one vote where every thread passed OK, one more per status value when one did
+/// not. A group that cannot vote (an amdgcn block) gets the caller's own status back.
 template <class Coop> CCO_DEVICE_API int32_t worst_status(const Coop& coop, int32_t mine) {
   if (!coop.any(mine != CCO_DEVICE_STATUS_OK)) return CCO_DEVICE_STATUS_OK;
   if (!Coop::kVotes) return mine;
-  for (int32_t s = CCO_DEVICE_STATUS_INVALID_ARGUMENT; s > CCO_DEVICE_STATUS_OK; --s)
-    if (coop.any(mine >= s)) return s;
-  return mine;  // a status above the known ones, which no call returns
+  int32_t worst = CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  while (worst > CCO_DEVICE_STATUS_TIMEOUT && !coop.any(mine >= worst)) --worst;
+  return worst;  // TIMEOUT when no thread passed more: one passed something other than OK
 }
 
 }  // namespace cco

@@ -28,7 +28,8 @@
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
 //     after the group synchronised (its threads' earlier writes come first). Waits, flushes
 //     and the barrier run in every thread. Every thread returns the group's verdict
-//     (coop.hpp worst_status): a call that failed in one thread fails in all.
+//     (coop.hpp worst_status): a call that failed in one thread fails in all. An amdgcn
+//     block cannot vote: there each thread returns what it met itself.
 //   - Thread mode AGGREGATE (thread coop): the lanes of a warp that post to one ring
 //     together reserve their slots with one atomic and ring once.
 //   - Direct path (device/gda_direct.hpp): to a peer of this rank's LSA team, Immediate and
@@ -186,7 +187,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     Coop coop;
     coop.sync();
     arch::fence<scope::System>();  // direct puts landed
-    return gda::Flush<Mode>(ring(index), limits_);
+    return worst_status(coop, gda::Flush<Mode>(ring(index), limits_));  // timeouts are per thread
   }
 
   /// Releases every post of this context so far and notes how far each ring must get;

@@ -31,7 +31,8 @@
 //     wait_local / read_local / reset_local the same on the local pool.
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
 //     after the group synchronised; waits and quiets run in every thread. Every thread
-//     returns the group's verdict (coop.hpp worst_status).
+//     returns the group's verdict (coop.hpp worst_status; on an amdgcn block, which cannot
+//     vote, what it met itself).
 // Peers are LSA ranks. Statuses are ccoDeviceStatus values; INVALID_ARGUMENT where SDMA is
 // not enabled on the device communicator (CCO_ENABLE_SDMA), or a peer, queue or flag is
 // out of range. Every wait polls the abort flag and its ring's error word and ends at the

@@ -308,8 +308,9 @@ def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
 
 
 def test_a_failed_ring_fails_the_flush_in_every_thread():
-    """The group's verdict: one thread flushes the failed ring, and every thread of the block
-    returns ABORTED (the others learn it from the ring's device-side mirror and one vote)."""
+    """The group's verdict: one thread flushes the failed ring and meets its error, and every
+    thread of the block returns ABORTED (one vote spreads it; the device-side mirror of a
+    ring failed after all its work was consumed is not what this exercises)."""
     block = 128  # num_warps=4: one element per thread
 
     def body_of(rank, rk):
@@ -368,6 +369,7 @@ def test_gda_barrier_ends_on_abort_in_every_thread():
             time.sleep(1.0)  # stays alive while rank 0 waits, never enters the barrier
             return None
         with torch.cuda.stream(rk.stream):
+            rk.view(64).zero_()  # slot 0 stays 0: the peer never writes it
             status = torch.full((1,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
             _load_barrier_rounds(rk, status)
         rk.stream.synchronize()

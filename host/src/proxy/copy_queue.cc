@@ -14,31 +14,38 @@ bool Overlap(uint64_t a, uint64_t b, uint64_t n) { return a < b + n && b < a + n
 // copy whose ring slot is already counted as done.
 CopyQueue::~CopyQueue() { (void)Flush(); }
 
-Status CopyQueue::Copy(uint64_t dst, uint64_t src, uint64_t bytes) {
+Status CopyQueue::Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t windows) {
+  if (!failed_.ok()) return failed_;
   if (bytes == 0) return Status::Ok();
-  const bool continues = bytes_ != 0 && dst == dst_ + bytes_ && src == src_ + bytes_ &&
-                         bytes <= UINT64_MAX - bytes_ && !Overlap(dst_, src_, bytes_ + bytes);
+  const bool continues = bytes_ != 0 && windows != 0 && windows == windows_ && dst == dst_ + bytes_ &&
+                         src == src_ + bytes_ && bytes <= UINT64_MAX - bytes_ && !Overlap(dst_, src_, bytes_ + bytes);
   if (continues) {
     bytes_ += bytes;
     return Status::Ok();
   }
   CCO_RETURN_IF_ERROR(Flush());
-  dst_ = dst, src_ = src, bytes_ = bytes;
+  dst_ = dst, src_ = src, bytes_ = bytes, windows_ = windows;
   return Status::Ok();
 }
 
 Status CopyQueue::WriteValue64(uint64_t address, uint64_t value) {
   CCO_RETURN_IF_ERROR(Flush());
   ++submissions_;
-  return platform_->StreamWriteValue64(device_, stream_, address, value);
+  return Submitted(platform_->StreamWriteValue64(device_, stream_, address, value));
 }
 
 Status CopyQueue::Flush() {
+  if (!failed_.ok()) return failed_;
   if (bytes_ == 0) return Status::Ok();
   const uint64_t dst = dst_, src = src_, bytes = bytes_;
-  bytes_ = 0;  // issued or failed: either way no longer held
+  bytes_ = 0;  // submitted, or failed for good
   ++submissions_;
-  return platform_->CopyOnStream(device_, stream_, dst, src, bytes);
+  return Submitted(platform_->CopyOnStream(device_, stream_, dst, src, bytes));
+}
+
+Status CopyQueue::Submitted(Status s) {
+  if (!s.ok() && failed_.ok()) failed_ = s;
+  return s;
 }
 
 }  // namespace cco

@@ -5,11 +5,17 @@
 // costs 5-6 us of host time on the H200 machine (results/h200-gda-flush/), which bounded
 // puts through the proxy at a third of memcpy's bandwidth.
 //
-// Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copy
-// held back, so nothing is ever ahead of the data before it. Copies whose joined ranges
-// would overlap are not joined (a chain of copies, each reading what the one before wrote,
-// is well defined; one overlapping copy is not). The owner calls Flush() before the stream
-// is used any other way, and sees its status; the destructor flushes too, unreported.
+// Rules:
+//   - Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copy
+//     held back, so nothing is ever ahead of the data before it.
+//   - Only copies between the same pair of windows join (`windows`, 0: never): one copy
+//     never spans two separately mapped allocations that happen to be neighbours.
+//   - Copies whose joined ranges would overlap stay apart (a chain of copies, each reading
+//     what the one before wrote, is well defined; one overlapping copy is not).
+//   - The first submission that fails fails every call after it: the owner must not publish
+//     `consumed` over a copy that was held back and never submitted.
+// The owner calls Flush() before the stream is used any other way, and sees its status; the
+// destructor flushes too, unreported.
 #ifndef CCO_HOST_PROXY_COPY_QUEUE_H_
 #define CCO_HOST_PROXY_COPY_QUEUE_H_
 
@@ -29,8 +35,8 @@ class CopyQueue {
   CopyQueue& operator=(const CopyQueue&) = delete;
 
   // Queues a copy of `bytes` from src to dst: joined to the one held back where it continues
-  // it, else after it.
-  Status Copy(uint64_t dst, uint64_t src, uint64_t bytes);
+  // it between the same `windows` (a key naming both windows; 0 joins nothing), else after it.
+  Status Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t windows);
   // Writes `value` at `address` behind everything queued so far.
   Status WriteValue64(uint64_t address, uint64_t value);
   // Issues the copy held back, if any.
@@ -40,11 +46,14 @@ class CopyQueue {
   uint64_t submissions() const { return submissions_; }
 
  private:
+  Status Submitted(Status s);  // keeps the first failure
+
   Platform* platform_;
   int device_;
   uint64_t stream_;
-  uint64_t dst_ = 0, src_ = 0, bytes_ = 0;  // the copy held back (bytes_ 0: none)
+  uint64_t dst_ = 0, src_ = 0, bytes_ = 0, windows_ = 0;  // the copy held back (bytes_ 0: none)
   uint64_t submissions_ = 0;
+  Status failed_ = Status::Ok();
 };
 
 }  // namespace cco

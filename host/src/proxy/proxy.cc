@@ -354,6 +354,9 @@ Status CheckGdaDesc(const GdaResources& g, const ccoGdaDesc& d) {
   return Status::Ok();
 }
 
+// The pair of windows a copy runs between: copies join only within one pair (copy_queue.h).
+uint64_t WindowPair(const ccoGdaDesc& d) { return uint64_t{d.dstWindow} << 32 | d.srcWindow; }
+
 }  // namespace
 
 // Checks everything first, so that a descriptor the proxy refuses has no effect at all.
@@ -391,7 +394,7 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
   if (inlineWord)  // an aligned word: a stream write, no copy engine
     CCO_RETURN_IF_ERROR(stream.WriteValue64(dst, d.srcOffset));
   else if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0)
-    CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes));
+    CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes, d.op == CCO_GDA_OP_PUT_VALUE ? 0 : WindowPair(d)));
   // Behind the data on the stream: this rank's word of the target's signal, its new sum.
   uint64_t signalAddress = 0, sum = 0;
   if (d.signalOp != CCO_SIGNAL_NONE) {
@@ -616,7 +619,8 @@ Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoG
   uint64_t dst = 0, src = 0;
   CCO_RETURN_IF_ERROR((d.flags & CCO_SDMA_DESC_FLAT) ? FlatEndpoints(d, peer, &dst, &src)
                                                      : Endpoints(d, c.LsaSlice(peer), &dst, &src));
-  CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes));  // on the queue's stream (Drain's streamOf)
+  // On the queue's stream (Drain's streamOf); pointer descriptors name no window: never joined.
+  CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes, (d.flags & CCO_SDMA_DESC_FLAT) ? 0 : WindowPair(d)));
   // Behind the data on the queue's stream: the counts, each in a slot only this proxy writes.
   if (put && d.signalOp == CCO_SIGNAL_INC) {
     const uint32_t theirs = cco_sdma_slot(s.lsaRank, queue, static_cast<uint32_t>(s.queues));
