@@ -24,10 +24,7 @@ static double NowUs() {
 
 // Maps `size` bytes of fresh device memory at `at` (inside a reservation).
 static void MapAt(CUdeviceptr at, size_t size) {
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  const CUmemAllocationProp prop = PinnedOnGpu0();
   CUmemGenericAllocationHandle handle;
   CHECK(cuMemCreate(&handle, size, &prop, 0));
   CHECK(cuMemMap(at, size, 0, handle, 0));
@@ -54,29 +51,18 @@ template <class Queue> static Timing Time(CUstream stream, int count, Queue queu
 int main(int argc, char** argv) {
   const size_t size = static_cast<size_t>(argc > 1 ? atol(argv[1]) : 1024) << 10;
   const int count = argc > 2 ? atoi(argv[2]) : 200;
-  CHECK(cuInit(0));
-  CUdevice dev;
-  CHECK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
+  UseGpu0();
   size_t granularity = 0;
-  {
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
-  }
+  const CUmemAllocationProp prop = PinnedOnGpu0();
+  CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   const size_t span = (size * count + granularity - 1) / granularity * granularity;
   CUdeviceptr base;
-  CHECK(cuMemAddressReserve(&base, 2 * span, 0, 0, 0));
   // "plain": cuMemAlloc'd memory instead, to tell a VMM mapping's cost from the copy call's.
   const bool plain = argc > 3 && argv[3][0] == 'p';
   if (plain) {
-    CHECK(cuMemAddressFree(base, 2 * span));
     CHECK(cuMemAlloc(&base, 2 * span));
   } else {
+    CHECK(cuMemAddressReserve(&base, 2 * span, 0, 0, 0));
     MapAt(base, span);         // sources
     MapAt(base + span, span);  // destinations
   }

@@ -1,5 +1,10 @@
-// CHECK(call): a CUDA driver call that must succeed, or the probe exits naming it. Shared
-// by the single-file probes of tools/perf (each built alone by nvcc in stage_device.sh).
+// What the single-file probes of tools/perf that use the CUDA driver share (each is built
+// alone by nvcc in stage_device.sh):
+//   CHECK(call)          a driver call that must succeed, or the probe exits naming it
+//   UseGpu0()            the driver initialised, GPU 0's primary context current (returned,
+//                        for the probe's other threads to make current)
+//   PinnedOnGpu0()       the allocation properties of device memory on GPU 0, as a
+//                        communicator's windows are made
 #ifndef CCO_TOOLS_PERF_DRIVER_CHECK_H_
 #define CCO_TOOLS_PERF_DRIVER_CHECK_H_
 
@@ -17,5 +22,23 @@
       exit(1);                                                          \
     }                                                                   \
   } while (0)
+
+static inline CUcontext UseGpu0() {
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0));
+  CUcontext ctx;
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  return ctx;
+}
+
+static inline CUmemAllocationProp PinnedOnGpu0() {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  return prop;
+}
 
 #endif  // CCO_TOOLS_PERF_DRIVER_CHECK_H_

@@ -21,16 +21,8 @@ static double Now() {
 int main(int argc, char** argv) {
   const size_t size = (argc > 1 ? atol(argv[1]) : 1024) << 20;
   const int peers = argc > 2 ? atoi(argv[2]) : 7;
-  CHECK(cuInit(0));
-  CUdevice dev;
-  CHECK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  const CUcontext ctx = UseGpu0();
+  CUmemAllocationProp prop = PinnedOnGpu0();
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t gmin = 0, grec = 0;
   CHECK(cuMemGetAllocationGranularity(&gmin, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
