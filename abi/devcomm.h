@@ -95,7 +95,10 @@ typedef struct ccoDevComm {
                                    * bytes with a peer of the LSA team is done by the device
                                    * itself when the ring to that peer is idle (abi/gda.h,
                                    * direct words) */
-  uint64_t reserved[1];           /* zero */
+  uint32_t gdaDirectGroupMaxBytes; /* where gdaDirectMaxBytes is not 0: a put or get whose copy
+                                   * a warp or block shares goes direct up to the larger of the
+                                   * two (0 from a host before this field: gdaDirectMaxBytes) */
+  uint32_t reserved;              /* zero */
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of
    * sdmaRingDepth, the GDA ring format, ring [lsaPeer * sdmaQueueCount + queue]; the signal
@@ -136,7 +139,8 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaQueueCount) == 188, "ccoDevComm.sdmaQ
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingSlots) == 192, "ccoDevComm.gdaRingSlots");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaSignals) == 216, "ccoDevComm.gdaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingDepth) == 232, "ccoDevComm.gdaRingDepth");
-CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 248, "ccoDevComm.reserved");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaDirectGroupMaxBytes) == 248, "ccoDevComm.gdaDirectGroupMaxBytes");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 252, "ccoDevComm.reserved");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingSlots) == 256, "ccoDevComm.sdmaRingSlots");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaSignals) == 280, "ccoDevComm.sdmaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingDepth) == 296, "ccoDevComm.sdmaRingDepth");

@@ -34,8 +34,9 @@
 //     together reserve their slots with one atomic and ring once.
 //   - Direct path (device/gda_direct.hpp): to a peer of this rank's LSA team, Immediate and
 //     Deferred handles do signal, put_value, and puts and gets of up to dc.gdaDirectMaxBytes
-//     with their own loads and stores when the ring to that peer is idle, with the same
-//     semantics (a direct get is complete when it returns).
+//     (dc.gdaDirectGroupMaxBytes where a warp or block shares the copy) with their own loads
+//     and stores when the ring to that peer is idle, with the same semantics (a direct get is
+//     complete when it returns).
 // Every wait polls the abort flag and the ring's error word and ends at the handle's
 // timeout (0: none). Statuses are ccoDeviceStatus values.
 // A host proxy carries the posts out; it only queues work on its own stream, so host-side
@@ -325,14 +326,14 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     const int32_t lsaPeer = peer - f_.topo.lsaWorldBase;
     const bool copies = d.op == CCO_GDA_OP_PUT || d.op == CCO_GDA_OP_GET;
     if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && copies) {
-      direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, dst, src));
+      direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, dst, src, true));
       if (direct) {
         DirectData(d, dst, src, lsaPeer, coop.thread_rank(), coop.size());
         coop.sync();  // every share stored before thread 0's signal releases them
         if (coop.thread_rank() == 0) DirectSignal(d, lsaPeer);
       }
     } else if (coop.thread_rank() == 0) {
-      direct = DirectReady(lsaPeer, index, d, dst, src);
+      direct = DirectReady(lsaPeer, index, d, dst, src, false);
       if (direct) {
         DirectData(d, dst, src, lsaPeer, 0, 1);
         DirectSignal(d, lsaPeer);
@@ -353,9 +354,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   }
 
   // Whether the operation may take the direct path (device/gda_direct.hpp) to LSA rank
-  // lsaPeer; false: it goes through the ring.
+  // lsaPeer; false: it goes through the ring. shared: a put's or get's copy would be shared
+  // by a warp or block (the group bound), else thread 0 would copy alone.
   CCO_DEVICE_API bool DirectReady(int32_t lsaPeer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst,
-                                  ccoWindow_t src) {
+                                  ccoWindow_t src, bool shared) {
     if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED || f_.directMaxBytes == 0 || d.flags != 0) return false;
     if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(f_.topo.lsaSize)) return false;
     if (d.signalOp != CCO_SIGNAL_NONE && ((d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD) ||
@@ -364,7 +366,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     switch (d.op) {
       case CCO_GDA_OP_PUT:
       case CCO_GDA_OP_GET:
-        if (d.bytes > f_.directMaxBytes || !gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes) ||
+        if (d.bytes > (shared ? f_.directGroupMaxBytes : f_.directMaxBytes) || !gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes) ||
             !gda::WindowHolds(f_.flatBase, f_.stride, src, d.srcOffset, d.bytes))
           return false;
         break;
@@ -454,7 +456,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   struct Fields {
     ccoGdaTopo topo;
     int32_t connectionType, peerCount;
-    uint32_t contextCount, signalCount, counterCount, barrierCount, directMaxBytes, ringDepth;
+    uint32_t contextCount, signalCount, counterCount, barrierCount, ringDepth;
+    uint32_t directMaxBytes, directGroupMaxBytes;  // the latter already the larger of the two
     uint64_t ringSlots, ringHost, ringDevice, signals, counters, flatBase, stride;
     uint64_t resources;  // this rank's copy of the resources
     uint32_t shadowOffset, flushOffset;
@@ -466,8 +469,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
           signalCount(dc.gdaSignalCount),
           counterCount(dc.gdaCounterCount),
           barrierCount(dc.gdaBarrierCount),
-          directMaxBytes(dc.gdaDirectMaxBytes),
           ringDepth(dc.gdaRingDepth),
+          directMaxBytes(dc.gdaDirectMaxBytes),
+          directGroupMaxBytes(dc.gdaDirectGroupMaxBytes > dc.gdaDirectMaxBytes ? dc.gdaDirectGroupMaxBytes
+                                                                                 : dc.gdaDirectMaxBytes),
           ringSlots(dc.gdaRingSlots),
           ringHost(dc.gdaRingHost),
           ringDevice(dc.gdaRingDevice),

@@ -4,7 +4,8 @@
 // stores. For small operations that is several microseconds faster than a trip through the
 // proxy (a host thread polling a ring, then a copy and a stream write queued on a GPU), so
 // ccoGda does signal, put_value, and puts and gets of up to ccoDevComm.gdaDirectMaxBytes
-// itself (a get by loads from the peer's memory):
+// itself (a get by loads from the peer's memory; gdaDirectGroupMaxBytes where a warp or block
+// shares the copy, which it does many times faster than one thread):
 //
 //   - only when the ring to that peer is idle: every ticket ever reserved on it is consumed,
 //     i.e. complete (data and signal landed). Then nothing posted earlier on that context to

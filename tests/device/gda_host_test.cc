@@ -280,6 +280,37 @@ TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
   }), 0);
 }
 
+// A put or get whose copy a warp or block shares goes direct up to gdaDirectGroupMaxBytes
+// (65536 by default), one thread's copy up to gdaDirectMaxBytes (4096). On the cpu platform a
+// warp and a block are groups of one host thread, but they take the shared path all the same.
+TEST_P(GdaOnHost, GroupCopiesTakeTheGroupBound) {
+  const bool direct = this->direct();
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [direct](Rank& k) {
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    CHECK_OR_FAIL(k.dc.gdaDirectGroupMaxBytes == 65536u);  // what the direct path would use
+    Fill(k.mem, k.rank, 4096);                               // 16 KiB
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    const int peer = 1 - k.rank;
+    const uint64_t before = RingHead(k.dc, 0, peer);
+    CHECK_OR_FAIL((gda.put<ccoCoopWarp>(peer, k.win, 16384, k.win, 0, 16384, CCO_SIGNAL_INC, 2)) == 0);
+    CHECK_OR_FAIL((gda.put<ccoCoopBlock>(peer, k.win, 32768, k.win, 0, 16384, CCO_SIGNAL_INC, 2)) == 0);
+    CHECK_OR_FAIL(gda.flush() == 0);
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 0u : 2u));
+    CHECK_OR_FAIL(gda.put(peer, k.win, 49152, k.win, 0, 8192, CCO_SIGNAL_INC, 2) == 0);  // one thread: the ring
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - before == (direct ? 1u : 3u));
+    CHECK_OR_FAIL(gda.wait_signal(2, 3) == 0);
+    CHECK_OR_FAIL(Holds(k.mem + 16384, peer, 4096) && Holds(k.mem + 32768, peer, 4096) &&
+                  Holds(k.mem + 49152, peer, 2048));
+    CHECK_OR_FAIL(gda.flush() == 0 && ccoBarrierAll(k.comm) == ccoSuccess);  // the peer read what it got
+    const uint64_t got = RingHead(k.dc, 0, peer);
+    CHECK_OR_FAIL((gda.get<ccoCoopWarp>(peer, k.win, 0, k.win, 57344, 8192)) == 0);  // the peer's first 8 KiB
+    CHECK_OR_FAIL(gda.flush() == 0);
+    CHECK_OR_FAIL(RingHead(k.dc, 0, peer) - got == (direct ? 0u : 1u));
+    CHECK_OR_FAIL(Holds(k.mem + 57344, peer, 2048));
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
 // The paths interleave on one ring: puts above the bound (the ring) and small puts with a
 // signal right behind them (direct only once the ring is idle), in both orders, with sizes
 // that vary per round so that the proxy is sometimes done and sometimes not. A signal,
@@ -438,11 +469,65 @@ TEST(GdaDirectBound, RequirementsFieldOverridesTheVariable) {
 
 // A malformed bound is refused, never read as some default.
 TEST(GdaDirectBound, MalformedIsRefused) {
-  for (const char* bad : {"lots", "-1", "2000000"}) {
-    setenv("CCO_GDA_DIRECT_MAX_BYTES", bad, 1);
-    EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank&) { return true; }), 2) << bad;
+  for (const char* name : {"CCO_GDA_DIRECT_MAX_BYTES", "CCO_GDA_DIRECT_GROUP_MAX_BYTES"}) {
+    for (const char* bad : {"lots", "-1", "2000000"}) {
+      setenv(name, bad, 1);
+      EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank&) { return true; }), 2) << name << "=" << bad;
+    }
+    unsetenv(name);
   }
-  unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+}
+
+// Puts of `bytes` by a warp on a device communicator with these bounds: how many took the
+// ring (0: the direct path), after checking the data landed.
+int WarpPutTickets(Rank& k, int single, int group, uint64_t bytes) {
+  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+  reqs.gdaDirectMaxBytes = single;
+  reqs.gdaDirectGroupMaxBytes = group;
+  ccoDevComm dc;
+  if (ccoDevCommCreate(k.comm, &reqs, &dc) != ccoSuccess) return -1;
+  const int peer = 1 - k.rank;
+  int tickets = -1;
+  {
+    ccoGda<> gda(dc, 0, 10'000'000'000ull);
+    memset(k.mem + 32768, 0, bytes);
+    const uint64_t before = RingHead(dc, 0, peer);
+    const bool ok = ccoBarrierAll(k.comm) == ccoSuccess &&
+                    (gda.put<ccoCoopWarp>(peer, k.win, 32768, k.win, 0, bytes, CCO_SIGNAL_INC, 0)) == 0 &&
+                    gda.wait_signal(0, 1) == 0 && Holds(k.mem + 32768, peer, bytes / 4) && gda.flush() == 0;
+    if (ok) tickets = static_cast<int>(RingHead(dc, 0, peer) - before);
+  }
+  const bool closed = ccoBarrierAll(k.comm) == ccoSuccess && ccoDevCommDestroy(k.comm, &dc) == ccoSuccess;
+  return closed ? tickets : -1;
+}
+
+// gdaDirectGroupMaxBytes: the requirement overrides CCO_GDA_DIRECT_GROUP_MAX_BYTES; a group
+// copy goes direct up to the larger of the two bounds, and never while gdaDirectMaxBytes is
+// 0; out of range is refused, naming the field.
+TEST(GdaDirectBound, GroupBoundFromTheRequirementOrTheVariable) {
+  setenv("CCO_GDA_DIRECT_GROUP_MAX_BYTES", "8192", 1);
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    CHECK_OR_FAIL(k.dc.gdaDirectGroupMaxBytes == 8192u);  // made with -1: the variable
+    Fill(k.mem, k.rank, 4096);
+    CHECK_OR_FAIL(WarpPutTickets(k, -1, -1, 8192) == 0);     // the variable's 8192
+    CHECK_OR_FAIL(WarpPutTickets(k, -1, -1, 8196) == 1);
+    CHECK_OR_FAIL(WarpPutTickets(k, -1, 16384, 16384) == 0);  // the field's
+    CHECK_OR_FAIL(WarpPutTickets(k, -1, 0, 4096) == 0);       // the larger bound: gdaDirectMaxBytes
+    CHECK_OR_FAIL(WarpPutTickets(k, -1, 0, 4100) == 1);
+    CHECK_OR_FAIL(WarpPutTickets(k, 12288, 16, 12288) == 0);
+    CHECK_OR_FAIL(WarpPutTickets(k, 0, 16384, 16) == 1);      // the direct path off
+    for (int bad : {-2, (1 << 20) + 1}) {
+      ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+      reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+      reqs.gdaDirectGroupMaxBytes = bad;
+      ccoDevComm dc;
+      CHECK_OR_FAIL(ccoDevCommCreate(k.comm, &reqs, &dc) == ccoInvalidArgument);
+      CHECK_OR_FAIL(strstr(ccoGetLastError(), "gdaDirectGroupMaxBytes") != nullptr);
+    }
+    return true;
+  }), 0);
+  unsetenv("CCO_GDA_DIRECT_GROUP_MAX_BYTES");
 }
 
 }  // namespace

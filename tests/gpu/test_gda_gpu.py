@@ -96,6 +96,19 @@ def barrier_rounds(dc, win, mine, status, peer, rounds):
     tl.store(status, bad)
 
 
+@triton.jit(do_not_specialize=["peer", "dst", "nbytes"])
+def put_then_wait(dc, win, status, peer, dst, nbytes, COOP: tl.constexpr):
+    """Puts this rank's first `nbytes` into `peer`'s window at `dst` with signal 2 += 1, waits
+    for the peer's, flushes; status = failed calls. nbytes == 0: only loads the kernel."""
+    bad = 0
+    if nbytes != 0:
+        bad += cco.Gda.put(dc, 0, peer, win, dst, win, 0, nbytes, 2, 1, coop=COOP,
+                           thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
+        bad += cco.Gda.wait_signal(dc, 0, 2, 1, 64, coop=COOP)
+        bad += cco.Gda.flush(dc, 0, coop=COOP)
+    tl.store(status, bad)
+
+
 class Rank:
     """A rank with a GDA device communicator (FULL: every rank connected) and a window."""
 
@@ -386,3 +399,44 @@ def test_gda_barrier_ends_on_abort_in_every_thread():
     # CCO_DEVICE_STATUS_ABORTED (2) from the barrier, plus 1 for the slot the peer never wrote
     # (the put_value itself succeeds). Thread 0's status was OK before the group's verdict.
     assert _two_ranks_as_threads(body_of, aborted=True)[0] == 2 + 1
+
+
+@pytest.mark.parametrize("coop, warps", [(cco.CoopScope.WARP, 1), (cco.CoopScope.BLOCK, 4)], ids=["warp", "block"])
+def test_group_copies_land_exactly_around_the_bound(coop, warps):
+    """A put whose copy a warp or block shares goes direct up to gdaDirectGroupMaxBytes
+    (65536 by default) and through the proxy above it: every size around the bound lands
+    exactly, and not a byte past its end."""
+    sizes = (4100, 16392, 65536, 65552)
+    dst, slack = 256 << 10, 64
+
+    def body_of(rank, rk):
+        assert rk.dc.struct.gdaDirectGroupMaxBytes == 65536
+        mine = rk.view(1 << 18)  # the whole window, int32
+        with torch.cuda.stream(rk.stream):
+            mine[: 32 << 10] = torch.arange(32 << 10, dtype=torch.int32, device=mine.device) + rank * 1_000_000
+            status = torch.full((1,), -1, dtype=torch.int32, device=mine.device)
+            put_then_wait[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, dst, 0, COOP=coop, num_warps=warps,
+                                extern_libs=rk.libs)
+        rk.stream.synchronize()
+        wrong = []
+        for nbytes in sizes:
+            region = mine[dst // 4: (dst + nbytes + slack) // 4]
+            with torch.cuda.stream(rk.stream):
+                region.zero_()
+            rk.stream.synchronize()
+            rk.comm.barrier()  # both regions cleared before either rank puts
+            with torch.cuda.stream(rk.stream):
+                put_then_wait[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, dst, nbytes, COOP=coop,
+                                    num_warps=warps, extern_libs=rk.libs)
+            rk.stream.synchronize()
+            with torch.cuda.stream(rk.stream):
+                want = torch.zeros_like(region)
+                want[: nbytes // 4] = torch.arange(nbytes // 4, dtype=torch.int32, device=mine.device) + \
+                    (1 - rank) * 1_000_000
+                if int(status.item()) != 0 or not torch.equal(region, want):
+                    wrong.append((nbytes, int(status.item()), int((region != want).sum().item())))
+            rk.comm.barrier()  # the peer checked before this rank clears for the next size
+        return wrong
+
+    got = _two_ranks_as_threads(body_of)
+    assert got == {0: [], 1: []}, f"(bytes, failed calls, wrong words): {got}"

@@ -115,11 +115,12 @@ def test_dev_comm_mirror_matches_every_static_assert_of_devcomm_h():
 
 def test_requirements_mirror_and_its_defaults():
     reqs = CCODevCommRequirements()
-    # size_t size, uint32 magic, uint32 version, then seven ints (and padding to 8).
-    assert ctypes.sizeof(CCODevCommRequirements) == 48
-    assert [getattr(CCODevCommRequirements, f).offset for f in ("magic", "version", "gdaConnectionType")] == [8, 12, 16]
-    assert (reqs.size, reqs.magic, reqs.version) == (48, _abi.DEV_COMM_REQUIREMENTS_MAGIC, _abi.ABI_VERSION)
-    assert [getattr(reqs, f) for f in CCODevCommRequirements.FIELDS] == [cco.GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1]
+    # size_t size, uint32 magic, uint32 version, then nine ints (and padding to 8).
+    assert ctypes.sizeof(CCODevCommRequirements) == 56
+    assert [getattr(CCODevCommRequirements, f).offset
+            for f in ("magic", "version", "gdaConnectionType", "gdaDirectGroupMaxBytes")] == [8, 12, 16, 48]
+    assert (reqs.size, reqs.magic, reqs.version) == (56, _abi.DEV_COMM_REQUIREMENTS_MAGIC, _abi.ABI_VERSION)
+    assert [getattr(reqs, f) for f in CCODevCommRequirements.FIELDS] == [cco.GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1, -1]
 
 
 def test_requirements_fields_by_attribute_and_keyword():

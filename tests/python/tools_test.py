@@ -261,8 +261,9 @@ def kernels_to_compile():
                                       "nbytes": "i64", "KIND": "constexpr", "FIRST": "constexpr"},
          {"KIND": 2, "FIRST": True}),
         ("gda_put_flush", G.put_flush, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "count": "i32",
-                                        "src": "i64", "dst": "i64", "nbytes": "i64", "EACH": "constexpr"},
-         {"EACH": True}),
+                                        "src": "i64", "dst": "i64", "nbytes": "i64", "EACH": "constexpr",
+                                        "COOP": "constexpr"},
+         {"EACH": True, "COOP": 1}),  # a warp's copy
         ("sdma_pingpong", S.pingpong, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "rounds": "i32",
                                        "nbytes": "i64", "queue": "i32", "FIRST": "constexpr"}, {"FIRST": False}),
         ("sdma_put_quiet", S.put_quiet, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "count": "i32",

@@ -74,7 +74,8 @@ class DevCommStruct(ctypes.Structure):
         ("gdaPeerCount", ctypes.c_int32),
         ("gdaUniformNodes", ctypes.c_int32),
         ("gdaDirectMaxBytes", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint64 * 1),
+        ("gdaDirectGroupMaxBytes", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
         # SDMA rings and signal pools
         ("sdmaRingSlots", ctypes.c_uint64),
         ("sdmaRingHost", ctypes.c_uint64),

@@ -53,6 +53,7 @@ class CCODevCommRequirements(ctypes.Structure):
         ("sdmaQueueCount", ctypes.c_int),
         ("gdaBarrierCount", ctypes.c_int),
         ("gdaDirectMaxBytes", ctypes.c_int),
+        ("gdaDirectGroupMaxBytes", ctypes.c_int),
     ]
 
     gda_connection_type = _int_field(
@@ -66,6 +67,9 @@ class CCODevCommRequirements(ctypes.Structure):
     gda_direct_max_bytes = _int_field(
         "gdaDirectMaxBytes", "GDA to LSA peers: signal, put_value and puts up to this many bytes by the device's own "
                              "stores when the ring is idle; 0: always the proxy; -1: CCO_GDA_DIRECT_MAX_BYTES, else 4096")
+    gda_direct_group_max_bytes = _int_field(
+        "gdaDirectGroupMaxBytes", "the same for a put or get whose copy a warp or block shares (the larger bound "
+                                  "applies); -1: CCO_GDA_DIRECT_GROUP_MAX_BYTES, else 65536")
 
     # The settable fields, in struct order (the header is not the user's to change).
     FIELDS = (
@@ -77,10 +81,11 @@ class CCODevCommRequirements(ctypes.Structure):
         "sdma_queue_count",
         "gda_barrier_count",
         "gda_direct_max_bytes",
+        "gda_direct_group_max_bytes",
     )
 
     def __init__(self, **fields):
-        # Positional order is the C initializer's: header, then CROSSNODE, 4, 16, 16, 0, 0, 1, -1.
+        # Positional order is the C initializer's: header, then CROSSNODE, 4, 16, 16, 0, 0, 1, -1, -1.
         super().__init__(
             ctypes.sizeof(CCODevCommRequirements),
             _abi.DEV_COMM_REQUIREMENTS_MAGIC,
@@ -92,6 +97,7 @@ class CCODevCommRequirements(ctypes.Structure):
             0,
             0,
             1,
+            -1,
             -1,
         )
         unknown = sorted(set(fields) - set(self.FIELDS))

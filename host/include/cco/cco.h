@@ -75,12 +75,16 @@ typedef struct ccoDevCommRequirements {
                           * this many bytes by the device's own stores when the ring is idle;
                           * 0: always through the proxy; -1: CCO_GDA_DIRECT_MAX_BYTES, else
                           * 4096 (0 on hip) */
+  int gdaDirectGroupMaxBytes; /* the same for a put or get whose copy a warp or block shares
+                               * (the larger of the two bounds applies; none while
+                               * gdaDirectMaxBytes is 0); -1: CCO_GDA_DIRECT_GROUP_MAX_BYTES,
+                               * else 65536 (0 on hip) */
 } ccoDevCommRequirements;
 
 #define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                             \
   {                                                                                       \
     sizeof(ccoDevCommRequirements), CCO_DEV_COMM_REQUIREMENTS_MAGIC, CCO_ABI_VERSION,     \
-        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1                              \
+        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1, -1                          \
   }
 
 /* --- errors and versions --------------------------------------------------------------- */

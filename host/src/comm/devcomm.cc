@@ -18,20 +18,31 @@
 namespace cco {
 namespace {
 
-// The direct path's bound (ccoDevComm.gdaDirectMaxBytes): reqs.gdaDirectMaxBytes, or where
-// that is -1, CCO_GDA_DIRECT_MAX_BYTES; 0 turns it off. On by default where a device's stores
-// and system-scope atomics reach its LSA peers' memory coherently: the cuda platform (NVLink
-// or PCIe P2P) and the cpu one (shared memory). Off by default on hip, where that was never
-// run (remote atomics on coarse-grained memory over xGMI are not promised). Read once per
-// creation. Ranks need not agree: each sender decides alone, a target reads both kinds of words.
+// The direct path's bounds (ccoDevComm.gdaDirectMaxBytes, gdaDirectGroupMaxBytes), each
+// from its requirement, or where that is -1 its variable; gdaDirectMaxBytes 0 turns the path
+// off. On by default where a device's stores and system-scope atomics reach its LSA peers'
+// memory coherently: the cuda platform (NVLink or PCIe P2P) and the cpu one (shared memory).
+// Off by default on hip, where that was never run (remote atomics on coarse-grained memory
+// over xGMI are not promised). Read once per creation. Ranks need not agree: each sender
+// decides alone, a target reads both kinds of words.
+//
+// The defaults are what a copy by the caller's own stores beats the proxy's copy engine at
+// (one H200, results/h200-gda-direct-group/): the proxy costs ~21 us a put+flush whatever the
+// size; a lone thread copies 4 KiB in well under that, a warp 64 KiB in 7.7 us and a block of
+// 4 or 16 warps in 5.4-5.8 us. Larger group copies still win on latency (a block's 256 KiB
+// in 9.4 us) but hold the caller's multiprocessor for longer than the proxy would.
+struct DirectBounds {
+  uint32_t single = 0;  // gdaDirectMaxBytes
+  uint32_t group = 0;   // gdaDirectGroupMaxBytes
+};
 constexpr int64_t kDirectMaxBytesDefault = 4096;
-Status DirectMaxBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, uint32_t* bytes) {
-  if (reqs.gdaDirectMaxBytes >= 0) {  // ValidateRequirements bounded it
-    *bytes = static_cast<uint32_t>(reqs.gdaDirectMaxBytes);
+constexpr int64_t kDirectGroupMaxBytesDefault = 65536;
+Status DirectBound(const ccoComm& c, int requested, const char* name, int64_t fallback, uint32_t* bytes) {
+  if (requested >= 0) {  // ValidateRequirements bounded it
+    *bytes = static_cast<uint32_t>(requested);
     return Status::Ok();
   }
-  const char* name = "CCO_GDA_DIRECT_MAX_BYTES";
-  const int64_t fallback = strcmp(c.platform->name(), "hip") == 0 ? 0 : kDirectMaxBytesDefault;
+  if (strcmp(c.platform->name(), "hip") == 0) fallback = 0;
   const int64_t v = env::IsSet(name) ? env::Int(name, -1) : fallback;
   if (v < 0 || v > kGdaDirectMaxBytesLimit)
     return InvalidUsage(Fmt(name, "=\"", env::Get(name), "\": a number of bytes from 0 to ", kGdaDirectMaxBytesLimit));
@@ -40,11 +51,14 @@ Status DirectMaxBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, uint
 }
 
 // Requirements this process cannot meet are errors, never silently ignored.
-// Also reads the direct path's bound, once.
-Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs, uint32_t* directBytes) {
+// Also reads the direct path's bounds, once.
+Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs, DirectBounds* direct) {
   NetChoice net = NetChoice::kAuto;
   CCO_RETURN_IF_ERROR(NetChoiceFromEnv(&net));
-  CCO_RETURN_IF_ERROR(DirectMaxBytes(c, reqs, directBytes));
+  CCO_RETURN_IF_ERROR(
+      DirectBound(c, reqs.gdaDirectMaxBytes, "CCO_GDA_DIRECT_MAX_BYTES", kDirectMaxBytesDefault, &direct->single));
+  CCO_RETURN_IF_ERROR(DirectBound(c, reqs.gdaDirectGroupMaxBytes, "CCO_GDA_DIRECT_GROUP_MAX_BYTES",
+                                  kDirectGroupMaxBytesDefault, &direct->group));
   if (reqs.sdmaQueueCount > 0 && !SdmaEnabled())
     return InvalidUsage(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount,
                             " but SDMA is off in this process: set CCO_ENABLE_SDMA=1 (or MORI_ENABLE_SDMA=1)"));
@@ -120,10 +134,10 @@ void ReleasePlacement(ccoComm& c, const Placement& place) {
   }
 }
 
-// directBytes: the direct path's bound (DirectMaxBytes), which only a GDA device communicator carries.
+// direct: the direct path's bounds (DirectBound), which only a GDA device communicator carries.
 ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, const ResourceLayout& layout,
                        const Placement& place, int sdmaQueues, const GdaResources* gda, SdmaResources* sdma,
-                       uint32_t directBytes) {
+                       DirectBounds direct) {
   ccoDevComm dc = {};
   dc.magic = CCO_DEV_COMM_MAGIC;
   dc.abiVersion = CCO_ABI_VERSION;
@@ -173,7 +187,8 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
     dc.gdaRingDepth = gda->rings.depth;
     dc.gdaPeerCount = gda->peerCount;
     dc.gdaUniformNodes = gda->topo.uniform;
-    dc.gdaDirectMaxBytes = directBytes;
+    dc.gdaDirectMaxBytes = direct.single;
+    dc.gdaDirectGroupMaxBytes = direct.group;
   }
   return dc;
 }
@@ -222,8 +237,8 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   PhaseTrace trace(c.topo.rank, op);
   ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
   Status local = ValidateRequirements(reqs);
-  uint32_t directBytes = 0;
-  if (local.ok()) local = CheckSupported(c, *reqs, &directBytes);
+  DirectBounds direct;
+  if (local.ok()) local = CheckSupported(c, *reqs, &direct);
   // The layout needs only the requirements and the topology, so each rank carves its pool
   // before the one round where all agree on the requirements (exactly, not only on the
   // sizes they round to) and on the carve.
@@ -258,7 +273,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   const bool early = local.ok() && place.pooled && !proxied;
   ccoDevComm dc = {};
   if (early) {
-    dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr, 0);
+    dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr, DirectBounds());
     local = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   }
   trace.Mark("carve+upload");
@@ -299,7 +314,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm*
   }
   trace.Mark("resources");
 
-  dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get(), directBytes);
+  dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get(), direct);
   LocateForProxy(c, layout, place, id, gda.get(), sdma.get());
   s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds

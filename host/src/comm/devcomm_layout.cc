@@ -31,9 +31,13 @@ Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
                 {"sdmaQueueCount", reqs->sdmaQueueCount}, {"gdaBarrierCount", reqs->gdaBarrierCount}};
   for (const auto& c : counts)
     if (c.value < 0 || c.value > kMaxCount) return InvalidArgument(Fmt("reqs->", c.name, "=", c.value, " is not in [0, ", kMaxCount, "]"));
-  if (reqs->gdaDirectMaxBytes < -1 || reqs->gdaDirectMaxBytes > kGdaDirectMaxBytesLimit)
-    return InvalidArgument(
-        Fmt("reqs->gdaDirectMaxBytes=", reqs->gdaDirectMaxBytes, " is not in [-1, ", kGdaDirectMaxBytesLimit, "]"));
+  const struct {
+    const char* name;
+    int value;
+  } bounds[] = {{"gdaDirectMaxBytes", reqs->gdaDirectMaxBytes}, {"gdaDirectGroupMaxBytes", reqs->gdaDirectGroupMaxBytes}};
+  for (const auto& b : bounds)
+    if (b.value < -1 || b.value > kGdaDirectMaxBytesLimit)
+      return InvalidArgument(Fmt("reqs->", b.name, "=", b.value, " is not in [-1, ", kGdaDirectMaxBytesLimit, "]"));
   if (reqs->gdaConnectionType < CCO_GDA_CONNECTION_NONE || reqs->gdaConnectionType > CCO_GDA_CONNECTION_RAIL)
     return InvalidArgument(Fmt("reqs->gdaConnectionType=", reqs->gdaConnectionType, " is not a ccoGdaConnectionType"));
   return Status::Ok();

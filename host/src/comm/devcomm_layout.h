@@ -30,7 +30,8 @@ struct ResourceLayout {
 // is the number of peers the connection type connects (0 without GDA: no signal words),
 // `sdmaQueues` the SDMA queues in use (0 without SDMA: no pools).
 Status ValidateRequirements(const ccoDevCommRequirements* reqs);
-// The largest direct-path bound (ccoDevComm.gdaDirectMaxBytes) a device communicator takes.
+// The largest direct-path bound (ccoDevComm.gdaDirectMaxBytes, gdaDirectGroupMaxBytes) a
+// device communicator takes.
 constexpr int kGdaDirectMaxBytesLimit = 1 << 20;
 ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize, int lsaSize, int gdaPeerCount,
                                int sdmaQueues = 0);

@@ -10,6 +10,7 @@ import torch
 from cco.cli import perf_pair as P
 from cco.cli.report import size_label
 from cco.cli.timing import sweep
+from cco.ir.triton import cco
 from cco.kernels import gda as G
 
 PIECE = 64 << 10  # the bandwidth table's pieces
@@ -18,6 +19,7 @@ PIECE = 64 << 10  # the bandwidth table's pieces
 def run_suite(report, opts, group, progress):
     _round_trip(report, opts, group, progress)
     _launch_costs(report, opts, group, progress)
+    _direct_copy(report, opts, group, progress)
     _bandwidth(report, opts, group, progress)
 
 
@@ -89,6 +91,46 @@ def _launch_costs(report, opts, group, progress):
         rows.append([label, t_graph * 1e6, t_loop * 1e6, (t_graph - empty) * 1e6])
 
 
+def _direct_copy(report, opts, group, progress):
+    rows = report.suite(
+        f"GDA put+flush latency: the calling group's own copy against the proxy, rank 0 -> rank 1 on "
+        f"{torch.cuda.device_count()} GPU(s)",
+        ["size", "group", "direct us", "proxy us", "direct/proxy"],
+        note=f"one put then a flush, in a kernel loop; direct: gdaDirectMaxBytes={P.DIRECT_MAX} (the group copies "
+             "into the peer's window with its own stores); proxy: gdaDirectMaxBytes=0 (the copy engine, queued "
+             "by the proxy); group: a warp (a one-warp program) or a block of that many warps")
+    span = opts.max_bytes
+    status = P.status_words(group)
+    P.fill_sources(group, span)
+    groups = ((cco.CoopScope.WARP, 1, "warp"), (cco.CoopScope.BLOCK, 4, "block 4w"),
+              (cco.CoopScope.BLOCK, 16, "block 16w"))
+
+    def puts(dc_of, coop, warps, size, count):
+        return lambda rk: lambda: G.put_flush[(1,)](dc_of(rk).ptr, rk.win.handle, status[rk.rank], 1, count, 0, span,
+                                                    size, EACH=True, COOP=coop, num_warps=warps,
+                                                    extern_libs=group.libs)
+
+    def wide(rk):
+        return rk.dc_wide
+
+    def proxy(rk):
+        return rk.dc_proxy
+
+    for coop, warps, _ in groups:
+        group.run_once(group.on([0], puts(wide, coop, warps, 8, 1)))  # load
+    for size in sweep(min(max(opts.min_bytes, 4096), span), min(span, P.DIRECT_MAX)):
+        progress("gda direct copy", size_label(size))
+        reps = 20 if opts.quick else 100
+        for coop, warps, label in groups:
+            t_direct = group.time_kernels(group.on([0], puts(wide, coop, warps, size, reps)), reps)
+            t_proxy = group.time_kernels(group.on([0], puts(proxy, coop, warps, size, reps)), reps)
+            rows.append([size_label(size), label, t_direct * 1e6, t_proxy * 1e6, t_direct / t_proxy])
+    P.check_status(group, status, "GDA direct copy")
+    largest = min(span, P.DIRECT_MAX)
+    for coop, warps, label in groups:
+        P.check_landed(group, span, puts(wide, coop, warps, largest, 1), f"GDA direct put ({label})", largest)
+
+
 def _bandwidth(report, opts, group, progress):
     rows = report.suite(
         f"GDA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
@@ -103,7 +145,8 @@ def _bandwidth(report, opts, group, progress):
 
     def puts(size, count, each=False):
         return lambda rk: lambda: G.put_flush[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
-                                                    EACH=each, num_warps=4, extern_libs=group.libs)
+                                                    EACH=each, COOP=cco.CoopScope.BLOCK, num_warps=4,
+                                                    extern_libs=group.libs)
 
     def pieces(size, count):
         return lambda rk: lambda: G.put_pieces[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,

@@ -13,7 +13,7 @@ import torch
 import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_FULL, GDA_CONNECTION_NONE
-from cco.cli import perf_gda, perf_launch, perf_sdma
+from cco.cli import perf_gda, perf_launch, perf_pair, perf_sdma
 from cco.cli.ranks import SCRATCH_BYTES, Ranks
 from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
@@ -34,7 +34,8 @@ class GpuRank:
     """One rank's communicator, window (payload, then the scratch slot), device
     communicator (with GDA connections to every rank when `gda`, SDMA queues when `sdma`)
     and stream. With `gda`, also `dc_proxy`: the same GDA with the direct path off, every
-    operation through the proxy (what the direct path is measured against)."""
+    operation through the proxy (what the direct path is measured against), and `dc_wide`:
+    the direct path up to perf_pair.DIRECT_MAX bytes."""
 
     def __init__(self, rank, world, uid, device, window_bytes, barriers, gda=False, sdma=False):
         torch.cuda.set_device(device)
@@ -52,10 +53,12 @@ class GpuRank:
             reqs.sdma_queue_count = 2
         reqs.lsa_barrier_count = barriers
         self.dc = self.comm.create_dev_comm(reqs)
-        self.dc_proxy = None
+        self.dc_proxy = self.dc_wide = None
         if gda:
             reqs.gda_direct_max_bytes = 0
             self.dc_proxy = self.comm.create_dev_comm(reqs)
+            reqs.gda_direct_max_bytes = perf_pair.DIRECT_MAX
+            self.dc_wide = self.comm.create_dev_comm(reqs)
         self.stream = torch.cuda.Stream(device=device)
 
     def view(self, lsa_peer, offset, count, dtype):

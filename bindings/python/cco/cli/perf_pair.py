@@ -7,6 +7,7 @@ import torch
 from cco.kernels import lsa as K
 
 PAIR = (0, 1)
+DIRECT_MAX = 1 << 20  # the largest gdaDirectMaxBytes a device communicator takes
 
 
 def status_words(group):
@@ -39,15 +40,19 @@ def memcpy(size, span):
     return make
 
 
-def check_landed(group, span, put_all, what):
-    """Clears rank 1's [span, 2 span), runs put_all (rank 0 puts the whole span there and
-    waits), and checks that rank 0's pattern arrived."""
+def check_landed(group, span, put_all, what, nbytes=None):
+    """Clears rank 1's [span, 2 span), runs put_all (rank 0 puts its first `nbytes`, by default
+    the whole span, there and waits), and checks that rank 0's pattern arrived and nothing
+    more."""
+    nbytes = span if nbytes is None else nbytes
     for rk in group.held([1]):
         rk.view(1, span, span // 8, torch.int64).zero_()
     group.settle()
     group.run_once(group.on([0], put_all))
     for rk in group.held([1]):
-        if not torch.equal(rk.view(1, span, span // 8, torch.int64), pattern(rk, 0, span)):
+        want = torch.zeros(span // 8, device=f"cuda:{rk.device}", dtype=torch.int64)
+        want[:nbytes // 8] = pattern(rk, 0, nbytes)
+        if not torch.equal(rk.view(1, span, span // 8, torch.int64), want):
             raise RuntimeError(f"cco perf: {what} data check failed on rank 1")
     group.align()
 

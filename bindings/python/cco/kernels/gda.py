@@ -45,17 +45,17 @@ def pingpong(dc, win, status, peer, rounds, nbytes, KIND: tl.constexpr, FIRST: t
 
 
 @triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes"])
-def put_flush(dc, win, status, peer, count, src, dst, nbytes, EACH: tl.constexpr):
+def put_flush(dc, win, status, peer, count, src, dst, nbytes, EACH: tl.constexpr, COOP: tl.constexpr):
     """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
     `dst`; EACH: flush after every put (each transfer's latency), else once at the end (the
-    copies run back to back: bandwidth)."""
+    copies run back to back: bandwidth). COOP: the calling group (WARP with num_warps=1)."""
     bad = 0
     for _ in range(count):
-        bad += cco.Gda.put(dc, 0, peer, win, dst, win, src, nbytes, 0, 0, coop=cco.CoopScope.BLOCK,
+        bad += cco.Gda.put(dc, 0, peer, win, dst, win, src, nbytes, 0, 0, coop=COOP,
                            thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.NONE)
         if EACH:
-            bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
-    bad += cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+            bad += cco.Gda.flush(dc, 0, coop=COOP)
+    bad += cco.Gda.flush(dc, 0, coop=COOP)
     tl.atomic_add(status, bad)
 
 
