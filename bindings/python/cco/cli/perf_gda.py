@@ -137,7 +137,8 @@ def _bandwidth(report, opts, group, progress):
         ["size", "put+flush us", "put GB/s", "in 64 KiB pieces GB/s", "memcpy GB/s", "put/memcpy %"],
         note="a kernel posts `reps` puts and flushes once (the copies run back to back); put+flush: one put "
              "flushed each time (the latency); in 64 KiB pieces: each put posted as puts of 64 KiB one after "
-             "another (the proxy joins pieces that continue each other into one copy); memcpy: cudaMemcpyAsync "
+             "another (up to gdaDirectGroupMaxBytes a piece is the block's own copy; through the proxy, pieces that "
+             "continue each other join into one copy); memcpy: cudaMemcpyAsync "
              "of the same bytes from rank 0's window to rank 1's, replayed from a CUDA graph")
     span = opts.max_bytes
     status = P.status_words(group)
