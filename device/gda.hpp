@@ -174,10 +174,20 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   // --- flushes -------------------------------------------------------------------------
 
+  // The group's direct stores (device/gda_direct.hpp) have landed: after the group's barrier,
+  // one thread's system-scope fence is cumulative over every store the barrier ordered before
+  // it. One fence where each thread of a block fenced (a fence waits for the multiprocessor's
+  // outstanding stores; four warps fencing at once waited for each other's).
+  template <class Coop> CCO_DEVICE_API static void LandDirect() {
+    Coop coop;
+    coop.sync();
+    if (coop.thread_rank() == 0) arch::fence<scope::System>();
+  }
+
   /// Every post of this context so far is complete.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    arch::fence<scope::System>();  // direct puts landed
+    LandDirect<Coop>();
     return EveryRing<Coop>([&](int32_t i) { return gda::Flush<Mode>(ring(i), limits_); });
   }
 
@@ -185,9 +195,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_peer(int32_t peer) {
     const int32_t index = peer_index(peer);
     if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    LandDirect<Coop>();
     Coop coop;
-    coop.sync();
-    arch::fence<scope::System>();  // direct puts landed
+    coop.sync();  // the fence comes before any thread's wait
     return worst_status(coop, gda::Flush<Mode>(ring(index), limits_));  // timeouts are per thread
   }
 
