@@ -221,7 +221,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_wait() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    arch::fence<scope::System>();  // direct puts landed
+    LandDirect<Coop>();
     return EveryRing<Coop>([&](int32_t i) { return gda::WaitConsumed(ring(i), *flush_target(i), limits_); });
   }
 
