@@ -26,11 +26,12 @@ namespace {
 // over xGMI are not promised). Read once per creation. Ranks need not agree: each sender
 // decides alone, a target reads both kinds of words.
 //
-// The defaults are what a copy by the caller's own stores beats the proxy's copy engine at
-// (one H200, results/h200-gda-direct-group/): the proxy costs ~21 us a put+flush whatever the
-// size; a lone thread copies 4 KiB in well under that, a warp 64 KiB in 7.7 us and a block of
-// 4 or 16 warps in 5.4-5.8 us. Larger group copies still win on latency (a block's 256 KiB
-// in 9.4 us) but hold the caller's multiprocessor for longer than the proxy would.
+// The group default is where a copy by the caller's own stores still clearly beats the
+// proxy's copy engine (one H200, results/h200-gda-direct-group/): through the proxy a
+// put+flush costs ~21 us whatever the size; direct, a warp's 64 KiB 7.7 us, a block's (4 or
+// 16 warps) 5.4-5.8 us. Larger group copies still win on latency (a block's 256 KiB in
+// 9.4 us) but hold the caller's multiprocessor for longer than the proxy would. The lone
+// thread's 4096 is unchanged (a thread has 1/32 of a warp's loads in flight).
 struct DirectBounds {
   uint32_t single = 0;  // gdaDirectMaxBytes
   uint32_t group = 0;   // gdaDirectGroupMaxBytes
