@@ -156,7 +156,15 @@ def test_dev_comm_fields_and_destroy(nranks):
             # GDA among the ranks of this host: rings for every peer (the local backend).
             full = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL))
             assert full.struct.gdaPeerCount == n and full.struct.gdaRingSlots != 0 and full.struct.gdaSignals != 0
+            # The direct path's bounds, by default and as asked (the keywords reach the library).
+            assert (full.struct.gdaDirectMaxBytes, full.struct.gdaDirectGroupMaxBytes) == (4096, 65536)
             comm.destroy_dev_comm(full)
+            bounds = comm.create_dev_comm(CCODevCommRequirements(
+                gda_connection_type=GDA_CONNECTION_FULL, gda_direct_max_bytes=256, gda_direct_group_max_bytes=8192))
+            assert (bounds.struct.gdaDirectMaxBytes, bounds.struct.gdaDirectGroupMaxBytes) == (256, 8192)
+            comm.destroy_dev_comm(bounds)
+            with pytest.raises(CCOError, match="gdaDirectGroupMaxBytes"):
+                comm.create_dev_comm(CCODevCommRequirements(gda_direct_group_max_bytes=(1 << 20) + 1))
             with pytest.raises(CCOError) as off:  # SDMA queues without CCO_ENABLE_SDMA: an error, not a no-op
                 comm.create_dev_comm(CCODevCommRequirements(sdma_queue_count=1))
             assert off.value.code_name == "ccoInvalidUsage" and "CCO_ENABLE_SDMA" in str(off.value)
