@@ -92,12 +92,14 @@ typedef struct ccoDevComm {
   int32_t gdaUniformNodes;        /* 1 when every node has lsaSize ranks (RAIL needs it) */
   uint32_t gdaDirectMaxBytes;     /* 0: every operation goes through the proxy. Otherwise a
                                    * signal, a put_value, or a put or get of up to this many
-                                   * bytes with a peer of the LSA team is done by the device
-                                   * itself when the ring to that peer is idle (abi/gda.h,
-                                   * direct words) */
+                                   * bytes (a lone thread's copy) with a peer of the LSA team
+                                   * is done by the device itself when the ring to that peer
+                                   * is idle (abi/gda.h, direct words) */
   uint32_t gdaDirectGroupMaxBytes; /* where gdaDirectMaxBytes is not 0: a put or get whose copy
                                    * a warp or block shares goes direct up to the larger of the
-                                   * two (0 from a host before this field: gdaDirectMaxBytes) */
+                                   * two. Taken from reserved space, so the version stands: a
+                                   * host before it leaves 0 (groups keep gdaDirectMaxBytes), a
+                                   * device before it ignores it (the same) */
   uint32_t reserved;              /* zero */
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of

@@ -195,7 +195,7 @@ CCO_GDA_INLINE uint64_t cco_gda_signal_word(uint32_t signalId, int32_t sender, i
   return (uint64_t)signalId * (uint64_t)worldSize + (uint64_t)sender;
 }
 
-/* The direct path (ccoDevComm.gdaDirectMaxBytes): a sender in the target's LSA team whose
+/* The direct path (ccoDevComm.gdaDirectMaxBytes, gdaDirectGroupMaxBytes): a sender in the target's LSA team whose
  * ring to it is idle does small operations itself, by stores into the target's memory, and
  * adds to a word of its own there with a system-scope atomic. Those words follow the proxy's
  * words, one per (signal id, sender's LSA rank); the proxy never writes them and a device

@@ -24,7 +24,10 @@
 //     all rings have passed, so it counts a call once every post before it has completed
 //     locally (source buffers reusable). Counters read, wait and reset like signals.
 //   - flush: every post of the context so far is complete (buffers reusable, data landed).
-//     flush_async rings and notes the targets; flush_wait waits for them.
+//     flush_async rings and notes the targets; flush_wait waits for them. A group's flush
+//     fences once, in thread 0: a thread that then tells a peer by a flag of its own must
+//     release it (a release store or atomic, or a fence of its own first); CCO's own signals
+//     and barriers do.
 //   - Coop: with ccoCoopWarp / ccoCoopBlock every thread of the group calls; thread 0 posts
 //     after the group synchronised (its threads' earlier writes come first). Waits, flushes
 //     and the barrier run in every thread. Every thread returns the group's verdict
@@ -176,9 +179,11 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   // The group's direct stores (device/gda_direct.hpp) have landed: after the group's barrier,
   // one thread's system-scope fence is cumulative over every store the barrier ordered before
-  // it, and the group's next barrier (the verdict's vote) orders every thread after the fence.
-  // A flush in a kernel loop took 0.4 us less than with every thread of a block fencing.
-  template <class Coop> CCO_DEVICE_API static void LandDirect() {
+  // it, and the caller's next group barrier orders every thread after the fence. A flush in a
+  // kernel loop took 0.4 us less than with every thread of a block fencing. A handle that
+  // cannot go direct has nothing to land.
+  template <class Coop> CCO_DEVICE_API void LandDirect() const {
+    if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED || f_.directMaxBytes == 0) return;
     Coop coop;
     coop.sync();
     if (coop.thread_rank() == 0) arch::fence<scope::System>();

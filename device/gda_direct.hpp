@@ -20,7 +20,8 @@
 //   - a put's or get's copy shared by the coop group where the group can vote on the path (a warp;
 //     a block on nvptx), else done by thread 0 alone.
 // A direct put is complete when it returns, up to a system-scope fence: a direct signal
-// releases, and flush fences, so "flushed" still means "landed".
+// releases, and flush fences (thread 0, after the group's barrier), so "flushed" still means
+// "landed".
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_GDA_DIRECT_HPP_

@@ -517,6 +517,7 @@ TEST(GdaDirectBound, GroupBoundFromTheRequirementOrTheVariable) {
     CHECK_OR_FAIL(WarpPutTickets(k, -1, 0, 4100) == 1);
     CHECK_OR_FAIL(WarpPutTickets(k, 12288, 16, 12288) == 0);
     CHECK_OR_FAIL(WarpPutTickets(k, 0, 16384, 16) == 1);      // the direct path off
+    CHECK_OR_FAIL(WarpPutTickets(k, -1, 1 << 20, 16384) == 0);  // the largest bound taken
     for (int bad : {-2, (1 << 20) + 1}) {
       ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
       reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;

@@ -261,9 +261,35 @@ TEST(ResourceLayout, RegionsAreDisjointAndAligned) {
   ResourceLayout none = LayoutResources(reqs, 12, 8, 0);
   EXPECT_EQ(none.gdaCounters, none.gdaSignals);
   EXPECT_EQ(none.bytes, none.gdaSignals);
-  EXPECT_TRUE(ValidateRequirements(&reqs).ok());
+  ccoDevCommRequirements read;
+  EXPECT_TRUE(ReadRequirements(&reqs, &read).ok());
+  EXPECT_EQ(memcmp(&read, &reqs, sizeof(reqs)), 0);
   reqs.version = 99;
-  EXPECT_EQ(ValidateRequirements(&reqs).code(), ccoInvalidArgument);
+  EXPECT_EQ(ReadRequirements(&reqs, &read).code(), ccoInvalidArgument);
+}
+
+// A caller built against an older cco.h (no gdaDirectGroupMaxBytes: 48 bytes) is served, its
+// missing field at the initializer's -1, and nothing is read past its size (a heap buffer of
+// exactly that size: the sanitizer builds would see an overread). Shorter is refused.
+TEST(ResourceLayout, RequirementsOfAnOlderHeaderAreCompleted) {
+  ASSERT_EQ(kRequirementsMinSize, 48u);
+  ccoDevCommRequirements current = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  current.gdaDirectMaxBytes = 512;
+  std::vector<unsigned char> older(kRequirementsMinSize);
+  memcpy(older.data(), &current, older.size());
+  auto* user = reinterpret_cast<ccoDevCommRequirements*>(older.data());
+  user->size = older.size();
+  ccoDevCommRequirements read;
+  memset(&read, 0x5a, sizeof(read));
+  ASSERT_TRUE(ReadRequirements(user, &read).ok());
+  EXPECT_EQ(read.size, sizeof(ccoDevCommRequirements));
+  EXPECT_EQ(read.gdaDirectMaxBytes, 512);
+  EXPECT_EQ(read.gdaDirectGroupMaxBytes, -1);
+  EXPECT_EQ(read.gdaContextCount, current.gdaContextCount);
+  user->size = older.size() - 1;
+  const Status shorter = ReadRequirements(user, &read);
+  EXPECT_EQ(shorter.code(), ccoInvalidArgument);
+  EXPECT_NE(shorter.message().find("reqs->size=47"), std::string::npos) << shorter.message();
 }
 
 }  // namespace

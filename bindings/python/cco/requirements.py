@@ -66,10 +66,12 @@ class CCODevCommRequirements(ctypes.Structure):
     gda_barrier_count = _int_field("gdaBarrierCount", "GDA barriers, among the GDA team")
     gda_direct_max_bytes = _int_field(
         "gdaDirectMaxBytes", "GDA to LSA peers: signal, put_value and puts up to this many bytes by the device's own "
-                             "stores when the ring is idle; 0: always the proxy; -1: CCO_GDA_DIRECT_MAX_BYTES, else 4096")
+                             "stores when the ring is idle (a lone thread's copy); 0: always the proxy; -1: "
+                             "CCO_GDA_DIRECT_MAX_BYTES, else 4096 (0 on hip)")
     gda_direct_group_max_bytes = _int_field(
         "gdaDirectGroupMaxBytes", "the same for a put or get whose copy a warp or block shares (the larger bound "
-                                  "applies); -1: CCO_GDA_DIRECT_GROUP_MAX_BYTES, else 65536")
+                                  "applies; none while gda_direct_max_bytes is 0); -1: "
+                                  "CCO_GDA_DIRECT_GROUP_MAX_BYTES, else 65536 (0 on hip)")
 
     # The settable fields, in struct order (the header is not the user's to change).
     FIELDS = (

@@ -71,15 +71,16 @@ typedef struct ccoDevCommRequirements {
   int lsaBarrierCount;   /* intra-node (LSA) barriers */
   int sdmaQueueCount;    /* SDMA queues (0 = default) */
   int gdaBarrierCount;   /* GDA barriers (ccoGdaBarrierSession), among the GDA team */
-  int gdaDirectMaxBytes; /* GDA to peers of the LSA team: signal, put_value and puts of up to
-                          * this many bytes by the device's own stores when the ring is idle;
-                          * 0: always through the proxy; -1: CCO_GDA_DIRECT_MAX_BYTES, else
-                          * 4096 (0 on hip) */
+  int gdaDirectMaxBytes; /* GDA to peers of the LSA team: signal, put_value, and puts and gets
+                          * a thread copies alone, of up to this many bytes by the device's own
+                          * stores when the ring is idle; 0: always through the proxy; -1:
+                          * CCO_GDA_DIRECT_MAX_BYTES, else 4096 (0 on hip) */
   int gdaDirectGroupMaxBytes; /* the same for a put or get whose copy a warp or block shares
                                * (the larger of the two bounds applies; none while
                                * gdaDirectMaxBytes is 0); -1: CCO_GDA_DIRECT_GROUP_MAX_BYTES,
                                * else 65536 (0 on hip) */
-} ccoDevCommRequirements;
+} ccoDevCommRequirements;  /* a caller of an older header passes its shorter `size`: the
+                            * fields it lacks take the initializer's values */
 
 #define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                             \
   {                                                                                       \

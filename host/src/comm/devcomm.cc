@@ -39,7 +39,7 @@ struct DirectBounds {
 constexpr int64_t kDirectMaxBytesDefault = 4096;
 constexpr int64_t kDirectGroupMaxBytesDefault = 65536;
 Status DirectBound(const ccoComm& c, int requested, const char* name, int64_t fallback, uint32_t* bytes) {
-  if (requested >= 0) {  // ValidateRequirements bounded it
+  if (requested >= 0) {  // ReadRequirements bounded it
     *bytes = static_cast<uint32_t>(requested);
     return Status::Ok();
   }
@@ -233,11 +233,13 @@ bool SameCarve(const std::vector<Plan>& all) {
 
 }  // namespace
 
-Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* reqs, ccoDevComm* out) {
+Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevComm* out) {
   const char* op = "ccoDevCommCreate";
   PhaseTrace trace(c.topo.rank, op);
   ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
-  Status local = ValidateRequirements(reqs);
+  ccoDevCommRequirements full;  // the caller's, completed where its cco.h was older
+  Status local = ReadRequirements(userReqs, &full);
+  const ccoDevCommRequirements* reqs = &full;
   DirectBounds direct;
   if (local.ok()) local = CheckSupported(c, *reqs, &direct);
   // The layout needs only the requirements and the topology, so each rank carves its pool

@@ -1,5 +1,9 @@
 #include "comm/devcomm_layout.h"
 
+#include <string.h>
+
+#include <algorithm>
+
 #include "abi/gda.h"
 
 namespace cco {
@@ -14,15 +18,20 @@ constexpr int kMaxCount = 1 << 20;
 
 }  // namespace
 
-Status ValidateRequirements(const ccoDevCommRequirements* reqs) {
-  if (reqs == nullptr) return InvalidArgument("reqs is NULL");
-  if (reqs->magic != CCO_DEV_COMM_REQUIREMENTS_MAGIC)
+Status ReadRequirements(const ccoDevCommRequirements* user, ccoDevCommRequirements* out) {
+  if (user == nullptr) return InvalidArgument("reqs is NULL");
+  if (user->magic != CCO_DEV_COMM_REQUIREMENTS_MAGIC)
     return InvalidArgument("reqs has a wrong magic: initialise it with CCO_DEV_COMM_REQUIREMENTS_INITIALIZER");
-  if (reqs->size < sizeof(ccoDevCommRequirements))
-    return InvalidArgument(Fmt("reqs->size=", reqs->size, " is smaller than this library's ccoDevCommRequirements (",
-                               sizeof(ccoDevCommRequirements), ")"));
-  if (reqs->version != CCO_ABI_VERSION)
-    return InvalidArgument(Fmt("reqs->version=", reqs->version, " but this library speaks ABI version ", CCO_ABI_VERSION));
+  if (user->size < kRequirementsMinSize)
+    return InvalidArgument(Fmt("reqs->size=", user->size, " is smaller than any ccoDevCommRequirements this library takes (",
+                               kRequirementsMinSize, ")"));
+  if (user->version != CCO_ABI_VERSION)
+    return InvalidArgument(Fmt("reqs->version=", user->version, " but this library speaks ABI version ", CCO_ABI_VERSION));
+  const ccoDevCommRequirements defaults = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  *out = defaults;
+  memcpy(out, user, std::min<size_t>(user->size, sizeof(*out)));
+  out->size = sizeof(*out);
+  const ccoDevCommRequirements* reqs = out;
   const struct {
     const char* name;
     int value;

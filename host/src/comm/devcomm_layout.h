@@ -29,7 +29,12 @@ struct ResourceLayout {
 // Checks the requirements' header and counts, then lays the resources out; `gdaPeerCount`
 // is the number of peers the connection type connects (0 without GDA: no signal words),
 // `sdmaQueues` the SDMA queues in use (0 without SDMA: no pools).
-Status ValidateRequirements(const ccoDevCommRequirements* reqs);
+// A caller built against an older cco.h passes a shorter struct (its `size`): ReadRequirements
+// copies the fields it has into `out` and leaves the later ones at the initializer's values,
+// then checks them all. Nothing is read past the caller's `size`.
+Status ReadRequirements(const ccoDevCommRequirements* reqs, ccoDevCommRequirements* out);
+// The shortest ccoDevCommRequirements taken: up to gdaDirectMaxBytes (before gdaDirectGroupMaxBytes).
+constexpr size_t kRequirementsMinSize = offsetof(ccoDevCommRequirements, gdaDirectGroupMaxBytes);
 // The largest direct-path bound (ccoDevComm.gdaDirectMaxBytes, gdaDirectGroupMaxBytes) a
 // device communicator takes.
 constexpr int kGdaDirectMaxBytesLimit = 1 << 20;
