@@ -158,7 +158,9 @@ PY
           2> "$OUT/perf2-$suite.err"
         echo "perf $suite on 2 GPUs: exit $?"; tail -2 "$OUT/perf2-$suite.err"
         python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf2-$suite.json"
-      done ;;
+      done
+      # The issues' targets judged on every report of this run so far (met / missed / not measured).
+      python3 tools/perf/issue_targets.py "$OUT" | tee "$OUT/issue-targets.md" ;;
     probe)
       # Where a GDA round trip's time goes (posting vs waiting, against a raw flag bounce and
       # its fence): tools/perf/gda_rtt_probe.cu, built by tools/stage_device.sh.

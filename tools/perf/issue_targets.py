@@ -1,0 +1,224 @@
+"""Which benchmark targets of the open issues a set of `cco perf --json` reports meets.
+
+  python3 tools/perf/issue_targets.py REPORT.json|FOLDER ...
+
+Reads every report named (a folder: each *.json in it), finds the table each target is
+judged on by its title, and prints one line per target: met, missed, or not measured (no
+such table, its anchors read n/a, or a target over NVLink judged on one GPU), with the file
+the figures came from. Where several reports have the table, the one made on the most GPUs
+counts, and of those the last named. The targets are the issues' own (#9, #11, #13); every
+figure comes from the reports.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def size_bytes(label):
+    m = re.fullmatch(r"(\d+)(B|KiB|MiB|GiB)", str(label))
+    return int(m.group(1)) * SIZE_UNITS[m.group(2)] if m else None
+
+
+def number(value):
+    return value if isinstance(value, (int, float)) and value == value else None  # NaN: none
+
+
+class Tables:
+    """Every table of the reports, with the number of GPUs of the machine that made it."""
+
+    def __init__(self, paths):
+        self.tables = []  # (title, rows, gpus, file)
+        self.used = None  # the file of the table the last find() returned
+        for path in paths:
+            files = sorted(glob.glob(os.path.join(path, "*.json"))) if os.path.isdir(path) else [path]
+            for name in files:
+                try:
+                    with open(name) as f:
+                        report = json.load(f)
+                    suites = report["suites"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue  # not a cco perf report
+                m = re.search(r"(\d+) x ", report.get("header", ""))
+                gpus = int(m.group(1)) if m else None
+                for s in suites:
+                    self.tables.append((s.get("suite", ""), s.get("rows", []), gpus, name))
+
+    def find(self, prefix):
+        """The rows and GPU count of the table whose title starts with `prefix`: made on the
+        most GPUs, then the last named."""
+        found = [(gpus or 0, i) for i, (title, _, gpus, _) in enumerate(self.tables) if title.startswith(prefix)]
+        if not found:
+            self.used = None
+            return None, None
+        _, rows, gpus, self.used = self.tables[max(found)[1]]
+        return rows, gpus
+
+
+MET, MISSED, NONE = "met", "missed", "not measured"
+
+
+def gda_round_trip(t):
+    rows, _ = t.find("GDA put+signal round trip")
+    if rows is None:
+        return NONE, "no 'GDA put+signal round trip' table"
+    # The default path: direct where the table has a path column (older tables had one path).
+    puts = [r for r in rows if str(r.get("payload", "")).startswith("put ") and r.get("path", "direct") == "direct"
+            and r.get("launch") == "in-kernel" and number(r.get("cco us/rt")) is not None]
+    if not puts:
+        return NONE, "no put rows"
+    worst = max(puts, key=lambda r: r["cco us/rt"])
+    detail = ", ".join(f"{r['payload']} {r['cco us/rt']:.2f}" for r in puts)
+    return (MET if worst["cco us/rt"] <= 10 else MISSED), f"in a kernel, us: {detail}"
+
+
+def gda_large_put(t):
+    rows, _ = t.find("GDA put bandwidth")
+    row = next((r for r in rows or [] if r.get("size") == "256MiB"), None)
+    share = number(row.get("put/memcpy %")) if row else None
+    if share is None:
+        return NONE, "no 256 MiB row"
+    return (MET if share >= 80 else MISSED), f"{share:.1f} % of memcpy"
+
+
+def tcp_round_trip(t):
+    rows, _ = t.find("GDA over tcp round trip")
+    if not rows:
+        return NONE, "no 'GDA over tcp round trip' table"
+    detail = ", ".join(f"{r['payload']} {r['tcp us/rt']:.1f} (target {r['target us/rt']:.1f})" for r in rows)
+    return (MET if all(r.get("met") == "yes" for r in rows) else MISSED), f"us: {detail}"
+
+
+def tcp_bandwidth(t):
+    rows, _ = t.find("GDA over tcp put bandwidth")
+    sized = [r for r in rows or [] if size_bytes(r.get("size")) and number(r.get("tcp/bare %")) is not None]
+    if not sized:
+        return NONE, "no 'GDA over tcp put bandwidth' table"
+    largest = max(sized, key=lambda r: size_bytes(r["size"]))
+    share = largest["tcp/bare %"]
+    return (MET if share >= 80 else MISSED), f"{largest['size']}: {share:.1f} % of a bare stream"
+
+
+def _best(row, columns):
+    values = [number(row.get(c)) for c in columns]
+    values = [v for v in values if v is not None]
+    return min(values) if values else None
+
+
+def allreduce_beats_symm(t):
+    rows, gpus = t.find("all-reduce per launch")
+    if rows is None:
+        return NONE, "no 'all-reduce per launch' table"
+    cco_columns = ("cco us", "cco 2-shot us", "cco push us")
+    peer_columns = ("symm 1-shot us", "symm 2-shot us")
+    sizes = sorted({r["size"] for r in rows if size_bytes(r.get("size")) and 8 << 10 <= size_bytes(r["size"]) <= 1 << 20},
+                   key=size_bytes)
+    parts, verdict = [], MET
+    for size in sizes:
+        graph = next((r for r in rows if r["size"] == size and r.get("launch") == "graph"), None)
+        peer = _best(graph, peer_columns) if graph else None
+        if peer is None:
+            return NONE, f"SymmetricMemory reads n/a ({gpus} GPU(s): it needs a GPU per rank)"
+        ours = [_best(r, cco_columns) for r in rows if r["size"] == size and r.get("launch") in ("graph", "graph+pdl")]
+        ours = min(v for v in ours if v is not None)
+        if ours >= peer:
+            verdict = MISSED
+        parts.append(f"{size} {ours:.2f}/{peer:.2f}")
+    if not sizes:
+        return NONE, "no sizes from 8 KiB to 1 MiB"
+    return verdict, "CCO's best / SymmetricMemory's best, us per launch in a graph: " + ", ".join(parts)
+
+
+def _over_nvlink(gpus):
+    return None if gpus is not None and gpus >= 2 else f"made on {gpus} GPU(s): not over NVLink"
+
+
+def lsa_put_vs_memcpy(t):
+    rows, gpus = t.find("LSA put bandwidth")
+    if rows is None:
+        return NONE, "no 'LSA put bandwidth' table"
+    why = _over_nvlink(gpus)
+    if why:
+        return NONE, why
+    parts, verdict = [], MET
+    for r in rows:
+        if (size_bytes(r.get("size")) or 0) < 4096:
+            continue
+        shares = [number(r.get(c)) for c in ("cco/memcpy %", "cco pdl/memcpy %")]
+        shares = [v for v in shares if v is not None]
+        if not shares:
+            continue
+        share = max(shares)  # the better of plain and PDL launches
+        if share < 100:
+            verdict = MISSED
+        parts.append(f"{r['size']} {share:.0f}")
+    if not parts:
+        return NONE, "no sizes from 4 KiB"
+    return verdict, "% of memcpy: " + ", ".join(parts)
+
+
+def lsa_barrier(t):
+    rows, gpus = t.find("LSA barrier latency")
+    if rows is None:
+        return NONE, "no 'LSA barrier latency' table"
+    why = _over_nvlink(gpus)
+    if why:
+        return NONE, why
+    row = next((r for r in rows if r.get("coop") == "block" and r.get("order", "acq_rel") == "acq_rel"), None)
+    if row is None or number(row.get("us/round")) is None:
+        return NONE, "no block row"
+    return (MET if row["us/round"] <= 2.0 else MISSED), f"block, acq_rel: {row['us/round']:.2f} us a round"
+
+
+def control_plane(t):
+    rows, _ = t.find("host control plane, 8 ranks")
+    if rows is None:
+        return NONE, "no 'host control plane, 8 ranks' table"
+    steps = {r.get("step"): number(r.get("median ms")) for r in rows}
+    devcomm, register = steps.get("ccoDevCommCreate"), steps.get("ccoWindowRegister 1GiB")
+    if devcomm is None or register is None:
+        return NONE, "no ccoDevCommCreate or ccoWindowRegister 1GiB row"
+    verdict = MET if devcomm <= 1 and register <= 15 else MISSED
+    return verdict, f"ccoDevCommCreate {devcomm:.2f} ms (<= 1), ccoWindowRegister 1 GiB {register:.1f} ms (<= 15)"
+
+
+TARGETS = [
+    ("#9", "GDA put+signal round trip <= 10 us", gda_round_trip),
+    ("#9", "GDA 256 MiB put >= 80 % of memcpy", gda_large_put),
+    ("#11", "tcp round trip <= bare + local", tcp_round_trip),
+    ("#11", "tcp large put >= 80 % of a bare stream", tcp_bandwidth),
+    ("#13", "all-reduce beats SymmetricMemory 8 KiB-1 MiB", allreduce_beats_symm),
+    ("#13", "LSA put >= memcpy from 4 KiB", lsa_put_vs_memcpy),
+    ("#13", "LSA barrier <= 2.0 us", lsa_barrier),
+    ("#13", "control plane", control_plane),
+]
+
+
+def judge(paths):
+    """[(issue, target, verdict, detail, file)] for the reports at `paths`."""
+    tables = Tables(paths)
+    verdicts = []
+    for issue, name, check in TARGETS:
+        verdict, detail = check(tables)
+        verdicts.append((issue, name, verdict, detail, tables.used or ""))
+    return verdicts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("reports", nargs="+", help="cco perf --json reports, or folders of them")
+    opts = ap.parse_args(argv)
+    print("| issue | target | verdict | measured | report |")
+    print("|---|---|---|---|---|")
+    for issue, name, verdict, detail, source in judge(opts.reports):
+        print(f"| {issue} | {name} | {verdict} | {detail} | {source} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
