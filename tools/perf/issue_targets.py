@@ -63,10 +63,21 @@ class Tables:
 MET, MISSED, NONE = "met", "missed", "not measured"
 
 
-def gda_round_trip(t):
-    rows, _ = t.find("GDA put+signal round trip")
+def table(t, title, nvlink=False):
+    """(rows, None) of the table titled `title...`, or (None, why it is not measured);
+    nvlink: the target is over NVLink, which a report made on one GPU does not measure."""
+    rows, gpus = t.find(title)
     if rows is None:
-        return NONE, "no 'GDA put+signal round trip' table"
+        return None, f"no '{title}' table"
+    if nvlink and not (gpus and gpus >= 2):
+        return None, f"made on {gpus} GPU(s): not over NVLink"
+    return rows, None
+
+
+def gda_round_trip(t):
+    rows, why = table(t, "GDA put+signal round trip")
+    if why:
+        return NONE, why
     # The default path: direct where the table has a path column (older tables had one path).
     puts = [r for r in rows if str(r.get("payload", "")).startswith("put ") and r.get("path", "direct") == "direct"
             and r.get("launch") == "in-kernel" and number(r.get("cco us/rt")) is not None]
@@ -87,9 +98,9 @@ def gda_large_put(t):
 
 
 def tcp_round_trip(t):
-    rows, _ = t.find("GDA over tcp round trip")
-    if not rows:
-        return NONE, "no 'GDA over tcp round trip' table"
+    rows, why = table(t, "GDA over tcp round trip")
+    if why or not rows:
+        return NONE, why or "no rows"
     detail = ", ".join(f"{r['payload']} {r['tcp us/rt']:.1f} (target {r['target us/rt']:.1f})" for r in rows)
     return (MET if all(r.get("met") == "yes" for r in rows) else MISSED), f"us: {detail}"
 
@@ -111,9 +122,9 @@ def _best(row, columns):
 
 
 def allreduce_beats_symm(t):
-    rows, gpus = t.find("all-reduce per launch")
-    if rows is None:
-        return NONE, "no 'all-reduce per launch' table"
+    rows, why = table(t, "all-reduce per launch", nvlink=True)
+    if why:
+        return NONE, why
     cco_columns = ("cco us", "cco 2-shot us", "cco push us")
     peer_columns = ("symm 1-shot us", "symm 2-shot us")
     sizes = sorted({r["size"] for r in rows if size_bytes(r.get("size")) and 8 << 10 <= size_bytes(r["size"]) <= 1 << 20},
@@ -122,10 +133,10 @@ def allreduce_beats_symm(t):
     for size in sizes:
         graph = next((r for r in rows if r["size"] == size and r.get("launch") == "graph"), None)
         peer = _best(graph, peer_columns) if graph else None
-        if peer is None:
-            return NONE, f"SymmetricMemory reads n/a ({gpus} GPU(s): it needs a GPU per rank)"
         ours = [_best(r, cco_columns) for r in rows if r["size"] == size and r.get("launch") in ("graph", "graph+pdl")]
-        ours = min(v for v in ours if v is not None)
+        ours = min((v for v in ours if v is not None), default=None)
+        if peer is None or ours is None:
+            return NONE, f"{size}: SymmetricMemory or CCO reads n/a"
         if ours >= peer:
             verdict = MISSED
         parts.append(f"{size} {ours:.2f}/{peer:.2f}")
@@ -134,15 +145,8 @@ def allreduce_beats_symm(t):
     return verdict, "CCO's best / SymmetricMemory's best, us per launch in a graph: " + ", ".join(parts)
 
 
-def _over_nvlink(gpus):
-    return None if gpus is not None and gpus >= 2 else f"made on {gpus} GPU(s): not over NVLink"
-
-
 def lsa_put_vs_memcpy(t):
-    rows, gpus = t.find("LSA put bandwidth")
-    if rows is None:
-        return NONE, "no 'LSA put bandwidth' table"
-    why = _over_nvlink(gpus)
+    rows, why = table(t, "LSA put bandwidth", nvlink=True)
     if why:
         return NONE, why
     parts, verdict = [], MET
@@ -163,10 +167,7 @@ def lsa_put_vs_memcpy(t):
 
 
 def lsa_barrier(t):
-    rows, gpus = t.find("LSA barrier latency")
-    if rows is None:
-        return NONE, "no 'LSA barrier latency' table"
-    why = _over_nvlink(gpus)
+    rows, why = table(t, "LSA barrier latency", nvlink=True)
     if why:
         return NONE, why
     row = next((r for r in rows if r.get("coop") == "block" and r.get("order", "acq_rel") == "acq_rel"), None)
@@ -176,9 +177,9 @@ def lsa_barrier(t):
 
 
 def control_plane(t):
-    rows, _ = t.find("host control plane, 8 ranks")
-    if rows is None:
-        return NONE, "no 'host control plane, 8 ranks' table"
+    rows, why = table(t, "host control plane, 8 ranks")
+    if why:
+        return NONE, why
     steps = {r.get("step"): number(r.get("median ms")) for r in rows}
     devcomm, register = steps.get("ccoDevCommCreate"), steps.get("ccoWindowRegister 1GiB")
     if devcomm is None or register is None:
