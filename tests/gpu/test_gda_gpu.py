@@ -1,6 +1,7 @@
 """GDA on the GPU through Triton, the proxy and its local backend: a put with a signal around
 a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
-(round-trip times printed, not asserted: `cco perf` reports figures). Ranks as threads on one
+(round-trip times printed, not asserted: `cco perf` reports figures); puts a warp or block
+copies itself, around the group bound of the direct path. Ranks as threads on one
 GPU (FULL connections), as two processes on one GPU (under MPS when it runs) and as one
 process per GPU (skipped with fewer than two GPUs)."""
 
