@@ -94,6 +94,9 @@ CCO_DEVICE_API void block_sync() {
 
 // No barrier that reduces: a vote would need LDS, which a linked library does not own.
 constexpr bool kHasBlockVote = false;
+// Never run on an AMD GPU: whether a workgroup barrier carries the other waves' stores to one
+// wave's system fence rests on LLVM's AMDGPU model, so each thread fences its own.
+constexpr bool kBlockFenceCumulative = false;
 CCO_DEVICE_API bool block_sync_or(bool predicate) {
   block_sync();
   return predicate;

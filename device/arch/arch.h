@@ -12,7 +12,9 @@
 //                   lowest_lane(mask), lane_count(mask);
 //                   kHasBlockVote, block_sync_or(bool) (a block_sync that returns whether
 //                   any thread of the block passed true; where kHasBlockVote is false it
-//                   is only a block_sync returning the caller's own value)
+//                   is only a block_sync returning the caller's own value);
+//                   kBlockFenceCumulative (after a block_sync, one thread's system-scope
+//                   fence covers the stores every thread of the block made before it)
 //   atomics         load<O,S>(p) store<O,S>(p,v) fetch_add<O,S>(p,v) exchange<O,S>(p,v)
 //                   compare_exchange<O,S>(p, expected, desired) -> old   fetch_max<O,S>(p,v)
 //                   add<O,S>(p,v): fetch_add without the old value (O Relaxed or Release),

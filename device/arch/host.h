@@ -46,6 +46,7 @@ CCO_DEVICE_API LaneMask ballot_all(bool predicate) { return ballot(predicate); }
 CCO_DEVICE_API void block_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 // A block is one thread here: the vote is the caller's own.
 constexpr bool kHasBlockVote = true;
+constexpr bool kBlockFenceCumulative = true;
 CCO_DEVICE_API bool block_sync_or(bool predicate) {
   block_sync();
   return predicate;

@@ -99,6 +99,9 @@ CCO_DEVICE_API LaneMask ballot_all(bool predicate) {
 // barrier.sync (not bar.sync): threads may reach it from different instructions.
 CCO_DEVICE_API void block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
 constexpr bool kHasBlockVote = true;
+// The PTX model: barrier.sync orders every thread's earlier stores before what follows it in
+// any thread, and a fence.sys after it is cumulative over them.
+constexpr bool kBlockFenceCumulative = true;
 CCO_DEVICE_API bool block_sync_or(bool predicate) {
   uint32_t any;
   asm volatile(
