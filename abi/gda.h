@@ -195,12 +195,13 @@ CCO_GDA_INLINE uint64_t cco_gda_signal_word(uint32_t signalId, int32_t sender, i
   return (uint64_t)signalId * (uint64_t)worldSize + (uint64_t)sender;
 }
 
-/* The direct path (ccoDevComm.gdaDirectMaxBytes, gdaDirectGroupMaxBytes): a sender in the target's LSA team whose
- * ring to it is idle does small operations itself, by stores into the target's memory, and
- * adds to a word of its own there with a system-scope atomic. Those words follow the proxy's
- * words, one per (signal id, sender's LSA rank); the proxy never writes them and a device
- * never writes a proxy word, so each keeps one kind of writer (the proxy's stores of running
- * sums would overwrite a device's adds). A signal's value is the sum of both kinds. */
+/* The direct path (ccoDevComm.gdaDirectMaxBytes, gdaDirectGroupMaxBytes): a sender in the
+ * target's LSA team whose ring to it is idle does small operations itself, by stores into the
+ * target's memory, and adds to a word of its own there with a system-scope atomic. Those
+ * words follow the proxy's words, one per (signal id, sender's LSA rank); the proxy never
+ * writes them and a device never writes a proxy word, so each keeps one kind of writer (the
+ * proxy's stores of running sums would overwrite a device's adds). A signal's value is the
+ * sum of both kinds. */
 CCO_GDA_INLINE uint64_t cco_gda_direct_signal_word(uint32_t signalIds, int32_t worldSize, uint32_t signalId,
                                                    int32_t senderLsaRank, int32_t lsaSize) {
   return (uint64_t)signalIds * (uint64_t)worldSize + (uint64_t)signalId * (uint64_t)lsaSize + (uint64_t)senderLsaRank;

@@ -32,21 +32,21 @@ Status ReadRequirements(const ccoDevCommRequirements* user, ccoDevCommRequiremen
   memcpy(out, user, std::min<size_t>(user->size, sizeof(*out)));
   out->size = sizeof(*out);
   const ccoDevCommRequirements* reqs = out;
+  // Counts from 0; the direct path's bounds from -1 (its variable).
   const struct {
     const char* name;
-    int value;
-  } counts[] = {{"gdaContextCount", reqs->gdaContextCount}, {"gdaSignalCount", reqs->gdaSignalCount},
-                {"gdaCounterCount", reqs->gdaCounterCount}, {"lsaBarrierCount", reqs->lsaBarrierCount},
-                {"sdmaQueueCount", reqs->sdmaQueueCount}, {"gdaBarrierCount", reqs->gdaBarrierCount}};
-  for (const auto& c : counts)
-    if (c.value < 0 || c.value > kMaxCount) return InvalidArgument(Fmt("reqs->", c.name, "=", c.value, " is not in [0, ", kMaxCount, "]"));
-  const struct {
-    const char* name;
-    int value;
-  } bounds[] = {{"gdaDirectMaxBytes", reqs->gdaDirectMaxBytes}, {"gdaDirectGroupMaxBytes", reqs->gdaDirectGroupMaxBytes}};
-  for (const auto& b : bounds)
-    if (b.value < -1 || b.value > kGdaDirectMaxBytesLimit)
-      return InvalidArgument(Fmt("reqs->", b.name, "=", b.value, " is not in [-1, ", kGdaDirectMaxBytesLimit, "]"));
+    int value, least, most;
+  } fields[] = {{"gdaContextCount", reqs->gdaContextCount, 0, kMaxCount},
+                {"gdaSignalCount", reqs->gdaSignalCount, 0, kMaxCount},
+                {"gdaCounterCount", reqs->gdaCounterCount, 0, kMaxCount},
+                {"lsaBarrierCount", reqs->lsaBarrierCount, 0, kMaxCount},
+                {"sdmaQueueCount", reqs->sdmaQueueCount, 0, kMaxCount},
+                {"gdaBarrierCount", reqs->gdaBarrierCount, 0, kMaxCount},
+                {"gdaDirectMaxBytes", reqs->gdaDirectMaxBytes, -1, kGdaDirectMaxBytesLimit},
+                {"gdaDirectGroupMaxBytes", reqs->gdaDirectGroupMaxBytes, -1, kGdaDirectMaxBytesLimit}};
+  for (const auto& f : fields)
+    if (f.value < f.least || f.value > f.most)
+      return InvalidArgument(Fmt("reqs->", f.name, "=", f.value, " is not in [", f.least, ", ", f.most, "]"));
   if (reqs->gdaConnectionType < CCO_GDA_CONNECTION_NONE || reqs->gdaConnectionType > CCO_GDA_CONNECTION_RAIL)
     return InvalidArgument(Fmt("reqs->gdaConnectionType=", reqs->gdaConnectionType, " is not a ccoGdaConnectionType"));
   return Status::Ok();
