@@ -292,6 +292,34 @@ TEST_F(TcpPeer, ARequestToAnIdleConnectionLeavesFromPost) {
   EXPECT_EQ(h.seq, 1u);
 }
 
+// The pass that applied a request whose socket it read empty tells the proxy to give the
+// kernel's reply a moment (Proxy::AwaitReply); one that left bytes to read does not, nor does
+// the pass after.
+TEST_F(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
+  SendRequest(Signal(1));
+  ASSERT_TRUE(Run([&] { return map_.word == 1; }));
+  EXPECT_TRUE(backend_->AwaitsReply());
+  backend_->Progress(map_, &done_);
+  EXPECT_FALSE(backend_->AwaitsReply());
+
+  // One chunk of 4 KiB to land a 64 KiB put in: the pass applies the signal before it, then
+  // stops reading with the put's bytes still in the socket.
+  backend_.reset();
+  std::vector<Fd> out(2), in(2);
+  Pair(&out[1], &requestsOfMine_);
+  Pair(&in[1], &requestsOfTheirs_);
+  TcpOptions o;
+  o.chunkBytes = 4096;
+  o.chunks = 1;
+  ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
+  map_.word = map_.sum = 0;
+  SendRequest(Signal(1));
+  SendRequest(Put(2, 0, 64 << 10), std::string(64 << 10, 'x'));
+  ASSERT_TRUE(Run([&] { return map_.word == 1; }));
+  EXPECT_FALSE(backend_->AwaitsReply());
+  ASSERT_TRUE(Run([&] { return map_.window[(64 << 10) - 1] == 'x'; }));
+}
+
 // A ping-pong: the peer's request, then one of this rank's to the peer. The ack of the
 // peer's request rides on this rank's request; no bare ACK follows.
 TEST_F(TcpPeer, ARequestToThePeerCarriesItsAck) {

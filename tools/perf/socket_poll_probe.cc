@@ -9,6 +9,8 @@
 //   spin-recv    recv(MSG_DONTWAIT) again and again until bytes come
 //   spin-epoll   epoll_wait(timeout 0) again and again, then recv (the backend's way)
 //   spin-epoll+1 the same with one more idle socket read per pass (a peer's other connection)
+// and with a connection per direction (the tcp backend's requests: one connection per ordered
+// pair), with TCP_QUICKACK cleared after each read or not.
 // Prints one line per mode: the median of 9 blocks' mean round trip, us.
 #include <errno.h>
 #include <netinet/in.h>
@@ -54,44 +56,57 @@ void Pair(int fds[2]) {
   for (int i = 0; i < 2; ++i) setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-enum class Mode { kBlocking, kSpinRecv, kSpinEpoll, kSpinEpollPlusIdle };
+enum class Wait { kBlocking, kSpinRecv, kSpinEpoll };
+
+struct Mode {
+  const char* name;
+  Wait wait;
+  bool idleSocket;    // one more idle socket read per spin (a peer's other connection)
+  bool perDirection;  // a connection per direction, as the tcp backend's requests go: no reply
+                      // carries the TCP ack of the bytes it answers
+  bool quickAckOff;   // TCP_QUICKACK cleared after each read (it does not stick)
+};
 
 struct Waiter {
-  Mode mode;
-  int fd;
-  int idle;   // a socket with nothing to read (kSpinEpollPlusIdle)
-  int epoll;  // watches fd
+  const Mode* mode;
+  int in, out;  // read from, write to
+  int idle;     // a socket with nothing to read
+  int epoll;    // watches `in`
 
   void Receive(uint64_t* word) {
     char* p = reinterpret_cast<char*>(word);
     size_t got = 0;
     while (got < 8) {
-      if (mode == Mode::kSpinEpoll || mode == Mode::kSpinEpollPlusIdle) {
+      if (mode->wait == Wait::kSpinEpoll) {
         epoll_event e;
         while (epoll_wait(epoll, &e, 1, 0) == 0) {
-          if (mode == Mode::kSpinEpollPlusIdle) {
+          if (mode->idleSocket) {
             char c;
             (void)!recv(idle, &c, 1, MSG_DONTWAIT);
           }
         }
       }
-      const ssize_t n = recv(fd, p + got, 8 - got, mode == Mode::kBlocking ? 0 : MSG_DONTWAIT);
+      const ssize_t n = recv(in, p + got, 8 - got, mode->wait == Wait::kBlocking ? 0 : MSG_DONTWAIT);
       if (n > 0) got += static_cast<size_t>(n);
       else if (n == 0 || (errno != EAGAIN && errno != EINTR)) Die("recv");
     }
+    if (mode->quickAckOff) {
+      int zero = 0;
+      setsockopt(in, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
+    }
   }
   void Send(uint64_t word) {
-    if (send(fd, &word, 8, MSG_NOSIGNAL | MSG_DONTWAIT) != 8) Die("send");
+    if (send(out, &word, 8, MSG_NOSIGNAL | MSG_DONTWAIT) != 8) Die("send");
   }
 };
 
-Waiter MakeWaiter(Mode mode, int fd, int idle) {
-  Waiter w{mode, fd, idle, -1};
-  if (mode != Mode::kBlocking) {
+Waiter MakeWaiter(const Mode& mode, int in, int out, int idle) {
+  Waiter w{&mode, in, out, idle, -1};
+  if (mode.wait == Wait::kSpinEpoll) {
     w.epoll = epoll_create1(0);
     epoll_event e{};
     e.events = EPOLLIN;
-    if (epoll_ctl(w.epoll, EPOLL_CTL_ADD, fd, &e) != 0) Die("epoll_ctl");
+    if (epoll_ctl(w.epoll, EPOLL_CTL_ADD, in, &e) != 0) Die("epoll_ctl");
   }
   return w;
 }
@@ -101,12 +116,13 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double PingPong(Mode mode, int rounds) {
-  int data[2], idle[2];
+double PingPong(const Mode& mode, int rounds) {
+  int data[2], back[2], idle[2];  // back: the replies' connection where they have their own
   Pair(data);
+  Pair(back);
   Pair(idle);
-  Waiter a = MakeWaiter(mode, data[0], idle[0]);
-  Waiter b = MakeWaiter(mode, data[1], idle[1]);
+  Waiter a = MakeWaiter(mode, mode.perDirection ? back[0] : data[0], data[0], idle[0]);
+  Waiter b = MakeWaiter(mode, data[1], mode.perDirection ? back[1] : data[1], idle[1]);
   constexpr int kBlocks = 9;
   std::vector<double> blocks;
   std::thread answerer([&] {
@@ -121,7 +137,7 @@ double PingPong(Mode mode, int rounds) {
     if (block > 0) blocks.push_back(us);  // the first warms up
   }
   answerer.join();
-  for (int fd : {data[0], data[1], idle[0], idle[1], a.epoll, b.epoll})
+  for (int fd : {data[0], data[1], back[0], back[1], idle[0], idle[1], a.epoll, b.epoll})
     if (fd >= 0) close(fd);
   return Median(blocks);
 }
@@ -149,14 +165,16 @@ int main(int argc, char** argv) {
   printf("idle recv(MSG_DONTWAIT): %.3f us\n", IdleCall([&] { (void)!recv(idle[0], &c, 1, MSG_DONTWAIT); }, 200000));
   printf("getppid (a bare syscall): %.3f us\n", IdleCall([] { (void)getppid(); }, 200000));
   printf("steady_clock::now: %.3f us\n", IdleCall([] { (void)Clock::now(); }, 200000));
-  const struct {
-    Mode mode;
-    const char* name;
-  } modes[] = {{Mode::kBlocking, "blocking"},
-               {Mode::kSpinRecv, "spin-recv"},
-               {Mode::kSpinEpoll, "spin-epoll"},
-               {Mode::kSpinEpollPlusIdle, "spin-epoll+1"}};
+  const Mode modes[] = {
+      {"blocking", Wait::kBlocking, false, false, false},
+      {"spin-recv", Wait::kSpinRecv, false, false, false},
+      {"spin-epoll", Wait::kSpinEpoll, false, false, false},
+      {"spin-epoll+1", Wait::kSpinEpoll, true, false, false},
+      {"spin-epoll, a connection per direction", Wait::kSpinEpoll, false, true, false},
+      {"spin-epoll, a connection per direction, quickack off", Wait::kSpinEpoll, false, true, true},
+      {"blocking, a connection per direction", Wait::kBlocking, false, true, false},
+  };
   for (int pass = 0; pass < 2; ++pass)
-    for (const auto& m : modes) printf("round trip, %-13s %.2f us\n", m.name, PingPong(m.mode, rounds));
+    for (const Mode& m : modes) printf("round trip, %-52s %.2f us\n", m.name, PingPong(m, rounds));
   return 0;
 }

@@ -225,6 +225,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
   }
   epoll_event events[64];
   const int n = epoll_wait(epoll_.get(), events, 64, 0);
+  bool moreInput = false;  // a socket read this pass still has bytes to act on
   for (int i = 0; i < n; ++i) {
     const size_t q = static_cast<size_t>(events[i].data.u64 >> 1);
     if (q >= peers_.size() || peers_[q] == nullptr || peers_[q]->lost) continue;
@@ -235,16 +236,20 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     Status error;
     if (!Read(p, s, target, map, &did, &error))
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
+    else
+      moreInput |= s.in.buffered() || !s.in.drained || (s.in.headerGot == kHeader && !s.in.payload);
   }
   // A request applied just now may have the kernel post a reply at once: the rest of the
   // pass (chunks, answers, completions, liveness; 2-3 us) waits for the next, so that the
   // proxy reads its rings first and the reply leaves from Post. Never two passes running.
+  // Where every socket read was emptied, the proxy may give the reply a moment (AwaitsReply).
   if (appliedThisPass_ && !deferredLast_) {
     appliedThisPass_ = false;
     deferredLast_ = true;
+    awaitReply_ = !moreInput;
     return true;
   }
-  appliedThisPass_ = deferredLast_ = false;
+  appliedThisPass_ = deferredLast_ = awaitReply_ = false;
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->lost) continue;
     Peer& p = *peer;

@@ -61,6 +61,7 @@ class TcpBackend : public NetBackend {
   void Post(const NetOp& op, NetTargetMap& map) override;
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
+  bool AwaitsReply() const override { return awaitReply_; }
   void Drain() override;
 
  private:
@@ -108,6 +109,7 @@ class TcpBackend : public NetBackend {
   uint64_t pass_ = 0;                          // Progress calls so far
   bool appliedThisPass_ = false;               // a request was applied in this pass
   bool deferredLast_ = false;                  // the last pass left its bookkeeping to this one
+  bool awaitReply_ = false;                    // and read every socket it read empty
   Clock::time_point now_ = Clock::now();       // read once per Progress
   mutable std::mutex errorMu_;  // lastError is read from other threads
   std::string lastError_;

@@ -20,13 +20,23 @@ constexpr int kBurst = 32;
 constexpr int kSpinPasses = 1024;
 constexpr auto kYieldFor = std::chrono::milliseconds(20);
 constexpr auto kNap = std::chrono::microseconds(20);
+// After the network backend applied a request, how long the rings alone are polled for the
+// kernel's answer (a ping-pong's reply: on the cpu platform it is posted 0.3-0.5 us after the
+// signal lands; the pass it would otherwise wait for, an epoll and the backend's bookkeeping,
+// took 2-3 us on the device machine's VM).
+constexpr int64_t kReplyWaitUs = 4;
+constexpr int64_t kMaxReplyWaitUs = 1000;
 // How often the proxy looks for host peers that ended.
 constexpr auto kWatchEvery = std::chrono::milliseconds(2);
 constexpr uint64_t kWatchPasses = 64;
 
 }  // namespace
 
-Proxy::Proxy(ccoComm* comm) : comm_(comm), trace_(env::Flag("CCO_GDA_TRACE")) {}
+Proxy::Proxy(ccoComm* comm)
+    : comm_(comm),
+      trace_(env::Flag("CCO_GDA_TRACE")),
+      replyWait_(std::chrono::microseconds(
+          std::min<int64_t>(std::max<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), 0), kMaxReplyWaitUs))) {}
 
 Proxy::~Proxy() {
   stop_ = true;
@@ -209,7 +219,10 @@ void Proxy::Loop() {
     bool did = false;
     for (auto& g : work) did |= Pass(*g);
     for (auto& s : sdmaWork) did |= Pass(*s);
-    if (threadNet_) did |= ProgressNet(*threadNet_);
+    if (threadNet_) {
+      did |= ProgressNet(*threadNet_);
+      if (threadNet_->AwaitsReply()) AwaitReply();
+    }
     // The clock is read every kWatchPasses passes only: a busy pass costs a few ring polls.
     if (++passes % kWatchPasses == 0 && Clock::now() >= nextWatch_) WatchHostPeers();
     // Resources detached before `generation` are no longer in use.
@@ -223,6 +236,15 @@ void Proxy::Loop() {
     if (Clock::now() - idleSince < kYieldFor) sched_yield();
     else std::this_thread::sleep_for(kNap);
   }
+}
+
+void Proxy::AwaitReply() {
+  if (replyWait_.count() == 0) return;
+  const auto until = std::chrono::steady_clock::now() + replyWait_;
+  do {
+    for (auto& g : threadWork_)
+      if (Pass(*g)) return;
+  } while (std::chrono::steady_clock::now() < until);
 }
 
 // One pass over a ring set: up to kBurst descriptors per ring go to issue(ring, ticket,

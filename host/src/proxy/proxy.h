@@ -94,6 +94,9 @@ class Proxy : private NetTargetMap {
   // The counter of a marker on `ring` once everything before it on the ring is done.
   Status PassMarker(GdaResources& g, uint32_t ring, uint32_t counterId, CopyQueue& stream);
   bool ProgressNet(NetBackend& net);
+  // The network backend applied a peer's request just now: the rings alone are polled for up
+  // to replyWait_, so that a kernel's answer leaves before the rest of the pass.
+  void AwaitReply();
   // Host peers in other processes: one that ended (its descriptor-mesh socket hung up) fails
   // every ring to it, now and in device communicators attached later.
   void WatchHostPeers();
@@ -121,6 +124,7 @@ class Proxy : private NetTargetMap {
 
   ccoComm* comm_;
   bool trace_ = false;  // CCO_GDA_TRACE: every descriptor carried out, on stderr
+  std::chrono::nanoseconds replyWait_;  // CCO_NET_REPLY_WAIT_US
   std::thread thread_;
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;
