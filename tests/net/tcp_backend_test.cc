@@ -66,7 +66,9 @@ void Pair(Fd* ours, Fd* theirs) {
   setsockopt(theirs->get(), SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
 }
 
-class TcpPeer : public ::testing::Test {
+// Each test runs twice: the backend reading its sockets as epoll reports them, and reading
+// every socket each pass (what it does with one or two peers).
+class TcpPeer : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(CreateCpuPlatform(&platform_).ok());
@@ -77,6 +79,7 @@ class TcpPeer : public ::testing::Test {
     o.timeoutMs = 300;
     o.chunkBytes = 64 << 10;
     o.ackDelayUs = 200000;  // long enough that a carried ack is never beaten by a bare one
+    o.pollEverySocketPeers = GetParam() ? 1 : 0;
     ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
   }
 
@@ -188,7 +191,7 @@ class TcpPeer : public ::testing::Test {
   std::vector<NetCompletion> done_;
 };
 
-TEST_F(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
+TEST_P(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
   memcpy(map_.window.data(), "OLDOLDOL", 8);
   TcpHeader get = TcpRequestHeader(kTcpGet, 1);
   get.window = kWindow;
@@ -205,7 +208,7 @@ TEST_F(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
   EXPECT_EQ(memcmp(map_.window.data(), "NEWNEWNE", 8), 0);
 }
 
-TEST_F(TcpPeer, APeerThatNeverReadsItsAnswersCannotGrowOurMemory) {
+TEST_P(TcpPeer, APeerThatNeverReadsItsAnswersCannotGrowOurMemory) {
   // Zero-byte gets, each owed an answer; the peer never reads one. The backend must stop
   // reading its requests (so the kernel's buffers fill and the peer's sends block) instead of
   // queueing answers without end.
@@ -227,7 +230,7 @@ TEST_F(TcpPeer, APeerThatNeverReadsItsAnswersCannotGrowOurMemory) {
   EXPECT_LT(sent, burst.size()) << "the backend read every request of a peer that reads no answer";
 }
 
-TEST_F(TcpPeer, NothingLandsInAWindowDeregisteredMidPayload) {
+TEST_P(TcpPeer, NothingLandsInAWindowDeregisteredMidPayload) {
   const uint64_t bytes = 1 << 20;
   SendRequest(Put(1, 0, bytes), std::string(bytes / 2, 'a'));
   ASSERT_TRUE(Run([&] { return map_.window[0] == 'a'; }));  // the first chunks landed
@@ -240,7 +243,7 @@ TEST_F(TcpPeer, NothingLandsInAWindowDeregisteredMidPayload) {
   for (size_t i = bytes / 2; i < bytes; ++i) ASSERT_EQ(map_.window[i], 0) << "byte " << i << " landed";
 }
 
-TEST_F(TcpPeer, ARefusedSignalAddsNothing) {
+TEST_P(TcpPeer, ARefusedSignalAddsNothing) {
   TcpHeader bad = TcpRequestHeader(kTcpSignal, 1);
   bad.flags = kTcpHasSignal;
   bad.gdaId = kGda;
@@ -257,7 +260,7 @@ TEST_F(TcpPeer, ARefusedSignalAddsNothing) {
   EXPECT_EQ(map_.word, 5u);
 }
 
-TEST_F(TcpPeer, MalformedRequestsBreakTheConnection) {
+TEST_P(TcpPeer, MalformedRequestsBreakTheConnection) {
   TcpHeader h = Put(5, 0, 8);  // out of sequence
   SendRequest(h, "xxxxxxxx");
   ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
@@ -265,7 +268,7 @@ TEST_F(TcpPeer, MalformedRequestsBreakTheConnection) {
   EXPECT_EQ(memcmp(map_.window.data(), "\0\0\0\0\0\0\0\0", 8), 0);
 }
 
-TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
+TEST_P(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
   // This rank puts to the peer; the peer never answers, but keeps sending requests of its
   // own (which this rank answers): those must not keep the put alive past the bound.
   PostSignal(77);
@@ -284,7 +287,7 @@ TEST_F(TcpPeer, APeerThatOnlyTalksButNeverAnswersIsDeclaredLost) {
 
 // A request to an idle connection leaves from Post itself, not at the next Progress (a reply
 // would otherwise wait for the rest of the proxy's pass).
-TEST_F(TcpPeer, ARequestToAnIdleConnectionLeavesFromPost) {
+TEST_P(TcpPeer, ARequestToAnIdleConnectionLeavesFromPost) {
   PostSignal(1);  // no Progress from here on
   TcpHeader h;
   ASSERT_EQ(recv(requestsOfMine_.get(), &h, sizeof(h), MSG_WAITALL), static_cast<ssize_t>(sizeof(h)));
@@ -295,7 +298,7 @@ TEST_F(TcpPeer, ARequestToAnIdleConnectionLeavesFromPost) {
 // The pass that applied a request whose socket it read empty tells the proxy to give the
 // kernel's reply a moment (Proxy::AwaitReply); one that left bytes to read does not, nor does
 // the pass after.
-TEST_F(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
+TEST_P(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
   SendRequest(Signal(1));
   ASSERT_TRUE(Run([&] { return map_.word == 1; }));
   EXPECT_TRUE(backend_->AwaitsReply());
@@ -311,6 +314,7 @@ TEST_F(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
   TcpOptions o;
   o.chunkBytes = 4096;
   o.chunks = 1;
+  o.pollEverySocketPeers = GetParam() ? 1 : 0;
   ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
   map_.word = map_.sum = 0;
   SendRequest(Signal(1));
@@ -322,7 +326,7 @@ TEST_F(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
 
 // A ping-pong: the peer's request, then one of this rank's to the peer. The ack of the
 // peer's request rides on this rank's request; no bare ACK follows.
-TEST_F(TcpPeer, ARequestToThePeerCarriesItsAck) {
+TEST_P(TcpPeer, ARequestToThePeerCarriesItsAck) {
   PostSignal(1);  // this rank talks to the peer
   EXPECT_EQ(ReadRequest().seq, 1u);
   SendRequest(Signal(1));
@@ -338,7 +342,7 @@ TEST_F(TcpPeer, ARequestToThePeerCarriesItsAck) {
 
 // Acks do not ride behind payload: not on a put, nor on a request right behind one (its bytes
 // may still fill the kernel's buffer); they go bare on the answers socket.
-TEST_F(TcpPeer, NoAckRidesBehindPayload) {
+TEST_P(TcpPeer, NoAckRidesBehindPayload) {
   PostSignal(1);
   ReadRequest();
   SendAnswer(TcpAnswerHeader(kTcpAck, 1));  // answered: nothing of ours waits past the liveness bound
@@ -361,7 +365,7 @@ TEST_F(TcpPeer, NoAckRidesBehindPayload) {
 
 // Nothing to carry the ack within the delay: it goes bare. And a rank that has not talked to
 // the peer acks at once (the fixture's delay would fail the test otherwise).
-TEST_F(TcpPeer, WithoutARequestTheAckGoesBare) {
+TEST_P(TcpPeer, WithoutARequestTheAckGoesBare) {
   SendRequest(Signal(1));
   const TcpHeader ack = ReadAnswer();
   EXPECT_EQ(ack.type, kTcpAck);
@@ -372,6 +376,7 @@ TEST_F(TcpPeer, WithoutARequestTheAckGoesBare) {
   Pair(&in[1], &requestsOfTheirs_);
   TcpOptions o;
   o.ackDelayUs = 1000;
+  o.pollEverySocketPeers = GetParam() ? 1 : 0;
   ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
   PostSignal(1);
   ReadRequest();
@@ -383,7 +388,7 @@ TEST_F(TcpPeer, WithoutARequestTheAckGoesBare) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(1000)) << "the ack was not held";
 }
 
-TEST_F(TcpPeer, AnAckTheTargetCarriesCompletesOurRequest) {
+TEST_P(TcpPeer, AnAckTheTargetCarriesCompletesOurRequest) {
   PostSignal(7);
   ReadRequest();
   SendRequest(SignalCarryingAck(1, 1));
@@ -394,7 +399,7 @@ TEST_F(TcpPeer, AnAckTheTargetCarriesCompletesOurRequest) {
 
 // The peer refused request 1 and acked 2 on its own request: the refusal, on the other
 // connection, may arrive later, and request 1 must not complete as applied meanwhile.
-TEST_F(TcpPeer, ACarriedAckWaitsForTheAnswersBeforeIt) {
+TEST_P(TcpPeer, ACarriedAckWaitsForTheAnswersBeforeIt) {
   PostSignal(1);
   PostSignal(2);
   ReadRequest();
@@ -414,7 +419,7 @@ TEST_F(TcpPeer, ACarriedAckWaitsForTheAnswersBeforeIt) {
 
 // Acks carried on the other connection may arrive after a later answer: an answer to request
 // s acknowledges the earlier ones still open.
-TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
+TEST_P(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
   PostSignal(1);
   PostGet(2, 0);
   ReadRequest();
@@ -424,7 +429,7 @@ TEST_F(TcpPeer, AnAnswerAcknowledgesTheRequestsBeforeIt) {
   EXPECT_TRUE(done_[0].status.ok() && done_[1].status.ok());
 }
 
-TEST_F(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
+TEST_P(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
   PostGet(3, 8);
   ReadRequest();
   SendRequest(SignalCarryingAck(1, 1));
@@ -433,12 +438,15 @@ TEST_F(TcpPeer, ACarriedAckOfAGetWithoutItsDataBreaksTheConnection) {
   EXPECT_NE(backend_->lastError().find("without its data"), std::string::npos) << backend_->lastError();
 }
 
-TEST_F(TcpPeer, ACarriedAckOfRequestsNeverSentBreaksTheConnection) {
+TEST_P(TcpPeer, ACarriedAckOfRequestsNeverSentBreaksTheConnection) {
   SendRequest(SignalCarryingAck(1, 1));  // this rank sent nothing
   ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
   EXPECT_NE(backend_->lastError().find("never sent"), std::string::npos) << backend_->lastError();
   EXPECT_EQ(map_.word, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Polling, TcpPeer, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "EverySocket" : "Epoll"; });
 
 }  // namespace
 }  // namespace cco

@@ -131,6 +131,9 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
       if (epoll_ctl(b->epoll_.get(), EPOLL_CTL_ADD, s->fd.get(), &e) != 0) return ErrnoError("epoll_ctl", errno);
     }
   }
+  size_t peers = 0;
+  for (const auto& p : b->peers_) peers += p != nullptr;
+  b->pollEverySocket_ = peers <= options.pollEverySocketPeers;
   *out = std::move(b);
   return Status::Ok();
 }
@@ -223,8 +226,17 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     Status error;
     if (!Write(*peer, peer->requests, false, map, &did, &error)) FailPeer(*peer, error.Prefixed(Fmt("rank ", peer->rank)), done);
   }
+  // Which sockets to read: with few peers every socket (TcpOptions::pollEverySocketPeers),
+  // else those epoll reports.
   epoll_event events[64];
-  const int n = epoll_wait(epoll_.get(), events, 64, 0);
+  int n = 0;
+  if (pollEverySocket_) {
+    for (size_t q = 0; q < peers_.size(); ++q)
+      if (peers_[q] != nullptr && !peers_[q]->lost)
+        for (uint64_t target = 0; target < 2; ++target) events[n++].data.u64 = (uint64_t{q} << 1) | target;
+  } else {
+    n = epoll_wait(epoll_.get(), events, 64, 0);
+  }
   bool moreInput = false;  // a socket read this pass still has bytes to act on
   for (int i = 0; i < n; ++i) {
     const size_t q = static_cast<size_t>(events[i].data.u64 >> 1);
@@ -232,7 +244,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     Peer& p = *peers_[q];
     const bool target = (events[i].data.u64 & 1) != 0;
     Socket& s = target ? p.answers : p.requests;
-    s.in.drained = false;  // bytes came in since
+    s.in.drained = false;  // bytes came in since (or may have: read it)
     Status error;
     if (!Read(p, s, target, map, &did, &error))
       FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
