@@ -1,7 +1,8 @@
 """GDA on the GPU through Triton, the proxy and its local backend: a put with a signal around
 a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
 (round-trip times printed, not asserted: `cco perf` reports figures); puts a warp or block
-copies itself, around the group bound of the direct path. Ranks as threads on one
+copies itself, around the group bound of the direct path; gets of every size around both
+bounds, direct, through the proxy and over tcp. Ranks as threads on one
 GPU (FULL connections), as two processes on one GPU (under MPS when it runs) and as one
 process per GPU (skipped with fewer than two GPUs)."""
 
@@ -106,6 +107,17 @@ def put_then_wait(dc, win, status, peer, dst, nbytes, COOP: tl.constexpr):
         bad += cco.Gda.put(dc, 0, peer, win, dst, win, 0, nbytes, 2, 1, coop=COOP,
                            thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.INC)
         bad += cco.Gda.wait_signal(dc, 0, 2, 1, 64, coop=COOP)
+        bad += cco.Gda.flush(dc, 0, coop=COOP)
+    tl.store(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "src", "dst", "nbytes"])
+def get_then_flush(dc, win, status, peer, src, dst, nbytes, COOP: tl.constexpr):
+    """Gets `nbytes` at `src` of `peer`'s window into this rank's at `dst`, flushes; status =
+    failed calls. nbytes == 0: only loads the kernel."""
+    bad = 0
+    if nbytes != 0:
+        bad += cco.Gda.get(dc, 0, peer, win, src, win, dst, nbytes, coop=COOP, thread_mode=cco.ThreadMode.INDEPENDENT)
         bad += cco.Gda.flush(dc, 0, coop=COOP)
     tl.store(status, bad)
 
@@ -441,3 +453,57 @@ def test_group_copies_land_exactly_around_the_bound(coop, warps):
 
     got = _two_ranks_as_threads(body_of)
     assert got == {0: [], 1: []}, f"(bytes, failed calls, wrong words): {got}"
+
+
+# How a get reaches the peer: the caller's own loads where the direct path may take it (up to
+# gdaDirectMaxBytes for a thread, gdaDirectGroupMaxBytes for a warp or block), the proxy's copy
+# where it may not, and the tcp backend between two virtual nodes (a request, the peer's
+# bytes staged out of its device memory and landed into this rank's).
+GET_PATHS = {
+    "direct": {},
+    "proxy": {"CCO_GDA_DIRECT_MAX_BYTES": "0"},
+    "tcp": {"CCO_NET": "tcp", "CCO_TEST_NODES_PER_HOST": "2", "CCO_SOCKET_IFNAME": "=lo"},
+}
+
+
+@pytest.mark.parametrize("path", list(GET_PATHS))
+@pytest.mark.parametrize("coop, warps", [(cco.CoopScope.THREAD, 1), (cco.CoopScope.WARP, 1), (cco.CoopScope.BLOCK, 4)],
+                         ids=["thread", "warp", "block"])
+def test_gets_land_exactly(coop, warps, path, monkeypatch):
+    """A get of every size around both direct-path bounds, an odd one among them, lands
+    exactly the peer's bytes, and not a byte past its end, whichever way it goes."""
+    for name, value in GET_PATHS[path].items():
+        monkeypatch.setenv(name, value)
+    sizes = (13, 4096, 4100, 65536, 65552, 256 << 10)
+    src_words, dst, slack = 64 << 10, 512 << 10, 64  # the source: the window's first 256 KiB
+
+    def body_of(rank, rk):
+        if path == "proxy":
+            assert rk.dc.struct.gdaDirectMaxBytes == 0
+        mine = rk.view(1 << 18)
+        with torch.cuda.stream(rk.stream):
+            mine[:src_words] = torch.arange(src_words, dtype=torch.int32, device=mine.device) + rank * 1_000_000
+            status = torch.full((1,), -1, dtype=torch.int32, device=mine.device)
+            get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, 0, COOP=coop, num_warps=warps,
+                                 extern_libs=rk.libs)
+            theirs = (torch.arange(src_words, dtype=torch.int32, device=mine.device) + (1 - rank) * 1_000_000).view(
+                torch.uint8)
+        rk.stream.synchronize()
+        rk.comm.barrier()  # both sources written before either rank gets
+        wrong = []
+        for nbytes in sizes:
+            with torch.cuda.stream(rk.stream):
+                region = mine.view(torch.uint8)[dst: dst + nbytes + slack]
+                region.zero_()
+                get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, nbytes, COOP=coop,
+                                     num_warps=warps, extern_libs=rk.libs)
+                want = torch.zeros_like(region)
+                want[:nbytes] = theirs[:nbytes]
+                if int(status.item()) != 0 or not torch.equal(region, want):
+                    wrong.append((nbytes, int(status.item()), int((region != want).sum().item())))
+        rk.stream.synchronize()
+        rk.comm.barrier()  # neither rank tears down while the other still reads its source
+        return wrong
+
+    got = _two_ranks_as_threads(body_of)
+    assert got == {0: [], 1: []}, f"(bytes, failed calls, wrong bytes): {got}"
