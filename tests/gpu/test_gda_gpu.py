@@ -480,29 +480,34 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
     def body_of(rank, rk):
         if path == "proxy":
             assert rk.dc.struct.gdaDirectMaxBytes == 0
-        mine = rk.view(1 << 18)
+        # Only copies between host and device here, no torch kernels: the first use of a torch
+        # kernel loads it (CUDA lazy loading), and a load may wait for the kernels running in
+        # the process, the other rank's get among them, whose flush waits for its proxy's
+        # copies, which wait for the load (the first run of this test hung so).
+        device = f"cuda:{rk.device}"
+        mine = rk.view(1 << 18).view(torch.uint8)
+        source = (torch.arange(src_words, dtype=torch.int32) + rank * 1_000_000).view(torch.uint8)
+        theirs = (torch.arange(src_words, dtype=torch.int32) + (1 - rank) * 1_000_000).view(torch.uint8)
         with torch.cuda.stream(rk.stream):
-            mine[:src_words] = torch.arange(src_words, dtype=torch.int32, device=mine.device) + rank * 1_000_000
-            status = torch.full((1,), -1, dtype=torch.int32, device=mine.device)
+            status = torch.full((1,), -1, dtype=torch.int32).to(device)
+            mine[: src_words * 4].copy_(source)
             get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, 0, COOP=coop, num_warps=warps,
                                  extern_libs=rk.libs)
-            theirs = (torch.arange(src_words, dtype=torch.int32, device=mine.device) + (1 - rank) * 1_000_000).view(
-                torch.uint8)
         rk.stream.synchronize()
-        rk.comm.barrier()  # both sources written before either rank gets
+        rk.comm.barrier()  # both sources written and both kernels loaded before either rank gets
         wrong = []
         for nbytes in sizes:
+            region = mine[dst: dst + nbytes + slack]
             with torch.cuda.stream(rk.stream):
-                region = mine.view(torch.uint8)[dst: dst + nbytes + slack]
-                region.zero_()
+                region.copy_(torch.zeros(nbytes + slack, dtype=torch.uint8))
                 get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, nbytes, COOP=coop,
                                      num_warps=warps, extern_libs=rk.libs)
-                want = torch.zeros_like(region)
-                want[:nbytes] = theirs[:nbytes]
-                if int(status.item()) != 0 or not torch.equal(region, want):
-                    wrong.append((nbytes, int(status.item()), int((region != want).sum().item())))
-        rk.stream.synchronize()
-        rk.comm.barrier()  # neither rank tears down while the other still reads its source
+                got, failed = region.cpu(), int(status.cpu()[0])
+            want = torch.zeros(nbytes + slack, dtype=torch.uint8)
+            want[:nbytes] = theirs[:nbytes]
+            if failed != 0 or not torch.equal(got, want):
+                wrong.append((nbytes, failed, int((got != want).sum())))
+            rk.comm.barrier()  # both ranks' gets done before either starts the next
         return wrong
 
     got = _two_ranks_as_threads(body_of)
