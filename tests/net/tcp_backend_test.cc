@@ -72,13 +72,18 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(CreateCpuPlatform(&platform_).ok());
-    std::vector<Fd> out(2), in(2);
-    Pair(&out[1], &requestsOfMine_);  // this rank's requests go out on out[1]
-    Pair(&in[1], &requestsOfTheirs_); // the peer's requests come in on in[1]
     TcpOptions o;
     o.timeoutMs = 300;
     o.chunkBytes = 64 << 10;
     o.ackDelayUs = 200000;  // long enough that a carried ack is never beaten by a bare one
+    ASSERT_NO_FATAL_FAILURE(Connect(o));
+  }
+  // A backend with options `o` (and the test's way of polling) on new connections to the peer.
+  void Connect(TcpOptions o) {
+    backend_.reset();
+    std::vector<Fd> out(2), in(2);
+    Pair(&out[1], &requestsOfMine_);  // this rank's requests go out on out[1]
+    Pair(&in[1], &requestsOfTheirs_); // the peer's requests come in on in[1]
     o.pollEverySocketPeers = GetParam() ? 1 : 0;
     ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
   }
@@ -307,15 +312,10 @@ TEST_P(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
 
   // One chunk of 4 KiB to land a 64 KiB put in: the pass applies the signal before it, then
   // stops reading with the put's bytes still in the socket.
-  backend_.reset();
-  std::vector<Fd> out(2), in(2);
-  Pair(&out[1], &requestsOfMine_);
-  Pair(&in[1], &requestsOfTheirs_);
   TcpOptions o;
   o.chunkBytes = 4096;
   o.chunks = 1;
-  o.pollEverySocketPeers = GetParam() ? 1 : 0;
-  ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
+  ASSERT_NO_FATAL_FAILURE(Connect(o));
   map_.word = map_.sum = 0;
   SendRequest(Signal(1));
   SendRequest(Put(2, 0, 64 << 10), std::string(64 << 10, 'x'));
@@ -370,14 +370,9 @@ TEST_P(TcpPeer, WithoutARequestTheAckGoesBare) {
   const TcpHeader ack = ReadAnswer();
   EXPECT_EQ(ack.type, kTcpAck);
   EXPECT_EQ(ack.seq, 1u);
-  backend_.reset();
-  std::vector<Fd> out(2), in(2);
-  Pair(&out[1], &requestsOfMine_);
-  Pair(&in[1], &requestsOfTheirs_);
   TcpOptions o;
   o.ackDelayUs = 1000;
-  o.pollEverySocketPeers = GetParam() ? 1 : 0;
-  ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
+  ASSERT_NO_FATAL_FAILURE(Connect(o));
   PostSignal(1);
   ReadRequest();
   SendRequest(Signal(1));
