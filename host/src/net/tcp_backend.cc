@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/env.h"
 #include "net/tcp_connection.h"
@@ -133,7 +134,7 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
   }
   size_t peers = 0;
   for (const auto& p : b->peers_) peers += p != nullptr;
-  b->pollEverySocket_ = peers <= options.pollEverySocketPeers;
+  b->pollEverySocket_ = peers <= std::min(options.pollEverySocketPeers, TcpOptions::kMaxPollEverySocketPeers);
   *out = std::move(b);
   return Status::Ok();
 }
@@ -228,14 +229,14 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
   }
   // Which sockets to read: with few peers every socket (TcpOptions::pollEverySocketPeers),
   // else those epoll reports.
-  epoll_event events[64];
+  epoll_event events[2 * TcpOptions::kMaxPollEverySocketPeers];
   int n = 0;
   if (pollEverySocket_) {
     for (size_t q = 0; q < peers_.size(); ++q)
       if (peers_[q] != nullptr && !peers_[q]->lost)
         for (uint64_t target = 0; target < 2; ++target) events[n++].data.u64 = (uint64_t{q} << 1) | target;
   } else {
-    n = epoll_wait(epoll_.get(), events, 64, 0);
+    n = epoll_wait(epoll_.get(), events, static_cast<int>(std::size(events)), 0);
   }
   bool moreInput = false;  // a socket read this pass still has bytes to act on
   for (int i = 0; i < n; ++i) {

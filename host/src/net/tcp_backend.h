@@ -2,12 +2,13 @@
 // connections of net/tcp_mesh.h, with the protocol of net/tcp_wire.h.
 //
 // Everything runs on the proxy's thread, never blocking: sockets are non-blocking and
-// watched with epoll (with one or two peers, simply read every pass), and payloads go through pinned chunks (net/staging.h) that a stream of
-// the backend's own fills from device memory (sends) and empties into it (receives), up to
-// `chunks` of `chunkBytes` in flight per socket and direction, so a large put is a pipeline
-// of copy out, send, receive, copy in. The target applies a request's data, then its signal,
-// on that stream, and acknowledges once the stream has passed both: a completion means the
-// bytes are in the target's memory.
+// watched with epoll (with one or two peers, simply read every pass), and payloads go
+// through pinned chunks (net/staging.h) that a stream of the backend's own fills from
+// device memory (sends) and empties into it (receives), up to `chunks` of `chunkBytes` in
+// flight per socket and direction, so a large put is a pipeline of copy out, send, receive,
+// copy in. The target applies a request's data, then its signal, on that stream, and
+// acknowledges once the stream has passed both: a completion means the bytes are in the
+// target's memory.
 //
 // A dead peer is found in bounded time: the kernel reports a closed or reset connection at
 // once; a silent one through TCP_USER_TIMEOUT (unacknowledged data) and keepalive (an idle
@@ -47,8 +48,9 @@ struct TcpOptions {
   // Up to this many peers, every socket is read each pass instead of asking epoll which to
   // read (two sockets a peer: an idle recv costs 0.2-0.25 us on the device machine, against
   // 0.13-0.15 for epoll; a recv that finds bytes is one call where epoll then recv is two,
-  // 1-1.5 us less a round trip: results/h200-tcp-floor).
+  // 1-1.5 us less a round trip: results/h200-tcp-floor). At most kMaxPollEverySocketPeers.
   size_t pollEverySocketPeers = 2;
+  static constexpr size_t kMaxPollEverySocketPeers = 32;  // a pass's events, two a peer
 };
 
 // The options from the environment.
