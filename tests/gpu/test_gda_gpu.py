@@ -302,9 +302,17 @@ def test_gda_threads_on_one_gpu(world, sync):
         print("\nGDA on 1 GPU, threads:", _describe(report[0]))
 
 
+# Tests whose ranks hung in this process: their threads (daemons) and kernels may still hold
+# the GPU, so later tests fail at once instead of waiting out their own bound behind them,
+# and the process can still exit.
+_HUNG = []
+
+
 def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
     """Runs body_of(rank, rk) for ranks 0 and 1 as threads on GPU 0; returns {rank: result}.
     aborted: a rank was aborted, so each tears its communicator down locally (abort first)."""
+    if _HUNG:
+        pytest.fail(f"ranks of {_HUNG[0]} still hang in this process")
     os.environ["CCO_PLATFORM"] = "cuda"
     from cco import Communicator
 
@@ -323,12 +331,15 @@ def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
         except BaseException as e:
             errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(2)]
     for t in threads:
         t.start()
+    end = time.monotonic() + seconds
     for t in threads:
-        t.join(timeout=seconds)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
+        t.join(timeout=max(0.0, end - time.monotonic()))
+    if any(t.is_alive() for t in threads):
+        _HUNG.append(os.environ.get("PYTEST_CURRENT_TEST", "a test").split(" ")[0])
+        pytest.fail(f"a rank hung for {seconds} s")
     assert errors == {}, errors
     return results
 
