@@ -2,7 +2,8 @@
 a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
 (round-trip times printed, not asserted: `cco perf` reports figures); puts a warp or block
 copies itself, around the group bound of the direct path; gets of every size around both
-bounds, direct, through the proxy and over tcp. Ranks as threads on one
+bounds, direct, through the proxy and over tcp; the matrix op x coop x thread mode x signal
+action x doorbell mode, in one LSA team and across two virtual nodes. Ranks as threads on one
 GPU (FULL connections), as two processes on one GPU (under MPS when it runs) and as one
 process per GPU (skipped with fewer than two GPUs)."""
 
@@ -21,6 +22,8 @@ from cco.ir.triton import cco
 from kernels import globaltimer_ns
 
 N = 1024  # int32 per put
+MATRIX_DST = 8192  # where the matrix's puts and gets land, after the source bytes
+MATRIX_BYTES = 4096
 
 
 # Runtime integers stay unspecialised: a value of 1 or a multiple of 16 would otherwise
@@ -119,6 +122,59 @@ def get_then_flush(dc, win, status, peer, src, dst, nbytes, COOP: tl.constexpr):
     if nbytes != 0:
         bad += cco.Gda.get(dc, 0, peer, win, src, win, dst, nbytes, coop=COOP, thread_mode=cco.ThreadMode.INDEPENDENT)
         bad += cco.Gda.flush(dc, 0, coop=COOP)
+    tl.store(status, bad)
+
+
+@triton.jit(do_not_specialize=["peer", "word", "active"])
+def matrix_cell(dc, win, status, peer, word, active, OP: tl.constexpr, COOP: tl.constexpr, TM: tl.constexpr,
+                SIG: tl.constexpr, MODE: tl.constexpr, ADD: tl.constexpr, LEAST: tl.constexpr, DST: tl.constexpr,
+                NBYTES: tl.constexpr):
+    """One cell of the GDA matrix, both ranks at once towards each other: this rank's op to
+    `peer` (OP 0 put of NBYTES from offset 0 to DST, 1 put_value of `word` there, 2 get of the
+    peer's first NBYTES into DST, 3 signal) through a handle of MODE
+    (0 Immediate, 1 Deferred, 2 CallerOrdered), adding to signal 0 (SIG; ADD per post for
+    SignalOp.ADD); the mode's flush (which releases Deferred and CallerOrdered posts); where
+    the op signals, a wait for the exact total the peer's posts add (LEAST); then signal 0 read
+    back, which must be consumed to 0. status = failed calls + what is left. active == 0: only
+    loads the kernel."""
+    BLOCK: tl.constexpr = cco.CoopScope.BLOCK
+    bad = 0
+    if active != 0:
+        if MODE == 0:
+            if OP == 0:
+                bad += cco.Gda.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP, thread_mode=TM, signal_op=SIG)
+            elif OP == 1:
+                bad += cco.Gda.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM, signal_op=SIG)
+            elif OP == 2:
+                bad += cco.Gda.get(dc, 0, peer, win, 0, win, DST, NBYTES, coop=COOP, thread_mode=TM)
+            else:
+                bad += cco.Gda.signal(dc, 0, peer, 0, ADD, coop=COOP, signal_op=SIG)
+            bad += cco.Gda.flush(dc, 0, coop=BLOCK)
+        elif MODE == 1:
+            if OP == 0:
+                bad += cco.GdaDeferred.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP, thread_mode=TM,
+                                           signal_op=SIG)
+            elif OP == 1:
+                bad += cco.GdaDeferred.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM,
+                                                 signal_op=SIG)
+            elif OP == 2:
+                bad += cco.GdaDeferred.get(dc, 0, peer, win, 0, win, DST, NBYTES, coop=COOP, thread_mode=TM)
+            else:
+                bad += cco.GdaDeferred.signal(dc, 0, peer, 0, ADD, coop=COOP, signal_op=SIG)
+            bad += cco.GdaDeferred.flush(dc, 0, coop=BLOCK)
+        else:
+            if OP == 0:
+                bad += cco.GdaCallerOrdered.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP,
+                                                thread_mode=TM, signal_op=SIG)
+            elif OP == 1:
+                bad += cco.GdaCallerOrdered.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM,
+                                                      signal_op=SIG)
+            else:
+                bad += cco.GdaCallerOrdered.get(dc, 0, peer, win, 0, win, DST, NBYTES, coop=COOP, thread_mode=TM)
+            bad += cco.GdaCallerOrdered.flush(dc, 0, coop=BLOCK)
+        if LEAST != 0:
+            bad += cco.Gda.wait_signal(dc, 0, 0, LEAST, 64, coop=BLOCK)
+        bad += cco.Gda.read_signal(dc, 0, 0, 64).to(tl.int32)
     tl.store(status, bad)
 
 
@@ -523,3 +579,78 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
 
     got = _two_ranks_as_threads(body_of)
     assert got == {0: [], 1: []}, f"(bytes, failed calls, wrong bytes): {got}"
+
+
+def _matrix_cells():
+    """(op, coop, thread mode, signal op, doorbell mode): every op with every coop and thread
+    mode and signal action on an Immediate handle, and with every signal action on Deferred and
+    CallerOrdered handles from a block (CallerOrdered has no signal op; a get signals nothing)."""
+    C, T, S = cco.CoopScope, cco.ThreadMode, cco.SignalOp
+    groups = [(C.THREAD, T.INDEPENDENT), (C.THREAD, T.AGGREGATE), (C.WARP, T.INDEPENDENT), (C.BLOCK, T.INDEPENDENT)]
+    cells = []
+    for op in range(4):
+        signals = [S.NONE] if op == 2 else [S.INC, S.ADD] if op == 3 else [S.NONE, S.INC, S.ADD]
+        for mode in range(3):
+            if mode == 2 and op == 3:
+                continue
+            for coop, tm in groups if mode == 0 else groups[-1:]:
+                cells += [(op, coop, tm, sig, mode) for sig in signals]
+    return cells
+
+
+@pytest.mark.parametrize("path", ["lsa", "nodes"])
+def test_gda_matrix(path, monkeypatch):
+    """The matrix op x coop x thread mode x signal action x doorbell mode between two ranks as
+    threads on one GPU: exact data, exact signal totals, every signal consumed. lsa: the ranks
+    share an LSA team (small ops may take the direct path); nodes: two virtual nodes
+    (CCO_TEST_NODES_PER_HOST=2), so everything goes through the proxies' local backend."""
+    if path == "nodes":
+        monkeypatch.setenv("CCO_TEST_NODES_PER_HOST", "2")
+    cells = _matrix_cells()
+    warps = 2
+    posts = {cco.CoopScope.THREAD: 32 * warps, cco.CoopScope.WARP: warps, cco.CoopScope.BLOCK: 1}
+    add = 3
+
+    def body_of(rank, rk):
+        # Host <-> device copies only, and each cell's kernel loaded before either rank runs
+        # it: a module load may wait for the other rank's kernel, which may wait for this one.
+        device = f"cuda:{rk.device}"
+        mine = rk.view(1 << 18).view(torch.uint8)
+
+        def pattern(r):  # rank r's first MATRIX_BYTES
+            return (torch.arange(MATRIX_BYTES // 4, dtype=torch.int32) + r * 1_000_000).view(torch.uint8)
+
+        def word(r):  # rank r's put_value
+            return 0x1122334455667700 + r
+
+        with torch.cuda.stream(rk.stream):
+            status = torch.full((1,), -1, dtype=torch.int32).to(device)
+            mine[:MATRIX_BYTES].copy_(pattern(rank))
+        wrong = []
+        for op, coop, tm, sig, mode in cells:
+            least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (add if sig == cco.SignalOp.ADD else 1)
+            args = dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=add, LEAST=least, DST=MATRIX_DST,
+                        NBYTES=MATRIX_BYTES, num_warps=warps, extern_libs=rk.libs)
+            with torch.cuda.stream(rk.stream):
+                mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].copy_(torch.zeros(MATRIX_BYTES, dtype=torch.uint8))
+                matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 0, **args)
+            rk.stream.synchronize()
+            rk.comm.barrier()  # both kernels loaded, both regions cleared
+            with torch.cuda.stream(rk.stream):
+                matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 1, **args)
+                failed = int(status.cpu()[0])
+            rk.comm.barrier()  # both ranks' ops complete (each flushed) before either looks
+            with torch.cuda.stream(rk.stream):
+                got = mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].cpu()
+            want = torch.zeros(MATRIX_BYTES, dtype=torch.uint8)
+            if op in (0, 2):
+                want[:] = pattern(1 - rank)
+            elif op == 1:
+                want[:8] = torch.tensor([word(1 - rank)], dtype=torch.int64).view(torch.uint8)
+            if failed != 0 or not torch.equal(got, want):
+                wrong.append(((op, coop, tm, sig, mode), failed, int((got != want).sum())))
+            rk.comm.barrier()  # both checked before either clears for the next cell
+        return wrong
+
+    got = _two_ranks_as_threads(body_of, seconds=300)
+    assert got == {0: [], 1: []}, f"((op, coop, thread mode, signal, mode), failed calls, wrong bytes): {got}"
