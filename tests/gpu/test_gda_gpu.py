@@ -598,6 +598,55 @@ def _matrix_cells():
     return cells
 
 
+MATRIX_WARPS = 2
+MATRIX_ADD = 3  # what an ADD signal adds per post
+
+
+def _matrix(rank, rk):
+    """Every cell of _matrix_cells() between rank and 1 - rank; the cells that went wrong, as
+    (cell, failed calls, wrong bytes). Host <-> device copies only, and each cell's kernel
+    loaded in both ranks before either runs it: a kernel load may wait for the kernels running
+    in the context, one of which may wait for the other rank (CUDA's lazy loading)."""
+    posts = {cco.CoopScope.THREAD: 32 * MATRIX_WARPS, cco.CoopScope.WARP: MATRIX_WARPS, cco.CoopScope.BLOCK: 1}
+    device = f"cuda:{rk.device}"
+    mine = rk.view(1 << 18).view(torch.uint8)
+
+    def pattern(r):  # rank r's first MATRIX_BYTES
+        return (torch.arange(MATRIX_BYTES // 4, dtype=torch.int32) + r * 1_000_000).view(torch.uint8)
+
+    def word(r):  # rank r's put_value
+        return 0x1122334455667700 + r
+
+    with torch.cuda.stream(rk.stream):
+        status = torch.full((1,), -1, dtype=torch.int32).to(device)
+        mine[:MATRIX_BYTES].copy_(pattern(rank))
+    wrong = []
+    for op, coop, tm, sig, mode in _matrix_cells():
+        least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (MATRIX_ADD if sig == cco.SignalOp.ADD else 1)
+        args = dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=MATRIX_ADD, LEAST=least, DST=MATRIX_DST,
+                    NBYTES=MATRIX_BYTES, num_warps=MATRIX_WARPS, extern_libs=rk.libs)
+        with torch.cuda.stream(rk.stream):
+            mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].copy_(torch.zeros(MATRIX_BYTES, dtype=torch.uint8))
+            matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 0, **args)
+        rk.stream.synchronize()
+        rk.comm.barrier()  # both kernels loaded, both regions cleared
+        with torch.cuda.stream(rk.stream):
+            matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 1, **args)
+            failed = int(status.cpu()[0])
+        rk.comm.barrier()  # both ranks' ops complete (each flushed) before either looks
+        with torch.cuda.stream(rk.stream):
+            got = mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].cpu()
+        want = torch.zeros(MATRIX_BYTES, dtype=torch.uint8)
+        if op in (0, 2):
+            want[:] = pattern(1 - rank)
+        elif op == 1:
+            want[:8] = torch.tensor([word(1 - rank)], dtype=torch.int64).view(torch.uint8)
+        if failed != 0 or not torch.equal(got, want):
+            wrong.append(((op, coop, tm, sig, mode), failed, int((got != want).sum())))
+        rk.comm.barrier()  # both checked before either clears for the next cell
+    return wrong
+
+
 @pytest.mark.parametrize("path", ["lsa", "nodes"])
 def test_gda_matrix(path, monkeypatch):
     """The matrix op x coop x thread mode x signal action x doorbell mode between two ranks as
@@ -606,51 +655,35 @@ def test_gda_matrix(path, monkeypatch):
     (CCO_TEST_NODES_PER_HOST=2), so everything goes through the proxies' local backend."""
     if path == "nodes":
         monkeypatch.setenv("CCO_TEST_NODES_PER_HOST", "2")
-    cells = _matrix_cells()
-    warps = 2
-    posts = {cco.CoopScope.THREAD: 32 * warps, cco.CoopScope.WARP: warps, cco.CoopScope.BLOCK: 1}
-    add = 3
-
-    def body_of(rank, rk):
-        # Host <-> device copies only, and each cell's kernel loaded before either rank runs
-        # it: a module load may wait for the other rank's kernel, which may wait for this one.
-        device = f"cuda:{rk.device}"
-        mine = rk.view(1 << 18).view(torch.uint8)
-
-        def pattern(r):  # rank r's first MATRIX_BYTES
-            return (torch.arange(MATRIX_BYTES // 4, dtype=torch.int32) + r * 1_000_000).view(torch.uint8)
-
-        def word(r):  # rank r's put_value
-            return 0x1122334455667700 + r
-
-        with torch.cuda.stream(rk.stream):
-            status = torch.full((1,), -1, dtype=torch.int32).to(device)
-            mine[:MATRIX_BYTES].copy_(pattern(rank))
-        wrong = []
-        for op, coop, tm, sig, mode in cells:
-            least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (add if sig == cco.SignalOp.ADD else 1)
-            args = dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=add, LEAST=least, DST=MATRIX_DST,
-                        NBYTES=MATRIX_BYTES, num_warps=warps, extern_libs=rk.libs)
-            with torch.cuda.stream(rk.stream):
-                mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].copy_(torch.zeros(MATRIX_BYTES, dtype=torch.uint8))
-                matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 0, **args)
-            rk.stream.synchronize()
-            rk.comm.barrier()  # both kernels loaded, both regions cleared
-            with torch.cuda.stream(rk.stream):
-                matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 1, **args)
-                failed = int(status.cpu()[0])
-            rk.comm.barrier()  # both ranks' ops complete (each flushed) before either looks
-            with torch.cuda.stream(rk.stream):
-                got = mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].cpu()
-            want = torch.zeros(MATRIX_BYTES, dtype=torch.uint8)
-            if op in (0, 2):
-                want[:] = pattern(1 - rank)
-            elif op == 1:
-                want[:8] = torch.tensor([word(1 - rank)], dtype=torch.int64).view(torch.uint8)
-            if failed != 0 or not torch.equal(got, want):
-                wrong.append(((op, coop, tm, sig, mode), failed, int((got != want).sum())))
-            rk.comm.barrier()  # both checked before either clears for the next cell
-        return wrong
-
-    got = _two_ranks_as_threads(body_of, seconds=300)
+    got = _two_ranks_as_threads(_matrix, seconds=300)
     assert got == {0: [], 1: []}, f"((op, coop, thread mode, signal, mode), failed calls, wrong bytes): {got}"
+
+
+def _matrix_process(rank, uid, queue):
+    os.environ["CCO_PLATFORM"] = "cuda"
+    try:
+        rk = Rank(rank, 2, uid, rank)
+        try:
+            queue.put((rank, _matrix(rank, rk)))
+        finally:
+            rk.close()
+    except BaseException as e:
+        queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"))
+
+
+def test_gda_matrix_one_process_per_gpu():
+    """The same matrix between two processes, one per GPU (over NVLink where there is one)."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs")
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_matrix_process, args=(r, uid, queue)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get(timeout=300) for _ in range(2))
+    for p in procs:
+        p.join(timeout=60)
+    assert results == {0: [], 1: []}, results
