@@ -177,7 +177,7 @@ PY
       # work, but this machine's cores), and the floor under them: a bare round trip with each
       # way of waiting for a socket's bytes.
       cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null
-      stage/bin/socket_poll_probe 2000 | tee "$OUT/socket-poll-probe.txt"
+      timeout 120 stage/bin/socket_poll_probe 2000 | tee "$OUT/socket-poll-probe.txt"
       timeout 400 python3 -m cco.cli perf --platform cpu --suites tcp --json > "$OUT/perf-tcp.json" 2> "$OUT/perf-tcp.err"
       echo "perf tcp: exit $?"; tail -2 "$OUT/perf-tcp.err"
       python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-tcp.json"

@@ -86,6 +86,7 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
     Pair(&in[1], &requestsOfTheirs_); // the peer's requests come in on in[1]
     o.pollEverySocketPeers = GetParam() ? 1 : 0;
     ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
+    ASSERT_EQ(backend_->readsEverySocket(), GetParam());
   }
 
   // Runs the backend until `until` holds (at most 5 s); the completions collected.
@@ -300,15 +301,27 @@ TEST_P(TcpPeer, ARequestToAnIdleConnectionLeavesFromPost) {
   EXPECT_EQ(h.seq, 1u);
 }
 
-// The pass that applied a request whose socket it read empty tells the proxy to give the
-// kernel's reply a moment (Proxy::AwaitReply); one that left bytes to read does not, nor does
-// the pass after.
+// The pass that applied a request a kernel may wait on (a signal, a put_value), whose socket
+// it read empty, tells the proxy to give the kernel's reply a moment (Proxy::AwaitReply); one
+// that applied only a plain put, or left bytes to read, does not, nor does the pass after.
 TEST_P(TcpPeer, AReplyIsAwaitedOnlyWhereTheSocketsReadWereEmptied) {
   SendRequest(Signal(1));
   ASSERT_TRUE(Run([&] { return map_.word == 1; }));
   EXPECT_TRUE(backend_->AwaitsReply());
   backend_->Progress(map_, &done_);
   EXPECT_FALSE(backend_->AwaitsReply());
+  TcpHeader value = TcpRequestHeader(kTcpPutValue, 2);
+  value.window = kWindow;
+  value.offset = 64;
+  value.bytes = 8;
+  value.value = 0x5555;
+  SendRequest(value);
+  ASSERT_TRUE(Run([&] { return map_.window[64] == 0x55; }));
+  EXPECT_TRUE(backend_->AwaitsReply());
+  backend_->Progress(map_, &done_);  // the pass the last one deferred its bookkeeping to
+  SendRequest(Put(3, 128, 64), std::string(64, 'p'));
+  ASSERT_TRUE(Run([&] { return map_.window[128 + 63] == 'p'; }));
+  EXPECT_FALSE(backend_->AwaitsReply()) << "a plain put awaits no reply";
 
   // One chunk of 4 KiB to land a 64 KiB put in: the pass applies the signal before it, then
   // stops reading with the put's bytes still in the socket.

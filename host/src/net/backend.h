@@ -80,9 +80,10 @@ class NetBackend {
   // Moves everything along without blocking, applying incoming ops through `map`; appends
   // the completions; whether anything happened.
   virtual bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) = 0;
-  // Whether the last Progress applied a peer's request, read every socket it read empty and
-  // left its own bookkeeping for the next: a kernel waiting on that request may answer within
-  // a microsecond, and the proxy then polls its rings alone for a moment (Proxy::AwaitReply).
+  // Whether the last Progress applied a peer's request a kernel may wait on (a signal, a
+  // put_value), read every socket it read empty and left its own bookkeeping for the next: the
+  // kernel may answer within a microsecond, and the proxy then polls its rings alone for a
+  // moment (Proxy::AwaitReply).
   virtual bool AwaitsReply() const { return false; }
   // The first peer failure, "" if none (for the proxy's lastError). From any thread.
   virtual std::string lastError() const = 0;

@@ -252,17 +252,20 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     else
       moreInput |= s.in.buffered() || !s.in.drained || (s.in.headerGot == kHeader && !s.in.payload);
   }
+  // epoll may have had more ready sockets than the pass reads.
+  if (!pollEverySocket_ && n == static_cast<int>(std::size(events))) moreInput = true;
   // A request applied just now may have the kernel post a reply at once: the rest of the
   // pass (chunks, answers, completions, liveness; 2-3 us) waits for the next, so that the
   // proxy reads its rings first and the reply leaves from Post. Never two passes running.
-  // Where every socket read was emptied, the proxy may give the reply a moment (AwaitsReply).
+  // Where the request was one a kernel waits on and every socket read was emptied, the proxy
+  // gives the reply a moment (AwaitsReply); a stream of plain puts is not held up so.
   if (appliedThisPass_ && !deferredLast_) {
-    appliedThisPass_ = false;
     deferredLast_ = true;
-    awaitReply_ = !moreInput;
+    awaitReply_ = answerableThisPass_ && !moreInput;
+    appliedThisPass_ = answerableThisPass_ = false;
     return true;
   }
-  appliedThisPass_ = deferredLast_ = awaitReply_ = false;
+  appliedThisPass_ = answerableThisPass_ = deferredLast_ = awaitReply_ = false;
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->lost) continue;
     Peer& p = *peer;

@@ -69,6 +69,7 @@ class TcpBackend : public NetBackend {
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
   bool AwaitsReply() const override { return awaitReply_; }
+  bool readsEverySocket() const { return pollEverySocket_; }  // rather than asking epoll
   void Drain() override;
 
  private:
@@ -116,8 +117,10 @@ class TcpBackend : public NetBackend {
   std::vector<NetCompletion> refusedAtPost_;   // ops posted to a lost peer
   uint64_t pass_ = 0;                          // Progress calls so far
   bool appliedThisPass_ = false;               // a request was applied in this pass
+  bool answerableThisPass_ = false;            // ... one with a signal, or a put_value
   bool deferredLast_ = false;                  // the last pass left its bookkeeping to this one
-  bool awaitReply_ = false;                    // and read every socket it read empty
+  bool awaitReply_ = false;                    // and applied an answerable request and read
+                                               // every socket it read empty
   Clock::time_point now_ = Clock::now();       // read once per Progress
   mutable std::mutex errorMu_;  // lastError is read from other threads
   std::string lastError_;

@@ -103,6 +103,8 @@ Status TcpBackend::FinishRequest(Peer& p, Socket& s, NetTargetMap& map) {
   CCO_RETURN_IF_ERROR(fence_->Mark(&token));
   p.owed.push_back(Peer::Answer{h.seq, kTcpAck, token, 0, 0, 0, 0});
   appliedThisPass_ = true;
+  // What a kernel waits on (a signal, or a word it polls) may have it answer at once.
+  answerableThisPass_ |= (h.flags & kTcpHasSignal) != 0 || h.type == kTcpPutValue;
   return Status::Ok();
 }
 
