@@ -115,28 +115,31 @@ def put_then_wait(dc, win, status, peer, dst, nbytes, COOP: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["peer", "src", "dst", "nbytes"])
-def get_then_flush(dc, win, status, peer, src, dst, nbytes, COOP: tl.constexpr):
-    """Gets `nbytes` at `src` of `peer`'s window into this rank's at `dst`, flushes; status =
-    failed calls. nbytes == 0: only loads the kernel."""
+def get_then_flush(dc, win, status, peer, src, dst, nbytes, COOP: tl.constexpr, THREADS: tl.constexpr):
+    """Gets `nbytes` at `src` of `peer`'s window into this rank's at `dst`, flushes; status[t] =
+    thread t's failed calls (a scalar store would keep thread 0's alone). nbytes == 0: only
+    loads the kernel."""
     bad = 0
     if nbytes != 0:
         bad += cco.Gda.get(dc, 0, peer, win, src, win, dst, nbytes, coop=COOP, thread_mode=cco.ThreadMode.INDEPENDENT)
         bad += cco.Gda.flush(dc, 0, coop=COOP)
-    tl.store(status, bad)
+    tl.store(status + tl.arange(0, THREADS), tl.zeros([THREADS], dtype=tl.int32) + bad)
 
 
-@triton.jit(do_not_specialize=["peer", "word", "active"])
-def matrix_cell(dc, win, status, peer, word, active, OP: tl.constexpr, COOP: tl.constexpr, TM: tl.constexpr,
-                SIG: tl.constexpr, MODE: tl.constexpr, ADD: tl.constexpr, LEAST: tl.constexpr, DST: tl.constexpr,
-                NBYTES: tl.constexpr):
+@triton.jit(do_not_specialize=["dc", "win", "peer", "word", "theirs", "their_word", "active"])
+def matrix_cell(dc, win, mine, status, peer, word, theirs, their_word, active, OP: tl.constexpr, COOP: tl.constexpr,
+                TM: tl.constexpr, SIG: tl.constexpr, MODE: tl.constexpr, ADD: tl.constexpr, LEAST: tl.constexpr,
+                DST: tl.constexpr, NBYTES: tl.constexpr, THREADS: tl.constexpr):
     """One cell of the GDA matrix, both ranks at once towards each other: this rank's op to
     `peer` (OP 0 put of NBYTES from offset 0 to DST, 1 put_value of `word` there, 2 get of the
     peer's first NBYTES into DST, 3 signal) through a handle of MODE
     (0 Immediate, 1 Deferred, 2 CallerOrdered), adding to signal 0 (SIG; ADD per post for
     SignalOp.ADD); the mode's flush (which releases Deferred and CallerOrdered posts); where
-    the op signals, a wait for the exact total the peer's posts add (LEAST); then signal 0 read
-    back, which must be consumed to 0. status = failed calls + what is left. active == 0: only
-    loads the kernel."""
+    the op signals, a wait for the exact total the peer's posts add (LEAST), after which the
+    peer's data must be here already (a signal is never visible before its payload: the first
+    and last words of a put, `theirs` + i, or the put_value's `their_word`, read from `mine`,
+    this rank's window); then signal 0 read back, which must be consumed to 0. status[t] =
+    thread t's failed calls, wrong words and what is left. active == 0: only loads the kernel."""
     BLOCK: tl.constexpr = cco.CoopScope.BLOCK
     bad = 0
     if active != 0:
@@ -174,8 +177,14 @@ def matrix_cell(dc, win, status, peer, word, active, OP: tl.constexpr, COOP: tl.
             bad += cco.GdaCallerOrdered.flush(dc, 0, coop=BLOCK)
         if LEAST != 0:
             bad += cco.Gda.wait_signal(dc, 0, 0, LEAST, 64, coop=BLOCK)
+            if OP == 0:
+                bad += (tl.load(mine + DST // 4, volatile=True) != theirs).to(tl.int32)
+                bad += (tl.load(mine + DST // 4 + NBYTES // 4 - 1, volatile=True) != theirs + NBYTES // 4 - 1).to(tl.int32)
+            elif OP == 1:
+                landed = tl.load((mine + DST // 4).to(tl.pointer_type(tl.int64)), volatile=True)
+                bad += (landed != their_word).to(tl.int32)
         bad += cco.Gda.read_signal(dc, 0, 0, 64).to(tl.int32)
-    tl.store(status, bad)
+    tl.store(status + tl.arange(0, THREADS), tl.zeros([THREADS], dtype=tl.int32) + bad)
 
 
 class Rank:
@@ -362,11 +371,15 @@ def test_gda_threads_on_one_gpu(world, sync):
 # the GPU, so later tests fail at once instead of waiting out their own bound behind them,
 # and the process can still exit.
 _HUNG = []
+# What each rank was doing, for the message when one hangs (bodies set it).
+_WHERE = {}
 
 
 def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
     """Runs body_of(rank, rk) for ranks 0 and 1 as threads on GPU 0; returns {rank: result}.
-    aborted: a rank was aborted, so each tears its communicator down locally (abort first)."""
+    aborted: a rank was aborted, so each tears its communicator down locally (abort first).
+    A rank still running near the bound is aborted (its device waits end ABORTED); one that
+    does not end even so fails the test, naming what each rank was doing and what failed."""
     if _HUNG:
         pytest.fail(f"ranks of {_HUNG[0]} still hang in this process")
     os.environ["CCO_PLATFORM"] = "cuda"
@@ -374,18 +387,30 @@ def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
 
     uid = Communicator.get_unique_id()
     errors, results = {}, {}
+    _WHERE.clear()
 
     def run(rank):
         try:
             rk = Rank(rank, 2, uid, 0)
+            fired = threading.Event()
+
+            def abort():
+                fired.set()
+                rk.comm.abort()
+
+            watchdog = threading.Timer(seconds * 0.75, abort)
+            watchdog.start()
             try:
                 results[rank] = body_of(rank, rk)
             finally:
-                if aborted:
+                watchdog.cancel()
+                if aborted or fired.is_set():
                     rk.comm.abort()
                 rk.close()
+            if fired.is_set():
+                errors[rank] = f"aborted by the watchdog after {seconds * 0.75:.0f} s, at {_WHERE.get(rank)}"
         except BaseException as e:
-            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+            errors[rank] = f"{type(e).__name__}: {e} (at {_WHERE.get(rank)})\n{traceback.format_exc()[-1500:]}"
 
     threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(2)]
     for t in threads:
@@ -395,7 +420,7 @@ def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
         t.join(timeout=max(0.0, end - time.monotonic()))
     if any(t.is_alive() for t in threads):
         _HUNG.append(os.environ.get("PYTEST_CURRENT_TEST", "a test").split(" ")[0])
-        pytest.fail(f"a rank hung for {seconds} s")
+        pytest.fail(f"a rank hung for {seconds} s; where each was: {dict(_WHERE)}; errors: {errors}")
     assert errors == {}, errors
     return results
 
@@ -555,11 +580,12 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
         mine = rk.view(1 << 18).view(torch.uint8)
         source = (torch.arange(src_words, dtype=torch.int32) + rank * 1_000_000).view(torch.uint8)
         theirs = (torch.arange(src_words, dtype=torch.int32) + (1 - rank) * 1_000_000).view(torch.uint8)
+        threads = 32 * warps
         with torch.cuda.stream(rk.stream):
-            status = torch.full((1,), -1, dtype=torch.int32).to(device)
+            status = torch.full((threads,), -1, dtype=torch.int32).to(device)
             mine[: src_words * 4].copy_(source)
-            get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, 0, COOP=coop, num_warps=warps,
-                                 extern_libs=rk.libs)
+            get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, 0, COOP=coop, THREADS=threads,
+                                 num_warps=warps, extern_libs=rk.libs)
         rk.stream.synchronize()
         rk.comm.barrier()  # both sources written and both kernels loaded before either rank gets
         wrong = []
@@ -568,8 +594,8 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
             with torch.cuda.stream(rk.stream):
                 region.copy_(torch.zeros(nbytes + slack, dtype=torch.uint8))
                 get_then_flush[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, 0, dst, nbytes, COOP=coop,
-                                     num_warps=warps, extern_libs=rk.libs)
-                got, failed = region.cpu(), int(status.cpu()[0])
+                                     THREADS=threads, num_warps=warps, extern_libs=rk.libs)
+                got, failed = region.cpu(), int(status.cpu().sum())
             want = torch.zeros(nbytes + slack, dtype=torch.uint8)
             want[:nbytes] = theirs[:nbytes]
             if failed != 0 or not torch.equal(got, want):
@@ -607,7 +633,6 @@ def _matrix(rank, rk):
     (cell, failed calls, wrong bytes). Host <-> device copies only, and each cell's kernel
     loaded in both ranks before either runs it: a kernel load may wait for the kernels running
     in the context, one of which may wait for the other rank (CUDA's lazy loading)."""
-    posts = {cco.CoopScope.THREAD: 32 * MATRIX_WARPS, cco.CoopScope.WARP: MATRIX_WARPS, cco.CoopScope.BLOCK: 1}
     device = f"cuda:{rk.device}"
     mine = rk.view(1 << 18).view(torch.uint8)
 
@@ -618,21 +643,23 @@ def _matrix(rank, rk):
         return 0x1122334455667700 + r
 
     with torch.cuda.stream(rk.stream):
-        status = torch.full((1,), -1, dtype=torch.int32).to(device)
+        status = torch.full((32 * MATRIX_WARPS,), -1, dtype=torch.int32).to(device)
         mine[:MATRIX_BYTES].copy_(pattern(rank))
     wrong = []
-    for op, coop, tm, sig, mode in _matrix_cells():
-        least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (MATRIX_ADD if sig == cco.SignalOp.ADD else 1)
-        args = dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=MATRIX_ADD, LEAST=least, DST=MATRIX_DST,
-                    NBYTES=MATRIX_BYTES, num_warps=MATRIX_WARPS, extern_libs=rk.libs)
+    for cell in _matrix_cells():
+        _WHERE[rank] = cell
+        op, coop, tm, sig, mode = cell
+        args = _matrix_args(cell, rk.libs)
+        launch = (rk.dc.ptr, rk.win.handle, rk.view(1), status, 1 - rank, word(rank), (1 - rank) * 1_000_000,
+                  word(1 - rank))
         with torch.cuda.stream(rk.stream):
             mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].copy_(torch.zeros(MATRIX_BYTES, dtype=torch.uint8))
-            matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 0, **args)
+            matrix_cell[(1,)](*launch, 0, **args)
         rk.stream.synchronize()
         rk.comm.barrier()  # both kernels loaded, both regions cleared
         with torch.cuda.stream(rk.stream):
-            matrix_cell[(1,)](rk.dc.ptr, rk.win.handle, status, 1 - rank, word(rank), 1, **args)
-            failed = int(status.cpu()[0])
+            matrix_cell[(1,)](*launch, 1, **args)
+            failed = int(status.cpu().sum())
         rk.comm.barrier()  # both ranks' ops complete (each flushed) before either looks
         with torch.cuda.stream(rk.stream):
             got = mine[MATRIX_DST: MATRIX_DST + MATRIX_BYTES].cpu()
@@ -642,9 +669,31 @@ def _matrix(rank, rk):
         elif op == 1:
             want[:8] = torch.tensor([word(1 - rank)], dtype=torch.int64).view(torch.uint8)
         if failed != 0 or not torch.equal(got, want):
-            wrong.append(((op, coop, tm, sig, mode), failed, int((got != want).sum())))
+            wrong.append((cell, failed, int((got != want).sum())))
         rk.comm.barrier()  # both checked before either clears for the next cell
+    _WHERE.pop(rank, None)
     return wrong
+
+
+def _matrix_args(cell, libs):
+    """A cell's constexprs and launch options."""
+    op, coop, tm, sig, mode = cell
+    posts = {cco.CoopScope.THREAD: 32 * MATRIX_WARPS, cco.CoopScope.WARP: MATRIX_WARPS, cco.CoopScope.BLOCK: 1}
+    least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (MATRIX_ADD if sig == cco.SignalOp.ADD else 1)
+    return dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=MATRIX_ADD, LEAST=least, DST=MATRIX_DST,
+                NBYTES=MATRIX_BYTES, THREADS=32 * MATRIX_WARPS, num_warps=MATRIX_WARPS, extern_libs=libs)
+
+
+def _compile_matrix():
+    """Every cell's kernel compiled and loaded on GPU 0 by this thread, before any rank runs:
+    a compile inside a rank's bounded time would read as a hang, and a load while the other
+    rank's kernel waits may wait for it. Inactive launches: no device communicator is read."""
+    status = torch.zeros(32 * MATRIX_WARPS, dtype=torch.int32, device="cuda:0")
+    words = torch.zeros(4, dtype=torch.int32, device="cuda:0")
+    libs = cco.get_extern_libs()
+    for cell in _matrix_cells():
+        matrix_cell[(1,)](0, 0, words, status, 0, 0, 0, 0, 0, **_matrix_args(cell, libs))
+    torch.cuda.synchronize(0)
 
 
 @pytest.mark.parametrize("path", ["lsa", "nodes"])
@@ -655,6 +704,7 @@ def test_gda_matrix(path, monkeypatch):
     (CCO_TEST_NODES_PER_HOST=2), so everything goes through the proxies' local backend."""
     if path == "nodes":
         monkeypatch.setenv("CCO_TEST_NODES_PER_HOST", "2")
+    _compile_matrix()
     got = _two_ranks_as_threads(_matrix, seconds=300)
     assert got == {0: [], 1: []}, f"((op, coop, thread mode, signal, mode), failed calls, wrong bytes): {got}"
 
@@ -683,7 +733,11 @@ def test_gda_matrix_one_process_per_gpu():
     procs = [ctx.Process(target=_matrix_process, args=(r, uid, queue)) for r in range(2)]
     for p in procs:
         p.start()
-    results = dict(queue.get(timeout=300) for _ in range(2))
-    for p in procs:
-        p.join(timeout=60)
+    try:
+        results = dict(queue.get(timeout=300) for _ in range(2))
+    finally:
+        for p in procs:  # a process that hung must not keep pytest from ending
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
     assert results == {0: [], 1: []}, results
