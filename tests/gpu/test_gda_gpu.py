@@ -691,9 +691,11 @@ def _compile_matrix():
     status = torch.zeros(32 * MATRIX_WARPS, dtype=torch.int32, device="cuda:0")
     words = torch.zeros(4, dtype=torch.int32, device="cuda:0")
     libs = cco.get_extern_libs()
-    wide = 0x1122334455667700  # the put_value words are 64-bit: the same signature as the ranks'
+    # 64-bit integers where the ranks pass them (device addresses, the put_value words): the
+    # same signature, so the ranks' launches find these variants.
+    wide = 0x1122334455667700
     for cell in _matrix_cells():
-        matrix_cell[(1,)](0, 0, words, status, 0, wide, 0, wide, 0, **_matrix_args(cell, libs))
+        matrix_cell[(1,)](wide, wide, words, status, 0, wide, 0, wide, 0, **_matrix_args(cell, libs))
     torch.cuda.synchronize(0)
 
 
