@@ -1,5 +1,6 @@
 """Triton kernels that call the CCO device API, shared by the AOT tests (CPU) and the
-GPU tests. `every_function` calls every function of the ABI table once."""
+GPU tests. `every_function` calls every function of the ABI table once; `get_then_flush` and
+`matrix_cell` are the GPU GDA tests' (tests/gpu/test_gda_gpu.py), compiled in CI here."""
 
 import triton
 import triton.language as tl
@@ -113,3 +114,93 @@ every_sdma, EVERY_SDMA_CALLS = _load_family_kernel("sdma")
 # The LSA barriers with an order= (coop WARP and BLOCK; compile with one warp).
 every_ordered_barrier, EVERY_ORDERED_BARRIER_CALLS = _load_family_kernel(
     "barrier", "every_ordered_barrier", keep=lambda f: "order" in f["axes"] and f["axes"]["coop"] != "thread")
+
+
+@triton.jit(do_not_specialize=["peer", "src", "dst", "nbytes"])
+def get_then_flush(dc, win, status, peer, src, dst, nbytes, COOP: tl.constexpr, THREADS: tl.constexpr):
+    """Gets `nbytes` at `src` of `peer`'s window into this rank's at `dst`, flushes; status[t] =
+    thread t's failed calls (a scalar store would keep thread 0's alone). nbytes == 0: only
+    loads the kernel."""
+    bad = 0
+    if nbytes != 0:
+        bad += cco.Gda.get(dc, 0, peer, win, src, win, dst, nbytes, coop=COOP, thread_mode=cco.ThreadMode.INDEPENDENT)
+        bad += cco.Gda.flush(dc, 0, coop=COOP)
+    tl.store(status + tl.arange(0, THREADS), tl.zeros([THREADS], dtype=tl.int32) + bad)
+
+
+@triton.jit(do_not_specialize=["dc", "win", "peer", "word", "theirs", "their_word", "active"])
+def matrix_cell(dc, win, mine, status, peer, word, theirs, their_word, active, OP: tl.constexpr, COOP: tl.constexpr,
+                TM: tl.constexpr, SIG: tl.constexpr, MODE: tl.constexpr, ADD: tl.constexpr, LEAST: tl.constexpr,
+                DST: tl.constexpr, NBYTES: tl.constexpr, THREADS: tl.constexpr):
+    """One cell of the GDA matrix, both ranks at once towards each other: this rank's op to
+    `peer` (OP 0 put of NBYTES from offset 0 to DST, 1 put_value of `word` there, 2 get of the
+    peer's first NBYTES into DST, 3 signal) through a handle of MODE
+    (0 Immediate, 1 Deferred, 2 CallerOrdered), adding to signal 0 (SIG; ADD per post for
+    SignalOp.ADD); the mode's flush (which releases Deferred and CallerOrdered posts); where
+    the op signals, a wait for the exact total the peer's posts add (LEAST), after which the
+    peer's data must be here already (a signal is never visible before its payload: the first
+    and last words of a put, `theirs` + i, or the put_value's `their_word`, read from `mine`,
+    this rank's window); then signal 0 read back, which must be consumed to 0. status[t] =
+    thread t's failed calls, wrong words and what is left. active == 0: only loads the kernel."""
+    BLOCK: tl.constexpr = cco.CoopScope.BLOCK
+    bad = 0
+    if active != 0:
+        if MODE == 0:
+            if OP == 0:
+                bad += cco.Gda.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP, thread_mode=TM, signal_op=SIG)
+            elif OP == 1:
+                bad += cco.Gda.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM, signal_op=SIG)
+            elif OP == 2:
+                bad += cco.Gda.get(dc, 0, peer, win, 0, win, DST, NBYTES, coop=COOP, thread_mode=TM)
+            else:
+                bad += cco.Gda.signal(dc, 0, peer, 0, ADD, coop=COOP, signal_op=SIG)
+            bad += cco.Gda.flush(dc, 0, coop=BLOCK)
+        elif MODE == 1:
+            if OP == 0:
+                bad += cco.GdaDeferred.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP, thread_mode=TM,
+                                           signal_op=SIG)
+            elif OP == 1:
+                bad += cco.GdaDeferred.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM,
+                                                 signal_op=SIG)
+            elif OP == 2:
+                bad += cco.GdaDeferred.get(dc, 0, peer, win, 0, win, DST, NBYTES, coop=COOP, thread_mode=TM)
+            else:
+                bad += cco.GdaDeferred.signal(dc, 0, peer, 0, ADD, coop=COOP, signal_op=SIG)
+            bad += cco.GdaDeferred.flush(dc, 0, coop=BLOCK)
+        else:
+            if OP == 0:
+                bad += cco.GdaCallerOrdered.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP,
+                                                thread_mode=TM, signal_op=SIG)
+            elif OP == 1:
+                bad += cco.GdaCallerOrdered.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM,
+                                                      signal_op=SIG)
+            else:
+                bad += cco.GdaCallerOrdered.get(dc, 0, peer, win, 0, win, DST, NBYTES, coop=COOP, thread_mode=TM)
+            bad += cco.GdaCallerOrdered.flush(dc, 0, coop=BLOCK)
+        if LEAST != 0:
+            bad += cco.Gda.wait_signal(dc, 0, 0, LEAST, 64, coop=BLOCK)
+            if OP == 0:
+                bad += (tl.load(mine + DST // 4, volatile=True) != theirs).to(tl.int32)
+                bad += (tl.load(mine + DST // 4 + NBYTES // 4 - 1, volatile=True) != theirs + NBYTES // 4 - 1).to(tl.int32)
+            elif OP == 1:
+                landed = tl.load((mine + DST // 4).to(tl.pointer_type(tl.int64)), volatile=True)
+                bad += (landed != their_word).to(tl.int32)
+        bad += cco.Gda.read_signal(dc, 0, 0, 64).to(tl.int32)
+    tl.store(status + tl.arange(0, THREADS), tl.zeros([THREADS], dtype=tl.int32) + bad)
+
+
+def matrix_cells():
+    """(op, coop, thread mode, signal op, doorbell mode): every op with every coop and thread
+    mode and signal action on an Immediate handle, and with every signal action on Deferred and
+    CallerOrdered handles from a block (CallerOrdered has no signal op; a get signals nothing)."""
+    C, T, S = cco.CoopScope, cco.ThreadMode, cco.SignalOp
+    groups = [(C.THREAD, T.INDEPENDENT), (C.THREAD, T.AGGREGATE), (C.WARP, T.INDEPENDENT), (C.BLOCK, T.INDEPENDENT)]
+    cells = []
+    for op in range(4):
+        signals = [S.NONE] if op == 2 else [S.INC, S.ADD] if op == 3 else [S.NONE, S.INC, S.ADD]
+        for mode in range(3):
+            if mode == 2 and op == 3:
+                continue
+            for coop, tm in groups if mode == 0 else groups[-1:]:
+                cells += [(op, coop, tm, sig, mode) for sig in signals]
+    return cells

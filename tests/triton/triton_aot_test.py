@@ -263,3 +263,38 @@ def test_barrier_rounds_load_the_device_communicator_once():
     assert not re.search(r"ld\.global\.nc\.", inside), "a device communicator field is loaded in the loop"
     assert not re.search(r"ld\.global\.(b|u)\d+", inside), "a plain global load is left in the round"
     assert re.search(r"st\.release\.sys", inside) and re.search(r"ld\.acquire\.sys", inside)
+
+
+MATRIX_SIGNATURE = {"dc": "i64", "win": "i64", "mine": "*i32", "status": "*i32", "peer": "i32", "word": "i64",
+                    "theirs": "i32", "their_word": "i64", "active": "i32"}
+
+
+def _some_cells():
+    """A cell of every (op, doorbell mode) and (op, signal action), and every coop and thread
+    mode once: the calls the GPU matrix makes (its in-kernel ordering check among them), in
+    fewer compiles than its 52 cells (tests/gpu/test_gda_gpu.py)."""
+    picked, seen = [], set()
+    for cell in kernels.matrix_cells():
+        op, coop, tm, sig, mode = cell
+        keys = {("op-mode", op, mode), ("op-signal", op, sig), ("group", coop, tm)}
+        if not keys <= seen:
+            picked.append(cell)
+            seen |= keys
+    return picked
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
+def test_the_gpu_tests_gda_kernels_compile(target):
+    """The GDA kernels only the GPU tests launch (which CI never runs) compile and link here:
+    a get per coop, and the matrix's cells (each op through each doorbell mode's handle)."""
+    for coop in (cco.CoopScope.THREAD, cco.CoopScope.WARP, cco.CoopScope.BLOCK):
+        signature = {"dc": "i64", "win": "i64", "status": "*i32", "peer": "i32", "src": "i64", "dst": "i64",
+                     "nbytes": "i64", "COOP": "constexpr", "THREADS": "constexpr"}
+        assert compile_for(kernels.get_then_flush, signature, {"COOP": coop, "THREADS": 128}, TARGETS[target]).asm
+    cells = _some_cells()
+    assert {c[0] for c in cells} == {0, 1, 2, 3} and {c[4] for c in cells} == {0, 1, 2}
+    for op, coop, tm, sig, mode in cells:
+        constexprs = dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=3, LEAST=0 if sig == cco.SignalOp.NONE else 5,
+                          DST=8192, NBYTES=4096, THREADS=128)
+        signature = dict(MATRIX_SIGNATURE, **{name: "constexpr" for name in constexprs})
+        assert compile_for(kernels.matrix_cell, signature, constexprs, TARGETS[target], num_warps=2).asm
