@@ -19,11 +19,10 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from kernels import get_then_flush, globaltimer_ns, matrix_cell, matrix_cells
+from kernels import MATRIX_BYTES, MATRIX_DST, get_then_flush, globaltimer_ns, matrix_cell, matrix_cells, \
+    matrix_constexprs
 
 N = 1024  # int32 per put
-MATRIX_DST = 8192  # where the matrix's puts and gets land, after the source bytes
-MATRIX_BYTES = 4096
 
 
 # Runtime integers stay unspecialised: a value of 1 or a multiple of 16 would otherwise
@@ -535,7 +534,6 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
 
 
 MATRIX_WARPS = 2
-MATRIX_ADD = 3  # what an ADD signal adds per post
 
 
 def _matrix(rank, rk):
@@ -558,7 +556,7 @@ def _matrix(rank, rk):
     wrong = []
     for cell in matrix_cells():
         _WHERE[rank] = cell
-        op, coop, tm, sig, mode = cell
+        op = cell[0]
         args = _matrix_args(cell, rk.libs)
         launch = (rk.dc.ptr, rk.win.handle, rk.view(1), status, 1 - rank, word(rank), (1 - rank) * 1_000_000,
                   word(1 - rank))
@@ -587,11 +585,7 @@ def _matrix(rank, rk):
 
 def _matrix_args(cell, libs):
     """A cell's constexprs and launch options."""
-    op, coop, tm, sig, mode = cell
-    posts = {cco.CoopScope.THREAD: 32 * MATRIX_WARPS, cco.CoopScope.WARP: MATRIX_WARPS, cco.CoopScope.BLOCK: 1}
-    least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (MATRIX_ADD if sig == cco.SignalOp.ADD else 1)
-    return dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=MATRIX_ADD, LEAST=least, DST=MATRIX_DST,
-                NBYTES=MATRIX_BYTES, THREADS=32 * MATRIX_WARPS, num_warps=MATRIX_WARPS, extern_libs=libs)
+    return dict(matrix_constexprs(cell, MATRIX_WARPS), num_warps=MATRIX_WARPS, extern_libs=libs)
 
 
 def _compile_matrix():

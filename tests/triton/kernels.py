@@ -204,3 +204,19 @@ def matrix_cells():
             for coop, tm in groups if mode == 0 else groups[-1:]:
                 cells += [(op, coop, tm, sig, mode) for sig in signals]
     return cells
+
+
+MATRIX_DST = 8192  # where the matrix's puts and gets land, after the source bytes
+MATRIX_BYTES = 4096
+MATRIX_ADD = 3  # what an ADD signal adds per post
+
+
+def matrix_constexprs(cell, warps, lanes=32):
+    """The constexprs of `cell`'s kernel in a program of `warps` warps of `lanes` threads: what
+    the GPU matrix launches and the AOT test compiles. LEAST is the total the peer's posts add
+    to signal 0 (every thread posts with coop THREAD, one per warp with WARP, one with BLOCK)."""
+    op, coop, tm, sig, mode = cell
+    posts = {cco.CoopScope.THREAD: lanes * warps, cco.CoopScope.WARP: warps, cco.CoopScope.BLOCK: 1}
+    least = 0 if sig == cco.SignalOp.NONE else posts[coop] * (MATRIX_ADD if sig == cco.SignalOp.ADD else 1)
+    return dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=MATRIX_ADD, LEAST=least, DST=MATRIX_DST,
+                NBYTES=MATRIX_BYTES, THREADS=lanes * warps)

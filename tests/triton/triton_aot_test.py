@@ -293,8 +293,7 @@ def test_the_gpu_tests_gda_kernels_compile(target):
         assert compile_for(kernels.get_then_flush, signature, {"COOP": coop, "THREADS": 128}, TARGETS[target]).asm
     cells = _some_cells()
     assert {c[0] for c in cells} == {0, 1, 2, 3} and {c[4] for c in cells} == {0, 1, 2}
-    for op, coop, tm, sig, mode in cells:
-        constexprs = dict(OP=op, COOP=coop, TM=tm, SIG=sig, MODE=mode, ADD=3, LEAST=0 if sig == cco.SignalOp.NONE else 5,
-                          DST=8192, NBYTES=4096, THREADS=128)
+    for cell in cells:
+        constexprs = kernels.matrix_constexprs(cell, warps=2, lanes=TARGETS[target].warp_size)
         signature = dict(MATRIX_SIGNATURE, **{name: "constexpr" for name in constexprs})
         assert compile_for(kernels.matrix_cell, signature, constexprs, TARGETS[target], num_warps=2).asm

@@ -35,8 +35,9 @@ constexpr uint64_t kWatchPasses = 64;
 Proxy::Proxy(ccoComm* comm)
     : comm_(comm),
       trace_(env::Flag("CCO_GDA_TRACE")),
+      // env::Int gives the fallback for a negative value: only the top needs a bound.
       replyWait_(std::chrono::microseconds(
-          std::min<int64_t>(std::max<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), 0), kMaxReplyWaitUs))) {}
+          std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))) {}
 
 Proxy::~Proxy() {
   stop_ = true;
