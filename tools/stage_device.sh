@@ -15,6 +15,8 @@ cp "$(ls -t bazel-bin/tools/wheel/cco-*.whl | head -1)" stage/  # the wheel just
 cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench bazel-bin/tools/perf/socket_poll_probe stage/bin/
 nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
 nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_enqueue_probe  # a proxy's copies
+# Which driver calls wait for a running kernel (a proxy must not make them while one waits for it).
+nvcc -std=c++17 -arch=sm_90 -O2 tools/perf/blocking_call_probe.cu -lcuda -o stage/bin/blocking_call_probe
 # Where a GDA round trip goes; linked against the wheel's libcco.so where run_all.sh installs it.
 nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/gda_rtt_probe.cu -Lbazel-bin/host -lcco \
   -Xlinker -rpath=/tmp/site/cco/_data -o stage/bin/gda_rtt_probe

@@ -405,35 +405,43 @@ TEST_P(GdaOnHost, SmallPutsLandExactlyAtEveryAlignment) {
 // threads of a rank at once (as a kernel's threads each post their own), each into its own
 // destination: once a thread's flush returned, its get landed the peer's bytes exactly and
 // nothing past them.
-TEST_P(GdaOnHost, GetsOfEverySizeLandExactly) {
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
-    const int peer = 1 - k.rank;
-    constexpr uint64_t kSource = 8256, kSlack = 64, kMost = 8200;
-    constexpr int kThreads = 4;
-    static_assert(kSource + kThreads * (kMost + kSlack) <= kWindow, "the destinations fit the window");
-    Fill(k.mem, k.rank, kSource / 4);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    unsigned char want[kSource];
-    Fill(want, peer, kSource / 4);
-    for (uint64_t bytes : {uint64_t{13}, uint64_t{4096}, uint64_t{4100}, kMost}) {
-      std::atomic<int> failed{0};
-      std::vector<std::thread> threads;
-      for (int t = 0; t < kThreads; ++t)
-        threads.emplace_back([&, t] {
-          unsigned char* dst = k.mem + kSource + t * (kMost + kSlack);
-          memset(dst, 0xEE, bytes + kSlack);
-          ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
-          if (gda.get(peer, k.win, 0, k.win, dst - k.mem, bytes) != 0 || gda.flush() != 0 ||
-              memcmp(dst, want, bytes) != 0)
-            ++failed;
-          for (uint64_t i = bytes; i < bytes + kSlack; ++i)
-            if (dst[i] != 0xEE) ++failed;
-        });
-      for (auto& t : threads) t.join();
-      CHECK_OR_FAIL(failed == 0);
-    }
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }), 0);
+bool GetsOfEverySize(Rank& k) {
+  const int peer = 1 - k.rank;
+  constexpr uint64_t kSource = 8256, kSlack = 64, kMost = 8200;
+  constexpr int kThreads = 4;
+  static_assert(kSource + kThreads * (kMost + kSlack) <= kWindow, "the destinations fit the window");
+  Fill(k.mem, k.rank, kSource / 4);
+  CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+  unsigned char want[kSource];
+  Fill(want, peer, kSource / 4);
+  for (uint64_t bytes : {uint64_t{13}, uint64_t{4096}, uint64_t{4100}, kMost}) {
+    std::atomic<int> failed{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        unsigned char* dst = k.mem + kSource + t * (kMost + kSlack);
+        memset(dst, 0xEE, bytes + kSlack);
+        ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+        if (gda.get(peer, k.win, 0, k.win, dst - k.mem, bytes) != 0 || gda.flush() != 0 ||
+            memcmp(dst, want, bytes) != 0)
+          ++failed;
+        for (uint64_t i = bytes; i < bytes + kSlack; ++i)
+          if (dst[i] != 0xEE) ++failed;
+      });
+    for (auto& t : threads) t.join();
+    CHECK_OR_FAIL(failed == 0);
+  }
+  return ccoBarrierAll(k.comm) == ccoSuccess;
+}
+
+TEST_P(GdaOnHost, GetsOfEverySizeLandExactly) { EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, GetsOfEverySize), 0); }
+
+// The same between two nodes, through the tcp backend: each get's bytes come back through
+// the peer's pinned chunks and land through this rank's.
+TEST(GdaOverTcp, GetsOfEverySizeLandExactly) {
+  setenv("CCO_NET", "tcp", 1);
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, GetsOfEverySize, /*nodesPerHost=*/2), 0);
+  unsetenv("CCO_NET");
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "direct"),

@@ -171,7 +171,9 @@ PY
       # And a block-wide barrier round for each way of releasing it.
       timeout 120 python3 -m cco.launch -n 2 --timeout 100 stage/bin/barrier_fence_probe 2>&1 |
         tee "$OUT/barrier-fence-probe.txt"
-      mps_stop ;;
+      mps_stop
+      # Which driver calls wait for a running kernel of their context.
+      timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt" ;;
     tcp)
       # The tcp backend's round trips and bandwidth against a bare socket (cpu platform: no GPU
       # work, but this machine's cores), and the floor under them: a bare round trip with each

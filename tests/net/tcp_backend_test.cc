@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "counting_platform.h"
 #include "net/tcp_backend.h"
 #include "net/tcp_wire.h"
 #include "platform/platform.h"
@@ -71,7 +72,10 @@ void Pair(Fd* ours, Fd* theirs) {
 class TcpPeer : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(CreateCpuPlatform(&platform_).ok());
+    Platform* cpu = nullptr;
+    ASSERT_TRUE(CreateCpuPlatform(&cpu).ok());
+    counting_.reset(new CountingPlatform(cpu));
+    platform_ = counting_.get();
     TcpOptions o;
     o.timeoutMs = 300;
     o.chunkBytes = 64 << 10;
@@ -190,12 +194,96 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
     return h;
   }
 
+  std::unique_ptr<CountingPlatform> counting_;
   Platform* platform_ = nullptr;
   Fd requestsOfMine_, requestsOfTheirs_;
   std::unique_ptr<TcpBackend> backend_;
   Map map_;
   std::vector<NetCompletion> done_;
 };
+
+// A pinned allocation made while kernels run can deadlock (net/staging.h): every chunk and
+// word is allocated by Create, and moving payloads both ways, a get answered and an
+// unaligned put_value applied allocate nothing more.
+TEST_P(TcpPeer, NothingIsAllocatedOnceTheBackendIsMade) {
+  const int made = counting_->pinnedAllocations;
+  EXPECT_GE(made, 6);  // the fence, four chunk pools, the put_value words
+  for (size_t i = 0; i < 4096; ++i) map_.window[i] = static_cast<unsigned char>(i * 7);
+  PostPut(1, 3000);                       // out through a send chunk
+  std::string data;
+  TcpHeader request = ReadRequest();
+  EXPECT_EQ(request.bytes, 3000u);
+  SendAnswer(TcpAnswerHeader(kTcpAck, request.seq));
+  SendRequest(Put(1, 8192, 100), std::string(100, 'x'));  // in through a receive chunk
+  TcpHeader get = TcpRequestHeader(kTcpGet, 2);
+  get.window = kWindow;
+  get.bytes = 13;
+  SendRequest(get);
+  TcpHeader value = TcpRequestHeader(kTcpPutValue, 3);
+  value.window = kWindow;
+  value.offset = 9001;  // unaligned: through a pinned word
+  value.bytes = 3;
+  value.value = 0xABCDEF;
+  SendRequest(value);
+  ASSERT_TRUE(Run([&] { return Completion(1) != nullptr; }));
+  EXPECT_TRUE(Completion(1)->status.ok());
+  EXPECT_EQ(ReadAnswer().type, kTcpAck);
+  TcpHeader answer = ReadAnswer(&data);
+  EXPECT_EQ(answer.type, kTcpGetData);
+  EXPECT_EQ(data, std::string(reinterpret_cast<const char*>(map_.window.data()), 13));
+  ASSERT_TRUE(Run([&] { return map_.window[9001] == 0xEF && map_.window[9003] == 0xAB; }));
+  EXPECT_EQ(map_.window[8192], 'x');
+  EXPECT_EQ(counting_->pinnedAllocations, made);
+}
+
+TEST(TcpStaging, ChunksShrinkSoThatEveryPeerFitsTheBudget) {
+  TcpOptions o;
+  o.chunkBytes = 1 << 20;
+  o.chunks = 4;
+  o.stagingBytes = 64 << 20;  // 16 chunk pools of 1 MiB: 4 peers
+  EXPECT_EQ(StagingChunkBytes(o, 0), size_t{1} << 20);
+  EXPECT_EQ(StagingChunkBytes(o, 1), size_t{1} << 20);
+  EXPECT_EQ(StagingChunkBytes(o, 4), size_t{1} << 20);
+  for (size_t peers : {5, 8, 100, 1000}) {
+    const size_t chunk = StagingChunkBytes(o, peers);
+    EXPECT_EQ(chunk % 4096, 0u) << peers;
+    EXPECT_LE(peers * 4 * 4 * chunk, o.stagingBytes) << peers;
+    EXPECT_GT(peers * 4 * 4 * (chunk + 4096), o.stagingBytes) << peers;  // the most that fits
+  }
+  EXPECT_EQ(StagingChunkBytes(o, 100000), 4096u);  // the least, whatever the budget
+  o.chunkBytes = 12344;  // a chunk below the budget's stays what it was asked to be
+  EXPECT_EQ(StagingChunkBytes(o, 2), 12344u);
+}
+
+TEST(TcpStaging, TheBudgetComesFromTheEnvironmentWithinItsBounds) {
+  setenv("CCO_TCP_STAGING_BYTES", "12345", 1);
+  EXPECT_EQ(TcpOptionsFromEnv(1000).stagingBytes, size_t{1} << 20);
+  setenv("CCO_TCP_STAGING_BYTES", "999999999999999", 1);
+  EXPECT_EQ(TcpOptionsFromEnv(1000).stagingBytes, size_t{64} << 30);
+  setenv("CCO_TCP_STAGING_BYTES", "268435456", 1);
+  EXPECT_EQ(TcpOptionsFromEnv(1000).stagingBytes, size_t{256} << 20);
+  unsetenv("CCO_TCP_STAGING_BYTES");
+  EXPECT_EQ(TcpOptionsFromEnv(1000).stagingBytes, size_t{64} << 20);
+}
+
+// Two peers under a budget of 1 MiB: their chunks, all allocated at once, fit it.
+TEST(TcpStaging, ABackendAllocatesItsBudgetAtMost) {
+  Platform* cpu = nullptr;
+  ASSERT_TRUE(CreateCpuPlatform(&cpu).ok());
+  CountingPlatform counting(cpu);
+  std::vector<Fd> out(3), in(3), theirs(4);
+  for (int q = 1; q < 3; ++q) {
+    ASSERT_NO_FATAL_FAILURE(Pair(&out[q], &theirs[2 * q - 2]));
+    ASSERT_NO_FATAL_FAILURE(Pair(&in[q], &theirs[2 * q - 1]));
+  }
+  TcpOptions o;
+  o.stagingBytes = 1 << 20;
+  std::unique_ptr<TcpBackend> backend;
+  ASSERT_TRUE(TcpBackend::Create(&counting, 0, o, std::move(out), std::move(in), &backend).ok());
+  // Besides the chunks: the fence's word and each peer's put_value words, a page each at most.
+  EXPECT_LE(counting.pinnedBytes.load(), o.stagingBytes + 3 * 4096);
+  EXPECT_GE(counting.pinnedBytes.load(), o.stagingBytes / 2);
+}
 
 TEST_P(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
   memcpy(map_.window.data(), "OLDOLDOL", 8);

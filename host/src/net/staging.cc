@@ -34,16 +34,17 @@ StagingPool::~StagingPool() {
   if (host_ != nullptr) platform_->HostMappedFree(device_, host_);
 }
 
-int StagingPool::Acquire(Status* error) {
-  if (host_ == nullptr) {
-    Status s = platform_->HostMappedAlloc(device_, chunkBytes_ * static_cast<size_t>(chunks_), &host_, &device_address_);
-    if (!s.ok()) {
-      host_ = nullptr;
-      *error = s.Prefixed("network staging memory");
-      return -1;
-    }
-    for (int i = chunks_ - 1; i >= 0; --i) free_.push_back(i);
+Status StagingPool::Init() {
+  Status s = platform_->HostMappedAlloc(device_, chunkBytes_ * static_cast<size_t>(chunks_), &host_, &device_address_);
+  if (!s.ok()) {
+    host_ = nullptr;
+    return s.Prefixed("network staging memory");
   }
+  for (int i = chunks_ - 1; i >= 0; --i) free_.push_back(i);
+  return Status::Ok();
+}
+
+int StagingPool::Acquire() {
   if (free_.empty()) return -1;
   const int chunk = free_.back();
   free_.pop_back();

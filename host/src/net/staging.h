@@ -39,7 +39,11 @@ class StreamFence {
   uint64_t issued_ = 0;
 };
 
-// Fixed-size pinned chunks, allocated on first use.
+// Fixed-size pinned chunks, allocated by Init when the backend is made: never while kernels
+// run. Then a pinned allocation may wait inside the driver behind a thread of the process
+// that itself waits for a kernel (a copy into pageable memory on the kernel's stream, as
+// `tensor.cpu()` makes), and that kernel may be waiting for this proxy: a deadlock
+// (tools/perf/blocking_call_probe.cu measures it; results/h200-blocking-calls).
 class StagingPool {
  public:
   StagingPool(Platform* platform, int device, size_t chunkBytes, int chunks)
@@ -48,8 +52,9 @@ class StagingPool {
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
 
-  // A free chunk's index, or -1 when all are in use (or the memory could not be had: *error).
-  int Acquire(Status* error);
+  Status Init();
+  // A free chunk's index, or -1 when all are in use.
+  int Acquire();
   void Release(int chunk);
   char* host(int chunk) const { return static_cast<char*>(host_) + static_cast<size_t>(chunk) * chunkBytes_; }
   uint64_t device(int chunk) const { return device_address_ + static_cast<uint64_t>(chunk) * chunkBytes_; }

@@ -101,7 +101,16 @@ TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
   const int64_t chunk = env::Int("CCO_TCP_CHUNK_BYTES", static_cast<int64_t>(o.chunkBytes));
   o.chunkBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(chunk, 4096), 1 << 20)) & ~size_t{7};
   o.ackDelayUs = std::min<int64_t>(env::Int("CCO_TCP_ACK_DELAY_US", o.ackDelayUs), 10000);  // env::Int: never negative
+  const int64_t staging = env::Int("CCO_TCP_STAGING_BYTES", static_cast<int64_t>(o.stagingBytes));
+  o.stagingBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(staging, int64_t{1} << 20), int64_t{64} << 30));
   return o;
+}
+
+size_t StagingChunkBytes(const TcpOptions& o, size_t peers) {
+  // Each peer: two sockets, each with a send and a receive pool of o.chunks.
+  const size_t chunks = std::max<size_t>(1, peers) * 4 * static_cast<size_t>(o.chunks);
+  const size_t fits = o.stagingBytes / chunks & ~size_t{4095};
+  return std::max<size_t>(4096, std::min(o.chunkBytes, fits));
 }
 
 TcpBackend::TcpBackend(Platform* platform, int device, const TcpOptions& options)
@@ -116,11 +125,20 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
   CCO_RETURN_IF_ERROR(b->fence_->Init());
   b->epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
   if (!b->epoll_.valid()) return ErrnoError("epoll_create1", errno);
+  size_t peers = 0;
+  for (size_t q = 0; q < outgoing.size(); ++q)
+    peers += outgoing[q].valid() && q < incoming.size() && incoming[q].valid();
+  b->options_.chunkBytes = StagingChunkBytes(options, peers);
   b->peers_.resize(outgoing.size());
   for (size_t q = 0; q < outgoing.size(); ++q) {
     if (!outgoing[q].valid() || q >= incoming.size() || !incoming[q].valid()) continue;
-    b->peers_[q].reset(new Peer(static_cast<int32_t>(q), platform, device, options));
+    b->peers_[q].reset(new Peer(static_cast<int32_t>(q), platform, device, b->options_));
     Peer& p = *b->peers_[q];
+    // Every chunk now: none is allocated while kernels run (net/staging.h). Only the answers
+    // socket applies requests, so only it has words for put_value.
+    for (StagingPool* pool : {&p.requests.sendPool, &p.requests.recvPool, &p.answers.sendPool, &p.answers.recvPool,
+                              &p.answers.values})
+      CCO_RETURN_IF_ERROR(pool->Init().Prefixed(Fmt("rank ", q)));
     p.requests.fd = std::move(outgoing[q]);
     p.answers.fd = std::move(incoming[q]);
     int which = 0;
@@ -132,9 +150,8 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
       if (epoll_ctl(b->epoll_.get(), EPOLL_CTL_ADD, s->fd.get(), &e) != 0) return ErrnoError("epoll_ctl", errno);
     }
   }
-  size_t peers = 0;
-  for (const auto& p : b->peers_) peers += p != nullptr;
   b->pollEverySocket_ = peers <= std::min(options.pollEverySocketPeers, TcpOptions::kMaxPollEverySocketPeers);
+  b->now_ = Clock::now();  // the pass clock's first reading: after the allocations above
   *out = std::move(b);
   return Status::Ok();
 }
@@ -338,8 +355,7 @@ bool TcpBackend::Read(Peer& p, Socket& s, bool target, NetTargetMap& map, bool* 
       *error = Take(s.fd.get(), in, scratch, std::min<uint64_t>(sizeof(scratch), in.left), &got);
     } else {
       if (in.chunk < 0) {
-        in.chunk = s.recvPool.Acquire(error);
-        if (!error->ok()) return false;
+        in.chunk = s.recvPool.Acquire();
         if (in.chunk < 0) return true;  // every chunk is still landing: read on later
         in.filled = 0;
       }
@@ -506,8 +522,7 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
     // window is looked up for each, so nothing is read from one deregistered meanwhile
     // (its bytes go out as zeros and the op fails).
     while (o.staged < o.bytes) {
-      const int chunk = s.sendPool.Acquire(error);
-      if (!error->ok()) return false;
+      const int chunk = s.sendPool.Acquire();
       if (chunk < 0) break;
       const size_t length = std::min<uint64_t>(s.sendPool.chunkBytes(), o.bytes - o.staged);
       uint64_t src = 0, token = 0;

@@ -6,7 +6,8 @@
 // through pinned chunks (net/staging.h) that a stream of the backend's own fills from
 // device memory (sends) and empties into it (receives), up to `chunks` of `chunkBytes` in
 // flight per socket and direction, so a large put is a pipeline of copy out, send, receive,
-// copy in. The target applies a request's data, then its signal, on that stream, and
+// copy in. Every chunk is allocated when the backend is made (never while kernels run,
+// net/staging.h), all peers' within `stagingBytes`. The target applies a request's data, then its signal, on that stream, and
 // acknowledges once the stream has passed both: a completion means the bytes are in the
 // target's memory.
 //
@@ -40,6 +41,10 @@ struct TcpOptions {
   int64_t timeoutMs = 120000;         // dead-peer bound (CCO_NET_TIMEOUT_MS, else CCO_TIMEOUT_MS)
   size_t chunkBytes = size_t{1} << 20;  // CCO_TCP_CHUNK_BYTES, 4 KiB to 1 MiB
   int chunks = 4;                     // per socket and direction
+  // The pinned chunks of every peer together, allocated when the backend is made (never while
+  // kernels run: net/staging.h). With more peers than fit at chunkBytes, chunks shrink (to
+  // 4 KiB at the least). CCO_TCP_STAGING_BYTES, 1 MiB to 64 GiB.
+  size_t stagingBytes = size_t{64} << 20;
   // How long an ack may wait for a request of this rank's to the same peer to carry it, while
   // this rank talks to that peer too (CCO_TCP_ACK_DELAY_US). 0: an ack goes bare one pass
   // after it is due, unless a request left in between and carried it. Holding acks (20 us)
@@ -55,6 +60,9 @@ struct TcpOptions {
 
 // The options from the environment.
 TcpOptions TcpOptionsFromEnv(int64_t timeoutMs);
+// The chunk size a backend with `peers` peers stages through: options.chunkBytes, or less so
+// that every pool of every peer fits options.stagingBytes (4 KiB at the least).
+size_t StagingChunkBytes(const TcpOptions& options, size_t peers);
 
 class TcpBackend : public NetBackend {
  public:

@@ -60,9 +60,7 @@ Status TcpBackend::OnRequest(Peer& p, Socket& s, NetTargetMap& map, bool* stall)
     if (h.bytes == sizeof(uint64_t) && address % sizeof(uint64_t) == 0) {
       CCO_RETURN_IF_ERROR(platform_->StreamWriteValue64(device_, stream_, address, h.value));
     } else {
-      Status error;
-      const int word = s.values.Acquire(&error);
-      CCO_RETURN_IF_ERROR(error);
+      const int word = s.values.Acquire();
       if (word < 0) {  // every word is still landing
         *stall = true;
         return Status::Ok();
