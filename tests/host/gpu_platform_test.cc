@@ -153,7 +153,7 @@ void ExpectHostMappedMemory(Platform* platform, int device) {
 
 // The GDA proxy's stream: a copy, then words written behind it into device memory and into
 // host-mapped memory; all land by the synchronise, and a misaligned word is refused; then a flag
-// word written at once (WriteDeviceWord).
+// word written at once (WriteDeviceWord; a stream write on the GPU platforms), misaligned refused.
 void ExpectStreamWork(Platform* platform, int device) {
   uint64_t va = 0;
   void* host = nullptr;
@@ -180,6 +180,8 @@ void ExpectStreamWork(Platform* platform, int device) {
   ASSERT_OK(platform->WriteDeviceWord(device, va + 136, 0xfeedfacecafef00dull));
   ASSERT_OK(platform->CopyFromDevice(device, &word, va + 136, sizeof(word)));
   EXPECT_EQ(word, 0xfeedfacecafef00dull);
+  status = platform->WriteDeviceWord(device, va + 4, 1);  // a single store needs an aligned word
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
   ASSERT_OK(platform->StreamDestroy(device, stream));
   ASSERT_OK(platform->HostMappedFree(device, host));
   ASSERT_OK(platform->DeviceFree(device, va));

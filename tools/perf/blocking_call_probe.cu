@@ -165,6 +165,15 @@ int main(int argc, char** argv) {
       CHECK(cuStreamWriteValue64(s, hd + 64, 7, 0));
       CHECK(cuStreamSynchronize(s));
     }, true);
+    Probe(ctx, "cuStreamWriteValue64 to device memory + sync", [&] {
+      CHECK(cuStreamWriteValue64(s, d + 64, 7, 0));
+      CHECK(cuStreamSynchronize(s));
+    }, true);
+    Probe(ctx, "cuMemcpyAsync 8 B pageable -> device + sync", [&] {
+      static uint64_t word = 1;
+      CHECK(cuMemcpyAsync(d + 128, reinterpret_cast<CUdeviceptr>(&word), sizeof word, s));
+      CHECK(cuStreamSynchronize(s));
+    }, true);
     Probe(ctx, "cuMemHostAlloc 4 MiB portable|devicemap", [&] {
       CHECK(cuMemHostAlloc(&more, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     }, true);

@@ -396,6 +396,16 @@ Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, s
   });
 }
 
+Status GpuVmmPlatform::WriteDeviceWord(int device, uint64_t address, uint64_t value) {
+  if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("WriteDeviceWord: address ", Hex(address), " is not 8-byte aligned"));
+  return OnControlStream(device, "device word", [&](void* stream) {
+    DriverResult result = api_.streamWriteValue64.fn(stream, address, value, 0);
+    if (result != kDriverSuccess)
+      return Failed(api_.streamWriteValue64, result, Fmt("address=", Hex(address), ", value=", value, ", device=", device));
+    return Status::Ok();
+  });
+}
+
 Status GpuVmmPlatform::CopyFromDevice(int device, void* dst, uint64_t src, size_t size) {
   if (size == 0) return Status::Ok();
   if (dst == nullptr || src == 0) return InvalidArgument("CopyFromDevice: dst or src is null");
