@@ -207,7 +207,7 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
 // unaligned put_value applied allocate nothing more.
 TEST_P(TcpPeer, NothingIsAllocatedOnceTheBackendIsMade) {
   const int made = counting_->pinnedAllocations;
-  EXPECT_GE(made, 6);  // the fence, four chunk pools, the put_value words
+  EXPECT_EQ(made, 2);  // the fence's word, and one slab for every chunk and put_value word
   for (size_t i = 0; i < 4096; ++i) map_.window[i] = static_cast<unsigned char>(i * 7);
   PostPut(1, 3000);                       // out through a send chunk
   std::string data;
@@ -280,8 +280,9 @@ TEST(TcpStaging, ABackendAllocatesItsBudgetAtMost) {
   o.stagingBytes = 1 << 20;
   std::unique_ptr<TcpBackend> backend;
   ASSERT_TRUE(TcpBackend::Create(&counting, 0, o, std::move(out), std::move(in), &backend).ok());
-  // Besides the chunks: the fence's word and each peer's put_value words, a page each at most.
-  EXPECT_LE(counting.pinnedBytes.load(), o.stagingBytes + 3 * 4096);
+  // Besides the chunks: the fence's word and each peer's 64 put_value words.
+  EXPECT_EQ(counting.pinnedAllocations.load(), 2);
+  EXPECT_LE(counting.pinnedBytes.load(), o.stagingBytes + 8 + 2 * 64 * 8);
   EXPECT_GE(counting.pinnedBytes.load(), o.stagingBytes / 2);
 }
 

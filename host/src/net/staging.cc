@@ -1,5 +1,6 @@
 #include "net/staging.h"
 
+#include "common/text.h"
 
 namespace cco {
 
@@ -30,18 +31,26 @@ bool StreamFence::Passed(uint64_t token) const {
   return __atomic_load_n(word_, __ATOMIC_ACQUIRE) >= token;
 }
 
-StagingPool::~StagingPool() {
+PinnedSlab::~PinnedSlab() {
   if (host_ != nullptr) platform_->HostMappedFree(device_, host_);
 }
 
-Status StagingPool::Init() {
-  Status s = platform_->HostMappedAlloc(device_, chunkBytes_ * static_cast<size_t>(chunks_), &host_, &device_address_);
+Status PinnedSlab::Init(Platform* platform, int device, size_t bytes) {
+  platform_ = platform;
+  device_ = device;
+  Status s = platform->HostMappedAlloc(device, bytes, &host_, &device_address_);
   if (!s.ok()) {
     host_ = nullptr;
-    return s.Prefixed("network staging memory");
+    return s.Prefixed(Fmt("network staging memory (", bytes, " bytes)"));
   }
-  for (int i = chunks_ - 1; i >= 0; --i) free_.push_back(i);
   return Status::Ok();
+}
+
+void StagingPool::Place(const PinnedSlab& slab, size_t offset) {
+  host_ = slab.host(offset);
+  device_address_ = slab.device(offset);
+  free_.clear();
+  for (int i = chunks_ - 1; i >= 0; --i) free_.push_back(i);
 }
 
 int StagingPool::Acquire() {

@@ -39,33 +39,52 @@ class StreamFence {
   uint64_t issued_ = 0;
 };
 
-// Fixed-size pinned chunks, allocated by Init when the backend is made: never while kernels
-// run. Then a pinned allocation may wait inside the driver behind a thread of the process
-// that itself waits for a kernel (a copy into pageable memory on the kernel's stream, as
-// `tensor.cpu()` makes), and that kernel may be waiting for this proxy: a deadlock
-// (tools/perf/blocking_call_probe.cu measures it; results/h200-blocking-calls).
+// Pinned memory the device reads and writes, for every chunk of a backend: allocated once,
+// when the backend is made, never while kernels run. Then a pinned allocation may wait
+// inside the driver behind a thread of the process that itself waits for a kernel (a copy
+// into pageable memory on the kernel's stream, as `tensor.cpu()` makes), and that kernel may
+// be waiting for this proxy: a deadlock (tools/perf/blocking_call_probe.cu measures it;
+// results/h200-blocking-calls). Freed when it goes: its owner first waits for the copies
+// that use it.
+class PinnedSlab {
+ public:
+  PinnedSlab() = default;
+  ~PinnedSlab();
+  PinnedSlab(const PinnedSlab&) = delete;
+  PinnedSlab& operator=(const PinnedSlab&) = delete;
+
+  Status Init(Platform* platform, int device, size_t bytes);
+  char* host(size_t offset) const { return static_cast<char*>(host_) + offset; }
+  uint64_t device(size_t offset) const { return device_address_ + offset; }
+
+ private:
+  Platform* platform_ = nullptr;
+  int device_ = 0;
+  void* host_ = nullptr;
+  uint64_t device_address_ = 0;
+};
+
+// Fixed-size chunks placed in a slab.
 class StagingPool {
  public:
-  StagingPool(Platform* platform, int device, size_t chunkBytes, int chunks)
-      : platform_(platform), device_(device), chunkBytes_(chunkBytes), chunks_(chunks) {}
-  ~StagingPool();
+  StagingPool(size_t chunkBytes, int chunks) : chunkBytes_(chunkBytes), chunks_(chunks) {}
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
 
-  Status Init();
-  // A free chunk's index, or -1 when all are in use.
+  size_t bytes() const { return chunkBytes_ * static_cast<size_t>(chunks_); }
+  // Its chunks are the bytes() at `offset` of `slab`, all free.
+  void Place(const PinnedSlab& slab, size_t offset);
+  // A free chunk's index, or -1 when all are in use (or the pool was never placed).
   int Acquire();
   void Release(int chunk);
-  char* host(int chunk) const { return static_cast<char*>(host_) + static_cast<size_t>(chunk) * chunkBytes_; }
+  char* host(int chunk) const { return host_ + static_cast<size_t>(chunk) * chunkBytes_; }
   uint64_t device(int chunk) const { return device_address_ + static_cast<uint64_t>(chunk) * chunkBytes_; }
   size_t chunkBytes() const { return chunkBytes_; }
 
  private:
-  Platform* platform_;
-  int device_;
   size_t chunkBytes_;
   int chunks_;
-  void* host_ = nullptr;
+  char* host_ = nullptr;
   uint64_t device_address_ = 0;
   std::vector<int> free_;
 };

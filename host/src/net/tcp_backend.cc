@@ -130,15 +130,22 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
     peers += outgoing[q].valid() && q < incoming.size() && incoming[q].valid();
   b->options_.chunkBytes = StagingChunkBytes(options, peers);
   b->peers_.resize(outgoing.size());
+  size_t slabBytes = 0;
   for (size_t q = 0; q < outgoing.size(); ++q) {
     if (!outgoing[q].valid() || q >= incoming.size() || !incoming[q].valid()) continue;
-    b->peers_[q].reset(new Peer(static_cast<int32_t>(q), platform, device, b->options_));
+    b->peers_[q].reset(new Peer(static_cast<int32_t>(q), b->options_));
+    for (StagingPool* pool : b->peers_[q]->Pools()) slabBytes += pool->bytes();
+  }
+  // Every chunk in one allocation, now: none is made while kernels run (net/staging.h).
+  if (slabBytes > 0) CCO_RETURN_IF_ERROR(b->slab_.Init(platform, device, slabBytes));
+  size_t placed = 0;
+  for (size_t q = 0; q < outgoing.size(); ++q) {
+    if (b->peers_[q] == nullptr) continue;
     Peer& p = *b->peers_[q];
-    // Every chunk now: none is allocated while kernels run (net/staging.h). Only the answers
-    // socket applies requests, so only it has words for put_value.
-    for (StagingPool* pool : {&p.requests.sendPool, &p.requests.recvPool, &p.answers.sendPool, &p.answers.recvPool,
-                              &p.answers.values})
-      CCO_RETURN_IF_ERROR(pool->Init().Prefixed(Fmt("rank ", q)));
+    for (StagingPool* pool : p.Pools()) {
+      pool->Place(b->slab_, placed);
+      placed += pool->bytes();
+    }
     p.requests.fd = std::move(outgoing[q]);
     p.answers.fd = std::move(incoming[q]);
     int which = 0;

@@ -119,6 +119,7 @@ class TcpBackend : public NetBackend {
   uint64_t stream_ = 0;
   bool streamMade_ = false;
   std::unique_ptr<StreamFence> fence_;
+  PinnedSlab slab_;  // every peer's chunks (their pools point into it)
   Fd epoll_;
   bool pollEverySocket_ = false;  // few peers: every socket is read each pass, not epoll's
   std::vector<std::unique_ptr<Peer>> peers_;  // by world rank; null where unused

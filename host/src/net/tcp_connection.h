@@ -71,9 +71,8 @@ struct Inbound {
 };
 
 struct Socket {
-  Socket(Platform* p, int device, const TcpOptions& o)
-      : sendPool(p, device, o.chunkBytes, o.chunks), recvPool(p, device, o.chunkBytes, o.chunks),
-        values(p, device, sizeof(uint64_t), kValueWords) {}
+  explicit Socket(const TcpOptions& o)
+      : sendPool(o.chunkBytes, o.chunks), recvPool(o.chunkBytes, o.chunks), values(sizeof(uint64_t), kValueWords) {}
   Fd fd;
   std::deque<Outbound> out;
   Inbound in;
@@ -88,7 +87,12 @@ struct Socket {
 };
 
 struct Peer {
-  Peer(int32_t r, Platform* p, int device, const TcpOptions& o) : rank(r), requests(p, device, o), answers(p, device, o) {}
+  Peer(int32_t r, const TcpOptions& o) : rank(r), requests(o), answers(o) {}
+  // The pools with chunks. Only the answers socket applies requests, so only it has words
+  // for put_value (the requests socket's stay unplaced: never acquired).
+  std::vector<StagingPool*> Pools() {
+    return {&requests.sendPool, &requests.recvPool, &answers.sendPool, &answers.recvPool, &answers.values};
+  }
   int32_t rank;
   Socket requests;  // this rank's requests out, the peer's answers in
   Socket answers;   // the peer's requests in, this rank's answers out
