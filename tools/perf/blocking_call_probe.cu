@@ -82,108 +82,85 @@ void Probe(CUcontext ctx, const char* name, const std::function<void()>& call, b
   if (waiter.joinable()) waiter.join();
   CHECK(cuStreamSynchronize(kernelStream));
   CHECK(cuStreamDestroy(kernelStream));
-  printf("%-44s%s %9.3f ms  %s\n", name, hostWaits ? " (+ host copy behind the kernel)" : "", took, took >= 0.9 * kReleaseMs ? "WAITS FOR THE KERNEL" : "ok");
+  printf("%-44s%s %9.3f ms  %s\n", name, hostWaits ? " (+ host copy behind the kernel)" : "", took,
+         took >= 0.9 * kReleaseMs ? "WAITS FOR THE KERNEL" : "ok");
 }
 
-}  // namespace
+// What the modes copy between: a stream, 4 KiB of device memory, 4 KiB of mapped pinned memory.
+struct Scratch {
+  CUstream stream;
+  CUdeviceptr device;
+  void* host = nullptr;
+  CUdeviceptr hostDevice;
+  Scratch() {
+    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&device, 4096));
+    CHECK(cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    CHECK(cuMemHostGetDevicePointer(&hostDevice, host, 0));
+  }
+  // A copy of `bytes`, waited for.
+  void Copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const {
+    CHECK(cuMemcpyAsync(dst, src, bytes, stream));
+    CHECK(cuStreamSynchronize(stream));
+  }
+};
 
-int main(int argc, char** argv) {
-  CUcontext ctx = UseGpu0();
-  if (argc > 1 && strcmp(argv[1], "first-copy") == 0) {
-    // A fresh process: no copy was made in it before these.
-    CUstream s;
-    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr d;
-    CHECK(cuMemAlloc(&d, 4096));
-    void* h = nullptr;
-    CHECK(cuMemHostAlloc(&h, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    CUdeviceptr hd;
-    CHECK(cuMemHostGetDevicePointer(&hd, h, 0));
-    Probe(ctx, "first cuMemcpyAsync 13 B device -> pinned", [&] {
-      CHECK(cuMemcpyAsync(hd, d + 3, 13, s));
-      CHECK(cuStreamSynchronize(s));
-    });
-    Probe(ctx, "first cuMemcpyAsync 13 B pinned -> device", [&] {
-      CHECK(cuMemcpyAsync(d + 5, hd, 13, s));
-      CHECK(cuStreamSynchronize(s));
-    });
-    Probe(ctx, "first cuMemcpyAsync 13 B device -> device", [&] {
-      CHECK(cuMemcpyAsync(d + 7, d + 100, 13, s));
-      CHECK(cuStreamSynchronize(s));
-    });
-    // Memory mapped as a communicator maps its windows.
-    const CUmemAllocationProp prop = PinnedOnGpu0();
-    size_t granularity = 0;
-    CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    CUdeviceptr vmm;
-    CHECK(cuMemAddressReserve(&vmm, granularity, 0, 0, 0));
-    CUmemGenericAllocationHandle handle;
-    CHECK(cuMemCreate(&handle, granularity, &prop, 0));
-    CHECK(cuMemMap(vmm, granularity, 0, handle, 0));
-    CUmemAccessDesc access = {};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CHECK(cuMemSetAccess(vmm, granularity, &access, 1));
-    Probe(ctx, "first cuMemcpyAsync 13 B VMM -> pinned", [&] {
-      CHECK(cuMemcpyAsync(hd + 1, vmm + 3, 13, s));
-      CHECK(cuStreamSynchronize(s));
-    });
-    Probe(ctx, "first cuMemcpyAsync 13 B pinned -> VMM", [&] {
-      CHECK(cuMemcpyAsync(vmm + 9, hd + 2, 13, s));
-      CHECK(cuStreamSynchronize(s));
-    });
-    return 0;
-  }
-  if (argc > 1 && strcmp(argv[1], "first-alloc") == 0) {
-    void* first = nullptr;
-    void* second = nullptr;
-    Probe(ctx, "first cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-      CHECK(cuMemHostAlloc(&first, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    });
-    Probe(ctx, "next cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-      CHECK(cuMemHostAlloc(&second, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    });
-    return 0;
-  }
-  if (argc > 1 && strcmp(argv[1], "host-waits") == 0) {
-    CUstream s;
-    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr d;
-    CHECK(cuMemAlloc(&d, 4096));
-    void* h = nullptr;
-    CHECK(cuMemHostAlloc(&h, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    CUdeviceptr hd;
-    CHECK(cuMemHostGetDevicePointer(&hd, h, 0));
-    void* more = nullptr;
-    CUdeviceptr moreDevice = 0;
-    Probe(ctx, "nothing", [] {}, true);
-    Probe(ctx, "cuMemcpyAsync 13 B device -> pinned + sync", [&] {
-      CHECK(cuMemcpyAsync(hd + 1, d + 3, 13, s));
-      CHECK(cuStreamSynchronize(s));
-    }, true);
-    Probe(ctx, "cuStreamWriteValue64 + sync", [&] {
-      CHECK(cuStreamWriteValue64(s, hd + 64, 7, 0));
-      CHECK(cuStreamSynchronize(s));
-    }, true);
-    Probe(ctx, "cuStreamWriteValue64 to device memory + sync", [&] {
-      CHECK(cuStreamWriteValue64(s, d + 64, 7, 0));
-      CHECK(cuStreamSynchronize(s));
-    }, true);
-    Probe(ctx, "cuMemcpyAsync 8 B pageable -> device + sync", [&] {
-      static uint64_t word = 1;
-      CHECK(cuMemcpyAsync(d + 128, reinterpret_cast<CUdeviceptr>(&word), sizeof word, s));
-      CHECK(cuStreamSynchronize(s));
-    }, true);
-    Probe(ctx, "cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-      CHECK(cuMemHostAlloc(&more, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    }, true);
-    Probe(ctx, "cuMemAlloc 4 MiB", [&] { CHECK(cuMemAlloc(&moreDevice, 4 << 20)); }, true);
-    Probe(ctx, "cuStreamCreate", [&] {
-      CUstream t;
-      CHECK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
-    }, true);
-    return 0;
-  }
+// The process's first copies of each kind (a fresh process: no copy was made before these).
+void FirstCopies(CUcontext ctx) {
+  const Scratch k;
+  Probe(ctx, "first cuMemcpyAsync 13 B device -> pinned", [&] { k.Copy(k.hostDevice, k.device + 3, 13); });
+  Probe(ctx, "first cuMemcpyAsync 13 B pinned -> device", [&] { k.Copy(k.device + 5, k.hostDevice, 13); });
+  Probe(ctx, "first cuMemcpyAsync 13 B device -> device", [&] { k.Copy(k.device + 7, k.device + 100, 13); });
+  const CUmemAllocationProp prop = PinnedOnGpu0();
+  size_t granularity = 0;
+  CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CUdeviceptr vmm;
+  CHECK(cuMemAddressReserve(&vmm, granularity, 0, 0, 0));
+  MapFreshAt(vmm, granularity);
+  Probe(ctx, "first cuMemcpyAsync 13 B VMM -> pinned", [&] { k.Copy(k.hostDevice + 1, vmm + 3, 13); });
+  Probe(ctx, "first cuMemcpyAsync 13 B pinned -> VMM", [&] { k.Copy(vmm + 9, k.hostDevice + 2, 13); });
+}
+
+// The process's first pinned allocations.
+void FirstAllocations(CUcontext ctx) {
+  void* first = nullptr;
+  void* second = nullptr;
+  Probe(ctx, "first cuMemHostAlloc 4 MiB portable|devicemap", [&] {
+    CHECK(cuMemHostAlloc(&first, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  });
+  Probe(ctx, "next cuMemHostAlloc 4 MiB portable|devicemap", [&] {
+    CHECK(cuMemHostAlloc(&second, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  });
+}
+
+// The calls a proxy may make, while another thread waits inside the driver for the kernel.
+void WhileTheHostWaits(CUcontext ctx) {
+  const Scratch k;
+  void* more = nullptr;
+  CUdeviceptr moreDevice = 0;
+  Probe(ctx, "nothing", [] {}, true);
+  Probe(ctx, "cuMemcpyAsync 13 B device -> pinned + sync", [&] { k.Copy(k.hostDevice + 1, k.device + 3, 13); }, true);
+  const auto writeWord = [&](CUdeviceptr at) {
+    CHECK(cuStreamWriteValue64(k.stream, at, 7, 0));
+    CHECK(cuStreamSynchronize(k.stream));
+  };
+  Probe(ctx, "cuStreamWriteValue64 to pinned + sync", [&] { writeWord(k.hostDevice + 64); }, true);
+  Probe(ctx, "cuStreamWriteValue64 to device + sync", [&] { writeWord(k.device + 64); }, true);
+  static uint64_t word = 1;
+  Probe(ctx, "cuMemcpyAsync 8 B pageable -> device + sync",
+        [&] { k.Copy(k.device + 128, reinterpret_cast<CUdeviceptr>(&word), sizeof word); }, true);
+  Probe(ctx, "cuMemHostAlloc 4 MiB portable|devicemap", [&] {
+    CHECK(cuMemHostAlloc(&more, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  }, true);
+  Probe(ctx, "cuMemAlloc 4 MiB", [&] { CHECK(cuMemAlloc(&moreDevice, 4 << 20)); }, true);
+  Probe(ctx, "cuStreamCreate", [&] {
+    CUstream t;
+    CHECK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+  }, true);
+}
+
+// Each call in turn, with nothing else waiting.
+void EachCall(CUcontext ctx) {
   CUstream other;
   CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
   CUdeviceptr device;
@@ -225,5 +202,16 @@ int main(int argc, char** argv) {
   CHECK(cuMemFreeHost(pinned));
   CHECK(cuMemFree(device));
   CHECK(cuStreamDestroy(other));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const CUcontext ctx = UseGpu0();
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "first-copy") == 0) FirstCopies(ctx);
+  else if (strcmp(mode, "first-alloc") == 0) FirstAllocations(ctx);
+  else if (strcmp(mode, "host-waits") == 0) WhileTheHostWaits(ctx);
+  else EachCall(ctx);
   return 0;
 }

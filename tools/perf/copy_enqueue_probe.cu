@@ -22,18 +22,6 @@ static double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Maps `size` bytes of fresh device memory at `at` (inside a reservation).
-static void MapAt(CUdeviceptr at, size_t size) {
-  const CUmemAllocationProp prop = PinnedOnGpu0();
-  CUmemGenericAllocationHandle handle;
-  CHECK(cuMemCreate(&handle, size, &prop, 0));
-  CHECK(cuMemMap(at, size, 0, handle, 0));
-  CUmemAccessDesc access = {};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CHECK(cuMemSetAccess(at, size, &access, 1));
-}
-
 struct Timing {
   double queueUs, totalUs;  // per copy: host time queueing, and until the stream drained
 };
@@ -63,8 +51,8 @@ int main(int argc, char** argv) {
     CHECK(cuMemAlloc(&base, 2 * span));
   } else {
     CHECK(cuMemAddressReserve(&base, 2 * span, 0, 0, 0));
-    MapAt(base, span);         // sources
-    MapAt(base + span, span);  // destinations
+    MapFreshAt(base, span);         // sources
+    MapFreshAt(base + span, span);  // destinations
   }
   CUdeviceptr word;
   CHECK(cuMemAlloc(&word, 8));

@@ -5,6 +5,8 @@
 //                        for the probe's other threads to make current)
 //   PinnedOnGpu0()       the allocation properties of device memory on GPU 0, as a
 //                        communicator's windows are made
+//   MapFreshAt(at, size) fresh device memory of GPU 0 mapped at `at` (inside a reservation),
+//                        readable and writable, as a communicator maps a window
 #ifndef CCO_TOOLS_PERF_DRIVER_CHECK_H_
 #define CCO_TOOLS_PERF_DRIVER_CHECK_H_
 
@@ -39,6 +41,17 @@ static inline CUmemAllocationProp PinnedOnGpu0() {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = 0;
   return prop;
+}
+
+static inline void MapFreshAt(CUdeviceptr at, size_t size) {
+  const CUmemAllocationProp prop = PinnedOnGpu0();
+  CUmemGenericAllocationHandle handle;
+  CHECK(cuMemCreate(&handle, size, &prop, 0));
+  CHECK(cuMemMap(at, size, 0, handle, 0));
+  CUmemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CHECK(cuMemSetAccess(at, size, &access, 1));
 }
 
 #endif  // CCO_TOOLS_PERF_DRIVER_CHECK_H_
