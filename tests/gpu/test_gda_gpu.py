@@ -607,14 +607,18 @@ def _compile_matrix():
     torch.cuda.synchronize(0)
 
 
-@pytest.mark.parametrize("path", ["lsa", "nodes"])
+@pytest.mark.parametrize("path", ["lsa", "nodes", "tcp"])
 def test_gda_matrix(path, monkeypatch):
     """The matrix op x coop x thread mode x signal action x doorbell mode between two ranks as
     threads on one GPU: exact data, exact signal totals, every signal consumed. lsa: the ranks
     share an LSA team (small ops may take the direct path); nodes: two virtual nodes
-    (CCO_TEST_NODES_PER_HOST=2), so everything goes through the proxies' local backend."""
-    if path == "nodes":
+    (CCO_TEST_NODES_PER_HOST=2), so everything goes through the proxies' local backend; tcp:
+    the same nodes joined by the tcp backend over loopback."""
+    if path != "lsa":
         monkeypatch.setenv("CCO_TEST_NODES_PER_HOST", "2")
+    if path == "tcp":
+        monkeypatch.setenv("CCO_NET", "tcp")
+        monkeypatch.setenv("CCO_SOCKET_IFNAME", "=lo")
     _compile_matrix()
     got = _two_ranks_as_threads(_matrix, seconds=300)
     assert got == {0: [], 1: []}, f"((op, coop, thread mode, signal, mode), failed calls, wrong bytes): {got}"
