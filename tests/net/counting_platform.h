@@ -1,6 +1,7 @@
-// A platform that forwards every call to another and counts the pinned host allocations
-// made through it (count and bytes): what a test needs to prove that a backend allocates
-// nothing once it is made.
+// A platform that forwards every call to another and counts what went through it: the pinned
+// host allocations (count and bytes), and every call a GPU driver may make wait for running
+// kernels (allocations, stream creation, frees: results/h200-blocking-calls), which a
+// backend must not make once kernels can wait for it.
 #ifndef CCO_TESTS_NET_COUNTING_PLATFORM_H_
 #define CCO_TESTS_NET_COUNTING_PLATFORM_H_
 
@@ -16,6 +17,7 @@ class CountingPlatform final : public Platform {
   explicit CountingPlatform(Platform* inner) : inner_(inner) {}
   std::atomic<int> pinnedAllocations{0};
   std::atomic<size_t> pinnedBytes{0};
+  std::atomic<int> callsThatMayWait{0};
 
   ccoPlatform_t kind() const override { return inner_->kind(); }
   const char* name() const override { return inner_->name(); }
@@ -25,8 +27,8 @@ class CountingPlatform final : public Platform {
   Status BusId(int d, std::string* id) override { return inner_->BusId(d, id); }
   Status Reserve(int d, size_t size, size_t align, uint64_t* va) override { return inner_->Reserve(d, size, align, va); }
   Status Release(int d, uint64_t va, size_t size) override { return inner_->Release(d, va, size); }
-  Status Create(int d, size_t size, MemHandle* h) override { return inner_->Create(d, size, h); }
-  Status Destroy(int d, MemHandle h) override { return inner_->Destroy(d, h); }
+  Status Create(int d, size_t size, MemHandle* h) override { Waits(); return inner_->Create(d, size, h); }
+  Status Destroy(int d, MemHandle h) override { Waits(); return inner_->Destroy(d, h); }
   Status Export(int d, MemHandle h, int* fd) override { return inner_->Export(d, h, fd); }
   Status Import(int d, int fd, size_t size, MemHandle* h) override { return inner_->Import(d, fd, size, h); }
   Status Reference(int d, MemHandle h, MemHandle* r, bool* owned) override { return inner_->Reference(d, h, r, owned); }
@@ -46,13 +48,14 @@ class CountingPlatform final : public Platform {
     return inner_->WriteDeviceWord(d, address, value);
   }
   Status HostMappedAlloc(int d, size_t size, void** host, uint64_t* deviceAddress) override {
+    Waits();
     ++pinnedAllocations;
     pinnedBytes += size;
     return inner_->HostMappedAlloc(d, size, host, deviceAddress);
   }
-  Status HostMappedFree(int d, void* host) override { return inner_->HostMappedFree(d, host); }
-  Status StreamCreate(int d, uint64_t* s) override { return inner_->StreamCreate(d, s); }
-  Status StreamDestroy(int d, uint64_t s) override { return inner_->StreamDestroy(d, s); }
+  Status HostMappedFree(int d, void* host) override { Waits(); return inner_->HostMappedFree(d, host); }
+  Status StreamCreate(int d, uint64_t* s) override { Waits(); return inner_->StreamCreate(d, s); }
+  Status StreamDestroy(int d, uint64_t s) override { Waits(); return inner_->StreamDestroy(d, s); }
   Status CopyOnStream(int d, uint64_t s, uint64_t dst, uint64_t src, size_t size) override {
     return inner_->CopyOnStream(d, s, dst, src, size);
   }
@@ -63,10 +66,11 @@ class CountingPlatform final : public Platform {
   Status ExportDmaBuf(int d, uint64_t va, size_t size, int* fd, uint64_t* offset) override {
     return inner_->ExportDmaBuf(d, va, size, fd, offset);
   }
-  Status DeviceAlloc(int d, size_t size, uint64_t* va) override { return inner_->DeviceAlloc(d, size, va); }
-  Status DeviceFree(int d, uint64_t va) override { return inner_->DeviceFree(d, va); }
+  Status DeviceAlloc(int d, size_t size, uint64_t* va) override { Waits(); return inner_->DeviceAlloc(d, size, va); }
+  Status DeviceFree(int d, uint64_t va) override { Waits(); return inner_->DeviceFree(d, va); }
 
  private:
+  void Waits() { ++callsThatMayWait; }
   Platform* inner_;
 };
 

@@ -7,9 +7,9 @@
 // device memory (sends) and empties into it (receives), up to `chunks` of `chunkBytes` in
 // flight per socket and direction, so a large put is a pipeline of copy out, send, receive,
 // copy in. Every chunk is allocated when the backend is made (never while kernels run,
-// net/staging.h), all peers' within `stagingBytes`. The target applies a request's data, then its signal, on that stream, and
-// acknowledges once the stream has passed both: a completion means the bytes are in the
-// target's memory.
+// net/staging.h), all peers' within `stagingBytes`. The target applies a request's data,
+// then its signal, on that stream, and acknowledges once the stream has passed both: a
+// completion means the bytes are in the target's memory.
 //
 // A dead peer is found in bounded time: the kernel reports a closed or reset connection at
 // once; a silent one through TCP_USER_TIMEOUT (unacknowledged data) and keepalive (an idle

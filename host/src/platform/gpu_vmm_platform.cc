@@ -397,7 +397,8 @@ Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, s
 }
 
 Status GpuVmmPlatform::WriteDeviceWord(int device, uint64_t address, uint64_t value) {
-  if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("WriteDeviceWord: address ", Hex(address), " is not 8-byte aligned"));
+  if (address % sizeof(uint64_t) != 0)
+    return InvalidArgument(Fmt("WriteDeviceWord: address ", Hex(address), " is not 8-byte aligned"));
   return OnControlStream(device, "device word", [&](void* stream) {
     DriverResult result = api_.streamWriteValue64.fn(stream, address, value, 0);
     if (result != kDriverSuccess)

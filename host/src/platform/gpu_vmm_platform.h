@@ -47,8 +47,8 @@ class GpuVmmPlatform : public Platform {
   Status CopyToDevice(int device, uint64_t dst, const void* src, size_t size) override;
   Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) override;
   // A stream write of the word, not a copy from pageable memory: the GDA proxy marks failed
-  // rings so while kernels run, and a stream write never waits for a kernel that another
-  // thread of the process waits for (results/h200-blocking-calls).
+  // rings so while kernels run, and a stream write is the kind of call measured not to wait
+  // for a kernel that another thread of the process waits for (results/h200-blocking-calls).
   Status WriteDeviceWord(int device, uint64_t address, uint64_t value) override;
 
   Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) override;
