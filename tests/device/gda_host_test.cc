@@ -440,8 +440,10 @@ TEST_P(GdaOnHost, GetsOfEverySizeLandExactly) { EXPECT_EQ(RunGdaRanks(2, CCO_GDA
 // the peer's pinned chunks and land through this rank's.
 TEST(GdaOverTcp, GetsOfEverySizeLandExactly) {
   setenv("CCO_NET", "tcp", 1);
+  setenv("CCO_SOCKET_IFNAME", "=lo", 1);  // loopback only, whatever else the machine has
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, GetsOfEverySize, /*nodesPerHost=*/2), 0);
   unsetenv("CCO_NET");
+  unsetenv("CCO_SOCKET_IFNAME");
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "direct"),

@@ -40,12 +40,12 @@ class StreamFence {
 };
 
 // Pinned memory the device reads and writes, for every chunk of a backend: allocated once,
-// when the backend is made, never while kernels run. Then a pinned allocation may wait
-// inside the driver behind a thread of the process that itself waits for a kernel (a copy
-// into pageable memory on the kernel's stream, as `tensor.cpu()` makes), and that kernel may
-// be waiting for this proxy: a deadlock (tools/perf/blocking_call_probe.cu measures it;
-// results/h200-blocking-calls). Freed when it goes: its owner first waits for the copies
-// that use it.
+// when the backend is made, never while kernels run. A pinned allocation made while kernels
+// run may wait inside the driver behind a thread of the process that itself waits for a
+// kernel (a copy into pageable memory on the kernel's stream, as `tensor.cpu()` makes), and
+// that kernel may be waiting for this proxy: a deadlock (tools/perf/blocking_call_probe.cu
+// measures it; results/h200-blocking-calls). Freed when it goes: its owner first waits for
+// the copies that use it.
 class PinnedSlab {
  public:
   PinnedSlab() = default;

@@ -107,7 +107,8 @@ TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
 }
 
 size_t StagingChunkBytes(const TcpOptions& o, size_t peers) {
-  // Each peer: two sockets, each with a send and a receive pool of o.chunks.
+  // Each peer: two sockets, each with a send and a receive pool of o.chunks (its 1 KiB of
+  // put_value words come on top).
   const size_t chunks = std::max<size_t>(1, peers) * 4 * static_cast<size_t>(o.chunks);
   const size_t fits = o.stagingBytes / chunks & ~size_t{4095};
   return std::max<size_t>(4096, std::min(o.chunkBytes, fits));
@@ -134,18 +135,23 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
   for (size_t q = 0; q < outgoing.size(); ++q) {
     if (!outgoing[q].valid() || q >= incoming.size() || !incoming[q].valid()) continue;
     b->peers_[q].reset(new Peer(static_cast<int32_t>(q), b->options_));
-    for (StagingPool* pool : b->peers_[q]->Pools()) slabBytes += pool->bytes();
+    for (StagingPool* pool : b->peers_[q]->ChunkPools()) slabBytes += pool->bytes();
+    for (StagingPool* pool : b->peers_[q]->WordPools()) slabBytes += pool->bytes();
   }
-  // Every chunk in one allocation, now: none is made while kernels run (net/staging.h).
+  // Every chunk and word in one allocation, now: none is made while kernels run
+  // (net/staging.h). The chunks first, so that each pool starts where a chunk would.
   if (slabBytes > 0) CCO_RETURN_IF_ERROR(b->slab_.Init(platform, device, slabBytes));
   size_t placed = 0;
+  for (bool words : {false, true})
+    for (auto& peer : b->peers_)
+      if (peer != nullptr)
+        for (StagingPool* pool : words ? peer->WordPools() : peer->ChunkPools()) {
+          pool->Place(b->slab_, placed);
+          placed += pool->bytes();
+        }
   for (size_t q = 0; q < outgoing.size(); ++q) {
     if (b->peers_[q] == nullptr) continue;
     Peer& p = *b->peers_[q];
-    for (StagingPool* pool : p.Pools()) {
-      pool->Place(b->slab_, placed);
-      placed += pool->bytes();
-    }
     p.requests.fd = std::move(outgoing[q]);
     p.answers.fd = std::move(incoming[q]);
     int which = 0;

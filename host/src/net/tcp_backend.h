@@ -7,7 +7,7 @@
 // device memory (sends) and empties into it (receives), up to `chunks` of `chunkBytes` in
 // flight per socket and direction, so a large put is a pipeline of copy out, send, receive,
 // copy in. Every chunk is allocated when the backend is made (never while kernels run,
-// net/staging.h), all peers' within `stagingBytes`. The target applies a request's data,
+// net/staging.h), all peers' within `stagingBytes` (see there). The target applies a request's data,
 // then its signal, on that stream, and acknowledges once the stream has passed both: a
 // completion means the bytes are in the target's memory.
 //
@@ -42,8 +42,9 @@ struct TcpOptions {
   size_t chunkBytes = size_t{1} << 20;  // CCO_TCP_CHUNK_BYTES, 4 KiB to 1 MiB
   int chunks = 4;                     // per socket and direction
   // The pinned chunks of every peer together, allocated when the backend is made (never while
-  // kernels run: net/staging.h). With more peers than fit at chunkBytes, chunks shrink (to
-  // 4 KiB at the least). CCO_TCP_STAGING_BYTES, 1 MiB to 64 GiB.
+  // kernels run: net/staging.h). With more peers than fit at chunkBytes, chunks shrink, to
+  // 4 KiB at the least: past 1024 peers at the default the chunks need more (64 KiB a peer).
+  // Each peer's 1 KiB of put_value words comes on top. CCO_TCP_STAGING_BYTES, 1 MiB to 64 GiB.
   size_t stagingBytes = size_t{64} << 20;
   // How long an ack may wait for a request of this rank's to the same peer to carry it, while
   // this rank talks to that peer too (CCO_TCP_ACK_DELAY_US). 0: an ack goes bare one pass

@@ -88,11 +88,13 @@ struct Socket {
 
 struct Peer {
   Peer(int32_t r, const TcpOptions& o) : rank(r), requests(o), answers(o) {}
-  // The pools with chunks. Only the answers socket applies requests, so only it has words
-  // for put_value (the requests socket's stay unplaced: never acquired).
-  std::vector<StagingPool*> Pools() {
-    return {&requests.sendPool, &requests.recvPool, &answers.sendPool, &answers.recvPool, &answers.values};
+  // Its pools: the chunk pools, then the put_value words (only the answers socket applies
+  // requests and uses its words; the requests socket's are placed all the same, 512 bytes, so
+  // that no pool can ever be acquired unplaced).
+  std::vector<StagingPool*> ChunkPools() {
+    return {&requests.sendPool, &requests.recvPool, &answers.sendPool, &answers.recvPool};
   }
+  std::vector<StagingPool*> WordPools() { return {&requests.values, &answers.values}; }
   int32_t rank;
   Socket requests;  // this rank's requests out, the peer's answers in
   Socket answers;   // the peer's requests in, this rank's answers out

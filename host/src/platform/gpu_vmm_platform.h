@@ -46,9 +46,11 @@ class GpuVmmPlatform : public Platform {
   Status Memset(int device, uint64_t va, int value, size_t size) override;
   Status CopyToDevice(int device, uint64_t dst, const void* src, size_t size) override;
   Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) override;
-  // A stream write of the word, not a copy from pageable memory: the GDA proxy marks failed
-  // rings so while kernels run, and a stream write is the kind of call measured not to wait
-  // for a kernel that another thread of the process waits for (results/h200-blocking-calls).
+  // A stream write of the word on the control stream (made by the communicator's creation,
+  // which zeroes its resources through it), not a copy from pageable memory: the GDA proxy
+  // marks failed rings so while kernels run, and a stream write into pinned memory was
+  // measured not to wait for a kernel another thread of the process waits for (into device
+  // memory, as here, not yet measured: results/h200-blocking-calls).
   Status WriteDeviceWord(int device, uint64_t address, uint64_t value) override;
 
   Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) override;
