@@ -142,3 +142,24 @@ def test_the_guides_wait_is_flush_wait():
     import cco.device.flydsl as flydsl_cco
 
     assert flydsl_cco.Gda.wait is flydsl_cco.Gda.flush_wait
+
+
+def test_the_doorbell_modes_namespaces_have_the_calls_that_post_nothing():
+    """The guide: "cco.GdaDeferred is the same" as cco.Gda; cco.GdaCallerOrdered differs only in
+    having no signal. Gda's calls that post nothing are in both, in both DSL bindings, and
+    what posts stays each mode's own."""
+    from cco.device.abi_table import MODE_INDEPENDENT_GDA, functions_by_dsl_name
+    from cco.ir.triton import cco as triton_cco
+    import cco.device.flydsl as flydsl_cco
+
+    groups = functions_by_dsl_name()
+    assert len(MODE_INDEPENDENT_GDA) == 8
+    for space in ("GdaDeferred", "GdaCallerOrdered"):
+        for name in MODE_INDEPENDENT_GDA:
+            assert [e["symbol"] for e in groups[f"{space}.{name}"]] == [e["symbol"] for e in groups[f"Gda.{name}"]]
+            assert hasattr(getattr(triton_cco, space), name), (space, name)
+            assert name in getattr(flydsl_cco, space)._functions, (space, name)
+        for posts in ("counter", "barrier_sync"):  # a marker or a barrier goes through Gda's own rings
+            assert not hasattr(getattr(triton_cco, space), posts)
+    assert not hasattr(triton_cco.GdaCallerOrdered, "signal") and hasattr(triton_cco.GdaDeferred, "signal")
+    assert groups["GdaDeferred.put"][0]["symbol"].startswith("cco_gda_deferred_put")

@@ -110,8 +110,6 @@ def test_binary_produced(compiled):
 
 
 def test_bad_axis_value_is_a_compile_error():
-    import triton.language as tl
-
     @triton.jit
     def bad(dc):
         cco.LsaBarrier.sync(dc, 0, coop=7)
@@ -188,6 +186,28 @@ def test_team_keyword():
     for kernel, text in ((lsa_team, "team=1: peers are world ranks"), (no_peer, "unknown keyword(s) ['team']")):
         with pytest.raises(triton.compiler.errors.CompilationError, match=re.escape(text)):
             compile_for(kernel, signature, {}, TARGETS["cuda-sm_90"])
+
+
+def test_the_doorbell_modes_namespaces_call_gdas_symbols_for_what_posts_nothing():
+    """cco.GdaDeferred and cco.GdaCallerOrdered carry Gda's calls that post nothing (signal and
+    counter words read, waited on, reset; the GDA team), as the guide's "the same" promises:
+    each compiles to Gda's own symbol."""
+    import triton.language as tl
+
+    @triton.jit
+    def both(dc, win, out):
+        bad = cco.GdaDeferred.wait_signal(dc, 0, 3, 1, 64, coop=cco.CoopScope.BLOCK)
+        bad += cco.GdaCallerOrdered.wait_counter(dc, 0, 1, 1, coop=cco.CoopScope.WARP)
+        bad += cco.GdaDeferred.reset_signal(dc, 0, 3) + cco.GdaCallerOrdered.reset_counter(dc, 0, 1)
+        seen = cco.GdaCallerOrdered.read_signal(dc, 0, 3, 64) + cco.GdaDeferred.read_counter(dc, 0, 1)
+        peer = cco.GdaDeferred.team_peer(dc, cco.GdaCallerOrdered.team_size(dc) - 1)
+        tl.store(out, bad + seen.to(tl.int32) + peer)
+
+    ttir = _body(both, TARGETS["cuda-sm_90"])
+    for symbol in ("cco_gda_wait_signal__block", "cco_gda_wait_counter__warp", "cco_gda_reset_signal",
+                   "cco_gda_reset_counter", "cco_gda_read_signal", "cco_gda_read_counter", "cco_gda_team_peer",
+                   "cco_gda_team_size"):
+        assert symbol in ttir, symbol
 
 
 def _body(kernel, target):

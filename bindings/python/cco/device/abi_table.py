@@ -53,3 +53,26 @@ def optional_axes(entries):
     means the function without it (LsaBarrier.sync without order= is the ACQ_REL form)."""
     every = set.intersection(*(set(e["axes"]) for e in entries))
     return {a for e in entries for a in e["axes"]} - every
+
+
+# Gda calls that post nothing (they read, wait on or reset this rank's own signal and counter
+# words, or translate a GDA-team index): one symbol serves a handle of any doorbell mode, so
+# the Deferred and CallerOrdered namespaces carry them too (the guide: "cco.GdaDeferred is the
+# same"; CallerOrdered differs only in having no signal).
+MODE_INDEPENDENT_GDA = ("wait_signal", "read_signal", "reset_signal", "wait_counter", "read_counter",
+                        "reset_counter", "team_size", "team_peer")
+GDA_MODE_NAMESPACES = ("GdaDeferred", "GdaCallerOrdered")
+
+
+def functions_by_dsl_name(functions=None):
+    """{DSL name: [table entries]}, every DSL binding's namespaces: the table's own names, and
+    Gda's mode-independent calls under each other doorbell mode's namespace (same symbols)."""
+    groups = {}
+    for entry in CCO_DEVICE_FUNCTIONS if functions is None else functions:
+        groups.setdefault(entry["dsl"], []).append(entry)
+    for space in GDA_MODE_NAMESPACES:
+        for name in MODE_INDEPENDENT_GDA:
+            shared = groups.get(f"Gda.{name}")
+            if shared and f"{space}.{name}" not in groups:
+                groups[f"{space}.{name}"] = [dict(e, dsl=f"{space}.{name}") for e in shared]
+    return groups

@@ -33,7 +33,7 @@ import types
 
 from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
 from cco.device import call_form
-from cco.device.abi_table import optional_axes
+from cco.device.abi_table import functions_by_dsl_name, optional_axes
 
 CODE_OBJECT_VERSION = 6  # FlyDSL links code-object v6 modules
 
@@ -173,10 +173,8 @@ class _Handle(metaclass=_Namespace):
 
 
 def _namespace(name, binds, extra=None):
-    functions = {}
-    for entry in CCO_DEVICE_FUNCTIONS:
-        if entry["dsl"].startswith(name + "."):
-            functions.setdefault(entry["dsl"].split(".", 1)[1], []).append(entry)
+    functions = {dsl.split(".", 1)[1]: entries for dsl, entries in functions_by_dsl_name().items()
+                 if dsl.startswith(name + ".")}
     made = {k: _make_function(f"{name}.{k}", v) for k, v in functions.items()}
     attrs = {"_functions": call_form.with_aliases(made), "_binds": binds}
     attrs.update(extra or {})

@@ -29,9 +29,9 @@ import types
 
 from triton.language import core
 
-from cco.device import CCO_DEVICE_FUNCTIONS, ENUMS, find_cco_bitcode
+from cco.device import ENUMS, find_cco_bitcode
 from cco.device import call_form
-from cco.device.abi_table import optional_axes
+from cco.device.abi_table import functions_by_dsl_name, optional_axes
 
 LIB_NAME = "cco"
 
@@ -97,9 +97,7 @@ def _make_builtin(dsl, entries):
 
 
 def _build_namespaces():
-    groups = {}
-    for entry in CCO_DEVICE_FUNCTIONS:
-        groups.setdefault(entry["dsl"], []).append(entry)
+    groups = functions_by_dsl_name()
     namespaces = {}
     for dsl, entries in groups.items():
         builtin = _make_builtin(dsl, entries)
