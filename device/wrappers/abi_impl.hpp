@@ -177,6 +177,20 @@ CCO_DEVICE_API int32_t sdma_get(uint64_t dc, int32_t peer, uint64_t dstWin, uint
                                 uint64_t bytes, int32_t queue, int32_t flags) {
   return ccoSdma(devcomm_in_memory(dc)).get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
 }
+template <class Coop, bool Signal>
+CCO_DEVICE_API int32_t sdma_put_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes, int32_t queue,
+                                    int32_t flags) {
+  return ccoSdma(devcomm_in_memory(dc))
+      .put<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
+                         static_cast<uint32_t>(flags));
+}
+template <class Coop, bool Signal>
+CCO_DEVICE_API int32_t sdma_get_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes, int32_t queue,
+                                    int32_t flags) {
+  return ccoSdma(devcomm_in_memory(dc))
+      .get<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
+                         static_cast<uint32_t>(flags));
+}
 template <class Coop> CCO_DEVICE_API int32_t sdma_quiet(uint64_t dc, int32_t peer) {
   return ccoSdma(devcomm_in_memory(dc)).quiet<Coop>(peer);
 }
