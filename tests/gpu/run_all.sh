@@ -102,6 +102,8 @@ for step in "${steps[@]}"; do
           echo "sdma_put 2 ranks: PASS"
         CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 4 --timeout 120 examples/triton/sdma_put.py &&
           echo "sdma_put 4 ranks: PASS"
+        CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 examples/triton/sdma_put.py --pointers &&
+          echo "sdma_put on resolved pointers 2 ranks: PASS"
         nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/sdma_put.cu -L/tmp/site/cco/_data -lcco \
           -Xlinker -rpath=/tmp/site/cco/_data -o /tmp/sdma_put &&
           CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 /tmp/sdma_put && echo "C++ sdma_put 2 ranks: PASS"
