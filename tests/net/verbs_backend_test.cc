@@ -502,6 +502,29 @@ TEST_F(VerbsFake, AFullSendQueueHoldsOpsBackInOrder) {
   EXPECT_EQ(state_.posts.back()[1].wrId, uint64_t(100 + ops - 1));  // in posting order
 }
 
+// A post that fails while the lane drains its backlog fails the peer: every op completes
+// exactly once (the one being posted included), and the backlog is left empty, not popped
+// past its end.
+TEST_F(VerbsFake, AFailedPostFromTheBacklogFailsEachOpOnce) {
+  MakeConnected("mlx5_1");
+  const int ops = VerbsBackend::kSendDepth / 2 + 3;  // two requests each: 3 wait in the backlog
+  for (int i = 0; i < ops; ++i) {
+    NetOp op = Op(NetOpKind::kPut, 0, 64, 100 + i);
+    Signal(&op, 1);
+    backend_->Post(op, targets_);
+  }
+  ASSERT_EQ(state_.posts.size(), size_t{VerbsBackend::kSendDepth / 2});
+  state_.postResult = EIO;
+  Complete(100, IBV_WC_SUCCESS, LaneQpn(0));  // room for one: the backlog's front is posted, and fails
+  std::map<uint64_t, int> seen;
+  for (const auto& c : Progress()) ++seen[c.cookie];
+  EXPECT_EQ(seen[100], 1);
+  for (int i = ops - 3; i < ops; ++i) EXPECT_EQ(seen[100 + i], 1) << "op " << 100 + i;
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_NE(backend_->lastError().find("ibv_post_send"), std::string::npos);
+  EXPECT_TRUE(Progress().empty());  // nothing left to fail twice
+}
+
 TEST_F(VerbsFake, DeviceMemoryRegistersByDmaBufWhenTheDriverExportsOne) {
   int exported = 0;
   MakeConnected("mlx5_1", [&](uint64_t va, size_t, int* fd, uint64_t* offset) {

@@ -394,8 +394,15 @@ bool VerbsBackend::Progress(NetTargetMap&, std::vector<NetCompletion>* done) {
   const Clock::time_point now = Clock::now();
   for (size_t q = 0; q < lanes_.size(); ++q) {
     for (auto& l : lanes_[q]) {
-      while (!l->backlog.empty() && !lost_[q] && TryPost(*l, l->backlog.front(), done)) {
+      // The front leaves the backlog before it is posted: a failed post fails the peer,
+      // which completes (and clears) the backlog, and must not find this op there too.
+      while (!l->backlog.empty() && !lost_[q]) {
+        Work w = l->backlog.front();
         l->backlog.pop_front();
+        if (!TryPost(*l, w, done)) {
+          l->backlog.push_front(w);  // the lane is full: it stays first in line
+          break;
+        }
         did = true;
       }
       if (!lost_[q] && !l->posted.empty() && now - l->posted.front().at > std::chrono::milliseconds(timeoutMs_))
