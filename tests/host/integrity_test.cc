@@ -14,12 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bootstrap/socket.h"
 #include "cco/cco.h"
 #include "multiprocess.h"
 #include "platform/platform.h"
@@ -213,6 +215,38 @@ TEST_F(IntegrityTest, SliceSizesThatWouldWrapAreRefused) {
     RANK_CHECK(comm == nullptr);
     return 0;
   }));
+}
+
+// Anyone can fill the queue of a listener on an abstract unix name (the descriptor mesh's):
+// a connect to it then slept until the queue drained, past its deadline. It now gives up at
+// the deadline.
+TEST_F(IntegrityTest, AConnectToAFullUnixQueueEndsAtItsDeadline) {
+  const std::string name = cco::RandomSocketName("cco-test-full-");
+  cco::Fd listener;
+  ASSERT_TRUE(cco::ListenUnix(name, &listener).ok());
+  rlimit saved;  // the queue (1025) and its clients need more descriptors than a default 1024
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit more = saved;
+  more.rlim_cur = std::min<rlim_t>(saved.rlim_max, 8192);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &more), 0);
+  std::vector<cco::Fd> filling;  // never accepted
+  cco::Status filled;
+  for (int i = 0; i < 4096 && filled.ok(); ++i) {
+    cco::Fd fd;
+    filled = cco::ConnectUnix(name, cco::DeadlineIn(0), &fd);
+    if (filled.ok()) filling.push_back(std::move(fd));
+  }
+  ASSERT_EQ(filled.code(), ccoTimeout) << "the listener's queue never filled: " << filled.message();
+  const auto start = std::chrono::steady_clock::now();
+  cco::Fd fd;
+  const cco::Status s = cco::ConnectUnix(name, cco::DeadlineIn(200), &fd);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(s.code(), ccoTimeout) << s.message();
+  EXPECT_NE(s.message().find("queue stayed full"), std::string::npos) << s.message();
+  EXPECT_LT(took, std::chrono::milliseconds(1500));
+  EXPECT_GE(took, std::chrono::milliseconds(190));
+  filling.clear();
+  setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 // A bound of 9.3e12 ms overflowed the clock (undefined behaviour; UBSan in CI): it now

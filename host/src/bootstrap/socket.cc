@@ -263,19 +263,23 @@ Status ListenUnix(const std::string& name, Fd* listener) {
 
 Status ConnectUnix(const std::string& name, Deadline deadline, Fd* out) {
   for (int delay_ms = 1;; delay_ms = std::min(delay_ms * 2, 50)) {
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    // Non-blocking: a blocking connect to a listener whose queue is full sleeps until the
+    // queue drains, past any deadline (anyone can fill an abstract name's queue); this way
+    // it fails with EAGAIN and is retried until the deadline.
+    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) return ErrnoError("socket(AF_UNIX)", errno);
     socklen_t length;
     sockaddr_un addr = AbstractAddress(name, &length);
     if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), length) == 0) {
-      CCO_RETURN_IF_ERROR(SetNonBlocking(fd.get()));
       *out = std::move(fd);
       return Status::Ok();
     }
-    if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN)
+    if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN && errno != EINTR)
       return ErrnoError(Fmt("connect to unix socket @", name), errno);
-    if (MsLeft(deadline) <= 0) return Timeout(Fmt("connect to unix socket @", name, ": nobody listening"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    const int64_t left = MsLeft(deadline);
+    if (left <= 0)
+      return Timeout(Fmt("connect to unix socket @", name, ": nobody listening, or its queue stayed full"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(delay_ms, left)));
   }
 }
 
