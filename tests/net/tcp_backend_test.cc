@@ -277,6 +277,20 @@ TEST(TcpStaging, TheBudgetComesFromTheEnvironmentWithinItsBounds) {
   EXPECT_EQ(TcpOptionsFromEnv(1000).stagingBytes, size_t{64} << 20);
 }
 
+// A bound of 9.3e12 ms overflowed the clock, so every pending op failed at once as unanswered:
+// it is clamped like CCO_TIMEOUT_MS (and 0 means the least bound, not none).
+TEST(TcpStaging, TheNetworkTimeoutIsClamped) {
+  setenv("CCO_NET_TIMEOUT_MS", "9300000000000", 1);
+  const int64_t ms = TcpOptionsFromEnv(1000).timeoutMs;
+  EXPECT_EQ(ms, int64_t{1} << 41);
+  const auto later = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  EXPECT_GT(later, std::chrono::steady_clock::now());  // no wrap
+  setenv("CCO_NET_TIMEOUT_MS", "0", 1);
+  EXPECT_EQ(TcpOptionsFromEnv(1000).timeoutMs, 1);
+  unsetenv("CCO_NET_TIMEOUT_MS");
+  EXPECT_EQ(TcpOptionsFromEnv(1000).timeoutMs, 1000);
+}
+
 // Two peers under a budget of 1 MiB: their chunks, all allocated at once, fit it.
 TEST(TcpStaging, ABackendAllocatesItsBudgetAtMost) {
   Platform* cpu = nullptr;

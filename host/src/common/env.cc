@@ -62,13 +62,13 @@ int64_t Int(const char* name, int64_t fallback) {
   return (*end == '\0' && n >= 0) ? n : fallback;
 }
 
-int64_t TimeoutMs() {
-  // Clamped to [1 ms, about 70 years]: 0 would fail every wait at once, and a bound near
-  // INT64_MAX milliseconds would overflow the clock (a larger value means "no bound").
-  constexpr int64_t kMax = int64_t{1} << 41;
-  const int64_t ms = Int("CCO_TIMEOUT_MS", 120000);
+int64_t WaitMs(const char* name, int64_t fallback) {
+  constexpr int64_t kMax = int64_t{1} << 41;  // about 70 years
+  const int64_t ms = Int(name, fallback);
   return ms < 1 ? 1 : ms > kMax ? kMax : ms;
 }
+
+int64_t TimeoutMs() { return WaitMs("CCO_TIMEOUT_MS", 120000); }
 
 }  // namespace env
 }  // namespace cco

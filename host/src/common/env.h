@@ -17,7 +17,10 @@ bool Flag(const char* name, bool fallback = false);
 // A non-negative integer, or `fallback` when unset or not a number.
 int64_t Int(const char* name, int64_t fallback);
 
-// Every blocking wait's bound: CCO_TIMEOUT_MS (default 120000), clamped to [1, 2^41] ms.
+// A wait's bound in ms from `name`, clamped to [1, 2^41]: 0 would fail every wait at once,
+// and a bound near INT64_MAX ms would overflow the clock (a larger value means "no bound").
+int64_t WaitMs(const char* name, int64_t fallback);
+// Every blocking wait's bound: CCO_TIMEOUT_MS (default 120000), as WaitMs.
 int64_t TimeoutMs();
 
 }  // namespace env

@@ -97,7 +97,7 @@ Status Take(int fd, tcp::Inbound& in, char* dst, size_t want, size_t* got) {
 
 TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
   TcpOptions o;
-  o.timeoutMs = std::max<int64_t>(1, env::Int("CCO_NET_TIMEOUT_MS", timeoutMs));
+  o.timeoutMs = env::WaitMs("CCO_NET_TIMEOUT_MS", timeoutMs);  // the verbs backend's bound too
   const int64_t chunk = env::Int("CCO_TCP_CHUNK_BYTES", static_cast<int64_t>(o.chunkBytes));
   o.chunkBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(chunk, 4096), 1 << 20)) & ~size_t{7};
   o.ackDelayUs = std::min<int64_t>(env::Int("CCO_TCP_ACK_DELAY_US", o.ackDelayUs), 10000);  // env::Int: never negative
