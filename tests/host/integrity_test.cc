@@ -249,6 +249,38 @@ TEST_F(IntegrityTest, AConnectToAFullUnixQueueEndsAtItsDeadline) {
   setrlimit(RLIMIT_NOFILE, &saved);
 }
 
+// ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy it read the
+// proxy as the destroy let go of it (a crash; ASan and TSan in CI). It must report OK or
+// "not a live communicator", nothing else.
+TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
+  for (int round = 0; round < 50; ++round) {
+    ccoUniqueId id;
+    ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+    ccoComm* comm = nullptr;
+    ASSERT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoSuccess);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> pollers;
+    for (int t = 0; t < 3; ++t) {
+      pollers.emplace_back([&] {
+        ++ready;
+        for (;;) {  // until the handle is gone: the polls overlap the whole teardown
+          ccoResult_t async = ccoInternalError;
+          const ccoResult_t r = ccoCommGetAsyncError(comm, &async);
+          if (r != ccoSuccess) {
+            EXPECT_EQ(r, ccoInvalidUsage);
+            break;
+          }
+          EXPECT_EQ(async, ccoSuccess);
+        }
+      });
+    }
+    while (ready < 3) {
+    }
+    EXPECT_EQ(ccoCommDestroy(comm), ccoSuccess);
+    for (auto& t : pollers) t.join();
+  }
+}
+
 // A bound of 9.3e12 ms overflowed the clock (undefined behaviour; UBSan in CI): it now
 // means "no bound" and everything works.
 TEST_F(IntegrityTest, HugeTimeoutsAreClamped) {

@@ -96,7 +96,13 @@ ccoResult_t ccoCommGetAsyncError(ccoComm* handle, ccoResult_t* asyncError) {
   if (asyncError == nullptr) return Report(__func__, InvalidArgument("asyncError is NULL"));
   std::shared_ptr<ccoComm> comm = cco::LookupComm(handle);
   if (!comm) return Report(__func__, NotLive());
-  const cco::Status s = comm->proxy ? comm->proxy->AsyncError() : cco::Status::Ok();
+  cco::Status s;
+  {
+    // Not under `mu` (a watchdog must not wait for a blocked call), but under the lock that
+    // ccoCommDestroy takes to let go of the proxy.
+    std::lock_guard<std::mutex> lock(comm->abortMu);
+    if (comm->proxy) s = comm->proxy->AsyncError();
+  }
   *asyncError = s.code();
   if (!s.ok()) cco::SetLastError(s.message());
   return ccoSuccess;

@@ -173,9 +173,16 @@ void AbortComm(ccoComm& c) {
 void DestroyComm(ccoComm& c) {
   // Local teardown, in reverse: the proxy, GDA resources, descriptors, peers' mappings,
   // own memory, the range.
-  c.proxy.reset();
-  for (auto& entry : c.devComms)
+  std::unique_ptr<Proxy> proxy;
+  {
+    std::lock_guard<std::mutex> lock(c.abortMu);  // ccoCommGetAsyncError reads it under this lock
+    proxy = std::move(c.proxy);
+  }
+  proxy.reset();  // joins its thread: outside the lock, which an abort may need meanwhile
+  for (auto& entry : c.devComms) {
     if (entry.second.gda) DestroyGdaResources(c, *entry.second.gda);
+    if (entry.second.sdma) DestroySdmaResources(c, *entry.second.sdma);
+  }
   c.devComms.clear();
   c.windows.clear();
   c.descriptors.reset();
