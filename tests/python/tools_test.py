@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -113,6 +114,21 @@ def test_launcher_runs_ranks_and_reports_failure(tmp_path):
     r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "2", str(script)],
                        env=dict(ENV, FAIL_RANK="1"), capture_output=True, text=True, timeout=120)
     assert r.returncode == 1
+
+
+def test_launch_stops_the_others_when_a_later_rank_fails(tmp_path):
+    """Rank 1 fails at once while rank 0 would run for a minute: the launcher stops rank 0
+    and returns rank 1's status within seconds (it polled only up to the first running rank,
+    so it waited for rank 0)."""
+    script = tmp_path / "late_failure.py"
+    script.write_text("import os, sys, time\n"
+                      "if os.environ['CCO_RANK'] == '1':\n    sys.exit(3)\n"
+                      "time.sleep(60)\n")
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "cco.launch", "-n", "2", str(script)], env=ENV, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert time.monotonic() - start < 20
 
 
 
