@@ -66,7 +66,10 @@ typedef struct ccoDevComm {
   uint32_t lsaBarrierCount;
   uint32_t lsaBarrierEpochOffset;
   uint32_t lsaBarrierInboxOffset;
-  uint32_t reserved0;
+  uint32_t hostSerial;            /* which of its communicator's device communicators this is: the
+                                   * host checks it on destroy (a stale copy of one destroyed is
+                                   * refused, though a later one reuses its place); kernels never
+                                   * read it */
 
   /* GDA (proxy provider) and SDMA counts; shadows live inside the resources */
   uint32_t gdaConnectionType;     /* ccoGdaConnectionType */

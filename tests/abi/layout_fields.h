@@ -16,7 +16,7 @@
   X(ccoDevComm, teamLsa) X(ccoDevComm, teamRail) X(ccoDevComm, lsaFlatBase) X(ccoDevComm, lsaStride) \
   X(ccoDevComm, resourceWindow) X(ccoDevComm, resourceOffset) X(ccoDevComm, resourceSize) \
   X(ccoDevComm, abortFlag) X(ccoDevComm, lsaBarrierCount) X(ccoDevComm, lsaBarrierEpochOffset) \
-  X(ccoDevComm, lsaBarrierInboxOffset) X(ccoDevComm, reserved0) X(ccoDevComm, gdaConnectionType) \
+  X(ccoDevComm, lsaBarrierInboxOffset) X(ccoDevComm, hostSerial) X(ccoDevComm, gdaConnectionType) \
   X(ccoDevComm, gdaContextCount) X(ccoDevComm, gdaSignalCount) X(ccoDevComm, gdaCounterCount) \
   X(ccoDevComm, gdaBarrierCount) X(ccoDevComm, gdaShadowOffset) X(ccoDevComm, gdaFlushOffset) \
   X(ccoDevComm, sdmaQueueCount) X(ccoDevComm, gdaRingSlots) X(ccoDevComm, gdaRingHost) X(ccoDevComm, gdaRingDevice) \

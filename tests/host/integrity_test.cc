@@ -249,6 +249,46 @@ TEST_F(IntegrityTest, AConnectToAFullUnixQueueEndsAtItsDeadline) {
   setrlimit(RLIMIT_NOFILE, &saved);
 }
 
+// A handle kept after its window or device communicator was destroyed named the next one
+// made (the descriptor slot, or the resource carve, was reused at once): deregistering it
+// again tore down the live window, a peer pointer read past its end. Now it names nothing,
+// and the communicator goes on.
+TEST_F(IntegrityTest, StaleWindowAndDevCommHandlesNameNothing) {
+  EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+    const int peer = 1 - rank;
+    void* memA = nullptr;
+    ccoWindow_t a = 0;
+    RANK_OK(ccoWindowAllocRegister(comm, 4096, &memA, &a));
+    RANK_OK(ccoWindowDeregister(comm, a));
+    void* memB = nullptr;
+    ccoWindow_t b = 0;
+    RANK_OK(ccoWindowAllocRegister(comm, 8192, &memB, &b));
+    RANK_CHECK(b != a);
+    void* p = nullptr;
+    RANK_CHECK(ccoGetPeerPtr(comm, a, peer, 5000, &p) == ccoInvalidArgument);
+    RANK_CHECK(LastErrorSays("not a live window"));
+    RANK_CHECK(ccoWindowDeregister(comm, a) == ccoInvalidArgument);  // every rank: agreed, not torn
+    RANK_OK(ccoGetPeerPtr(comm, b, peer, 5000, &p));  // b is untouched
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.lsaBarrierCount = 1;
+    ccoDevComm first, stale, second;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &first));
+    stale = first;
+    RANK_OK(ccoDevCommDestroy(comm, &first));
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &second));
+    RANK_CHECK(second.ptr == stale.ptr);  // the same place: only the serial tells them apart
+    RANK_CHECK(ccoDevCommDestroy(comm, &stale) == ccoInvalidArgument);
+    RANK_CHECK(LastErrorSays("not a live device communicator"));
+    RANK_OK(ccoDevCommDestroy(comm, &second));
+    RANK_OK(ccoWindowDeregister(comm, b));
+    RANK_OK(ccoBarrierAll(comm));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+  }));
+}
+
 // ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy it read the
 // proxy as the destroy let go of it (a crash; ASan and TSan in CI). It must report OK or
 // "not a live communicator", nothing else.

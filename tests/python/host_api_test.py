@@ -97,6 +97,36 @@ def test_peer_writes_arrive_exactly_in_the_peer(nranks):
 
 
 @pytest.mark.parametrize("nranks", [2])
+def test_stale_windows_and_device_communicators_name_nothing(nranks):
+    """A window or device communicator kept after its release names nothing, though the next
+    one made takes its place (before, the window handle was reused at once: deregistering the
+    stale one again tore down the live one); the communicator and what is live go on."""
+    def body(rank, n, uid):
+        with Communicator.init(n, rank, uid, per_rank_vmm=VMM) as comm:
+            a = comm.alloc_window(4096)
+            comm.deregister_window(a)
+            b = comm.alloc_window(8192)
+            assert b.handle != a.handle
+            for stale in (lambda: comm.peer_ptr(a, 1 - rank, 5000), lambda: comm.deregister_window(a)):
+                with pytest.raises(CCOError) as e:
+                    stale()
+                assert e.value.code_name == "ccoInvalidArgument" and "not a live window" in str(e.value)
+            comm.peer_ptr(b, 1 - rank, 5000)
+            first = comm.create_dev_comm()
+            kept = DevCommHandle(type(first.struct).from_buffer_copy(first.struct))
+            comm.destroy_dev_comm(first)
+            second = comm.create_dev_comm()
+            assert second.ptr == kept.ptr
+            with pytest.raises(CCOError) as e:
+                comm.destroy_dev_comm(kept)
+            assert "not a live device communicator" in str(e.value)
+            comm.barrier()
+            return b in comm._collective and second in comm._collective
+
+    assert all(run_ranks(nranks, body))
+
+
+@pytest.mark.parametrize("nranks", [2])
 def test_explicit_release_and_tracked_release_do_not_collide(nranks):
     def body(rank, n, uid):
         comm = Communicator.init(n, rank, uid, per_rank_vmm=VMM)

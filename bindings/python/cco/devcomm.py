@@ -54,7 +54,7 @@ class DevCommStruct(ctypes.Structure):
         ("lsaBarrierCount", ctypes.c_uint32),
         ("lsaBarrierEpochOffset", ctypes.c_uint32),
         ("lsaBarrierInboxOffset", ctypes.c_uint32),
-        ("reserved0", ctypes.c_uint32),
+        ("hostSerial", ctypes.c_uint32),
         # GDA and SDMA
         ("gdaConnectionType", ctypes.c_uint32),
         ("gdaContextCount", ctypes.c_uint32),

@@ -68,6 +68,7 @@ struct DevCommRecord {
   ccoWindow_t resourceWindow = 0;  // the pool's window, or one of its own
   bool pooled = false;             // resources carved from the pool at resourceOffset
   size_t resourceOffset = 0;       // inside every slice
+  uint32_t serial = 0;             // ccoDevComm.hostSerial: the create call's number
   std::shared_ptr<GdaResources> gda;    // null without GDA
   std::shared_ptr<SdmaResources> sdma;  // null without SDMA
 };

@@ -296,7 +296,8 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     ReleasePlacement(c, place);
     place = Placement{};
   } else if (early) {
-    c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), nullptr, nullptr};
+    c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), id, nullptr, nullptr};
+    dc.hostSerial = id;  // the host's copy only: the device's, uploaded before the round, is never read for it
     *out = dc;
     return Status::Ok();
   }
@@ -318,6 +319,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   trace.Mark("resources");
 
   dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get(), direct);
+  dc.hostSerial = id;
   LocateForProxy(c, layout, place, id, gda.get(), sdma.get());
   s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds
@@ -336,7 +338,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     undo();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), gda, sdma};
+  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), id, gda, sdma};
   *out = dc;
   return Status::Ok();
 }
@@ -345,7 +347,7 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   const char* op = "ccoDevCommDestroy";
   Status local = dc == nullptr ? InvalidArgument("devComm is NULL") : Status::Ok();
   auto it = local.ok() ? c.devComms.find(dc->ptr) : c.devComms.end();
-  if (local.ok() && (dc->magic != CCO_DEV_COMM_MAGIC || it == c.devComms.end()))
+  if (local.ok() && (dc->magic != CCO_DEV_COMM_MAGIC || it == c.devComms.end() || it->second.serial != dc->hostSerial))
     local = InvalidArgument("devComm is not a live device communicator of this communicator (destroyed twice?)");
   // Every rank must name the same device communicator: where its resources are (alike on
   // every rank) says which.

@@ -9,17 +9,18 @@ DescriptorPool::~DescriptorPool() {
 }
 
 Status DescriptorPool::Add(const ccoWindowDevice& desc, uint64_t* address) {
-  if (free_.empty()) {
+  if (fresh_.empty() && freed_.size() <= kQuarantine) {
     uint64_t chunk = 0;
     CCO_RETURN_IF_ERROR(platform_->DeviceAlloc(device_, kSlotsPerChunk * sizeof(ccoWindowDevice), &chunk)
                             .Prefixed("window descriptors"));
     chunks_.push_back(chunk);
-    // Hand out low addresses first (free_ is used as a stack).
-    for (size_t i = kSlotsPerChunk; i-- > 0;) free_.push_back(chunk + i * sizeof(ccoWindowDevice));
+    for (size_t i = kSlotsPerChunk; i-- > 0;) fresh_.push_back(chunk + i * sizeof(ccoWindowDevice));
   }
-  const uint64_t slot = free_.back();
+  const bool reuse = fresh_.empty();
+  const uint64_t slot = reuse ? freed_.front() : fresh_.back();
   CCO_RETURN_IF_ERROR(platform_->CopyToDevice(device_, slot, &desc, sizeof(desc)));
-  free_.pop_back();
+  if (reuse) freed_.pop_front();
+  else fresh_.pop_back();
   *address = slot;
   return Status::Ok();
 }
@@ -28,7 +29,7 @@ Status DescriptorPool::Remove(uint64_t address) {
   // Poison the magic so a kernel still holding the handle reads a dead descriptor.
   ccoWindowDevice dead = {};
   CCO_RETURN_IF_ERROR(platform_->CopyToDevice(device_, address, &dead, sizeof(dead)));
-  free_.push_back(address);
+  freed_.push_back(address);
   return Status::Ok();
 }
 

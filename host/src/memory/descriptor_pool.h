@@ -1,11 +1,15 @@
 // Device memory for window descriptors (ccoWindowDevice, 128 bytes each): a window
 // handle is the device address of its descriptor. Chunks of kSlotsPerChunk descriptors
-// are allocated as windows appear; freed slots are reused.
+// are allocated as windows appear. A freed slot is reused only after kQuarantine others
+// have been freed after it (oldest first): until then a stale handle names no live window
+// and every call with it fails, where reusing the slot at once would have let it act on
+// the next window registered (deregister it, read past its end).
 #ifndef CCO_HOST_MEMORY_DESCRIPTOR_POOL_H_
 #define CCO_HOST_MEMORY_DESCRIPTOR_POOL_H_
 
 #include <stdint.h>
 
+#include <deque>
 #include <vector>
 
 #include "abi/window.h"
@@ -16,6 +20,7 @@ namespace cco {
 class DescriptorPool {
  public:
   static constexpr size_t kSlotsPerChunk = 256;  // 32 KiB of device memory per chunk
+  static constexpr size_t kQuarantine = kSlotsPerChunk;
 
   DescriptorPool() = default;
   DescriptorPool(Platform* platform, int device) : platform_(platform), device_(device) {}
@@ -32,7 +37,8 @@ class DescriptorPool {
   Platform* platform_ = nullptr;
   int device_ = 0;
   std::vector<uint64_t> chunks_;  // device addresses
-  std::vector<uint64_t> free_;    // free slot addresses
+  std::vector<uint64_t> fresh_;   // never used slots (a stack: low addresses first)
+  std::deque<uint64_t> freed_;    // slots freed, oldest first
 };
 
 }  // namespace cco
