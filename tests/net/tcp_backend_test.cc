@@ -28,9 +28,11 @@ class Map : public NetTargetMap {
  public:
   std::vector<unsigned char> window = std::vector<unsigned char>(size_t{4} << 20, 0);
   bool live = true;
+  int lookupsLeft = -1;  // >= 0: the window is deregistered after that many more look-ups
   uint64_t word = 0, sum = 0;
 
   Status WindowAddress(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* address) override {
+    if (lookupsLeft >= 0 && lookupsLeft-- == 0) live = false;
     if (!live || id != kWindow || offset > window.size() || bytes > window.size() - offset)
       return InvalidArgument("no such window range");
     *address = reinterpret_cast<uint64_t>(window.data()) + offset;
@@ -326,6 +328,26 @@ TEST_P(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
   EXPECT_EQ(answer.type, kTcpAck);
   EXPECT_EQ(answer.seq, 2u);
   EXPECT_EQ(memcmp(map_.window.data(), "NEWNEWNE", 8), 0);
+}
+
+// The window a get reads is deregistered while its answer is being staged (misuse: a get
+// outstanding against it). Its missing chunks went as zeros and the peer's get succeeded with
+// them; now the connection fails, and the peer sees it end before the whole answer.
+TEST_P(TcpPeer, AWindowGoneWhileAGetIsAnsweredFailsTheConnection) {
+  const uint64_t bytes = 4 * (64 << 10);  // four chunks
+  TcpHeader get = TcpRequestHeader(kTcpGet, 1);
+  get.window = kWindow;
+  get.bytes = bytes;
+  map_.lookupsLeft = 2;  // the request's check and the first chunk find it
+  SendRequest(get);
+  ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
+  EXPECT_NE(backend_->lastError().find("answering a get"), std::string::npos) << backend_->lastError();
+  // What the peer receives before the connection ends (it ends: the backend closed it).
+  std::string got(sizeof(TcpHeader) + bytes, '\0');
+  size_t n = 0;
+  for (ssize_t k; n < got.size() && (k = recv(requestsOfTheirs_.get(), &got[n], got.size() - n, 0)) > 0;)
+    n += static_cast<size_t>(k);
+  EXPECT_LT(n, got.size());  // never the whole answer
 }
 
 TEST_P(TcpPeer, APeerThatNeverReadsItsAnswersCannotGrowOurMemory) {

@@ -533,7 +533,7 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
     }
     // Copies out of device memory run ahead of the socket by up to the pool's chunks; the
     // window is looked up for each, so nothing is read from one deregistered meanwhile
-    // (its bytes go out as zeros and the op fails).
+    // (a put's bytes go out as zeros and the put fails; a get's answer fails the connection).
     while (o.staged < o.bytes) {
       const int chunk = s.sendPool.Acquire();
       if (chunk < 0) break;
@@ -544,9 +544,16 @@ bool TcpBackend::Write(Peer& p, Socket& s, bool target, NetTargetMap& map, bool*
         *error = platform_->CopyOnStream(device_, stream_, s.sendPool.device(chunk), src, length);
         if (error->ok()) *error = fence_->Mark(&token);
         if (!error->ok()) return false;
+      } else if (target) {
+        // A get's answer: its header may be out already, and nothing on the wire can tell the
+        // peer that part of its data is missing. The connection fails (the peer's get with
+        // it) rather than the get completing with zeros.
+        s.sendPool.Release(chunk);
+        *error = where.Prefixed("answering a get, the window it reads");
+        return false;
       } else {
-        memset(s.sendPool.host(chunk), 0, length);
-        if (Peer::Pending* put = target ? nullptr : p.Find(o.header.seq))
+        memset(s.sendPool.host(chunk), 0, length);  // the put fails (its status), its bytes still go
+        if (Peer::Pending* put = p.Find(o.header.seq))
           put->status = where.Prefixed(Fmt("a put to rank ", p.rank, " reading its source"));
       }
       o.chunks.push_back(Outbound::Chunk{chunk, length, token, 0});
