@@ -425,25 +425,43 @@ TEST_F(IntegrityTest, ManyRanksAsThreadsOfOneProcess) {
   EXPECT_EQ(st, std::vector<int>{0});
 }
 
-// Out of descriptors in a rank that must receive one: the error says what limit it hit.
+// Out of descriptors in a rank that must export and receive one: the error says what limit
+// it hit, and its peer hears at once that it sent no descriptor (it waited for the timeout).
+// The descriptor it could not receive left its stream out of step (later exchanges read the
+// leftovers as "another operation's"): later registrations fail naming the first cause, the
+// first within the bound (the peer waits for it), the next ones at once on both ranks.
 TEST_F(IntegrityTest, DescriptorExhaustionIsNamed) {
   std::vector<int> st = RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
     ccoComm* comm = nullptr;
     RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
     void* mem = nullptr;
     RANK_OK(ccoMemAlloc(comm, 4096, &mem));
+    std::vector<int> hog;
+    rlimit saved;
+    getrlimit(RLIMIT_NOFILE, &saved);
     if (rank == 1) {
-      // No descriptor left to receive the peer's memory with.
-      std::vector<int> hog;
+      // No descriptor left to export or receive memory with.
       for (int fd; (fd = dup(0)) >= 0;) hog.push_back(fd);
-      rlimit limit;
-      getrlimit(RLIMIT_NOFILE, &limit);
+      rlimit limit = saved;
       limit.rlim_cur = static_cast<rlim_t>(hog.empty() ? 3 : hog.back() + 1);
       setrlimit(RLIMIT_NOFILE, &limit);
     }
     ccoWindow_t win = 0;
+    const auto start = Clock::now();
     RANK_CHECK(ccoWindowRegister(comm, mem, 4096, &win) != ccoSuccess);
     if (rank == 1) RANK_CHECK(LastErrorSays("RLIMIT_NOFILE"));
+    if (rank == 0) {
+      RANK_CHECK(LastErrorSays("sent no descriptor"));
+      RANK_CHECK(SecondsSince(start) < 1.5);  // CCO_TIMEOUT_MS is 2 s
+    }
+    for (int fd : hog) close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    for (int again = 0; again < 2; ++again) {
+      const auto retry = Clock::now();
+      RANK_CHECK(ccoWindowRegister(comm, mem, 4096, &win) != ccoSuccess);
+      if (rank == 1) RANK_CHECK(LastErrorSays("broke in an earlier exchange") && LastErrorSays("RLIMIT_NOFILE"));
+      RANK_CHECK(SecondsSince(retry) < (again == 1 ? 1.5 : 4.0));  // the first: the peer's bound (2 s)
+    }
     ccoCommDestroy(comm);
     return 0;
   }, 30);

@@ -73,14 +73,21 @@ Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int m
 }
 
 Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(int member, int fd)>& take) {
+  if (!broken_.ok()) return broken_;
   const Deadline deadline = DeadlineIn(timeout_ms_);
+  const auto broke = [this](Status why) {
+    broken_ = why.Prefixed("the host's descriptor mesh broke in an earlier exchange");
+    return why;
+  };
   const std::string message = EncodeFdMessage(tag);
   for (size_t i = 0; i < team_.size(); ++i) {
     if (!peers_[i].valid()) continue;
-    CCO_RETURN_IF_ERROR(peers_[i].Send(message, deadline, myFd).Prefixed(Fmt("sending to LSA rank ", i)));
+    Status sent = peers_[i].Send(message, deadline, myFd);
+    if (!sent.ok()) return broke(sent.Prefixed(Fmt("sending to LSA rank ", i)));
   }
-  // A failure in `take` still receives (and closes) every member's message, so that the
-  // next exchange on these sockets reads its own messages, not this one's leftovers.
+  // A failure in `take`, or a member with nothing to send, still receives (and closes) every
+  // member's message, so that the next exchange on these sockets reads its own messages,
+  // not this one's leftovers.
   Status first;
   for (size_t i = 0; i < team_.size(); ++i) {
     if (!peers_[i].valid()) continue;
@@ -89,12 +96,15 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(in
     int fd = -1;
     Status s = peers_[i].Recv(&bytes, kMaxJoinBytes, deadline, &fd);
     if (s.ok()) s = DecodeFdMessage(bytes, &got);
-    if (s.ok() && fd < 0) s = RemoteError("a peer's message carried no file descriptor");
     if (s.ok() && got != tag)
       s = RemoteError(Fmt("a peer sent the descriptor of another operation (tag ", got, ", expected ", tag, ")"));
     if (!s.ok()) {
       if (fd >= 0) close(fd);
-      return s.Prefixed(Fmt("receiving from LSA rank ", i));  // the stream itself is broken
+      return broke(s.Prefixed(Fmt("receiving from LSA rank ", i)));  // the stream itself is broken
+    }
+    if (fd < 0) {
+      if (first.ok()) first = RemoteError(Fmt("LSA rank ", i, " sent no descriptor (it could not export its memory)"));
+      continue;
     }
     if (!first.ok()) {
       close(fd);

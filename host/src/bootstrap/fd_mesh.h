@@ -43,8 +43,13 @@ class FdMesh {
   // identifies the operation on both sides. One received descriptor is open at a time: a
   // process's descriptor table that grows mid-exchange stalls every peer for an RCU grace
   // period (8–24 ms measured on the H200 machine, where a rank receiving 7 at once did so).
-  // Returns the first failure: a broken stream at once; a failed `take` after every member's
-  // message was still received and its descriptor closed, so the next exchange stays in step.
+  // myFd < 0 (this rank has no descriptor: its export failed) still takes part, so that its
+  // peers fail at once instead of at the timeout; a member that sent none fails the exchange.
+  // Returns the first failure: a failed `take` or a member without a descriptor after every
+  // member's message was still received and its descriptor closed, so the next exchange
+  // stays in step; a broken stream (a send or receive that failed, a message of another
+  // exchange) at once, and then every later exchange fails at once with it: the streams are
+  // out of step for good.
   Status AllExchange(int myFd, uint64_t tag, const std::function<Status(int member, int fd)>& take);
 
   void Abort();
@@ -64,6 +69,7 @@ class FdMesh {
   std::vector<Member> team_;
   Fd listener_;
   std::vector<Channel> peers_;  // by team index
+  Status broken_;               // why the streams are out of step (AllExchange)
 };
 
 // This process's pid namespace (the inode of /proc/self/ns/pid; 0 if unknown): pids are

@@ -119,16 +119,17 @@ Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration, PhaseTrace&
   a.peers.assign(c.HostSize(), 0);
   a.ownsPeer.assign(c.HostSize(), false);
   int fd = -1;
-  CCO_RETURN_IF_ERROR(c.platform->Export(c.device, a.handle, &fd));
+  const Status exported = c.platform->Export(c.device, a.handle, &fd);
   trace.Mark("export");
-  // Each peer's descriptor is imported as it arrives (Import closes it).
-  Status s = c.mesh->AllExchange(fd, registration, [&](int p, int theirs) {
+  // Each peer's descriptor is imported as it arrives (Import closes it). A rank whose export
+  // failed takes part without one, so that its peers fail now, not at the timeout.
+  Status s = c.mesh->AllExchange(exported.ok() ? fd : -1, registration, [&](int p, int theirs) {
     Status imported = c.platform->Import(c.device, theirs, a.size, &a.peers[p]);
     a.ownsPeer[p] = imported.ok();
     return imported.Prefixed(Fmt("rank ", c.topo.hostMembers[p], "'s memory"));
   });
-  close(fd);
-  s = s.Prefixed("exchanging memory handles on this host");
+  if (fd >= 0) close(fd);
+  s = (exported.ok() ? s : exported).Prefixed("exchanging memory handles on this host");
   trace.Mark("exchange+import");
   for (int p = 0; p < c.HostSize() && s.ok(); ++p) {
     if (p == c.topo.hostRank || !c.InThisProcess(p)) continue;
