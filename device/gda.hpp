@@ -79,6 +79,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0,
                              uint64_t signalValue = 0) {
+    if (!user_signal_ok(signalOp, signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue);
     d.dstWindow = window_id(dst);
     d.dstOffset = dstOffset;
@@ -93,7 +94,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API int32_t put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, uint64_t value,
                                    ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0, uint64_t signalValue = 0,
                                    uint32_t bytes = 8) {
-    if (bytes == 0 || bytes > 8) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (bytes == 0 || bytes > 8 || !user_signal_ok(signalOp, signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue);
     d.dstWindow = window_id(dst);
     d.dstOffset = dstOffset;
@@ -116,13 +117,22 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   }
 
   /// Adds to signal `signalId` of `peer` (INC: 1, ADD: value), after every earlier post of
-  /// this context to that peer.
+  /// this context to that peer. It rings in every mode (a Deferred handle's earlier posts
+  /// go with it): a signal is what a peer waits for.
   template <class Coop = ccoCoopThread>
   CCO_DEVICE_API int32_t signal(int32_t peer, int32_t signalId, ccoSignalOp op = CCO_SIGNAL_INC, uint64_t value = 1) {
     static_assert(Mode != CCO_GDA_DOORBELL_CALLER_ORDERED, "CallerOrdered handles have no signal(): "
                                                                   "give the put a signal instead");
-    if (op == CCO_SIGNAL_NONE) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Post<Coop, CCO_THREAD_INDEPENDENT>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value));
+    if (op == CCO_SIGNAL_NONE || !user_signal_ok(op, signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Post<Coop, CCO_THREAD_INDEPENDENT, ccoGdaImmediate>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value));
+  }
+
+  /// signal() on one of the GDA barriers' words (ids from signalCount on), which user calls
+  /// may not touch: ccoGdaBarrierSession's.
+  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t barrier_signal(int32_t peer, uint32_t barrier) {
+    if (barrier >= f_.barrierCount) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    return Post<Coop, CCO_THREAD_INDEPENDENT, ccoGdaImmediate>(
+        peer, Describe(CCO_GDA_OP_SIGNAL, CCO_SIGNAL_INC, static_cast<int32_t>(f_.signalCount + barrier), 1));
   }
 
   /// Counter `counterId` will count this call once every post of this context made before
@@ -221,7 +231,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
       const gda::RingView r = ring(i);
       const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
       gda::Ring(r, end);
-      *flush_target(i) = end;
+      // Every handle of the context, in every block, shares the target: raised, never
+      // lowered, so that no flush_wait waits for less than its own flush_async noted.
+      gda::RollingMax(flush_target(i), end);
     }
     coop.sync();
     return CCO_DEVICE_STATUS_OK;
@@ -230,7 +242,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t flush_wait() {
     if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     LandDirect<Coop>();
-    return EveryRing<Coop>([&](int32_t i) { return gda::WaitConsumed(ring(i), *flush_target(i), limits_); });
+    return EveryRing<Coop>([&](int32_t i) {
+      return gda::WaitConsumed(ring(i), arch::load<order::Relaxed, scope::Device>(flush_target(i)), limits_);
+    });
   }
 
   // --- for ccoGdaBarrierSession ----------------------------------------------------------
@@ -276,6 +290,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     return reinterpret_cast<uint64_t*>(f_.resources + offset);
   }
   CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < f_.signalCount && f_.signals; }
+  // A user call's signal: none, or one of the user signals (the barriers' words after them
+  // are ccoGdaBarrierSession's: a signal there would let a barrier round pass early).
+  CCO_DEVICE_API bool user_signal_ok(ccoSignalOp op, int32_t id) const { return op == CCO_SIGNAL_NONE || signal_ok(id); }
   CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < f_.counterCount && f_.counters; }
   // Signal `id`'s value here: the sum of its words over the GDA team (abi/gda.h: each sender
   // writes only its own). arch::PollOrder loads (relaxed on GPUs), eight in flight at a
@@ -333,7 +350,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   // dst / src: the descriptor's windows, as handles (0 where the operation has none): a get's
   // dst is the local window, its src the peer's.
-  template <class Coop, ccoThreadMode TM>
+  // RingMode: the doorbell mode the post rings by (the handle's, or Immediate for a signal).
+  template <class Coop, ccoThreadMode TM, ccoGdaDoorbellMode RingMode = Mode>
   CCO_DEVICE_API int32_t Post(int32_t peer, const ccoGdaDesc& d, ccoWindow_t dst = 0, ccoWindow_t src = 0) {
     const int32_t index = peer_index(peer);
     if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
@@ -362,10 +380,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
       ccoGdaDesc posted = d;  // one copy, changed in place: a choice of two would live in local memory
       PutAsValue(&posted, src);
       if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
-        status = PostAggregated(index, posted);
+        status = PostAggregated<RingMode>(index, posted);
       } else {
         uint64_t ticket;
-        status = gda::Post<Mode>(ring(index), posted, limits_, &ticket);
+        status = gda::Post<RingMode>(ring(index), posted, limits_, &ticket);
       }
     }
     return worst_status(coop, status);  // thread 0's, in every thread
@@ -439,7 +457,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   }
 
   // The lanes of this warp that post to one ring now share one reservation and one ring.
-  CCO_DEVICE_API int32_t PostAggregated(int32_t index, const ccoGdaDesc& d) {
+  template <ccoGdaDoorbellMode RingMode> CCO_DEVICE_API int32_t PostAggregated(int32_t index, const ccoGdaDesc& d) {
     arch::LaneMask pending = arch::active_mask();
     const uint32_t lane = arch::lane_id();
     int32_t status = CCO_DEVICE_STATUS_OK;
@@ -461,9 +479,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
         gda::Ring(r, first);  // the deadlock rule: release what is below the group
         status = gda::WaitConsumed(r, freeFrom, limits_);
       }
-      if (status == CCO_DEVICE_STATUS_OK) gda::Write<Mode>(r, ticket, d);
+      if (status == CCO_DEVICE_STATUS_OK) gda::Write<RingMode>(r, ticket, d);
       arch::warp_sync();
-      if (lane == leader && Mode == CCO_GDA_DOORBELL_IMMEDIATE) gda::Ring(r, first + count);
+      if (lane == leader && RingMode == CCO_GDA_DOORBELL_IMMEDIATE) gda::Ring(r, first + count);
     }
     return status;
   }
@@ -530,7 +548,7 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
     for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
          i += static_cast<int32_t>(coop_.size())) {
       const int32_t peer = gda_.team_peer(i);
-      if (peer != dc.rank) status = gda_.template signal<ccoCoopThread>(peer, static_cast<int32_t>(id), CCO_SIGNAL_INC, 1);
+      if (peer != dc.rank) status = gda_.template barrier_signal<ccoCoopThread>(peer, index_);
     }
     for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
          i += static_cast<int32_t>(coop_.size())) {

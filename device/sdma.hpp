@@ -63,12 +63,14 @@ class ccoSdma {
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+    if (dst == 0 || src == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;  // a null handle: nothing to read its id from
     return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_PUT, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
   }
 
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+    if (dst == 0 || src == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;  // a null handle: nothing to read its id from
     return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
   }
 

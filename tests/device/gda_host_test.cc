@@ -343,14 +343,68 @@ TEST_P(GdaOnHost, MixedPathsKeepTheOrderingRule) {
   }), 0);
 }
 
-// What the device cannot check goes through the ring, which refuses it as before: a signal id
-// out of range fails the ring (the direct path never writes outside its words).
+// A Deferred handle's signal rings: the put before it and the signal reach the peer with no
+// flush (through the proxy they waited for a ring that never came, and both ranks' waits
+// timed out).
+TEST_P(GdaOnHost, ADeferredSignalReleasesTheEarlierPosts) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<ccoGdaProxy, ccoGdaDeferred> gda(k.dc, 0, 5'000'000'000ull);
+    const int peer = 1 - k.rank;
+    Fill(k.mem, k.rank, 256);
+    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+    CHECK_OR_FAIL(gda.put(peer, k.win, 2048, k.win, 0, 1024) == CCO_DEVICE_STATUS_OK);  // 256 words
+    CHECK_OR_FAIL(gda.signal(peer, 2) == CCO_DEVICE_STATUS_OK);
+    CHECK_OR_FAIL(gda.wait_signal(2, 1) == CCO_DEVICE_STATUS_OK);
+    CHECK_OR_FAIL(Holds(k.mem + 2048, peer, 256));
+    CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_OK);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
+// Threads of one rank (blocks, on a GPU) flush one context at once, each with flush_async then
+// flush_wait: when its flush_wait returns, every ticket it took before its flush_async is
+// consumed (the shared target was a plain store: a thread that read the head earlier could
+// store a lower target after a later one, and that one's wait returned early).
+TEST_P(GdaOnHost, ConcurrentAsyncFlushesEachWaitForTheirOwnPosts) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    const int peer = 1 - k.rank;
+    const uint32_t r = cco_gda_ring_index(0, peer, k.dc.gdaPeerCount);
+    const auto* host = reinterpret_cast<const ccoGdaRingHost*>(cco_gda_ring_host_address(k.dc.gdaRingHost, r));
+    std::atomic<int> failures{0};
+    std::vector<std::thread> blocks;
+    for (int b = 0; b < 6; ++b) {
+      blocks.emplace_back([&, b] {
+        ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+        for (int i = 0; i < 150; ++i) {
+          const uint64_t before = RingHead(k.dc, 0, peer);  // at least this many tickets are below mine
+          if (gda.put(peer, k.win, 8192 + 64 * b, k.win, 0, 5000) != 0 ||  // above the direct bound: the ring
+              gda.flush_async() != 0 || gda.flush_wait() != 0 ||
+              __atomic_load_n(&host->consumed, __ATOMIC_ACQUIRE) < before + 1)
+            ++failures;
+        }
+      });
+    }
+    for (auto& t : blocks) t.join();
+    CHECK_OR_FAIL(failures.load() == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
+// What the direct path cannot do goes through the ring, which refuses it as before: a
+// put_value past the window's end fails the ring (the direct path never writes outside a
+// window). Signal ids past the user's are refused at once, posting nothing: the barriers'
+// words that follow them are ccoGdaBarrierSession's.
 TEST_P(GdaOnHost, WhatTheDeviceCannotCheckTakesTheRing) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
     const int peer = 1 - k.rank;
     const uint64_t before = RingHead(k.dc, 1, peer);
-    CHECK_OR_FAIL(gda.signal(peer, static_cast<int32_t>(k.dc.gdaSignalCount + k.dc.gdaBarrierCount)) == 0);
+    const int32_t barrierWord = static_cast<int32_t>(k.dc.gdaSignalCount);
+    CHECK_OR_FAIL(gda.signal(peer, barrierWord) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, 0, 1, CCO_SIGNAL_INC, barrierWord) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(gda.put(peer, k.win, 0, k.win, 0, 8, CCO_SIGNAL_ADD, barrierWord, 5) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(RingHead(k.dc, 1, peer) == before);
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, kWindow, 7) == 0);  // one byte past the end
     CHECK_OR_FAIL(RingHead(k.dc, 1, peer) - before == 1u);
     CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
     // The failed ring stays failed on the direct path too: its operations take the ring, and

@@ -182,6 +182,8 @@ TEST(SdmaOnHost, BadArgumentsAndBadDescriptors) {
     CHECK_OR_FAIL(sdma.get(peer, k.win, 0, k.win, 0, 8, -1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     CHECK_OR_FAIL(sdma.put(peer, k.win, 0, k.win, 0, 8, 0, 4) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     CHECK_OR_FAIL(sdma.wait_signal(peer, 5, 1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.put(peer, 0, 0, k.win, 0, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);  // null handles were read
+    CHECK_OR_FAIL(sdma.get(peer, k.win, 0, 0, 0, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     CHECK_OR_FAIL(sdma.put(peer, k.win, kWindow - 8, k.win, 0, 64, 0) == 0);  // runs past the window
     CHECK_OR_FAIL(sdma.quiet(peer) == CCO_DEVICE_STATUS_ABORTED);
     CHECK_OR_FAIL(sdma.put(peer, k.win, 0, k.win, 64, 64, 1) == 0 && sdma.quiet_queue(peer, 1) == 0);
