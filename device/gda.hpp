@@ -470,18 +470,17 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
       const gda::RingView r = ring(index);
       const uint64_t count = arch::lane_count(group);
       const uint64_t below = arch::lane_count(group & ((arch::LaneMask{1} << lane) - 1));
-      uint64_t first = 0;
-      if (lane == leader) first = arch::fetch_add<order::Relaxed, scope::Device>(&r.dev->head, count);
+      // The leader reserves the group's slots once they are all free (or none: a failed wait
+      // leaves no ticket unwritten); every lane of the group gets its verdict.
+      uint64_t first = 0, reserved = CCO_DEVICE_STATUS_OK;
+      if (lane == leader) reserved = static_cast<uint32_t>(gda::Reserve(r, limits_, &first, count));
       first = arch::shuffle(first, leader);
-      const uint64_t ticket = first + below;
-      const uint64_t freeFrom = ticket + 1 - r.depth;
-      if (cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom)) {
-        gda::Ring(r, first);  // the deadlock rule: release what is below the group
-        status = gda::WaitConsumed(r, freeFrom, limits_);
-      }
-      if (status == CCO_DEVICE_STATUS_OK) gda::Write<RingMode>(r, ticket, d);
+      const int32_t mine = static_cast<int32_t>(static_cast<uint32_t>(arch::shuffle(reserved, leader)));
+      if (mine == CCO_DEVICE_STATUS_OK) gda::Write<RingMode>(r, first + below, d);
+      else status = mine;
       arch::warp_sync();
-      if (lane == leader && RingMode == CCO_GDA_DOORBELL_IMMEDIATE) gda::Ring(r, first + count);
+      if (lane == leader && mine == CCO_DEVICE_STATUS_OK && RingMode == CCO_GDA_DOORBELL_IMMEDIATE)
+        gda::Ring(r, first + count);
     }
     return status;
   }

@@ -1,7 +1,7 @@
 //===-- device/gda_ring.hpp - the producer side of a GDA ring ---*- C++ -*-===//
 //
-// Posting into one ring of abi/gda.h: reserve a ticket (waiting for credit), write the
-// descriptor (its `seq` last), and ring the doorbell as the handle's mode says:
+// Posting into one ring of abi/gda.h: reserve a ticket once its slot is free (waiting for
+// credit), write the descriptor (its `seq` last), and ring the doorbell as the mode says:
 //
 //   Immediate      the doorbell up to this ticket
 //   Deferred       no doorbell; the next doorbell that reaches it releases it
@@ -117,15 +117,27 @@ CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitL
   return Wait([&] { return !cco_gda_before(ReadConsumed(r), end); }, r.host, limits);
 }
 
-/// Reserves one ticket and waits for its slot to be free (ringing what is below it first
-/// when it must wait).
-CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint64_t* ticket) {
-  *ticket = arch::fetch_add<order::Relaxed, scope::Device>(&r.dev->head, uint64_t{1});
-  const uint64_t freeFrom = *ticket + 1 - r.depth;  // consumed must pass this for the slot to be free
-  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom))
-    return CCO_DEVICE_STATUS_OK;
-  Ring(r, *ticket);  // the deadlock rule
-  return WaitConsumed(r, freeFrom, limits);
+/// Reserves `count` consecutive tickets (*first is the first) once their slots are free: the
+/// credit comes first (waiting, after ringing every ticket below the head, when there is
+/// none), then the tickets, by compare-and-swap. A wait that fails (timeout, abort, a failed
+/// ring) has taken no ticket: a ticket whose slot is never written would stop the proxy
+/// there for good. count <= depth.
+CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint64_t* first, uint64_t count = 1) {
+  uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
+  for (;;) {
+    const uint64_t freeFrom = head + count - r.depth;  // consumed must pass this for the last slot to be free
+    if (cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom)) {
+      Ring(r, head);  // the deadlock rule
+      const int32_t status = WaitConsumed(r, freeFrom, limits);
+      if (status != CCO_DEVICE_STATUS_OK) return status;
+    }
+    const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->head, head, head + count);
+    if (was == head) {
+      *first = head;
+      return CCO_DEVICE_STATUS_OK;
+    }
+    head = was;  // another poster took it: the credit is judged again for the new head
+  }
 }
 
 /// Writes `desc` into the slot of `ticket`; `seq` goes last, with release order in every mode:

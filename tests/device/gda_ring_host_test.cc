@@ -273,6 +273,21 @@ TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 2), ring.limits(50'000'000)), CCO_DEVICE_STATUS_TIMEOUT);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    // The failed post took no ticket: once the proxy catches up the ring goes on (a ticket
+    // taken and never written stopped the proxy there, and every later flush timed out).
+    EXPECT_EQ(ring.dev.head, 2u);
+    ccoGdaDesc d;
+    uint64_t ticket;
+    for (uint64_t k = 0; k < 2; ++k) {
+      ASSERT_TRUE(ring.consumer.Next(&d, &ticket));
+      ring.Complete(ticket);
+    }
+    ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 3), ring.limits(50'000'000)), CCO_DEVICE_STATUS_OK);
+    ASSERT_TRUE(ring.consumer.Next(&d, &ticket));
+    EXPECT_EQ(ticket, 2u);
+    EXPECT_EQ(d.bytes, Describe(0, 3).bytes);
+    ring.Complete(ticket);
+    EXPECT_EQ(gda::Flush<ccoGdaImmediate>(ring.view(), ring.limits(50'000'000)), CCO_DEVICE_STATUS_OK);
   }
   {
     TestRing ring(2);
