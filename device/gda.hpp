@@ -40,8 +40,9 @@
 //     (dc.gdaDirectGroupMaxBytes where a warp or block shares the copy) with their own loads
 //     and stores when the ring to that peer is idle, with the same semantics (a direct get is
 //     complete when it returns).
-// Every wait polls the abort flag and the ring's error word and ends at the handle's
-// timeout (0: none). Statuses are ccoDeviceStatus values.
+// Every wait polls the abort flag and the error words of the rings it depends on (a signal
+// or counter wait: every ring of the context; the barrier: the ring to each peer it waits
+// for) and ends at the handle's timeout (0: none). Statuses are ccoDeviceStatus values.
 // A host proxy carries the posts out; it only queues work on its own stream, so host-side
 // waits do not hold it back (launch on a non-blocking stream all the same: a synchronous
 // legacy-stream copy waits for a kernel launched there that waits on GDA).
@@ -161,8 +162,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   template <class Coop = ccoCoopThread>
   CCO_DEVICE_API int32_t wait_signal(int32_t signalId, uint64_t least, int32_t bits = 64) {
     if (!signal_ok(signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return gda::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); }, shadow(signalId), least, bits,
-                              limits_);
+    return gda::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); }, [&] { return any_ring_failed(); },
+                              shadow(signalId), least, bits, limits_);
   }
 
   CCO_DEVICE_API void reset_signal(int32_t signalId) {
@@ -177,8 +178,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_counter(int32_t counterId, uint64_t least) {
     if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t* word = counter_word(counterId);
-    return gda::Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); }, counter_shadow(counterId),
-                              least, 64, limits_);
+    return gda::Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); },
+                              [&] { return any_ring_failed(); }, counter_shadow(counterId), least, 64, limits_);
   }
 
   CCO_DEVICE_API void reset_counter(int32_t counterId) {
@@ -251,6 +252,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   CCO_DEVICE_API const ccoDevComm& devcomm() const { return dc_; }
   CCO_DEVICE_API const gda::WaitLimits& limits() const { return limits_; }
+  /// Whether the proxy failed this context's ring to GDA-team index `index` (its peer lost).
+  CCO_DEVICE_API bool ring_failed(int32_t index) const { return gda::RingFailed(ring(index).dev); }
   /// This rank's words of signal `id` that world rank `sender` adds to: its proxy's, and
   /// the one its device adds to directly (null outside this rank's LSA team).
   CCO_DEVICE_API void sender_words(uint32_t id, int32_t sender, const uint64_t** proxy, const uint64_t** direct) const {
@@ -270,6 +273,13 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API int32_t peer_index(int32_t peer) const {
     const ccoGdaTopo t = topo();
     return cco_gda_conn_peer_index(f_.connectionType, &t, peer);
+  }
+  // Whether the proxy failed a ring of this context (a peer lost, a descriptor refused): a
+  // signal or counter wait then ends, since what it waits for may never come.
+  CCO_DEVICE_API bool any_ring_failed() const {
+    for (int32_t i = 0; i < f_.peerCount; ++i)
+      if (gda::RingFailed(ring(i).dev)) return true;
+    return false;
   }
   CCO_DEVICE_API bool context_ok() const {
     return f_.peerCount > 0 && static_cast<uint32_t>(context_) < f_.contextCount;
@@ -556,12 +566,12 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
       // The peer's word from its proxy plus, in the LSA team, the one it adds to directly.
       const uint64_t *word, *direct;
       gda_.sender_words(id, peer, &word, &direct);
-      status = gda::Wait(
+      status = gda::WaitUnless(
           [&] {
             const uint64_t viaDirect = direct ? arch::load<order::Acquire, scope::System>(direct) : 0;
             return arch::load<order::Acquire, scope::System>(word) + viaDirect >= target;
           },
-          nullptr, gda_.limits());
+          [&] { return gda_.ring_failed(i); }, gda_.limits());
     }
     status = worst_status(coop_, status);  // every thread's verdict, not only its peers'
     if (coop_.thread_rank() == 0) *epoch = target;

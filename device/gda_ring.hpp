@@ -52,20 +52,33 @@ struct WaitLimits {
 constexpr uint32_t kCheckInterval = 256;
 constexpr uint32_t kSpinsBeforeBackoff = 1u << 12;
 
-/// Waits until `done()` holds; a ccoDeviceStatus. `ring` may be null (no error word).
-template <class Done> CCO_DEVICE_API int32_t Wait(Done done, const ccoGdaRingHost* ring, const WaitLimits& limits) {
+/// Waits until `done()` holds; a ccoDeviceStatus. Every kCheckInterval polls it looks at the
+/// abort flag, the clock, and `failed()` (a ring the wait depends on failed: ABORTED).
+template <class Done, class Failed>
+CCO_DEVICE_API int32_t WaitUnless(Done done, Failed failed, const WaitLimits& limits) {
   const uint64_t start = limits.timeoutNs ? arch::timer_ns() : 0;
   for (uint32_t spins = 1;; ++spins) {
     if (done()) return CCO_DEVICE_STATUS_OK;
     if (spins % kCheckInterval == 0) {
       if (limits.abortFlag != nullptr && arch::load<order::Relaxed, scope::System>(limits.abortFlag) != 0)
         return CCO_DEVICE_STATUS_ABORTED;
-      if (ring != nullptr && arch::load<order::Relaxed, scope::System>(&ring->error) != CCO_GDA_RING_OK)
-        return CCO_DEVICE_STATUS_ABORTED;
+      if (failed()) return CCO_DEVICE_STATUS_ABORTED;
       if (limits.timeoutNs && arch::timer_ns() - start >= limits.timeoutNs) return CCO_DEVICE_STATUS_TIMEOUT;
     }
     if (spins >= kSpinsBeforeBackoff) arch::nanosleep(128);
   }
+}
+
+/// Waits until `done()` holds; a ccoDeviceStatus. `ring` may be null (no error word).
+template <class Done> CCO_DEVICE_API int32_t Wait(Done done, const ccoGdaRingHost* ring, const WaitLimits& limits) {
+  return WaitUnless(
+      done, [&] { return ring != nullptr && arch::load<order::Relaxed, scope::System>(&ring->error) != CCO_GDA_RING_OK; },
+      limits);
+}
+
+/// Whether the proxy failed the ring (its device-side mirror: no bus trip).
+CCO_DEVICE_API bool RingFailed(const ccoGdaRingDevice* dev) {
+  return arch::load<order::Relaxed, scope::System>(&dev->failed) != 0;
 }
 
 /// Raises *p to v in ticket order (wrap-safe, unlike an unsigned atomic max); returns the

@@ -4,7 +4,8 @@
 //   EveryRing  share out a set of proxy rings, run a step on each (post, flush, wait), and
 //              give every thread the group's verdict (the worst status, a failed ring's)
 //   Consume    wait until a monotone count minus its shadow reaches `least`, then consume it
-//              (shadow += least), the signal and counter semantics of both transports
+//              (shadow += least), the signal and counter semantics of both transports; a
+//              failed ring it depends on ends it
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_GROUP_WAITS_HPP_
@@ -47,17 +48,19 @@ CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
 
 /// Waits until value() - *shadow reaches `least` (compared in `bits` bits, 32 or 64), then
 /// consumes it. value() may load relaxed: the fence after the wait makes it an acquire.
-/// Every thread of the group waits; thread 0 moves the shadow.
-template <class Coop, class Value>
-CCO_DEVICE_API int32_t Consume(Value value, uint64_t* shadow, uint64_t least, int32_t bits, const WaitLimits& limits) {
+/// failed(): a ring whose failure means the count may never come (a lost peer's); the wait
+/// then ends ABORTED. Every thread of the group waits; thread 0 moves the shadow.
+template <class Coop, class Value, class Failed>
+CCO_DEVICE_API int32_t Consume(Value value, Failed failed, uint64_t* shadow, uint64_t least, int32_t bits,
+                               const WaitLimits& limits) {
   Coop coop;
   const uint64_t base = *shadow;
-  const int32_t status = Wait(
+  const int32_t status = WaitUnless(
       [&] {
         const uint64_t got = value() - base;
         return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
       },
-      nullptr, limits);
+      failed, limits);
   arch::fence<scope::System>();
   // One verdict: the shadow moves only when every thread saw the count (timeouts are per thread).
   const int32_t verdict = worst_status(coop, status);

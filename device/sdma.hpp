@@ -159,8 +159,10 @@ class ccoSdma {
   template <class Coop> CCO_DEVICE_API int32_t WaitPool(Pool pool, int32_t peer, int32_t queue, uint64_t least) {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t* w = word(pool, peer, queue);
-    return gda::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); }, shadow(pool, peer, queue),
-                              least, 64, limits_);
+    // The queue's ring to the peer fails when the peer is lost: its signals may never come.
+    const ccoGdaRingDevice* dev = ring(peer, queue).dev;
+    return gda::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
+                              [&] { return gda::RingFailed(dev); }, shadow(pool, peer, queue), least, 64, limits_);
   }
   CCO_DEVICE_API uint64_t ReadPool(Pool pool, int32_t peer, int32_t queue) const {
     if (!target_ok(peer, queue)) return 0;

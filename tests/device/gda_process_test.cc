@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 
 #include "cco/cco.h"
@@ -115,7 +116,7 @@ TEST_F(GdaProcesses, CrossNodeOnVirtualNodes) {
   }));
 }
 
-TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsAtTheirTimeout) {
+TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsForIt) {
   setenv("CCO_TIMEOUT_MS", "3000", 1);  // the survivor's teardown gives up on the dead rank
   const std::vector<int> status = cco_test::RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
     RankState s;
@@ -134,9 +135,15 @@ TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsAtTheirTimeout) {
     ccoGda<> gda(s.dc, 0, 60'000'000'000ull);
     const int32_t put = gda.put(1, s.win, 0, s.win, 0, 4096, CCO_SIGNAL_INC, 0);
     RANK_CHECK(put == CCO_DEVICE_STATUS_ABORTED || gda.flush() == CCO_DEVICE_STATUS_ABORTED);
-    // A signal from it can never come: the wait ends at the handle's timeout, not never.
-    ccoGda<> shortWait(s.dc, 0, 500'000'000ull);
-    RANK_CHECK(shortWait.wait_signal(0, 1) == CCO_DEVICE_STATUS_TIMEOUT);
+    // A signal from it can never come: a wait ends at once (its context's ring to the dead
+    // rank failed), even with no timeout (it waited for the handle's timeout, or forever).
+    ccoGda<> noTimeout(s.dc, 0, 0);
+    const auto start = std::chrono::steady_clock::now();
+    RANK_CHECK(noTimeout.wait_signal(0, 1) == CCO_DEVICE_STATUS_ABORTED);
+    RANK_CHECK(noTimeout.wait_counter(0, 1) == CCO_DEVICE_STATUS_ABORTED);
+    ccoGdaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), noTimeout, 0);
+    RANK_CHECK(barrier.sync() == CCO_DEVICE_STATUS_ABORTED);
+    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
     // Teardown agrees with a dead rank: it fails within CCO_TIMEOUT_MS instead of hanging,
     // and the communicator is still destroyed.
     RANK_CHECK(ccoDevCommDestroy(s.comm, &s.dc) != ccoSuccess);
