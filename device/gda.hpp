@@ -481,14 +481,15 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
       const uint64_t count = arch::lane_count(group);
       const uint64_t below = arch::lane_count(group & ((arch::LaneMask{1} << lane) - 1));
       // The leader reserves the group's slots once they are all free (or none: a failed wait
-      // leaves no ticket unwritten); every lane of the group gets its verdict.
+      // leaves no ticket unwritten); every lane of the group gets its verdict. The leader may
+      // still be waiting in Reserve when the others reach the shuffle: it names the group.
       uint64_t first = 0, reserved = CCO_DEVICE_STATUS_OK;
       if (lane == leader) reserved = static_cast<uint32_t>(gda::Reserve(r, limits_, &first, count));
-      first = arch::shuffle(first, leader);
-      const int32_t mine = static_cast<int32_t>(static_cast<uint32_t>(arch::shuffle(reserved, leader)));
+      first = arch::shuffle_among(first, leader, group);
+      const int32_t mine = static_cast<int32_t>(static_cast<uint32_t>(arch::shuffle_among(reserved, leader, group)));
       if (mine == CCO_DEVICE_STATUS_OK) gda::Write<RingMode>(r, first + below, d);
       else status = mine;
-      arch::warp_sync();
+      arch::warp_sync_among(group);
       if (lane == leader && mine == CCO_DEVICE_STATUS_OK && RingMode == CCO_GDA_DOORBELL_IMMEDIATE)
         gda::Ring(r, first + count);
     }

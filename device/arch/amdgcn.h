@@ -84,6 +84,9 @@ CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
 }
 // Lanes of a wavefront reconverge before the barrier: the same as warp_sync.
 CCO_DEVICE_API void warp_sync_all() { warp_sync(); }
+// A wavefront's lanes run together: the lane set changes nothing.
+CCO_DEVICE_API uint64_t shuffle_among(uint64_t value, uint32_t src, LaneMask) { return shuffle(value, src); }
+CCO_DEVICE_API void warp_sync_among(LaneMask) { warp_sync(); }
 // A wavefront runs in lockstep: its ballot already counts every lane.
 CCO_DEVICE_API LaneMask ballot_all(bool predicate) { return ballot(predicate); }
 CCO_DEVICE_API void block_sync() {

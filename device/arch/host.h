@@ -42,6 +42,8 @@ using PollOrder = order::Acquire;
 CCO_DEVICE_API void warp_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t) { return value; }
 CCO_DEVICE_API void warp_sync_all() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+CCO_DEVICE_API uint64_t shuffle_among(uint64_t value, uint32_t, LaneMask) { return value; }
+CCO_DEVICE_API void warp_sync_among(LaneMask) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 CCO_DEVICE_API LaneMask ballot_all(bool predicate) { return ballot(predicate); }
 CCO_DEVICE_API void block_sync() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 // A block is one thread here: the vote is the caller's own.

@@ -87,6 +87,18 @@ CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
 // Every lane of the warp, whatever is active now: lanes still diverged in a spin are
 // waited for (a coop of a whole warp needs this, activemask would leave them behind).
 CCO_DEVICE_API void warp_sync_all() { asm volatile("bar.warp.sync -1;" ::: "memory"); }
+// shuffle and warp_sync among the lanes of `lanes` (each calls, `src` among them), where lanes
+// of it may still be apart (one ran a loop the others skipped): activemask would leave them out.
+CCO_DEVICE_API uint64_t shuffle_among(uint64_t value, uint32_t src, LaneMask lanes) {
+  const uint32_t mask = static_cast<uint32_t>(lanes);
+  uint32_t lo = static_cast<uint32_t>(value), hi = static_cast<uint32_t>(value >> 32);
+  asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, %2;" : "+r"(lo) : "r"(src), "r"(mask));
+  asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, %2;" : "+r"(hi) : "r"(src), "r"(mask));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+CCO_DEVICE_API void warp_sync_among(LaneMask lanes) {
+  asm volatile("bar.warp.sync %0;" ::"r"(static_cast<uint32_t>(lanes)) : "memory");
+}
 // A vote of every lane of the warp (ballot over activemask could see a subset: lanes are not
 // guaranteed to run together again after a sync under independent thread scheduling).
 CCO_DEVICE_API LaneMask ballot_all(bool predicate) {
