@@ -68,7 +68,7 @@ struct DevCommRecord {
   ccoWindow_t resourceWindow = 0;  // the pool's window, or one of its own
   bool pooled = false;             // resources carved from the pool at resourceOffset
   size_t resourceOffset = 0;       // inside every slice
-  uint32_t serial = 0;             // ccoDevComm.hostSerial: the create call's number
+  uint32_t serial = 0;             // ccoDevComm.hostSerial (ccoComm::devCommSerial when it was made)
   std::shared_ptr<GdaResources> gda;    // null without GDA
   std::shared_ptr<SdmaResources> sdma;  // null without SDMA
 };
@@ -105,6 +105,7 @@ struct ccoComm {
   cco::ResourcePool pool;
   std::unique_ptr<cco::DescriptorPool> descriptors;
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
+  uint32_t devCommSerial = 0;  // ccoDevComm.hostSerial of the last made here (a local count)
   uint32_t devCommCalls = 0;   // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire
   std::unique_ptr<cco::Proxy> proxy;  // the GDA progress thread (started by the first GDA devcomm)
   // The proxy's network backend when it is verbs: windows register with it (net/select.h).

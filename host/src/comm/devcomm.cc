@@ -237,6 +237,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   const char* op = "ccoDevCommCreate";
   PhaseTrace trace(c.topo.rank, op);
   ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
+  const uint32_t serial = ++c.devCommSerial;  // this rank's own count: tells a stale copy from a live one
   ccoDevCommRequirements full;  // the caller's, completed where its cco.h was older
   Status local = ReadRequirements(userReqs, &full);
   const ccoDevCommRequirements* reqs = &full;
@@ -277,6 +278,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   ccoDevComm dc = {};
   if (early) {
     dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr, DirectBounds());
+    dc.hostSerial = serial;
     local = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   }
   trace.Mark("carve+upload");
@@ -296,8 +298,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     ReleasePlacement(c, place);
     place = Placement{};
   } else if (early) {
-    c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), id, nullptr, nullptr};
-    dc.hostSerial = id;  // the host's copy only: the device's, uploaded before the round, is never read for it
+    c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), serial, nullptr, nullptr};
     *out = dc;
     return Status::Ok();
   }
@@ -319,7 +320,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   trace.Mark("resources");
 
   dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get(), direct);
-  dc.hostSerial = id;
+  dc.hostSerial = serial;
   LocateForProxy(c, layout, place, id, gda.get(), sdma.get());
   s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds
@@ -338,7 +339,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     undo();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), id, gda, sdma};
+  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), serial, gda, sdma};
   *out = dc;
   return Status::Ok();
 }
