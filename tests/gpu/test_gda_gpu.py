@@ -77,11 +77,16 @@ def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constex
 
 @triton.jit(do_not_specialize=["peer", "bad_id"])
 def refused_then_flush(dc, status, peer, bad_id, BLOCK: tl.constexpr):
-    """A signal whose id is out of range (the device cannot check it, so it takes the ring to
-    `peer`, whose proxy refuses it and fails the ring), then a flush with coop=BLOCK. Each
-    thread stores what its own flush returned: status[t] is thread t's."""
-    cco.Gda.signal(dc, 0, peer, bad_id, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+    """A put_value into no window (a null handle: the device cannot check it, so it takes the
+    ring to `peer`, whose proxy refuses it and fails the ring), then a flush with coop=BLOCK.
+    Each thread stores what its own flush returned: status[t] is thread t's. (bad_id, a
+    signal id out of range, is refused by the device now, posting nothing: it must return
+    INVALID_ARGUMENT.)"""
+    no_window = (peer * 0).to(tl.uint64)
+    refused = cco.Gda.signal(dc, 0, peer, bad_id, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
+    cco.Gda.put_value(dc, 0, peer, no_window, 0, 1, 0, 0, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.NONE)
     flushed = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+    flushed = tl.where(refused == 3, flushed, 99)  # 99: the bad signal id was not refused
     tl.store(status + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.int32) + flushed)
 
 
@@ -355,7 +360,8 @@ def _two_ranks_as_threads(body_of, aborted=False, seconds=120):
 def test_a_failed_ring_fails_the_flush_in_every_thread():
     """The group's verdict: one thread flushes the failed ring and meets its error, and every
     thread of the block returns ABORTED (one vote spreads it; the device-side mirror of a
-    ring failed after all its work was consumed is not what this exercises)."""
+    ring failed after all its work was consumed is not what this exercises); a signal id past
+    the user's is refused on the device first."""
     block = 128  # num_warps=4: one element per thread
 
     def body_of(rank, rk):
