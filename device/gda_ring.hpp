@@ -93,24 +93,21 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
   return seen;
 }
 
-/// Releases every ticket below `end`: the device maximum first, then the host copy the
-/// proxy reads, stored again until it is the device maximum (a concurrent ring may have
-/// stored a smaller value after a larger one). The store needs no release order, which
-/// saves a system-scope fence per post: the proxy takes a slot only once its `seq`, stored
-/// with release after the descriptor, says it is complete.
-/// Where the device maximum already reaches `end`, whoever raised it stores it (it stores
-/// until the host copy is the maximum), so a ring with nothing new costs no bus write: a
-/// flush of an idle ring would otherwise write host memory, and the next system-scope fence
-/// wait for that write.
+/// Releases every ticket below `end`: the device maximum first; then the poster whose raise
+/// took effect raises the host copy the proxy reads, by a system-scope atomic max (atomic
+/// among this device's threads, which are its only writers). A store there, re-checked
+/// against the device maximum, could be lost: two rings' stores may reach host memory in
+/// either order, and a check after a store is no fence (store buffering), so the host copy
+/// could end below the device's and every later ring stop short of it. No release order is
+/// needed: the proxy takes a slot only once its `seq`, stored with release after the
+/// descriptor, says it is complete.
+/// Where the device maximum already reaches `end`, whoever raised it raises the host copy, so
+/// a ring with nothing new costs no bus write: a flush of an idle ring would otherwise write
+/// host memory, and the next system-scope fence wait for that write.
 CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
   if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->released), end)) return;
-  uint64_t value = RollingMax(&r.dev->released, end);
-  for (;;) {
-    arch::store<order::Relaxed, scope::System>(&r.host->released, value);
-    const uint64_t now = arch::load<order::Relaxed, scope::Device>(&r.dev->released);
-    if (now == value) return;
-    value = now;
-  }
+  if (RollingMax(&r.dev->released, end) == end)
+    arch::fetch_max<order::Relaxed, scope::System>(&r.host->released, end);
 }
 
 /// The proxy's `consumed` (host memory, a bus trip), raised into the device-side credit

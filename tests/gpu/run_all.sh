@@ -175,7 +175,9 @@ PY
         tee "$OUT/barrier-fence-probe.txt"
       mps_stop
       # Which driver calls wait for a running kernel of their context.
-      timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt" ;;
+      timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt"
+      # The GDA doorbell rung by many warps at once: the host copy ends at the device maximum.
+      timeout 120 stage/bin/ring_doorbell_probe 2>&1 | tee "$OUT/ring-doorbell-probe.txt" ;;
     tcp)
       # The tcp backend's round trips and bandwidth against a bare socket (cpu platform: no GPU
       # work, but this machine's cores), and the floor under them: a bare round trip with each

@@ -1,0 +1,91 @@
+// The GDA doorbell on a GPU (device/gda_ring.hpp Ring): many warps ring one ring at once, and
+// the host copy the proxy reads must end at the device maximum; and what one ring costs the
+// thread that rings, beside a plain store into host memory (how the host copy was written).
+//
+//   ring_doorbell_probe [runs]     (default 400)
+//
+// Prints how many runs ended with the host copy below the device's (must be 0), the device's
+// hostNativeAtomicSupported attribute (system-scope atomics on host memory are atomic among the
+// device's own threads either way), and ns per ring against ns per plain host store.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi/gda.h"
+#include "device/gda_ring.hpp"
+
+#define RT_CHECK(call)                                                                  \
+  do {                                                                                  \
+    cudaError_t e_ = (call);                                                            \
+    if (e_ != cudaSuccess) {                                                            \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+using namespace cco;
+
+// Lane 0 of every warp rings `rings` times, each time up to the next value of a shared count.
+__global__ void RingFromEveryWarp(ccoGdaRingHost* host, ccoGdaRingDevice* dev, unsigned long long* count, int rings) {
+  if (threadIdx.x % 32 != 0) return;
+  const gda::RingView r{nullptr, host, dev, 256};
+  for (int i = 0; i < rings; ++i) gda::Ring(r, atomicAdd(count, 1ull) + 1);
+}
+
+// One thread: `n` rings (or plain host stores) of rising values; ns per call.
+__global__ void TimeOne(ccoGdaRingHost* host, ccoGdaRingDevice* dev, int n, bool ring, double* ns) {
+  const gda::RingView r{nullptr, host, dev, 256};
+  const uint64_t start = arch::timer_ns();
+  for (int i = 1; i <= n; ++i) {
+    if (ring) gda::Ring(r, static_cast<uint64_t>(i));
+    else arch::store<order::Relaxed, scope::System>(&host->released, static_cast<uint64_t>(i));
+  }
+  arch::fence<scope::System>();  // both wait for their last write to land
+  *ns = static_cast<double>(arch::timer_ns() - start) / n;
+}
+
+int main(int argc, char** argv) {
+  const int runs = argc > 1 ? atoi(argv[1]) : 400;
+  int native = -1;
+  RT_CHECK(cudaDeviceGetAttribute(&native, cudaDevAttrHostNativeAtomicSupported, 0));
+  ccoGdaRingHost* host;
+  RT_CHECK(cudaHostAlloc(&host, sizeof(*host), cudaHostAllocMapped));
+  ccoGdaRingDevice* dev;
+  unsigned long long* count;
+  double* ns;
+  RT_CHECK(cudaMalloc(&dev, sizeof(*dev)));
+  RT_CHECK(cudaMalloc(&count, sizeof(*count)));
+  RT_CHECK(cudaMallocManaged(&ns, sizeof(double)));
+  int lost = 0;
+  for (int run = 0; run < runs; ++run) {
+    memset(host, 0, sizeof(*host));
+    RT_CHECK(cudaMemset(dev, 0, sizeof(*dev)));
+    RT_CHECK(cudaMemset(count, 0, sizeof(*count)));
+    RingFromEveryWarp<<<264, 128>>>(host, dev, count, 200);
+    RT_CHECK(cudaDeviceSynchronize());
+    ccoGdaRingDevice seen;
+    RT_CHECK(cudaMemcpy(&seen, dev, sizeof(seen), cudaMemcpyDeviceToHost));
+    const uint64_t expected = 264ull * 4 * 200;
+    if (host->released != seen.released || seen.released != expected) {
+      if (++lost <= 5)
+        printf("run %d: host copy %llu, device %llu, rings %llu\n", run, (unsigned long long)host->released,
+               (unsigned long long)seen.released, (unsigned long long)expected);
+    }
+  }
+  printf("doorbell: %d of %d runs (264 blocks x 4 warps x 200 rings) ended with the host copy below the device's\n",
+         lost, runs);
+  printf("hostNativeAtomicSupported: %d\n", native);
+  for (int pass = 0; pass < 3; ++pass) {
+    for (bool ring : {true, false}) {
+      memset(host, 0, sizeof(*host));
+      RT_CHECK(cudaMemset(dev, 0, sizeof(*dev)));
+      TimeOne<<<1, 1>>>(host, dev, 10000, ring, ns);
+      RT_CHECK(cudaDeviceSynchronize());
+      printf("%-44s %8.1f ns per call (host copy %llu)\n",
+             ring ? "Ring (device max, then system atomic max)" : "plain store into host memory (the anchor)", *ns,
+             (unsigned long long)host->released);
+    }
+  }
+  return lost == 0 ? 0 : 2;
+}
