@@ -321,6 +321,37 @@ TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
   }
 }
 
+// A numeric or on/off variable that holds something else read as unset, silently (a timeout of
+// "1500ms" waited the default 120 s; CCO_ENABLE_SDMA=2 left SDMA off): the communicator is
+// refused, naming the variable as it was set.
+TEST_F(IntegrityTest, MalformedVariablesAreRefusedByName) {
+  const struct {
+    const char* name;
+    const char* value;
+  } bad[] = {{"CCO_TIMEOUT_MS", "1500ms"}, {"CCO_TIMEOUT_MS", "-1"},        {"CCO_NET_TIMEOUT_MS", "abc"},
+             {"CCO_ENABLE_SDMA", "2"},     {"MORI_ENABLE_SDMA", "garbage"}, {"CCO_TCP_STAGING_BYTES", "64M"}};
+  for (const auto& b : bad) {
+    const std::string saved = getenv("CCO_TIMEOUT_MS");
+    setenv(b.name, b.value, 1);
+    ccoUniqueId id;
+    ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+    ccoComm* comm = nullptr;
+    EXPECT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoInvalidArgument) << b.name;
+    EXPECT_TRUE(LastErrorSays(b.name) && LastErrorSays(b.value)) << ccoGetLastError();
+    unsetenv(b.name);
+    setenv("CCO_TIMEOUT_MS", saved.c_str(), 1);
+  }
+  setenv("CCO_ENABLE_SDMA", "Off", 1);  // every accepted spelling, any case
+  setenv("CCO_TRACE_PHASES", "", 1);
+  ccoUniqueId id;
+  ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+  ccoComm* comm = nullptr;
+  EXPECT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoSuccess) << ccoGetLastError();
+  EXPECT_EQ(ccoCommDestroy(comm), ccoSuccess);
+  unsetenv("CCO_ENABLE_SDMA");
+  unsetenv("CCO_TRACE_PHASES");
+}
+
 // A bound of 9.3e12 ms overflowed the clock (undefined behaviour; UBSan in CI): it now
 // means "no bound" and everything works.
 TEST_F(IntegrityTest, HugeTimeoutsAreClamped) {

@@ -139,3 +139,19 @@ def test_prebuilt_search_covers_build_lib_folders(monkeypatch, tmp_path):
     monkeypatch.setattr(_resources, "DATA_DIR", str(tmp_path / "no-package-data"))
     monkeypatch.setattr(_resources, "REPO_ROOT", str(tmp_path))
     assert bitcode_module._prebuilt(variant) == str(lib / f"libcco_device-{variant}.bc")
+
+
+def test_on_off_variables_read_as_the_library_reads_them(monkeypatch):
+    """CCO_DISABLE_JIT (and every on/off variable the package reads) takes the library's
+    spellings; anything else is an error naming it (it read as on, silently)."""
+    from cco import _env
+    for value, on in (("1", True), ("TRUE", True), ("yes", True), ("on", True), ("0", False), ("off", False),
+                      ("", False), ("No", False)):
+        monkeypatch.setenv("CCO_DISABLE_JIT", value)
+        assert _env.flag("CCO_DISABLE_JIT") is on, value
+    monkeypatch.delenv("CCO_DISABLE_JIT")
+    monkeypatch.setenv("MORI_DISABLE_JIT", "maybe")
+    with pytest.raises(ValueError, match="CCO_DISABLE_JIT='maybe' is neither on"):
+        _env.flag("CCO_DISABLE_JIT")
+    with pytest.raises(ValueError, match="CCO_DISABLE_JIT"):
+        find_cco_bitcode(NV)

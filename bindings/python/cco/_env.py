@@ -48,5 +48,13 @@ def get(name, default=None):
     return default if value is None else value
 
 
+ON, OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
 def flag(name):
-    return get(name, "0").strip().lower() not in ("", "0", "false", "no", "off")
+    """An on/off variable, as the library reads them; anything else is an error naming it
+    (garbage read as on, silently)."""
+    value = get(name, "0").strip().lower()
+    if value not in ON + OFF:
+        raise ValueError(f"{name}={get(name)!r} is neither on (1, true, yes, on) nor off (0, false, no, off)")
+    return value in ON

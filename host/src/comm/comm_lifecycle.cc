@@ -95,6 +95,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   if (rank < 0 || rank >= nRanks) return InvalidArgument(Fmt("rank=", rank, " is not in [0, nRanks=", nRanks, ")"));
   UniqueIdContents uid;
   CCO_RETURN_IF_ERROR(DecodeUniqueId(id, &uid));
+  CCO_RETURN_IF_ERROR(env::CheckValues());
 
   PhaseTrace trace(rank, "ccoCommCreate");
   auto c = std::make_shared<ccoComm>();

@@ -70,5 +70,42 @@ int64_t WaitMs(const char* name, int64_t fallback) {
 
 int64_t TimeoutMs() { return WaitMs("CCO_TIMEOUT_MS", 120000); }
 
+namespace {
+// What name a value came through: the CCO_ variable, else its MORI_ alias.
+std::string SetAs(const char* name) {
+  return getenv(name) != nullptr || AliasOf(name) == nullptr ? std::string(name) : std::string(AliasOf(name));
+}
+bool IsWholeNumber(const char* v) {
+  if (*v == '\0' || strlen(v) > 18) return false;  // 18 digits: no overflow
+  for (const char* p = v; *p; ++p)
+    if (*p < '0' || *p > '9') return false;
+  return true;
+}
+bool IsOnOff(const char* v) {
+  for (const char* word : {"", "1", "0", "true", "false", "yes", "no", "on", "off"})
+    if (strcasecmp(v, word) == 0) return true;
+  return false;
+}
+}  // namespace
+
+Status CheckValues() {
+  static const char* const kNumbers[] = {"CCO_TIMEOUT_MS",       "CCO_NET_TIMEOUT_MS",    "CCO_NET_REPLY_WAIT_US",
+                                         "CCO_TCP_ACK_DELAY_US", "CCO_TCP_CHUNK_BYTES",   "CCO_TCP_STAGING_BYTES",
+                                         "CCO_TEST_NODES_PER_HOST"};
+  static const char* const kFlags[] = {"CCO_ENABLE_SDMA", "CCO_IGNORE_CPU_AFFINITY", "CCO_CPU_AFFINITY_NO_SPLIT",
+                                       "CCO_GDA_TRACE", "CCO_TRACE_PHASES"};
+  for (const char* name : kNumbers) {
+    const char* v = Raw(name);
+    if (v != nullptr && *v != '\0' && !IsWholeNumber(v))
+      return InvalidArgument(SetAs(name) + "=\"" + v + "\" is not a whole number (at most 18 digits, no sign or unit)");
+  }
+  for (const char* name : kFlags) {
+    const char* v = Raw(name);
+    if (v != nullptr && !IsOnOff(v))
+      return InvalidArgument(SetAs(name) + "=\"" + v + "\" is neither on (1, true, yes, on) nor off (0, false, no, off)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace env
 }  // namespace cco

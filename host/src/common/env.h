@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "common/status.h"
+
 namespace cco {
 namespace env {
 
@@ -22,6 +24,12 @@ int64_t Int(const char* name, int64_t fallback);
 int64_t WaitMs(const char* name, int64_t fallback);
 // Every blocking wait's bound: CCO_TIMEOUT_MS (default 120000), as WaitMs.
 int64_t TimeoutMs();
+
+// The library's numeric and on/off variables that are set hold what they must (a whole
+// number; 1/0, true/false, yes/no, on/off): a value like "1500ms" or "2" would otherwise
+// read as unset, silently. InvalidArgument names the first that does not (as it was set:
+// the CCO_ name or its MORI_ alias). ccoCommCreate checks first.
+Status CheckValues();
 
 }  // namespace env
 }  // namespace cco
