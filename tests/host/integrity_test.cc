@@ -321,6 +321,37 @@ TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
   }
 }
 
+// One rank passes a NULL output pointer to a collective call: it used to return before the
+// call's agreement, leaving its peers to time out and the bootstrap out of step for every
+// later call. Now every rank fails at once, the NULL named, and the communicator goes on.
+TEST_F(IntegrityTest, ANullOutputOnOneRankFailsTheCallNotTheCommunicator) {
+  EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+    void* mem = nullptr;
+    RANK_OK(ccoMemAlloc(comm, 4096, &mem));
+    const bool culprit = rank == 0;
+    const auto start = Clock::now();
+    ccoWindow_t win = 0;
+    RANK_CHECK(ccoWindowRegister(comm, mem, 4096, culprit ? nullptr : &win) != ccoSuccess);
+    if (culprit) RANK_CHECK(LastErrorSays("win (the output pointer) is NULL"));
+    void* owned = nullptr;
+    RANK_CHECK(ccoWindowAllocRegister(comm, 4096, culprit ? nullptr : &owned, &win) != ccoSuccess);
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    ccoDevComm dc;
+    RANK_CHECK(ccoDevCommCreate(comm, &reqs, culprit ? nullptr : &dc) != ccoSuccess);
+    if (culprit) RANK_CHECK(LastErrorSays("devComm (the output pointer) is NULL"));
+    RANK_CHECK(SecondsSince(start) < 1.0);  // CCO_TIMEOUT_MS is 2 s: nobody waited for it
+    RANK_OK(ccoBarrierAll(comm));
+    RANK_OK(ccoWindowRegister(comm, mem, 4096, &win));
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    RANK_OK(ccoDevCommDestroy(comm, &dc));
+    RANK_OK(ccoWindowDeregister(comm, win));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+  }));
+}
+
 // A numeric or on/off variable that holds something else read as unset, silently (a timeout of
 // "1500ms" waited the default 120 s; CCO_ENABLE_SDMA=2 left SDMA off): the communicator is
 // refused, naming the variable as it was set.

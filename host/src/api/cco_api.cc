@@ -144,20 +144,23 @@ ccoResult_t ccoMemFree(ccoComm* comm, void* ptr) {
   return WithComm(__func__, comm, [&](ccoComm& c) { return cco::FreeMem(c, ptr); });
 }
 
+// A NULL output pointer of a collective call is this rank's failure inside the call's
+// agreement, not a return before it: the peers learn of it at once and the communicator
+// stays usable (a rank that left early left its peers waiting, then out of step).
 ccoResult_t ccoWindowRegister(ccoComm* comm, void* ptr, size_t size, ccoWindow_t* win) {
-  if (win == nullptr) return Report(__func__, InvalidArgument("win (the output pointer) is NULL"));
-  *win = 0;
+  if (win != nullptr) *win = 0;
   return WithComm(__func__, comm, [&](ccoComm& c) { return cco::RegisterWindow(c, ptr, size, false, win); });
 }
 
 ccoResult_t ccoWindowAllocRegister(ccoComm* comm, size_t size, void** ptr, ccoWindow_t* win) {
-  if (ptr == nullptr || win == nullptr) return Report(__func__, InvalidArgument("an output pointer is NULL"));
-  *ptr = nullptr;
-  *win = 0;
+  if (ptr != nullptr) *ptr = nullptr;
+  if (win != nullptr) *win = 0;
   return WithComm(__func__, comm, [&](ccoComm& c) {
     // Allocation failures are local; ranks agree on them before registering.
     void* mem = nullptr;
-    Status s = cco::Agree(c, "ccoWindowAllocRegister (allocation)", cco::AllocMem(c, size, &mem));
+    Status local = ptr == nullptr || win == nullptr ? InvalidArgument("an output pointer is NULL")
+                                                    : cco::AllocMem(c, size, &mem);
+    Status s = cco::Agree(c, "ccoWindowAllocRegister (allocation)", local);
     if (!s.ok()) {
       if (mem != nullptr) cco::FreeMem(c, mem);
       return s;
@@ -183,7 +186,6 @@ ccoResult_t ccoGetPeerPtr(ccoComm* comm, ccoWindow_t win, int lsaPeer, size_t of
 }
 
 ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm) {
-  if (devComm == nullptr) return Report(__func__, InvalidArgument("devComm (the output pointer) is NULL"));
   return WithComm(__func__, comm, [&](ccoComm& c) { return cco::CreateDevComm(c, reqs, devComm); });
 }
 

@@ -239,7 +239,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
   const uint32_t serial = ++c.devCommSerial;  // this rank's own count: tells a stale copy from a live one
   ccoDevCommRequirements full;  // the caller's, completed where its cco.h was older
-  Status local = ReadRequirements(userReqs, &full);
+  Status local = out == nullptr ? InvalidArgument("devComm (the output pointer) is NULL") : ReadRequirements(userReqs, &full);
   const ccoDevCommRequirements* reqs = &full;
   DirectBounds direct;
   if (local.ok()) local = CheckSupported(c, *reqs, &direct);

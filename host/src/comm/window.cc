@@ -191,7 +191,7 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   const uint64_t registration = ++c.registrations;  // every rank counts every call
   Allocation* a = nullptr;
   Region region{};
-  Status local = Locate(c, ptr, size, &a, &region);
+  Status local = win == nullptr ? InvalidArgument("win (the output pointer) is NULL") : Locate(c, ptr, size, &a, &region);
   const bool first = local.ok() && !a->peersMapped;
   const local_handles::Key mine = HandleKey(c, registration, c.topo.hostRank);
   if (first) local_handles::Publish(mine, a->handle, a->size);
