@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cco/cco.h"
+#include "net/select.h"
 
 namespace {
 
@@ -74,3 +75,50 @@ TEST(NetSelect, TcpAndUnsetBothWorkBetweenNodes) {
 }
 
 }  // namespace
+
+namespace cco {
+namespace {
+
+// Rank r's end of its queue pair to peer q, lane l: recognisably theirs.
+VerbsEndpoint EndOf(int r, int q, int l) {
+  VerbsEndpoint e{};
+  e.qpn = static_cast<uint32_t>(r) * 100000u + static_cast<uint32_t>(q) * 10u + static_cast<uint32_t>(l);
+  e.psn = static_cast<uint32_t>(r);
+  return e;
+}
+
+// The verbs endpoints of 1100 ranks, two lanes each: an all-gather of each rank's whole table
+// (70 KiB) passed the bootstrap's bound of one contribution (64 KiB), so verbs failed past
+// 1024 ranks. In rounds, each within the bound, every rank gets exactly the peers' ends for it.
+TEST(VerbsEndpoints, ExchangedInRoundsWithinTheContributionBound) {
+  const int n = 1100, lanes = 2;
+  const size_t bound = 64 << 10;
+  for (int me : {0, 1, 1023, 1024, 1099}) {
+    std::vector<VerbsEndpoint> mine(static_cast<size_t>(n) * lanes), theirs;
+    for (int q = 0; q < n; ++q)
+      for (int l = 0; l < lanes; ++l) mine[static_cast<size_t>(q) * lanes + l] = EndOf(me, q, l);
+    int rounds = 0;
+    // The all-gather every rank makes at once: rank r contributes its ends for the same peers.
+    const AllGatherFn gather = [&](const std::string&, const void* data, size_t bytes, void* out) {
+      EXPECT_LE(bytes, bound);
+      const auto* from = static_cast<const VerbsEndpoint*>(data);
+      const size_t first = static_cast<size_t>(from - mine.data()) / lanes, count = bytes / (lanes * sizeof(VerbsEndpoint));
+      auto* to = static_cast<VerbsEndpoint*>(out);
+      for (int r = 0; r < n; ++r)
+        for (size_t p = 0; p < count; ++p)
+          for (int l = 0; l < lanes; ++l)
+            to[(static_cast<size_t>(r) * count + p) * lanes + l] = EndOf(r, static_cast<int>(first + p), l);
+      ++rounds;
+      return Status::Ok();
+    };
+    ASSERT_TRUE(ExchangeEndpoints(n, me, lanes, mine, bound, gather, &theirs).ok());
+    EXPECT_EQ(rounds, 2);
+    ASSERT_EQ(theirs.size(), mine.size());
+    for (int q = 0; q < n; ++q)
+      for (int l = 0; l < lanes; ++l)
+        ASSERT_EQ(theirs[static_cast<size_t>(q) * lanes + l].qpn, EndOf(q, me, l).qpn) << "me " << me << " q " << q;
+  }
+}
+
+}  // namespace
+}  // namespace cco

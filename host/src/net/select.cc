@@ -2,6 +2,9 @@
 
 #include <string.h>
 
+#include <algorithm>
+
+#include "bootstrap/messages.h"
 #include "comm/agree.h"
 #include "comm/communicator.h"
 #include "common/env.h"
@@ -73,20 +76,23 @@ Status CreateVerbs(ccoComm& c, const std::vector<bool>& remote, const VerbsApi* 
                                       exporter, &made);
   CCO_RETURN_IF_ERROR(Agree(c, "GDA verbs backend", local));
   std::shared_ptr<VerbsBackend> verbs(std::move(made));
-  // Every rank's end of every queue pair, [rank][peer][lane]; each connects to the peers' ends for it.
+  // This rank's end of every queue pair, [peer][lane]; each connects to the peers' ends for it.
   const int n = c.topo.nRanks, lanes = options.lanes;
-  std::vector<VerbsEndpoint> mine(static_cast<size_t>(n) * lanes), all(static_cast<size_t>(n) * n * lanes);
+  std::vector<VerbsEndpoint> mine(static_cast<size_t>(n) * lanes), theirs;
   memset(mine.data(), 0, mine.size() * sizeof(VerbsEndpoint));
   for (int q = 0; q < n; ++q)
     if (remote[q])
       for (int l = 0; l < lanes; ++l) mine[static_cast<size_t>(q) * lanes + l] = verbs->Endpoint(q, l);
-  CCO_RETURN_IF_ERROR(c.bootstrap->AllGather("GDA verbs endpoints", mine.data(), mine.size() * sizeof(VerbsEndpoint),
-                                             all.data()));
+  CCO_RETURN_IF_ERROR(ExchangeEndpoints(
+      n, c.topo.rank, lanes, mine, kMaxContribution,
+      [&](const std::string& name, const void* data, size_t bytes, void* out) {
+        return c.bootstrap->AllGather(name, data, bytes, out);
+      },
+      &theirs));
   local = Status::Ok();
   for (int q = 0; q < n && local.ok(); ++q)
     if (remote[q])
-      for (int l = 0; l < lanes && local.ok(); ++l)
-        local = verbs->Connect(q, l, all[(static_cast<size_t>(q) * n + c.topo.rank) * lanes + l]);
+      for (int l = 0; l < lanes && local.ok(); ++l) local = verbs->Connect(q, l, theirs[static_cast<size_t>(q) * lanes + l]);
   CCO_RETURN_IF_ERROR(Agree(c, "GDA verbs connections", local));
   c.verbs = verbs;
   Status windows = RegisterExistingWindows(c);
@@ -99,6 +105,25 @@ Status CreateVerbs(ccoComm& c, const std::vector<bool>& remote, const VerbsApi* 
 }
 
 }  // namespace
+
+Status ExchangeEndpoints(int nRanks, int me, int lanes, const std::vector<VerbsEndpoint>& mine, size_t maxBytes,
+                         const AllGatherFn& gather, std::vector<VerbsEndpoint>* theirs) {
+  const size_t perPeer = static_cast<size_t>(lanes) * sizeof(VerbsEndpoint);
+  const int chunk = static_cast<int>(std::max<size_t>(1, maxBytes / perPeer));  // peers a round covers
+  theirs->assign(static_cast<size_t>(nRanks) * lanes, VerbsEndpoint{});
+  std::vector<VerbsEndpoint> round;
+  for (int first = 0; first < nRanks; first += chunk) {
+    const int count = std::min(chunk, nRanks - first);
+    round.resize(static_cast<size_t>(nRanks) * count * lanes);  // [rank][peer - first][lane]
+    CCO_RETURN_IF_ERROR(gather(Fmt("GDA verbs endpoints for ranks ", first, "+"), mine.data() + static_cast<size_t>(first) * lanes,
+                               count * perPeer, round.data()));
+    if (me < first || me >= first + count) continue;
+    for (int q = 0; q < nRanks; ++q)
+      for (int l = 0; l < lanes; ++l)
+        (*theirs)[static_cast<size_t>(q) * lanes + l] = round[(static_cast<size_t>(q) * count + (me - first)) * lanes + l];
+  }
+  return Status::Ok();
+}
 
 Status EnsureNetBackend(ccoComm& c, NetChoice choice) {
   if (c.proxy->HasNet()) return Status::Ok();

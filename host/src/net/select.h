@@ -10,10 +10,12 @@
 
 #include <stdint.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "net/verbs_backend.h"
 
 struct ccoComm;
 
@@ -30,6 +32,15 @@ std::vector<bool> NetPeers(const ccoComm& c, NetChoice choice);
 // Collective: makes the communicator's network backend unless it has one (every rank of a
 // communicator that spans hosts, or nodes under CCO_NET=tcp, takes part alike).
 Status EnsureNetBackend(ccoComm& c, NetChoice choice);
+
+// Collective: hands every peer this rank's ends of the queue pairs to it and returns theirs
+// to this rank. mine and *theirs: [peer][lane], nRanks * lanes. gather(name, data, bytes,
+// out) is an all-gather of `bytes` from every rank, at most maxBytes at a time; it runs in
+// rounds over the peers (an all-gather of every rank's whole table would outgrow a
+// contribution's bound past 1024 ranks, and hold nRanks^2 endpoints at once).
+using AllGatherFn = std::function<Status(const std::string& name, const void* data, size_t bytes, void* out)>;
+Status ExchangeEndpoints(int nRanks, int me, int lanes, const std::vector<VerbsEndpoint>& mine, size_t maxBytes,
+                         const AllGatherFn& gather, std::vector<VerbsEndpoint>* theirs);
 
 // Collective, at every window registration: with the verbs backend, registers this rank's
 // memory of window `id` with the NIC and hands every peer its key; nothing otherwise.
