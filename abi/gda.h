@@ -4,18 +4,16 @@
  *
  * One ring per (context, connected peer): `depth` (a power of two) 64-byte descriptors in
  * host-mapped memory,
- * with three counters, all monotone 64-bit tickets compared wrap-safely (they count from 0:
- * the host copy of `released` is raised by an unsigned atomic max, which assumes a ring
- * never passes 2^64 posts, centuries at any rate):
+ * with three counters, all monotone 64-bit tickets compared wrap-safely:
  *
  *   head      (device memory)  next ticket; a poster reserves by compare-and-swap once its
  *             slot is free
  *   released  (device memory, mirrored into host memory)  the doorbell: tickets below it may
  *             be consumed. A ring raises it (atomic max on the device; the poster whose raise
- *             took effect raises the host copy by a system-scope atomic max, so that rings
- *             made at once never leave it lower than any of them, whatever order their writes
- *             reach host memory in). The host copy needs no release order: the proxy checks
- *             each slot's `seq` itself
+ *             took effect stores the host copy and hands the store on to the next raise by a
+ *             release no-op on the device word, so that rings made at once never leave it
+ *             lower than any of them, whatever order their stores leave the device in). The
+ *             host copy needs no release order: the proxy checks each slot's `seq` itself
  *   consumed  (host memory, written by the proxy, behind the work on its stream)  tickets
  *             below it are complete; posters wait for credit on it (head - consumed < depth),
  *             through a device-side cache

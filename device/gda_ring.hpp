@@ -94,20 +94,30 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
 }
 
 /// Releases every ticket below `end`: the device maximum first; then the poster whose raise
-/// took effect raises the host copy the proxy reads, by a system-scope atomic max (atomic
-/// among this device's threads, which are its only writers). A store there, re-checked
-/// against the device maximum, could be lost: two rings' stores may reach host memory in
-/// either order, and a check after a store is no fence (store buffering), so the host copy
-/// could end below the device's and every later ring stop short of it. No release order is
-/// needed: the proxy takes a slot only once its `seq`, stored with release after the
-/// descriptor, says it is complete.
-/// Where the device maximum already reaches `end`, whoever raised it raises the host copy, so
-/// a ring with nothing new costs no bus write: a flush of an idle ring would otherwise write
-/// host memory, and the next system-scope fence wait for that write.
+/// took effect stores it into the host copy the proxy reads, and hands the store on with a
+/// release no-op compare-and-swap on the device maximum. A later raise (an acquire
+/// compare-and-swap, reading from that no-op or from a later write in its release sequence)
+/// therefore stores after this store, and the host copy ends at the maximum whatever order
+/// stores leave the device in. Where the hand-on finds the maximum raised meanwhile, the raiser
+/// may not have seen this store, so this poster stores the newer value too (its own smaller
+/// store comes first: same thread, same word). A store and a plain re-check (what this did
+/// before) could be lost: a check after a store is no fence (store buffering), and the host
+/// copy could end below the device's, and a later flush wait for ever.
+/// The host copy needs no release order for the proxy: it takes a slot only once its `seq`,
+/// stored with release after the descriptor, says it is complete.
+/// Where the device maximum already reaches `end`, whoever raised it stores it, so a ring with
+/// nothing new costs no bus write: a flush of an idle ring would otherwise write host memory,
+/// and the next system-scope fence wait for that write.
 CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
   if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->released), end)) return;
-  if (RollingMax(&r.dev->released, end) == end)
-    arch::fetch_max<order::Relaxed, scope::System>(&r.host->released, end);
+  uint64_t value = RollingMax<order::AcqRel>(&r.dev->released, end);
+  if (value != end) return;  // raised further meanwhile: that raise stores
+  for (;;) {
+    arch::store<order::Relaxed, scope::System>(&r.host->released, value);
+    const uint64_t now = arch::compare_exchange<order::Release, scope::Device>(&r.dev->released, value, value);
+    if (now == value) return;
+    value = now;
+  }
 }
 
 /// The proxy's `consumed` (host memory, a bus trip), raised into the device-side credit

@@ -251,7 +251,9 @@ TEST_P(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
 // always take the ring.
 uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
   const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
-  return reinterpret_cast<const volatile ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring))->head;
+  // An atomic load: other threads of the rank may be posting (TSan).
+  return __atomic_load_n(&reinterpret_cast<const ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring))->head,
+                         __ATOMIC_RELAXED);
 }
 
 TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {

@@ -27,7 +27,8 @@ TARGETS = {
 MEMORY_MODEL = {
     ("cuda", 0): [r"fence\.acq_rel\.sys"],
     ("cuda", 1): [r"st\.release\.sys\.u32", r"ld\.acquire\.sys\.u32"],
-    ("cuda", 2): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64", r"atom\.\w*\.?gpu\.add\.u64|atom\.add\.u64"],
+    # every_gda also reserves ring slots by a device-scope compare-and-swap on the head
+    ("cuda", 2): [r"st\.release\.sys\.u64", r"ld\.acquire\.sys\.u64", r"atom\.\w*\.?gpu\.cas\.b64|atom\.cas\.b64"],
     ("hip", 0): [r"buffer_wbl2 sc0 sc1"],
     ("hip", 1): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],
     ("hip", 2): [r"buffer_wbl2 sc0 sc1", r"buffer_inv sc0 sc1"],

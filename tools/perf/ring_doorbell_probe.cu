@@ -1,12 +1,13 @@
 // The GDA doorbell on a GPU (device/gda_ring.hpp Ring): many warps ring one ring at once, and
 // the host copy the proxy reads must end at the device maximum; and what one ring costs the
-// thread that rings, beside a plain store into host memory (how the host copy was written).
+// thread that rings, against the ways it could be done.
 //
 //   ring_doorbell_probe [runs]     (default 400)
 //
 // Prints how many runs ended with the host copy below the device's (must be 0), the device's
-// hostNativeAtomicSupported attribute (system-scope atomics on host memory are atomic among the
-// device's own threads either way), and ns per ring against ns per plain host store.
+// hostNativeAtomicSupported attribute, and ns per call (one thread, rising values) of: Ring as
+// shipped (store, then a release no-op hand-on); a system-scope atomic max on the host copy; the
+// store and plain re-check Ring did before (which could lose a doorbell); a plain host store.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,15 +34,34 @@ __global__ void RingFromEveryWarp(ccoGdaRingHost* host, ccoGdaRingDevice* dev, u
   for (int i = 0; i < rings; ++i) gda::Ring(r, atomicAdd(count, 1ull) + 1);
 }
 
-// One thread: `n` rings (or plain host stores) of rising values; ns per call.
-__global__ void TimeOne(ccoGdaRingHost* host, ccoGdaRingDevice* dev, int n, bool ring, double* ns) {
+enum Way { kShipped, kAtomicMax, kStoreAndRecheck, kPlainStore, kWays };
+const char* const kWayNames[] = {"Ring as shipped (store, release hand-on)", "device max, then system atomic max",
+                                 "device max, store, re-check (before)", "plain store into host memory"};
+
+// One thread: `n` calls of one way with rising values; ns per call.
+__global__ void TimeOne(ccoGdaRingHost* host, ccoGdaRingDevice* dev, int n, int way, double* ns) {
   const gda::RingView r{nullptr, host, dev, 256};
   const uint64_t start = arch::timer_ns();
-  for (int i = 1; i <= n; ++i) {
-    if (ring) gda::Ring(r, static_cast<uint64_t>(i));
-    else arch::store<order::Relaxed, scope::System>(&host->released, static_cast<uint64_t>(i));
+  for (uint64_t v = 1; v <= static_cast<uint64_t>(n); ++v) {
+    switch (way) {
+      case kShipped: gda::Ring(r, v); break;
+      case kAtomicMax:
+        if (gda::RollingMax(&dev->released, v) == v) arch::fetch_max<order::Relaxed, scope::System>(&host->released, v);
+        break;
+      case kStoreAndRecheck: {
+        uint64_t value = gda::RollingMax(&dev->released, v);
+        for (;;) {
+          arch::store<order::Relaxed, scope::System>(&host->released, value);
+          const uint64_t now = arch::load<order::Relaxed, scope::Device>(&dev->released);
+          if (now == value) break;
+          value = now;
+        }
+        break;
+      }
+      default: arch::store<order::Relaxed, scope::System>(&host->released, v);
+    }
   }
-  arch::fence<scope::System>();  // both wait for their last write to land
+  arch::fence<scope::System>();  // every way waits for its last write to land
   *ns = static_cast<double>(arch::timer_ns() - start) / n;
 }
 
@@ -77,14 +97,12 @@ int main(int argc, char** argv) {
          lost, runs);
   printf("hostNativeAtomicSupported: %d\n", native);
   for (int pass = 0; pass < 3; ++pass) {
-    for (bool ring : {true, false}) {
+    for (int way = 0; way < kWays; ++way) {
       memset(host, 0, sizeof(*host));
       RT_CHECK(cudaMemset(dev, 0, sizeof(*dev)));
-      TimeOne<<<1, 1>>>(host, dev, 10000, ring, ns);
+      TimeOne<<<1, 1>>>(host, dev, 10000, way, ns);
       RT_CHECK(cudaDeviceSynchronize());
-      printf("%-44s %8.1f ns per call (host copy %llu)\n",
-             ring ? "Ring (device max, then system atomic max)" : "plain store into host memory (the anchor)", *ns,
-             (unsigned long long)host->released);
+      printf("%-44s %8.1f ns per call (host copy %llu)\n", kWayNames[way], *ns, (unsigned long long)host->released);
     }
   }
   return lost == 0 ? 0 : 2;
