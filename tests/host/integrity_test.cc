@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,31 +56,45 @@ class IntegrityTest : public ::testing::Test {
   }
 };
 
-// ccoCommAbort may be called from any thread: racing a destroy it must neither touch what
-// the destroy frees (ASan and TSan in CI) nor fail other than "not a live communicator".
-TEST_F(IntegrityTest, AbortRacingDestroy) {
+// Makes a one-rank communicator 50 times and destroys it while `racers` threads call
+// call(comm) until it fails, which must be as "not a live communicator" (the calls overlap the
+// whole teardown; ASan and TSan in CI see what they touch).
+void RacingADestroy(int racers, const std::function<ccoResult_t(ccoComm*)>& call) {
   for (int round = 0; round < 50; ++round) {
     ccoUniqueId id;
     ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
     ccoComm* comm = nullptr;
     ASSERT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoSuccess);
-    std::atomic<bool> go{false};
-    std::thread aborter([&] {
-      while (!go) {
-      }
-      // Until the handle is gone: the aborts overlap the whole teardown.
-      for (ccoResult_t r = ccoSuccess;;) {
-        r = ccoCommAbort(comm);
-        if (r != ccoSuccess) {
-          EXPECT_EQ(r, ccoInvalidUsage);
-          break;
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < racers; ++t) {
+      threads.emplace_back([&] {
+        ++ready;
+        for (ccoResult_t r = ccoSuccess; r == ccoSuccess;) {
+          r = call(comm);
+          if (r != ccoSuccess) EXPECT_EQ(r, ccoInvalidUsage);
         }
-      }
-    });
-    go = true;
+      });
+    }
+    while (ready < racers) {
+    }
     EXPECT_EQ(ccoCommDestroy(comm), ccoSuccess);
-    aborter.join();
+    for (auto& t : threads) t.join();
   }
+}
+
+// ccoCommAbort may be called from any thread, a destroy racing it.
+TEST_F(IntegrityTest, AbortRacingDestroy) { RacingADestroy(1, [](ccoComm* comm) { return ccoCommAbort(comm); }); }
+
+// ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy it read the
+// proxy as the destroy let go of it (a crash). It reports OK or "not a live communicator".
+TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
+  RacingADestroy(3, [](ccoComm* comm) {
+    ccoResult_t async = ccoInternalError;
+    const ccoResult_t r = ccoCommGetAsyncError(comm, &async);
+    if (r == ccoSuccess) EXPECT_EQ(async, ccoSuccess);
+    return r;
+  });
 }
 
 // A stale handle never reaches the communicator created after it, wherever that one lives.
@@ -287,38 +302,6 @@ TEST_F(IntegrityTest, StaleWindowAndDevCommHandlesNameNothing) {
     RANK_OK(ccoCommDestroy(comm));
     return 0;
   }));
-}
-
-// ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy it read the
-// proxy as the destroy let go of it (a crash; ASan and TSan in CI). It must report OK or
-// "not a live communicator", nothing else.
-TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
-  for (int round = 0; round < 50; ++round) {
-    ccoUniqueId id;
-    ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
-    ccoComm* comm = nullptr;
-    ASSERT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoSuccess);
-    std::atomic<int> ready{0};
-    std::vector<std::thread> pollers;
-    for (int t = 0; t < 3; ++t) {
-      pollers.emplace_back([&] {
-        ++ready;
-        for (;;) {  // until the handle is gone: the polls overlap the whole teardown
-          ccoResult_t async = ccoInternalError;
-          const ccoResult_t r = ccoCommGetAsyncError(comm, &async);
-          if (r != ccoSuccess) {
-            EXPECT_EQ(r, ccoInvalidUsage);
-            break;
-          }
-          EXPECT_EQ(async, ccoSuccess);
-        }
-      });
-    }
-    while (ready < 3) {
-    }
-    EXPECT_EQ(ccoCommDestroy(comm), ccoSuccess);
-    for (auto& t : pollers) t.join();
-  }
 }
 
 // One rank passes a NULL output pointer to a collective call: it used to return before the
