@@ -72,7 +72,9 @@ void RacingADestroy(int racers, const std::function<ccoResult_t(ccoComm*)>& call
         ++ready;
         for (ccoResult_t r = ccoSuccess; r == ccoSuccess;) {
           r = call(comm);
-          if (r != ccoSuccess) EXPECT_EQ(r, ccoInvalidUsage);
+          if (r != ccoSuccess) {
+            EXPECT_EQ(r, ccoInvalidUsage);
+          }
         }
       });
     }
@@ -92,7 +94,9 @@ TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
   RacingADestroy(3, [](ccoComm* comm) {
     ccoResult_t async = ccoInternalError;
     const ccoResult_t r = ccoCommGetAsyncError(comm, &async);
-    if (r == ccoSuccess) EXPECT_EQ(async, ccoSuccess);
+    if (r == ccoSuccess) {
+      EXPECT_EQ(async, ccoSuccess);
+    }
     return r;
   });
 }
