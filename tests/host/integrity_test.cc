@@ -476,9 +476,9 @@ TEST_F(IntegrityTest, ManyRanksAsThreadsOfOneProcess) {
 
 // Out of descriptors in a rank that must export and receive one: the error says what limit
 // it hit, and its peer hears at once that it sent no descriptor (it waited for the timeout).
-// The descriptor it could not receive left its stream out of step (later exchanges read the
-// leftovers as "another operation's"): later registrations fail naming the first cause, the
-// first within the bound (the peer waits for it), the next ones at once on both ranks.
+// The frames whose descriptors were lost are still read whole, so the mesh stays in step:
+// once descriptors are back, the next registration works (later exchanges failed, reading
+// the leftovers as another operation's).
 TEST_F(IntegrityTest, DescriptorExhaustionIsNamed) {
   std::vector<int> st = RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
     ccoComm* comm = nullptr;
@@ -505,13 +505,9 @@ TEST_F(IntegrityTest, DescriptorExhaustionIsNamed) {
     }
     for (int fd : hog) close(fd);
     setrlimit(RLIMIT_NOFILE, &saved);
-    for (int again = 0; again < 2; ++again) {
-      const auto retry = Clock::now();
-      RANK_CHECK(ccoWindowRegister(comm, mem, 4096, &win) != ccoSuccess);
-      if (rank == 1) RANK_CHECK(LastErrorSays("broke in an earlier exchange") && LastErrorSays("RLIMIT_NOFILE"));
-      RANK_CHECK(SecondsSince(retry) < (again == 1 ? 1.5 : 4.0));  // the first: the peer's bound (2 s)
-    }
-    ccoCommDestroy(comm);
+    RANK_OK(ccoWindowRegister(comm, mem, 4096, &win));
+    RANK_OK(ccoWindowDeregister(comm, win));
+    RANK_OK(ccoCommDestroy(comm));
     return 0;
   }, 30);
   EXPECT_EQ(st, (std::vector<int>{0, 0}));

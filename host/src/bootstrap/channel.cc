@@ -87,10 +87,12 @@ Status Channel::Send(const std::string& payload, Deadline deadline, int fdToPass
   return SendAll(fd_.get(), frame.data(), frame.size(), deadline, fdToPass);
 }
 
-Status Channel::Recv(std::string* payload, size_t maxSize, Deadline deadline, int* fdReceived) {
+Status Channel::Recv(std::string* payload, size_t maxSize, Deadline deadline, int* fdReceived, bool* inStep) {
+  if (inStep != nullptr) *inStep = false;
   int fd = -1;
   char header[kFrameHeaderBytes];
-  Status s = RecvAll(fd_.get(), header, sizeof(header), deadline, &fd);
+  Status lost;  // a descriptor that could not be taken: the frame is still read whole
+  Status s = RecvAll(fd_.get(), header, sizeof(header), deadline, &fd, fdReceived != nullptr ? &lost : nullptr);
   uint64_t length = 0;
   if (s.ok()) s = ParseFrameHeader(header, maxSize, &length);
   if (s.ok() && fd >= 0 && fdReceived == nullptr) s = RemoteError("a peer passed a file descriptor nobody asked for");
@@ -110,6 +112,11 @@ Status Channel::Recv(std::string* payload, size_t maxSize, Deadline deadline, in
     return s;
   }
   ++recvSeq_;
+  if (inStep != nullptr) *inStep = true;
+  if (!lost.ok()) {
+    if (fd >= 0) close(fd);
+    return lost;
+  }
   if (fdReceived != nullptr) *fdReceived = fd;
   return Status::Ok();
 }

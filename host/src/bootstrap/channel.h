@@ -48,8 +48,12 @@ class Channel {
   // One frame; `fdToPass` (Unix sockets only) travels with it.
   Status Send(const std::string& payload, Deadline deadline, int fdToPass = -1);
   // One frame of at most maxSize payload bytes; a descriptor that came with it goes to
-  // *fdReceived (the caller owns it), and is an error when fdReceived is null.
-  Status Recv(std::string* payload, size_t maxSize, Deadline deadline, int* fdReceived = nullptr);
+  // *fdReceived (the caller owns it), and is an error when fdReceived is null. *inStep (if
+  // given) says whether the stream is still in step after a failure: true where only the
+  // descriptor was lost (this process's descriptor limit) and the frame itself was read whole
+  // and authenticated; false after any other failure (the channel is then of no further use).
+  Status Recv(std::string* payload, size_t maxSize, Deadline deadline, int* fdReceived = nullptr,
+              bool* inStep = nullptr);
 
   // For readers that gather a frame's bytes themselves (non-blocking servers): `frame` is
   // header, payload and tag exactly; checks it as the next frame and yields the payload.

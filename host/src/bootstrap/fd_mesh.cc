@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "bootstrap/acceptor.h"
 #include "bootstrap/messages.h"
 #include "bootstrap/root.h"
@@ -94,13 +96,22 @@ Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(in
     std::string bytes;
     uint64_t got = 0;
     int fd = -1;
-    Status s = peers_[i].Recv(&bytes, kMaxJoinBytes, deadline, &fd);
+    bool inStep = false;
+    Status s = peers_[i].Recv(&bytes, kMaxJoinBytes, deadline, &fd, &inStep);
+    // Only its descriptor lost (this process's descriptor limit): the frame itself was read
+    // whole, so the stream is in step if it is this exchange's; a failed take.
+    Status lost;
+    if (!s.ok() && inStep) std::swap(lost, s);
     if (s.ok()) s = DecodeFdMessage(bytes, &got);
     if (s.ok() && got != tag)
       s = RemoteError(Fmt("a peer sent the descriptor of another operation (tag ", got, ", expected ", tag, ")"));
     if (!s.ok()) {
       if (fd >= 0) close(fd);
       return broke(s.Prefixed(Fmt("receiving from LSA rank ", i)));  // the stream itself is broken
+    }
+    if (!lost.ok()) {
+      if (first.ok()) first = lost.Prefixed(Fmt("receiving from LSA rank ", i));
+      continue;
     }
     if (fd < 0) {
       if (first.ok()) first = RemoteError(Fmt("LSA rank ", i, " sent no descriptor (it could not export its memory)"));

@@ -45,9 +45,10 @@ class FdMesh {
   // period (8–24 ms measured on the H200 machine, where a rank receiving 7 at once did so).
   // myFd < 0 (this rank has no descriptor: its export failed) still takes part, so that its
   // peers fail at once instead of at the timeout; a member that sent none fails the exchange.
-  // Returns the first failure: a failed `take` or a member without a descriptor after every
-  // member's message was still received and its descriptor closed, so the next exchange
-  // stays in step; a broken stream (a send or receive that failed, a message of another
+  // Returns the first failure: a failed `take`, a member without a descriptor, or a
+  // descriptor this process could not take (its descriptor limit) after every member's
+  // message was still received and its descriptor closed, so the next exchange stays in
+  // step; a broken stream (a send or receive that failed, a message of another
   // exchange) at once, and then every later exchange fails at once with it: the streams are
   // out of step for good.
   Status AllExchange(int myFd, uint64_t tag, const std::function<Status(int member, int fd)>& take);

@@ -137,7 +137,8 @@ ssize_t SendSome(int fd, const char* p, size_t size, int fdToPass) {
 
 // One recvmsg; descriptors that came with the bytes are closed unless `fdReceived` takes
 // the first (and only) one. MSG_CTRUNC means the kernel could not install a descriptor.
-ssize_t RecvSome(int fd, char* p, size_t size, int* fdReceived, Status* problem) {
+// `truncated` (null: `problem`) gets a descriptor the kernel could not hand over.
+ssize_t RecvSome(int fd, char* p, size_t size, int* fdReceived, Status* problem, Status* truncated) {
   iovec iov = {p, size};
   msghdr msg = {};
   msg.msg_iov = &iov;
@@ -161,8 +162,9 @@ ssize_t RecvSome(int fd, char* p, size_t size, int* fdReceived, Status* problem)
       }
     }
   }
-  if ((msg.msg_flags & MSG_CTRUNC) && problem->ok())
-    *problem = SystemError("a file descriptor a peer sent could not be received: " + DescriptorLimitNote());
+  Status* lost = truncated != nullptr ? truncated : problem;
+  if ((msg.msg_flags & MSG_CTRUNC) && lost->ok())
+    *lost = SystemError("a file descriptor a peer sent could not be received: " + DescriptorLimitNote());
   return n;
 }
 
@@ -188,11 +190,11 @@ Status SendAll(int fd, const void* data, size_t size, Deadline deadline, int fdT
   return Status::Ok();
 }
 
-Status RecvAll(int fd, void* data, size_t size, Deadline deadline, int* fdReceived) {
+Status RecvAll(int fd, void* data, size_t size, Deadline deadline, int* fdReceived, Status* lostDescriptor) {
   char* p = static_cast<char*>(data);
   Status problem;
   while (size > 0) {
-    ssize_t n = RecvSome(fd, p, size, fdReceived, &problem);
+    ssize_t n = RecvSome(fd, p, size, fdReceived, &problem, lostDescriptor);
     if (!problem.ok()) return problem;
     if (n > 0) {
       p += n;

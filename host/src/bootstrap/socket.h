@@ -62,9 +62,12 @@ Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out);
 
 // Whole-buffer transfers. A peer that closes mid-way is ccoRemoteError ("closed").
 // SendAll can pass one descriptor (SCM_RIGHTS, Unix sockets) with the first byte; RecvAll
-// then takes it (else -1) into *fdReceived, and refuses more than one.
+// then takes it (else -1) into *fdReceived, and refuses more than one. With lostDescriptor,
+// a descriptor this process could not take (its descriptor limit) is reported there and the
+// bytes are still read, keeping the stream in step; without, it fails the transfer at once.
 Status SendAll(int fd, const void* data, size_t size, Deadline deadline, int fdToPass = -1);
-Status RecvAll(int fd, void* data, size_t size, Deadline deadline, int* fdReceived = nullptr);
+Status RecvAll(int fd, void* data, size_t size, Deadline deadline, int* fdReceived = nullptr,
+               Status* lostDescriptor = nullptr);
 
 // Whether a failed transfer failed because the peer closed or reset the connection (what
 // SendAll and RecvAll say then), as opposed to a timeout or a bad message.
