@@ -187,10 +187,10 @@ class Communicator:
         """Deregisters a window (a RegisteredWindow or its handle); collective."""
         handle = win.handle if isinstance(win, RegisteredWindow) else address_value(win, "win")
         self._call("ccoWindowDeregister", handle)
-        # The object deregistered, or the one tracked under that handle.
-        gone = win if isinstance(win, RegisteredWindow) else None
-        self._collective = [r for r in self._collective
-                            if not (r is gone or (gone is None and isinstance(r, RegisteredWindow) and r.handle == handle))]
+        # The object deregistered, or (given a handle) the window tracked under it.
+        gone = win if isinstance(win, RegisteredWindow) else next(
+            (r for r in self._collective if isinstance(r, RegisteredWindow) and r.handle == handle), None)
+        self._collective = [r for r in self._collective if r is not gone]
 
     def peer_ptr(self, win, lsa_peer: int, offset: int = 0) -> int:
         """This process's address of byte `offset` of LSA rank lsa_peer's copy of win."""

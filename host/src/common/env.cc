@@ -47,11 +47,21 @@ std::string Get(const char* name, const std::string& fallback) {
 
 bool IsSet(const char* name) { return Raw(name) != nullptr; }
 
+namespace {
+// The spellings of an on/off variable (any case): Flag reads them, CheckValues allows only them.
+constexpr const char* kOn[] = {"1", "true", "yes", "on"};
+constexpr const char* kOff[] = {"", "0", "false", "no", "off"};
+template <size_t N> bool OneOf(const char* v, const char* const (&words)[N]) {
+  for (const char* word : words)
+    if (strcasecmp(v, word) == 0) return true;
+  return false;
+}
+}  // namespace
+
 bool Flag(const char* name, bool fallback) {
   const char* v = Raw(name);
   if (v == nullptr) return fallback;
-  return strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
-         strcasecmp(v, "on") == 0;
+  return OneOf(v, kOn);
 }
 
 int64_t Int(const char* name, int64_t fallback) {
@@ -81,11 +91,6 @@ bool IsWholeNumber(const char* v) {
     if (*p < '0' || *p > '9') return false;
   return true;
 }
-bool IsOnOff(const char* v) {
-  for (const char* word : {"", "1", "0", "true", "false", "yes", "no", "on", "off"})
-    if (strcasecmp(v, word) == 0) return true;
-  return false;
-}
 }  // namespace
 
 Status CheckValues() {
@@ -101,7 +106,7 @@ Status CheckValues() {
   }
   for (const char* name : kFlags) {
     const char* v = Raw(name);
-    if (v != nullptr && !IsOnOff(v))
+    if (v != nullptr && !OneOf(v, kOn) && !OneOf(v, kOff))
       return InvalidArgument(SetAs(name) + "=\"" + v + "\" is neither on (1, true, yes, on) nor off (0, false, no, off)");
   }
   return Status::Ok();
