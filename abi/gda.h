@@ -3,24 +3,27 @@
  * arithmetic here is the only copy of it on either side.
  *
  * One ring per (context, connected peer): `depth` (a power of two) 64-byte descriptors in
- * host-mapped memory,
- * with three counters, all monotone 64-bit tickets compared wrap-safely:
+ * host-mapped memory, and three counters, all monotone 64-bit tickets compared wrap-safely:
  *
  *   head      (device memory)  next ticket; a poster reserves by compare-and-swap once its
  *             slot is free
- *   released  (device memory, mirrored into host memory)  the doorbell: tickets below it may
- *             be consumed. A ring raises it (atomic max on the device; the poster whose raise
- *             took effect stores the host copy and hands the store on to the next raise by a
- *             release no-op on the device word, so that rings made at once never leave it
- *             lower than any of them, whatever order their stores leave the device in). The
- *             host copy needs no release order: the proxy checks each slot's `seq` itself
+ *   released  (device memory)  the doorbell: tickets below it may be consumed. A ring raises
+ *             it by compare-and-swap, and the poster whose swap moved it from X to M tells the
+ *             proxy by storing M into the ring's mark for ticket X (host memory). The raises
+ *             form one chain from the first ticket up, each link stored once into its own
+ *             word, so the proxy follows the chain from where it stands, one word a link, and
+ *             no two rings ever store into one word: whatever order their stores leave the
+ *             device in, none is lost (one shared host word could end at the lower of two
+ *             rings made at once). A mark is a link only where X < M <= X + depth: the marks
+ *             of earlier laps are at most X, so no mark is ever cleared.
  *   consumed  (host memory, written by the proxy, behind the work on its stream)  tickets
  *             below it are complete; posters wait for credit on it (head - consumed < depth),
  *             through a device-side cache
  *
  * A slot is complete when its `seq` word, written last with release order, equals its
  * ticket + 1: the proxy never acts on a descriptor that is still being written, even when a
- * later ring released it, and never needs to clear a slot. Windows travel as ids
+ * later ring released it, and never needs to clear a slot (the marks need no order either).
+ * Windows travel as ids
  * (ccoWindowDevice.id) and offsets, never as addresses.
  */
 #ifndef CCO_ABI_GDA_H_
@@ -72,16 +75,13 @@ typedef struct ccoGdaDesc {
   uint32_t reserved;     /* zero */
 } ccoGdaDesc;
 
-/* Each ring's host-side words, one cache line apiece (the device writes `released`, the
- * proxy writes the others). */
+/* Each ring's host-side words, one cache line apiece (the proxy writes them; the device reads). */
 typedef struct ccoGdaRingHost {
-  uint64_t released;
-  uint64_t pad0[7];
   uint64_t consumed;
-  uint64_t pad1[7];
+  uint64_t pad0[7];
   uint32_t error;        /* ccoGdaRingError: the proxy failed this ring's work */
   int32_t errorPeer;     /* the world rank it failed on */
-  uint64_t pad2[7];
+  uint64_t pad1[7];
 } ccoGdaRingHost;
 
 /* Each ring's device-side words. */
@@ -110,9 +110,9 @@ CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, srcOffset) == 32, "ccoGdaDesc.srcOffset")
 CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, bytes) == 40, "ccoGdaDesc.bytes");
 CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, signalValue) == 48, "ccoGdaDesc.signalValue");
 CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, counterId) == 56, "ccoGdaDesc.counterId");
-CCO_STATIC_ASSERT(sizeof(ccoGdaRingHost) == 192, "ccoGdaRingHost size");
-CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumed) == 64, "ccoGdaRingHost.consumed");
-CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, error) == 128, "ccoGdaRingHost.error");
+CCO_STATIC_ASSERT(sizeof(ccoGdaRingHost) == 128, "ccoGdaRingHost size");
+CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumed) == 0, "ccoGdaRingHost.consumed");
+CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, error) == 64, "ccoGdaRingHost.error");
 CCO_STATIC_ASSERT(sizeof(ccoGdaRingDevice) == 64, "ccoGdaRingDevice size");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingDevice, failed) == 24, "ccoGdaRingDevice.failed");
 
@@ -123,12 +123,24 @@ CCO_STATIC_ASSERT(offsetof(ccoGdaRingDevice, failed) == 24, "ccoGdaRingDevice.fa
 CCO_GDA_INLINE int cco_gda_before(uint64_t a, uint64_t b) { return (int64_t)(a - b) < 0; }
 CCO_GDA_INLINE uint64_t cco_gda_slot_of(uint64_t ticket, uint32_t depth) { return ticket & (uint64_t)(depth - 1u); }
 
-/* What a slot's `seq` holds before its first post, for a ring whose first ticket is
- * `firstTicket`: the ticket one lap earlier, + 1. It matches no ticket of the first lap (zeroed
- * memory would match ticket 2^64 - 1), so a slot never written is never taken as complete. */
+/* Whether the mark `mark` read at boundary `at` (the mark of ticket `at`) is the link the
+ * ring from `at` stored: `at` < mark <= `at` + depth. Marks left by earlier laps are at most
+ * `at`; a device cannot release more than `depth` tickets past the proxy. */
+CCO_GDA_INLINE int cco_gda_mark_links(uint64_t at, uint64_t mark, uint32_t depth) {
+  return cco_gda_before(at, mark) && !cco_gda_before(at + depth, mark);
+}
+
+/* The ticket of `slot`'s first lap, for a ring whose first ticket is `firstTicket`. */
+CCO_GDA_INLINE uint64_t cco_gda_first_lap_ticket(uint64_t slot, uint64_t firstTicket, uint32_t depth) {
+  return firstTicket + ((slot - firstTicket) & (uint64_t)(depth - 1u));
+}
+
+/* What a slot's `seq` holds before its first post: the ticket one lap before its first, + 1.
+ * It matches no ticket of the first lap (zeroed memory would match ticket 2^64 - 1), so a slot
+ * never written is never taken as complete. A slot's mark starts at its first-lap ticket,
+ * which links nothing (cco_gda_mark_links). */
 CCO_GDA_INLINE uint64_t cco_gda_initial_seq(uint64_t slot, uint64_t firstTicket, uint32_t depth) {
-  const uint64_t ticket = firstTicket + ((slot - firstTicket) & (uint64_t)(depth - 1u));
-  return ticket + 1u - depth;
+  return cco_gda_first_lap_ticket(slot, firstTicket, depth) + 1u - depth;
 }
 
 /* --- peers ------------------------------------------------------------------------------- */
@@ -223,18 +235,27 @@ CCO_GDA_INLINE uint32_t cco_gda_ring_index(int32_t context, int32_t peerIndex, i
 CCO_GDA_INLINE uint64_t cco_gda_desc_address(uint64_t slots, uint32_t depth, uint32_t ring, uint64_t ticket) {
   return slots + ((uint64_t)ring * depth + cco_gda_slot_of(ticket, depth)) * sizeof(ccoGdaDesc);
 }
-CCO_GDA_INLINE uint64_t cco_gda_ring_host_address(uint64_t hostState, uint32_t ring) {
-  return hostState + (uint64_t)ring * sizeof(ccoGdaRingHost);
+CCO_GDA_INLINE uint64_t cco_gda_ring_host_address(uint64_t hostWords, uint32_t ring) {
+  return hostWords + (uint64_t)ring * sizeof(ccoGdaRingHost);
+}
+/* The marks of `ring` (one uint64 per slot) lie below the host-side words, ring 0's nearest:
+ * a poster finds them from the words' address alone. */
+CCO_GDA_INLINE uint64_t cco_gda_ring_marks_address(uint64_t hostWords, uint32_t depth, uint32_t ring) {
+  return hostWords - ((uint64_t)ring + 1u) * depth * sizeof(uint64_t);
 }
 CCO_GDA_INLINE uint64_t cco_gda_ring_device_address(uint64_t deviceState, uint32_t ring) {
   return deviceState + (uint64_t)ring * sizeof(ccoGdaRingDevice);
 }
-/* Host-mapped bytes of `rings` rings of `depth`: the descriptors, then the host-side words. */
+/* Host-mapped bytes of `rings` rings of `depth`: the descriptors, the marks (last ring
+ * first), then the host-side words. */
 CCO_GDA_INLINE uint64_t cco_gda_slots_bytes(uint32_t rings, uint32_t depth) {
   return (uint64_t)rings * depth * sizeof(ccoGdaDesc);
 }
+CCO_GDA_INLINE uint64_t cco_gda_host_words_offset(uint32_t rings, uint32_t depth) {
+  return cco_gda_slots_bytes(rings, depth) + (uint64_t)rings * depth * sizeof(uint64_t);
+}
 CCO_GDA_INLINE uint64_t cco_gda_host_bytes(uint32_t rings, uint32_t depth) {
-  return cco_gda_slots_bytes(rings, depth) + (uint64_t)rings * sizeof(ccoGdaRingHost);
+  return cco_gda_host_words_offset(rings, depth) + (uint64_t)rings * sizeof(ccoGdaRingHost);
 }
 
 #endif /* CCO_ABI_GDA_H_ */

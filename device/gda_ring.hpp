@@ -37,6 +37,7 @@ namespace gda {
 /// One ring as a poster sees it.
 struct RingView {
   ccoGdaDesc* slots;  // this ring's first descriptor
+  uint64_t* marks;    // this ring's doorbell marks, one per slot (host memory)
   ccoGdaRingHost* host;
   ccoGdaRingDevice* dev;
   uint32_t depth;
@@ -93,30 +94,26 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
   return seen;
 }
 
-/// Releases every ticket below `end`: the device maximum first; then the poster whose raise
-/// took effect stores it into the host copy the proxy reads, and hands the store on with a
-/// release no-op compare-and-swap on the device maximum. A later raise (an acquire
-/// compare-and-swap, reading from that no-op or from a later write in its release sequence)
-/// therefore stores after this store, and the host copy ends at the maximum whatever order
-/// stores leave the device in. Where the hand-on finds the maximum raised meanwhile, the raiser
-/// may not have seen this store, so this poster stores the newer value too (its own smaller
-/// store comes first: same thread, same word). A store and a plain re-check (what this did
-/// before) could be lost: a check after a store is no fence (store buffering), and the host
-/// copy could end below the device's, and a later flush wait for ever.
-/// The host copy needs no release order for the proxy: it takes a slot only once its `seq`,
+/// Releases every ticket below `end`: raises the device maximum from X to `end` by
+/// compare-and-swap, and the poster whose swap took effect stores the link (`end` into the
+/// mark of ticket X, abi/gda.h) that the proxy follows. Each link has one word and one writer,
+/// so rings made at once need no order among their host stores, and a ring waits for no bus
+/// trip (a shared host word needed a hand-on that waited for the store to land: ~0.9 us more
+/// a ring, tools/perf/ring_doorbell_probe.cu).
+/// Neither the swap nor the store needs order: the proxy takes a slot only once its `seq`,
 /// stored with release after the descriptor, says it is complete.
-/// Where the device maximum already reaches `end`, whoever raised it stores it, so a ring with
-/// nothing new costs no bus write: a flush of an idle ring would otherwise write host memory,
-/// and the next system-scope fence wait for that write.
+/// Where the device maximum already reaches `end`, another ring stored its link, so a ring
+/// with nothing new costs no bus write: a flush of an idle ring would otherwise write host
+/// memory, and the next system-scope fence wait for that write.
 CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
-  if (!cco_gda_before(arch::load<order::Relaxed, scope::Device>(&r.dev->released), end)) return;
-  uint64_t value = RollingMax<order::AcqRel>(&r.dev->released, end);
-  if (value != end) return;  // raised further meanwhile: that raise stores
-  for (;;) {
-    arch::store<order::Relaxed, scope::System>(&r.host->released, value);
-    const uint64_t now = arch::compare_exchange<order::Release, scope::Device>(&r.dev->released, value, value);
-    if (now == value) return;
-    value = now;
+  uint64_t from = arch::load<order::Relaxed, scope::Device>(&r.dev->released);
+  while (cco_gda_before(from, end)) {
+    const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
+    if (was == from) {
+      arch::store<order::Relaxed, scope::System>(r.marks + cco_gda_slot_of(from, r.depth), end);
+      return;
+    }
+    from = was;
   }
 }
 

@@ -6,7 +6,7 @@ bitcode rules, the manifest and the tests all read this file.
 
 # Must equal CCO_ABI_VERSION in abi/version.h (the wrappers refuse to compile otherwise);
 # the bitcode records it where tools without LLVM can read it.
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 # arch -> the arch clang-19 compiles for. LLVM 19 knows neither sm_100 nor gfx950; their
 # variants are compiled for the nearest older arch (CCO's device code uses no instruction

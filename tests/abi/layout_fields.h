@@ -28,8 +28,8 @@
   X(ccoGdaDesc, seq) X(ccoGdaDesc, op) X(ccoGdaDesc, signalOp) X(ccoGdaDesc, flags) X(ccoGdaDesc, signalId) \
   X(ccoGdaDesc, dstWindow) X(ccoGdaDesc, srcWindow) X(ccoGdaDesc, dstOffset) X(ccoGdaDesc, srcOffset) \
   X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, reserved) \
-  X(ccoGdaRingHost, released) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad1) \
-  X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) X(ccoGdaRingHost, pad2) \
+  X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) \
+  X(ccoGdaRingHost, pad1) \
   X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, failed) \
   X(ccoGdaRingDevice, pad)
 

@@ -26,17 +26,19 @@ using gda::WaitLimits;
 // One ring in plain memory, both sides' views of it.
 struct TestRing {
   std::vector<ccoGdaDesc> slots;
+  std::vector<uint64_t> marks;
   ccoGdaRingHost host{};
   ccoGdaRingDevice dev{};
   RingConsumer consumer;
   uint32_t abort = 0;
 
-  TestRing(uint32_t depth, uint64_t first = 0) : slots(depth) {
-    RingConsumer::Initialize(slots.data(), &host, depth, first);
+  TestRing(uint32_t depth, uint64_t first = 0) : slots(depth), marks(depth) {
+    RingConsumer::Initialize(memory(), first);
     dev.head = dev.released = dev.consumedCache = first;
-    consumer = RingConsumer(slots.data(), &host, depth, first);
+    consumer = RingConsumer(memory(), first);
   }
-  RingView view() { return RingView{slots.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
+  RingMemory memory() { return RingMemory{slots.data(), marks.data(), &host, static_cast<uint32_t>(slots.size())}; }
+  RingView view() { return RingView{slots.data(), marks.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
   // The proxy's part: the work of `ticket` is done, and `consumed` says so.
   void Complete(uint64_t ticket) {
     consumer.Complete(ticket);
@@ -252,8 +254,8 @@ TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
   ccoGdaDesc* slot = ring.slots.data() + cco_gda_slot_of(slow, 16);
   slot->dstOffset = 77;  // half written
   ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(1, 0), ring.limits()), 0);  // rings both
-  EXPECT_EQ(ring.host.released, 2u);
   EXPECT_FALSE(Visible(ring, 30));
+  EXPECT_EQ(ring.consumer.released(), 2u);
   gda::Write<ccoGdaImmediate>(ring.view(), slow, Describe(0, 0));
   ccoGdaDesc d;
   uint64_t t;
@@ -262,6 +264,59 @@ TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
   EXPECT_EQ(d.srcWindow, 0u);
   ASSERT_TRUE(Visible(ring, 100, &d, &t));
   EXPECT_EQ(d.srcWindow, 1u);
+}
+
+// Two rings at once whose host stores land in the other order: the later link waits in its
+// own word until the earlier one lands, and the consumer then follows both (one shared host
+// word would have ended at the earlier ring's value, the later ring lost).
+TEST(GdaRing, RingsWhoseMarksLandOutOfOrderLoseNothing) {
+  TestRing ring(16);
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(PostAs<ccoGdaDeferred>(ring.view(), Describe(0, k), ring.limits()), 0);
+  gda::Ring(ring.view(), 2);
+  const uint64_t firstLink = ring.marks[0];
+  ring.marks[0] = 0;  // the first ring's store has not landed
+  gda::Ring(ring.view(), 5);
+  EXPECT_EQ(ring.marks[2], 5u) << "the second ring's link, from where the first one ended";
+  EXPECT_FALSE(Visible(ring, 30));
+  ring.marks[0] = firstLink;  // it lands
+  ccoGdaDesc d;
+  uint64_t t;
+  for (uint64_t k = 0; k < 5; ++k) {
+    ASSERT_TRUE(Visible(ring, 100, &d, &t)) << "post " << k;
+    EXPECT_EQ(t, k);
+  }
+  EXPECT_EQ(ring.consumer.released(), 5u);
+  gda::Ring(ring.view(), 4);  // below the maximum: no link, no store
+  EXPECT_EQ(ring.marks[4], 4u) << "still its first-lap value";
+}
+
+// A mark links only its own slot's ticket, forward by 1 to depth: marks of earlier laps, the
+// first-lap values, and anything further are no link, near 2^32 and 2^64 too.
+TEST(GdaRing, OnlyAMarkOfThisLapLinks) {
+  for (uint64_t first : {uint64_t{0}, uint64_t{5}, ~uint64_t{0} - 2, (uint64_t{1} << 32) - 1}) {
+    for (uint32_t depth : {1u, 4u, 256u}) {
+      for (uint64_t lap = 0; lap < 3; ++lap) {
+        for (uint64_t i = 0; i < depth; ++i) {
+          const uint64_t at = first + lap * depth + i;
+          const uint64_t initial = cco_gda_first_lap_ticket(cco_gda_slot_of(at, depth), first, depth);
+          EXPECT_FALSE(cco_gda_mark_links(at, initial, depth)) << first << " " << depth << " " << at;
+          EXPECT_FALSE(cco_gda_mark_links(at, at - depth + 1, depth)) << "a link of the lap before";
+          EXPECT_TRUE(cco_gda_mark_links(at, at + 1, depth));
+          EXPECT_TRUE(cco_gda_mark_links(at, at + depth, depth));
+          EXPECT_FALSE(cco_gda_mark_links(at, at + depth + 1, depth));
+        }
+      }
+    }
+  }
+}
+
+// Whatever the marks hold, the consumer follows at most depth links a look and hands out
+// nothing it cannot see complete.
+TEST(GdaRing, ScribbledMarksNeitherHangNorHandOutEmptySlots) {
+  TestRing ring(4);
+  for (uint64_t i = 0; i < 4; ++i) ring.marks[i] = i + 1;  // a chain 0 -> 1 -> ... -> 4
+  EXPECT_FALSE(Visible(ring, 10)) << "no slot was written";
+  EXPECT_EQ(ring.consumer.released(), 4u) << "and slot 0's mark (1) links nothing from 4";
 }
 
 // --- waits end: timeout, abort, a failed ring -------------------------------------------

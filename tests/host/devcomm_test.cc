@@ -96,7 +96,8 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
     reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
     RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
     RANK_CHECK(dc.gdaPeerCount == n && dc.gdaRingDepth == CCO_GDA_RING_DEPTH_DEFAULT && dc.gdaRingSlots != 0 &&
-               dc.gdaRingHost == dc.gdaRingSlots + 4ull * n * dc.gdaRingDepth * sizeof(ccoGdaDesc) && dc.gdaSignals != 0 &&
+               dc.gdaRingHost == dc.gdaRingSlots + 4ull * n * dc.gdaRingDepth * (sizeof(ccoGdaDesc) + sizeof(uint64_t)) &&
+               dc.gdaSignals != 0 &&
                dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1) * (n + dc.lsaSize));  // (signals + barrier) x senders
     // Signal and counter words are in the resource window, zeroed.
     RANK_CHECK(dc.gdaSignals >= dc.ptr && dc.gdaCounters + 8 * 16 <= dc.ptr + dc.resourceSize);

@@ -5,7 +5,7 @@ neither the table nor libcco.so; tests/python compares every one of them with th
 the headers and the loaded library, so a drift fails a test instead of a job.
 """
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 DEV_COMM_MAGIC = 0x444F4343  # "CCOD"
 WINDOW_MAGIC = 0x574F4343  # "CCOW"

@@ -1,7 +1,8 @@
-// The consumer side of one GDA ring (abi/gda.h, the producer is device/gda_ring.hpp): hands
-// out released, complete descriptors in ticket order, and tracks the prefix of tickets whose
-// work is done (work may finish out of order). Publishing `consumed` is the caller's: the
-// proxy writes it behind the work on its stream, so it cannot run ahead of the work.
+// The consumer side of one GDA ring (abi/gda.h, the producer is device/gda_ring.hpp): follows
+// the doorbell's chain of marks, hands out released, complete descriptors in ticket order, and
+// tracks the prefix of tickets whose work is done (work may finish out of order). Publishing
+// `consumed` is the caller's: the proxy writes it behind the work on its stream, so it cannot
+// run ahead of the work.
 #ifndef CCO_HOST_PROXY_RING_CONSUMER_H_
 #define CCO_HOST_PROXY_RING_CONSUMER_H_
 
@@ -13,15 +14,24 @@
 
 namespace cco {
 
+// One ring's host-mapped memory (abi/gda.h).
+struct RingMemory {
+  ccoGdaDesc* slots;
+  uint64_t* marks;  // one per slot
+  ccoGdaRingHost* host;
+  uint32_t depth;
+};
+
 class RingConsumer {
  public:
   RingConsumer() = default;
-  // The ring's memory; `firstTicket` is where its counters start (0 for a fresh ring).
-  RingConsumer(ccoGdaDesc* slots, ccoGdaRingHost* host, uint32_t depth, uint64_t firstTicket = 0);
+  // `firstTicket` is where the ring's counters start (0 for a fresh ring).
+  explicit RingConsumer(const RingMemory& ring, uint64_t firstTicket = 0);
 
-  // Puts every slot in its empty state (cco_gda_initial_seq) and the host words at
-  // firstTicket: the one who allocates the ring does this once, before any post.
-  static void Initialize(ccoGdaDesc* slots, ccoGdaRingHost* host, uint32_t depth, uint64_t firstTicket);
+  // Puts every slot and mark in its empty state (cco_gda_initial_seq; a mark that links
+  // nothing) and the host words at firstTicket: the one who allocates the ring does this once,
+  // before any post.
+  static void Initialize(const RingMemory& ring, uint64_t firstTicket);
 
   // The next descriptor, if it is released and complete; `*ticket` names it for Complete.
   bool Next(ccoGdaDesc* desc, uint64_t* ticket);
@@ -37,12 +47,16 @@ class RingConsumer {
   bool failed() const { return failed_; }
   uint64_t handedOut() const { return next_; }
   uint64_t consumed() const { return consumed_; }
+  // Every ticket below is released, as far as the marks read so far say.
+  uint64_t released() const { return released_; }
 
  private:
-  ccoGdaDesc* slots_ = nullptr;
-  ccoGdaRingHost* host_ = nullptr;
-  uint32_t depth_ = 0;
+  // Follows the marks' chain from released_ as far as it is stored.
+  void FollowMarks();
+
+  RingMemory ring_{};
   uint64_t next_ = 0;       // the next ticket to hand out
+  uint64_t released_ = 0;   // every ticket below is released
   uint64_t consumed_ = 0;   // every ticket below is done
   uint64_t published_ = 0;  // consumed_ when Unpublished last said so
   std::vector<uint8_t> done_;  // by slot, for tickets in [consumed_, next_)

@@ -11,11 +11,14 @@ Status AllocateRings(ccoComm& c, uint32_t count, uint32_t depth, RingSet* rings)
   r.hostBytes = cco_gda_host_bytes(count, depth);
   CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, r.hostBytes, &r.host, &r.hostDevice).Prefixed("proxy rings"));
   auto* slots = static_cast<ccoGdaDesc*>(r.host);
-  auto* words = reinterpret_cast<ccoGdaRingHost*>(static_cast<char*>(r.host) + cco_gda_slots_bytes(count, depth));
+  const uint64_t words = reinterpret_cast<uint64_t>(r.host) + cco_gda_host_words_offset(count, depth);
   r.consumers.clear();
   for (uint32_t i = 0; i < count; ++i) {
-    RingConsumer::Initialize(slots + static_cast<size_t>(i) * depth, words + i, depth, 0);
-    r.consumers.emplace_back(slots + static_cast<size_t>(i) * depth, words + i, depth, 0);
+    const RingMemory ring{slots + static_cast<size_t>(i) * depth,
+                          reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(words, depth, i)),
+                          reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(words, i)), depth};
+    RingConsumer::Initialize(ring, 0);
+    r.consumers.emplace_back(ring, 0);
   }
   void* staging = nullptr;
   CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, sizeof(uint64_t) * count * depth, &staging, &r.stagingDevice)

@@ -21,7 +21,7 @@ namespace cco {
 struct RingSet {
   uint32_t count = 0;
   uint32_t depth = 0;
-  void* host = nullptr;       // descriptors, then the host-side words
+  void* host = nullptr;       // descriptors, doorbell marks, then the host-side words
   uint64_t hostDevice = 0;    // ... as the device addresses them
   size_t hostBytes = 0;
   uint64_t device = 0;        // device-side words
@@ -30,7 +30,7 @@ struct RingSet {
   std::vector<RingConsumer> consumers;
 
   uint64_t slotsAddress() const { return hostDevice; }
-  uint64_t hostWordsAddress() const { return hostDevice + cco_gda_slots_bytes(count, depth); }
+  uint64_t hostWordsAddress() const { return hostDevice + cco_gda_host_words_offset(count, depth); }
   uint64_t consumedAddress(uint32_t ring) const {
     return cco_gda_ring_host_address(hostWordsAddress(), ring) + offsetof(ccoGdaRingHost, consumed);
   }
