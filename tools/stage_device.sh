@@ -23,7 +23,7 @@ nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/gda_rtt_probe.cu -
 # What each way of releasing a block-wide barrier round costs.
 nvcc -std=c++17 -arch=sm_90 -O2 -I. -Ihost/include tools/perf/barrier_fence_probe.cu -Lbazel-bin/host -lcco \
   -Xlinker -rpath=/tmp/site/cco/_data -o stage/bin/barrier_fence_probe
-# The GDA doorbell: many warps ringing one ring leave the host copy at the device maximum.
+# The GDA doorbell: many warps ringing one ring leave a chain of marks that reaches the device maximum.
 nvcc -std=c++17 -arch=sm_90 -O2 -I. tools/perf/ring_doorbell_probe.cu -o stage/bin/ring_doorbell_probe
 chmod -R u+w stage
 du -sh stage

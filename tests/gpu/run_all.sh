@@ -176,7 +176,7 @@ PY
       mps_stop
       # Which driver calls wait for a running kernel of their context.
       timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt"
-      # The GDA doorbell rung by many warps at once: the host copy ends at the device maximum.
+      # The GDA doorbell rung by many warps at once: the chain of marks reaches the device maximum.
       timeout 120 stage/bin/ring_doorbell_probe 2>&1 | tee "$OUT/ring-doorbell-probe.txt" ;;
     tcp)
       # The tcp backend's round trips and bandwidth against a bare socket (cpu platform: no GPU
