@@ -2,7 +2,10 @@
 //
 // Which threads take part in one device call, and how they split its work:
 //   ccoCoopThread  one thread alone
-//   ccoCoopWarp    every thread of one warp / wavefront, all of which must make the call
+//   ccoCoopWarp    every thread of one warp / wavefront, all of which must make the call;
+//                  the warp must be whole (a block whose size is a multiple of the warp's:
+//                  its barrier and vote name every lane, and a lane that does not exist
+//                  never arrives)
 //   ccoCoopBlock   every thread of the block, all of which must make the call
 // thread_rank() / size() place the caller in the group, sync() is the group's barrier;
 // any(p) is a barrier that also tells every thread whether any passed true, exactly where

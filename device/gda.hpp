@@ -69,6 +69,8 @@ namespace cco {
 
 template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediate> class ccoGda {
  public:
+  // A device communicator of another ABI (or no device communicator: magic and version are
+  // checked) makes every call of the handle INVALID_ARGUMENT, as does a context out of range.
   CCO_DEVICE_API ccoGda(const ccoDevComm& dc, int32_t context = 0, uint64_t timeoutNs = 0)
       : dc_(dc), f_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
 
@@ -80,7 +82,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0,
                              uint64_t signalValue = 0) {
-    if (!user_signal_ok(signalOp, signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!user_signal_ok(signalOp, signalId) || !window_holds(dst, dstOffset, bytes) || !window_holds(src, srcOffset, bytes))
+      return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue);
     d.dstWindow = window_id(dst);
     d.dstOffset = dstOffset;
@@ -95,7 +98,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API int32_t put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, uint64_t value,
                                    ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0, uint64_t signalValue = 0,
                                    uint32_t bytes = 8) {
-    if (bytes == 0 || bytes > 8 || !user_signal_ok(signalOp, signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (bytes == 0 || bytes > 8 || !user_signal_ok(signalOp, signalId) || !window_holds(dst, dstOffset, bytes))
+      return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue);
     d.dstWindow = window_id(dst);
     d.dstOffset = dstOffset;
@@ -108,6 +112,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
   CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t remote, uint64_t remoteOffset, ccoWindow_t local,
                              uint64_t localOffset, uint64_t bytes) {
+    if (!window_holds(local, localOffset, bytes) || !window_holds(remote, remoteOffset, bytes))
+      return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     ccoGdaDesc d = Describe(CCO_GDA_OP_GET, CCO_SIGNAL_NONE, 0, 0);
     d.dstWindow = window_id(local);
     d.dstOffset = localOffset;
@@ -140,7 +146,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   /// it has completed locally (source buffers reusable): a marker goes into every ring of
   /// the context, and the rings are rung.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t counter(int32_t counterId) {
-    if (!context_ok() || !counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     ccoGdaDesc d = Describe(CCO_GDA_OP_SIGNAL, CCO_SIGNAL_NONE, 0, 0);
     d.flags = CCO_GDA_DESC_MARKER;
     d.counterId = static_cast<uint32_t>(counterId);
@@ -152,8 +158,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   // --- signals and counters of this rank ---------------------------------------------
 
+  /// Signal and counter calls of a bad context, id or width are refused (reads return 0).
+  /// `bits` is 64, or 32 to compare and return the low 32 bits (a wait's `least` then fits).
   CCO_DEVICE_API uint64_t read_signal(int32_t signalId, int32_t bits = 64) const {
-    if (!signal_ok(signalId)) return 0;
+    if (!signal_ok(signalId) || !bits_ok(bits, 0)) return 0;
     const uint64_t v = signal_value(static_cast<uint32_t>(signalId)) - *shadow(signalId);
     arch::fence<scope::System>();  // acquire: what the signal announced is visible after this
     return bits == 32 ? static_cast<uint32_t>(v) : v;
@@ -161,13 +169,15 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   template <class Coop = ccoCoopThread>
   CCO_DEVICE_API int32_t wait_signal(int32_t signalId, uint64_t least, int32_t bits = 64) {
-    if (!signal_ok(signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!signal_ok(signalId) || !bits_ok(bits, least)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return gda::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); }, [&] { return any_ring_failed(); },
                               shadow(signalId), least, bits, limits_);
   }
 
-  CCO_DEVICE_API void reset_signal(int32_t signalId) {
-    if (signal_ok(signalId)) *shadow(signalId) = signal_value(static_cast<uint32_t>(signalId));
+  CCO_DEVICE_API int32_t reset_signal(int32_t signalId) {
+    if (!signal_ok(signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    *shadow(signalId) = signal_value(static_cast<uint32_t>(signalId));
+    return CCO_DEVICE_STATUS_OK;
   }
 
   CCO_DEVICE_API uint64_t read_counter(int32_t counterId) const {
@@ -182,8 +192,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
                               [&] { return any_ring_failed(); }, counter_shadow(counterId), least, 64, limits_);
   }
 
-  CCO_DEVICE_API void reset_counter(int32_t counterId) {
-    if (counter_ok(counterId)) *counter_shadow(counterId) = arch::load<order::Acquire, scope::System>(counter_word(counterId));
+  CCO_DEVICE_API int32_t reset_counter(int32_t counterId) {
+    if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    *counter_shadow(counterId) = arch::load<order::Acquire, scope::System>(counter_word(counterId));
+    return CCO_DEVICE_STATUS_OK;
   }
 
   // --- flushes -------------------------------------------------------------------------
@@ -251,6 +263,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // --- for ccoGdaBarrierSession ----------------------------------------------------------
 
   CCO_DEVICE_API const ccoDevComm& devcomm() const { return dc_; }
+  /// A device communicator of this ABI with GDA, and a context of it.
+  CCO_DEVICE_API bool context_ok() const {
+    return f_.valid && f_.peerCount > 0 && static_cast<uint32_t>(context_) < f_.contextCount;
+  }
   CCO_DEVICE_API const gda::WaitLimits& limits() const { return limits_; }
   /// Whether the proxy failed this context's ring to GDA-team index `index` (its peer lost).
   CCO_DEVICE_API bool ring_failed(int32_t index) const { return gda::RingFailed(ring(index).dev); }
@@ -281,9 +297,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
       if (gda::RingFailed(ring(i).dev)) return true;
     return false;
   }
-  CCO_DEVICE_API bool context_ok() const {
-    return f_.peerCount > 0 && static_cast<uint32_t>(context_) < f_.contextCount;
-  }
+
   CCO_DEVICE_API gda::RingView ring(int32_t index) const {
     const uint32_t r = cco_gda_ring_index(context_, index, f_.peerCount);
     return gda::RingView{reinterpret_cast<ccoGdaDesc*>(f_.ringSlots) + static_cast<uint64_t>(r) * f_.ringDepth,
@@ -300,11 +314,25 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API uint64_t* resource(uint64_t offset) const {
     return reinterpret_cast<uint64_t*>(f_.resources + offset);
   }
-  CCO_DEVICE_API bool signal_ok(int32_t id) const { return static_cast<uint32_t>(id) < f_.signalCount && f_.signals; }
+  CCO_DEVICE_API bool signal_ok(int32_t id) const {
+    return context_ok() && static_cast<uint32_t>(id) < f_.signalCount && f_.signals;
+  }
   // A user call's signal: none, or one of the user signals (the barriers' words after them
   // are ccoGdaBarrierSession's: a signal there would let a barrier round pass early).
-  CCO_DEVICE_API bool user_signal_ok(ccoSignalOp op, int32_t id) const { return op == CCO_SIGNAL_NONE || signal_ok(id); }
-  CCO_DEVICE_API bool counter_ok(int32_t id) const { return static_cast<uint32_t>(id) < f_.counterCount && f_.counters; }
+  CCO_DEVICE_API bool user_signal_ok(ccoSignalOp op, int32_t id) const {
+    return op == CCO_SIGNAL_NONE || ((op == CCO_SIGNAL_INC || op == CCO_SIGNAL_ADD) && signal_ok(id));
+  }
+  CCO_DEVICE_API bool counter_ok(int32_t id) const {
+    return context_ok() && static_cast<uint32_t>(id) < f_.counterCount && f_.counters;
+  }
+  CCO_DEVICE_API static bool bits_ok(int32_t bits, uint64_t least) {
+    return bits == 64 || (bits == 32 && least <= 0xffffffffull);
+  }
+  // A window of this communicator, live, holding `bytes` from `offset`: what the proxy would
+  // refuse by failing the ring (every later call on it ABORTED) is refused here instead.
+  CCO_DEVICE_API bool window_holds(ccoWindow_t win, uint64_t offset, uint64_t bytes) const {
+    return cco::window_holds(f_.flatBase, f_.stride, win, offset, bytes);
+  }
   // Signal `id`'s value here: the sum of its words over the GDA team (abi/gda.h: each sender
   // writes only its own). arch::PollOrder loads (relaxed on GPUs), eight in flight at a
   // time; a caller that acts on the value fences after it.
@@ -373,14 +401,14 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     const int32_t lsaPeer = peer - f_.topo.lsaWorldBase;
     const bool copies = d.op == CCO_GDA_OP_PUT || d.op == CCO_GDA_OP_GET;
     if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && copies) {
-      direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, dst, src, true));
+      direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, true));
       if (direct) {
         DirectData(d, dst, src, lsaPeer, coop.thread_rank(), coop.size());
         coop.sync();  // every share stored before thread 0's signal releases them
         if (coop.thread_rank() == 0) DirectSignal(d, lsaPeer);
       }
     } else if (coop.thread_rank() == 0) {
-      direct = DirectReady(lsaPeer, index, d, dst, src, false);
+      direct = DirectReady(lsaPeer, index, d, false);
       if (direct) {
         DirectData(d, dst, src, lsaPeer, 0, 1);
         DirectSignal(d, lsaPeer);
@@ -403,24 +431,15 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // Whether the operation may take the direct path (device/gda_direct.hpp) to LSA rank
   // lsaPeer; false: it goes through the ring. shared: a put's or get's copy would be shared
   // by a warp or block (the group bound), else thread 0 would copy alone.
-  CCO_DEVICE_API bool DirectReady(int32_t lsaPeer, int32_t index, const ccoGdaDesc& d, ccoWindow_t dst,
-                                  ccoWindow_t src, bool shared) {
+  CCO_DEVICE_API bool DirectReady(int32_t lsaPeer, int32_t index, const ccoGdaDesc& d, bool shared) {
     if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED || f_.directMaxBytes == 0 || d.flags != 0) return false;
     if (static_cast<uint32_t>(lsaPeer) >= static_cast<uint32_t>(f_.topo.lsaSize)) return false;
-    if (d.signalOp != CCO_SIGNAL_NONE && ((d.signalOp != CCO_SIGNAL_INC && d.signalOp != CCO_SIGNAL_ADD) ||
-                                          d.signalId >= f_.signalCount + f_.barrierCount))
-      return false;  // the proxy refuses it, with the ring's error
     switch (d.op) {
       case CCO_GDA_OP_PUT:
-      case CCO_GDA_OP_GET:
-        if (d.bytes > (shared ? f_.directGroupMaxBytes : f_.directMaxBytes) ||
-            !gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes) ||
-            !gda::WindowHolds(f_.flatBase, f_.stride, src, d.srcOffset, d.bytes))
-          return false;
+      case CCO_GDA_OP_GET:  // (put, get and put_value checked their windows: window_holds)
+        if (d.bytes > (shared ? f_.directGroupMaxBytes : f_.directMaxBytes)) return false;
         break;
       case CCO_GDA_OP_PUT_VALUE:
-        if (!gda::WindowHolds(f_.flatBase, f_.stride, dst, d.dstOffset, d.bytes)) return false;
-        break;
       case CCO_GDA_OP_SIGNAL: break;
       default: return false;
     }
@@ -433,9 +452,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // copy-engine op where a stream write does). The source is read earlier than the proxy
   // would, which every caller allows: it may not change a put's source before completion.
   CCO_DEVICE_API void PutAsValue(ccoGdaDesc* d, ccoWindow_t src) const {
-    if (d->op != CCO_GDA_OP_PUT || d->bytes == 0 || d->bytes > 8 || d->flags != 0 ||
-        !gda::WindowHolds(f_.flatBase, f_.stride, src, d->srcOffset, d->bytes))
-      return;
+    if (d->op != CCO_GDA_OP_PUT || d->bytes == 0 || d->bytes > 8 || d->flags != 0) return;  // (src checked by put)
     d->op = CCO_GDA_OP_PUT_VALUE;
     d->srcWindow = 0;
     d->srcOffset = gda::LoadValue(lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d->srcOffset),
@@ -503,6 +520,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // empties L1 on nvptx): a memory trip each, on the critical path of every round trip.
   struct Fields {
     ccoGdaTopo topo;
+    bool valid;  // magic and ABI version
     int32_t connectionType, peerCount;
     uint32_t contextCount, signalCount, counterCount, barrierCount, ringDepth;
     uint32_t directMaxBytes, directGroupMaxBytes;  // the latter already the larger of the two
@@ -511,6 +529,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     uint32_t shadowOffset, flushOffset;
     CCO_DEVICE_API explicit Fields(const ccoDevComm& dc)
         : topo(gda_topo(dc)),
+          valid(dc.magic == CCO_DEV_COMM_MAGIC && dc.abiVersion == CCO_ABI_VERSION),
           connectionType(static_cast<int32_t>(dc.gdaConnectionType)),
           peerCount(dc.gdaPeerCount),
           contextCount(dc.gdaContextCount),
@@ -550,7 +569,9 @@ template <class Coop, class Provider = ccoGdaProxy> class ccoGdaBarrierSession {
 
   CCO_DEVICE_API int32_t sync() {
     const ccoDevComm& dc = gda_.devcomm();
-    if (index_ >= dc.gdaBarrierCount || dc.gdaPeerCount == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    // (a bad context is refused before the epoch moves: a round that signalled nobody would
+    // pair this rank's later rounds with the peers' earlier ones)
+    if (!gda_.context_ok() || index_ >= dc.gdaBarrierCount) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     uint64_t* epoch = gda_.barrier_epoch(index_);
     coop_.sync();
     const uint64_t target = *epoch + 1;

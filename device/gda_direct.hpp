@@ -50,13 +50,6 @@ CCO_DEVICE_API bool RingIdle(const RingView& r) {
   return !cco_gda_before(ReadConsumed(r), head);
 }
 
-/// `bytes` from `offset` lie inside the window, and the window is one of the communicator
-/// whose flat range starts at `flatBase` (a window of another communicator has other addresses).
-CCO_DEVICE_API bool WindowHolds(uint64_t flatBase, uint64_t stride, ccoWindow_t handle, uint64_t offset, uint64_t bytes) {
-  const ccoWindowDevice* w = reinterpret_cast<const ccoWindowDevice*>(handle);
-  return w != nullptr && w->flatBase == flatBase && w->stride == stride && offset <= w->size && bytes <= w->size - offset;
-}
-
 // Units [rank, units) in steps of `size` (the caller's share of a group's copy), with
 // kBatch loads in flight before the stores that need them: one thread copying alone would
 // otherwise wait a full memory latency per unit (the compiler cannot tell dst from src).

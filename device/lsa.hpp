@@ -15,27 +15,46 @@
 
 namespace cco {
 
+/// Whether `win` is a live window descriptor at all (null, a deregistered window's zeroed
+/// descriptor, or one of another ABI are not), and `offset` at most its size.
+CCO_DEVICE_API bool lsa_window_offset_ok(const ccoWindowDevice* win, uint64_t offset) {
+  return win != nullptr && win->magic == CCO_WINDOW_MAGIC && win->abiVersion == CCO_ABI_VERSION && offset <= win->size;
+}
+
 /// Address of byte `offset` of LSA rank `peer`'s copy of the window, or 0 where `peer` is
-/// not an LSA rank (0 <= peer < lsaSize). `offset` is not checked against the window size,
-/// so one-past-the-end pointers stay expressible.
+/// not an LSA rank (0 <= peer < lsaSize), the handle names no live window, or `offset` lies
+/// past the window's end (the end itself is allowed: one-past-the-end pointers stay
+/// expressible).
 CCO_DEVICE_API uint64_t lsa_peer_address(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
-  if (static_cast<uint32_t>(peer) >= static_cast<uint32_t>(win->lsaSize)) return 0;
+  if (!lsa_window_offset_ok(win, offset) || static_cast<uint32_t>(peer) >= static_cast<uint32_t>(win->lsaSize)) return 0;
   return win->flatBase + static_cast<uint64_t>(peer) * win->stride + win->offset + offset;
 }
 
 /// The same for a peer named by its world rank: 0 where that rank is not in this rank's
 /// LSA team (another node), or is not a rank at all.
 CCO_DEVICE_API uint64_t lsa_world_peer_address(const ccoWindowDevice* win, int32_t worldPeer, uint64_t offset) {
-  return lsa_peer_address(win, worldPeer - win->lsaWorldBase, offset);
+  if (win == nullptr) return 0;
+  const int64_t peer = static_cast<int64_t>(worldPeer) - win->lsaWorldBase;  // no int32 overflow
+  if (peer < 0 || peer >= win->lsaSize) return 0;
+  return lsa_peer_address(win, static_cast<int32_t>(peer), offset);
 }
 
-/// This rank's own copy of the window.
+/// This rank's own copy of the window (0 as for lsa_peer_address).
 CCO_DEVICE_API uint64_t lsa_local_address(const ccoWindowDevice* win, uint64_t offset) {
+  if (!lsa_window_offset_ok(win, offset)) return 0;
   return win->flatBase + static_cast<uint64_t>(win->lsaRank) * win->stride + win->offset + offset;
 }
 
 template <class T> CCO_DEVICE_API T* lsa_peer_ptr(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
   return reinterpret_cast<T*>(lsa_peer_address(win, peer, offset));
+}
+
+/// `bytes` from `offset` lie inside the window (wrap-safe), and the window is a live one of the
+/// communicator whose flat range starts at `flatBase`: a window of another communicator has
+/// other addresses, and a deregistered one's descriptor is zeroed.
+CCO_DEVICE_API bool window_holds(uint64_t flatBase, uint64_t stride, ccoWindow_t handle, uint64_t offset, uint64_t bytes) {
+  const ccoWindowDevice* w = reinterpret_cast<const ccoWindowDevice*>(handle);
+  return lsa_window_offset_ok(w, offset) && w->flatBase == flatBase && w->stride == stride && bytes <= w->size - offset;
 }
 
 }  // namespace cco

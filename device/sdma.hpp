@@ -35,8 +35,8 @@
 //     vote, what it met itself).
 // Peers are LSA ranks. Statuses are ccoDeviceStatus values; INVALID_ARGUMENT where SDMA is
 // not enabled on the device communicator (CCO_ENABLE_SDMA), or a peer, queue or flag is
-// out of range. Every wait polls the abort flag and its ring's error word and ends at the
-// handle's timeout (0: none).
+// out of range, or a window is not a live one of this communicator holding the bytes. Every
+// wait polls the abort flag and its ring's error word and ends at the handle's timeout (0: none).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_SDMA_HPP_
@@ -49,6 +49,7 @@
 #include "device/coop.hpp"
 #include "device/gda_ring.hpp"
 #include "device/group_waits.hpp"
+#include "device/lsa.hpp"
 
 namespace cco {
 
@@ -57,20 +58,28 @@ class ccoSdma {
   CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0)
       : dc_(dc), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
 
-  /// Queues per peer (0: SDMA is not enabled on this device communicator).
-  CCO_DEVICE_API int32_t queue_count() const { return dc_.sdmaRingSlots != 0 ? static_cast<int32_t>(dc_.sdmaQueueCount) : 0; }
+  /// Queues per peer (0: SDMA is not enabled on this device communicator, or it is none of
+  /// this ABI: every call is then INVALID_ARGUMENT).
+  CCO_DEVICE_API int32_t queue_count() const {
+    const bool valid = dc_.magic == CCO_DEV_COMM_MAGIC && dc_.abiVersion == CCO_ABI_VERSION;
+    return valid && dc_.sdmaRingSlots != 0 ? static_cast<int32_t>(dc_.sdmaQueueCount) : 0;
+  }
 
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
-    if (dst == 0 || src == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;  // a null handle: nothing to read its id from
+    // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
+    // failing the queue's ring is refused here.
+    if (!windows_hold(dst, dstOffset, src, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_PUT, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
   }
 
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t get(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
-    if (dst == 0 || src == 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;  // a null handle: nothing to read its id from
+    // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
+    // failing the queue's ring is refused here.
+    if (!windows_hold(dst, dstOffset, src, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
   }
 
@@ -125,13 +134,13 @@ class ccoSdma {
     return WaitPool<Coop>(kRemote, peer, queue, least);
   }
   CCO_DEVICE_API uint64_t read_signal(int32_t peer, int32_t queue) const { return ReadPool(kRemote, peer, queue); }
-  CCO_DEVICE_API void reset_signal(int32_t peer, int32_t queue) { ResetPool(kRemote, peer, queue); }
+  CCO_DEVICE_API int32_t reset_signal(int32_t peer, int32_t queue) { return ResetPool(kRemote, peer, queue); }
 
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_local(int32_t peer, int32_t queue, uint64_t least) {
     return WaitPool<Coop>(kLocal, peer, queue, least);
   }
   CCO_DEVICE_API uint64_t read_local(int32_t peer, int32_t queue) const { return ReadPool(kLocal, peer, queue); }
-  CCO_DEVICE_API void reset_local(int32_t peer, int32_t queue) { ResetPool(kLocal, peer, queue); }
+  CCO_DEVICE_API int32_t reset_local(int32_t peer, int32_t queue) { return ResetPool(kLocal, peer, queue); }
 
  private:
   CCO_DEVICE_API bool target_ok(int32_t peer, int32_t queue) const {
@@ -169,8 +178,15 @@ class ccoSdma {
     if (!target_ok(peer, queue)) return 0;
     return arch::load<order::Acquire, scope::System>(word(pool, peer, queue)) - *shadow(pool, peer, queue);
   }
-  CCO_DEVICE_API void ResetPool(Pool pool, int32_t peer, int32_t queue) {
-    if (target_ok(peer, queue)) *shadow(pool, peer, queue) = arch::load<order::Acquire, scope::System>(word(pool, peer, queue));
+  CCO_DEVICE_API int32_t ResetPool(Pool pool, int32_t peer, int32_t queue) {
+    if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    *shadow(pool, peer, queue) = arch::load<order::Acquire, scope::System>(word(pool, peer, queue));
+    return CCO_DEVICE_STATUS_OK;
+  }
+  CCO_DEVICE_API bool windows_hold(ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
+                                   uint64_t bytes) const {
+    return window_holds(dc_.lsaFlatBase, dc_.lsaStride, dst, dstOffset, bytes) &&
+           window_holds(dc_.lsaFlatBase, dc_.lsaStride, src, srcOffset, bytes);
   }
 
   // What a put or get descriptor says whichever way it names its memory.

@@ -22,16 +22,26 @@
 namespace cco {
 namespace abi {
 
+// Whether `dc` can be read as a device communicator at all (nothing is loaded: a null or
+// misaligned handle would fault). One of another ABI is refused by its magic and version.
+CCO_DEVICE_API bool devcomm_pointer_ok(uint64_t dc) { return dc != 0 && dc % alignof(ccoDevComm) == 0; }
+CCO_DEVICE_API bool devcomm_ok(const ccoDevComm& d) {
+  return d.magic == CCO_DEV_COMM_MAGIC && d.abiVersion == CCO_ABI_VERSION && d.size == sizeof(ccoDevComm);
+}
+
 // The device communicator as a call reads it: a copy made of invariant loads (nothing writes
 // it while a kernel runs), so its fields are not loaded again behind every fence and acquire
 // of a barrier or wait (a dependent memory trip each), may be loaded once for a whole kernel,
-// and the fields a call does not use are not loaded at all.
+// and the fields a call does not use are not loaded at all. A handle that cannot be read
+// gives a zeroed copy, which devcomm_ok refuses like any other bad one.
 CCO_DEVICE_API ccoDevComm devcomm_fields(uint64_t dc) {
   static_assert(sizeof(ccoDevComm) % sizeof(uint64_t) == 0, "ccoDevComm is whole words");
   constexpr int kWords = sizeof(ccoDevComm) / sizeof(uint64_t);
   uint64_t words[kWords];
+  const bool readable = devcomm_pointer_ok(dc);
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) words[i] = arch::load_invariant(reinterpret_cast<const uint64_t*>(dc) + i);
+  for (int i = 0; i < kWords; ++i)
+    words[i] = readable ? arch::load_invariant(reinterpret_cast<const uint64_t*>(dc) + i) : 0;
   ccoDevComm copy;
   __builtin_memcpy(&copy, words, sizeof(copy));
   return copy;
@@ -44,10 +54,23 @@ CCO_DEVICE_API uint64_t lsa_ptr(uint64_t win, int32_t peer, uint64_t offset) {
   return lsa_peer_address(window(win), peer, offset);
 }
 
-CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) { return devcomm_fields(dc).rank; }
-CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) { return devcomm_fields(dc).worldSize; }
-CCO_DEVICE_API int32_t devcomm_lsa_rank(uint64_t dc) { return devcomm_fields(dc).lsaRank; }
-CCO_DEVICE_API int32_t devcomm_lsa_size(uint64_t dc) { return devcomm_fields(dc).lsaSize; }
+// Getters of a bad device communicator return -1.
+CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? d.rank : -1;
+}
+CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? d.worldSize : -1;
+}
+CCO_DEVICE_API int32_t devcomm_lsa_rank(uint64_t dc) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? d.lsaRank : -1;
+}
+CCO_DEVICE_API int32_t devcomm_lsa_size(uint64_t dc) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? d.lsaSize : -1;
+}
 
 /// A system-scope acq_rel fence: this thread's earlier writes (peers' memory included)
 /// are ordered before its later ones for every observer. With leaderOnly, only thread 0
@@ -62,17 +85,25 @@ CCO_DEVICE_API uint64_t lsa_ptr_world(uint64_t win, int32_t worldPeer, uint64_t 
 }
 CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return lsa_local_address(window(win), offset); }
 
+// (a zeroed copy has no abort flag: not aborted)
 CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) { return lsa_barrier_detail::aborted(devcomm_fields(dc)) ? 1 : 0; }
 
-CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) { return cco::team_size(devcomm_fields(dc), team); }
-CCO_DEVICE_API int32_t team_rank(uint64_t dc, int32_t team) { return cco::team_rank(devcomm_fields(dc), team); }
+CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? cco::team_size(d, team) : -1;
+}
+CCO_DEVICE_API int32_t team_rank(uint64_t dc, int32_t team) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? cco::team_rank(d, team) : -1;
+}
 CCO_DEVICE_API int32_t team_world_rank(uint64_t dc, int32_t team, int32_t index) {
-  return cco::team_world_rank(devcomm_fields(dc), team, index);
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? cco::team_world_rank(d, team, index) : -1;
 }
 
 // Barrier calls check the index (a bad one touches no memory) and run one session.
 CCO_DEVICE_API bool barrier_index_ok(const ccoDevComm& dc, int32_t index) {
-  return static_cast<uint32_t>(index) < dc.lsaBarrierCount;
+  return devcomm_ok(dc) && static_cast<uint32_t>(index) < dc.lsaBarrierCount;
 }
 // The memory order is a template argument: each symbol has its own, fixed at link time.
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_RELEASE>
@@ -98,129 +129,160 @@ CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t tim
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------
 // GDA and SDMA handles keep a reference to the device communicator: to the caller's copy in
 // global memory here (a reference to a local copy would give every function a local-memory
-// frame where it is not inlined; the handles read their fields once themselves).
+// frame where it is not inlined; the handles read their fields once themselves). A handle
+// that cannot be read at all (null, misaligned) gets `bad` without a load; the handles refuse
+// one of another ABI themselves (magic and version).
 CCO_DEVICE_API const ccoDevComm& devcomm_in_memory(uint64_t dc) { return *reinterpret_cast<const ccoDevComm*>(dc); }
-template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API ccoGda<ccoGdaProxy, Mode> gda(uint64_t dc, int32_t ctx) {
-  return ccoGda<ccoGdaProxy, Mode>(devcomm_in_memory(dc), ctx);
+constexpr int32_t kInvalid = CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+template <ccoGdaDoorbellMode Mode, class R, class Call>
+CCO_DEVICE_API R with_gda(uint64_t dc, int32_t ctx, R bad, Call call) {
+  if (!devcomm_pointer_ok(dc)) return bad;
+  ccoGda<ccoGdaProxy, Mode> handle(devcomm_in_memory(dc), ctx);
+  return call(handle);
+}
+template <class R, class Call> CCO_DEVICE_API R with_sdma(uint64_t dc, R bad, Call call) {
+  if (!devcomm_pointer_ok(dc)) return bad;
+  ccoSdma handle(devcomm_in_memory(dc));
+  return call(handle);
 }
 
 template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_put(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin,
                                uint64_t srcOff, uint64_t bytes, int32_t signalId, uint64_t signalValue) {
-  return gda<Mode>(dc, ctx).template put<Coop, TM>(peer, dstWin, dstOff, srcWin, srcOff, bytes, Op, signalId, signalValue);
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) {
+    return h.template put<Coop, TM>(peer, dstWin, dstOff, srcWin, srcOff, bytes, Op, signalId, signalValue);
+  });
 }
 template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_put_value(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t value,
                                      int32_t signalId, uint64_t signalValue) {
-  return gda<Mode>(dc, ctx).template put_value<Coop, TM>(peer, dstWin, dstOff, value, Op, signalId, signalValue);
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) {
+    return h.template put_value<Coop, TM>(peer, dstWin, dstOff, value, Op, signalId, signalValue);
+  });
 }
 template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t gda_get(uint64_t dc, int32_t ctx, int32_t peer, uint64_t remoteWin, uint64_t remoteOff,
                                uint64_t localWin, uint64_t localOff, uint64_t bytes) {
-  return gda<Mode>(dc, ctx).template get<Coop, TM>(peer, remoteWin, remoteOff, localWin, localOff, bytes);
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) {
+    return h.template get<Coop, TM>(peer, remoteWin, remoteOff, localWin, localOff, bytes);
+  });
 }
 template <ccoGdaDoorbellMode Mode, class Coop, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_signal(uint64_t dc, int32_t ctx, int32_t peer, int32_t signalId, uint64_t value) {
-  return gda<Mode>(dc, ctx).template signal<Coop>(peer, signalId, Op, value);
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) { return h.template signal<Coop>(peer, signalId, Op, value); });
 }
 template <class Coop>
 CCO_DEVICE_API int32_t gda_wait_signal(uint64_t dc, int32_t ctx, int32_t signalId, uint64_t least, int32_t bits) {
-  return gda<ccoGdaImmediate>(dc, ctx).template wait_signal<Coop>(signalId, least, bits);
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid,
+                                   [&](auto& h) { return h.template wait_signal<Coop>(signalId, least, bits); });
 }
 CCO_DEVICE_API uint64_t gda_read_signal(uint64_t dc, int32_t ctx, int32_t signalId, int32_t bits) {
-  return gda<ccoGdaImmediate>(dc, ctx).read_signal(signalId, bits);
+  return with_gda<ccoGdaImmediate>(dc, ctx, uint64_t{0}, [&](auto& h) { return h.read_signal(signalId, bits); });
 }
 CCO_DEVICE_API int32_t gda_reset_signal(uint64_t dc, int32_t ctx, int32_t signalId) {
-  gda<ccoGdaImmediate>(dc, ctx).reset_signal(signalId);
-  return CCO_DEVICE_STATUS_OK;
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) { return h.reset_signal(signalId); });
 }
 template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush(uint64_t dc, int32_t ctx) {
-  return gda<Mode>(dc, ctx).template flush<Coop>();
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) { return h.template flush<Coop>(); });
 }
 template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_peer(uint64_t dc, int32_t ctx, int32_t peer) {
-  return gda<Mode>(dc, ctx).template flush_peer<Coop>(peer);
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) { return h.template flush_peer<Coop>(peer); });
 }
 template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_async(uint64_t dc, int32_t ctx) {
-  return gda<Mode>(dc, ctx).template flush_async<Coop>();
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) { return h.template flush_async<Coop>(); });
 }
 template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_wait(uint64_t dc, int32_t ctx) {
-  return gda<Mode>(dc, ctx).template flush_wait<Coop>();
+  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) { return h.template flush_wait<Coop>(); });
 }
 template <class Coop> CCO_DEVICE_API int32_t gda_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
-  return gda<ccoGdaImmediate>(dc, ctx).template counter<Coop>(counterId);
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) { return h.template counter<Coop>(counterId); });
 }
 template <class Coop> CCO_DEVICE_API int32_t gda_wait_counter(uint64_t dc, int32_t ctx, int32_t counterId, uint64_t least) {
-  return gda<ccoGdaImmediate>(dc, ctx).template wait_counter<Coop>(counterId, least);
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid,
+                                   [&](auto& h) { return h.template wait_counter<Coop>(counterId, least); });
 }
 CCO_DEVICE_API uint64_t gda_read_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
-  return gda<ccoGdaImmediate>(dc, ctx).read_counter(counterId);
+  return with_gda<ccoGdaImmediate>(dc, ctx, uint64_t{0}, [&](auto& h) { return h.read_counter(counterId); });
 }
 CCO_DEVICE_API int32_t gda_reset_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
-  gda<ccoGdaImmediate>(dc, ctx).reset_counter(counterId);
-  return CCO_DEVICE_STATUS_OK;
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) { return h.reset_counter(counterId); });
 }
 template <class Coop> CCO_DEVICE_API int32_t gda_barrier_sync(uint64_t dc, int32_t ctx, int32_t index) {
-  ccoGda<ccoGdaProxy, ccoGdaImmediate> handle = gda<ccoGdaImmediate>(dc, ctx);
-  return ccoGdaBarrierSession<Coop>(Coop(), handle, static_cast<uint32_t>(index)).sync();
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) {
+    return ccoGdaBarrierSession<Coop>(Coop(), h, static_cast<uint32_t>(index)).sync();
+  });
 }
-CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) { return devcomm_fields(dc).gdaPeerCount; }
-CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) { return gda<ccoGdaImmediate>(dc, 0).team_peer(index); }
+CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? d.gdaPeerCount : -1;
+}
+CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) ? cco::team_world_rank(d, CCO_TEAM_GDA, index) : -1;
+}
 
 // --- SDMA (device/sdma.hpp): peers are LSA ranks ------------------------------------------
 template <class Coop, bool Signal>
 CCO_DEVICE_API int32_t sdma_put(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
                                 uint64_t bytes, int32_t queue, int32_t flags) {
-  return ccoSdma(devcomm_in_memory(dc)).put<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) {
+    return h.put<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+  });
 }
 template <class Coop, bool Signal>
 CCO_DEVICE_API int32_t sdma_get(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
                                 uint64_t bytes, int32_t queue, int32_t flags) {
-  return ccoSdma(devcomm_in_memory(dc)).get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) {
+    return h.get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
+  });
 }
 template <class Coop, bool Signal>
 CCO_DEVICE_API int32_t sdma_put_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes, int32_t queue,
                                     int32_t flags) {
-  return ccoSdma(devcomm_in_memory(dc))
-      .put<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
-                         static_cast<uint32_t>(flags));
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) {
+    return h.put<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
+                               static_cast<uint32_t>(flags));
+  });
 }
 template <class Coop, bool Signal>
 CCO_DEVICE_API int32_t sdma_get_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes, int32_t queue,
                                     int32_t flags) {
-  return ccoSdma(devcomm_in_memory(dc))
-      .get<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
-                         static_cast<uint32_t>(flags));
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) {
+    return h.get<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
+                               static_cast<uint32_t>(flags));
+  });
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_quiet(uint64_t dc, int32_t peer) {
-  return ccoSdma(devcomm_in_memory(dc)).quiet<Coop>(peer);
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.quiet<Coop>(peer); });
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_commit(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(devcomm_in_memory(dc)).commit<Coop>(peer, queue);
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.commit<Coop>(peer, queue); });
 }
 CCO_DEVICE_API int32_t sdma_quiet_queue(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(devcomm_in_memory(dc)).quiet_queue(peer, queue);
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.quiet_queue(peer, queue); });
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_wait_signal(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
-  return ccoSdma(devcomm_in_memory(dc)).wait_signal<Coop>(peer, queue, least);
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.wait_signal<Coop>(peer, queue, least); });
 }
 CCO_DEVICE_API uint64_t sdma_read_signal(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(devcomm_in_memory(dc)).read_signal(peer, queue);
+  return with_sdma(dc, uint64_t{0}, [&](ccoSdma& h) { return h.read_signal(peer, queue); });
 }
 CCO_DEVICE_API int32_t sdma_reset_signal(uint64_t dc, int32_t peer, int32_t queue) {
-  ccoSdma(devcomm_in_memory(dc)).reset_signal(peer, queue);
-  return CCO_DEVICE_STATUS_OK;
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.reset_signal(peer, queue); });
 }
 template <class Coop> CCO_DEVICE_API int32_t sdma_wait_local(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
-  return ccoSdma(devcomm_in_memory(dc)).wait_local<Coop>(peer, queue, least);
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.wait_local<Coop>(peer, queue, least); });
 }
 CCO_DEVICE_API uint64_t sdma_read_local(uint64_t dc, int32_t peer, int32_t queue) {
-  return ccoSdma(devcomm_in_memory(dc)).read_local(peer, queue);
+  return with_sdma(dc, uint64_t{0}, [&](ccoSdma& h) { return h.read_local(peer, queue); });
 }
 CCO_DEVICE_API int32_t sdma_reset_local(uint64_t dc, int32_t peer, int32_t queue) {
-  ccoSdma(devcomm_in_memory(dc)).reset_local(peer, queue);
-  return CCO_DEVICE_STATUS_OK;
+  return with_sdma(dc, kInvalid, [&](ccoSdma& h) { return h.reset_local(peer, queue); });
 }
-CCO_DEVICE_API int32_t sdma_queue_count(uint64_t dc) { return ccoSdma(devcomm_in_memory(dc)).queue_count(); }
+// (0 queues for a bad device communicator: every SDMA call on it is refused)
+CCO_DEVICE_API int32_t sdma_queue_count(uint64_t dc) {
+  return with_sdma(dc, int32_t{0}, [&](ccoSdma& h) { return h.queue_count(); });
+}
 
 }  // namespace abi
 }  // namespace cco

@@ -221,10 +221,42 @@ TEST_P(GdaOnHost, CrossNodeOnVirtualNodes) {
 
 // A descriptor the proxy cannot honour fails its ring: the flush ends instead of hanging.
 // A wait for a signal that never comes ends on ccoCommAbort.
+// Which path an operation took, seen from the ring: the direct path leaves the ring's
+// head where it was; the proxy path takes a ticket. A put above the bound and a counter
+// always take the ring.
+uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
+  const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
+  // An atomic load: other threads of the rank may be posting (TSan).
+  return __atomic_load_n(&reinterpret_cast<const ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring))->head,
+                         __ATOMIC_RELAXED);
+}
+
+// Posts `d` into context `context`'s ring to GDA-team index `peerIndex` as it is, with no
+// check: what a scribbled descriptor does to the proxy.
+int32_t PostRaw(const ccoDevComm& dc, int context, int peerIndex, const ccoGdaDesc& d) {
+  const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
+  const cco::gda::RingView r{
+      reinterpret_cast<ccoGdaDesc*>(dc.gdaRingSlots) + static_cast<uint64_t>(ring) * dc.gdaRingDepth,
+      reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(dc.gdaRingHost, dc.gdaRingDepth, ring)),
+      reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(dc.gdaRingHost, ring)),
+      reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring)), dc.gdaRingDepth};
+  uint64_t ticket;
+  return cco::gda::Post<ccoGdaImmediate>(r, d, cco::gda::WaitLimits{nullptr, 10'000'000'000ull}, &ticket);
+}
+// A put of 64 bytes to 8 bytes before the window's end.
+ccoGdaDesc PastTheWindow(ccoWindow_t win) {
+  ccoGdaDesc d = {};
+  d.op = CCO_GDA_OP_PUT;
+  d.dstWindow = d.srcWindow = reinterpret_cast<const ccoWindowDevice*>(win)->id;
+  d.dstOffset = kWindow - 8;
+  d.bytes = 64;
+  return d;
+}
+
 TEST_P(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
-    CHECK_OR_FAIL(gda.put(1 - k.rank, k.win, kWindow - 8, k.win, 0, 64) == 0);  // runs past the window
+    CHECK_OR_FAIL(PostRaw(k.dc, 1, 1 - k.rank, PastTheWindow(k.win)) == 0);  // what the proxy must refuse itself
     CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
     CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
     ccoGda<> other(k.dc, 0, 10'000'000'000ull);  // context 0 is unaffected
@@ -244,16 +276,6 @@ TEST_P(GdaOnHost, BadDescriptorsAndAbortEndWaits) {
     }
     return true;
   }), 0);
-}
-
-// Which path an operation took, seen from the ring: the direct path leaves the ring's
-// head where it was; the proxy path takes a ticket. A put above the bound and a counter
-// always take the ring.
-uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
-  const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
-  // An atomic load: other threads of the rank may be posting (TSan).
-  return __atomic_load_n(&reinterpret_cast<const ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring))->head,
-                         __ATOMIC_RELAXED);
 }
 
 TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
@@ -396,31 +418,99 @@ TEST_P(GdaOnHost, ConcurrentAsyncFlushesEachWaitForTheirOwnPosts) {
 // put_value past the window's end fails the ring (the direct path never writes outside a
 // window). Signal ids past the user's are refused at once, posting nothing: the barriers'
 // words that follow them are ccoGdaBarrierSession's.
-TEST_P(GdaOnHost, WhatTheDeviceCannotCheckTakesTheRing) {
+// What the device refuses takes no ticket and leaves the ring healthy: a signal on a
+// barrier's word, and windows that are not live windows of this communicator holding the
+// bytes (null, past the end, an offset that wraps, another communicator's, a deregistered
+// one's); where the proxy had to refuse them it failed the ring, and every later call on it
+// looked like a lost peer.
+TEST_P(GdaOnHost, WhatTheDeviceRefusesTakesNoTicket) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
     const int peer = 1 - k.rank;
     const uint64_t before = RingHead(k.dc, 1, peer);
     const int32_t barrierWord = static_cast<int32_t>(k.dc.gdaSignalCount);
-    CHECK_OR_FAIL(gda.signal(peer, barrierWord) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
-    CHECK_OR_FAIL(gda.put_value(peer, k.win, 0, 1, CCO_SIGNAL_INC, barrierWord) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
-    CHECK_OR_FAIL(gda.put(peer, k.win, 0, k.win, 0, 8, CCO_SIGNAL_ADD, barrierWord, 5) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    constexpr int32_t kBad = CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    CHECK_OR_FAIL(gda.signal(peer, barrierWord) == kBad);
+    CHECK_OR_FAIL(gda.signal(peer, 0, static_cast<ccoSignalOp>(7)) == kBad);
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, 0, 1, CCO_SIGNAL_INC, barrierWord) == kBad);
+    CHECK_OR_FAIL(gda.put(peer, k.win, 0, k.win, 0, 8, CCO_SIGNAL_ADD, barrierWord, 5) == kBad);
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, kWindow, 7) == kBad);     // one byte past the end
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, kWindow - 4, 7) == kBad);  // 8 bytes over the end
+    CHECK_OR_FAIL(gda.put_value(peer, 0, 0, 7) == kBad);                // no window
+    CHECK_OR_FAIL(gda.put(peer, k.win, kWindow - 8, k.win, 0, 64) == kBad);
+    CHECK_OR_FAIL(gda.put(peer, k.win, 0, 0, 0, 8) == kBad);            // no source window
+    CHECK_OR_FAIL(gda.put(peer, k.win, 8, k.win, ~uint64_t{0} - 3, 8) == kBad);  // offset + bytes wraps
+    CHECK_OR_FAIL(gda.get(peer, k.win, 0, k.win, kWindow - 8, 16) == kBad);
+    CHECK_OR_FAIL(gda.get(peer, 0, 0, k.win, 0, 8) == kBad);
+    ccoWindowDevice other;  // another communicator's window: the same id, other addresses
+    memcpy(&other, reinterpret_cast<const void*>(k.win), sizeof(other));
+    other.flatBase += 1ull << 40;
+    const ccoWindow_t foreign = reinterpret_cast<ccoWindow_t>(&other);
+    CHECK_OR_FAIL(gda.put(peer, foreign, 0, k.win, 0, 8) == kBad && gda.get(peer, k.win, 0, foreign, 0, 8) == kBad);
+    ccoWindowDevice stale{};  // what a deregistered window's descriptor holds
+    CHECK_OR_FAIL(gda.put_value(peer, reinterpret_cast<ccoWindow_t>(&stale), 0, 7) == kBad);
     CHECK_OR_FAIL(RingHead(k.dc, 1, peer) == before);
-    CHECK_OR_FAIL(gda.put_value(peer, k.win, kWindow, 7) == 0);  // one byte past the end
-    CHECK_OR_FAIL(RingHead(k.dc, 1, peer) - before == 1u);
+    CHECK_OR_FAIL(gda.put_value(peer, k.win, kWindow - 8, 7) == 0 && gda.flush() == 0);  // the last word: fine
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
+// What the device cannot vouch for (a descriptor scribbled into the ring) the proxy refuses:
+// the ring fails, its flush reports ABORTED, and so do its later operations, on the direct
+// path too (they take the ring, whose flush reports the error).
+TEST_P(GdaOnHost, ADescriptorTheProxyRefusesFailsTheRing) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    ccoGda<> gda(k.dc, 1, 10'000'000'000ull);
+    const int peer = 1 - k.rank;
+    const uint64_t before = RingHead(k.dc, 1, peer);
+    ccoGdaDesc noWindow = PastTheWindow(k.win);
+    noWindow.dstWindow = 0x7fffffff;
+    CHECK_OR_FAIL(PostRaw(k.dc, 1, peer, noWindow) == 0);
     CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
-    // The failed ring stays failed on the direct path too: its operations take the ring, and
-    // its flush reports the error.
     CHECK_OR_FAIL(gda.signal(peer, 0) == 0 && RingHead(k.dc, 1, peer) - before == 2u);
     CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_ABORTED);
     return ccoBarrierAll(k.comm) == ccoSuccess;
   }), 0);
 }
 
+// Calls of a context out of range, a signal width other than 32 or 64, or a device
+// communicator of another ABI are refused (reads give 0) and touch nothing: a barrier of a
+// bad context leaves its epoch, so the next good round still pairs with the peers'.
+TEST_P(GdaOnHost, BadContextsWidthsAndDevCommsAreRefused) {
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
+    constexpr int32_t kBad = CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    const int peer = 1 - k.rank;
+    for (int32_t ctx : {-1, 2, 1 << 30}) {
+      ccoGda<> bad(k.dc, ctx, 1'000'000'000ull);
+      CHECK_OR_FAIL(bad.wait_signal(0, 1) == kBad && bad.wait_counter(0, 1) == kBad);
+      CHECK_OR_FAIL(bad.read_signal(0) == 0 && bad.read_counter(0) == 0);
+      CHECK_OR_FAIL(bad.reset_signal(0) == kBad && bad.reset_counter(0) == kBad);
+      CHECK_OR_FAIL(bad.put_value(peer, k.win, 0, 1) == kBad && bad.flush() == kBad && bad.counter(0) == kBad);
+      CHECK_OR_FAIL(ccoGdaBarrierSession<ccoCoopThread>(ccoCoopThread(), bad, 0).sync() == kBad);
+    }
+    ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+    CHECK_OR_FAIL(gda.reset_signal(1 << 20) == kBad && gda.reset_counter(-1) == kBad);
+    CHECK_OR_FAIL(gda.reset_signal(0) == 0 && gda.reset_counter(0) == 0);
+    for (int32_t bits : {0, 16, -1, 128}) CHECK_OR_FAIL(gda.wait_signal(0, 1, bits) == kBad && gda.read_signal(0, bits) == 0);
+    CHECK_OR_FAIL(gda.wait_signal(0, uint64_t{1} << 32, 32) == kBad);  // does not fit the width
+    ccoDevComm other = k.dc;
+    other.abiVersion += 1;
+    ccoGda<> foreign(other, 0, 1'000'000'000ull);
+    CHECK_OR_FAIL(foreign.put_value(peer, k.win, 0, 1) == kBad && foreign.wait_signal(0, 1) == kBad &&
+                  foreign.flush() == kBad);
+    other = k.dc;
+    other.magic = 0;
+    CHECK_OR_FAIL(ccoGda<>(other, 0).signal(peer, 0) == kBad);
+    // The good barrier still pairs its rounds with the peer's.
+    for (int round = 0; round < 3; ++round)
+      CHECK_OR_FAIL(ccoGdaBarrierSession<ccoCoopThread>(ccoCoopThread(), gda, 0).sync() == 0);
+    return ccoBarrierAll(k.comm) == ccoSuccess;
+  }), 0);
+}
+
 // Puts of 1 to 8 bytes travel as values (the device reads the source when it posts): every
 // size at every source and destination alignment lands exactly its bytes and nothing around
-// them. A small put from a window the device cannot check still takes the ring as a put,
-// which refuses it.
+// them.
 TEST_P(GdaOnHost, SmallPutsLandExactlyAtEveryAlignment) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
@@ -450,9 +540,6 @@ TEST_P(GdaOnHost, SmallPutsLandExactlyAtEveryAlignment) {
       }
       return true;
     }));
-    ccoGda<> other(k.dc, 1, 10'000'000'000ull);
-    CHECK_OR_FAIL(other.put(peer, k.win, kSlots, 0, 0, 8) == 0);  // no source window
-    CHECK_OR_FAIL(other.flush() == CCO_DEVICE_STATUS_ABORTED);
     return ccoBarrierAll(k.comm) == ccoSuccess;
   }), 0);
 }

@@ -2,6 +2,7 @@
 // are threads of one process, over real communicators on the cpu platform: the same
 // epochs, inboxes and peer addressing a GPU kernel uses.
 #include <gtest/gtest.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -43,6 +44,25 @@ template <class Body> int RunThreadRanks(int n, int barriers, Body body) {
   }
   for (auto& t : threads) t.join();
   return failures;
+}
+
+// A window's LSA addresses: up to its end (one past the end included), and 0 for a peer
+// outside the team (a world rank far below it too: no int32 overflow), an offset past the
+// end, no window, or a deregistered window's zeroed descriptor.
+TEST(LsaPointers, InsideTheWindowOnly) {
+  EXPECT_EQ(RunThreadRanks(2, 1, [](int rank, ccoComm*, const ccoDevComm&, ccoWindow_t handle) {
+    const auto* w = reinterpret_cast<const ccoWindowDevice*>(handle);
+    const uint64_t base = cco::lsa_local_address(w, 0);
+    bool ok = base != 0 && cco::lsa_peer_address(w, rank, 0) == base && cco::lsa_local_address(w, 4096) == base + 4096;
+    ok = ok && cco::lsa_peer_address(w, 1 - rank, 4096) != 0 && cco::lsa_world_peer_address(w, 1 - rank, 8) != 0;
+    ok = ok && cco::lsa_local_address(w, 4097) == 0 && cco::lsa_peer_address(w, 1 - rank, ~uint64_t{0}) == 0;
+    ok = ok && cco::lsa_peer_address(w, 2, 0) == 0 && cco::lsa_peer_address(w, -1, 0) == 0;
+    ok = ok && cco::lsa_world_peer_address(w, INT32_MIN, 0) == 0 && cco::lsa_world_peer_address(w, INT32_MAX, 0) == 0;
+    ok = ok && cco::lsa_local_address(nullptr, 0) == 0 && cco::lsa_peer_address(nullptr, 0, 0) == 0;
+    const ccoWindowDevice stale{};
+    ok = ok && cco::lsa_local_address(&stale, 0) == 0 && cco::lsa_world_peer_address(&stale, 0, 0) == 0;
+    return ok;
+  }), 0);
 }
 
 // Many rounds; in round k each rank writes k into every peer's slot for it, then after

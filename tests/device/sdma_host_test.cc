@@ -171,8 +171,10 @@ TEST(SdmaOnHost, PutAndGetOnResolvedPointers) {
   }, 1, 3), 0);
 }
 
-// Out-of-range peers, queues and flags are refused on the device; a bad window fails the
-// queue's ring, so quiet ends ABORTED instead of hanging; other queues go on.
+// Out-of-range peers, queues and flags, and windows that are not live windows of this
+// communicator holding the bytes, are refused on the device and post nothing; a pointer post
+// into the peer's slice but outside its windows (the device cannot tell) fails the queue's
+// ring, so quiet ends ABORTED instead of hanging; other queues go on.
 TEST(SdmaOnHost, BadArgumentsAndBadDescriptors) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
     ccoSdma sdma(k.dc, 10'000'000'000ull);
@@ -184,7 +186,22 @@ TEST(SdmaOnHost, BadArgumentsAndBadDescriptors) {
     CHECK_OR_FAIL(sdma.wait_signal(peer, 5, 1) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
     CHECK_OR_FAIL(sdma.put(peer, 0, 0, k.win, 0, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);  // null handles were read
     CHECK_OR_FAIL(sdma.get(peer, k.win, 0, 0, 0, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
-    CHECK_OR_FAIL(sdma.put(peer, k.win, kWindow - 8, k.win, 0, 64, 0) == 0);  // runs past the window
+    CHECK_OR_FAIL(sdma.put(peer, k.win, kWindow - 8, k.win, 0, 64, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.get(peer, k.win, 0, k.win, ~uint64_t{0} - 3, 8, 0) == CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    ccoWindowDevice other;  // another communicator's window: the same id, other addresses
+    memcpy(&other, reinterpret_cast<const void*>(k.win), sizeof(other));
+    other.flatBase += 1ull << 40;
+    CHECK_OR_FAIL(sdma.put(peer, reinterpret_cast<ccoWindow_t>(&other), 0, k.win, 0, 8, 0) ==
+                  CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    ccoWindowDevice stale{};  // what a deregistered window's descriptor holds
+    CHECK_OR_FAIL(sdma.get(peer, k.win, 0, reinterpret_cast<ccoWindow_t>(&stale), 0, 8, 0) ==
+                  CCO_DEVICE_STATUS_INVALID_ARGUMENT);
+    CHECK_OR_FAIL(sdma.reset_signal(peer, 5) == CCO_DEVICE_STATUS_INVALID_ARGUMENT && sdma.reset_local(-1, 0) != 0);
+    CHECK_OR_FAIL(sdma.quiet(peer) == 0);  // nothing was posted
+    // The end of the peer's slice: in its slice, in none of its windows.
+    void* nowhere = reinterpret_cast<void*>(k.dc.lsaFlatBase + (peer + 1) * k.dc.lsaStride - 8);
+    const void* mine = reinterpret_cast<const void*>(cco::lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(k.win), 0));
+    CHECK_OR_FAIL(sdma.put(peer, nowhere, mine, 8, 0) == 0);
     CHECK_OR_FAIL(sdma.quiet(peer) == CCO_DEVICE_STATUS_ABORTED);
     CHECK_OR_FAIL(sdma.put(peer, k.win, 0, k.win, 64, 64, 1) == 0 && sdma.quiet_queue(peer, 1) == 0);
     return ccoBarrierAll(k.comm) == ccoSuccess;

@@ -75,16 +75,32 @@ def ping_pong(dc, win, status, times, peer, rounds, first, WITH_DATA: tl.constex
     tl.store(times + 1, waiting)
 
 
+@triton.jit
+def scribble_descriptor(slots, head_word, depth):
+    """Writes into a ring, past every check the device makes, what its proxy must refuse: a
+    complete put_value descriptor into window 0x7fffffff at the ring's head, and takes the
+    ticket (one warp: every lane stores the same words)."""
+    head_ptr = head_word.to(tl.pointer_type(tl.uint64))
+    head = tl.load(head_ptr)
+    desc = (slots + (head & (depth - 1)) * 64).to(tl.pointer_type(tl.uint64))
+    tl.store(desc + 1, 2)            # op PUT_VALUE, no signal
+    tl.store(desc + 2, 0x7FFFFFFF)   # dstWindow: no window has this id
+    tl.store(desc + 3, 0)
+    tl.store(desc + 4, 0)
+    tl.store(desc + 5, 8)            # bytes
+    tl.store(desc + 6, 0)
+    tl.store(desc + 7, 0)
+    tl.atomic_xchg(desc, head + 1, sem="release", scope="sys")  # seq: complete
+    tl.store(head_ptr, head + 1)
+
+
 @triton.jit(do_not_specialize=["peer", "bad_id"])
 def refused_then_flush(dc, status, peer, bad_id, BLOCK: tl.constexpr):
-    """A put_value into no window (a null handle: the device cannot check it, so it takes the
-    ring to `peer`, whose proxy refuses it and fails the ring), then a flush with coop=BLOCK.
-    Each thread stores what its own flush returned: status[t] is thread t's. (bad_id, a
-    signal id out of range, is refused by the device now, posting nothing: it must return
-    INVALID_ARGUMENT.)"""
-    no_window = (peer * 0).to(tl.uint64)
+    """A flush with coop=BLOCK of the ring `scribble_descriptor` wrote into: it rings the
+    descriptor, the proxy refuses it and fails the ring. Each thread stores what its own
+    flush returned: status[t] is thread t's. (bad_id, a signal id out of range, is refused by
+    the device, posting nothing: it must return INVALID_ARGUMENT.)"""
     refused = cco.Gda.signal(dc, 0, peer, bad_id, 1, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.INC)
-    cco.Gda.put_value(dc, 0, peer, no_window, 0, 1, 0, 0, coop=cco.CoopScope.BLOCK, signal_op=cco.SignalOp.NONE)
     flushed = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
     flushed = tl.where(refused == 3, flushed, 99)  # 99: the bad signal id was not refused
     tl.store(status + tl.arange(0, BLOCK), tl.zeros([BLOCK], dtype=tl.int32) + flushed)
@@ -361,12 +377,18 @@ def test_a_failed_ring_fails_the_flush_in_every_thread():
     """The group's verdict: one thread flushes the failed ring and meets its error, and every
     thread of the block returns ABORTED (one vote spreads it; the device-side mirror of a
     ring failed after all its work was consumed is not what this exercises); a signal id past
-    the user's is refused on the device first."""
+    the user's is refused on the device first. The device refuses every bad window itself, so
+    the ring is failed by a descriptor written into it directly (what a scribbled ring does)."""
     block = 128  # num_warps=4: one element per thread
 
     def body_of(rank, rk):
+        d = rk.dc.struct
+        ring = 0 * d.gdaPeerCount + (1 - rank)  # context 0, FULL: the GDA-team index is the world rank
+        slots = d.gdaRingSlots + ring * d.gdaRingDepth * 64
+        head_word = d.gdaRingDevice + ring * 64  # ccoGdaRingDevice.head
         with torch.cuda.stream(rk.stream):
             status = torch.full((block,), -1, dtype=torch.int32, device=f"cuda:{rk.device}")
+            scribble_descriptor[(1,)](slots, head_word, d.gdaRingDepth, num_warps=1)
             refused_then_flush[(1,)](rk.dc.ptr, status, 1 - rank, 1 << 20, BLOCK=block, num_warps=4,
                                      extern_libs=rk.libs)
         rk.stream.synchronize()
