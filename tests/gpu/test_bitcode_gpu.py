@@ -21,13 +21,13 @@ PEER = 3
 def window_bytes(flat_base):
     # ccoWindowDevice: magic, abiVersion, flatBase, stride, offset, size, lsaRank, lsaSize,
     # rank, lsaWorldBase, id, reserved0, reserved[8] (abi/window.h)
-    return struct.pack("<IIQQQQiiiiII8Q", 0x574F4343, 2, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK, LSA_SIZE,
+    return struct.pack("<IIQQQQiiiiII8Q", 0x574F4343, ABI_VERSION, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK, LSA_SIZE,
                        WORLD_BASE + LSA_RANK, WORLD_BASE, 1, 0, *([0] * 8))
 
 
-def devcomm_bytes():
+def devcomm_bytes(abi_version=ABI_VERSION):
     dc = DevCommStruct()
-    dc.magic, dc.abiVersion, dc.size = 0x444F4343, 2, ctypes.sizeof(DevCommStruct)
+    dc.magic, dc.abiVersion, dc.size = 0x444F4343, abi_version, ctypes.sizeof(DevCommStruct)
     dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize = WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE
     dc.teamLsa.nRanks, dc.teamLsa.rank, dc.teamLsa.stride, dc.teamLsa.worldBase = LSA_SIZE, LSA_RANK, 1, WORLD_BASE
     return bytes(dc)
@@ -60,3 +60,28 @@ def test_bitcode_on_hand_filled_structs():
     assert words[mine].item() == 0xC0FFEE and words[theirs].item() == 0xBEEF00 + LSA_RANK
     # Nothing else of the flat range was touched.
     assert int((words != 0).sum()) == 2
+
+
+def test_every_function_refuses_handles_that_name_nothing():
+    """Every device-communicator, window, LSA-barrier, GDA and SDMA function of the ABI, called
+    with null handles, then with a device communicator of another ABI and a deregistered
+    window's zeroed descriptor: each returns its refusal (a status, -1, 0), reads nothing
+    through the null handle, and the kernel ends (a fault would fail the synchronise)."""
+    path = find_cco_bitcode(("cuda", 90))
+    other_abi = to_device(devcomm_bytes(abi_version=ABI_VERSION + 1))
+    stale = torch.zeros(128, dtype=torch.uint8, device="cuda")
+    for dc, win in ((0, 0), (other_abi.data_ptr(), stale.data_ptr())):
+        out = torch.full((16,), 77, dtype=torch.int32, device="cuda")
+        kernels.bad_handles[(1,)](dc, win, out, extern_libs={"cco": path})
+        torch.cuda.synchronize()
+        assert out.tolist()[:len(kernels.BAD_HANDLES_EXPECTED)] == kernels.BAD_HANDLES_EXPECTED, (dc, win)
+        for family, kernel, count in (("gda", kernels.every_gda, kernels.EVERY_GDA_CALLS),
+                                      ("sdma", kernels.every_sdma, kernels.EVERY_SDMA_CALLS)):
+            out = torch.full((count,), 77, dtype=torch.int32, device="cuda")
+            kernel[(1,)](dc, win, out, num_warps=1, extern_libs={"cco": path})
+            torch.cuda.synchronize()
+            functions = kernels.family_functions(family)
+            assert len(functions) == count
+            got = out.tolist()
+            wrong = [(f["symbol"], got[i]) for i, f in enumerate(functions) if got[i] != kernels.refusal_of(f)]
+            assert not wrong, (family, dc != 0, wrong)

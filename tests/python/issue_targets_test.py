@@ -20,9 +20,15 @@ def verdicts(*paths):
     return {name: (verdict, detail, source) for _, name, verdict, detail, source in issue_targets.judge(paths)}
 
 
+AR = "all-reduce beats SymmetricMemory 8 KiB-1 MiB in a graph"
+RT = "GDA put+signal round trip <= 10 us (default path)"
+EVERY_PUT_SIZE = [f"{4 << (2 * i)}KiB" if i < 4 else f"{1 << (2 * (i - 4))}MiB" for i in range(7)]  # 4 KiB-16 MiB
+
+
 def allreduce(symm):
     rows = []
-    for size, cco, push in (("8KiB", 5.0, 2.5), ("1MiB", 9.0, 8.0)):
+    for size, cco, push in (("8KiB", 5.0, 2.5), ("32KiB", 5.0, 2.6), ("128KiB", 6.0, 3.0), ("512KiB", 7.0, 5.0),
+                            ("1MiB", 9.0, 8.0)):
         rows.append({"size": size, "launch": "graph", "cco us": cco, "cco 2-shot us": cco + 1, "cco push us": push,
                      "symm 1-shot us": symm, "symm 2-shot us": "n/a" if symm == "n/a" else symm + 1})
         rows.append({"size": size, "launch": "graph+pdl", "cco us": cco - 1, "cco 2-shot us": "n/a",
@@ -36,8 +42,9 @@ def test_each_target_as_its_figures_say(tmp_path):
                  allreduce(symm=7.9),
                  ("LSA put bandwidth, 2 ranks on 2 GPU(s)",
                   [{"size": "2KiB", "cco/memcpy %": 10.0},  # below 4 KiB: not judged
-                   {"size": "4KiB", "cco/memcpy %": 90.0, "cco pdl/memcpy %": 120.0},
-                   {"size": "1MiB", "cco/memcpy %": 101.0, "cco pdl/memcpy %": float("nan")}]),
+                   {"size": "4KiB", "cco/memcpy %": 90.0, "cco pdl/memcpy %": 120.0}] +
+                  [{"size": size, "cco/memcpy %": 101.0, "cco pdl/memcpy %": float("nan")}
+                   for size in EVERY_PUT_SIZE[1:]]),
                  ("LSA barrier latency, 2 ranks",
                   [{"coop": "warp", "order": "acq_rel", "us/round": 1.0},
                    {"coop": "block", "order": "acquire", "us/round": 1.0},
@@ -49,11 +56,13 @@ def test_each_target_as_its_figures_say(tmp_path):
                    {"payload": "put 4KiB", "path": "direct", "launch": "graph", "cco us/rt": 12.0}]),
                  ("GDA put bandwidth, rank 0 -> rank 1 on 2 GPU(s)", [{"size": "256MiB", "put/memcpy %": 79.9}]))
     got = verdicts(two)
-    assert got["all-reduce beats SymmetricMemory 8 KiB-1 MiB"][0] == "met"  # 2.0 < 7.9, 7.5 < 8.9
-    assert "8KiB 2.00/7.90" in got["all-reduce beats SymmetricMemory 8 KiB-1 MiB"][1]
-    assert got["LSA put >= memcpy from 4 KiB"][:2] == ("met", "% of memcpy: 4KiB 120, 1MiB 101")
+    assert got[AR][0] == "met"  # 2.0 < 7.9, 7.5 < 8.9
+    assert "8KiB 2.00/7.90" in got[AR][1]
+    assert got["LSA put >= memcpy from 4 KiB"][:2] == ("met", "% of memcpy: 4KiB 120, 16KiB 101, 64KiB 101, "
+                                                       "256KiB 101, 1MiB 101, 4MiB 101, 16MiB 101")
     assert got["LSA barrier <= 2.0 us"][0] == "missed"
-    assert got["GDA put+signal round trip <= 10 us"][0] == "met"  # the direct path, in a kernel
+    assert got[RT][0] == "met"  # the direct path, in a kernel
+    assert "proxy path: put 4KiB 30.00" in got[RT][1]  # shown beside it, judged by nothing
     assert got["GDA 256 MiB put >= 80 % of memcpy"][0] == "missed"
     assert got["control plane"][0] == "not measured"
     assert got["GDA 256 MiB put >= 80 % of memcpy"][2] == two
@@ -65,9 +74,33 @@ def test_one_gpu_and_na_are_not_measured(tmp_path):
                  ("host control plane, 8 ranks as processes, cuda platform",
                   [{"step": "ccoDevCommCreate", "median ms": 0.3}, {"step": "ccoWindowRegister 1GiB", "median ms": 16.0}]))
     got = verdicts(one)
-    assert got["all-reduce beats SymmetricMemory 8 KiB-1 MiB"][0] == "not measured"
+    assert got[AR][0] == "not measured"
     assert got["LSA barrier <= 2.0 us"][:2] == ("not measured", "made on 1 GPU(s): not over NVLink")
     assert got["control plane"][0] == "missed"  # 16 ms > 15: judged on one GPU, as the issue says
+
+
+def test_targets_over_nvlink_or_a_range_of_sizes_are_not_judged_on_less(tmp_path):
+    one = report(tmp_path / "one.json", 1,
+                 ("GDA put+signal round trip, ranks 0 and 1 on 1 GPU(s)",
+                  [{"payload": "put 8B", "path": "direct", "launch": "in-kernel", "cco us/rt": 6.0}]),
+                 ("GDA put bandwidth, rank 0 -> rank 1 on 1 GPU(s)", [{"size": "256MiB", "put/memcpy %": 95.0}]),
+                 ("host control plane, 8 ranks as processes, cuda platform",
+                  [{"step": "ccoDevCommCreate", "median ms": 0.3, "max ms": 1.5},
+                   {"step": "ccoWindowRegister 1GiB", "median ms": 9.0, "max ms": 9.5}]))
+    got = verdicts(one)
+    assert got[RT][0] == "not measured" and got["GDA 256 MiB put >= 80 % of memcpy"][0] == "not measured"
+    assert got["control plane"][0] == "missed"  # the slowest rank's 1.5 ms, not the median's 0.3
+    part = report(tmp_path / "part.json", 2,
+                  ("all-reduce per launch (float32 sum), 2 processes on 2 GPU(s)",
+                   [{"size": "8KiB", "launch": "graph", "cco us": 1.0, "symm 1-shot us": 5.0}]),
+                  ("LSA put bandwidth, 2 ranks on 2 GPU(s)", [{"size": "16MiB", "cco/memcpy %": 101.0}]))
+    got = verdicts(part)
+    assert got[AR][:2] == ("not measured", "not measured at 32KiB, 128KiB, 512KiB, 1MiB")
+    assert got["LSA put >= memcpy from 4 KiB"][0] == "not measured"
+    cpu = report(tmp_path / "cpu.json", 0, ("host control plane, 8 ranks as processes, cpu platform",
+                                            [{"step": "ccoDevCommCreate", "max ms": 0.1},
+                                             {"step": "ccoWindowRegister 1GiB", "max ms": 1.0}]))
+    assert verdicts(cpu)["control plane"][0] == "not measured"  # no GPU figure
 
 
 def test_the_report_of_more_gpus_counts_then_the_last_named(tmp_path):

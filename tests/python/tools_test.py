@@ -336,8 +336,8 @@ PDL_KERNELS = {"lsa_put": (0,), "lsa_get": (0,), "oneshot_allreduce": (0, 1), "t
 
 def memory_touched_before_wait(ptx, descriptor_params):
     """The instructions before griddepcontrol.wait that touch memory other than a descriptor:
-    any store, atomic or non-plain load, and any global load whose address is not a descriptor
-    parameter plus a constant (followed through cvta, mov and add of an immediate)."""
+    any store, atomic or non-plain load, and any global or generic load whose address is not a
+    descriptor parameter plus a constant (followed through cvta, mov and add of an immediate)."""
     descriptors, touching = set(), []
     for line in (raw.strip() for raw in ptx[:ptx.find("griddepcontrol.wait")].splitlines()):
         param = re.match(r"ld\.param\.\w+\s+(%\w+), \[\w+_param_(\d+)\];", line)
@@ -349,7 +349,9 @@ def memory_touched_before_wait(ptx, descriptor_params):
         if moved and moved.group(2) in descriptors:
             descriptors.add(moved.group(1))
             continue
-        load = re.match(r"(?:@%p\d+\s+)?ld\.global(?:\.\w+)*\s+[^\[]*\[\s*(%\w+)\s*(?:\+\s*-?\d+\s*)?\]", line)
+        # (a generic load through a descriptor register reads the descriptor too)
+        load = re.match(r"(?:@%p\d+\s+)?ld(?:\.global)?(?:\.(?!param|shared|local|const)\w+)*\s+[^\[]*\[\s*(%\w+)\s*"
+                        r"(?:\+\s*-?\d+\s*)?\]", line)
         if load:
             if load.group(1) not in descriptors:
                 touching.append(line)

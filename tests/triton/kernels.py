@@ -46,6 +46,48 @@ def every_function(dc, win, out, peer: tl.constexpr):
 
 
 @triton.jit
+def bad_handles(dc, win, out):
+    """The device communicator and window functions on handles that name none (null, a
+    deregistered window's zeroed descriptor, a device communicator of another ABI): out[0..6]
+    the getters (-1 each), out[7] aborted (0), out[8..10] the three LSA pointers (0 each),
+    out[11..13] barrier arrive, wait, sync with coop BLOCK (INVALID_ARGUMENT each)."""
+    tl.store(out + 0, cco.DevComm.rank(dc))
+    tl.store(out + 1, cco.DevComm.world_size(dc))
+    tl.store(out + 2, cco.DevComm.lsa_rank(dc))
+    tl.store(out + 3, cco.DevComm.lsa_size(dc))
+    tl.store(out + 4, cco.Team.size(dc, cco.TeamKind.LSA))
+    tl.store(out + 5, cco.Team.rank(dc, cco.TeamKind.WORLD))
+    tl.store(out + 6, cco.Team.world_rank(dc, cco.TeamKind.LSA, 0))
+    tl.store(out + 7, cco.DevComm.aborted(dc))
+    tl.store(out + 8, (cco.Window.lsa_ptr(win, 0, 0) != 0).to(tl.int32))
+    tl.store(out + 9, (cco.Window.lsa_ptr_world(win, 0, 0) != 0).to(tl.int32))
+    tl.store(out + 10, (cco.Window.local_ptr(win, 0) != 0).to(tl.int32))
+    tl.store(out + 11, cco.LsaBarrier.arrive(dc, 0, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 12, cco.LsaBarrier.wait(dc, 0, coop=cco.CoopScope.BLOCK))
+    tl.store(out + 13, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK))
+
+
+BAD_HANDLES_EXPECTED = [-1] * 7 + [0] * 4 + [3] * 3
+
+
+def refusal_of(f):
+    """What an ABI function of the GDA or SDMA family returns for a device communicator that
+    names none: a getter -1, a read or a queue count 0, anything else INVALID_ARGUMENT (3)."""
+    name = f["dsl"].split(".")[1]
+    if name in ("team_size", "team_peer"):
+        return -1
+    if name.startswith("read_") or name == "queue_count":
+        return 0
+    return 3
+
+
+def family_functions(family):
+    """The functions _family_kernel_source calls, in its order."""
+    from cco.device import CCO_DEVICE_FUNCTIONS
+    return [f for f in CCO_DEVICE_FUNCTIONS if f["family"] == family]
+
+
+@triton.jit
 def every_barrier(dc, out):
     """Every LSA barrier symbol Triton can call correctly (coop WARP in a one-warp program,
     and BLOCK; THREAD is refused: every thread would arrive); out[i] = the status of call i."""

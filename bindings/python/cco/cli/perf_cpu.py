@@ -8,6 +8,7 @@ import ctypes
 import time
 
 from cco import Communicator
+from cco.cli.meta import run_meta
 from cco.cli.ranks import SCRATCH_BYTES, Ranks
 from cco.cli.report import Report, size_label
 from cco.cli.timing import sweep
@@ -37,7 +38,7 @@ def run(opts, joined=None, world=None):
     world = world or max(2, opts.ranks or 2)
     top = min(opts.max_bytes, 64 << 20) if not opts.quick else min(opts.max_bytes, 1 << 20)
     how = "launched processes" if joined else "threads"
-    report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}")
+    report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}", run_meta("cpu", world, how))
     if "tcp" in opts.suite_list and joined is None:  # it starts its own two processes
         from cco.cli import perf_tcp
 

@@ -8,10 +8,12 @@ Each rank is a process started here; each reports its times as one JSON line.
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 
+from cco.cli.procs import kill_all, wait_all
 from cco.cli.report import size_label
 
 
@@ -60,20 +62,22 @@ def run_suite(report, world, window, platform):
     uids = [Communicator.get_unique_id() for _ in range(2)]  # this process hosts both rendezvous
     env = dict(os.environ, CCO_WORLD_SIZE=str(world), CCO_PERF_UIDS=",".join(u.hex() for u in uids),
                CCO_PERF_WINDOW=str(window), CCO_PLATFORM=platform)
-    procs = [subprocess.Popen([sys.executable, "-m", "cco.cli.perf_host"], env=dict(env, CCO_RANK=str(r)),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for r in range(world)]
-    for r, p in enumerate(procs):
-        if p.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"cco perf host: rank {r} did not start")
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    results = []
-    for r, p in enumerate(procs):
-        out, _ = p.communicate(timeout=300)
-        if p.returncode != 0:
-            raise RuntimeError(f"cco perf host: rank {r} failed (exit {p.returncode})")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    procs = []
+    try:
+        for r in range(world):
+            procs.append(subprocess.Popen([sys.executable, "-m", "cco.cli.perf_host"], env=dict(env, CCO_RANK=str(r)),
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        for r, p in enumerate(procs):
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"cco perf host: rank {r} did not start")
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+    except BaseException:
+        kill_all(procs)  # the others would wait in the rendezvous until their timeout
+        raise
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in wait_all(procs, 300, "cco perf host")]
     rows = report.suite(f"host control plane, {world} ranks as processes, {platform} platform",
                         ["step", "median ms", "max ms"],
                         note=f"window {size_label(window)}; first create = the process's first ccoCommCreate")
@@ -82,7 +86,7 @@ def run_suite(report, world, window, platform):
                        ("register_ms", f"ccoWindowRegister {size_label(window)}"),
                        ("devcomm_ms", "ccoDevCommCreate")):
         values = sorted(r[key] for r in results)
-        rows.append([label, values[len(values) // 2], values[-1]])
+        rows.append([label, statistics.median(values), values[-1]])
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ import json
 
 
 class Report:
-    def __init__(self, header):
+    def __init__(self, header, meta=None):
         self.header = header
+        self.meta = meta or {}  # the run's record (cli/meta.py): command, versions, settings
         self.suites = []
 
     def suite(self, name, columns, note=""):
@@ -24,7 +25,7 @@ class Report:
         out.flush()
 
     def to_json(self):
-        return json.dumps({"header": self.header, "suites": [
+        return json.dumps({"header": self.header, "meta": self.meta, "suites": [
             {"suite": s["suite"], "note": s["note"], "columns": s["columns"],
              "rows": [dict(zip(s["columns"], r)) for r in s["rows"]]}
             for s in self.suites]}, indent=2)
@@ -32,7 +33,7 @@ class Report:
     @classmethod
     def from_dict(cls, data):
         """The report that to_json wrote (another process's)."""
-        report = cls(data["header"])
+        report = cls(data["header"], data.get("meta"))
         for s in data["suites"]:
             report.suite(s["suite"], s["columns"], s["note"]).extend([row[c] for c in s["columns"]] for row in s["rows"])
         return report

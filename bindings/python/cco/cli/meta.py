@@ -1,0 +1,67 @@
+"""What a `cco perf` report records about the run that made it, so that a figure can be
+checked against its machine, versions, settings and command without a hand-written note."""
+
+import datetime
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import cco
+
+# Settings that change a figure or its anchors.
+_ENV_PREFIXES = ("CCO_", "MORI_", "NCCL_", "TORCH_SYMM_MEM_", "CUDA_MPS_", "CUDA_VISIBLE_DEVICES")
+
+
+def _driver_version():
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.split("\n")[0].strip() or None
+
+
+def _mps_running():
+    if os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
+        return True
+    try:
+        return subprocess.run(["pgrep", "-x", "nvidia-cuda-mps-control"], capture_output=True, timeout=5).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_meta(platform, world, ranks_as, gpus_used=None):
+    """The run's record: command, versions, settings, machine. gpus_used: the devices the
+    ranks ran on, as this process sees them."""
+    meta = {
+        "command": [os.path.basename(sys.executable), "-m", "cco.cli"] + sys.argv[1:],
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "platform": platform,
+        "ranks": world,
+        "ranks_as": ranks_as,
+        "cco": cco.__version__,
+        "python": sys.version.split()[0],
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
+    }
+    if platform == "cpu":
+        return meta
+    import torch  # noqa: PLC0415 (a GPU run has it; the cpu platform does not need it)
+    import triton  # noqa: PLC0415
+    meta.update({
+        "gpus_used": gpus_used,
+        "gpu": torch.cuda.get_device_properties(0).name,
+        "gpus_visible": torch.cuda.device_count(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "driver": _driver_version(),
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None,
+        "mps": _mps_running(),
+    })
+    return meta

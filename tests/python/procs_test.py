@@ -1,0 +1,37 @@
+"""cco.cli.procs: rank processes are waited for together; the first that fails, or the
+deadline, kills the others and names the rank, instead of leaving them in a rendezvous."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cco.cli.procs import wait_all
+
+
+def start(code):
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_every_output_once_all_succeed():
+    outs = wait_all([start("print('a')"), start("print('b')")], 30, "two ranks")
+    assert [out.strip() for out, _ in outs] == ["a", "b"]
+
+
+def test_a_failed_rank_ends_the_waiting_one_at_once():
+    waiting = start("import time; time.sleep(60)")  # rank 0: would wait for rank 1 for ever
+    failing = start("import sys; sys.stderr.write('rank 1 lost its peer'); sys.exit(3)")
+    begin = time.monotonic()
+    with pytest.raises(RuntimeError) as failed:
+        wait_all([waiting, failing], 60, "two ranks")
+    assert time.monotonic() - begin < 20
+    assert "rank 1 failed (exit 3)" in str(failed.value) and "lost its peer" in str(failed.value)
+    assert waiting.poll() is not None  # killed, not left behind
+
+
+def test_the_deadline_kills_every_rank():
+    ranks = [start("import time; time.sleep(60)") for _ in range(2)]
+    with pytest.raises(RuntimeError, match="still running after 1 s"):
+        wait_all(ranks, 1, "two ranks")
+    assert all(p.poll() is not None for p in ranks)
