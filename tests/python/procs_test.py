@@ -1,5 +1,6 @@
 """cco.cli.procs: rank processes are waited for together; the first that fails, or the
-deadline, kills the others and names the rank, instead of leaving them in a rendezvous."""
+deadline, kills the others and names the rank, instead of leaving them in a rendezvous. And
+cco.cli.meta: what a report records about its run, never a secret."""
 
 import subprocess
 import sys
@@ -35,3 +36,15 @@ def test_the_deadline_kills_every_rank():
     with pytest.raises(RuntimeError, match="still running after 1 s"):
         wait_all(ranks, 1, "two ranks")
     assert all(p.poll() is not None for p in ranks)
+
+
+def test_a_report_records_its_run_but_no_secret(monkeypatch):
+    from cco.cli.meta import run_meta
+
+    monkeypatch.setenv("CCO_UNIQUE_ID", "43434349deadbeef")
+    monkeypatch.setenv("MORI_UNIQUE_ID", "43434349deadbeef")
+    monkeypatch.setenv("CCO_TIMEOUT_MS", "1234")
+    meta = run_meta("cpu", 2, "threads")
+    assert meta["env"]["CCO_TIMEOUT_MS"] == "1234" and meta["ranks"] == 2 and meta["command"]
+    assert not any("UNIQUE_ID" in name for name in meta["env"])
+    assert "deadbeef" not in repr(meta)

@@ -12,6 +12,13 @@ import cco
 
 # Settings that change a figure or its anchors.
 _ENV_PREFIXES = ("CCO_", "MORI_", "NCCL_", "TORCH_SYMM_MEM_", "CUDA_MPS_", "CUDA_VISIBLE_DEVICES")
+# Never recorded: a unique id carries the communicator's secret (its peers authenticate with
+# it), and a report is a file people commit and share.
+_ENV_SECRET_WORDS = ("UNIQUE_ID", "SECRET", "KEY", "TOKEN", "PASSWORD")
+
+
+def _recorded(name):
+    return name.startswith(_ENV_PREFIXES) and not any(word in name.upper() for word in _ENV_SECRET_WORDS)
 
 
 def _driver_version():
@@ -47,7 +54,7 @@ def run_meta(platform, world, ranks_as, gpus_used=None):
         "ranks_as": ranks_as,
         "cco": cco.__version__,
         "python": sys.version.split()[0],
-        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
+        "env": {k: v for k, v in sorted(os.environ.items()) if _recorded(k)},
     }
     if platform == "cpu":
         return meta
