@@ -54,22 +54,20 @@ CCO_DEVICE_API uint64_t lsa_ptr(uint64_t win, int32_t peer, uint64_t offset) {
   return lsa_peer_address(window(win), peer, offset);
 }
 
-// Getters of a bad device communicator return -1.
-CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) {
+// Getters: field(d) of a good device communicator, -1 for a bad one.
+template <class Field> CCO_DEVICE_API int32_t devcomm_get(uint64_t dc, Field field) {
   const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? d.rank : -1;
+  return devcomm_ok(d) ? field(d) : -1;
 }
+CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) { return devcomm_get(dc, [](const ccoDevComm& d) { return d.rank; }); }
 CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? d.worldSize : -1;
+  return devcomm_get(dc, [](const ccoDevComm& d) { return d.worldSize; });
 }
 CCO_DEVICE_API int32_t devcomm_lsa_rank(uint64_t dc) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? d.lsaRank : -1;
+  return devcomm_get(dc, [](const ccoDevComm& d) { return d.lsaRank; });
 }
 CCO_DEVICE_API int32_t devcomm_lsa_size(uint64_t dc) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? d.lsaSize : -1;
+  return devcomm_get(dc, [](const ccoDevComm& d) { return d.lsaSize; });
 }
 
 /// A system-scope acq_rel fence: this thread's earlier writes (peers' memory included)
@@ -89,16 +87,13 @@ CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return ls
 CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) { return lsa_barrier_detail::aborted(devcomm_fields(dc)) ? 1 : 0; }
 
 CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? cco::team_size(d, team) : -1;
+  return devcomm_get(dc, [&](const ccoDevComm& d) { return cco::team_size(d, team); });
 }
 CCO_DEVICE_API int32_t team_rank(uint64_t dc, int32_t team) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? cco::team_rank(d, team) : -1;
+  return devcomm_get(dc, [&](const ccoDevComm& d) { return cco::team_rank(d, team); });
 }
 CCO_DEVICE_API int32_t team_world_rank(uint64_t dc, int32_t team, int32_t index) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? cco::team_world_rank(d, team, index) : -1;
+  return devcomm_get(dc, [&](const ccoDevComm& d) { return cco::team_world_rank(d, team, index); });
 }
 
 // Barrier calls check the index (a bad one touches no memory) and run one session.
@@ -213,12 +208,10 @@ template <class Coop> CCO_DEVICE_API int32_t gda_barrier_sync(uint64_t dc, int32
   });
 }
 CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? d.gdaPeerCount : -1;
+  return devcomm_get(dc, [](const ccoDevComm& d) { return d.gdaPeerCount; });
 }
 CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) {
-  const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? cco::team_world_rank(d, CCO_TEAM_GDA, index) : -1;
+  return devcomm_get(dc, [&](const ccoDevComm& d) { return cco::team_world_rank(d, CCO_TEAM_GDA, index); });
 }
 
 // --- SDMA (device/sdma.hpp): peers are LSA ranks ------------------------------------------

@@ -414,10 +414,6 @@ TEST_P(GdaOnHost, ConcurrentAsyncFlushesEachWaitForTheirOwnPosts) {
   }), 0);
 }
 
-// What the direct path cannot do goes through the ring, which refuses it as before: a
-// put_value past the window's end fails the ring (the direct path never writes outside a
-// window). Signal ids past the user's are refused at once, posting nothing: the barriers'
-// words that follow them are ccoGdaBarrierSession's.
 // What the device refuses takes no ticket and leaves the ring healthy: a signal on a
 // barrier's word, and windows that are not live windows of this communicator holding the
 // bytes (null, past the end, an offset that wraps, another communicator's, a deregistered
