@@ -59,6 +59,7 @@
 #include "device/gda_direct.hpp"
 #include "device/gda_ring.hpp"
 #include "device/group_waits.hpp"
+#include "device/handles.hpp"
 #include "device/lsa.hpp"
 #include "device/team.hpp"
 
@@ -520,7 +521,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // empties L1 on nvptx): a memory trip each, on the critical path of every round trip.
   struct Fields {
     ccoGdaTopo topo;
-    bool valid;  // magic and ABI version
+    bool valid;  // devcomm_valid
     int32_t connectionType, peerCount;
     uint32_t contextCount, signalCount, counterCount, barrierCount, ringDepth;
     uint32_t directMaxBytes, directGroupMaxBytes;  // the latter already the larger of the two
@@ -529,7 +530,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
     uint32_t shadowOffset, flushOffset;
     CCO_DEVICE_API explicit Fields(const ccoDevComm& dc)
         : topo(gda_topo(dc)),
-          valid(dc.magic == CCO_DEV_COMM_MAGIC && dc.abiVersion == CCO_ABI_VERSION),
+          valid(devcomm_valid(dc)),
           connectionType(static_cast<int32_t>(dc.gdaConnectionType)),
           peerCount(dc.gdaPeerCount),
           contextCount(dc.gdaContextCount),

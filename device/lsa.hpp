@@ -12,14 +12,9 @@
 
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
+#include "device/handles.hpp"
 
 namespace cco {
-
-/// Whether `win` is a live window descriptor at all (null, a deregistered window's zeroed
-/// descriptor, or one of another ABI are not), and `offset` at most its size.
-CCO_DEVICE_API bool lsa_window_offset_ok(const ccoWindowDevice* win, uint64_t offset) {
-  return win != nullptr && win->magic == CCO_WINDOW_MAGIC && win->abiVersion == CCO_ABI_VERSION && offset <= win->size;
-}
 
 /// Address of byte `offset` of LSA rank `peer`'s copy of the window, or 0 where `peer` is
 /// not an LSA rank (0 <= peer < lsaSize), the handle names no live window, or `offset` lies

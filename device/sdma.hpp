@@ -49,6 +49,7 @@
 #include "device/coop.hpp"
 #include "device/gda_ring.hpp"
 #include "device/group_waits.hpp"
+#include "device/handles.hpp"
 #include "device/lsa.hpp"
 
 namespace cco {
@@ -61,8 +62,7 @@ class ccoSdma {
   /// Queues per peer (0: SDMA is not enabled on this device communicator, or it is none of
   /// this ABI: every call is then INVALID_ARGUMENT).
   CCO_DEVICE_API int32_t queue_count() const {
-    const bool valid = dc_.magic == CCO_DEV_COMM_MAGIC && dc_.abiVersion == CCO_ABI_VERSION;
-    return valid && dc_.sdmaRingSlots != 0 ? static_cast<int32_t>(dc_.sdmaQueueCount) : 0;
+    return devcomm_valid(dc_) && dc_.sdmaRingSlots != 0 ? static_cast<int32_t>(dc_.sdmaQueueCount) : 0;
   }
 
   template <class Coop = ccoCoopThread, bool Signal = true>

@@ -25,9 +25,7 @@ namespace abi {
 // Whether `dc` can be read as a device communicator at all (nothing is loaded: a null or
 // misaligned handle would fault). One of another ABI is refused by its magic and version.
 CCO_DEVICE_API bool devcomm_pointer_ok(uint64_t dc) { return dc != 0 && dc % alignof(ccoDevComm) == 0; }
-CCO_DEVICE_API bool devcomm_ok(const ccoDevComm& d) {
-  return d.magic == CCO_DEV_COMM_MAGIC && d.abiVersion == CCO_ABI_VERSION && d.size == sizeof(ccoDevComm);
-}
+CCO_DEVICE_API bool devcomm_ok(const ccoDevComm& d) { return devcomm_valid(d); }
 
 // The device communicator as a call reads it: a copy made of invariant loads (nothing writes
 // it while a kernel runs), so its fields are not loaded again behind every fence and acquire
@@ -83,8 +81,11 @@ CCO_DEVICE_API uint64_t lsa_ptr_world(uint64_t win, int32_t worldPeer, uint64_t 
 }
 CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return lsa_local_address(window(win), offset); }
 
-// (a zeroed copy has no abort flag: not aborted)
-CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) { return lsa_barrier_detail::aborted(devcomm_fields(dc)) ? 1 : 0; }
+// (a bad device communicator's abort flag is not read: not aborted)
+CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) {
+  const ccoDevComm d = devcomm_fields(dc);
+  return devcomm_ok(d) && lsa_barrier_detail::aborted(d) ? 1 : 0;
+}
 
 CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) {
   return devcomm_get(dc, [&](const ccoDevComm& d) { return cco::team_size(d, team); });

@@ -25,9 +25,10 @@ def window_bytes(flat_base):
                        WORLD_BASE + LSA_RANK, WORLD_BASE, 1, 0, *([0] * 8))
 
 
-def devcomm_bytes(abi_version=ABI_VERSION):
+def devcomm_bytes(abi_version=ABI_VERSION, abort_flag=0):
     dc = DevCommStruct()
     dc.magic, dc.abiVersion, dc.size = 0x444F4343, abi_version, ctypes.sizeof(DevCommStruct)
+    dc.abortFlag = abort_flag
     dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize = WORLD_BASE + LSA_RANK, WORLD, LSA_RANK, LSA_SIZE
     dc.teamLsa.nRanks, dc.teamLsa.rank, dc.teamLsa.stride, dc.teamLsa.worldBase = LSA_SIZE, LSA_RANK, 1, WORLD_BASE
     return bytes(dc)
@@ -68,7 +69,8 @@ def test_every_function_refuses_handles_that_name_nothing():
     window's zeroed descriptor: each returns its refusal (a status, -1, 0), reads nothing
     through the null handle, and the kernel ends (a fault would fail the synchronise)."""
     path = find_cco_bitcode(("cuda", 90))
-    other_abi = to_device(devcomm_bytes(abi_version=ABI_VERSION + 1))
+    raised = torch.ones(1, dtype=torch.int32, device="cuda")  # an abort flag that is set: not to be read
+    other_abi = to_device(devcomm_bytes(abi_version=ABI_VERSION + 1, abort_flag=raised.data_ptr()))
     stale = torch.zeros(128, dtype=torch.uint8, device="cuda")
     for dc, win in ((0, 0), (other_abi.data_ptr(), stale.data_ptr())):
         out = torch.full((16,), 77, dtype=torch.int32, device="cuda")

@@ -95,8 +95,17 @@ def test_targets_over_nvlink_or_a_range_of_sizes_are_not_judged_on_less(tmp_path
                    [{"size": "8KiB", "launch": "graph", "cco us": 1.0, "symm 1-shot us": 5.0}]),
                   ("LSA put bandwidth, 2 ranks on 2 GPU(s)", [{"size": "16MiB", "cco/memcpy %": 101.0}]))
     got = verdicts(part)
-    assert got[AR][:2] == ("not measured", "not measured at 32KiB, 128KiB, 512KiB, 1MiB")
-    assert got["LSA put >= memcpy from 4 KiB"][0] == "not measured"
+    assert got[AR][:2] == ("not measured", "not measured up to 1MiB (largest 8KiB)")
+    assert got["LSA put >= memcpy from 4 KiB"][:2] == ("not measured", "not measured at 4KiB")
+    # A sweep that steps past 1 MiB (8 KiB ... 512 KiB, 2 MiB) covers the range and is judged
+    # on every size up to 2 MiB; one that skips a step is not.
+    rows = [{"size": s, "launch": "graph", "cco us": 1.0, "symm 1-shot us": 5.0}
+            for s in ("8KiB", "32KiB", "128KiB", "512KiB", "2MiB")]
+    past = report(tmp_path / "past.json", 2, ("all-reduce per launch (float32 sum), 2 processes on 2 GPU(s)", rows))
+    assert verdicts(past)[AR][0] == "met" and "2MiB 1.00/5.00" in verdicts(past)[AR][1]
+    gap = report(tmp_path / "gap.json", 2, ("all-reduce per launch (float32 sum), 2 processes on 2 GPU(s)",
+                                            [r for r in rows if r["size"] != "128KiB"]))
+    assert verdicts(gap)[AR][:2] == ("not measured", "a gap from 32KiB to 512KiB")
     cpu = report(tmp_path / "cpu.json", 0, ("host control plane, 8 ranks as processes, cpu platform",
                                             [{"step": "ccoDevCommCreate", "max ms": 0.1},
                                              {"step": "ccoWindowRegister 1GiB", "max ms": 1.0}]))

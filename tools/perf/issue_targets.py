@@ -124,11 +124,18 @@ def tcp_bandwidth(t):
     return (MET if share >= 80 else MISSED), f"{largest['size']}: {share:.1f} % of a bare stream"
 
 
-def missing_sizes(rows, required):
-    """The labels of `required` (bytes) that no row measured: a target over a range of sizes
-    is not judged on part of it."""
-    have = {size_bytes(r.get("size")) for r in rows}
-    return [f"{b >> 10}KiB" if b < 1 << 20 else f"{b >> 20}MiB" for b in required if b not in have]
+def uncovered(rows, lo, hi):
+    """Why the rows' sizes do not cover [lo, hi] (None where they do): a target over a range
+    of sizes is not judged on part of it. Covered: `lo` measured, a size at or above `hi`, and
+    no step between neighbours larger than the sweep's 4x."""
+    sizes = sorted({size_bytes(r.get("size")) for r in rows} - {None})
+    label = lambda b: f"{b >> 10}KiB" if b < 1 << 20 else f"{b >> 20}MiB"  # noqa: E731
+    if lo not in sizes:
+        return f"not measured at {label(lo)}"
+    if sizes[-1] < hi:
+        return f"not measured up to {label(hi)} (largest {label(sizes[-1])})"
+    steps = [(a, b) for a, b in zip(sizes, sizes[1:]) if a >= lo and a < hi and b > 4 * a]
+    return f"a gap from {label(steps[0][0])} to {label(steps[0][1])}" if steps else None
 
 
 def _best(row, columns):
@@ -143,10 +150,13 @@ def allreduce_beats_symm(t):
         return NONE, why
     cco_columns = ("cco us", "cco 2-shot us", "cco push us")
     peer_columns = ("symm 1-shot us", "symm 2-shot us")
-    missing = missing_sizes(rows, [8 << 10, 32 << 10, 128 << 10, 512 << 10, 1 << 20])
-    if missing:
-        return NONE, "not measured at " + ", ".join(missing)
-    sizes = sorted({r["size"] for r in rows if size_bytes(r.get("size")) and 8 << 10 <= size_bytes(r["size"]) <= 1 << 20},
+    why = uncovered([r for r in rows if r.get("launch") == "graph"], 8 << 10, 1 << 20)
+    if why:
+        return NONE, why
+    # Every size from 8 KiB up to the first at or above 1 MiB (a sweep may step past 1 MiB).
+    measured = sorted({size_bytes(r["size"]) for r in rows if size_bytes(r.get("size"))})
+    top = next(b for b in measured if b >= 1 << 20)
+    sizes = sorted({r["size"] for r in rows if size_bytes(r.get("size")) and 8 << 10 <= size_bytes(r["size"]) <= top},
                    key=size_bytes)
     parts, verdict = [], MET
     for size in sizes:
@@ -168,9 +178,9 @@ def lsa_put_vs_memcpy(t):
     rows, why = table(t, "LSA put bandwidth", nvlink=True)
     if why:
         return NONE, why
-    missing = missing_sizes(rows, [4 << 10 << (2 * i) for i in range(7)])  # 4 KiB to 16 MiB
-    if missing:
-        return NONE, "not measured at " + ", ".join(missing)
+    why = uncovered(rows, 4 << 10, 16 << 20)  # from 4 KiB, to the quick sweep's top at least
+    if why:
+        return NONE, why
     parts, verdict = [], MET
     for r in rows:
         if (size_bytes(r.get("size")) or 0) < 4096:

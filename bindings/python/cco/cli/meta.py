@@ -14,7 +14,7 @@ import cco
 _ENV_PREFIXES = ("CCO_", "MORI_", "NCCL_", "TORCH_SYMM_MEM_", "CUDA_MPS_", "CUDA_VISIBLE_DEVICES")
 # Never recorded: a unique id carries the communicator's secret (its peers authenticate with
 # it), and a report is a file people commit and share.
-_ENV_SECRET_WORDS = ("UNIQUE_ID", "SECRET", "KEY", "TOKEN", "PASSWORD")
+_ENV_SECRET_WORDS = ("UNIQUE_ID", "UID", "SECRET", "KEY", "TOKEN", "PASSWORD")
 
 
 def _recorded(name):
@@ -42,9 +42,9 @@ def _mps_running():
         return None
 
 
-def run_meta(platform, world, ranks_as, gpus_used=None):
-    """The run's record: command, versions, settings, machine. gpus_used: the devices the
-    ranks ran on, as this process sees them."""
+def run_meta(platform, world, ranks_as, device=None):
+    """The run's record: command, versions, settings, machine. device: the reporting
+    process's current GPU (rank 0's, where ranks are processes)."""
     meta = {
         "command": [os.path.basename(sys.executable), "-m", "cco.cli"] + sys.argv[1:],
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -61,7 +61,7 @@ def run_meta(platform, world, ranks_as, gpus_used=None):
     import torch  # noqa: PLC0415 (a GPU run has it; the cpu platform does not need it)
     import triton  # noqa: PLC0415
     meta.update({
-        "gpus_used": gpus_used,
+        "device": device,
         "gpu": torch.cuda.get_device_properties(0).name,
         "gpus_visible": torch.cuda.device_count(),
         "torch": torch.__version__,

@@ -372,7 +372,7 @@ def run(opts, joined=None, world=None):
     world = world or max(2, opts.ranks or torch.cuda.device_count())
     report = Report(f"cco perf: {torch.cuda.device_count()} x {props.name}, triton {triton.__version__}, "
                     f"torch {torch.__version__}, ranks as {how}",
-                    run_meta("gpu", world, how, gpus_used=[torch.cuda.current_device()] if joined else None))
+                    run_meta("gpu", world, how, device=torch.cuda.current_device()))
     if opts.quick:
         opts.max_bytes = min(opts.max_bytes, 16 << 20)
         opts.barrier_rounds = min(opts.barrier_rounds, 2000)

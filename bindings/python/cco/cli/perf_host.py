@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from cco.cli.procs import kill_all, wait_all
+from cco.cli.procs import await_line, kill_all, wait_all
 from cco.cli.report import size_label
 
 
@@ -68,9 +68,7 @@ def run_suite(report, world, window, platform):
             procs.append(subprocess.Popen([sys.executable, "-m", "cco.cli.perf_host"], env=dict(env, CCO_RANK=str(r)),
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True))
-        for r, p in enumerate(procs):
-            if p.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"cco perf host: rank {r} did not start")
+        await_line(procs, "ready", 120, "cco perf host")
         for p in procs:
             p.stdin.write("go\n")
             p.stdin.flush()
