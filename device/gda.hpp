@@ -300,12 +300,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   }
 
   CCO_DEVICE_API gda::RingView ring(int32_t index) const {
-    const uint32_t r = cco_gda_ring_index(context_, index, f_.peerCount);
-    return gda::RingView{reinterpret_cast<ccoGdaDesc*>(f_.ringSlots) + static_cast<uint64_t>(r) * f_.ringDepth,
-                         reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(f_.ringHost, f_.ringDepth, r)),
-                         reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(f_.ringHost, r)),
-                         reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(f_.ringDevice, r)),
-                         f_.ringDepth};
+    return gda::RingAt(f_.ringSlots, f_.ringHost, f_.ringDevice, f_.ringDepth,
+                       cco_gda_ring_index(context_, index, f_.peerCount));
   }
   // A null handle is id 0, which no window has: the proxy refuses the operation.
   CCO_DEVICE_API static uint32_t window_id(ccoWindow_t win) {

@@ -43,6 +43,15 @@ struct RingView {
   uint32_t depth;
 };
 
+/// Ring `ring` of a ring set (abi/gda.h: its descriptors, host words and device words as a
+/// device communicator gives their device addresses); GDA and SDMA rings alike.
+CCO_DEVICE_API RingView RingAt(uint64_t slots, uint64_t hostWords, uint64_t deviceWords, uint32_t depth, uint32_t ring) {
+  return RingView{reinterpret_cast<ccoGdaDesc*>(cco_gda_desc_address(slots, depth, ring, 0)),
+                  reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(hostWords, depth, ring)),
+                  reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(hostWords, ring)),
+                  reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(deviceWords, ring)), depth};
+}
+
 /// What every wait watches besides its own condition.
 struct WaitLimits {
   const uint32_t* abortFlag;  // the communicator's (null: none)

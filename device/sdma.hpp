@@ -149,12 +149,7 @@ class ccoSdma {
   }
   CCO_DEVICE_API uint32_t slot(int32_t peer, int32_t queue) const { return cco_sdma_slot(peer, queue, dc_.sdmaQueueCount); }
   CCO_DEVICE_API gda::RingView ring(int32_t peer, int32_t queue) const {
-    const uint32_t r = slot(peer, queue);
-    return gda::RingView{reinterpret_cast<ccoGdaDesc*>(dc_.sdmaRingSlots) + static_cast<uint64_t>(r) * dc_.sdmaRingDepth,
-                         reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(dc_.sdmaRingHost, dc_.sdmaRingDepth, r)),
-                         reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(dc_.sdmaRingHost, r)),
-                         reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc_.sdmaRingDevice, r)),
-                         dc_.sdmaRingDepth};
+    return gda::RingAt(dc_.sdmaRingSlots, dc_.sdmaRingHost, dc_.sdmaRingDevice, dc_.sdmaRingDepth, slot(peer, queue));
   }
   // The pools: their words in the resource window's flat copy, their shadows in this rank's.
   enum Pool { kRemote = 0, kLocal = 1 };

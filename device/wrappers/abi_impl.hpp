@@ -23,15 +23,14 @@ namespace cco {
 namespace abi {
 
 // Whether `dc` can be read as a device communicator at all (nothing is loaded: a null or
-// misaligned handle would fault). One of another ABI is refused by its magic and version.
+// misaligned handle would fault). One of another ABI is refused by devcomm_valid.
 CCO_DEVICE_API bool devcomm_pointer_ok(uint64_t dc) { return dc != 0 && dc % alignof(ccoDevComm) == 0; }
-CCO_DEVICE_API bool devcomm_ok(const ccoDevComm& d) { return devcomm_valid(d); }
 
 // The device communicator as a call reads it: a copy made of invariant loads (nothing writes
 // it while a kernel runs), so its fields are not loaded again behind every fence and acquire
 // of a barrier or wait (a dependent memory trip each), may be loaded once for a whole kernel,
 // and the fields a call does not use are not loaded at all. A handle that cannot be read
-// gives a zeroed copy, which devcomm_ok refuses like any other bad one.
+// gives a zeroed copy, which devcomm_valid refuses like any other bad one.
 CCO_DEVICE_API ccoDevComm devcomm_fields(uint64_t dc) {
   static_assert(sizeof(ccoDevComm) % sizeof(uint64_t) == 0, "ccoDevComm is whole words");
   constexpr int kWords = sizeof(ccoDevComm) / sizeof(uint64_t);
@@ -55,7 +54,7 @@ CCO_DEVICE_API uint64_t lsa_ptr(uint64_t win, int32_t peer, uint64_t offset) {
 // Getters: field(d) of a good device communicator, -1 for a bad one.
 template <class Field> CCO_DEVICE_API int32_t devcomm_get(uint64_t dc, Field field) {
   const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) ? field(d) : -1;
+  return devcomm_valid(d) ? field(d) : -1;
 }
 CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) { return devcomm_get(dc, [](const ccoDevComm& d) { return d.rank; }); }
 CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) {
@@ -84,7 +83,7 @@ CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return ls
 // (a bad device communicator's abort flag is not read: not aborted)
 CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) {
   const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_ok(d) && lsa_barrier_detail::aborted(d) ? 1 : 0;
+  return devcomm_valid(d) && lsa_barrier_detail::aborted(d) ? 1 : 0;
 }
 
 CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) {
@@ -99,7 +98,7 @@ CCO_DEVICE_API int32_t team_world_rank(uint64_t dc, int32_t team, int32_t index)
 
 // Barrier calls check the index (a bad one touches no memory) and run one session.
 CCO_DEVICE_API bool barrier_index_ok(const ccoDevComm& dc, int32_t index) {
-  return devcomm_ok(dc) && static_cast<uint32_t>(index) < dc.lsaBarrierCount;
+  return devcomm_valid(dc) && static_cast<uint32_t>(index) < dc.lsaBarrierCount;
 }
 // The memory order is a template argument: each symbol has its own, fixed at link time.
 template <class Coop, ccoMemoryOrder Order = CCO_MEMORY_ORDER_RELEASE>

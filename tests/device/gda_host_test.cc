@@ -234,12 +234,8 @@ uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
 // Posts `d` into context `context`'s ring to GDA-team index `peerIndex` as it is, with no
 // check: what a scribbled descriptor does to the proxy.
 int32_t PostRaw(const ccoDevComm& dc, int context, int peerIndex, const ccoGdaDesc& d) {
-  const uint32_t ring = cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount);
-  const cco::gda::RingView r{
-      reinterpret_cast<ccoGdaDesc*>(dc.gdaRingSlots) + static_cast<uint64_t>(ring) * dc.gdaRingDepth,
-      reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(dc.gdaRingHost, dc.gdaRingDepth, ring)),
-      reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(dc.gdaRingHost, ring)),
-      reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(dc.gdaRingDevice, ring)), dc.gdaRingDepth};
+  const cco::gda::RingView r = cco::gda::RingAt(dc.gdaRingSlots, dc.gdaRingHost, dc.gdaRingDevice, dc.gdaRingDepth,
+                                                 cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount));
   uint64_t ticket;
   return cco::gda::Post<ccoGdaImmediate>(r, d, cco::gda::WaitLimits{nullptr, 10'000'000'000ull}, &ticket);
 }
