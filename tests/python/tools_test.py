@@ -34,6 +34,31 @@ def test_perf_on_the_cpu_platform_with_two_ranks():
     assert host["ccoCommCreate (first)"]["max ms"] > 0 and "ccoWindowRegister 64MiB" in host
 
 
+def test_a_live_report_prints_each_row_as_it_is_appended():
+    import io
+
+    from cco.cli.report import Report
+
+    out = io.StringIO()
+    report = Report("cco perf: test", live=out)
+    rows = report.suite("sizes", ["size", "GB/s"], note="a note")
+    assert out.getvalue() == "cco perf: test\n\n# sizes  (a note)\n" + "size".ljust(24) + "  " + "GB/s".rjust(12) + "\n"
+    rows.append(["a label longer than the label column", 1.5])
+    assert out.getvalue().endswith("\na label longer than the label column  " + "1.500".rjust(12) + "\n")
+    # The whole table printed afterwards is the same text, line for line.
+    whole = io.StringIO()
+    report.print_table(whole)
+    assert whole.getvalue() == out.getvalue()
+    # A report that another process wrote, made live afterwards, prints only what comes next.
+    later = Report.from_dict(json.loads(report.to_json()))
+    later.go_live(out)
+    before = out.getvalue()
+    later.suite("next", ["step", "ms"]).append(["x", 2.0])
+    assert out.getvalue()[len(before):] == "\n# next\n" + "step".ljust(24) + "  " + "ms".rjust(12) + "\n" + \
+        "x".ljust(24) + "  " + "2.000".rjust(12) + "\n"
+    assert [s["rows"] for s in later.suites][0] == [["a label longer than the label column", 1.5]]
+
+
 def test_perf_table_and_bad_suite():
     r = run_cco("perf", "--quick", "--suites", "barrier")
     assert r.returncode == 0 and "# host barrier (ccoBarrierAll)" in r.stdout, r.stderr

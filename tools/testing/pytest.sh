@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Runs pytest under Bazel: the project's Python (CCO_PYTHON, default python3), one
-# JUnit XML per test case so .ci/run counts cases, not targets.
+# Runs pytest under Bazel: the project's Python (CCO_PYTHON, else the checkout's .venv that
+# tools/setup makes, else python3), one JUnit XML per test case so .ci/run counts cases, not targets.
 set -euo pipefail
-python="${CCO_PYTHON:-python3}"
+# This script in the runfiles is a link to the checkout's copy: the checkout is two folders up.
+checkout="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
+python="${CCO_PYTHON:-}"
+if [[ -z $python ]]; then
+  python=python3
+  [[ -x $checkout/.venv/bin/python ]] && python="$checkout/.venv/bin/python"
+fi
 # The cco package from this tree (runfiles root = the workspace), Triton's cache private.
 export PYTHONPATH="$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}"
 [[ -n "${TEST_TMPDIR:-}" ]] && export TRITON_CACHE_DIR="$TEST_TMPDIR/triton-cache"

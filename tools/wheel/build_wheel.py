@@ -38,6 +38,26 @@ def record_line(path, data):
     return f"{path},sha256={digest},{len(data)}"
 
 
+def write_wheel(path, files, tag):
+    """A wheel of `files` (archive path -> bytes) with its .dist-info: metadata, the `cco`
+    command, and the RECORD of every file."""
+    files = dict(files)
+    info = f"{NAME}-{VERSION}.dist-info"
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n"
+        "Summary: CCO: GPU-initiated communication (LSA, GDA, SDMA) as LLVM bitcode + a thin host SDK\n"
+        "Requires-Python: >=3.10\n").encode()
+    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco.cli.__main__:main\n"
+    record = [record_line(p, d) for p, d in sorted(files.items())] + [f"{info}/RECORD,,"]
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
+        for name, content in sorted(files.items()):
+            entry = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # reproducible
+            entry.external_attr = (0o755 if name.endswith(".so") or "/_data/bin/" in name else 0o644) << 16
+            whl.writestr(entry, content, zipfile.ZIP_DEFLATED)
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -74,22 +94,7 @@ def main(argv):
             dest, src = pair.split("=", 1)
             files[f"{data}/{prefix}/{dest}"] = open(src, "rb").read()
 
-    info = f"{NAME}-{VERSION}.dist-info"
-    files[f"{info}/METADATA"] = (
-        f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n"
-        "Summary: CCO: GPU-initiated communication (LSA, GDA, SDMA) as LLVM bitcode + a thin host SDK\n"
-        "Requires-Python: >=3.10\n").encode()
-    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()
-    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco.cli.__main__:main\n"
-    record = [record_line(p, d) for p, d in sorted(files.items())] + [f"{info}/RECORD,,"]
-    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
-
-    path = os.path.join(opts.out, f"{NAME}-{VERSION}-{TAG}.whl")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
-        for name, content in sorted(files.items()):
-            info_ = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # reproducible
-            info_.external_attr = (0o755 if name.endswith(".so") or "/_data/bin/" in name else 0o644) << 16
-            whl.writestr(info_, content, zipfile.ZIP_DEFLATED)
+    write_wheel(os.path.join(opts.out, f"{NAME}-{VERSION}-{TAG}.whl"), files, TAG)
     return 0
 
 

@@ -1,21 +1,32 @@
 """A PEP 517 build backend for `pip install .` and `python -m build` from a checkout: the
 wheel is the one `bazel build //tools/wheel` makes (tools/setup installs Bazel), copied where
-the frontend asks; the sdist is the checkout's tracked files."""
+the frontend asks; the sdist is the checkout's tracked files. `pip install -e .` (PEP 660)
+builds what the package finds in a checkout's bazel-bin (libcco.so, the bitcode, the tcp
+benchmark) and installs a path to bindings/python, so edits to the package take effect at once;
+rebuild with Bazel after editing C++ or device code."""
 
 import os
 import shutil
 import subprocess
 import tarfile
 
-from build_wheel import NAME, TAG, VERSION  # the wheel's name, as tools/wheel/build_wheel.py makes it
+from build_wheel import NAME, TAG, VERSION, write_wheel  # the wheel as tools/wheel/build_wheel.py makes it
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def _bazel_wheel():
+# What an editable install loads from the checkout's bazel-bin (cco/_resources.py looks there).
+EDITABLE_TARGETS = ["//host:libcco.so", "//device:bitcode", "//device:bitcode_manifest", "//tools/perf:gda_tcp_bench"]
+
+
+def _bazel_build(*targets):
     if shutil.which("bazel") is None:
         raise RuntimeError("cco: building the wheel needs Bazel and the LLVM toolchain: run tools/setup first")
-    subprocess.run(["bazel", "build", "//tools/wheel"], cwd=ROOT, check=True)
+    subprocess.run(["bazel", "build", *targets], cwd=ROOT, check=True)
+
+
+def _bazel_wheel():
+    _bazel_build("//tools/wheel")
     return os.path.join(ROOT, "bazel-bin", "tools", "wheel", f"{NAME}-{VERSION}-{TAG}.whl")
 
 
@@ -25,6 +36,19 @@ def get_requires_for_build_wheel(config_settings=None):
 
 def get_requires_for_build_sdist(config_settings=None):
     return []
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    _bazel_build(*EDITABLE_TARGETS)
+    tag = "py3-none-any"  # nothing compiled inside: the .pth points at the checkout
+    name = f"{NAME}-{VERSION}-{tag}.whl"
+    package_root = os.path.join(ROOT, "bindings", "python")
+    write_wheel(os.path.join(wheel_directory, name), {f"__editable__.{NAME}.pth": (package_root + "\n").encode()}, tag)
+    return name
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

@@ -22,6 +22,9 @@ using gpu::DriverResult;
 using gpu::kDriverSuccess;
 
 constexpr DriverResult kHipErrorNoDevice = 100;  // hipErrorNoDevice
+// What hipInit returns where the runtime is installed but finds no GPU agent (no /dev/kfd,
+// e.g. Debian's ROCm 5.2 on a machine without an AMD GPU): no device, not a broken runtime.
+constexpr DriverResult kHipErrorInvalidDevice = 101;  // hipErrorInvalidDevice
 
 // HIP_VERSION of the first runtime that reads a POSIX descriptor passed to
 // hipMemImportFromShareableHandle by value, as CUDA does (7.1); older ones dereference
@@ -299,7 +302,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
 
 Status InitializeDevices(HipDriver* driver, const std::string& library) {
   DriverResult result = driver->init(0);
-  if (result == kHipErrorNoDevice) {
+  if (result == kHipErrorNoDevice || result == kHipErrorInvalidDevice) {
     return Unsupported(Fmt(library, " sees no device (hipInit: ", DescribeHipError(result), ")"));
   }
   if (result != kDriverSuccess) {

@@ -21,6 +21,7 @@ control plane. Without a GPU it runs the host suites on the cpu platform.
 
 import os
 import sys
+import time
 
 from cco.cli.report import parse_size
 
@@ -61,6 +62,7 @@ def _gpu_available():
 
 
 def run(opts):
+    started = time.monotonic()
     platform = opts.platform
     if platform == "auto":
         platform = "cuda" if _gpu_available() else "cpu"
@@ -81,14 +83,17 @@ def run(opts):
 
     joined = launched()
     if joined is None and _one_process_per_rank(opts, platform):
-        return _start_processes(opts, platform)
+        return _start_processes(opts, platform, started)
     if platform == "cpu":
         from cco.cli import perf_cpu as backend
     else:
         from cco.cli import perf_gpu as backend
     leads = joined is None or joined[0] == 0  # the process that prints
+    # The leading process prints every row as it is measured (a rank that `cco perf` started
+    # prints through its parent's terminal); --json prints the whole report at the end.
+    live = sys.stdout if leads and not opts.json else None
     if joined is None:
-        report = backend.run(opts)
+        report = backend.run(opts, live=live)
     else:
         rank, world, uid = joined
         if opts.ranks and opts.ranks != world:
@@ -97,14 +102,14 @@ def run(opts):
             _pick_gpu(rank)
             if rank == 0:
                 _warn_about_shared_gpus(opts, world)
-        report = backend.run(opts, (rank, uid), world)
+        report = backend.run(opts, (rank, uid), world, live=live)
     if "host" in opts.suite_list:
         if joined is None:
             _host_suite(report, opts, platform)
         elif leads and REPORT_FILE not in os.environ:
             print("cco perf: the host suite runs only when cco perf starts the ranks itself", file=sys.stderr)
     if leads:
-        _emit(report, opts)
+        _emit(report, opts, started)
     return 0
 
 
@@ -121,7 +126,7 @@ def _one_process_per_rank(opts, platform):
     return gpus >= 2 and (opts.ranks or gpus) <= gpus
 
 
-def _start_processes(opts, platform):
+def _start_processes(opts, platform, started):
     """One process per rank through CCO's launcher; rank 0 hands its report back here,
     where the host suite (which starts processes of its own) runs afterwards."""
     import json
@@ -142,9 +147,11 @@ def _start_processes(opts, platform):
             return status
         with open(path) as f:
             report = Report.from_dict(json.load(f))
+    if not opts.json:
+        report.go_live(sys.stdout)  # rank 0 printed its suites; the host suite's rows follow
     if "host" in opts.suite_list:
         _host_suite(report, opts, platform)
-    _emit(report, opts)
+    _emit(report, opts, started)
     return 0
 
 
@@ -164,15 +171,16 @@ def _host_suite(report, opts, platform):
     perf_host.run_suite(report, ranks, window, platform)
 
 
-def _emit(report, opts):
+def _emit(report, opts, started):
+    """The end of a run: the JSON report, or the table's closing line (its rows are out)."""
     path = os.environ.get(REPORT_FILE)
-    if path:  # a rank that `cco perf` started: the parent prints
+    if path:  # a rank that `cco perf` started: the parent finishes the report
         with open(path, "w") as f:
             f.write(report.to_json())
     elif opts.json:
         print(report.to_json())
     else:
-        report.print_table(sys.stdout)
+        print(f"\ncco perf: {len(report.suites)} tables in {time.monotonic() - started:.1f} s", flush=True)
     if opts.plot and not path:
         from cco.cli.plot import plot
 

@@ -34,11 +34,12 @@ class CpuRank:
         return ctypes.c_double.from_address(self.ptr(peer, self.scratch)).value
 
 
-def run(opts, joined=None, world=None):
+def run(opts, joined=None, world=None, live=None):
     world = world or max(2, opts.ranks or 2)
     top = min(opts.max_bytes, 64 << 20) if not opts.quick else min(opts.max_bytes, 1 << 20)
     how = "launched processes" if joined else "threads"
-    report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}", run_meta("cpu", world, how))
+    report = Report(f"cco perf: cpu platform (host memory), {world} ranks as {how}", run_meta("cpu", world, how),
+                    live=live)
     if "tcp" in opts.suite_list and joined is None:  # it starts its own two processes
         from cco.cli import perf_tcp
 

@@ -365,14 +365,14 @@ def _allreduce_suite(report, opts, group):
         rows.append([size_label(size), t * 1e6, alg, alg * 2 * (n - 1) / n, t_torch * 1e6, t / t_torch])
 
 
-def run(opts, joined=None, world=None):
+def run(opts, joined=None, world=None, live=None):
     """The GPU suites; joined = (rank, uid) when this process is one rank of `world`."""
     props = torch.cuda.get_device_properties(0)
     how = "launched processes" if joined else "threads"
     world = world or max(2, opts.ranks or torch.cuda.device_count())
     report = Report(f"cco perf: {torch.cuda.device_count()} x {props.name}, triton {triton.__version__}, "
                     f"torch {torch.__version__}, ranks as {how}",
-                    run_meta("gpu", world, how, device=torch.cuda.current_device()))
+                    run_meta("gpu", world, how, device=torch.cuda.current_device()), live=live)
     if opts.quick:
         opts.max_bytes = min(opts.max_bytes, 16 << 20)
         opts.barrier_rounds = min(opts.barrier_rounds, 2000)
