@@ -168,14 +168,15 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 
-def gather_table(world, rank, send, recv, tiles, n):
-    """The int32 table of one split pattern (see above); (table, result rows)."""
+def gather_table(world, rank, send, recv, tiles, n, broadcast=False):
+    """The int32 table of one split pattern (see above); (table, result rows). broadcast:
+    every receiver gets the same rows, all of a (ag_gemm), instead of consecutive blocks."""
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     order = rotated(rank, world)
     counts = [recv[r] for r in order]
     out_first = prefix(recv)
     tile_pre = prefix([cdiv(c, bm) * nt for c in counts])
-    send_first = prefix(send)
+    send_first = [0] * (world + 1) if broadcast else prefix(send)
     dests = [(rank - 1 - d) % world for d in range(world - 1)]
     unit_pre = prefix([cdiv(send[j], bm) for j in dests])
     table = (order + counts + [out_first[r] for r in order] + tile_pre +
