@@ -34,6 +34,12 @@ def ptr_at(address, DTYPE: tl.constexpr):
 
 
 @triton.jit
+def word_at(address):
+    """int32* at a 4-byte aligned byte address (a flag or count word: no wider promise)."""
+    return address.to(tl.pointer_type(tl.int32), bitcast=True)
+
+
+@triton.jit
 def rank_bases(dc, ws, WORLD: tl.constexpr):
     """(this rank's LSA index, LSA rank 0's copy of the workspace, the distance between two
     ranks' copies): rank q's copy starts at base + q * stride (the flat LSA range)."""
@@ -63,14 +69,14 @@ def raise_flag(address, epoch):
     flag = epoch at `address` (any rank's copy of the workspace)."""
     cco.system_fence(0)
     tl.debug_barrier()
-    tl.atomic_xchg(ptr_at(address, tl.int32), epoch, sem="release", scope="sys")
+    tl.atomic_xchg(word_at(address), epoch, sem="release", scope="sys")
 
 
 @triton.jit
 def wait_flag(address, epoch, status, dc, max_polls):
     """Waits until the flag at `address` (this rank's workspace) holds `epoch` or later;
     gives up as the module says. Returns 1 when it gave up."""
-    flag = ptr_at(address, tl.int32)
+    flag = word_at(address)
     seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
     late = (seen - epoch) < 0
     if late:

@@ -42,8 +42,8 @@ def _push_unit(u, a, stride_am, table, me, base, stride, off_flags, off_slots, K
     nrows = tl.minimum(BM, _field(table, T_SCNT, d) - c * BM)
     par = (epoch % 2).to(tl.int64)
     there = base + dest.to(tl.int64) * stride
-    slot = there + off_slots + ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K * ES
-    copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(slot, DT), K, nrows, K, 32, BC)
+    slot = ptr_at(there + off_slots, DT) + ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K
+    copy_rows(a + first.to(tl.int64) * stride_am, stride_am, slot, K, nrows, K, 32, BC)
     raise_flag(there + off_flags + ((par * WORLD + me) * CHUNKS + c).to(tl.int64) * 4, epoch)
 
 
@@ -107,8 +107,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             else:
                 wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + mt).to(tl.int64) * 4, epoch, status, dc,
                           max_polls)
-                slot = mine + off_slots + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K * ES
-                a_rows = ptr_at(slot, DT)
+                a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
             acc = mma(a_rows, sam, b, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N)
             first_out = _field(table, T_OUT, i) + row0
@@ -134,8 +133,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                     else:
                         wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + c).to(tl.int64) * 4, epoch,
                                   status, dc, max_polls)
-                        slot = mine + off_slots + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K * ES
-                        copy_rows(ptr_at(slot, DT), K, dst, K, nrows, K, 32, BC)
+                        slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
+                        copy_rows(slot, K, dst, K, nrows, K, 32, BC)
 
         if CHECK_COUNTS:
             await_hellos(mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, dc,

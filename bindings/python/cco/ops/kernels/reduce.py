@@ -53,7 +53,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         say_hello(base, stride, me, off_hello, off_counts, None, epoch, WORLD)
         M_OWN = M // WORLD
         OWNED: tl.constexpr = OWNED_MT * NT
-        slot_bytes = N.to(tl.int64) * SLOT_ROWS * ES
+        slot_elems = N.to(tl.int64) * SLOT_ROWS
+        result_elems = M.to(tl.int64) * N
 
         # 1. partial tiles into their owners' slots
         for g in range(pid, WORLD * OWNED, programs):
@@ -65,8 +66,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N,
                           K, BM, BN, BK, EVEN_K, EVEN_N)
                 there = base + owner.to(tl.int64) * stride
-                slot = there + off_slots + (par * WORLD + me) * slot_bytes + slot_row.to(tl.int64) * N * ES
-                store_tile(ptr_at(slot, OT), N, nrows, nt * BN, N, acc.to(OT), BM, BN)
+                slot = ptr_at(there + off_slots, OT) + (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N
+                store_tile(slot, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
                 raise_flag(there + off_flags + ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4, epoch)
 
         # 2. the owned tiles: sum the W partials
@@ -78,16 +79,16 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 for r in tl.static_range(0, WORLD):
                     wait_flag(mine + off_flags + ((par * WORLD + r) * OWNED + t).to(tl.int64) * 4, epoch, status, dc,
                               max_polls)
-                    slot = mine + off_slots + (par * WORLD + r) * slot_bytes + slot_row.to(tl.int64) * N * ES
-                    acc += load_tile(ptr_at(slot, OT), N, nrows, nt * BN, N, BM, BN)
+                    slot = ptr_at(mine + off_slots, OT) + (par * WORLD + r) * slot_elems + slot_row.to(tl.int64) * N
+                    acc += load_tile(slot, N, nrows, nt * BN, N, BM, BN)
                 value = acc.to(OT)
                 if ALL_REDUCE:
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     mt = row0 // BM
                     for d in tl.static_range(1, WORLD):
                         peer = (me + d) % WORLD
-                        area = base + peer.to(tl.int64) * stride + off_result + par * M.to(tl.int64) * N * ES
-                        store_tile(ptr_at(area, OT) + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                        area = ptr_at(base + peer.to(tl.int64) * stride + off_result, OT) + par * result_elems
+                        store_tile(area + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     for d in tl.static_range(1, WORLD):
                         peer = (me + d) % WORLD
                         raise_flag(base + peer.to(tl.int64) * stride + off_rflags +
@@ -104,8 +105,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     wait_flag(mine + off_rflags + (par * MT * NT + u).to(tl.int64) * 4, epoch, status, dc, max_polls)
                     row0 = mt * BM
                     nrows = tl.minimum(BM, M - row0)
-                    area = mine + off_result + par * M.to(tl.int64) * N * ES + row0.to(tl.int64) * N * ES
-                    value = load_tile(ptr_at(area, OT), N, nrows, nt * BN, N, BM, BN).to(OT)
+                    area = ptr_at(mine + off_result, OT) + par * result_elems + row0.to(tl.int64) * N
+                    value = load_tile(area, N, nrows, nt * BN, N, BM, BN).to(OT)
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
 
         await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)

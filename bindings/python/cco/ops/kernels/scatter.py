@@ -46,7 +46,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
             say_hello(base, stride, me, off_hello, off_counts, table + T_SENDR, epoch, WORLD)
         else:
             say_hello(base, stride, me, off_hello, off_counts, None, epoch, WORLD)
-        slot_bytes = N.to(tl.int64) * CAP * ES   # one sender's slot
+        slot_elems = N.to(tl.int64) * CAP   # one sender's slot
+        slot_bytes = slot_elems * ES
 
         for g in range(pid, MT * NT, programs):
             mt, nt = tile_coords(g, MT, NT, GROUP_M)
@@ -59,8 +60,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 store_tile(out + (me * M + row0).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                 for d in tl.static_range(1, WORLD):
                     peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
-                    slot = base + peer.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes
-                    store_tile(ptr_at(slot, OT) + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                    slot = ptr_at(base + peer.to(tl.int64) * stride + off_slots, OT) + (par * WORLD + me) * slot_elems
+                    store_tile(slot + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                 for d in tl.static_range(1, WORLD):
                     peer = (me + WORLD - d) % WORLD
                     flag = off_flags + ((par * WORLD + me) * (MT * NT) + g).to(tl.int64) * 4
@@ -95,8 +96,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 nrows = tl.minimum(BM, M - row0)
                 wait_flag(mine + off_flags + ((par * WORLD + src) * (MT * NT) + g).to(tl.int64) * 4, epoch, status,
                           dc, max_polls)
-                slot = mine + off_slots + (par * WORLD + src) * slot_bytes + row0.to(tl.int64) * N * ES
-                _copy_tile(ptr_at(slot, OT), out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
+                slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + row0.to(tl.int64) * N
+                _copy_tile(slot, out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
         else:
             for i in tl.static_range(1, WORLD):
                 src = tl.load(table + T_SRC + i)
@@ -105,9 +106,9 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 if pid < chunks:
                     wait_flag(mine + off_flags + (par * WORLD + src).to(tl.int64) * 4, epoch, status, dc, max_polls)
                 for c in range(pid, chunks, programs):
-                    slot = mine + off_slots + (par * WORLD + src) * slot_bytes + (c * BM).to(tl.int64) * N * ES
+                    slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + (c * BM).to(tl.int64) * N
                     dst = out + (tl.load(table + T_OUT + i) + c * BM).to(tl.int64) * N
-                    copy_rows(ptr_at(slot, OT), N, dst, N, tl.minimum(BM, cnt - c * BM), N, 32, BC)
+                    copy_rows(slot, N, dst, N, tl.minimum(BM, cnt - c * BM), N, 32, BC)
 
         if CHECK_COUNTS:
             await_hellos(mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, dc, max_polls, WORLD)
