@@ -28,17 +28,18 @@ CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 MEMORY_MODEL = {"cuda": [r"atom\.global\.sys\.release|st\.release\.sys", r"\.sys\.acquire|\.acquire\.sys",
                          r"fence\.acq_rel\.sys"],
                 "hip": [r"buffer_wbl2", r"buffer_inv"]}
-WORLD = 4
+WORLD = 4   # the ranks the kernels are compiled for (test_every_world varies it)
 
 
-def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype):
+def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=None):
+    world = WORLD if world is None else world
     tiles = planning.tile_config(target.backend, in_dtype)
     out_dtype = "bfloat16" if in_dtype == "float8_e4m3fn" else in_dtype
     signature = {"dc": "u64", "ws": "u64"}
     for name in pointers:
         signature[name] = "*i32" if name == "table" else f"*{TYPES[out_dtype if name == 'out' else in_dtype]}"
     signature.update({name: ("i64" if name.startswith("off_") else "i32") for name in ints})
-    constexprs = dict(constexprs, WORLD=WORLD, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m,
+    constexprs = dict(constexprs, WORLD=world, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m,
                       EVEN_K=True, EVEN_N=True, stride_bn=1)
     signature.update({name: "constexpr" for name in constexprs})
     names = list(signature)
@@ -54,26 +55,26 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype):
 OFFSETS = ["off_counters", "off_status", "off_hello", "off_counts", "off_flags"]
 
 
-def gather(target, in_dtype, **over):
+def gather(target, in_dtype, world=None, **over):
     ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "max_polls", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
                   ES=planning.ITEMSIZE[in_dtype], **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
     consts.update(over)
-    return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype)
+    return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)
 
 
-def scatter(target, in_dtype, broadcast):
+def scatter(target, in_dtype, broadcast, world=None):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "max_polls", "active"]
     consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
                   **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
-    return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype)
+    return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype, world)
 
 
-def reduce(target, in_dtype, all_reduce):
+def reduce(target, in_dtype, all_reduce, world=None):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_rflags", "off_result",
                                                                   "max_polls", "active"]
     consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2)
-    return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype)
+    return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype, world)
 
 
 # The kernel of each operator (ag_gemm and a2a_gemm share gather_gemm, which the table
@@ -132,3 +133,13 @@ def test_fp16(target):
 def test_fp8_e4m3_where_the_target_has_it(target):
     c = gather(TARGETS[target], "float8_e4m3fn", RETURN_GATHERED=False)
     assert _code(TARGETS[target], c)
+
+
+@pytest.mark.parametrize("world", [1, 2, 8])
+def test_every_world(world):
+    """One rank (the fused operator as a plain GEMM), two, eight: the rank loops unrolled."""
+    target = TARGETS["cuda-sm_90"]
+    for c in (gather(target, "bfloat16", world), scatter(target, "bfloat16", True, world),
+              scatter(target, "bfloat16", False, world), reduce(target, "bfloat16", True, world),
+              reduce(target, "bfloat16", False, world)):
+        assert c.asm["cubin"]

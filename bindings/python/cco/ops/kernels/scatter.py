@@ -87,7 +87,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                                T_DOFF, T_DTILES)
 
         # Copy what the peers sent into the result.
-        if BROADCAST:
+        if BROADCAST and WORLD > 1:
             for u in range(pid, (WORLD - 1) * MT * NT, programs):
                 g = u // (WORLD - 1)
                 src = (me + 1 + u % (WORLD - 1)) % WORLD
@@ -98,7 +98,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                           dc, max_polls)
                 slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + row0.to(tl.int64) * N
                 _copy_tile(slot, out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
-        else:
+        elif not BROADCAST:
             for i in tl.static_range(1, WORLD):
                 src = tl.load(table + T_SRC + i)
                 cnt = tl.load(table + T_CNT + i)
