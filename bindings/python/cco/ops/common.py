@@ -15,15 +15,20 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
         checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
         raise NotImplementedError(f"cco.ops.{op}: transport={transport!r} is not implemented yet; transport='lsa' "
                                   "(the default) moves tiles by load/store within a node")
-    ctx = OpsContext.of(comm)
-    checks.check_transport(op, transport, ctx.lsa_size, ctx.world)
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError(f"cco.ops.{op}: a and b must be torch tensors")
     if a.dim() == 2 and a.stride(1) != 1:
         a = a.contiguous()   # a copy (documented): the kernels read a's rows as contiguous vectors
-    problem = checks.problem(op, operand(a, ctx.device), operand(b, ctx.device), ctx.world, splits=splits,
-                             out_splits=out_splits, out=None if out is None else operand(out, ctx.device),
-                             out_dtype=out_dtype, fp8_supported=ctx.fp8)
+    # The operands first, on this rank alone: a bad one raises here, before the first call's
+    # collective set-up could keep the other ranks waiting for this one.
+    device, world = torch.cuda.current_device(), comm.world_size
+    fp8 = (torch.cuda.get_device_capability(device)[0] >= 9 and not getattr(torch.version, "hip", None)) or \
+        "gfx950" in getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")
+    problem = checks.problem(op, operand(a, device), operand(b, device), world, splits=splits,
+                             out_splits=out_splits, out=None if out is None else operand(out, device),
+                             out_dtype=out_dtype, fp8_supported=fp8)
+    checks.check_transport(op, transport, comm.lsa_size, world)
+    ctx = OpsContext.of(comm)
     return ctx, problem, a, b
 
 
