@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor ops)
 
 python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -195,6 +195,21 @@ PY
       timeout 300 python3 -m cco.cli perf --launch processes -n 2 --quick --suites put,barrier,allreduce \
         > "$OUT/perf-procs.txt" 2> "$OUT/perf-procs.err"
       echo "perf --launch processes: exit $?"; cat "$OUT/perf-procs.txt"; tail -3 "$OUT/perf-procs.err"
+      mps_stop ;;
+    ops)
+      # The fused GEMM + collective operators (cco.ops): every operator against torch with 1, 2
+      # and 4 rank processes sharing the GPU under MPS, graph replay, the pool, bad operands, a
+      # rank that never calls; the examples; then the benchmark (quick shapes unless OPS_FULL=1).
+      mps_start
+      {
+        timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_ops.py \
+          --junitxml="$OUT/ops-junit.xml" -ra 2>&1 | tail -40
+        for ex in examples/ops/*.py; do
+          python3 -m cco.launch -n 2 --timeout 120 "$ex" && echo "$(basename "$ex") 2 ranks: PASS"
+        done
+        quick=--quick; [[ ${OPS_FULL:-0} == 1 ]] && quick=
+        timeout 500 python3 tools/perf/ops_bench.py -n 2 $quick --json "$OUT/ops-bench.json" 2>&1 | tee "$OUT/ops-bench.txt"
+      } 2>&1 | tee "$OUT/ops.log"
       mps_stop ;;
     anchor)
       NV=$(python3 -c "import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))" 2>/dev/null ||

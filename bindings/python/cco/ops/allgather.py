@@ -1,0 +1,83 @@
+"""The all-gather pair: ag_gemm (all-gather, then GEMM) and gemm_ag (GEMM, then all-gather)."""
+
+from cco.ops import planning
+from cco.ops.common import COPY_COLUMNS, areas, gemm_constexprs, launch, prepare, result, tiles_for
+from cco.ops.kernels.gather import gather_gemm
+from cco.ops.kernels.scatter import gemm_scatter
+
+
+def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gathered_out=None):
+    """all_gather(a) @ b, overlapped: a is this rank's M/W x K shard (rank r's rows are rows
+    [r M/W, (r+1) M/W) of the gathered matrix), b is K x N/W; the result is M x N/W.
+
+    Like torch's fused_all_gather_matmul. return_gathered=True returns (result, gathered a)
+    (M x K), written by the same kernel (into gathered_out if given). out: a tensor to write
+    the result into. Every rank's shard has the same number of rows."""
+    ctx, pb, a, b = prepare("ag_gemm", a, b, comm, transport, out)
+    world, me, m = ctx.world, ctx.lsa_rank, pb.a_rows
+    tiles = tiles_for(ctx, pb, m)
+    key = ("ag_gemm", m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport, bool(return_gathered))
+
+    def make(ctx):
+        ctx.agree("ag_gemm", planning.signature(pb, tiles, transport) + (bool(return_gathered),))
+        return planning.gather_plan("ag_gemm", world, me, m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles,
+                                    ctx.sm_count, ctx.ranks_per_gpu, return_gathered)
+
+    plan = ctx.plan(key, "ag_gemm", make)
+    rows = (m,) * world
+    table = ctx.table(plan, rows, planning.gather_table(world, me, rows, rows, tiles, pb.n, broadcast=True)[0])
+    out = result(out, m * world, pb.n, pb, a)
+    gathered = None
+    if return_gathered:
+        import torch
+
+        gathered = gathered_out if gathered_out is not None else torch.empty((m * world, pb.k), dtype=a.dtype,
+                                                                            device=a.device)
+        if tuple(gathered.shape) != (m * world, pb.k) or gathered.dtype != a.dtype or not gathered.is_contiguous():
+            raise ValueError(f"cco.ops.ag_gemm: gathered_out must be a contiguous {m * world}x{pb.k} {a.dtype}")
+    _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts=False)
+    return (out, gathered) if return_gathered else out
+
+
+def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts):
+    offsets = {f"T_{k}": v for k, v in planning.gather_table_offsets(ctx.world).items()}
+    meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], CHUNKS=plan.consts["CHUNKS"], NT=plan.consts["NT"],
+                RETURN_GATHERED=gathered is not None, CHECK_COUNTS=check_counts, BC=COPY_COLUMNS,
+                ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(plan, pb.k, pb.n))
+    args = (ctx.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
+            out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots"), ctx.max_polls, 1)
+    launch(ctx, plan, gather_gemm, args, meta)
+
+
+def gemm_ag(a, b, comm, *, transport="lsa", out=None):
+    """all_gather(a @ b): a is this rank's M/W x K shard, b is K x N; every rank gets the M x N
+    result (rank r's rows at [r M/W, (r+1) M/W)). Each tile goes to every peer as soon as it
+    is computed. out: a tensor to write the result into."""
+    ctx, pb, a, b = prepare("gemm_ag", a, b, comm, transport, out)
+    world, me, m = ctx.world, ctx.lsa_rank, pb.a_rows
+    tiles = tiles_for(ctx, pb, m)
+    key = ("gemm_ag", m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport)
+
+    def make(ctx):
+        ctx.agree("gemm_ag", planning.signature(pb, tiles, transport))
+        return planning.scatter_plan("gemm_ag", world, me, m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles,
+                                     ctx.sm_count, ctx.ranks_per_gpu)
+
+    plan = ctx.plan(key, "gemm_ag", make)
+    rows = (m,) * world
+    table = ctx.table(plan, rows, planning.scatter_table(world, me, rows, rows, tiles, pb.n)[0])
+    out = result(out, m * world, pb.n, pb, a)
+    launch_scatter(ctx, plan, a, b, out, table, pb, broadcast=True)
+    return out
+
+
+def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
+    offsets = {f"T_{k}": v for k, v in planning.scatter_table_offsets(ctx.world).items()}
+    meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], MT=plan.consts["MT"], NT=plan.consts["NT"],
+                BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=planning.ITEMSIZE[pb.out_dtype],
+                **offsets, **gemm_constexprs(plan, pb.k, pb.n))
+    args = (ctx.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
+            b.stride(0), b.stride(1), *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots"),
+            ctx.max_polls, 1)
+    launch(ctx, plan, gemm_scatter, args, meta)

@@ -1,0 +1,62 @@
+"""What every operator does around its kernel: check and prepare operands, find the plan,
+allocate the result, launch."""
+
+from cco.ops import checks, planning
+from cco.ops.context import OpsContext, operand
+
+COPY_COLUMNS = 256   # columns a program copies per step (rows of 32)
+
+
+def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, out_dtype=None):
+    """(context, Problem, a, b) with every host-side check done; a made row-contiguous."""
+    import torch
+
+    if transport != "lsa":
+        checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
+        raise NotImplementedError(f"cco.ops.{op}: transport={transport!r} is not implemented yet; transport='lsa' "
+                                  "(the default) moves tiles by load/store within a node")
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"cco.ops.{op}: a and b must be torch tensors")
+    if a.dim() == 2 and a.stride(1) != 1:
+        a = a.contiguous()   # a copy (documented): the kernels read a's rows as contiguous vectors
+    # The operands first, on this rank alone: a bad one raises here, before the first call's
+    # collective set-up could keep the other ranks waiting for this one.
+    device, world = torch.cuda.current_device(), comm.world_size
+    fp8 = (torch.cuda.get_device_capability(device)[0] >= 9 and not getattr(torch.version, "hip", None)) or \
+        "gfx950" in getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")
+    problem = checks.problem(op, operand(a, device), operand(b, device), world, splits=splits,
+                             out_splits=out_splits, out=None if out is None else operand(out, device),
+                             out_dtype=out_dtype, fp8_supported=fp8)
+    checks.check_transport(op, transport, comm.lsa_size, world)
+    ctx = OpsContext.of(comm)
+    return ctx, problem, a, b
+
+
+def result(out, rows, n, problem, a):
+    import torch
+
+    if out is not None:
+        return out
+    return torch.empty((rows, n), dtype=getattr(torch, problem.out_dtype), device=a.device)
+
+
+def gemm_constexprs(plan, k, n):
+    t = plan.tiles
+    return dict(BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0,
+                num_warps=t.warps, num_stages=t.stages)
+
+
+def tiles_for(ctx, problem, rows_hint):
+    return planning.tile_config(ctx.backend, problem.in_dtype, small_m=rows_hint)
+
+
+def areas(plan, *names):
+    return [plan.layout[name] for name in names]
+
+
+def launch(ctx, plan, kernel, args, meta):
+    """One launch of `kernel` on the current stream with plan.programs programs; the first
+    one is preceded, once, by a launch that returns at once (loads the binary on every rank)."""
+    grid = (plan.programs,)
+    ctx.loaded(plan, lambda: kernel[grid](*args[:-1], 0, **meta, extern_libs=ctx.libs))
+    kernel[grid](*args, **meta, extern_libs=ctx.libs)

@@ -1,0 +1,218 @@
+"""What the operators keep per communicator: a device communicator, a small window through
+which ranks agree once per shape, the plans (one workspace window each), and the launch.
+
+Everything collective happens when a plan is made, at the first call of an operator at a
+shape, which every rank makes together: the ranks compare what they were called with (a
+mismatch fails on every rank, naming both sides), allocate and register the workspace, zero
+it and load the kernel. Later calls at that shape only check their operands on the host and
+launch one kernel: no host synchronisation, no collective, nothing a CUDA graph could not
+capture.
+"""
+
+import ctypes
+import os
+import pickle
+import threading
+import weakref
+from collections import OrderedDict
+
+from cco import _env
+from cco.ops import checks, planning
+from cco.ops.checks import OperandError
+
+AGREE_BYTES = 64 << 10     # one rank's slot of the agreement window
+TABLES_KEPT = 64           # split patterns whose tables stay on the device, per plan
+DEFAULT_TIMEOUT_MS = 60000
+POLLS_PER_MS = 1000        # a flag poll is an uncached local atomic: about a microsecond
+
+
+class NotPlannedError(RuntimeError):
+    """An operator's first call at a shape came inside a CUDA graph capture."""
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def operand(t, device):
+    """The checks' record of a tensor."""
+    return checks.Operand(tuple(t.shape), str(t.dtype).replace("torch.", ""), tuple(t.stride()),
+                          t.is_cuda and t.device.index == device)
+
+
+class Workspace:
+    """A plan's symmetric workspace: `size` bytes at the same offset in every rank's window."""
+
+    def __init__(self, comm, size):
+        self.mem = comm.alloc_mem(size)
+        self.win = comm.register_window(self.mem.ptr, size)
+        self.size = size
+
+    def view(self, offset, count, dtype):
+        from cco.memview import torch_view
+
+        return torch_view(self.win.local_ptr + offset, (count,), dtype)
+
+
+class OpsContext:
+    _by_comm = weakref.WeakKeyDictionary()
+    _lock = threading.Lock()
+
+    @classmethod
+    def of(cls, comm):
+        with cls._lock:
+            ctx = cls._by_comm.get(comm)
+        if ctx is None or ctx.comm is not comm:
+            ctx = cls(comm)
+            with cls._lock:
+                cls._by_comm[comm] = ctx
+        if comm.destroyed:
+            raise RuntimeError("cco.ops: the communicator was destroyed")
+        return ctx
+
+    def __init__(self, comm):
+        torch = _torch()
+        from cco import CCODevCommRequirements, GDA_CONNECTION_NONE
+        from cco.ir.triton import cco as cco_ir
+
+        self.comm = comm
+        self.rank, self.world = comm.rank, comm.world_size
+        self.lsa_rank, self.lsa_size = comm.lsa_rank, comm.lsa_size
+        self.device = torch.cuda.current_device()
+        self.backend = "hip" if getattr(torch.version, "hip", None) else "cuda"
+        props = torch.cuda.get_device_properties(self.device)
+        self.sm_count = props.multi_processor_count
+        major = torch.cuda.get_device_capability(self.device)[0]
+        arch = getattr(props, "gcnArchName", "")
+        self.fp8 = (self.backend == "cuda" and major >= 9) or ("gfx950" in arch)
+        reqs = CCODevCommRequirements(lsa_barrier_count=1, gda_connection_type=GDA_CONNECTION_NONE)
+        self.dc = comm.create_dev_comm(reqs)
+        self.agree_mem = comm.alloc_mem(AGREE_BYTES)
+        self.agree_win = comm.register_window(self.agree_mem.ptr, AGREE_BYTES)
+        self.libs = cco_ir.get_extern_libs()
+        timeout_ms = int(_env.get("CCO_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
+        self.max_polls = max(1, min(2**31 - 1, timeout_ms * POLLS_PER_MS))
+        self.plans = {}
+        self.workspaces = []
+        uuid = str(getattr(props, "uuid", props.name)) + f"/{props.pci_bus_id if hasattr(props, 'pci_bus_id') else ''}"
+        gpus = self.allgather(("gpu", uuid))
+        self.ranks_per_gpu = sum(1 for g in gpus if g == ("gpu", uuid))
+
+    # --- agreement: compare values across the LSA team, collectively --------------------
+
+    def allgather(self, value):
+        """Every rank's `value` (picklable, small), in LSA rank order; collective (host
+        barriers), so only when a plan is made."""
+        torch = _torch()
+        from cco.memview import torch_view
+
+        if self.lsa_size != self.world:
+            raise OperandError(f"cco.ops: {self.world} ranks but {self.lsa_size} reach each other by load/store; the "
+                               "operators need every rank on one node (LSA) for now")
+        payload = pickle.dumps(value)
+        if len(payload) + 8 > AGREE_BYTES:
+            raise OperandError(f"cco.ops: {len(payload)} bytes to agree on, more than {AGREE_BYTES - 8}")
+        mine = torch_view(self.agree_win.local_ptr, (AGREE_BYTES,), torch.uint8)
+        mine[:8].copy_(torch.tensor(list(len(payload).to_bytes(8, "little")), dtype=torch.uint8))
+        mine[8:8 + len(payload)].copy_(torch.frombuffer(bytearray(payload), dtype=torch.uint8))
+        torch.cuda.synchronize(self.device)
+        self.comm.barrier()
+        values = []
+        for peer in range(self.lsa_size):
+            there = torch_view(self.comm.peer_ptr(self.agree_win, peer, 0), (AGREE_BYTES,), torch.uint8).cpu()
+            size = int.from_bytes(bytes(there[:8].tolist()), "little")
+            values.append(pickle.loads(bytes(there[8:8 + size].tolist())))
+        self.comm.barrier()  # nobody writes the next value before everyone read this one
+        return values
+
+    def agree(self, op, what):
+        """Raises on every rank unless every rank has the same `what`."""
+        values = self.allgather(what)
+        odd = [r for r, v in enumerate(values) if v != values[0]]
+        if odd:
+            raise OperandError(f"cco.ops.{op}: the ranks were called with different operands: rank 0 with {values[0]}, "
+                               f"rank {odd[0]} with {values[odd[0]]} (every rank must pass the same shapes and dtypes)")
+        return values
+
+    # --- plans --------------------------------------------------------------------------
+
+    def plan(self, key, op, make):
+        """The plan for `key`, made collectively on first use by make(ctx) -> (plan, kernel
+        warm-up)."""
+        found = self.plans.get(key)
+        if found is not None:
+            return found
+        torch = _torch()
+        if torch.cuda.is_current_stream_capturing():
+            raise NotPlannedError(f"cco.ops.{op}: first call at this shape inside a CUDA graph capture; call it once "
+                                  "(on every rank) before capturing: the first call agrees on the shape and allocates "
+                                  "the workspace, collectively")
+        plan = make(self)
+        ws = Workspace(self.comm, plan.layout.size)
+        ws.view(0, plan.layout.size // 4, torch.int32).zero_()
+        torch.cuda.synchronize(self.device)
+        plan.workspace = ws
+        plan.tables = OrderedDict()
+        self.plans[key] = plan
+        return plan
+
+    def loaded(self, plan, warm_up):
+        """Runs warm_up() (a launch that returns at once) the first time, then waits until
+        every rank got there: every binary is loaded before any rank's kernel waits for a
+        peer (loading a module while a peer's kernel spins could wait for that kernel)."""
+        if getattr(plan, "ready", False):
+            return
+        torch = _torch()
+        warm_up()
+        torch.cuda.synchronize(self.device)
+        self.comm.barrier()
+        plan.ready = True
+
+    def table(self, plan, key, values):
+        """The device copy of an int32 table for one split pattern (kept for TABLES_KEPT
+        patterns); made outside graph capture."""
+        found = plan.tables.get(key)
+        if found is not None:
+            plan.tables.move_to_end(key)
+            return found
+        torch = _torch()
+        if torch.cuda.is_current_stream_capturing():
+            raise NotPlannedError("cco.ops: a split pattern first seen inside a CUDA graph capture; call the operator "
+                                  "with these splits once before capturing")
+        t = torch.tensor(values, dtype=torch.int32, device=f"cuda:{self.device}")
+        plan.tables[key] = t
+        if len(plan.tables) > TABLES_KEPT:
+            plan.tables.popitem(last=False)
+        return t
+
+    def status(self):
+        """(gave up, counts mismatched) over every plan; waits for this rank's work."""
+        torch = _torch()
+        torch.cuda.synchronize(self.device)
+        gave_up = mismatch = False
+        for plan in self.plans.values():
+            words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu()
+            gave_up |= bool(words[0])
+            mismatch |= bool(words[1])
+        return gave_up, mismatch
+
+
+def check(comm):
+    """Raises if an operator call on `comm` so far gave up waiting for a peer (a rank that
+    never made the same call, or an abort) or received other row counts than out_splits
+    said; waits for this rank's queued work. The results of such a call and of every later
+    one are void."""
+    from cco.errors import RESULT_CODES, CCOTimeoutError
+
+    ctx = OpsContext._by_comm.get(comm)
+    if ctx is None:
+        return
+    gave_up, mismatch = ctx.status()
+    if gave_up:
+        comm.check_async_error()
+        raise CCOTimeoutError(RESULT_CODES["ccoTimeout"], "cco.ops: a call gave up waiting for a peer's tiles (a rank that never made the "
+                                 "same call, or the communicator was aborted); its result and every later one are void")
+    if mismatch:
+        raise OperandError("cco.ops: a peer sent another number of rows than out_splits said")

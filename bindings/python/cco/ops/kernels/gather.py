@@ -1,0 +1,144 @@
+"""Gather, then multiply: ag_gemm (every rank's a to every rank) and a2a_gemm (rows of a to
+the rank its split names), fused into one persistent kernel.
+
+Each program interleaves two jobs. It pushes chunks (BM rows of a) of this rank's rows into
+the receivers' workspace slots, raising each chunk's flag there; and it multiplies tiles of
+the gathered rows by b, in rotated order: this rank's own rows first, straight from `a`
+(they need nobody), then each sender's slot, a tile waiting for the flag of its chunk. The
+pushes are spread over the program's own-row tiles and all done before its first tile of a
+peer's rows, so no program waits before every push it owes is out: whatever the order in
+which programs and ranks run, every flag a wait needs is raised by a program that waits for
+nothing first. Chunks go first to the rank that needs them first (rank - 1 reads this
+rank's block right after its own).
+
+Table (int32, cco.ops.planning.gather_table), fields at the word offsets below.
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ops.kernels.core import (await_hellos, begin_call, copy_rows, end_call, mma, ptr_at, raise_flag, rank_bases,
+                                  say_hello, store_tile, tile_coords, wait_flag)
+
+
+@triton.jit
+def _field(table, at, i):
+    return tl.load(table + at + i)
+
+
+@triton.jit
+def _push_unit(u, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
+               WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, BM: tl.constexpr,
+               T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
+               BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr):
+    """Push unit u: chunk c of the rows this rank sends receiver DST[d], into its slot for this
+    rank; then that chunk's flag."""
+    d = 0
+    for j in tl.static_range(1, WORLD - 1):
+        d += (u >= _field(table, T_UPRE, j)).to(tl.int32)
+    dest = _field(table, T_DST, d)
+    c = u - _field(table, T_UPRE, d)
+    first = _field(table, T_SOFF, d) + c * BM
+    nrows = tl.minimum(BM, _field(table, T_SCNT, d) - c * BM)
+    par = (epoch % 2).to(tl.int64)
+    there = base + dest.to(tl.int64) * stride
+    slot = ptr_at(there + off_slots, DT) + ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K
+    copy_rows(a + first.to(tl.int64) * stride_am, stride_am, slot, K, nrows, K, 32, BC)
+    raise_flag(there + off_flags + ((par * WORLD + me) * CHUNKS + c).to(tl.int64) * 4, epoch)
+
+
+@triton.jit(do_not_specialize=["M_OUT", "max_polls", "active"])
+def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stride_bk, stride_bn,
+                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, max_polls, active,
+                WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
+                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, RETURN_GATHERED: tl.constexpr, CHECK_COUNTS: tl.constexpr,
+                T_SRC: tl.constexpr, T_CNT: tl.constexpr, T_OUT: tl.constexpr, T_TPRE: tl.constexpr,
+                T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
+                T_LOCAL: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr,
+                BC: tl.constexpr, ES: tl.constexpr):
+    """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
+    active == 0: returns at once (loads the binary before any rank waits on it)."""
+    if active != 0:
+        DT: tl.constexpr = a.dtype.element_ty
+        pid = tl.program_id(0)
+        programs = tl.num_programs(0)
+        me, base, stride = rank_bases(dc, ws, WORLD)
+        mine = base + me.to(tl.int64) * stride
+        epoch = begin_call(mine, off_counters)
+        par = (epoch % 2).to(tl.int64)
+        status = ptr_at(mine + off_status, tl.int32)
+        if CHECK_COUNTS:
+            say_hello(base, stride, me, off_hello, off_counts, table + T_SENDR, epoch, WORLD)
+        else:
+            say_hello(base, stride, me, off_hello, off_counts, None, epoch, WORLD)
+
+        tiles = _field(table, T_TPRE, WORLD)
+        own_tiles = _field(table, T_TPRE, 1)
+        units = _field(table, T_UPRE, WORLD - 1)
+        local_first = _field(table, T_LOCAL, 0)
+        my_units = tl.maximum(0, tl.cdiv(units - pid, programs))
+        my_own = tl.maximum(0, tl.cdiv(own_tiles - pid, programs))
+        my_tiles = tl.maximum(0, tl.cdiv(tiles - pid, programs))
+        pushed = 0
+        for it in range(0, my_tiles):
+            g = pid + it * programs
+            # Pushes due by now: spread over this program's own-row tiles, all before its first
+            # tile of a peer's rows.
+            due = my_units
+            if g < own_tiles:
+                due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
+            while pushed < due:
+                _push_unit(pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K,
+                           epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
+                pushed += 1
+            i = 0
+            for j in tl.static_range(1, WORLD):
+                i += (g >= _field(table, T_TPRE, j)).to(tl.int32)
+            src = _field(table, T_SRC, i)
+            cnt = _field(table, T_CNT, i)
+            t = g - _field(table, T_TPRE, i)
+            mt, nt = tile_coords(t, tl.cdiv(cnt, BM), NT, GROUP_M)
+            row0 = mt * BM
+            nrows = tl.minimum(BM, cnt - row0)
+            if i == 0:
+                a_rows = a + (local_first + row0).to(tl.int64) * stride_am
+                sam = stride_am
+            else:
+                wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + mt).to(tl.int64) * 4, epoch, status, dc,
+                          max_polls)
+                a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
+                sam = K
+            acc = mma(a_rows, sam, b, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N)
+            first_out = _field(table, T_OUT, i) + row0
+            store_tile(out + first_out.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN)
+        while pushed < my_units:
+            _push_unit(pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
+                       WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
+            pushed += 1
+
+        if RETURN_GATHERED:
+            # The gathered rows as well: chunk u of position i = u // CHUNKS, from `a` or a slot.
+            for u in range(pid, WORLD * CHUNKS, programs):
+                i = u // CHUNKS
+                c = u % CHUNKS
+                cnt = _field(table, T_CNT, i)
+                if c * BM < cnt:
+                    src = _field(table, T_SRC, i)
+                    nrows = tl.minimum(BM, cnt - c * BM)
+                    dst = gathered + (_field(table, T_OUT, i) + c * BM).to(tl.int64) * K
+                    if i == 0:
+                        copy_rows(a + (local_first + c * BM).to(tl.int64) * stride_am, stride_am, dst, K, nrows, K,
+                                  32, BC)
+                    else:
+                        wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + c).to(tl.int64) * 4, epoch,
+                                  status, dc, max_polls)
+                        slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
+                        copy_rows(slot, K, dst, K, nrows, K, 32, BC)
+
+        if CHECK_COUNTS:
+            await_hellos(mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, dc,
+                         max_polls, WORLD)
+        else:
+            await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)
+        end_call(mine, off_counters, epoch)

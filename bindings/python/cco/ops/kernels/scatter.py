@@ -1,0 +1,153 @@
+"""Multiply, then scatter: gemm_ag (every result row to every rank) and gemm_a2a (each
+result row to the rank its split names), fused into one persistent kernel.
+
+A tile's epilogue stores its rows where they belong: rows this rank keeps straight into its
+result, the others into a slot (this rank's) of the receiver's workspace. gemm_ag flags every
+tile at every peer as it is stored; gemm_a2a counts, per receiver, the tiles with rows for it
+and the tile that completes the count raises that receiver's one flag. Once its own tiles
+are done a program copies flagged slots into the result (nothing a program waits for needs
+a wait of its own first, so nothing can wait in a cycle).
+
+Table (int32, cco.ops.planning.scatter_table): DOFF[W+1] first row of a for each rank,
+DTILES[W] tiles holding rows for each rank, SRC/CNT/OUT[W] receiver side in rotated order,
+SENDR/RECVR[W] rows to / from each rank.
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+from cco.ops.kernels.core import (await_hellos, begin_call, copy_rows, end_call, mma, ptr_at, raise_flag, rank_bases,
+                                  say_hello, store_tile, tile_coords, wait_flag)
+
+
+@triton.jit(do_not_specialize=["M", "max_polls", "active"])
+def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride_bn,
+                 off_counters, off_status, off_hello, off_counts, off_flags, off_arrivals, off_slots, max_polls, active,
+                 WORLD: tl.constexpr, CAP: tl.constexpr, MT: tl.constexpr, NT: tl.constexpr,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, BROADCAST: tl.constexpr, CHECK_COUNTS: tl.constexpr,
+                 T_DOFF: tl.constexpr, T_DTILES: tl.constexpr, T_SRC: tl.constexpr, T_CNT: tl.constexpr,
+                 T_OUT: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr, BC: tl.constexpr,
+                 ES: tl.constexpr):
+    """BROADCAST: out[me * M + r] = (a @ b)[r] on every rank (gemm_ag). Else rows
+    [DOFF[j], DOFF[j+1]) of a @ b go to rank j, which stores those from rank i at OUT (gemm_a2a).
+    active == 0: returns at once (loads the binary before any rank waits on it)."""
+    if active != 0:
+        OT: tl.constexpr = out.dtype.element_ty
+        pid = tl.program_id(0)
+        programs = tl.num_programs(0)
+        me, base, stride = rank_bases(dc, ws, WORLD)
+        mine = base + me.to(tl.int64) * stride
+        epoch = begin_call(mine, off_counters)
+        par = (epoch % 2).to(tl.int64)
+        status = ptr_at(mine + off_status, tl.int32)
+        if CHECK_COUNTS:
+            say_hello(base, stride, me, off_hello, off_counts, table + T_SENDR, epoch, WORLD)
+        else:
+            say_hello(base, stride, me, off_hello, off_counts, None, epoch, WORLD)
+        slot_elems = N.to(tl.int64) * CAP   # one sender's slot
+        slot_bytes = slot_elems * ES
+
+        for g in range(pid, MT * NT, programs):
+            mt, nt = tile_coords(g, MT, NT, GROUP_M)
+            row0 = mt * BM
+            nrows = tl.minimum(BM, M - row0)
+            acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N, K,
+                      BM, BN, BK, EVEN_K, EVEN_N)
+            value = acc.to(OT)
+            if BROADCAST:
+                store_tile(out + (me * M + row0).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                for d in tl.static_range(1, WORLD):
+                    peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
+                    slot = ptr_at(base + peer.to(tl.int64) * stride + off_slots, OT) + (par * WORLD + me) * slot_elems
+                    store_tile(slot + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                for d in tl.static_range(1, WORLD):
+                    peer = (me + WORLD - d) % WORLD
+                    flag = off_flags + ((par * WORLD + me) * (MT * NT) + g).to(tl.int64) * 4
+                    raise_flag(base + peer.to(tl.int64) * stride + flag, epoch)
+            else:
+                rows = row0 + tl.arange(0, BM)
+                cols = nt * BN + tl.arange(0, BN)
+                dest = tl.zeros((BM,), tl.int32)
+                for j in tl.static_range(1, WORLD):
+                    dest += (rows >= tl.load(table + T_DOFF + j)).to(tl.int32)
+                first = tl.load(table + T_DOFF + dest)   # each row's receiver's first row
+                inside = (rows < M)[:, None] & (cols < N)[None, :]
+                # Rows this rank keeps: straight into its result, at its own block's place.
+                keep = (dest == me)[:, None] & inside
+                out_row = (tl.load(table + T_OUT) + rows - tl.load(table + T_DOFF + me)).to(tl.int64)
+                tl.store(out + out_row[:, None] * N + cols[None, :], value, mask=keep)
+                # The others: into the receiver's slot for this rank.
+                there = (base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes +
+                         (rows - first).to(tl.int64) * N * ES)
+                ptrs = there[:, None].to(tl.pointer_type(OT), bitcast=True) + cols[None, :]
+                tl.store(ptrs, value, mask=(dest != me)[:, None] & inside)
+                count_and_flag(row0, nrows, me, base, stride, table, off_flags, off_arrivals, par, epoch, WORLD,
+                               T_DOFF, T_DTILES)
+
+        # Copy what the peers sent into the result.
+        if BROADCAST and WORLD > 1:
+            for u in range(pid, (WORLD - 1) * MT * NT, programs):
+                g = u // (WORLD - 1)
+                src = (me + 1 + u % (WORLD - 1)) % WORLD
+                mt, nt = tile_coords(g, MT, NT, GROUP_M)
+                row0 = mt * BM
+                nrows = tl.minimum(BM, M - row0)
+                wait_flag(mine + off_flags + ((par * WORLD + src) * (MT * NT) + g).to(tl.int64) * 4, epoch, status,
+                          dc, max_polls)
+                slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + row0.to(tl.int64) * N
+                _copy_tile(slot, out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
+        elif not BROADCAST:
+            for i in tl.static_range(1, WORLD):
+                src = tl.load(table + T_SRC + i)
+                cnt = tl.load(table + T_CNT + i)
+                chunks = tl.cdiv(cnt, BM)
+                if pid < chunks:
+                    wait_flag(mine + off_flags + (par * WORLD + src).to(tl.int64) * 4, epoch, status, dc, max_polls)
+                for c in range(pid, chunks, programs):
+                    slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + (c * BM).to(tl.int64) * N
+                    dst = out + (tl.load(table + T_OUT + i) + c * BM).to(tl.int64) * N
+                    copy_rows(slot, N, dst, N, tl.minimum(BM, cnt - c * BM), N, 32, BC)
+
+        if CHECK_COUNTS:
+            await_hellos(mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, dc, max_polls, WORLD)
+        else:
+            await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)
+        end_call(mine, off_counters, epoch)
+
+
+@triton.jit
+def _copy_tile(src, dst, nrows, col0, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = col0 + tl.arange(0, BN)
+    offs = rm[:, None].to(tl.int64) * N + rn[None, :]
+    mask = (rm[:, None] < nrows) & (rn[None, :] < N)
+    tl.store(dst + offs, tl.load(src + offs, mask=mask, cache_modifier=".cg"), mask=mask)
+
+
+@triton.jit
+def _count_tile(arrivals):
+    """Every thread's stores of this tile ordered (system scope), then one arrival: acq_rel,
+    so the tile that completes the count has seen the others' stores and, releasing the
+    receiver's flag, passes them on."""
+    cco.system_fence(0)
+    tl.debug_barrier()
+    return tl.atomic_add(arrivals, 1, sem="acq_rel", scope="sys")
+
+
+@triton.jit
+def count_and_flag(row0, nrows, me, base, stride, table, off_flags, off_arrivals, par, epoch,
+                   WORLD: tl.constexpr, T_DOFF: tl.constexpr, T_DTILES: tl.constexpr):
+    """After a gemm_a2a tile: counts it for every receiver (other than this rank) it held rows
+    for; the tile that completes a receiver's count raises its flag and resets the count for
+    the call that uses this half next."""
+    last_row = row0 + nrows - 1
+    for j in tl.static_range(0, WORLD):
+        lo = tl.load(table + T_DOFF + j)
+        hi = tl.load(table + T_DOFF + j + 1)
+        if (me != j) & (lo < hi) & (lo <= last_row) & (hi > row0):
+            arrivals = ptr_at(base + me.to(tl.int64) * stride + off_arrivals, tl.int32) + (par * WORLD + j)
+            if _count_tile(arrivals) == tl.load(table + T_DTILES + j) - 1:
+                tl.store(arrivals, 0)
+                raise_flag(base + stride * j + off_flags + (par * WORLD + me) * 4, epoch)

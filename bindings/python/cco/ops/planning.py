@@ -1,0 +1,297 @@
+"""Tiles, programs, workspace layouts and the per-call tables of the operators: pure
+arithmetic (no torch, no GPU), shared by the host side and the unit tests.
+
+Every operator's kernel is one persistent launch of `programs` programs over BM x BN tiles.
+Data and flags another rank writes into this rank live in a workspace that every rank
+allocates the same way at the same offset (a plan per shape, made collectively once), in
+two halves: call e uses half e % 2. A rank starts call e + 2, which writes half e % 2 of its
+peers again, only after it finished call e + 1, which needed data every peer sent in call
+e + 1, after that peer had finished call e (its reads of half e % 2) - so no flag has to be
+reset and no acknowledgement flows back. Flags hold the epoch (call number, from 1) of the
+data they announce; per-program call counters in the workspace count epochs on the device,
+so a CUDA graph replays with fresh epochs.
+"""
+
+from dataclasses import dataclass, field
+
+ALIGN = 256
+INT32 = 4
+ITEMSIZE = {"bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float32": 4}
+STATUS_WORDS = 8   # [0]: a wait gave up (a peer that never came, or an abort)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def round_up(n, to=ALIGN):
+    return cdiv(n, to) * to
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """The GEMM core's tile and launch shape for one target."""
+
+    bm: int
+    bn: int
+    bk: int
+    warps: int
+    stages: int
+    group_m: int = 8
+
+
+# NVIDIA Hopper / Blackwell: 128x256x64, 8 warps, 4 stages (192 KiB of shared memory) is the
+# shape that keeps a plain Triton GEMM within a few percent of cuBLAS at the layers' shapes.
+# AMD CDNA3/4 has 64 KiB of LDS: 128x128x64 double-buffered.
+TILE_CONFIGS = {
+    "cuda": {"bfloat16": TileConfig(128, 256, 64, 8, 4), "float16": TileConfig(128, 256, 64, 8, 4),
+             "float8_e4m3fn": TileConfig(128, 256, 128, 8, 4)},
+    "hip": {"bfloat16": TileConfig(128, 128, 64, 8, 2), "float16": TileConfig(128, 128, 64, 8, 2),
+            "float8_e4m3fn": TileConfig(128, 128, 128, 8, 2)},
+}
+
+
+def tile_config(backend, in_dtype, small_m=None):
+    """The tile shape for a backend ("cuda" / "hip") and input dtype. small_m: rows of the
+    largest M block a rank multiplies; below 128 the tile is 64 rows high."""
+    config = TILE_CONFIGS[backend][in_dtype]
+    if small_m is not None and small_m <= 64 and backend == "cuda":
+        config = TileConfig(64, config.bn, config.bk, 4, config.stages, config.group_m)
+    return config
+
+
+def programs_for(sm_count, ranks_per_gpu, tiles):
+    """Persistent programs per rank: every program of every rank sharing the GPU resident at
+    once (a program that waits for a peer holds its multiprocessor, and a peer's programs
+    that are not resident would never come), at most one per tile."""
+    return max(1, min(tiles, sm_count // max(1, ranks_per_gpu)))
+
+
+class Layout:
+    """Byte offsets of named areas in a workspace, each ALIGN-aligned."""
+
+    def __init__(self):
+        self.areas = {}
+        self.size = 0
+
+    def add(self, name, nbytes):
+        self.areas[name] = (self.size, nbytes)
+        self.size += round_up(max(nbytes, 1))
+        return self.areas[name][0]
+
+    def __getitem__(self, name):
+        return self.areas[name][0]
+
+    def nbytes(self, name):
+        return self.areas[name][1]
+
+    def __repr__(self):
+        return f"Layout({self.size} bytes: {', '.join(f'{k}@{v[0]}' for k, v in self.areas.items())})"
+
+
+@dataclass
+class Plan:
+    """One operator at one shape on one rank: the kernel's tiles, the workspace layout, the
+    int32 table the kernel reads (`table`) and the constants it is compiled with."""
+
+    op: str
+    world: int
+    rank: int
+    tiles: TileConfig
+    programs: int
+    layout: Layout
+    table: list = field(default_factory=list)
+    consts: dict = field(default_factory=dict)
+    out_rows: int = 0
+
+
+def _header(layout, programs, world):
+    """Per-program call counters, the status words, and the start flags: at the start of a
+    call every rank raises its start flag on every peer (with the rows it sends that peer),
+    and a call ends only once every peer's start flag of that call is up. So a rank is at
+    most one call ahead of any peer even where it receives nothing from it (an empty
+    all-to-all split), which is what the two workspace halves need."""
+    layout.add("counters", programs * INT32)
+    layout.add("status", STATUS_WORDS * INT32)
+    layout.add("hello", 2 * world * INT32)
+    layout.add("counts", 2 * world * INT32)
+
+
+def rotated(rank, world):
+    """Ranks in the order a rank consumes their data: itself first (nothing to wait for),
+    then rank + 1, rank + 2, ... The peer that needs this rank's data first is rank - 1."""
+    return [(rank + i) % world for i in range(world)]
+
+
+def prefix(counts):
+    out = [0]
+    for c in counts:
+        out.append(out[-1] + c)
+    return out
+
+
+# --- gather, then GEMM: ag_gemm and a2a_gemm ------------------------------------------------
+#
+# Each rank pushes rows of its `a` into a slot of every receiver's workspace (slot = sender's
+# rank, `cap` rows), BM rows a chunk, and raises that chunk's flag. The receiver multiplies
+# blocks in rotated order: its own rows straight from `a`, then each sender's slot, tile rows
+# waiting for their chunk's flag. Table (int32), position i = 0..W-1 in rotated order:
+#   SRC[i] rank, CNT[i] rows from it, OUT[i] first result row, TPRE[i] first tile (W+1),
+#   then for push order d = 0..W-2 (receiver rank - 1 - d): DST[d], SOFF[d] first row of a
+#   sent, SCNT[d] rows sent, UPRE[d] first push unit (W entries), then LOCAL_OFF: the first
+#   row of a that this rank keeps; SENDR[j] / RECVR[j]: rows sent to / received from rank j.
+
+GATHER_FIELDS = ("SRC", "CNT", "OUT", "TPRE", "DST", "SOFF", "SCNT", "UPRE", "LOCAL", "SENDR", "RECVR")
+
+
+def gather_table_offsets(world):
+    """Where each field of the gather table starts (in int32 words)."""
+    sizes = {"SRC": world, "CNT": world, "OUT": world, "TPRE": world + 1, "DST": max(world - 1, 1),
+             "SOFF": max(world - 1, 1), "SCNT": max(world - 1, 1), "UPRE": world, "LOCAL": 1,
+             "SENDR": world, "RECVR": world}
+    return dict(zip(GATHER_FIELDS, prefix([sizes[f] for f in GATHER_FIELDS])))
+
+
+def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu,
+                return_gathered=False):
+    """The workspace of ag_gemm / a2a_gemm at one shape: a slot of `cap` = a_rows rows per
+    sender (the most one sender can send one receiver) and a flag per chunk of BM rows."""
+    cap = a_rows
+    nt = cdiv(n, tiles.bn)
+    chunks = cdiv(cap, tiles.bm)
+    layout = Layout()
+    programs = programs_for(sm_count, ranks_per_gpu, world * chunks * nt)
+    _header(layout, programs, world)
+    layout.add("flags", 2 * world * chunks * INT32)
+    layout.add("slots", 2 * world * cap * k * ITEMSIZE[in_dtype])
+    consts = dict(CAP=cap, CHUNKS=chunks, NT=nt, RETURN_GATHERED=bool(return_gathered))
+    return Plan(op, world, rank, tiles, programs, layout, [], consts)
+
+
+def gather_table(world, rank, send, recv, tiles, n, broadcast=False):
+    """The int32 table of one split pattern (see above); (table, result rows). broadcast:
+    every receiver gets the same rows, all of a (ag_gemm), instead of consecutive blocks."""
+    bm, nt = tiles.bm, cdiv(n, tiles.bn)
+    order = rotated(rank, world)
+    counts = [recv[r] for r in order]
+    out_first = prefix(recv)
+    tile_pre = prefix([cdiv(c, bm) * nt for c in counts])
+    send_first = [0] * (world + 1) if broadcast else prefix(send)
+    dests = [(rank - 1 - d) % world for d in range(world - 1)]
+    unit_pre = prefix([cdiv(send[j], bm) for j in dests])
+    table = (order + counts + [out_first[r] for r in order] + tile_pre +
+             (dests or [0]) + ([send_first[j] for j in dests] or [0]) + ([send[j] for j in dests] or [0]) +
+             unit_pre + [send_first[rank]] + list(send) + list(recv))
+    return table, sum(recv)
+
+
+# --- GEMM, then scatter: gemm_ag and gemm_a2a -----------------------------------------------
+#
+# Each rank multiplies its own rows; a tile's epilogue stores its rows where they belong: into
+# this rank's result directly for rows it keeps, into a slot of the receiver's workspace for
+# the others (slot = sender's rank, `cap` rows x n). gemm_ag sends every row to every rank
+# and flags each tile; gemm_a2a sends each row to one rank and flags a receiver once the last
+# tile with rows for it is stored (a per-receiver arrival count). Then every program copies
+# flagged slots into the result. Table (int32): DOFF[j] first row of a for rank j (W+1),
+# DTILES[j] tiles holding rows for rank j (W), then receiver side in rotated order: SRC[i],
+# CNT[i], OUT[i] (W each).
+
+SCATTER_FIELDS = ("DOFF", "DTILES", "SRC", "CNT", "OUT", "SENDR", "RECVR")
+
+
+def scatter_table_offsets(world):
+    sizes = {"DOFF": world + 1, "DTILES": world, "SRC": world, "CNT": world, "OUT": world, "SENDR": world,
+             "RECVR": world}
+    return dict(zip(SCATTER_FIELDS, prefix([sizes[f] for f in SCATTER_FIELDS])))
+
+
+def tiles_touching(first, count, bm, nt):
+    """Tiles of BM rows (x nt columns) that hold any of rows [first, first + count)."""
+    if count == 0:
+        return 0
+    return (((first + count - 1) // bm) - (first // bm) + 1) * nt
+
+
+def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu):
+    """The workspace of gemm_ag / gemm_a2a at one shape: a slot of `cap` = a_rows rows x n per
+    sender, a flag per tile (gemm_ag) or per sender (gemm_a2a), arrival counts per receiver."""
+    cap = a_rows
+    bm, nt = tiles.bm, cdiv(n, tiles.bn)
+    mt = cdiv(a_rows, bm)
+    layout = Layout()
+    programs = programs_for(sm_count, ranks_per_gpu, mt * nt)
+    _header(layout, programs, world)
+    broadcast = op == "gemm_ag"
+    flags_per_source = mt * nt if broadcast else 1
+    layout.add("flags", 2 * world * flags_per_source * INT32)
+    layout.add("arrivals", 2 * world * INT32)
+    layout.add("slots", 2 * world * cap * n * ITEMSIZE[out_dtype])
+    consts = dict(CAP=cap, MT=mt, NT=nt, BROADCAST=broadcast, FLAGS_PER_SOURCE=flags_per_source)
+    return Plan(op, world, rank, tiles, programs, layout, [], consts)
+
+
+def scatter_table(world, rank, send, recv, tiles, n):
+    """The int32 table of one split pattern (see above); (table, result rows)."""
+    bm, nt = tiles.bm, cdiv(n, tiles.bn)
+    doff = prefix(send)
+    dtiles = [tiles_touching(doff[j], send[j], bm, nt) for j in range(world)]
+    order = rotated(rank, world)
+    out_first = prefix(recv)
+    return (doff + dtiles + order + [recv[r] for r in order] + [out_first[r] for r in order] + list(send) +
+            list(recv)), sum(recv)
+
+
+# --- GEMM, then reduce: gemm_rs and gemm_ar -------------------------------------------------
+#
+# Rows are owned by tile rows: gemm_rs gives rank q the rows [q M/W, (q+1) M/W), cut in tiles
+# of its own; gemm_ar gives rank q the tile rows q, q + W, q + 2W, ... of the whole M. A rank
+# computes its partial tiles owner by owner, starting with rank + 1 and ending with itself,
+# and stores each into the owner's slot for it (slot = sender's rank); the owner sums the W
+# partials of a tile in rank order once their flags are up. gemm_ar's owner then stores the
+# sum into its result and into every peer's result area, flagging each tile, and every rank
+# copies the flagged tiles of the others into its result.
+
+def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu):
+    bm, nt = tiles.bm, cdiv(n, tiles.bn)
+    layout = Layout()
+    if op == "gemm_rs":
+        m = m_rows // world
+        owned_mt = cdiv(m, bm)        # tile rows of one owner's block
+        total_mt = owned_mt * world
+        slot_rows = m
+    else:
+        total_mt = cdiv(m_rows, bm)
+        owned_mt = cdiv(total_mt, world)   # the most tile rows one owner holds
+        slot_rows = owned_mt * bm
+    tiles_total = total_mt * nt
+    programs = programs_for(sm_count, ranks_per_gpu, tiles_total)
+    _header(layout, programs, world)
+    layout.add("flags", 2 * world * owned_mt * nt * INT32)
+    layout.add("slots", 2 * world * slot_rows * n * ITEMSIZE[out_dtype])
+    if op == "gemm_ar":
+        layout.add("rflags", 2 * total_mt * nt * INT32)
+        layout.add("result", 2 * m_rows * n * ITEMSIZE[out_dtype])
+    consts = dict(MT=total_mt, OWNED_MT=owned_mt, NT=nt, SLOT_ROWS=slot_rows, ALL_REDUCE=op == "gemm_ar")
+    out_rows = m_rows if op == "gemm_ar" else m_rows // world
+    return Plan(op, world, rank, tiles, programs, layout, [0], consts, out_rows=out_rows)
+
+
+def owned_rows_ar(owner, world, m_rows, bm):
+    """gemm_ar: the rows rank `owner` reduces (its tile rows owner, owner + W, ...)."""
+    rows = []
+    for t in range(owner, cdiv(m_rows, bm), world):
+        rows.extend(range(t * bm, min(m_rows, (t + 1) * bm)))
+    return rows
+
+
+def signature(problem, tiles, transport):
+    """What every rank must agree on before the first call at a shape: compared once, by
+    value, when the plan is made. Rows sent per rank may differ (all-to-all); what each rank
+    receives follows from everyone's, exchanged at the same time."""
+    return (problem.op, problem.world, problem.a_rows, problem.k, problem.n, problem.in_dtype, problem.out_dtype,
+            tiles.bm, tiles.bn, transport)
+
+
+def recv_from_sends(sends, rank):
+    """Rows rank `rank` receives from each rank, given every rank's send vector."""
+    return tuple(s[rank] for s in sends)

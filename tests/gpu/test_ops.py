@@ -1,0 +1,274 @@
+"""cco.ops on the GPU: every operator against its torch reference with 1, 2 and 4 ranks as
+processes (on one GPU they share it under MPS, as tests/gpu/run_all.sh runs them), bf16 and
+fp16 (fp8 e4m3 where the GPU has it), shapes that are and are not multiples of the tiles,
+uneven all-to-all splits with empty ones; CUDA graph capture and replay with new inputs;
+operands from the symmetric pool; bad operands refused on the rank that holds them before
+any kernel; a rank that never calls makes its peers' call give up within the timeout.
+
+Inputs are small integers, so every product and sum is exact in fp32 and the reference
+(computed on each rank from every rank's seeded inputs, no torch.distributed) rounds as the
+kernels do: results are compared bit for bit.
+
+Run as `pytest tests/gpu/test_ops.py` (it launches the ranks with python -m cco.launch), or
+one rank set by hand: python -m cco.launch -n 2 tests/gpu/test_ops.py [case ...]."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+CASES = ["ops", "graph", "pool", "errors", "timeout"]
+
+
+def _run(ranks, cases, timeout=600, env=None):
+    command = [sys.executable, "-m", "cco.launch", "-n", str(ranks), "--timeout", str(timeout - 30), __file__, *cases]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    print(done.stdout[-6000:], done.stderr[-6000:])
+    assert done.returncode == 0, f"{ranks} ranks, {cases}: exit {done.returncode}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_operators_equal_their_references(ranks):
+    out = _run(ranks, ["ops", "graph", "pool", "errors"])
+    assert out.count("PASS") >= 4 * ranks
+
+
+@pytest.mark.parametrize("ranks", [2])
+def test_a_rank_that_never_calls_makes_the_peers_give_up(ranks):
+    out = _run(ranks, ["timeout"], timeout=300, env={"CCO_TIMEOUT_MS": "3000"})
+    assert "PASS timeout" in out
+
+
+# --- the ranks ---------------------------------------------------------------------------------
+
+def _ints(shape, seed, dtype, device):
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randint(-2, 3, shape, generator=g).float().to(dtype).to(device)
+
+
+def _mm(a, b, dtype):
+    return (a.float() @ b.float()).to(dtype)
+
+
+def _check(name, got, want, rank):
+    import torch
+
+    if got.dtype != want.dtype or not torch.equal(got.float(), want.float()):
+        bad = (got.float() != want.float()).nonzero()
+        raise AssertionError(f"rank {rank}: {name}: {bad.shape[0]} of {want.numel()} elements differ, first at "
+                             f"{bad[0].tolist()}: {got[tuple(bad[0])].item()} != {want[tuple(bad[0])].item()}")
+
+
+def _splits(world, m, seed):
+    import random
+
+    rng = random.Random(seed)
+    cuts = sorted(rng.randint(0, m) for _ in range(world - 1))
+    return [b - a for a, b in zip([0] + cuts, cuts + [m])]
+
+
+def case_ops(comm, rank, world, dev, dtypes):
+    import torch
+
+    from cco import ops
+
+    shapes = [(256, 128, 512), (200, 96, 300), (3, 64, 256)]   # rows per rank, K, N
+    for dtype in dtypes:
+        out_dtype = torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype
+        for si, (m, k, n) in enumerate(shapes):
+            seed = 1000 * si
+            a_all = [_ints((m * world, k), seed + r, dtype, dev) for r in range(world)]       # M x K per rank
+            b_all = [_ints((k, n), seed + 100 + r, dtype, dev) for r in range(world)]
+            shard = [x[: m] for x in a_all]     # M/W x K
+            # gemm_ar / gemm_rs: a is M x K/W (here K), partials rounded as the kernel rounds them
+            partial = [_mm(a_all[r], b_all[r], out_dtype) for r in range(world)]
+            total = sum(p.float() for p in partial).to(out_dtype)
+            _check(f"gemm_ar {dtype} {m * world}x{k}x{n}", ops.gemm_ar(a_all[rank], b_all[rank], comm), total, rank)
+            _check(f"gemm_rs {dtype}", ops.gemm_rs(a_all[rank], b_all[rank], comm), total[rank * m:(rank + 1) * m],
+                   rank)
+            gathered = torch.cat(shard)
+            y, g = ops.ag_gemm(shard[rank], b_all[rank], comm, return_gathered=True)
+            _check(f"ag_gemm {dtype}", y, _mm(gathered, b_all[rank], out_dtype), rank)
+            _check(f"ag_gemm gathered {dtype}", g, gathered, rank)
+            _check(f"ag_gemm {dtype} (no gathered)", ops.ag_gemm(shard[rank], b_all[rank], comm),
+                   _mm(gathered, b_all[rank], out_dtype), rank)
+            _check(f"gemm_ag {dtype}", ops.gemm_ag(shard[rank], b_all[0], comm),
+                   torch.cat([_mm(s, b_all[0], out_dtype) for s in shard]), rank)
+            # all-to-all: uneven splits, some empty, two patterns in a row, then out_splits given
+            for pattern in range(2):
+                splits = [_splits(world, m * world, seed + 7 * r + pattern) for r in range(world)]
+                if world > 1 and pattern == 1:
+                    splits[0] = [m * world] + [0] * (world - 1)
+                recv = [splits[r][rank] for r in range(world)]
+
+                def a2a(parts):
+                    return torch.cat([parts[r][sum(splits[r][:rank]):sum(splits[r][:rank]) + splits[r][rank]]
+                                      for r in range(world)])
+
+                prods = [_mm(a_all[r], b_all[0], out_dtype) for r in range(world)]
+                _check(f"gemm_a2a {dtype} {splits}", ops.gemm_a2a(a_all[rank], b_all[0], splits[rank], comm), a2a(prods),
+                       rank)
+                _check(f"a2a_gemm {dtype} {splits}", ops.a2a_gemm(a_all[rank], b_all[rank], splits[rank], comm),
+                       _mm(a2a(a_all), b_all[rank], out_dtype), rank)
+                _check(f"gemm_a2a out_splits {dtype}", ops.gemm_a2a(a_all[rank], b_all[0], splits[rank], comm,
+                                                                    out_splits=recv), a2a(prods), rank)
+            # b transposed (a row-parallel weight stored N x K) and out= given
+            out = torch.empty(m * world, n, dtype=out_dtype, device=dev)
+            bt = b_all[rank].t().contiguous().t()
+            assert ops.gemm_ar(a_all[rank], bt, comm, out=out) is out
+            _check(f"gemm_ar b transposed {dtype}", out, total, rank)
+    ops.check(comm)
+    print(f"PASS ops rank {rank}", flush=True)
+
+
+def case_graph(comm, rank, world, dev, dtypes):
+    """Each operator captured in one CUDA graph (after a first call), replayed with new inputs."""
+    import torch
+
+    from cco import ops
+
+    m, k, n = 128, 64, 256
+    dtype = torch.bfloat16
+    a = _ints((m * world, k), rank, dtype, dev)
+    b = _ints((k, n), 50 + rank, dtype, dev)
+    shard = a[:m].clone()
+    splits = [m * world // world] * world
+    calls = {
+        "gemm_ar": lambda: ops.gemm_ar(a, b, comm),
+        "gemm_rs": lambda: ops.gemm_rs(a, b, comm),
+        "ag_gemm": lambda: ops.ag_gemm(shard, b, comm),
+        "gemm_ag": lambda: ops.gemm_ag(shard, b, comm),
+        "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm),
+        "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm),
+    }
+    for name, call in calls.items():
+        eager = call()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            graph.capture_begin()
+            captured = call()
+            graph.capture_end()
+        for step in range(3):
+            for t, seed in ((a, 10 + step), (b, 20 + step), (shard, 30 + step)):
+                t.copy_(_ints(tuple(t.shape), seed * 7 + rank, dtype, dev))
+            torch.cuda.synchronize()
+            comm.barrier()          # every rank's new inputs in place before any replay reads a peer's
+            graph.replay()
+            want = call()           # the same call, eager, on the same inputs
+            torch.cuda.synchronize()
+            _check(f"{name} graph replay {step}", captured, want, rank)
+        del eager
+    ops.check(comm)
+    print(f"PASS graph rank {rank}", flush=True)
+
+
+def case_pool(comm, rank, world, dev, dtypes):
+    """Operands allocated in the symmetric pool: they live in a CCO window, and the results
+    are those of ordinary tensors."""
+    import torch
+
+    from cco import ops
+
+    pool = ops.symmetric_pool(comm, 64 << 20)
+    m, k, n = 256, 128, 256
+    with torch.cuda.use_mem_pool(pool):
+        a = _ints((m, k), rank, torch.bfloat16, dev)
+        b = _ints((k, n), 9, torch.bfloat16, dev)
+    assert ops.window_offset(a) is not None and ops.window_offset(b) is not None
+    shards = [_ints((m, k), r, torch.bfloat16, dev) for r in range(world)]
+    _check("ag_gemm from the pool", ops.ag_gemm(a, b, comm), _mm(torch.cat(shards), b, torch.bfloat16), rank)
+    ops.check(comm)
+    print(f"PASS pool rank {rank}", flush=True)
+
+
+def case_errors(comm, rank, world, dev, dtypes):
+    """Bad operands: refused on this rank, before any kernel, with the reason."""
+    import torch
+
+    from cco import ops
+
+    a = torch.ones(8, 4, device=dev, dtype=torch.bfloat16)
+    bad = [
+        (lambda: ops.gemm_ar(a, torch.ones(5, 4, device=dev, dtype=torch.bfloat16), comm), "a's columns"),
+        (lambda: ops.gemm_ar(a, torch.ones(4, 4, device=dev, dtype=torch.float16), comm), "both must be the same"),
+        (lambda: ops.gemm_ar(a.float(), torch.ones(4, 4, device=dev), comm), "a is float32"),
+        (lambda: ops.gemm_a2a(a, torch.ones(4, 4, device=dev, dtype=torch.bfloat16), [1] * (world + 1), comm),
+         "entries"),
+        (lambda: ops.gemm_ar(a.cpu(), torch.ones(4, 4, dtype=torch.bfloat16), comm), "on the communicator's GPU"),
+        (lambda: ops.ag_gemm(a, torch.ones(4, 4, device=dev, dtype=torch.bfloat16), comm, transport="nvlink"),
+         "choose one of"),
+    ]
+    if world > 1:
+        bad.append((lambda: ops.gemm_rs(torch.ones(world + 1, 4, device=dev, dtype=torch.bfloat16),
+                                        torch.ones(4, 4, device=dev, dtype=torch.bfloat16), comm), "not a multiple"))
+    for call, text in bad:
+        try:
+            call()
+        except (ValueError, TypeError) as e:
+            assert text in str(e), f"{text!r} not in {e}"
+        else:
+            raise AssertionError(f"accepted: {text}")
+    print(f"PASS errors rank {rank}", flush=True)
+
+
+def case_timeout(comm, rank, world, dev, dtypes):
+    """Rank 1 skips a call its peers make: their kernel gives up (CCO_TIMEOUT_MS) and
+    ops.check raises on them; nobody hangs."""
+    import time
+
+    import torch
+
+    from cco import ops
+    from cco.errors import CCOTimeoutError
+
+    a = _ints((128, 64), rank, torch.bfloat16, dev)
+    b = _ints((64, 256), 1, torch.bfloat16, dev)
+    ops.gemm_ag(a, b, comm)            # made together: the plan
+    torch.cuda.synchronize()
+    comm.barrier()
+    start = time.monotonic()
+    if rank != 1:
+        ops.gemm_ag(a, b, comm)
+        try:
+            ops.check(comm)
+        except CCOTimeoutError:
+            print(f"PASS timeout rank {rank}: gave up after {time.monotonic() - start:.1f} s", flush=True)
+        else:
+            raise AssertionError("the call did not give up")
+    else:
+        print(f"PASS timeout rank {rank} (the one that never called)", flush=True)
+    comm.barrier()
+    comm.abort()   # the ranks' calls are out of step now: no collective teardown
+
+
+def main(cases):
+    import torch
+
+    from cco import Communicator
+    from cco.runtime import bootstrap
+
+    rank, world, uid = bootstrap()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    dtypes = [torch.bfloat16, torch.float16]
+    if torch.cuda.get_device_capability()[0] >= 9 and not getattr(torch.version, "hip", None):
+        dtypes.append(torch.float8_e4m3fn)
+    comm = Communicator.init(world, rank, uid)
+    try:
+        for case in cases or CASES[:-1]:
+            globals()[f"case_{case}"](comm, rank, world, dev, dtypes)
+    except BaseException:
+        comm.abort()
+        raise
+    finally:
+        comm.destroy()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,425 @@
+"""cco.ops on the CPU: the host-side operand checks, the workspace layouts and per-call
+tables, and the tables driven through a model of each kernel's loops (numpy, tile by tile,
+the same index arithmetic as the Triton code) against the torch reference semantics: every
+operator's result for 1, 2, 3 and 4 ranks, row counts that are and are not multiples of the
+tile, and uneven all-to-all splits, empty ones included. Also: no program of the gather
+kernel waits before it has pushed everything it owes, and the pool's allocator."""
+
+import ctypes
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from cco.ops import checks, planning
+from cco.ops.checks import Operand, OperandError
+
+TILES = planning.TileConfig(bm=4, bn=8, bk=4, warps=4, stages=1, group_m=2)
+
+
+def op_(shape, dtype="bfloat16", strides=None):
+    return Operand(tuple(shape), dtype, strides)
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+def test_shapes_and_dtypes_are_checked_with_the_reason():
+    cases = [
+        (dict(op="gemm_ar", a=op_((8, 4)), b=op_((5, 6))), "a's columns must equal b's rows"),
+        (dict(op="gemm_ar", a=op_((8, 4, 1)), b=op_((4, 6))), "a must be a matrix"),
+        (dict(op="gemm_ar", a=op_((8, 4), "float32"), b=op_((4, 6), "float32")), "a is float32"),
+        (dict(op="gemm_ar", a=op_((8, 4)), b=op_((4, 6), "float16")), "a is bfloat16 and b is float16"),
+        (dict(op="gemm_rs", a=op_((10, 4)), b=op_((4, 6))), "not a multiple of the 4 ranks"),
+        (dict(op="gemm_a2a", a=op_((8, 4)), b=op_((4, 6)), splits=[1, 2, 3]), "splits has 3 entries"),
+        (dict(op="gemm_a2a", a=op_((8, 4)), b=op_((4, 6)), splits=[1, 2, 3, 1]), "add up to 7 rows"),
+        (dict(op="gemm_a2a", a=op_((8, 4)), b=op_((4, 6)), splits=[9, -1, 0, 0]), "negative count"),
+        (dict(op="a2a_gemm", a=op_((9, 4)), b=op_((4, 6))), "do not divide among 4 ranks"),
+        (dict(op="ag_gemm", a=op_((8, 4)), b=op_((4, 6)), out=op_((8, 6))), "the result is 32x6"),
+        (dict(op="gemm_ag", a=op_((8, 4)), b=op_((4, 6)), out=op_((32, 6), "float16")), "out is float16"),
+        (dict(op="gemm_ar", a=op_((8, 4), "float8_e4m3fn"), b=op_((4, 6), "float8_e4m3fn"), fp8_supported=False),
+         "need a GPU with e4m3"),
+        (dict(op="gemm_ar", a=op_((0, 4)), b=op_((4, 6))), "empty operand"),
+        (dict(op="nope", a=op_((8, 4)), b=op_((4, 6))), "unknown operator"),
+    ]
+    for kwargs, text in cases:
+        with pytest.raises(OperandError, match=text) as err:
+            checks.problem(world=4, **kwargs)
+        assert str(err.value).startswith("cco.ops.")
+
+
+def test_problems_follow_the_shard_rules():
+    p = checks.problem("gemm_rs", op_((12, 4)), op_((4, 6)), 4)
+    assert (p.out_rows, p.a_rows, p.k, p.n) == (3, 12, 4, 6)
+    assert checks.problem("gemm_ar", op_((13, 4)), op_((4, 6)), 4).out_rows == 13   # any M
+    p = checks.problem("ag_gemm", op_((5, 4)), op_((4, 6)), 3)
+    assert (p.out_rows, p.send, p.recv) == (15, (5, 5, 5), (5, 5, 5))
+    p = checks.problem("a2a_gemm", op_((8, 4)), op_((4, 6)), 4)
+    assert p.send == (2, 2, 2, 2) and p.recv is None and p.out_rows is None
+    p = checks.problem("gemm_a2a", op_((8, 4)), op_((4, 6)), 2, splits=[8, 0], out_splits=[3, 0])
+    assert (p.send, p.recv, p.out_rows) == ((8, 0), (3, 0), 3)
+    p = checks.problem("gemm_ar", op_((8, 4), "float8_e4m3fn"), op_((4, 6), "float8_e4m3fn"), 2)
+    assert (p.in_dtype, p.out_dtype) == ("float8_e4m3fn", "bfloat16")
+    with pytest.raises(OperandError, match="transport='lsa' reaches 2 of 4"):
+        checks.check_transport("gemm_ar", "lsa", 2, 4)
+    with pytest.raises(OperandError, match="choose one of lsa, sdma, gda"):
+        checks.check_transport("gemm_ar", "nvlink", 4, 4)
+
+
+def test_signature_names_what_ranks_must_share():
+    a = checks.problem("gemm_ag", op_((8, 4)), op_((4, 6)), 2)
+    b = checks.problem("gemm_ag", op_((8, 4)), op_((4, 7)), 2)
+    assert planning.signature(a, TILES, "lsa") != planning.signature(b, TILES, "lsa")
+    # all-to-all: the splits may differ between ranks, the shapes may not
+    c = checks.problem("gemm_a2a", op_((8, 4)), op_((4, 6)), 2, splits=[1, 7])
+    d = checks.problem("gemm_a2a", op_((8, 4)), op_((4, 6)), 2, splits=[5, 3])
+    assert planning.signature(c, TILES, "lsa") == planning.signature(d, TILES, "lsa")
+
+
+# --- layouts ---------------------------------------------------------------------------------
+
+def _check_layout(layout):
+    spans = sorted(layout.areas.values())
+    for (start, size), (nxt, _) in zip(spans, spans[1:]):
+        assert start % planning.ALIGN == 0 and start + size <= nxt
+    assert layout.size % planning.ALIGN == 0 and layout.size >= spans[-1][0] + spans[-1][1]
+
+
+@pytest.mark.parametrize("world", [1, 2, 4, 8])
+def test_workspaces_are_aligned_disjoint_and_sized(world):
+    cfg = planning.TileConfig(128, 256, 64, 8, 4)
+    for plan in (
+        planning.gather_plan("ag_gemm", world, 0, 1000, 8192, 3584, "bfloat16", "bfloat16", cfg, 132, 1),
+        planning.scatter_plan("gemm_ag", world, 0, 1000, 8192, 28672, "bfloat16", "bfloat16", cfg, 132, 1),
+        planning.scatter_plan("gemm_a2a", world, 0, 1000, 8192, 7168, "bfloat16", "bfloat16", cfg, 132, 1),
+        planning.reduce_plan("gemm_rs", world, 0, 4096 * world, 7168, 8192, "bfloat16", "bfloat16", cfg, 132, 1),
+        planning.reduce_plan("gemm_ar", world, 0, 4100, 7168, 8192, "bfloat16", "bfloat16", cfg, 132, 1),
+    ):
+        _check_layout(plan.layout)
+        assert plan.layout.nbytes("counters") == plan.programs * 4
+    # the two halves of gemm_ag's slots: W senders x 1000 rows x N, bf16
+    p = planning.scatter_plan("gemm_ag", world, 0, 1000, 8192, 28672, "bfloat16", "bfloat16", cfg, 132, 1)
+    assert p.layout.nbytes("slots") == 2 * world * 1000 * 28672 * 2
+    assert p.consts["FLAGS_PER_SOURCE"] == 8 * 112
+
+
+def test_programs_stay_resident_with_ranks_sharing_a_gpu():
+    assert planning.programs_for(132, 1, 10_000) == 132
+    assert planning.programs_for(132, 4, 10_000) == 33
+    assert planning.programs_for(132, 2, 5) == 5
+    assert planning.programs_for(132, 200, 5) == 1
+
+
+def test_tile_configs():
+    assert planning.tile_config("cuda", "bfloat16") == planning.TileConfig(128, 256, 64, 8, 4)
+    assert planning.tile_config("cuda", "bfloat16", small_m=32).bm == 64
+    assert planning.tile_config("hip", "float16").bn == 128
+
+
+def test_tiles_touching():
+    assert planning.tiles_touching(0, 0, 4, 3) == 0
+    assert planning.tiles_touching(0, 4, 4, 3) == 3
+    assert planning.tiles_touching(3, 2, 4, 3) == 6     # rows 3..4 straddle two tile rows
+    assert planning.tiles_touching(5, 1, 4, 1) == 1
+
+
+# --- the kernels' loops over the tables, on numpy ---------------------------------------------
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def tile_coords(t, mt, nt, group_m):
+    per = group_m * nt
+    first = (t // per) * group_m
+    size = min(mt - first, group_m)
+    return first + (t % per) % size, (t % per) // size
+
+
+def gather_model(world, a, b, send, broadcast, tiles=TILES, programs=3):
+    """What gather_gemm computes on every rank: pushes into slots, then tiles from a or slots.
+    Also asserts the push schedule: a program has pushed all it owes before its first
+    tile of a peer's rows."""
+    bm, bn = tiles.bm, tiles.bn
+    rows = [x.shape[0] for x in a]
+    cap = rows[0]
+    k, n = b[0].shape
+    recv = [tuple(send[r][q] for r in range(world)) for q in range(world)]
+    tables = [planning.gather_table(world, q, send[q], recv[q], tiles, n, broadcast)[0] for q in range(world)]
+    f = planning.gather_table_offsets(world)
+    slots = np.full((world, world, cap, k), np.nan)   # [receiver][sender]
+    # pushes (every program of every rank; order does not matter for the data)
+    for me in range(world):
+        t = tables[me]
+        units = t[f["UPRE"] + world - 1]
+        for u in range(units):
+            d = sum(u >= t[f["UPRE"] + j] for j in range(1, world - 1))
+            dest, c = t[f["DST"] + d], u - t[f["UPRE"] + d]
+            first = t[f["SOFF"] + d] + c * bm
+            nrows = min(bm, t[f["SCNT"] + d] - c * bm)
+            slots[dest, me, c * bm:c * bm + nrows] = a[me][first:first + nrows]
+    outs = []
+    for me in range(world):
+        t = tables[me]
+        total, own, units = t[f["TPRE"] + world], t[f["TPRE"] + 1], t[f["UPRE"] + world - 1]
+        out = np.full((sum(recv[me]), n), np.nan)
+        for pid in range(programs):
+            my_units = max(0, cdiv(units - pid, programs))
+            my_own = max(0, cdiv(own - pid, programs))
+            pushed = 0
+            for it in range(max(0, cdiv(total - pid, programs))):
+                g = pid + it * programs
+                due = min(my_units, cdiv((it + 1) * my_units, max(my_own, 1))) if g < own else my_units
+                pushed = max(pushed, due)
+                i = sum(g >= t[f["TPRE"] + j] for j in range(1, world))
+                if i > 0:
+                    assert pushed == my_units, "a program would wait before its pushes are out"
+                src, cnt = t[f["SRC"] + i], t[f["CNT"] + i]
+                mt, nt = tile_coords(g - t[f["TPRE"] + i], cdiv(cnt, bm), cdiv(n, bn), tiles.group_m)
+                r0, nr = mt * bm, min(bm, cnt - mt * bm)
+                block = a[me][t[f["LOCAL"]] + r0:t[f["LOCAL"]] + r0 + nr] if i == 0 else slots[me, src, r0:r0 + nr]
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                o = t[f["OUT"] + i] + r0
+                assert np.isnan(out[o:o + nr, cols]).all(), "a result tile written twice"
+                out[o:o + nr, cols] = block @ b[me][:, cols]
+        outs.append(out)
+    return outs
+
+
+def scatter_model(world, a, b, send, broadcast, tiles=TILES, programs=3):
+    """What gemm_scatter computes on every rank."""
+    bm, bn = tiles.bm, tiles.bn
+    m = a[0].shape[0]
+    n = b[0].shape[1]
+    mt_, nt_ = cdiv(m, bm), cdiv(n, bn)
+    recv = [tuple(send[r][q] for r in range(world)) for q in range(world)] if not broadcast else \
+        [(m,) * world] * world
+    tables = [planning.scatter_table(world, q, send[q] if not broadcast else (m,) * world, recv[q], tiles, n)[0]
+              for q in range(world)]
+    f = planning.scatter_table_offsets(world)
+    slots = np.full((world, world, m, n), np.nan)
+    outs = [np.full((sum(recv[q]), n), np.nan) for q in range(world)]
+    flagged = np.zeros((world, world), int)  # a2a: [receiver][sender] flags raised
+    for me in range(world):
+        t = tables[me]
+        arrivals = [0] * world
+        for g in range(mt_ * nt_):
+            mt, nt = tile_coords(g, mt_, nt_, tiles.group_m)
+            r0, nr = mt * bm, min(bm, m - mt * bm)
+            cols = slice(nt * bn, min(n, nt * bn + bn))
+            value = a[me][r0:r0 + nr] @ b[me][:, cols]
+            if broadcast:
+                outs[me][me * m + r0:me * m + r0 + nr, cols] = value
+                for q in range(world):
+                    if q != me:
+                        slots[q, me, r0:r0 + nr, cols] = value
+                continue
+            for r in range(nr):
+                row = r0 + r
+                dest = sum(row >= t[f["DOFF"] + j] for j in range(1, world))
+                first = t[f["DOFF"] + dest]
+                if dest == me:
+                    outs[me][t[f["OUT"]] + row - t[f["DOFF"] + me], cols] = value[r]
+                else:
+                    slots[dest, me, row - first, cols] = value[r]
+            for j in range(world):
+                lo, hi = t[f["DOFF"] + j], t[f["DOFF"] + j + 1]
+                if j != me and lo < hi and lo <= r0 + nr - 1 and hi > r0:
+                    arrivals[j] += 1
+                    if arrivals[j] == t[f["DTILES"] + j]:
+                        flagged[j, me] += 1
+    for me in range(world):
+        t = tables[me]
+        for i in range(1, world):
+            src, cnt, o = t[f["SRC"] + i], t[f["CNT"] + i], t[f["OUT"] + i]
+            if broadcast:
+                outs[me][src * m:(src + 1) * m] = slots[me, src]
+            elif cnt:
+                assert flagged[me, src] == 1, "a receiver's flag raised other than once"
+                outs[me][o:o + cnt] = slots[me, src, :cnt]
+    return outs
+
+
+def reduce_model(world, a, b, all_reduce, tiles=TILES, programs=3):
+    bm, bn = tiles.bm, tiles.bn
+    m_rows = a[0].shape[0]
+    n = b[0].shape[1]
+    plan = planning.reduce_plan("gemm_ar" if all_reduce else "gemm_rs", world, 0, m_rows, 1, n, "bfloat16",
+                                "bfloat16", tiles, 132, 1)
+    c = plan.consts
+    owned, nt_ = c["OWNED_MT"] * c["NT"], c["NT"]
+    m_own = m_rows // world
+    slots = np.full((world, world, c["SLOT_ROWS"], n), np.nan)
+    flags = np.zeros((world, world, owned), int)
+
+    def owned_rows(owner, omt):
+        if all_reduce:
+            r0 = (owner + omt * world) * bm
+            return r0, min(bm, m_rows - r0), omt * bm
+        return owner * m_own + omt * bm, min(bm, m_own - omt * bm), omt * bm
+
+    for me in range(world):
+        for g in range(world * owned):
+            owner, t = (me + 1 + g // owned) % world, g % owned
+            omt, nt = tile_coords(t, c["OWNED_MT"], nt_, tiles.group_m)
+            r0, nr, sr = owned_rows(owner, omt)
+            if nr > 0:
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                slots[owner, me, sr:sr + nr, cols] = a[me][r0:r0 + nr] @ b[me][:, cols]
+                flags[owner, me, t] += 1
+    outs = [np.full((m_rows if all_reduce else m_own, n), np.nan) for _ in range(world)]
+    for me in range(world):
+        for t in range(owned):
+            omt, nt = tile_coords(t, c["OWNED_MT"], nt_, tiles.group_m)
+            r0, nr, sr = owned_rows(me, omt)
+            if nr > 0:
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                assert (flags[me, :, t] == 1).all()
+                total = sum(slots[me, r, sr:sr + nr, cols] for r in range(world))
+                if all_reduce:
+                    for q in range(world):
+                        outs[q][r0:r0 + nr, cols] = total
+                else:
+                    outs[me][omt * bm:omt * bm + nr, cols] = total
+    return outs
+
+
+def _rand(shape, seed):
+    return np.random.default_rng(seed).integers(-3, 4, size=shape).astype(np.float64)
+
+
+WORLDS = [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m", [8, 7, 1])
+def test_ag_gemm_model_equals_all_gather_then_matmul(world, m):
+    k, n = 6, 13
+    a = [_rand((m, k), r) for r in range(world)]
+    b = [_rand((k, n), 100 + r) for r in range(world)]
+    outs = gather_model(world, a, b, [(m,) * world] * world, broadcast=True)
+    for r in range(world):
+        np.testing.assert_array_equal(outs[r], np.concatenate(a) @ b[r])
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m", [8, 7, 1])
+def test_gemm_ag_model_equals_matmul_then_all_gather(world, m):
+    k, n = 6, 13
+    a = [_rand((m, k), r) for r in range(world)]
+    b = [_rand((k, n), 100) for _ in range(world)]
+    outs = scatter_model(world, a, b, None, broadcast=True)
+    for r in range(world):
+        np.testing.assert_array_equal(outs[r], np.concatenate([x @ b[0] for x in a]))
+
+
+def _splits(world, m, seed):
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.integers(0, m + 1, size=world - 1))
+    s = np.diff(np.concatenate([[0], cuts, [m]]))
+    return tuple(int(x) for x in s)
+
+
+def _all_to_all(parts_by_rank, send, world):
+    """torch's all_to_all_single: rank q gets rank 0's block for q, then rank 1's, ..."""
+    outs = []
+    for q in range(world):
+        blocks = []
+        for r in range(world):
+            first = sum(send[r][:q])
+            blocks.append(parts_by_rank[r][first:first + send[r][q]])
+        outs.append(np.concatenate(blocks))
+    return outs
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a2a_models_equal_all_to_all_single(world, seed):
+    m, k, n = 11, 5, 9
+    a = [_rand((m, k), seed * 10 + r) for r in range(world)]
+    b = [_rand((k, n), 100 + r) for r in range(world)]
+    send = [_splits(world, m, seed * 7 + r) for r in range(world)]
+    if world > 1:
+        send[0] = (m,) + (0,) * (world - 1)       # one rank sends all to rank 0, nothing elsewhere
+    # gemm_a2a: the product's rows, exchanged (every rank the same b, as a shared expert)
+    outs = scatter_model(world, a, [b[0]] * world, send, broadcast=False)
+    want = _all_to_all([x @ b[0] for x in a], send, world)
+    for q in range(world):
+        np.testing.assert_array_equal(outs[q], want[q])
+    # a2a_gemm: rows exchanged, then each rank's own b
+    outs = gather_model(world, a, b, send, broadcast=False)
+    want = _all_to_all(a, send, world)
+    for q in range(world):
+        np.testing.assert_array_equal(outs[q], want[q] @ b[q])
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m_rows", [24, 13, 2])
+def test_gemm_ar_model_equals_the_sum(world, m_rows):
+    k, n = 5, 17
+    a = [_rand((m_rows, k), r) for r in range(world)]
+    b = [_rand((k, n), 50 + r) for r in range(world)]
+    total = sum(x @ y for x, y in zip(a, b))
+    for out in reduce_model(world, a, b, all_reduce=True):
+        np.testing.assert_array_equal(out, total)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m_own", [8, 5, 1])
+def test_gemm_rs_model_equals_reduce_scatter(world, m_own):
+    k, n = 5, 17
+    m_rows = m_own * world
+    a = [_rand((m_rows, k), r) for r in range(world)]
+    b = [_rand((k, n), 50 + r) for r in range(world)]
+    total = sum(x @ y for x, y in zip(a, b))
+    for r, out in enumerate(reduce_model(world, a, b, all_reduce=False)):
+        np.testing.assert_array_equal(out, total[r * m_own:(r + 1) * m_own])
+
+
+def test_gemm_ar_owners_cover_every_row_once():
+    for world in (1, 2, 3, 8):
+        for m_rows in (1, 127, 128, 1000):
+            rows = sorted(r for q in range(world) for r in planning.owned_rows_ar(q, world, m_rows, 128))
+            assert rows == list(range(m_rows))
+
+
+def test_rotated_order_starts_with_the_rank():
+    assert planning.rotated(2, 4) == [2, 3, 0, 1]
+    assert planning.recv_from_sends([(1, 2), (3, 4)], 1) == (2, 4)
+
+
+# --- the pool's allocator --------------------------------------------------------------------
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")), reason="no C compiler")
+def test_pool_allocator_first_fit_and_merge(tmp_path, monkeypatch):
+    from cco.ops import pool
+
+    monkeypatch.setenv("CCO_CACHE", str(tmp_path))
+    lib = ctypes.CDLL(pool.build_library())
+    lib.cco_pool_init.argtypes = [ctypes.c_uint64, ctypes.c_size_t]
+    lib.cco_pool_malloc.restype = ctypes.c_uint64
+    lib.cco_pool_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    lib.cco_pool_free.argtypes = [ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    lib.cco_pool_in_use.restype = ctypes.c_size_t
+    base, size = 1 << 40, 1 << 20        # arithmetic only: the region is never touched
+    lib.cco_pool_init(base, size)
+    a = lib.cco_pool_malloc(1000, 0, None)
+    b = lib.cco_pool_malloc(4096, 0, None)
+    c = lib.cco_pool_malloc(512, 0, None)
+    assert (a, b, c) == (base, base + 1024, base + 1024 + 4096)
+    assert lib.cco_pool_in_use() == 1024 + 4096 + 512
+    lib.cco_pool_free(b, 4096, 0, None)
+    assert lib.cco_pool_malloc(2048, 0, None) == b            # first fit reuses the hole
+    assert lib.cco_pool_malloc(size, 0, None) == 0            # too large: NULL, not a crash
+    lib.cco_pool_free(base + (1 << 30), 512, 0, None)         # not ours: ignored
+    for p, n in ((a, 1000), (b, 2048), (c, 512)):
+        lib.cco_pool_free(p, n, 0, None)
+    assert lib.cco_pool_in_use() == 0
+    assert lib.cco_pool_malloc(size, 0, None) == base          # merged back into one range
+    # a second copy is a second pool with its own region
+    other = ctypes.CDLL(pool.build_library())
+    other.cco_pool_init.argtypes = [ctypes.c_uint64, ctypes.c_size_t]
+    other.cco_pool_malloc.restype = ctypes.c_uint64
+    other.cco_pool_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    other.cco_pool_init(base * 2, size)
+    assert other.cco_pool_malloc(16, 0, None) == base * 2

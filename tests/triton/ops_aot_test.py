@@ -1,0 +1,145 @@
+"""cco.ops's kernels compiled (PyPI Triton, no GPU) for every target the bitcode has: each
+operator's kernel for sm_90, sm_100, gfx942 and gfx950, the CCO calls fully inlined, the
+flags' system-scope release / acquire in the code, and on NVIDIA the GEMM core's main loop
+software-pipelined (its stages in shared memory). Arguments are specialised as a launch with
+contiguous, 16-byte aligned tensors specialises them."""
+
+import re
+
+import pytest
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from cco.ir.triton import cco
+from cco.ops import planning
+from cco.ops.kernels.gather import gather_gemm
+from cco.ops.kernels.reduce import gemm_reduce
+from cco.ops.kernels.scatter import gemm_scatter
+
+TARGETS = {
+    "cuda-sm_90": GPUTarget("cuda", 90, 32),
+    "cuda-sm_100": GPUTarget("cuda", 100, 32),
+    "hip-gfx942": GPUTarget("hip", "gfx942", 64),
+    "hip-gfx950": GPUTarget("hip", "gfx950", 64),
+}
+TYPES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8e4nv"}
+CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
+MEMORY_MODEL = {"cuda": [r"atom\.global\.sys\.release|st\.release\.sys", r"\.sys\.acquire|\.acquire\.sys",
+                         r"fence\.acq_rel\.sys"],
+                "hip": [r"buffer_wbl2", r"buffer_inv"]}
+WORLD = 4   # the ranks the kernels are compiled for (test_every_world varies it)
+
+
+def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=None):
+    world = WORLD if world is None else world
+    tiles = planning.tile_config(target.backend, in_dtype)
+    out_dtype = "bfloat16" if in_dtype == "float8_e4m3fn" else in_dtype
+    signature = {"dc": "u64", "ws": "u64"}
+    for name in pointers:
+        signature[name] = "*i32" if name == "table" else f"*{TYPES[out_dtype if name == 'out' else in_dtype]}"
+    signature.update({name: ("i64" if name.startswith("off_") else "i32") for name in ints})
+    constexprs = dict(constexprs, WORLD=world, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m,
+                      EVEN_K=True, EVEN_N=True, stride_bn=1)
+    signature.update({name: "constexpr" for name in constexprs})
+    names = list(signature)
+    aligned = [n for n in names if signature[n].startswith("*") or n in ("K", "N", "stride_am", "stride_bk")
+               or n.startswith("off_")]
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(source, target=target, options={
+        "extern_libs": tuple(cco.get_extern_libs(target).items()), "num_warps": tiles.warps,
+        "num_stages": tiles.stages})
+
+
+OFFSETS = ["off_counters", "off_status", "off_hello", "off_counts", "off_flags"]
+
+
+def gather(target, in_dtype, world=None, **over):
+    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "max_polls", "active"]
+    consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
+                  ES=planning.ITEMSIZE[in_dtype], **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
+    consts.update(over)
+    return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)
+
+
+def scatter(target, in_dtype, broadcast, world=None):
+    ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "max_polls", "active"]
+    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
+                  **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
+    return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype, world)
+
+
+def reduce(target, in_dtype, all_reduce, world=None):
+    ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_rflags", "off_result",
+                                                                  "max_polls", "active"]
+    consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2)
+    return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype, world)
+
+
+# The kernel of each operator (ag_gemm and a2a_gemm share gather_gemm, which the table
+# steers; gemm_ag and gemm_a2a share gemm_scatter, apart by BROADCAST).
+OPERATORS = {
+    "ag_gemm": lambda t, d: gather(t, d),
+    "a2a_gemm": lambda t, d: gather(t, d, RETURN_GATHERED=False),
+    "gemm_ag": lambda t, d: scatter(t, d, True),
+    "gemm_a2a": lambda t, d: scatter(t, d, False),
+    "gemm_ar": lambda t, d: reduce(t, d, True),
+    "gemm_rs": lambda t, d: reduce(t, d, False),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(TARGETS))
+def compiled(request):
+    target = TARGETS[request.param]
+    return target, {op: make(target, "bfloat16") for op, make in OPERATORS.items()}
+
+
+def _code(target, c):
+    return c.asm["ptx"] if target.backend == "cuda" else c.asm["amdgcn"]
+
+
+def test_every_operator_compiles_with_cco_inlined(compiled):
+    target, kernels = compiled
+    for op, c in kernels.items():
+        asm = _code(target, c)
+        assert c.asm["cubin" if target.backend == "cuda" else "hsaco"], op
+        assert re.findall(CALL[target.backend], asm, re.M) == [], f"{op}: a call was left in the {target.arch} code"
+        comment = "//" if target.backend == "cuda" else ";"
+        code = "\n".join(line.split(comment, 1)[0] for line in asm.splitlines())
+        assert "cco_" not in code, f"{op}: a cco_ function survives"
+        assert re.search(r"cco_lsa_ptr|cco_devcomm_lsa_rank", c.asm["ttir"]), f"{op} calls no CCO function"
+        for pattern in MEMORY_MODEL[target.backend]:
+            assert re.search(pattern, asm), f"{op}: no /{pattern}/ in the {target.arch} code"
+
+
+def test_the_gemm_core_is_pipelined_on_nvidia(compiled):
+    """128x256x64 bf16 tiles in 4 stages: 4 x (16 + 32) KiB of shared memory; a loop Triton
+    did not pipeline would hold one stage (48 KiB)."""
+    target, kernels = compiled
+    if target.backend != "cuda":
+        pytest.skip("NVIDIA's shared-memory figure")
+    for op, c in kernels.items():
+        assert c.metadata.shared >= 4 * 48 * 1024, f"{op}: {c.metadata.shared} bytes of shared memory"
+        assert re.search(r"wgmma|tcgen05", _code(target, c)), f"{op}: no tensor-core MMA of the generation"
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
+def test_fp16(target):
+    assert _code(TARGETS[target], reduce(TARGETS[target], "float16", True))
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "cuda-sm_100", "hip-gfx950"])
+def test_fp8_e4m3_where_the_target_has_it(target):
+    c = gather(TARGETS[target], "float8_e4m3fn", RETURN_GATHERED=False)
+    assert _code(TARGETS[target], c)
+
+
+@pytest.mark.parametrize("world", [1, 2, 8])
+def test_every_world(world):
+    """One rank (the fused operator as a plain GEMM), two, eight: the rank loops unrolled."""
+    target = TARGETS["cuda-sm_90"]
+    for c in (gather(target, "bfloat16", world), scatter(target, "bfloat16", True, world),
+              scatter(target, "bfloat16", False, world), reduce(target, "bfloat16", True, world),
+              reduce(target, "bfloat16", False, world)):
+        assert c.asm["cubin"]
