@@ -1,7 +1,10 @@
 """Compiles one FlyDSL kernel ahead of time (COMPILE_ONLY=1, ARCH set by the caller) and
-writes its code object: compile_kernel.py KIND OUT.hsaco, KIND one of
+writes its code object: compile_kernel.py KIND OUT.hsaco [PART PARTS], KIND one of
   every    a kernel that calls every function of the ABI table through cco.device.flydsl
-           (namespaces), and the guide's put example through the handles
+           (namespaces), and the guide's put example through the handles; with PART and PARTS,
+           every PARTS-th function from the PART-th (the guide's example in part 0): the AMD
+           backend's time grows faster than a kernel's size, so parts compile in a fraction of
+           the time of the whole
   dynamic_coop  a kernel whose coop is a run-time value (must be refused while tracing)
 """
 import sys
@@ -23,9 +26,13 @@ def argument(name, dc, win):
             "team": cco.TeamKind.LSA, "leaderOnly": 1}.get(name, 0)
 
 
+# Which share of the table `every` calls (set from the command line before tracing).
+PART, PARTS = 0, 1
+
+
 def call_everything(dc, win):
-    """Every symbol once: each DSL name with each of its axis combinations."""
-    for entry in CCO_DEVICE_FUNCTIONS:
+    """Every symbol of this part once: each DSL name with each of its axis combinations."""
+    for entry in CCO_DEVICE_FUNCTIONS[PART::PARTS]:
         space, _, name = entry["dsl"].rpartition(".")
         fn = getattr(getattr(cco, space), name) if space else getattr(cco, name)
         fn(*[argument(a, dc, win) for a in entry["arg_names"]], **entry["axes"])
@@ -34,6 +41,8 @@ def call_everything(dc, win):
 @flyc.kernel
 def every(dc: fx.Int64, win: fx.Int64, send_win: fx.Int64, nbytes: fx.Int64):
     call_everything(dc, win)
+    if PART != 0:
+        return
     # The guide's FlyDSL example, through the handles.
     gda = cco.DevComm(dc).gda(0)
     gda.put(1, win, 0, send_win, 0, nbytes, signal_op=cco.SignalOp.INC, signal_id=0, coop=cco.CoopScope.THREAD)
@@ -56,7 +65,10 @@ KERNELS = {"every": (every, 4), "dynamic_coop": (dynamic_coop, 2)}
 
 
 def main():
+    global PART, PARTS
     kind, out = sys.argv[1], sys.argv[2]
+    if len(sys.argv) == 5:
+        PART, PARTS = int(sys.argv[3]), int(sys.argv[4])
     kernel, arity = KERNELS[kind]
 
     if arity == 4:

@@ -152,6 +152,18 @@ def _load_family_kernel(family, name=None, keep=lambda f: True):
 
 
 every_gda, EVERY_GDA_CALLS = _load_family_kernel("gda")
+# The same calls in GDA_PARTS kernels (every GDA_PARTS-th function each), for ahead-of-time compiles:
+# the AMD backend's time grows faster than a kernel's size (one kernel of every GDA call took several
+# times as long as four kernels of a quarter each).
+GDA_PARTS = 4
+
+
+def _gda_part(index):
+    symbols = {f["symbol"] for f in family_functions("gda")[index::GDA_PARTS]}
+    return _load_family_kernel("gda", f"every_gda_part{index}", keep=lambda f: f["symbol"] in symbols)
+
+
+every_gda_parts = [_gda_part(i)[0] for i in range(GDA_PARTS)]
 every_sdma, EVERY_SDMA_CALLS = _load_family_kernel("sdma")
 # The LSA barriers with an order= (coop WARP and BLOCK; compile with one warp).
 every_ordered_barrier, EVERY_ORDERED_BARRIER_CALLS = _load_family_kernel(
