@@ -86,7 +86,7 @@ def main(warps=4):
         win = comm.register_window(mem.ptr, mem.size)
         dc = comm.create_dev_comm(CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL,
                                                          gda_context_count=1, gda_signal_count=8))
-        # A stream of our own, waited on alone (README, "GDA").
+        # A stream of our own, waited on alone (docs/gda.md, "Streams and threads").
         stream = torch.cuda.Stream()
         words = MODES * CHUNK // 4
         with torch.cuda.stream(stream):

@@ -383,8 +383,8 @@ TEST_P(GdaOnHost, ADeferredSignalReleasesTheEarlierPosts) {
 
 // Threads of one rank (blocks, on a GPU) flush one context at once, each with flush_async then
 // flush_wait: when its flush_wait returns, every ticket it took before its flush_async is
-// consumed (the shared target was a plain store: a thread that read the head earlier could
-// store a lower target after a later one, and that one's wait returned early).
+// consumed (the shared target only rises: were it a plain store, a thread that read the head
+// earlier could store a lower target after a later one, and that one's wait would return early).
 TEST_P(GdaOnHost, ConcurrentAsyncFlushesEachWaitForTheirOwnPosts) {
   EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
     const int peer = 1 - k.rank;

@@ -532,7 +532,7 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
         # the process, the other rank's get among them, whose flush waits for its proxy's
         # copies, which wait for the load. (A thread waiting for its kernel inside the driver,
         # as region.cpu() does, also holds up other threads' allocations: the tcp backend
-        # allocates everything before kernels run, results/h200-blocking-calls.)
+        # allocates everything before kernels run; tools/perf/blocking_call_probe.cu shows it.)
         device = f"cuda:{rk.device}"
         mine = rk.view(1 << 18).view(torch.uint8)
         source = (torch.arange(src_words, dtype=torch.int32) + rank * 1_000_000).view(torch.uint8)

@@ -2,8 +2,8 @@
 and three communicators alive at once in each rank, ranks as one process per GPU and as one
 thread per GPU, the guide's lsa_copy on every communicator with exact data, in several
 orders of creation, use and destruction. After every CCO call the caller's current device
-must be the one it chose: a call that left another GPU current sent the next kernel launch
-(or torch's next allocation) to a GPU that cannot reach the memory ("an illegal memory
+must be the one it chose: a call that left another GPU current would send the next kernel
+launch (or torch's next allocation) to a GPU that cannot reach the memory ("an illegal memory
 access was encountered")."""
 
 import importlib.util

@@ -1,9 +1,9 @@
-// Memory safety and integrity of the host SDK, each a defect once: abort racing destroy,
-// peers' unterminated strings, memory descriptors that a peer could truncate, windows over
-// allocations that differ between ranks or that exposed more than the window, slice sizes
-// and timeouts that overflowed, a hung rank 0, ranks the rendezvous never heard, stale
-// handles that reached newer communicators, requirements that matched only after
-// rounding, and 128 ranks as threads of one process running out of file descriptors.
+// Memory safety and integrity of the host SDK: abort racing destroy, peers' unterminated
+// strings, memory descriptors a peer could truncate, windows over allocations that differ
+// between ranks or that would expose more than the window, slice sizes and timeouts that
+// would overflow, a hung rank 0, ranks the rendezvous never heard, stale handles that must
+// not reach newer communicators, requirements that match only after rounding, and 128 ranks
+// as threads of one process running out of file descriptors.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdint.h>
@@ -88,8 +88,8 @@ void RacingADestroy(int racers, const std::function<ccoResult_t(ccoComm*)>& call
 // ccoCommAbort may be called from any thread, a destroy racing it.
 TEST_F(IntegrityTest, AbortRacingDestroy) { RacingADestroy(1, [](ccoComm* comm) { return ccoCommAbort(comm); }); }
 
-// ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy it read the
-// proxy as the destroy let go of it (a crash). It reports OK or "not a live communicator".
+// ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy, it must not
+// read the proxy as the destroy lets go of it. It reports OK or "not a live communicator".
 TEST_F(IntegrityTest, AsyncErrorPollsRacingDestroy) {
   RacingADestroy(3, [](ccoComm* comm) {
     ccoResult_t async = ccoInternalError;
@@ -237,8 +237,8 @@ TEST_F(IntegrityTest, SliceSizesThatWouldWrapAreRefused) {
 }
 
 // Anyone can fill the queue of a listener on an abstract unix name (the descriptor mesh's):
-// a connect to it then slept until the queue drained, past its deadline. It now gives up at
-// the deadline.
+// a blocking connect to it would sleep until the queue drained, past its deadline. The connect
+// gives up at the deadline.
 TEST_F(IntegrityTest, AConnectToAFullUnixQueueEndsAtItsDeadline) {
   const std::string name = cco::RandomSocketName("cco-test-full-");
   cco::Fd listener;
@@ -268,10 +268,10 @@ TEST_F(IntegrityTest, AConnectToAFullUnixQueueEndsAtItsDeadline) {
   setrlimit(RLIMIT_NOFILE, &saved);
 }
 
-// A handle kept after its window or device communicator was destroyed named the next one
-// made (the descriptor slot, or the resource carve, was reused at once): deregistering it
-// again tore down the live window, a peer pointer read past its end. Now it names nothing,
-// and the communicator goes on.
+// A handle kept after its window or device communicator was destroyed must not name the next
+// one made (were the descriptor slot, or the resource carve, reused at once, deregistering it
+// again would tear down the live window, and a peer pointer would read past its end). It names
+// nothing, and the communicator goes on.
 TEST_F(IntegrityTest, StaleWindowAndDevCommHandlesNameNothing) {
   EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {
     ccoComm* comm = nullptr;
@@ -308,9 +308,9 @@ TEST_F(IntegrityTest, StaleWindowAndDevCommHandlesNameNothing) {
   }));
 }
 
-// One rank passes a NULL output pointer to a collective call: it used to return before the
-// call's agreement, leaving its peers to time out and the bootstrap out of step for every
-// later call. Now every rank fails at once, the NULL named, and the communicator goes on.
+// One rank passes a NULL output pointer to a collective call: returning before the call's
+// agreement would leave its peers to time out and the bootstrap out of step for every later
+// call. Every rank fails at once, the NULL named, and the communicator goes on.
 TEST_F(IntegrityTest, ANullOutputOnOneRankFailsTheCallNotTheCommunicator) {
   EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {
     ccoComm* comm = nullptr;
@@ -339,9 +339,9 @@ TEST_F(IntegrityTest, ANullOutputOnOneRankFailsTheCallNotTheCommunicator) {
   }));
 }
 
-// A numeric or on/off variable that holds something else read as unset, silently (a timeout of
-// "1500ms" waited the default 120 s; CCO_ENABLE_SDMA=2 left SDMA off): the communicator is
-// refused, naming the variable as it was set.
+// A numeric or on/off variable that holds something else must not read as unset, silently (a
+// timeout of "1500ms" would wait the default; CCO_ENABLE_SDMA=2 would leave SDMA off): the
+// communicator is refused, naming the variable as it was set.
 TEST_F(IntegrityTest, MalformedVariablesAreRefusedByName) {
   const struct {
     const char* name;
@@ -370,8 +370,8 @@ TEST_F(IntegrityTest, MalformedVariablesAreRefusedByName) {
   unsetenv("CCO_TRACE_PHASES");
 }
 
-// A bound of 9.3e12 ms overflowed the clock (undefined behaviour; UBSan in CI): it now
-// means "no bound" and everything works.
+// A bound of 9.3e12 ms would overflow the clock (undefined behaviour; UBSan in CI): it is
+// clamped, means "no bound", and everything works.
 TEST_F(IntegrityTest, HugeTimeoutsAreClamped) {
   setenv("CCO_TIMEOUT_MS", "9300000000000", 1);
   EXPECT_TRUE(RunRanks(2, [](int rank, int n, const ccoUniqueId& id) {

@@ -1,6 +1,6 @@
 // A platform that forwards every call to another and counts what went through it: the pinned
 // host allocations (count and bytes), and every call a GPU driver may make wait for running
-// kernels (allocations, stream creation, frees: results/h200-blocking-calls), which a
+// kernels (allocations, stream creation, frees: tools/perf/blocking_call_probe.cu), which a
 // backend must not make once kernels can wait for it.
 #ifndef CCO_TESTS_NET_COUNTING_PLATFORM_H_
 #define CCO_TESTS_NET_COUNTING_PLATFORM_H_

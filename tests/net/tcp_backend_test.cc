@@ -279,8 +279,8 @@ TEST(TcpStaging, TheBudgetComesFromTheEnvironmentWithinItsBounds) {
   EXPECT_EQ(TcpOptionsFromEnv(1000).stagingBytes, size_t{64} << 20);
 }
 
-// A bound of 9.3e12 ms overflowed the clock, so every pending op failed at once as unanswered:
-// it is clamped like CCO_TIMEOUT_MS (and 0 means the least bound, not none).
+// A bound of 9.3e12 ms would overflow the clock, failing every pending op at once as
+// unanswered: it is clamped like CCO_TIMEOUT_MS (and 0 means the least bound, not none).
 TEST(TcpStaging, TheNetworkTimeoutIsClamped) {
   setenv("CCO_NET_TIMEOUT_MS", "9300000000000", 1);
   const int64_t ms = TcpOptionsFromEnv(1000).timeoutMs;
@@ -331,8 +331,8 @@ TEST_P(TcpPeer, AGetReadsTheWindowAsItWasBeforeALaterPut) {
 }
 
 // The window a get reads is deregistered while its answer is being staged (misuse: a get
-// outstanding against it). Its missing chunks went as zeros and the peer's get succeeded with
-// them; now the connection fails, and the peer sees it end before the whole answer.
+// outstanding against it). Its missing chunks must not go out as zeros for the peer's get to
+// succeed with: the connection fails, and the peer sees it end before the whole answer.
 TEST_P(TcpPeer, AWindowGoneWhileAGetIsAnsweredFailsTheConnection) {
   const uint64_t bytes = 4 * (64 << 10);  // four chunks
   TcpHeader get = TcpRequestHeader(kTcpGet, 1);

@@ -133,7 +133,7 @@ def test_explicit_release_and_tracked_release_do_not_collide(nranks):
         a = comm.alloc_mem(1 << 20)
         first = comm.register_window(a.ptr, 4096)
         comm.register_window(a.ptr + 8192, 65536)  # left for destroy()
-        comm.alloc_register(4096)  # left for destroy() (the earlier name of alloc_window)
+        comm.alloc_register(4096)  # left for destroy() (alloc_window's older name)
         comm.create_dev_comm()  # left for destroy()
         b = comm.alloc_mem(4096)
         comm.alloc_mem(4096)  # left for destroy()
@@ -303,7 +303,7 @@ def test_mismatched_register_sizes_fail_on_every_rank_naming_the_sizes():
             message = str(bad.value)
             assert bad.value.code_name == "ccoInvalidUsage"
             assert "size 4096" in message and "size 8192" in message
-            win = comm.register_window(mem.ptr, 8192)  # agreeing now works
+            win = comm.register_window(mem.ptr, 8192)  # agreeing sizes work
             assert win.handle != 0
             comm.barrier()
         return True

@@ -9,7 +9,7 @@
 //
 // Round trips are timed in blocks, the kinds taking turns (bare, put+signal, signal, bare,
 // ...), and each figure is the median of its blocks' means: a shared machine's noise (the
-// bare anchor moved 16-23 us between runs) then weighs on the anchor and the figure alike.
+// bare anchor moves by microseconds between runs) then weighs on the anchor and the figure alike.
 //
 //   gda_tcp_bench RANK ID_FILE PEER_ADDRESS SUITES MAX_BYTES [ROUNDS]
 //

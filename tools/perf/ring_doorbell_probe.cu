@@ -7,8 +7,8 @@
 // Prints how many runs ended with the chain short of the device maximum (must be 0), the
 // device's hostNativeAtomicSupported attribute, and ns per call (one thread, rising values) of:
 // Ring as shipped (a link into its own mark); one shared host word handed on by a release
-// no-op compare-and-swap (what Ring did before); a system-scope atomic max on a host word; a
-// store and plain re-check (which could lose a doorbell); a plain host store.
+// no-op compare-and-swap; a system-scope atomic max on a host word; a store and plain re-check
+// (which could lose a doorbell); a plain host store.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -181,7 +181,7 @@ class Communicator:
         self._collective.append(win)
         return win
 
-    alloc_register = alloc_window  # the name of earlier releases
+    alloc_register = alloc_window  # the older name, for callers that still use it
 
     def deregister_window(self, win) -> None:
         """Deregisters a window (a RegisteredWindow or its handle); collective."""

@@ -29,8 +29,8 @@ def launch(n, argv, timeout=None, env=None):
         procs.append(subprocess.Popen(command, env=rank_env))
     deadline = None if timeout is None else time.monotonic() + timeout
     status = 0
-    # Every rank is polled each pass (a generator in any() stopped at the first one still
-    # running, so a later rank's failure went unseen while an earlier rank ran on).
+    # Every rank is polled each pass (a list, not a generator: any() over a generator stops at
+    # the first rank still running, and a later rank's failure would go unseen).
     while any([p.poll() is None for p in procs]):
         failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
         late = deadline is not None and time.monotonic() > deadline

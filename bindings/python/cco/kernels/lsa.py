@@ -289,8 +289,8 @@ def _direct_launcher(kernel, compiled, grid, args, meta):
 class _AllReduceLaunch:
     """One all-reduce kernel launch per call: an all-reduce as a framework calls it, once per
     step. The arguments are fixed when the object is built, so only the first call goes
-    through Triton's launch path (argument binding, specialisation, cache look-up: 15-25 us
-    of host time); later calls launch its binary directly (_direct_launcher), on the device
+    through Triton's launch path (argument binding, specialisation, cache look-up: host time
+    on every call it makes); later calls launch its binary directly (_direct_launcher), on the device
     the first call ran on, whichever device is current then. With `graph=True` the first call
     captures one launch in a CUDA graph (on a side stream of that device) and every call
     replays it on the current stream (the input must be put in the window and `out` reused, as
