@@ -100,7 +100,7 @@ struct ccoComm {
   // The GDA and SDMA progress (made at ccoCommCreate; its thread starts with the first device
   // communicator that has rings).
   std::unique_ptr<cco::Proxy> proxy;
-  // The proxy's network backend when it is verbs: windows register with it (net/select.h).
+  // The proxy's network backend when it is verbs: windows register with it (comm/net_setup.h).
   std::shared_ptr<cco::VerbsBackend> verbs;
 
   // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.
