@@ -1,7 +1,7 @@
-// Which network backend GDA gets (net/select.h), with ranks as threads on the cpu platform in
-// two virtual nodes: an explicit CCO_NET=verbs on machines without an RDMA device fails,
-// naming the ranks and the reason, instead of falling back; a malformed CCO_NET is refused;
-// unset, ranks of one host keep the local backend and tcp is never set up.
+// Which network backend GDA gets (comm/net_setup.h, net/select.h), with ranks as threads on
+// the cpu platform in two virtual nodes: an explicit CCO_NET=verbs on machines without an RDMA
+// device fails, naming the ranks and the reason, instead of falling back; a malformed CCO_NET
+// is refused; unset, ranks of one host keep the local backend and tcp is never set up.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

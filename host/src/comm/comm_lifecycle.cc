@@ -9,8 +9,9 @@
 #include "bootstrap/root.h"
 #include "comm/agree.h"
 #include "comm/communicator.h"
+#include "comm/gda_setup.h"
 #include "comm/resource_pool.h"
-#include "proxy/gda_resources.h"
+#include "comm/sdma_setup.h"
 #include "common/env.h"
 #include "common/fd_table.h"
 #include "common/phase_trace.h"
@@ -80,6 +81,22 @@ Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t*
   return Status::Ok();
 }
 
+// What the proxy uses of the communicator (proxy/proxy_context.h): once the flat range is
+// reserved and the host mesh connected, none of it changes but the windows, which the proxy
+// asks their table about.
+ProxyContext ProxyContextOf(const ccoComm& c) {
+  ProxyContext x;
+  x.platform = c.platform;
+  x.device = c.device;
+  x.timeoutMs = c.timeoutMs;
+  x.topo = c.topo;
+  for (int h = 0; h < c.HostSize(); ++h) x.hostSlices.push_back(c.HostSlice(h));
+  x.stride = c.stride;
+  x.peerSockets = c.mesh->PeerSockets();
+  x.windows = &c.windows;
+  return x;
+}
+
 }  // namespace
 
 Status Agree(ccoComm& c, const std::string& op, const Status& local) {
@@ -109,7 +126,6 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   CCO_RETURN_IF_ERROR(BindCpus(*c));
   trace.Mark("device");
 
-  c->proxy.reset(new Proxy(c.get()));
   // What this communicator holds (bootstrap and host-mesh sockets, tcp connections), with
   // room for another: a table that grew inside a collective step would stall every peer.
   ReserveFdHeadroom(4 * nRanks + 64);
@@ -153,6 +169,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs));
   }
   trace.Mark("mesh");
+  if (agreed.ok()) c->proxy.reset(new Proxy(ProxyContextOf(*c)));  // its thread starts with the first rings
   if (agreed.ok()) agreed = RegisterResourcePool(*c);
   trace.Mark("pool window");
   if (!agreed.ok()) {
@@ -185,7 +202,7 @@ void DestroyComm(ccoComm& c) {
     if (entry.second.sdma) DestroySdmaResources(c, *entry.second.sdma);
   }
   c.devComms.clear();
-  c.windows.clear();
+  c.windows.Clear();
   c.descriptors.reset();
   for (auto& entry : c.allocations) {
     Allocation& a = entry.second;

@@ -18,6 +18,7 @@
 #include "auth/crypto.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/fd_mesh.h"
+#include "comm/window_table.h"
 #include "memory/descriptor_pool.h"
 #include "memory/slot_allocator.h"
 #include "platform/platform.h"
@@ -44,15 +45,6 @@ struct Allocation {
   std::vector<bool> ownsPeer;      // false: an in-process peer's own handle, not ours to release
   std::vector<Piece> pieces;       // what is mapped of every peer's copy
 };
-struct WindowRecord {
-  ccoWindow_t handle = 0;
-  uint32_t id = 0;                 // ccoWindowDevice.id
-  size_t offset = 0;               // window start inside the slice
-  size_t size = 0;
-  size_t allocOffset = 0;          // the allocation it lies in
-  bool ownsAllocation = false;     // made by ccoWindowAllocRegister: deregistration frees it
-  bool internal = false;           // the communicator's own (resources): users cannot deregister it
-};
 // Where device communicators' resources come from (comm/resource_pool.h).
 struct ResourcePool {
   ccoWindow_t window = 0;  // 0: none (the communicator is being created)
@@ -60,8 +52,6 @@ struct ResourcePool {
   SlotAllocator carves;    // offsets from the pool's start
 };
 
-struct GdaResources;
-class Proxy;
 class VerbsBackend;
 
 struct DevCommRecord {
@@ -100,15 +90,17 @@ struct ccoComm {
   size_t granularity = 0;
   cco::SlotAllocator slots;
   std::map<size_t, cco::Allocation> allocations;   // by offset
-  std::map<ccoWindow_t, cco::WindowRecord> windows;
+  cco::WindowTable windows;  // the proxy asks it too, from its thread (comm/window_table.h)
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   cco::ResourcePool pool;
   std::unique_ptr<cco::DescriptorPool> descriptors;
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
   uint32_t devCommSerial = 0;  // ccoDevComm.hostSerial of the last made here (a local count)
   uint32_t devCommCalls = 0;   // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire
-  std::unique_ptr<cco::Proxy> proxy;  // the GDA progress thread (started by the first GDA devcomm)
-  // The proxy's network backend when it is verbs: windows register with it (net/select.h).
+  // The GDA and SDMA progress (made at ccoCommCreate; its thread starts with the first device
+  // communicator that has rings).
+  std::unique_ptr<cco::Proxy> proxy;
+  // The proxy's network backend when it is verbs: windows register with it (comm/net_setup.h).
   std::shared_ptr<cco::VerbsBackend> verbs;
 
   // ccoCommAbort's flag: host-mapped, so kernels poll it while they run.
@@ -136,7 +128,9 @@ void AbortComm(ccoComm& comm);
 Status AllocMem(ccoComm& comm, size_t size, void** ptr);
 Status FreeMem(ccoComm& comm, void* ptr);
 
-Status RegisterWindow(ccoComm& comm, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win);
+// `internal`: the communicator's own (resources), which users cannot deregister.
+Status RegisterWindow(ccoComm& comm, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win,
+                      bool internal = false);
 // `internal`: the communicator's own windows may be deregistered too (never at a user's call).
 Status DeregisterWindow(ccoComm& comm, ccoWindow_t win, bool internal = false);
 Status PeerPointer(ccoComm& comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);

@@ -1,19 +1,20 @@
 // ccoDevCommCreate / ccoDevCommDestroy: the resources (a carve of the communicator's pool,
 // comm/resource_pool.h, or a window of their own) with the device copy of ccoDevComm at their
-// start, and the GDA / SDMA rings, signal words and proxy attachment.
+// start, and the GDA / SDMA rings, signal words and proxy attachment. Creation runs in three
+// steps: plan (each rank alone), agree (one round), build (what needs the peers or the proxy).
 #include <stdio.h>
 #include <string.h>
 
 #include "comm/agree.h"
-#include "common/env.h"
-#include "common/phase_trace.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
+#include "comm/gda_setup.h"
 #include "comm/resource_pool.h"
+#include "comm/sdma_setup.h"
+#include "common/env.h"
+#include "common/phase_trace.h"
 #include "net/select.h"
-#include "proxy/gda_resources.h"
 #include "proxy/proxy.h"
-#include "proxy/sdma_resources.h"
 
 namespace cco {
 namespace {
@@ -22,16 +23,14 @@ namespace {
 // from its requirement, or where that is -1 its variable; gdaDirectMaxBytes 0 turns the path
 // off. On by default where a device's stores and system-scope atomics reach its LSA peers'
 // memory coherently: the cuda platform (NVLink or PCIe P2P) and the cpu one (shared memory).
-// Off by default on hip, where that was never run (remote atomics on coarse-grained memory
-// over xGMI are not promised). Read once per creation. Ranks need not agree: each sender
-// decides alone, a target reads both kinds of words.
+// Off by default on hip, where remote atomics on coarse-grained memory over xGMI are not
+// promised. Read once per creation. Ranks need not agree: each sender decides alone, a target
+// reads both kinds of words.
 //
 // The group default is where a copy by the caller's own stores still clearly beats the
-// proxy's copy engine (one H200, results/h200-gda-direct-group/): through the proxy a
-// put+flush costs ~21 us whatever the size; direct, a warp's 64 KiB 7.7 us, a block's (4 or
-// 16 warps) 5.4-5.8 us. Larger group copies still win on latency (a block's 256 KiB in
-// 9.4 us) but hold the caller's multiprocessor for longer than the proxy would. The lone
-// thread's 4096 is unchanged (a thread has 1/32 of a warp's loads in flight).
+// proxy's copy engine, whose put+flush costs about the same whatever the size. Larger group
+// copies still win on latency but hold the caller's multiprocessor for longer than the proxy
+// would. A lone thread's bound is lower: it has 1/32 of a warp's loads in flight.
 struct DirectBounds {
   uint32_t single = 0;  // gdaDirectMaxBytes
   uint32_t group = 0;   // gdaDirectGroupMaxBytes
@@ -112,12 +111,11 @@ Status PlaceInOwnWindow(ccoComm& c, size_t bytes, Placement* place) {
   Status local = AllocMem(c, bytes, &base);
   if (local.ok()) local = c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, bytes);
   Status s = Agree(c, "ccoDevCommCreate (resource memory)", local);
-  if (s.ok()) s = RegisterWindow(c, base, bytes, /*ownsAllocation=*/true, &place->window);
+  if (s.ok()) s = RegisterWindow(c, base, bytes, /*ownsAllocation=*/true, &place->window, /*internal=*/true);
   if (!s.ok()) {
     if (base != nullptr) FreeMem(c, base);
     return s.Prefixed("the resource window");
   }
-  c.windows.at(place->window).internal = true;
   place->base = reinterpret_cast<uint64_t>(base);
   place->windowOffset = 0;
   return Status::Ok();
@@ -204,7 +202,7 @@ void LocateForProxy(const ccoComm& c, const ResourceLayout& layout, const Placem
   }
   if (gda) {
     gda->id = id;
-    gda->signalWindow = c.windows.at(place.window).id;
+    gda->signalWindow = c.windows.Find(place.window)->id;
     gda->signalOffset = inSlice + layout.gdaSignals;
     gda->signalWindowOffset = place.windowOffset + layout.gdaSignals;
     gda->counterOffset = inSlice + layout.gdaCounters;
@@ -214,95 +212,92 @@ void LocateForProxy(const ccoComm& c, const ResourceLayout& layout, const Placem
 // What each rank proposes in the one agreement round: its requirements and the carve it
 // got (kOwnWindow: the pool had no room).
 constexpr uint64_t kOwnWindow = ~uint64_t{0};
-struct Plan {
+struct Proposal {
   RequirementCounts counts;
   uint32_t id;  // this rank's count of ccoDevCommCreate calls (rank 0's names the new one)
   uint64_t carve;
   uint64_t bytes;
 };
-static_assert(sizeof(Plan) == sizeof(RequirementCounts) + 4 + 16, "Plan has no padding on the wire");
+static_assert(sizeof(Proposal) == sizeof(RequirementCounts) + 4 + 16, "Proposal has no padding on the wire");
 
 // Whether every rank got the same carve of its pool. They do while every carve given back was
 // zeroed everywhere; if one rank could not zero one (ReleasePlacement keeps it then), the
 // pools differ and device communicators get windows of their own instead.
-bool SameCarve(const std::vector<Plan>& all) {
-  for (const Plan& p : all)
+bool SameCarve(const std::vector<Proposal>& all) {
+  for (const Proposal& p : all)
     if (p.carve == kOwnWindow || p.carve != all[0].carve || p.bytes != all[0].bytes) return false;
   return true;
 }
 
-}  // namespace
-
-Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevComm* out) {
-  const char* op = "ccoDevCommCreate";
-  PhaseTrace trace(c.topo.rank, op);
-  ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
-  const uint32_t serial = ++c.devCommSerial;  // this rank's own count: tells a stale copy from a live one
-  ccoDevCommRequirements full;  // the caller's, completed where its cco.h was older
-  Status local = out == nullptr ? InvalidArgument("devComm (the output pointer) is NULL") : ReadRequirements(userReqs, &full);
-  const ccoDevCommRequirements* reqs = &full;
+// What one rank makes of a ccoDevCommCreate call before it talks to the others.
+struct DevCommPlan {
+  ccoDevCommRequirements reqs;  // the caller's, completed where its cco.h was older
   DirectBounds direct;
-  if (local.ok()) local = CheckSupported(c, *reqs, &direct);
-  // The layout needs only the requirements and the topology, so each rank carves its pool
-  // before the one round where all agree on the requirements (exactly, not only on the
-  // sizes they round to) and on the carve.
   ResourceLayout layout;
   Placement place;
   int sdmaQueues = 0;
   int gdaPeers = 0;      // peers GDA connects (0: no GDA)
-  bool proxied = false;  // GDA or SDMA: rings and a proxy, set up after the round
-  Plan mine;
-  memset(&mine, 0, sizeof(mine));
-  mine.id = c.devCommCalls;
-  mine.carve = kOwnWindow;
-  if (local.ok()) {
-    sdmaQueues = SdmaQueuesInUse(*reqs);
-    gdaPeers = GdaPeerCount(c, *reqs);
-    proxied = gdaPeers > 0 || sdmaQueues > 0;
-    layout = LayoutResources(*reqs, c.topo.nRanks, c.topo.lsaSize, gdaPeers, sdmaQueues);
-    size_t carve = 0;
-    place.pooled = CarveResources(c, layout.bytes, &carve);
-    if (place.pooled) {
-      place.base = c.MySlice() + carve;
-      place.window = c.pool.window;
-      place.windowOffset = carve - c.pool.offset;
-    }
-    mine.counts = CountsOf(*reqs);
-    mine.carve = place.pooled ? carve : kOwnWindow;
-    mine.bytes = layout.bytes;
-  }
-  // The common case is complete before the round: a pooled device communicator without
-  // proxy work needs only its ccoDevComm uploaded (its words read zero already: the pool's
-  // promise), and the round then tells every rank whether all got that far.
-  const bool early = local.ok() && place.pooled && !proxied;
-  ccoDevComm dc = {};
-  if (early) {
-    dc = FillDevComm(c, *reqs, layout, place, 0, nullptr, nullptr, DirectBounds());
-    dc.hostSerial = serial;
-    local = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
-  }
-  trace.Mark("carve+upload");
-  std::vector<Plan> all;
-  Status s = AgreeOn(c, op, local, mine, &all);
-  for (size_t r = 1; s.ok() && r < all.size(); ++r) s = SameCounts(op, all[0].counts, all[r].counts, static_cast<int>(r));
-  trace.Mark("agree");
-  if (!s.ok()) {
-    ReleasePlacement(c, place);
-    return s;
-  }
-  // GDA names a device communicator on the wire by this number: alike on every rank even if
-  // one rank's count fell behind (a call refused before it reached the communicator).
-  const uint32_t id = all[0].id;
-  c.devCommCalls = id;
-  if (place.pooled && !SameCarve(all)) {
-    ReleasePlacement(c, place);
-    place = Placement{};
-  } else if (early) {
-    c.devComms[dc.ptr] = DevCommRecord{place.window, true, place.base - c.MySlice(), serial, nullptr, nullptr};
-    *out = dc;
-    return Status::Ok();
-  }
+  uint32_t serial = 0;   // ccoDevComm.hostSerial: tells a stale copy from a live one
+  // A pooled device communicator without rings is complete before the round: its ccoDevComm
+  // is uploaded (its words read zero already: the pool's promise), and the round then tells
+  // every rank whether all got that far.
+  bool early = false;
+  ccoDevComm dc = {};    // the early one's
+  Proposal mine;
+};
 
+// Plan, local: reads the requirements, lays the resources out and carves them from the pool.
+// The layout needs only the requirements and the topology, so each rank carves before the
+// round where all agree on the requirements (exactly, not only on the sizes they round to)
+// and on the carve. Returns this rank's verdict for that round.
+Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const ccoDevComm* out, DevCommPlan* plan) {
+  ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
+  plan->serial = ++c.devCommSerial;  // this rank's own count
+  memset(&plan->mine, 0, sizeof(plan->mine));
+  plan->mine.id = c.devCommCalls;
+  plan->mine.carve = kOwnWindow;
+  Status local = out == nullptr ? InvalidArgument("devComm (the output pointer) is NULL")
+                                : ReadRequirements(userReqs, &plan->reqs);
+  if (local.ok()) local = CheckSupported(c, plan->reqs, &plan->direct);
+  if (!local.ok()) return local;
+  const ccoDevCommRequirements& reqs = plan->reqs;
+  plan->sdmaQueues = SdmaQueuesInUse(reqs);
+  plan->gdaPeers = GdaPeerCount(c, reqs);
+  plan->layout = LayoutResources(reqs, c.topo.nRanks, c.topo.lsaSize, plan->gdaPeers, plan->sdmaQueues);
+  Placement& place = plan->place;
+  size_t carve = 0;
+  place.pooled = CarveResources(c, plan->layout.bytes, &carve);
+  if (place.pooled) {
+    place.base = c.MySlice() + carve;
+    place.window = c.pool.window;
+    place.windowOffset = carve - c.pool.offset;
+  }
+  plan->mine.counts = CountsOf(reqs);
+  plan->mine.carve = place.pooled ? carve : kOwnWindow;
+  plan->mine.bytes = plan->layout.bytes;
+  const bool proxied = plan->gdaPeers > 0 || plan->sdmaQueues > 0;  // rings and a proxy, set up after the round
+  plan->early = place.pooled && !proxied;
+  if (!plan->early) return Status::Ok();
+  plan->dc = FillDevComm(c, reqs, plan->layout, place, 0, nullptr, nullptr, DirectBounds());
+  plan->dc.hostSerial = plan->serial;
+  return c.platform->CopyToDevice(c.device, plan->dc.ptr, &plan->dc, sizeof(plan->dc));
+}
+
+// Agree, collective: the one round. Fails on every rank where one failed to plan or the
+// requirements differ; else *all holds every rank's proposal.
+Status AgreeOnPlan(ccoComm& c, const char* op, const Status& local, const DevCommPlan& plan, std::vector<Proposal>* all) {
+  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, plan.mine, all));
+  for (size_t r = 1; r < all->size(); ++r)
+    CCO_RETURN_IF_ERROR(SameCounts(op, (*all)[0].counts, (*all)[r].counts, static_cast<int>(r)));
+  return Status::Ok();
+}
+
+// Build, collective: the GDA and SDMA resources and, where the pool had no room, a window of
+// their own; then the device copy of ccoDevComm and the proxy's attachment, which every rank
+// finishes before any goes on.
+Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trace, ccoDevComm* out) {
+  const ccoDevCommRequirements& reqs = plan.reqs;
+  Placement& place = plan.place;
   std::shared_ptr<GdaResources> gda;
   std::shared_ptr<SdmaResources> sdma;
   auto undo = [&] {
@@ -310,18 +305,19 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     if (sdma) DestroySdmaResources(c, *sdma);
     ReleasePlacement(c, place);
   };
-  if (gdaPeers > 0) s = CreateGdaResources(c, *reqs, &gda);
-  if (s.ok() && sdmaQueues > 0) s = CreateSdmaResources(c, *reqs, &sdma);
-  if (s.ok() && !place.pooled) s = PlaceInOwnWindow(c, layout.bytes, &place);
+  Status s;
+  if (plan.gdaPeers > 0) s = CreateGdaResources(c, reqs, &gda);
+  if (s.ok() && plan.sdmaQueues > 0) s = CreateSdmaResources(c, reqs, &sdma);
+  if (s.ok() && !place.pooled) s = PlaceInOwnWindow(c, plan.layout.bytes, &place);
   if (!s.ok()) {
     undo();
     return s;
   }
   trace.Mark("resources");
 
-  dc = FillDevComm(c, *reqs, layout, place, sdmaQueues, gda.get(), sdma.get(), direct);
-  dc.hostSerial = serial;
-  LocateForProxy(c, layout, place, id, gda.get(), sdma.get());
+  ccoDevComm dc = FillDevComm(c, reqs, plan.layout, place, plan.sdmaQueues, gda.get(), sdma.get(), plan.direct);
+  dc.hostSerial = plan.serial;
+  LocateForProxy(c, plan.layout, place, id, gda.get(), sdma.get());
   s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds
   // its rings, and every rank its ccoDevComm, before any rank goes on.
@@ -339,9 +335,40 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     undo();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), serial, gda, sdma};
+  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), plan.serial, gda, sdma};
   *out = dc;
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevComm* out) {
+  const char* op = "ccoDevCommCreate";
+  PhaseTrace trace(c.topo.rank, op);
+  DevCommPlan plan;
+  const Status local = PlanDevComm(c, userReqs, out, &plan);
+  trace.Mark("carve+upload");
+  std::vector<Proposal> all;
+  Status s = AgreeOnPlan(c, op, local, plan, &all);
+  trace.Mark("agree");
+  if (!s.ok()) {
+    ReleasePlacement(c, plan.place);
+    return s;
+  }
+  // GDA names a device communicator on the wire by this number: alike on every rank even if
+  // one rank's count fell behind (a call refused before it reached the communicator).
+  const uint32_t id = all[0].id;
+  c.devCommCalls = id;
+  if (plan.place.pooled && !SameCarve(all)) {
+    ReleasePlacement(c, plan.place);
+    plan.place = Placement{};
+  } else if (plan.early) {
+    c.devComms[plan.dc.ptr] = DevCommRecord{plan.place.window, true, plan.place.base - c.MySlice(), plan.serial,
+                                            nullptr, nullptr};
+    *out = plan.dc;
+    return Status::Ok();
+  }
+  return BuildDevComm(c, plan, id, trace, out);
 }
 
 Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {

@@ -26,10 +26,8 @@ Status AllocateResourcePool(ccoComm& c) {
 Status RegisterResourcePool(ccoComm& c) {
   ccoWindow_t window = 0;
   CCO_RETURN_IF_ERROR(RegisterWindow(c, reinterpret_cast<void*>(c.MySlice() + c.pool.offset), c.pool.carves.capacity(),
-                                     /*ownsAllocation=*/true, &window)
+                                     /*ownsAllocation=*/true, &window, /*internal=*/true)
                           .Prefixed("the resource pool"));
-  WindowRecord& record = c.windows.at(window);
-  record.internal = true;
   c.pool.window = window;
   return Status::Ok();
 }

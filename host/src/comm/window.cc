@@ -13,9 +13,9 @@
 
 #include "comm/agree.h"
 #include "comm/communicator.h"
+#include "comm/net_setup.h"
 #include "common/phase_trace.h"
 #include "memory/local_handles.h"
-#include "net/select.h"
 #include "net/verbs_backend.h"
 
 namespace cco {
@@ -185,7 +185,7 @@ void ReleasePeers(ccoComm& c, Allocation& a) {
   a.peersMapped = false;
 }
 
-Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win) {
+Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win, bool internal) {
   const char* op = "ccoWindowRegister";
   PhaseTrace trace(c.topo.rank, op, size);
   const uint64_t registration = ++c.registrations;  // every rank counts every call
@@ -246,34 +246,33 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     return s;
   }
   ++a->windows;
-  c.windows[handle] = WindowRecord{handle, static_cast<uint32_t>(registration), region.offset, region.size, a->offset,
-                                   ownsAllocation};
-  c.proxy->AddWindow(static_cast<uint32_t>(registration), region.offset, region.size);
+  c.windows.Add(WindowRecord{handle, static_cast<uint32_t>(registration), region.offset, region.size, a->offset,
+                             ownsAllocation, internal});
   *win = handle;
   return Status::Ok();
 }
 
 Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
   const char* op = "ccoWindowDeregister";
-  auto it = c.windows.find(win);
-  Status local = it == c.windows.end()
+  const WindowRecord* found = c.windows.Find(win);
+  Status local = found == nullptr
                      ? InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"))
                      : Status::Ok();
-  if (local.ok() && it->second.internal && !internal)
+  if (local.ok() && found->internal && !internal)
     local = InvalidArgument(Fmt("window 0x", std::hex, win,
                                 " holds device communicators' resources: ccoDevCommDestroy (or ccoCommDestroy) releases it"));
   Region region{};
   if (local.ok()) {
-    const Allocation& a = c.allocations.at(it->second.allocOffset);
-    region = Region{it->second.offset, it->second.size, a.offset, a.size};
+    const Allocation& a = c.allocations.at(found->allocOffset);
+    region = Region{found->offset, found->size, a.offset, a.size};
   }
   std::vector<Region> all;
   CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, region, &all));
   CCO_RETURN_IF_ERROR(CheckProposals(op, all));
 
-  const WindowRecord record = it->second;
-  c.windows.erase(it);
-  c.proxy->RemoveWindow(record.id);
+  const WindowRecord record = *found;
+  c.windows.Remove(win);
+  c.proxy->Quiesce();  // no copy the proxy queued still reads or writes the window's memory
   if (c.verbs) c.verbs->DeregisterWindow(record.id);
   Allocation& a = c.allocations.at(record.allocOffset);
   Status s = c.descriptors->Remove(record.handle);
@@ -287,13 +286,12 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
 }
 
 Status PeerPointer(ccoComm& c, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr) {
-  auto it = c.windows.find(win);
-  if (it == c.windows.end()) return InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"));
+  const WindowRecord* w = c.windows.Find(win);
+  if (w == nullptr) return InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"));
   if (lsaPeer < 0 || lsaPeer >= c.topo.lsaSize)
     return InvalidArgument(Fmt("lsaPeer=", lsaPeer, " is not in [0, lsaSize=", c.topo.lsaSize, ")"));
-  if (offset >= it->second.size)
-    return InvalidArgument(Fmt("offset ", offset, " is past the window's ", it->second.size, " bytes"));
-  *ptr = reinterpret_cast<void*>(c.LsaSlice(lsaPeer) + it->second.offset + offset);
+  if (offset >= w->size) return InvalidArgument(Fmt("offset ", offset, " is past the window's ", w->size, " bytes"));
+  *ptr = reinterpret_cast<void*>(c.LsaSlice(lsaPeer) + w->offset + offset);
   return Status::Ok();
 }
 

@@ -1,10 +1,7 @@
-// Which backend carries GDA between two ranks: `local` within a node; across nodes, `local`
-// again when both are on this host (the flat range maps every rank of the host), else the
-// network: `verbs` when every rank has a usable RDMA device (net/verbs_device.h), else `tcp`.
-// CCO_NET (alias MORI_NET) overrides: "tcp" makes every pair of ranks in different nodes use
-// tcp, on one host too (how a single machine tests the network path); "verbs" makes them use
-// verbs, and fails, naming the ranks and why, where a rank has no usable device. Nothing
-// downgrades what the user asked for.
+// The pieces of choosing a network backend that need no communicator: what CCO_NET (alias
+// MORI_NET) asks for, which pairs of ranks the network serves, whether this process can use
+// verbs, and the exchange of verbs endpoints in rounds. The choice itself, collective over a
+// communicator, is comm/net_setup.h's.
 #ifndef CCO_HOST_NET_SELECT_H_
 #define CCO_HOST_NET_SELECT_H_
 
@@ -16,8 +13,7 @@
 
 #include "common/status.h"
 #include "net/verbs_backend.h"
-
-struct ccoComm;
+#include "topology/topology.h"
 
 namespace cco {
 
@@ -26,12 +22,13 @@ enum class NetChoice : int { kAuto = 0, kTcp = 1, kVerbs = 2 };
 // CCO_NET, checked: "" (auto), "tcp", "verbs".
 Status NetChoiceFromEnv(NetChoice* choice);
 
-// For every world rank q, whether GDA between this rank and q goes through the network.
-std::vector<bool> NetPeers(const ccoComm& c, NetChoice choice);
+// For every world rank q, whether GDA between this rank and q goes through the network: q
+// is on another host, or (CCO_NET set) in another node of this one.
+std::vector<bool> NetPeers(const Topology& t, NetChoice choice);
 
-// Collective: makes the communicator's network backend unless it has one (every rank of a
-// communicator that spans hosts, or nodes under CCO_NET=tcp, takes part alike).
-Status EnsureNetBackend(ccoComm& c, NetChoice choice);
+// Whether this process can use verbs: the library, the options and an active port. On
+// success *device is open (the caller owns it).
+Status ProbeVerbs(const VerbsApi** api, VerbsOptions* options, VerbsDevice* device);
 
 // Collective: hands every peer this rank's ends of the queue pairs to it and returns theirs
 // to this rank. mine and *theirs: [peer][lane], nRanks * lanes. gather(name, data, bytes,
@@ -41,10 +38,6 @@ Status EnsureNetBackend(ccoComm& c, NetChoice choice);
 using AllGatherFn = std::function<Status(const std::string& name, const void* data, size_t bytes, void* out)>;
 Status ExchangeEndpoints(int nRanks, int me, int lanes, const std::vector<VerbsEndpoint>& mine, size_t maxBytes,
                          const AllGatherFn& gather, std::vector<VerbsEndpoint>* theirs);
-
-// Collective, at every window registration: with the verbs backend, registers this rank's
-// memory of window `id` with the NIC and hands every peer its key; nothing otherwise.
-Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size);
 
 }  // namespace cco
 

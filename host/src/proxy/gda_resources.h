@@ -1,6 +1,6 @@
 // What one device communicator's GDA needs on the host: the rings (abi/gda.h), where the
 // signal and counter words sit, and the proxy's running sums. Made collectively with the
-// device communicator, freed locally.
+// device communicator (comm/gda_setup.h), freed locally.
 //
 // Signal and counter words live in each rank's resources (device memory, mapped in
 // every host peer's flat range): the device polls its own memory, and a sender's proxy
@@ -15,10 +15,7 @@
 #include <vector>
 
 #include "abi/cco_abi.h"
-#include "common/status.h"
 #include "proxy/ring_set.h"
-
-struct ccoComm;
 
 namespace cco {
 
@@ -61,14 +58,6 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
     return marks[(static_cast<size_t>(context) * counterWords + counter) * peerCount + peer];
   }
 };
-
-// The peers a device communicator with `reqs` connects through GDA (0 where it wants none).
-int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs);
-
-// Collective over the communicator: allocates and initialises the GDA resources.
-Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<GdaResources>* out);
-// Local: frees them (the proxy has let go of them).
-void DestroyGdaResources(ccoComm& c, GdaResources& g);
 
 }  // namespace cco
 

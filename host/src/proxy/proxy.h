@@ -3,8 +3,9 @@
 // signals and counters after the data (abi/gda.h has the ring; this file the work).
 //
 // Backends: `local` for the ranks of this host, and a network backend (net/backend.h: tcp)
-// for ranks of other hosts, or of other nodes when CCO_NET asks for it. Local: peers' windows and resource windows are
-// mapped in this rank's flat range (comm/window.cc maps every host peer), so a put or a get
+// for ranks of other hosts, or of other nodes when CCO_NET asks for it. Local: peers' windows
+// and resource windows are mapped in this rank's flat range (window registration maps every
+// host peer's copy), so a put or a get
 // is one copy on the proxy's own stream (memcpy on the cpu platform), and a signal is a
 // stream write of this rank's running sum into its own word of the target's signal
 // (abi/gda.h), queued behind the copy. Everything of the communicator goes through that
@@ -21,6 +22,13 @@
 // The thread spins while there is work, then yields, then sleeps a little: several ranks on
 // few cores do not starve each other. Errors fail the ring (the device sees them in its
 // waits) and are kept for the host (lastError).
+//
+// The proxy knows its communicator only through a ProxyContext (proxy/proxy_context.h), and
+// its windows only by asking their owner. Its work, a file each: proxy.cc the thread, the
+// passes over the rings, attaching and detaching; gda_issue.cc a GDA descriptor between ranks
+// of this host; sdma_issue.cc an SDMA descriptor; net_issue.cc a GDA descriptor handed to the
+// network backend, and its completion; net_target.cc what a peer's request may reach here;
+// host_peers.cc host peers whose process ended.
 #ifndef CCO_HOST_PROXY_PROXY_H_
 #define CCO_HOST_PROXY_PROXY_H_
 
@@ -28,7 +36,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,15 +46,14 @@
 #include "net/backend.h"
 #include "proxy/copy_queue.h"
 #include "proxy/gda_resources.h"
+#include "proxy/proxy_context.h"
 #include "proxy/sdma_resources.h"
-
-struct ccoComm;
 
 namespace cco {
 
 class Proxy : private NetTargetMap {
  public:
-  explicit Proxy(ccoComm* comm);
+  explicit Proxy(ProxyContext context);
   ~Proxy() override;
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
@@ -61,10 +67,10 @@ class Proxy : private NetTargetMap {
   void Detach(const GdaResources* g);
   void Detach(const SdmaResources* s);
 
-  // The windows descriptors may name (ccoWindowDevice.id): where each starts in every slice
-  // and how large it is. Changed by (de)registration, read by the thread.
-  void AddWindow(uint32_t id, uint64_t offset, uint64_t size);
-  void RemoveWindow(uint32_t id);
+  // Returns once the thread has begun a pass after this call and the streams have run dry:
+  // nothing queued before still reads or writes memory. A window's owner calls it after
+  // taking the window out of its table, before the memory goes.
+  void Quiesce();
 
   // The first error the proxy or its network backend met (ccoRemoteError), Ok if none.
   Status AsyncError() const;
@@ -75,11 +81,6 @@ class Proxy : private NetTargetMap {
   const char* NetName() const;
 
  private:
-  struct Window {
-    uint64_t offset, size;
-    // Whether `bytes` at `at` (from the window's start) lie inside it, without overflow.
-    bool Holds(uint64_t at, uint64_t bytes) const { return at <= size && bytes <= size - at; }
-  };
   Status StartThread();
   void Loop();
   // One pass over every ring; whether anything was done.
@@ -109,7 +110,9 @@ class Proxy : private NetTargetMap {
   Status AddSignal(uint32_t gdaId, uint32_t signalId, int32_t sender, uint64_t add, uint64_t* address,
                    uint64_t* sum) override;
   Status Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, CopyQueue& stream);
-  Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* windowOffset);
+  Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* inSlice) const {
+    return ctx_.windows->Resolve(id, offset, bytes, inSlice);
+  }
   Status Endpoints(const ccoGdaDesc& d, uint64_t theirs, uint64_t* dst, uint64_t* src);
   Status FlatEndpoints(const ccoGdaDesc& d, int32_t lsaPeer, uint64_t* dst, uint64_t* src);
   // Stops ring `ring` (its posters' waits end), naming the peer and `where`.
@@ -118,11 +121,11 @@ class Proxy : private NetTargetMap {
   template <class T> void Remove(std::vector<std::shared_ptr<T>>* list, const T* item);
   // Returns once the thread has finished a pass that began after generation `target`.
   void AwaitPass(uint64_t target);
-  // Returns once the thread has begun a pass after this call and the streams have run dry.
-  void Quiesce();
   void Synchronize(uint64_t stream, const char* what);
+  // The pair of windows a copy runs between: copies join only within one pair (copy_queue.h).
+  static uint64_t WindowPair(const ccoGdaDesc& d) { return uint64_t{d.dstWindow} << 32 | d.srcWindow; }
 
-  ccoComm* comm_;
+  const ProxyContext ctx_;
   bool trace_ = false;  // CCO_GDA_TRACE: every descriptor carried out, on stderr
   std::chrono::nanoseconds replyWait_;  // CCO_NET_REPLY_WAIT_US
   std::thread thread_;
@@ -130,10 +133,9 @@ class Proxy : private NetTargetMap {
   uint64_t stream_ = 0;
   bool streamMade_ = false;
 
-  mutable std::mutex mu_;  // attached, windows, lastError
+  mutable std::mutex mu_;  // attached, net, lastError
   std::vector<std::shared_ptr<GdaResources>> attached_;
   std::vector<std::shared_ptr<SdmaResources>> attachedSdma_;
-  std::map<uint32_t, Window> windows_;
   std::string lastError_;
   std::shared_ptr<NetBackend> net_;
   // The thread's own: what it serves, and the ops with the network backend by cookie.

@@ -45,7 +45,6 @@ class RingConsumer {
   void Fail(ccoGdaRingError error, int32_t peer);
 
   bool failed() const { return failed_; }
-  uint64_t handedOut() const { return next_; }
   uint64_t consumed() const { return consumed_; }
   // Every ticket below is released, as far as the marks read so far say.
   uint64_t released() const { return released_; }

@@ -1,15 +1,15 @@
 #include "proxy/ring_set.h"
 
-#include "comm/communicator.h"
+#include "platform/platform.h"
 
 namespace cco {
 
-Status AllocateRings(ccoComm& c, uint32_t count, uint32_t depth, RingSet* rings) {
+Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, RingSet* rings) {
   RingSet& r = *rings;
   r.count = count;
   r.depth = depth;
   r.hostBytes = cco_gda_host_bytes(count, depth);
-  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, r.hostBytes, &r.host, &r.hostDevice).Prefixed("proxy rings"));
+  CCO_RETURN_IF_ERROR(platform->HostMappedAlloc(device, r.hostBytes, &r.host, &r.hostDevice).Prefixed("proxy rings"));
   auto* slots = static_cast<ccoGdaDesc*>(r.host);
   const uint64_t words = reinterpret_cast<uint64_t>(r.host) + cco_gda_host_words_offset(count, depth);
   r.consumers.clear();
@@ -21,21 +21,21 @@ Status AllocateRings(ccoComm& c, uint32_t count, uint32_t depth, RingSet* rings)
     r.consumers.emplace_back(ring, 0);
   }
   void* staging = nullptr;
-  CCO_RETURN_IF_ERROR(c.platform->HostMappedAlloc(c.device, sizeof(uint64_t) * count * depth, &staging, &r.stagingDevice)
+  CCO_RETURN_IF_ERROR(platform->HostMappedAlloc(device, sizeof(uint64_t) * count * depth, &staging, &r.stagingDevice)
                           .Prefixed("proxy staging words"));
   r.staging = static_cast<uint64_t*>(staging);
-  CCO_RETURN_IF_ERROR(c.platform->DeviceAlloc(c.device, count * sizeof(ccoGdaRingDevice), &r.device)
+  CCO_RETURN_IF_ERROR(platform->DeviceAlloc(device, count * sizeof(ccoGdaRingDevice), &r.device)
                           .Prefixed("proxy ring state"));
-  return c.platform->Memset(c.device, r.device, 0, count * sizeof(ccoGdaRingDevice));
+  return platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice));
 }
 
-void FreeRings(ccoComm& c, RingSet* rings) {
+void FreeRings(Platform* platform, int device, RingSet* rings) {
   RingSet& r = *rings;
-  if (r.device != 0) c.platform->DeviceFree(c.device, r.device);
+  if (r.device != 0) platform->DeviceFree(device, r.device);
   r.device = 0;
-  if (r.staging != nullptr) c.platform->HostMappedFree(c.device, r.staging);
+  if (r.staging != nullptr) platform->HostMappedFree(device, r.staging);
   r.staging = nullptr;
-  if (r.host != nullptr) c.platform->HostMappedFree(c.device, r.host);
+  if (r.host != nullptr) platform->HostMappedFree(device, r.host);
   r.host = nullptr;
   r.consumers.clear();
 }

@@ -14,9 +14,9 @@
 #include "common/status.h"
 #include "proxy/ring_consumer.h"
 
-struct ccoComm;
-
 namespace cco {
+
+class Platform;
 
 struct RingSet {
   uint32_t count = 0;
@@ -46,9 +46,10 @@ struct RingSet {
   }
 };
 
-// Allocates and initialises `count` empty rings of `depth` (a power of two).
-Status AllocateRings(ccoComm& c, uint32_t count, uint32_t depth, RingSet* rings);
-void FreeRings(ccoComm& c, RingSet* rings);
+// Allocates and initialises `count` empty rings of `depth` (a power of two) on `device`.
+// FreeRings frees them, and also what a call that failed had made.
+Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, RingSet* rings);
+void FreeRings(Platform* platform, int device, RingSet* rings);
 
 }  // namespace cco
 

@@ -1,20 +1,16 @@
 // What one device communicator's SDMA needs on the host (abi/sdma.h): a ring per (LSA peer,
 // queue), a copy-engine stream per queue, where the signal pools sit, and the proxy's running
-// counts. Made with the device communicator when SDMA is enabled (CCO_ENABLE_SDMA /
-// MORI_ENABLE_SDMA); freed locally once the proxy let go of it.
+// counts. Made with the device communicator when SDMA is enabled (comm/sdma_setup.h); freed
+// locally once the proxy let go of it.
 #ifndef CCO_HOST_PROXY_SDMA_RESOURCES_H_
 #define CCO_HOST_PROXY_SDMA_RESOURCES_H_
 
 #include <stdint.h>
 
-#include <memory>
 #include <vector>
 
 #include "abi/cco_abi.h"
-#include "common/status.h"
 #include "proxy/ring_set.h"
-
-struct ccoComm;
 
 namespace cco {
 
@@ -32,15 +28,6 @@ struct SdmaResources {
   std::vector<uint64_t> sent;
   std::vector<uint64_t> landed;
 };
-
-// Whether SDMA is enabled in this process (CCO_ENABLE_SDMA, or MORI_ENABLE_SDMA).
-bool SdmaEnabled();
-// Queues a device communicator gets: reqs.sdmaQueueCount, or the default for 0.
-int SdmaQueues(const ccoDevCommRequirements& reqs);
-
-// Collective over the communicator: allocates and initialises the SDMA resources.
-Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<SdmaResources>* out);
-void DestroySdmaResources(ccoComm& c, SdmaResources& s);
 
 }  // namespace cco
 

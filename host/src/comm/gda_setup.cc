@@ -1,14 +1,13 @@
-#include "proxy/gda_resources.h"
+#include "comm/gda_setup.h"
 
 #include "comm/agree.h"
-#include "comm/communicator.h"
+#include "comm/net_setup.h"
 #include "net/select.h"
 
 namespace cco {
 namespace {
 
-ccoGdaTopo TopoOf(const ccoComm& c) {
-  const Topology& t = c.topo;
+ccoGdaTopo TopoOf(const Topology& t) {
   ccoGdaTopo g = {t.rank, t.nRanks, t.lsaRank, t.lsaSize, t.lsaWorldBase, t.node, t.nNodes, 1};
   for (int r = 0; r < t.nRanks; ++r) {
     int size = 0;
@@ -43,7 +42,7 @@ void ResolvePeers(const ccoComm& c, const std::vector<bool>& net, GdaResources& 
 int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs) {
   // CROSSNODE and RAIL on one node connect only this rank to itself: nothing to set up.
   if (reqs.gdaConnectionType != CCO_GDA_CONNECTION_FULL && c.topo.nNodes <= 1) return 0;
-  const ccoGdaTopo topo = TopoOf(c);
+  const ccoGdaTopo topo = TopoOf(c.topo);
   return cco_gda_conn_peer_count(reqs.gdaConnectionType, &topo);
 }
 
@@ -51,7 +50,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   auto g = std::make_shared<GdaResources>();
   g->connectionType = reqs.gdaConnectionType;
   g->contexts = reqs.gdaContextCount;
-  g->topo = TopoOf(c);
+  g->topo = TopoOf(c.topo);
   g->peerCount = cco_gda_conn_peer_count(g->connectionType, &g->topo);
   g->signalIds = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount);
   g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
@@ -62,7 +61,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   // of a communicator across hosts (or nodes under CCO_NET) has a peer there.
   NetChoice choice = NetChoice::kAuto;
   (void)NetChoiceFromEnv(&choice);  // checked, and agreed by every rank, in ccoDevCommCreate's first round
-  const std::vector<bool> net = NetPeers(c, choice);
+  const std::vector<bool> net = NetPeers(c.topo, choice);
   bool anyNet = false;
   for (bool n : net) anyNet |= n;
   if (anyNet) CCO_RETURN_IF_ERROR(EnsureNetBackend(c, choice).Prefixed("ccoDevCommCreate"));
@@ -72,7 +71,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   ResolvePeers(c, net, *g);
   if (anyNet) g->received.assign(static_cast<size_t>(g->signalIds) * c.topo.nRanks, 0);
   if (local.ok())
-    local = AllocateRings(c, static_cast<uint32_t>(g->contexts * g->peerCount), CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
+    local = AllocateRings(c.platform, c.device, static_cast<uint32_t>(g->contexts * g->peerCount), CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
                 .Prefixed("GDA");
   Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
   if (!s.ok()) {
@@ -83,6 +82,6 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   return Status::Ok();
 }
 
-void DestroyGdaResources(ccoComm& c, GdaResources& g) { FreeRings(c, &g.rings); }
+void DestroyGdaResources(ccoComm& c, GdaResources& g) { FreeRings(c.platform, c.device, &g.rings); }
 
 }  // namespace cco

@@ -1,7 +1,6 @@
-#include "proxy/sdma_resources.h"
+#include "comm/sdma_setup.h"
 
 #include "comm/agree.h"
-#include "comm/communicator.h"
 #include "common/env.h"
 
 namespace cco {
@@ -20,7 +19,7 @@ Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::
   const uint32_t slots = static_cast<uint32_t>(s->lsaSize * s->queues);
   s->sent.assign(slots, 0);
   s->landed.assign(slots, 0);
-  Status local = AllocateRings(c, slots, CCO_SDMA_RING_DEPTH_DEFAULT, &s->rings).Prefixed("SDMA");
+  Status local = AllocateRings(c.platform, c.device, slots, CCO_SDMA_RING_DEPTH_DEFAULT, &s->rings).Prefixed("SDMA");
   for (int q = 0; q < s->queues && local.ok(); ++q) {
     uint64_t stream = 0;
     local = c.platform->StreamCreate(c.device, &stream).Prefixed(Fmt("SDMA queue ", q, "'s stream"));
@@ -41,7 +40,7 @@ void DestroySdmaResources(ccoComm& c, SdmaResources& s) {
     c.platform->StreamDestroy(c.device, stream);
   }
   s.streams.clear();
-  FreeRings(c, &s.rings);
+  FreeRings(c.platform, c.device, &s.rings);
 }
 
 }  // namespace cco

@@ -1,0 +1,53 @@
+// What a proxy knows of the communicator it serves, and no more: the device it queues work
+// on, who is where, where every host rank's slice lies in this rank's flat range, the host
+// peers whose end it watches for, and a way to ask about windows. comm/ builds it once the
+// flat range is reserved and the host mesh is connected; nothing in it changes after that
+// but the windows, which stay with their one owner (WindowLookup).
+#ifndef CCO_HOST_PROXY_PROXY_CONTEXT_H_
+#define CCO_HOST_PROXY_PROXY_CONTEXT_H_
+
+#include <stdint.h>
+
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "platform/platform.h"
+#include "topology/topology.h"
+
+namespace cco {
+
+// The communicator's windows as the proxy asks about them, by ccoWindowDevice.id, offsets
+// inside a slice. Registration and deregistration change them on the caller's thread while the
+// proxy's thread asks, so every answer is safe from any thread; a deregistration removes the
+// window here first and then waits for the proxy (Proxy::Quiesce), so no work queued later
+// names it.
+class WindowLookup {
+ public:
+  virtual ~WindowLookup() = default;
+  // Where `bytes` at `offset` of window `id` start inside a slice; InvalidArgument naming what
+  // is wrong where the window is not live or they run past its end.
+  virtual Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* inSlice) const = 0;
+  // Whether `bytes` at `inSlice` lie inside one live window.
+  virtual bool Covers(uint64_t inSlice, uint64_t bytes) const = 0;
+};
+
+struct ProxyContext {
+  Platform* platform = nullptr;
+  int device = 0;
+  int64_t timeoutMs = 0;  // how long ccoDevCommDestroy waits for network ops to come back
+  Topology topo;
+  std::vector<uint64_t> hostSlices;  // by host index: where that rank's slice starts here
+  uint64_t stride = 0;               // bytes from one slice to the next
+  // (host index, descriptor-mesh socket) of every host peer in another process: the socket
+  // hangs up when that process ends.
+  std::vector<std::pair<int, int>> peerSockets;
+  const WindowLookup* windows = nullptr;  // outlives the proxy
+
+  uint64_t MySlice() const { return hostSlices[topo.hostRank]; }
+  uint64_t LsaSlice(int lsaRank) const { return hostSlices[topo.lsaHostBase + lsaRank]; }
+};
+
+}  // namespace cco
+
+#endif  // CCO_HOST_PROXY_PROXY_CONTEXT_H_
