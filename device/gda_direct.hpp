@@ -31,7 +31,7 @@
 
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
-#include "device/gda_ring.hpp"
+#include "device/ring.hpp"
 
 namespace cco {
 namespace gda {
@@ -41,13 +41,13 @@ namespace gda {
 /// (host memory, a bus trip) only when the device-side cache lags the head.
 /// The three device words share a cache line and are loaded before any is tested: behind a
 /// branch each would wait for the one before it, a memory trip apiece on every direct post.
-CCO_DEVICE_API bool RingIdle(const RingView& r) {
+CCO_DEVICE_API bool RingIdle(const ring::View& r) {
   const uint64_t failed = arch::load<order::Relaxed, scope::System>(&r.dev->failed);
   const uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   const uint64_t cached = arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache);
   if (failed != 0) return false;
   if (!cco_gda_before(cached, head)) return true;
-  return !cco_gda_before(ReadConsumed(r), head);
+  return !cco_gda_before(ring::ReadConsumed(r), head);
 }
 
 // Units [rank, units) in steps of `size` (the caller's share of a group's copy), with

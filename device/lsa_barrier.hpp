@@ -31,19 +31,10 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
+#include "device/spin_wait.hpp"
 
 namespace cco {
 namespace lsa_barrier_detail {
-
-// Polls between two looks at the abort flag (host memory: a look costs a bus trip).
-constexpr uint32_t kAbortCheckInterval = 1024;
-// Polls before the spin starts sleeping a little between looks.
-constexpr uint32_t kSpinsBeforeBackoff = 1u << 16;
-
-CCO_DEVICE_API bool aborted(const ccoDevComm& dc) {
-  return dc.abortFlag != 0 &&
-         arch::load<order::Relaxed, scope::System>(reinterpret_cast<const uint32_t*>(dc.abortFlag)) != 0;
-}
 
 CCO_DEVICE_API bool reached(uint32_t seen, uint32_t target) { return static_cast<int32_t>(seen - target) >= 0; }
 
@@ -69,7 +60,8 @@ template <class Coop> class ccoLsaBarrierSession {
         stride_(dc.lsaStride),
         lsaRank_(dc.lsaRank),
         lsaSize_(dc.lsaSize) {
-    const uint64_t resource = dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset;
+    const uint64_t resource =
+        cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
     verdict_ = epoch_ + 1;
     inbox_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
@@ -105,7 +97,7 @@ template <class Coop> class ccoLsaBarrierSession {
     prepare();
     const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
-    const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
+    const uint64_t start = wait_start(timeout_ns);
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
@@ -156,20 +148,13 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
   CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
-    return reinterpret_cast<uint32_t*>(flatBase_ + static_cast<uint64_t>(peer) * stride_ + mySlot_);
+    return reinterpret_cast<uint32_t*>(cco_slice_address(flatBase_, stride_, peer, mySlot_));
   }
 
   template <class Order> CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
-    using namespace lsa_barrier_detail;
-    for (uint32_t spins = 1;; ++spins) {
-      if (reached(arch::load<Order, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
-      if (spins % kAbortCheckInterval == 0) {
-        if (abortFlag_ != nullptr && arch::load<order::Relaxed, scope::System>(abortFlag_) != 0)
-          return CCO_DEVICE_STATUS_ABORTED;
-        if (timeout_ns && arch::timer_ns() - start >= timeout_ns) return CCO_DEVICE_STATUS_TIMEOUT;
-      }
-      if (spins >= kSpinsBeforeBackoff) arch::nanosleep(256);
-    }
+    return spin_wait<BarrierSpin>(
+        [&] { return lsa_barrier_detail::reached(arch::load<Order, scope::System>(slot), target_); },
+        [] { return false; }, WaitLimits{abortFlag_, timeout_ns}, start);
   }
 
   Coop coop_;
