@@ -135,9 +135,10 @@ CCO_DEVICE_API void nanosleep(uint32_t ns) {
 // A spinning wait's pause before its next poll. The GPUs' counts (spin long, then sleep
 // briefly) do not fit here: the device API runs on the host with ranks as threads, often
 // more of them than cores, and a thread that spins holds a core the thread it waits for may
-// need. So a host wait gives its core away soon: it yields after a few polls (a yield is all
-// it takes when another thread is ready to run), and sleeps once it has waited long (a yield
-// does not make the scheduler run the thread that is waited for, only some other one).
+// need. So a host wait gives its core away soon: it yields after a few polls (enough when the
+// thread it waits for is ready to run), and sleeps once it has waited long (a thread that only
+// yields stays runnable, and takes its share of the cores from everything else for as long
+// as it waits).
 namespace host_detail {
 constexpr uint32_t kSpinsBeforeYield = 64;
 constexpr uint32_t kSpinsBeforeSleep = 64 + 1024;
