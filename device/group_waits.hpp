@@ -27,7 +27,7 @@ namespace group {
 /// step returned, or ABORTED where the proxy failed a ring, whichever thread met it.
 /// A failed ring shows in its device-side mirror (the proxy writes it before the host words),
 /// which each thread reads for its own share: every thread reading every ring's host error
-/// word, a bus trip each, was most of what a flush cost.
+/// word would cost a bus trip per ring, most of what a flush costs.
 template <class Coop, class RingOf, class Step>
 CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
   Coop coop;

@@ -14,7 +14,7 @@
 // The order is the caller's to choose because it is the barrier's main cost: a release
 // waits until every earlier store of the block is acknowledged, the previous round's
 // inbox stores included, so back-to-back release rounds take a round trip each where
-// relaxed ones take a one-way trip (one H200: 1.1 against 0.7 us a round). Data written
+// relaxed ones take a one-way trip. Data written
 // by an earlier kernel needs no release (the kernel boundary made it visible): a kernel
 // that only reads its peers' inputs enters with sync(ACQUIRE) and leaves with
 // sync(RELEASE), as NCCL's symmetric kernels do.
@@ -72,8 +72,7 @@ template <class Coop> class ccoLsaBarrierSession {
 
   /// Tells every peer this rank reached the barrier; with RELEASE or ACQ_REL (the
   /// default) after the coop's earlier writes are visible to them. A store of the round,
-  /// not a reduction: adding 1 (which needs no epoch read first) measured slower, 2.05
-  /// against 1.75 us a round (one H200, two processes).
+  /// not a reduction: adding 1 (which needs no epoch read first) measured slower.
   CCO_DEVICE_API void arrive(ccoMemoryOrder order = CCO_MEMORY_ORDER_RELEASE) {
     prepare();
     const bool release = lsa_barrier_detail::releases(order);
@@ -137,8 +136,8 @@ template <class Coop> class ccoLsaBarrierSession {
   // The coop's earlier writes (and the previous round's epoch store) come first; then every
   // thread reads this round's target from the epoch word, every round: another session, or
   // a bitcode call, may have used this barrier since (a target kept in the session would then
-  // pair its rounds with the wrong ones). Device-scope, not block-scope (0.1 us less a round,
-  // served by L1): another block of the kernel may have used the barrier on another
+  // pair its rounds with the wrong ones). Device-scope, not block-scope (which L1 would
+  // serve sooner): another block of the kernel may have used the barrier on another
   // multiprocessor, and L1 is not coherent across them.
   CCO_DEVICE_API void prepare() {
     if (prepared_) return;
