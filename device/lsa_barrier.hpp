@@ -14,10 +14,9 @@
 // The order is the caller's to choose because it is the barrier's main cost: a release
 // waits until every earlier store of the block is acknowledged, the previous round's
 // inbox stores included, so back-to-back release rounds take a round trip each where
-// relaxed ones take a one-way trip. Data written
-// by an earlier kernel needs no release (the kernel boundary made it visible): a kernel
-// that only reads its peers' inputs enters with sync(ACQUIRE) and leaves with
-// sync(RELEASE), as NCCL's symmetric kernels do.
+// relaxed ones take a one-way trip. Data written by an earlier kernel needs no release
+// (the kernel boundary made it visible): a kernel that only reads its peers' inputs enters
+// with sync(ACQUIRE) and leaves with sync(RELEASE), as NCCL's symmetric kernels do.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
 // threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
 // the communicator's abort flag; the timeout variants give up after their deadline.

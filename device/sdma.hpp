@@ -1,9 +1,9 @@
 //===-- device/sdma.hpp - copy-engine transfers with signals ----*- C++ -*-===//
 //
 // ccoSdma: puts and gets between the LSA ranks of a device communicator, carried out by
-// copy engines: the device posts descriptors to one ring per (LSA peer, queue) (a proxy ring,
-// abi/ring.h and device/ring.hpp), the host proxy runs each queue on a copy-engine stream of its own, in
-// order, and writes the signal pools behind the data (abi/sdma.h).
+// copy engines: the device posts descriptors to one ring per (LSA peer, queue) (a proxy
+// ring, abi/ring.h and device/ring.hpp), the host proxy runs each queue on a copy-engine
+// stream of its own, in order, and writes the signal pools behind the data (abi/sdma.h).
 //
 // Semantics:
 //   - put(peer, dst, ..., src, ..., bytes, queue, flags): bytes from this rank's `src` window
