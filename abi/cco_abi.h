@@ -6,6 +6,7 @@
 #include "abi/enums.h"
 #include "abi/window.h"
 #include "abi/devcomm.h"
+#include "abi/ring.h"
 #include "abi/gda.h"
 #include "abi/sdma.h"
 

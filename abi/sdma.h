@@ -1,8 +1,8 @@
 /* CCO ABI: SDMA, copy-engine transfers between the ranks of one host with a device-visible
  * signal pool. Plain C, freestanding; compiled by the device library and the host proxy.
  *
- * A device posts descriptors (the GDA ring format, abi/gda.h: op PUT or GET, signalOp INC
- * when the transfer signals) to one ring per (LSA peer, queue); the proxy issues each
+ * A device posts descriptors (abi/ring.h: op PUT or GET, signalOp INC when the transfer
+ * signals) to one ring per (LSA peer, queue); the proxy issues each
  * queue's work on a copy-engine stream of its own, in order, and after a signalled
  * transfer's data writes the new running count into the pool slot it alone writes:
  *
@@ -18,7 +18,8 @@
 
 #include <stdint.h>
 
-#include "abi/gda.h"
+#include "abi/ring.h"
+#include "abi/version.h"
 
 /* Queues when the requirements ask for 0; descriptors per queue ring. */
 #define CCO_SDMA_QUEUES_DEFAULT 2u
@@ -36,7 +37,7 @@
 #define CCO_SDMA_DESC_FLAT 4u
 
 /* The ring, and the pool slot, of (LSA peer, queue). */
-CCO_GDA_INLINE uint32_t cco_sdma_slot(int32_t lsaPeer, int32_t queue, uint32_t queues) {
+CCO_ABI_INLINE uint32_t cco_sdma_slot(int32_t lsaPeer, int32_t queue, uint32_t queues) {
   return (uint32_t)lsaPeer * queues + (uint32_t)queue;
 }
 

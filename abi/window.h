@@ -4,7 +4,7 @@
  * ccoWindowRegister. Every LSA rank maps its peers' slices into one flat virtual range,
  * so a peer's address is arithmetic, not a table lookup:
  *
- *   peer address = flatBase + lsaPeer * stride + offset + byteOffset
+ *   peer address = flatBase + lsaPeer * stride + offset + byteOffset   (cco_slice_address)
  */
 #ifndef CCO_ABI_WINDOW_H_
 #define CCO_ABI_WINDOW_H_
@@ -44,5 +44,13 @@ CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, rank) == 48, "ccoWindowDevice.rank")
 CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, lsaWorldBase) == 52, "ccoWindowDevice.lsaWorldBase");
 CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, id) == 56, "ccoWindowDevice.id");
 CCO_STATIC_ASSERT(offsetof(ccoWindowDevice, reserved) == 64, "ccoWindowDevice.reserved");
+
+/* Byte `offset` of slice `slice` of a flat range: `slice` is an LSA rank (a host rank on the
+ * host, whose LSA ranks are consecutive host ranks), `offset` counts from the slice's start
+ * (a window's offset plus the byte offset in it, a device communicator's resource offset plus
+ * a word's). Host and device compute every slice address with this one function. */
+CCO_ABI_INLINE uint64_t cco_slice_address(uint64_t flatBase, uint64_t stride, uint64_t slice, uint64_t offset) {
+  return flatBase + slice * stride + offset;
+}
 
 #endif /* CCO_ABI_WINDOW_H_ */

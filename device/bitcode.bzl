@@ -1,37 +1,38 @@
 """cco_bitcode: one LLVM bitcode file of the device library for one variant.
 
-clang-19 (clang-22 for FlyDSL's variants of archs LLVM 19 lacks), freestanding (no CUDA/ROCm
-headers; FlyDSL's variants hosted, see device/variants.bzl), then `opt` internalizes everything but the
-ABI's public list and drops what became dead, then tools/bitcode/stamp.py records the ABI
-version and variant in the bitcode wrapper (outside the IR). Freestanding nvptx emits no
-`nvvm-reflect-ftz` module flag, so the bitcode links into Triton's modules as it is.
+clang-19 (clang-22 for FlyDSL's variants of archs LLVM 19 lacks) with the flags of
+device/bitcode_flags.bzl (which the JIT build reads too), then `opt` internalizes everything
+but the ABI's public list and drops what became dead, then tools/bitcode/stamp.py records the
+ABI version (read from abi/version.h) and variant in the bitcode wrapper (outside the IR).
+Freestanding nvptx emits no `nvvm-reflect-ftz` module flag, so the bitcode links into Triton's
+modules as it is.
 """
 
-_TARGET_FLAGS = {
-    "nvptx": ["--target=nvptx64-nvidia-cuda", "-march={arch}", "-nostdlibinc"],
-    "amdgcn": ["--target=amdgcn-amd-amdhsa", "-mcpu={arch}", "-nogpulib", "-nostdlibinc"],
-}
+load(":bitcode_flags.bzl", "COMMON_FLAGS", "FREESTANDING_FLAGS", "TARGET_FLAGS", "VARIANT_FLAGS")
 
-_COMMON_FLAGS = [
-    "-emit-llvm", "-c", "-O2", "-std=c++17", "-fno-exceptions", "-fno-rtti",
-    "-Wall", "-Wextra", "-Werror", "-I.",
-]
+def _expand(flags, values):
+    out = []
+    for f in flags:
+        for name, value in values.items():
+            f = f.replace("{%s}" % name, value)
+        out.append(f)
+    return out
 
 def _cco_bitcode_impl(ctx):
-    flags = [f.replace("{arch}", ctx.attr.clang_arch) for f in _TARGET_FLAGS[ctx.attr.target]]
-    if ctx.attr.target == "amdgcn":
-        # A fixed code-object version is a module flag: it links only into modules of the
-        # same version, hence one variant per version.
-        flags += ["-Xclang", "-mcode-object-version=" + (ctx.attr.cov or "none")]
+    values = {
+        "arch": ctx.attr.clang_arch,
+        "cov": ctx.attr.cov or "none",
+        "generated": ctx.bin_dir.path,
+        "nic": ctx.attr.nic.upper(),
+    }
+    flags = _expand(TARGET_FLAGS[ctx.attr.target], values)
     if not ctx.attr.hosted:
-        flags.append("-ffreestanding")
-    flags += ["-I" + ctx.bin_dir.path, "-DCCO_NIC_" + ctx.attr.nic.upper() + "=1"]
-    # The wrappers refuse to compile if this differs from abi/version.h.
-    flags += ["-DCCO_BUILD_ABI_VERSION=%d" % ctx.attr.abi_version]
+        flags += FREESTANDING_FLAGS
+    flags += _expand(VARIANT_FLAGS, values) + COMMON_FLAGS
 
     compiled = ctx.actions.declare_file("_%s/compiled.bc" % ctx.label.name)
     args = ctx.actions.args()
-    args.add_all(flags + _COMMON_FLAGS + ctx.attr.copts)
+    args.add_all(flags + ctx.attr.copts)
     args.add(ctx.file.src)
     args.add("-o", compiled)
     clang = ctx.executable._clang22 if ctx.attr.llvm == "22" else ctx.executable._clang
@@ -64,10 +65,10 @@ def _cco_bitcode_impl(ctx):
     # ABI version and variant go into the bitcode wrapper, outside the IR, where tools
     # without LLVM (find_cco_bitcode) read them.
     ctx.actions.run_shell(
-        command = "python3 %s %s %s %s --abi-version %d --variant %s" % (
+        command = "python3 %s %s %s %s --version-header %s --variant %s" % (
             ctx.file._stamp.path, ctx.file._stamp_module.path, internalized.path, out.path,
-            ctx.attr.abi_version, ctx.attr.variant),
-        inputs = [internalized, ctx.file._stamp, ctx.file._stamp_module],
+            ctx.file._version_header.path, ctx.attr.variant),
+        inputs = [internalized, ctx.file._stamp, ctx.file._stamp_module, ctx.file._version_header],
         outputs = [out],
         use_default_shell_env = True,
         mnemonic = "CcoBitcodeStamp",
@@ -86,7 +87,6 @@ cco_bitcode = rule(
         "clang_arch": attr.string(mandatory = True),
         "nic": attr.string(mandatory = True),
         "variant": attr.string(mandatory = True),
-        "abi_version": attr.int(mandatory = True),
         "cov": attr.string(default = ""),
         "llvm": attr.string(default = "19", values = ["19", "22"]),
         "hosted": attr.bool(default = False),
@@ -95,6 +95,7 @@ cco_bitcode = rule(
         "_clang": attr.label(default = "//device/toolchain:clang", executable = True, cfg = "exec",
                              allow_single_file = True),
         "_stamp": attr.label(default = "//tools/bitcode:stamp.py", allow_single_file = True),
+        "_version_header": attr.label(default = "//abi:version.h", allow_single_file = True),
         "_stamp_module": attr.label(default = "//bindings/python:cco/device/stamp.py", allow_single_file = True),
         "_opt": attr.label(default = "//device/toolchain:opt", executable = True, cfg = "exec",
                            allow_single_file = True),

@@ -17,10 +17,4 @@
 #include "device/sdma.hpp"
 #include "device/team.hpp"
 
-/// The guide's spelling: a peer's load/store address of byte `offset` of window `win`.
-CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, uint64_t offset) {
-  return reinterpret_cast<void*>(
-      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
-}
-
 #endif  // CCO_DEVICE_CCO_DEVICE_HPP_

@@ -1,8 +1,8 @@
 //===-- device/gda_direct.hpp - GDA's direct path to LSA peers --*- C++ -*-===//
 //
 // A sender whose target is in its LSA team can reach the target's memory with its own
-// stores. For small operations that is several microseconds faster than a trip through the
-// proxy (a host thread polling a ring, then a copy and a stream write queued on a GPU), so
+// stores. For small operations that is much faster than a trip through the proxy (a host
+// thread polling a ring, then a copy and a stream write queued on a GPU), so
 // ccoGda does signal, put_value, and puts and gets of up to ccoDevComm.gdaDirectMaxBytes
 // itself (a get by loads from the peer's memory; gdaDirectGroupMaxBytes where a warp or block
 // shares the copy, which it does many times faster than one thread):
@@ -13,7 +13,7 @@
 //     a later post through the ring is ordered after the direct stores by its descriptor's
 //     release store, which the proxy reads before it acts;
 //   - with the bytes checked against both windows here (an operation the device cannot
-//     check goes through the proxy, which refuses it with the ring's error, as before);
+//     check goes through the proxy, which refuses it with the ring's error);
 //   - the signal as a system-scope release add on the sender's own direct word at the
 //     target (abi/gda.h), never on the proxy's word, whose running-sum stores would lose it;
 //     a reduction, which the sender does not wait on;
@@ -31,7 +31,7 @@
 
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
-#include "device/gda_ring.hpp"
+#include "device/ring.hpp"
 
 namespace cco {
 namespace gda {
@@ -41,13 +41,13 @@ namespace gda {
 /// (host memory, a bus trip) only when the device-side cache lags the head.
 /// The three device words share a cache line and are loaded before any is tested: behind a
 /// branch each would wait for the one before it, a memory trip apiece on every direct post.
-CCO_DEVICE_API bool RingIdle(const RingView& r) {
+CCO_DEVICE_API bool RingIdle(const ring::View& r) {
   const uint64_t failed = arch::load<order::Relaxed, scope::System>(&r.dev->failed);
   const uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   const uint64_t cached = arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache);
   if (failed != 0) return false;
   if (!cco_gda_before(cached, head)) return true;
-  return !cco_gda_before(ReadConsumed(r), head);
+  return !cco_gda_before(ring::ReadConsumed(r), head);
 }
 
 // Units [rank, units) in steps of `size` (the caller's share of a group's copy), with

@@ -13,20 +13,21 @@
 
 #include <stdint.h>
 
-#include "abi/gda.h"
+#include "abi/ring.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
-#include "device/gda_ring.hpp"
+#include "device/ring.hpp"
+#include "device/spin_wait.hpp"
 
 namespace cco {
-namespace gda {
+namespace group {
 
 /// The group shares out rings [0, count) and runs step(i) on each of its share until one
 /// fails. Every thread then returns the group's verdict (worst_status): the worst status a
 /// step returned, or ABORTED where the proxy failed a ring, whichever thread met it.
 /// A failed ring shows in its device-side mirror (the proxy writes it before the host words),
 /// which each thread reads for its own share: every thread reading every ring's host error
-/// word, a bus trip each, was most of what a flush cost.
+/// word would cost a bus trip per ring, most of what a flush costs.
 template <class Coop, class RingOf, class Step>
 CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
   Coop coop;
@@ -55,7 +56,7 @@ CCO_DEVICE_API int32_t Consume(Value value, Failed failed, uint64_t* shadow, uin
                                const WaitLimits& limits) {
   Coop coop;
   const uint64_t base = *shadow;
-  const int32_t status = WaitUnless(
+  const int32_t status = spin_wait<RingSpin>(
       [&] {
         const uint64_t got = value() - base;
         return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
@@ -69,7 +70,7 @@ CCO_DEVICE_API int32_t Consume(Value value, Failed failed, uint64_t* shadow, uin
   return verdict;
 }
 
-}  // namespace gda
+}  // namespace group
 }  // namespace cco
 
 #endif  // CCO_DEVICE_GROUP_WAITS_HPP_

@@ -8,6 +8,7 @@
 #ifndef CCO_DEVICE_LSA_HPP_
 #define CCO_DEVICE_LSA_HPP_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/cco_abi.h"
@@ -22,7 +23,7 @@ namespace cco {
 /// expressible).
 CCO_DEVICE_API uint64_t lsa_peer_address(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
   if (!lsa_window_offset_ok(win, offset) || static_cast<uint32_t>(peer) >= static_cast<uint32_t>(win->lsaSize)) return 0;
-  return win->flatBase + static_cast<uint64_t>(peer) * win->stride + win->offset + offset;
+  return cco_slice_address(win->flatBase, win->stride, static_cast<uint64_t>(peer), win->offset) + offset;
 }
 
 /// The same for a peer named by its world rank: 0 where that rank is not in this rank's
@@ -37,7 +38,7 @@ CCO_DEVICE_API uint64_t lsa_world_peer_address(const ccoWindowDevice* win, int32
 /// This rank's own copy of the window (0 as for lsa_peer_address).
 CCO_DEVICE_API uint64_t lsa_local_address(const ccoWindowDevice* win, uint64_t offset) {
   if (!lsa_window_offset_ok(win, offset)) return 0;
-  return win->flatBase + static_cast<uint64_t>(win->lsaRank) * win->stride + win->offset + offset;
+  return cco_slice_address(win->flatBase, win->stride, static_cast<uint64_t>(win->lsaRank), win->offset) + offset;
 }
 
 template <class T> CCO_DEVICE_API T* lsa_peer_ptr(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
@@ -53,5 +54,13 @@ CCO_DEVICE_API bool window_holds(uint64_t flatBase, uint64_t stride, ccoWindow_t
 }
 
 }  // namespace cco
+
+/// The guide's spelling, for host code and kernels alike (cco/cco.hpp, device/cco_device.hpp):
+/// the load/store address of byte `offset` of LSA rank `peerLsaRank`'s copy of window `win`,
+/// or NULL where that rank is not an LSA peer, or `offset` lies past the window's end.
+CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t offset) {
+  return reinterpret_cast<void*>(
+      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
+}
 
 #endif  // CCO_DEVICE_LSA_HPP_

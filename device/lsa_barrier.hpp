@@ -14,10 +14,9 @@
 // The order is the caller's to choose because it is the barrier's main cost: a release
 // waits until every earlier store of the block is acknowledged, the previous round's
 // inbox stores included, so back-to-back release rounds take a round trip each where
-// relaxed ones take a one-way trip (one H200: 1.1 against 0.7 us a round). Data written
-// by an earlier kernel needs no release (the kernel boundary made it visible): a kernel
-// that only reads its peers' inputs enters with sync(ACQUIRE) and leaves with
-// sync(RELEASE), as NCCL's symmetric kernels do.
+// relaxed ones take a one-way trip. Data written by an earlier kernel needs no release
+// (the kernel boundary made it visible): a kernel that only reads its peers' inputs enters
+// with sync(ACQUIRE) and leaves with sync(RELEASE), as NCCL's symmetric kernels do.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
 // threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
 // the communicator's abort flag; the timeout variants give up after their deadline.
@@ -31,19 +30,10 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
+#include "device/spin_wait.hpp"
 
 namespace cco {
 namespace lsa_barrier_detail {
-
-// Polls between two looks at the abort flag (host memory: a look costs a bus trip).
-constexpr uint32_t kAbortCheckInterval = 1024;
-// Polls before the spin starts sleeping a little between looks.
-constexpr uint32_t kSpinsBeforeBackoff = 1u << 16;
-
-CCO_DEVICE_API bool aborted(const ccoDevComm& dc) {
-  return dc.abortFlag != 0 &&
-         arch::load<order::Relaxed, scope::System>(reinterpret_cast<const uint32_t*>(dc.abortFlag)) != 0;
-}
 
 CCO_DEVICE_API bool reached(uint32_t seen, uint32_t target) { return static_cast<int32_t>(seen - target) >= 0; }
 
@@ -69,7 +59,8 @@ template <class Coop> class ccoLsaBarrierSession {
         stride_(dc.lsaStride),
         lsaRank_(dc.lsaRank),
         lsaSize_(dc.lsaSize) {
-    const uint64_t resource = dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset;
+    const uint64_t resource =
+        cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
     verdict_ = epoch_ + 1;
     inbox_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
@@ -80,8 +71,7 @@ template <class Coop> class ccoLsaBarrierSession {
 
   /// Tells every peer this rank reached the barrier; with RELEASE or ACQ_REL (the
   /// default) after the coop's earlier writes are visible to them. A store of the round,
-  /// not a reduction: adding 1 (which needs no epoch read first) measured slower, 2.05
-  /// against 1.75 us a round (one H200, two processes).
+  /// not a reduction: adding 1 (which needs no epoch read first) measured slower.
   CCO_DEVICE_API void arrive(ccoMemoryOrder order = CCO_MEMORY_ORDER_RELEASE) {
     prepare();
     const bool release = lsa_barrier_detail::releases(order);
@@ -105,7 +95,7 @@ template <class Coop> class ccoLsaBarrierSession {
     prepare();
     const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
-    const uint64_t start = timeout_ns ? arch::timer_ns() : 0;
+    const uint64_t start = wait_start(timeout_ns);
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
@@ -145,8 +135,8 @@ template <class Coop> class ccoLsaBarrierSession {
   // The coop's earlier writes (and the previous round's epoch store) come first; then every
   // thread reads this round's target from the epoch word, every round: another session, or
   // a bitcode call, may have used this barrier since (a target kept in the session would then
-  // pair its rounds with the wrong ones). Device-scope, not block-scope (0.1 us less a round,
-  // served by L1): another block of the kernel may have used the barrier on another
+  // pair its rounds with the wrong ones). Device-scope, not block-scope (which L1 would
+  // serve sooner): another block of the kernel may have used the barrier on another
   // multiprocessor, and L1 is not coherent across them.
   CCO_DEVICE_API void prepare() {
     if (prepared_) return;
@@ -156,20 +146,13 @@ template <class Coop> class ccoLsaBarrierSession {
   }
 
   CCO_DEVICE_API uint32_t* peer_slot(uint32_t peer) const {
-    return reinterpret_cast<uint32_t*>(flatBase_ + static_cast<uint64_t>(peer) * stride_ + mySlot_);
+    return reinterpret_cast<uint32_t*>(cco_slice_address(flatBase_, stride_, peer, mySlot_));
   }
 
   template <class Order> CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
-    using namespace lsa_barrier_detail;
-    for (uint32_t spins = 1;; ++spins) {
-      if (reached(arch::load<Order, scope::System>(slot), target_)) return CCO_DEVICE_STATUS_OK;
-      if (spins % kAbortCheckInterval == 0) {
-        if (abortFlag_ != nullptr && arch::load<order::Relaxed, scope::System>(abortFlag_) != 0)
-          return CCO_DEVICE_STATUS_ABORTED;
-        if (timeout_ns && arch::timer_ns() - start >= timeout_ns) return CCO_DEVICE_STATUS_TIMEOUT;
-      }
-      if (spins >= kSpinsBeforeBackoff) arch::nanosleep(256);
-    }
+    return spin_wait<BarrierSpin>(
+        [&] { return lsa_barrier_detail::reached(arch::load<Order, scope::System>(slot), target_); },
+        [] { return false; }, WaitLimits{abortFlag_, timeout_ns}, start);
   }
 
   Coop coop_;

@@ -1,9 +1,9 @@
 //===-- device/sdma.hpp - copy-engine transfers with signals ----*- C++ -*-===//
 //
 // ccoSdma: puts and gets between the LSA ranks of a device communicator, carried out by
-// copy engines: the device posts descriptors to one ring per (LSA peer, queue) (the GDA ring
-// of abi/gda.h), the host proxy runs each queue on a copy-engine stream of its own, in
-// order, and writes the signal pools behind the data (abi/sdma.h).
+// copy engines: the device posts descriptors to one ring per (LSA peer, queue) (a proxy
+// ring, abi/ring.h and device/ring.hpp), the host proxy runs each queue on a copy-engine
+// stream of its own, in order, and writes the signal pools behind the data (abi/sdma.h).
 //
 // Semantics:
 //   - put(peer, dst, ..., src, ..., bytes, queue, flags): bytes from this rank's `src` window
@@ -47,10 +47,11 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
-#include "device/gda_ring.hpp"
 #include "device/group_waits.hpp"
 #include "device/handles.hpp"
 #include "device/lsa.hpp"
+#include "device/ring.hpp"
+#include "device/spin_wait.hpp"
 
 namespace cco {
 
@@ -105,8 +106,8 @@ class ccoSdma {
     Coop coop;
     coop.sync();
     if (coop.thread_rank() == 0) {
-      const gda::RingView r = ring(peer, queue);
-      gda::Ring(r, arch::load<order::Relaxed, scope::Device>(&r.dev->head));
+      const ring::View r = ring_of(peer, queue);
+      ring::Doorbell(r, arch::load<order::Relaxed, scope::Device>(&r.dev->head));
     }
     coop.sync();
     return CCO_DEVICE_STATUS_OK;
@@ -116,15 +117,15 @@ class ccoSdma {
   /// shares out the queues; every thread returns the group's verdict.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t quiet(int32_t peer) {
     if (!target_ok(peer, 0)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return gda::EveryRing<Coop>(
-        queue_count(), [&](int32_t q) { return ring(peer, q); },
-        [&](int32_t q) { return gda::Flush<ccoGdaDeferred>(ring(peer, q), limits_); });
+    return group::EveryRing<Coop>(
+        queue_count(), [&](int32_t q) { return ring_of(peer, q); },
+        [&](int32_t q) { return ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, q), limits_); });
   }
 
   /// Every post to `peer` on `queue` so far is released and complete.
   CCO_DEVICE_API int32_t quiet_queue(int32_t peer, int32_t queue) {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return gda::Flush<ccoGdaDeferred>(ring(peer, queue), limits_);
+    return ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), limits_);
   }
 
   // --- the signal pools of this rank: remote (what peers' puts counted here), local (what
@@ -148,8 +149,8 @@ class ccoSdma {
            static_cast<uint32_t>(queue) < static_cast<uint32_t>(queue_count());
   }
   CCO_DEVICE_API uint32_t slot(int32_t peer, int32_t queue) const { return cco_sdma_slot(peer, queue, dc_.sdmaQueueCount); }
-  CCO_DEVICE_API gda::RingView ring(int32_t peer, int32_t queue) const {
-    return gda::RingAt(dc_.sdmaRingSlots, dc_.sdmaRingHost, dc_.sdmaRingDevice, dc_.sdmaRingDepth, slot(peer, queue));
+  CCO_DEVICE_API ring::View ring_of(int32_t peer, int32_t queue) const {
+    return ring::At(dc_.sdmaRingSlots, dc_.sdmaRingHost, dc_.sdmaRingDevice, dc_.sdmaRingDepth, slot(peer, queue));
   }
   // The pools: their words in the resource window's flat copy, their shadows in this rank's.
   enum Pool { kRemote = 0, kLocal = 1 };
@@ -157,17 +158,18 @@ class ccoSdma {
     return reinterpret_cast<const uint64_t*>(pool == kRemote ? dc_.sdmaSignals : dc_.sdmaLocal) + slot(peer, queue);
   }
   CCO_DEVICE_API uint64_t* shadow(Pool pool, int32_t peer, int32_t queue) const {
-    uint64_t* shadows = reinterpret_cast<uint64_t*>(dc_.lsaFlatBase + static_cast<uint64_t>(dc_.lsaRank) * dc_.lsaStride +
-                                                    dc_.resourceOffset + dc_.sdmaShadowOffset);
+    const uint64_t resources =
+        cco_slice_address(dc_.lsaFlatBase, dc_.lsaStride, static_cast<uint64_t>(dc_.lsaRank), dc_.resourceOffset);
+    uint64_t* shadows = reinterpret_cast<uint64_t*>(resources + dc_.sdmaShadowOffset);
     return shadows + static_cast<uint64_t>(pool) * dc_.lsaSize * dc_.sdmaQueueCount + slot(peer, queue);
   }
   template <class Coop> CCO_DEVICE_API int32_t WaitPool(Pool pool, int32_t peer, int32_t queue, uint64_t least) {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t* w = word(pool, peer, queue);
     // The queue's ring to the peer fails when the peer is lost: its signals may never come.
-    const ccoGdaRingDevice* dev = ring(peer, queue).dev;
-    return gda::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
-                              [&] { return gda::RingFailed(dev); }, shadow(pool, peer, queue), least, 64, limits_);
+    const ccoGdaRingDevice* dev = ring_of(peer, queue).dev;
+    return group::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
+                                [&] { return ring::Failed(dev); }, shadow(pool, peer, queue), least, 64, limits_);
   }
   CCO_DEVICE_API uint64_t ReadPool(Pool pool, int32_t peer, int32_t queue) const {
     if (!target_ok(peer, queue)) return 0;
@@ -232,14 +234,15 @@ class ccoSdma {
     int32_t status = CCO_DEVICE_STATUS_OK;
     if (coop.thread_rank() == 0) {
       uint64_t ticket;
-      status = (flags & CCO_SDMA_FLAG_AGGREGATE) ? gda::Post<ccoGdaDeferred>(ring(peer, queue), d, limits_, &ticket)
-                                                 : gda::Post<ccoGdaImmediate>(ring(peer, queue), d, limits_, &ticket);
+      status = (flags & CCO_SDMA_FLAG_AGGREGATE)
+                   ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), d, limits_, &ticket)
+                   : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(ring_of(peer, queue), d, limits_, &ticket);
     }
     return worst_status(coop, status);  // thread 0's, in every thread
   }
 
   const ccoDevComm& dc_;
-  gda::WaitLimits limits_;
+  WaitLimits limits_;
 };
 
 }  // namespace cco

@@ -1,12 +1,11 @@
 """The bitcode matrix: every (arch, NIC provider, code-object version) CCO ships.
 
 Adding an arch or a NIC provider is one line here; the ABI table's target list, the
-bitcode rules, the manifest and the tests all read this file.
+bitcode rules, the manifest and the tests all read this file. How each variant is compiled:
+device/bitcode_flags.bzl.
 """
 
-# Must equal CCO_ABI_VERSION in abi/version.h (the wrappers refuse to compile otherwise);
-# the bitcode records it where tools without LLVM can read it.
-ABI_VERSION = 6
+load(":bitcode_flags.bzl", "FLYDSL_CODE_OBJECT_VERSION", "LLVM22_ARCHS")
 
 # arch -> the arch clang-19 compiles for. LLVM 19 knows neither sm_100 nor gfx950; their
 # variants are compiled for the nearest older arch (CCO's device code uses no instruction
@@ -29,20 +28,15 @@ AMDGCN_ARCHS = {
 NICS = ["proxy"]
 
 # AMD code-object versions: Triton links version 5, FlyDSL version 6.
-AMDGCN_CODE_OBJECT_VERSIONS = ["5", "6"]
-FLYDSL_CODE_OBJECT_VERSION = "6"
-
-# Archs llc-19 cannot generate code for: the tests check them with llc-22.
-LLC22_ONLY_ARCHS = ["sm_100", "gfx950"]
+AMDGCN_CODE_OBJECT_VERSIONS = ["5", FLYDSL_CODE_OBJECT_VERSION]
 
 def variant_llvm(clang_arch):
     """The LLVM whose clang and opt build a variant: 22 for the archs LLVM 19 lacks."""
-    return "22" if clang_arch in LLC22_ONLY_ARCHS else "19"
+    return "22" if clang_arch in LLVM22_ARCHS else "19"
 
 def variant_hosted(cov):
-    """Whether a variant is compiled without -ffreestanding: FlyDSL's (cov6), since
-    -ffreestanding marks every function "no-builtins", which FlyDSL's LLVM will not inline
-    into kernels without it. (Triton inlines either way; its variants stay freestanding.)"""
+    """Whether a variant is compiled without -ffreestanding: FlyDSL's (device/bitcode_flags.bzl).
+    (Triton inlines either way; its variants stay freestanding.)"""
     return cov == FLYDSL_CODE_OBJECT_VERSION
 
 def cco_variants():

@@ -177,6 +177,11 @@ CCO_DEVICE_API void nanosleep(uint32_t ns) {
   const uint64_t start = timer_ns();
   while (timer_ns() - start < ns) __builtin_amdgcn_s_sleep(1);  // ~64 cycles a step
 }
+// A spinning wait's pause before its next poll (device/spin_wait.hpp): none for the first
+// `spinsBeforeBackoff` polls, then a `backoffNs` sleep, which frees the CU's issue slots.
+CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
+  if (spins >= spinsBeforeBackoff) nanosleep(backoffNs);
+}
 
 }  // namespace arch
 }  // namespace cco

@@ -28,7 +28,10 @@
 //                   load holds back the loads after it; Acquire on the host, whose race
 //                   checker does not see fences)
 //   time            nanosleep(ns); cycles() (this SM/CU's cycle counter);
-//                   timer_ns() (a clock that is comparable across the device's threads)
+//                   timer_ns() (a clock that is comparable across the device's threads);
+//                   spin_backoff(spins, spinsBeforeBackoff, backoffNs): the pause a spinning
+//                   wait makes before its next poll (GPUs: a sleep once the count is reached;
+//                   the host: gives its core away early, see host.h)
 //
 // Lane width is queried, never assumed: 32 on nvptx, 64 on our amdgcn targets, 1 on host.
 //
@@ -76,7 +79,6 @@ namespace arch {
 // Derived helpers, the same on every target.
 CCO_DEVICE_API uint32_t warp_id() { return thread_id() / warp_size(); }
 CCO_DEVICE_API bool is_block_leader() { return thread_id() == 0; }
-CCO_DEVICE_API bool is_warp_leader() { return lane_id() == 0; }
 }  // namespace arch
 }  // namespace cco
 

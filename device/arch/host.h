@@ -132,6 +132,28 @@ CCO_DEVICE_API void nanosleep(uint32_t ns) {
   ::nanosleep(&ts, nullptr);
 }
 
+// A spinning wait's pause before its next poll. The GPUs' counts (spin long, then sleep
+// briefly) do not fit here: the device API runs on the host with ranks as threads, often
+// more of them than cores, and a thread that spins holds a core the thread it waits for may
+// need. So a host wait gives its core away soon: it yields after a few polls (enough when the
+// thread it waits for is ready to run), and sleeps once it has waited long (a thread that only
+// yields stays runnable, and takes its share of the cores from everything else for as long
+// as it waits).
+namespace host_detail {
+constexpr uint32_t kSpinsBeforeYield = 64;
+constexpr uint32_t kSpinsBeforeSleep = 64 + 1024;
+constexpr long kSleepNs = 20000;
+}  // namespace host_detail
+CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t, uint32_t) {
+  if (spins < host_detail::kSpinsBeforeYield) return;
+  if (spins < host_detail::kSpinsBeforeSleep) {
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, host_detail::kSleepNs};
+  ::nanosleep(&ts, nullptr);
+}
+
 }  // namespace arch
 }  // namespace cco
 

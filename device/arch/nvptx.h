@@ -288,6 +288,11 @@ template <class S> CCO_DEVICE_API void fence() {
 
 // --- time -----------------------------------------------------------------------------
 CCO_DEVICE_API void nanosleep(uint32_t ns) { asm volatile("nanosleep.u32 %0;" ::"r"(ns)); }
+// A spinning wait's pause before its next poll (device/spin_wait.hpp): none for the first
+// `spinsBeforeBackoff` polls, then a `backoffNs` sleep, which frees the SM's issue slots.
+CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
+  if (spins >= spinsBeforeBackoff) nanosleep(backoffNs);
+}
 CCO_DEVICE_API uint64_t cycles() {
   uint64_t c;
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));

@@ -17,6 +17,7 @@
 #include "device/lsa.hpp"
 #include "device/lsa_barrier.hpp"
 #include "device/sdma.hpp"
+#include "device/spin_wait.hpp"
 #include "device/team.hpp"
 
 namespace cco {
@@ -83,7 +84,7 @@ CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return ls
 // (a bad device communicator's abort flag is not read: not aborted)
 CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) {
   const ccoDevComm d = devcomm_fields(dc);
-  return devcomm_valid(d) && lsa_barrier_detail::aborted(d) ? 1 : 0;
+  return devcomm_valid(d) && aborted(reinterpret_cast<const uint32_t*>(d.abortFlag)) ? 1 : 0;
 }
 
 CCO_DEVICE_API int32_t team_size(uint64_t dc, int32_t team) {

@@ -11,10 +11,6 @@
 #include "device/wrappers/abi_impl.hpp"
 #include "device/wrappers/cco_device_abi.h"  // generated C prototypes: the wrappers must match
 
-#if !defined(CCO_BUILD_ABI_VERSION) || CCO_BUILD_ABI_VERSION != CCO_ABI_VERSION
-#error "ABI_VERSION in device/variants.bzl differs from CCO_ABI_VERSION in abi/version.h"
-#endif
-
 #define CCO_ABI_EXPORT extern "C" __attribute__((visibility("default"), always_inline))
 
 #include "device/wrappers/cco_device_wrappers.inc"

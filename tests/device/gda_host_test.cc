@@ -234,10 +234,10 @@ uint64_t RingHead(const ccoDevComm& dc, int context, int peerIndex) {
 // Posts `d` into context `context`'s ring to GDA-team index `peerIndex` as it is, with no
 // check: what a scribbled descriptor does to the proxy.
 int32_t PostRaw(const ccoDevComm& dc, int context, int peerIndex, const ccoGdaDesc& d) {
-  const cco::gda::RingView r = cco::gda::RingAt(dc.gdaRingSlots, dc.gdaRingHost, dc.gdaRingDevice, dc.gdaRingDepth,
-                                                 cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount));
+  const cco::ring::View r = cco::ring::At(dc.gdaRingSlots, dc.gdaRingHost, dc.gdaRingDevice, dc.gdaRingDepth,
+                                          cco_gda_ring_index(context, peerIndex, dc.gdaPeerCount));
   uint64_t ticket;
-  return cco::gda::Post<ccoGdaImmediate>(r, d, cco::gda::WaitLimits{nullptr, 10'000'000'000ull}, &ticket);
+  return cco::ring::Post<ccoGdaImmediate>(r, d, cco::WaitLimits{nullptr, 10'000'000'000ull}, &ticket);
 }
 // A put of 64 bytes to 8 bytes before the window's end.
 ccoGdaDesc PastTheWindow(ccoWindow_t win) {

@@ -1,4 +1,4 @@
-// The GDA ring on the CPU: the device producer (device/gda_ring.hpp, compiled for the host:
+// The proxy ring on the CPU: the device producer (device/ring.hpp, compiled for the host:
 // each thread a one-lane warp) against the proxy's consumer (host/src/proxy/ring_consumer):
 // 1 to 64 producers in every doorbell mode and mixed on one ring, depths from 1 to 256, out of
 // order completion, the deadlock rule, torn writes, abort, timeout, ring errors, and tickets
@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "abi/gda.h"
-#include "device/gda_ring.hpp"
+#include "device/gda.hpp"  // the doorbell modes by their names
+#include "device/ring.hpp"
 #include "proxy/ring_consumer.h"
 
 namespace cco {
 namespace {
 
-using gda::RingView;
-using gda::WaitLimits;
+using RingView = ring::View;
 
 // One ring in plain memory, both sides' views of it.
 struct TestRing {
@@ -60,7 +60,7 @@ ccoGdaDesc Describe(uint32_t producer, uint64_t k) {
 
 template <ccoGdaDoorbellMode Mode> int32_t PostAs(RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
   uint64_t ticket;
-  return gda::Post<Mode>(r, d, l, &ticket);
+  return ring::Post<Mode>(r, d, l, &ticket);
 }
 
 int32_t PostInMode(int mode, RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
@@ -73,9 +73,9 @@ int32_t PostInMode(int mode, RingView r, const ccoGdaDesc& d, const WaitLimits& 
 
 int32_t FlushInMode(int mode, RingView r, const WaitLimits& l) {
   switch (mode) {
-    case 0: return gda::Flush<ccoGdaImmediate>(r, l);
-    case 1: return gda::Flush<ccoGdaDeferred>(r, l);
-    default: return gda::Flush<ccoGdaCallerOrdered>(r, l);
+    case 0: return ring::Flush<ccoGdaImmediate>(r, l);
+    case 1: return ring::Flush<ccoGdaDeferred>(r, l);
+    default: return ring::Flush<ccoGdaCallerOrdered>(r, l);
   }
 }
 
@@ -196,7 +196,7 @@ TEST(GdaRing, CallerOrderedPostsWaitForTheirFlush) {
   for (int k = 0; k < 3; ++k) ASSERT_EQ(PostAs<ccoGdaCallerOrdered>(ring.view(), Describe(0, k), ring.limits()), 0);
   EXPECT_FALSE(Visible(ring, 30));
   int32_t flushed = -1;
-  std::thread flusher([&] { flushed = gda::Flush<ccoGdaCallerOrdered>(ring.view(), ring.limits()); });
+  std::thread flusher([&] { flushed = ring::Flush<ccoGdaCallerOrdered>(ring.view(), ring.limits()); });
   ccoGdaDesc d;
   uint64_t t;
   for (uint64_t k = 0; k < 3; ++k) {
@@ -250,13 +250,13 @@ TEST(GdaRing, ConsumedIsPublishedOverTheDonePrefixOnly) {
 TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
   TestRing ring(16);
   uint64_t slow;
-  ASSERT_EQ(gda::Reserve(ring.view(), ring.limits(), &slow), 0);
+  ASSERT_EQ(ring::Reserve(ring.view(), ring.limits(), &slow), 0);
   ccoGdaDesc* slot = ring.slots.data() + cco_gda_slot_of(slow, 16);
   slot->dstOffset = 77;  // half written
   ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(1, 0), ring.limits()), 0);  // rings both
   EXPECT_FALSE(Visible(ring, 30));
   EXPECT_EQ(ring.consumer.released(), 2u);
-  gda::Write<ccoGdaImmediate>(ring.view(), slow, Describe(0, 0));
+  ring::Write<ccoGdaImmediate>(ring.view(), slow, Describe(0, 0));
   ccoGdaDesc d;
   uint64_t t;
   ASSERT_TRUE(Visible(ring, 100, &d, &t));
@@ -272,10 +272,10 @@ TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
 TEST(GdaRing, RingsWhoseMarksLandOutOfOrderLoseNothing) {
   TestRing ring(16);
   for (int k = 0; k < 5; ++k) ASSERT_EQ(PostAs<ccoGdaDeferred>(ring.view(), Describe(0, k), ring.limits()), 0);
-  gda::Ring(ring.view(), 2);
+  ring::Doorbell(ring.view(), 2);
   const uint64_t firstLink = ring.marks[0];
   ring.marks[0] = 0;  // the first ring's store has not landed
-  gda::Ring(ring.view(), 5);
+  ring::Doorbell(ring.view(), 5);
   EXPECT_EQ(ring.marks[2], 5u) << "the second ring's link, from where the first one ended";
   EXPECT_FALSE(Visible(ring, 30));
   ring.marks[0] = firstLink;  // it lands
@@ -286,7 +286,7 @@ TEST(GdaRing, RingsWhoseMarksLandOutOfOrderLoseNothing) {
     EXPECT_EQ(t, k);
   }
   EXPECT_EQ(ring.consumer.released(), 5u);
-  gda::Ring(ring.view(), 4);  // below the maximum: no link, no store
+  ring::Doorbell(ring.view(), 4);  // below the maximum: no link, no store
   EXPECT_EQ(ring.marks[4], 4u) << "still its first-lap value";
 }
 
@@ -342,7 +342,7 @@ TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
     EXPECT_EQ(ticket, 2u);
     EXPECT_EQ(d.bytes, Describe(0, 3).bytes);
     ring.Complete(ticket);
-    EXPECT_EQ(gda::Flush<ccoGdaImmediate>(ring.view(), ring.limits(50'000'000)), CCO_DEVICE_STATUS_OK);
+    EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits(50'000'000)), CCO_DEVICE_STATUS_OK);
   }
   {
     TestRing ring(2);
@@ -361,7 +361,7 @@ TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
       ring.consumer.Fail(CCO_GDA_RING_PEER_FAILED, 3);
     });
-    EXPECT_EQ(gda::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_ABORTED);
+    EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_ABORTED);
     failer.join();
     EXPECT_EQ(ring.host.errorPeer, 3);
   }

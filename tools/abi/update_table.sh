@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates the committed ABI table from abi/functions.list and abi/enums.h.
+# Regenerates the committed ABI table from abi/functions.list, abi/enums.h, abi/version.h and
+# the bitcode variants (device/variants.bzl).
 # Run after changing the ABI; //tests/abi:abi_table_test fails until you do.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bazel build //abi:abi_table_generated
-install -m 0644 bazel-bin/abi/cco_abi_table.generated.json abi/cco_abi_table.json
+bazel build //tools/abi:abi_table_generated
+install -m 0644 bazel-bin/tools/abi/cco_abi_table.generated.json abi/cco_abi_table.json
 echo "abi/cco_abi_table.json updated"

@@ -1,12 +1,12 @@
-// The GDA doorbell on a GPU (device/gda_ring.hpp Ring): many warps ring one ring at once, and
-// the chain of marks the proxy follows must reach the device maximum; and what one ring costs
-// the thread that rings, against the ways it could be done.
+// The proxy ring's doorbell on a GPU (device/ring.hpp Doorbell): many warps ring one ring at
+// once, and the chain of marks the proxy follows must reach the device maximum; and what one
+// ring costs the thread that rings, against the ways it could be done.
 //
 //   ring_doorbell_probe [runs]     (default 400)
 //
 // Prints how many runs ended with the chain short of the device maximum (must be 0), the
 // device's hostNativeAtomicSupported attribute, and ns per call (one thread, rising values) of:
-// Ring as shipped (a link into its own mark); one shared host word handed on by a release
+// Doorbell as shipped (a link into its own mark); one shared host word handed on by a release
 // no-op compare-and-swap; a system-scope atomic max on a host word; a store and plain re-check
 // (which could lose a doorbell); a plain host store.
 #include <cuda_runtime.h>
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi/gda.h"
-#include "device/gda_ring.hpp"
+#include "abi/ring.h"
+#include "device/ring.hpp"
 
 #define RT_CHECK(call)                                                                  \
   do {                                                                                  \
@@ -34,12 +34,12 @@ constexpr uint32_t kProbeDepth = 1u << 18;
 // Lane 0 of every warp rings `rings` times, each time up to the next value of a shared count.
 __global__ void RingFromEveryWarp(uint64_t* marks, ccoGdaRingDevice* dev, unsigned long long* count, int rings) {
   if (threadIdx.x % 32 != 0) return;
-  const gda::RingView r{nullptr, marks, nullptr, dev, kProbeDepth};
-  for (int i = 0; i < rings; ++i) gda::Ring(r, atomicAdd(count, 1ull) + 1);
+  const ring::View r{nullptr, marks, nullptr, dev, kProbeDepth};
+  for (int i = 0; i < rings; ++i) ring::Doorbell(r, atomicAdd(count, 1ull) + 1);
 }
 
 enum Way { kShipped, kHandOn, kAtomicMax, kStoreAndRecheck, kPlainStore, kWays };
-const char* const kWayNames[] = {"Ring as shipped (a link in its own mark)", "one host word, release hand-on (before)",
+const char* const kWayNames[] = {"Doorbell as shipped (a link in its own mark)", "one host word, release hand-on",
                                  "device max, then system atomic max", "device max, store, re-check (lossy)",
                                  "plain store into host memory"};
 
@@ -56,11 +56,11 @@ __device__ bool Raised(ccoGdaRingDevice* dev, uint64_t v) {
 
 // One thread: `n` calls of one way with rising values; ns per call.
 __global__ void TimeOne(uint64_t* marks, uint64_t* word, ccoGdaRingDevice* dev, int n, int way, double* ns) {
-  const gda::RingView r{nullptr, marks, nullptr, dev, kProbeDepth};
+  const ring::View r{nullptr, marks, nullptr, dev, kProbeDepth};
   const uint64_t start = arch::timer_ns();
   for (uint64_t v = 1; v <= static_cast<uint64_t>(n); ++v) {
     switch (way) {
-      case kShipped: gda::Ring(r, v); break;
+      case kShipped: ring::Doorbell(r, v); break;
       case kHandOn:
         if (Raised(dev, v)) {
           uint64_t value = v;

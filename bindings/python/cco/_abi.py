@@ -1,11 +1,34 @@
 """Numbers fixed by the C ABI (abi/version.h, abi/enums.h, cco.h), mirrored for ctypes.
 
-They are written out rather than read from the ABI table so that `import cco` needs
-neither the table nor libcco.so; tests/python compares every one of them with the table,
-the headers and the loaded library, so a drift fails a test instead of a job.
+The ABI version is read from abi/version.h (the package's copy of the header, or the
+checkout's), the one place it is written. The other numbers change with a new ABI version
+at most and are written out, so that `import cco` needs neither the ABI table nor
+libcco.so; tests/python compares every one of them with the table, the headers and the
+loaded library, so a drift fails a test instead of a job.
 """
 
-ABI_VERSION = 6
+import re
+
+from cco import _resources
+
+
+def read_abi_version(path):
+    """CCO_ABI_VERSION of the header at `path` (abi/version.h)."""
+    with open(path, encoding="utf-8") as f:
+        found = re.search(r"#define\s+CCO_ABI_VERSION\s+(\d+)", f.read())
+    if found is None:
+        raise ImportError(f"cco: {path} has no '#define CCO_ABI_VERSION N'")
+    return int(found.group(1))
+
+
+def _abi_version():
+    path = _resources.abi_header_path("version.h")
+    if path is None:
+        raise ImportError("cco: abi/version.h is neither in the package (cco/_data/include) nor in the checkout")
+    return read_abi_version(path)
+
+
+ABI_VERSION = _abi_version()
 
 DEV_COMM_MAGIC = 0x444F4343  # "CCOD"
 WINDOW_MAGIC = 0x574F4343  # "CCOW"

@@ -1,8 +1,8 @@
 """Where CCO's files are: inside an installed wheel (cco/_data/) or in a source checkout.
 
-A wheel carries libcco.so, the ABI table, the bitcode variants and their manifest under
-cco/_data/. In a checkout they are the committed abi/cco_abi_table.json and Bazel's
-outputs under bazel-bin/.
+A wheel carries libcco.so, the ABI table and headers, the bitcode variants and their manifest
+under cco/_data/. In a checkout they are the committed abi/ files and Bazel's outputs under
+bazel-bin/.
 """
 
 import glob
@@ -19,6 +19,14 @@ def _first_existing(paths):
         if os.path.exists(path):
             return path
     return None
+
+
+def abi_header_path(name):
+    """abi/<name> (a C header of the ABI): the package's copy, else the checkout's."""
+    return _first_existing([
+        os.path.join(DATA_DIR, "include", "abi", name),
+        os.path.join(REPO_ROOT, "abi", name),
+    ])
 
 
 def abi_table_path():

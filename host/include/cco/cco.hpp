@@ -12,16 +12,9 @@
 #include "cco/cco.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
-#include "device/lsa.hpp"
+#include "device/lsa.hpp"  // ccoGetLsaPeerPtr
 #include "device/lsa_barrier.hpp"
 #include "device/team.hpp"
-
-/* In a kernel: the load/store address of byte `offset` of LSA rank `peerLsaRank`'s copy of
- * window `win`, or NULL where that rank is not an LSA peer. */
-CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t offset) {
-  return reinterpret_cast<void*>(
-      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
-}
 
 /* The size-only form of ccoWindowRegister (the guide's C++ overload, its argument order: the
  * window, then this rank's pointer): allocates `size` bytes of symmetric memory and registers

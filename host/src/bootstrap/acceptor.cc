@@ -163,7 +163,6 @@ Status Acceptor::Next(Deadline deadline, Arrival* arrival) {
       return Status::Ok();
     }
     if (!listenerStatus_.ok()) return listenerStatus_;
-    if (!accepting_ && pending_.empty()) return Timeout("no connection left to serve");
     const Deadline now = Clock::now();
     for (auto it = pending_.begin(); it != pending_.end();) {
       if ((*it)->deadline <= now) {
@@ -178,7 +177,7 @@ Status Acceptor::Next(Deadline deadline, Arrival* arrival) {
 
     const bool resting = restUntil_ > now;
     std::vector<pollfd> fds;
-    fds.push_back({resting || !accepting_ ? -1 : listener_, POLLIN, 0});
+    fds.push_back({resting ? -1 : listener_, POLLIN, 0});
     int64_t wait = std::min<int64_t>(left, 1000);
     if (resting) wait = std::min<int64_t>(wait, std::max<int64_t>(1, MsLeft(restUntil_)));
     for (const auto& p : pending_) {

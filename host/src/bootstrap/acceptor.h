@@ -55,8 +55,6 @@ class Acceptor {
   // The next arrival; ccoTimeout at the deadline, ccoAborted once the listener is shut down.
   Status Next(Deadline deadline, Arrival* arrival);
 
-  // From now on only the connections already pending are served (a server winding down).
-  void StopAccepting() { accepting_ = false; }
   size_t pending() const { return pending_.size(); }
   const AcceptorStats& stats() const { return stats_; }
 
@@ -74,7 +72,6 @@ class Acceptor {
   std::deque<std::unique_ptr<Pending>> pending_;  // oldest first
   std::deque<Arrival> ready_;
   Deadline restUntil_{};
-  bool accepting_ = true;
   Status listenerStatus_;
   AcceptorStats stats_;
 };

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/window.h"
 #include "auth/crypto.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/fd_mesh.h"
@@ -108,7 +109,9 @@ struct ccoComm {
   uint64_t abortDevice = 0;
   std::atomic<bool> aborted{false};
 
-  uint64_t HostSlice(int hostIndex) const { return flatBase + static_cast<uint64_t>(hostIndex) * stride; }
+  uint64_t HostSlice(int hostIndex) const {
+    return cco_slice_address(flatBase, stride, static_cast<uint64_t>(hostIndex), 0);
+  }
   uint64_t LsaSlice(int lsaRank) const { return HostSlice(topo.lsaHostBase + lsaRank); }
   uint64_t LsaFlatBase() const { return HostSlice(topo.lsaHostBase); }
   uint64_t MySlice() const { return HostSlice(topo.hostRank); }

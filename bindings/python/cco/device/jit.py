@@ -1,35 +1,28 @@
 """JIT build of the device bitcode for one variant, with clang-19, cached by content.
 
-The same steps as the Bazel rule (device/bitcode.bzl) — freestanding clang, internalize
-to the ABI's public symbols, stamp — run on this machine into ~/.cache/cco/jit/<key>/,
-where <key> hashes the sources, the variant and the compiler. A file lock makes
+The same steps as the Bazel rule (device/bitcode.bzl) — clang with the flags of
+device/bitcode_flags.bzl (read here as data, so both builds use one list), internalize to
+the ABI's public symbols, stamp — run on this machine into ~/.cache/cco/jit/<key>/, where
+<key> hashes the sources, the flags, the variant and the compiler. A file lock makes
 concurrent ranks build once; the result is moved into place atomically.
 Returns None (so the caller falls back to the prebuilt file) when no clang-19 / opt-19
 is found or the sources are not available.
 """
 
+import ast
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 
-from cco import _env, _resources
+from cco import _abi, _env, _resources
 from cco.device.abi_table import ABI_VERSION, CCO_DEVICE_FUNCTIONS, TARGETS
 from cco.device.stamp import stamp
 
-# Keep in step with device/bitcode.bzl (tests/python/jit_test.py compares the results).
-_TARGET_FLAGS = {
-    "nvptx": ["--target=nvptx64-nvidia-cuda", "-march={arch}", "-nostdlibinc"],
-    "amdgcn": ["--target=amdgcn-amd-amdhsa", "-mcpu={arch}", "-nogpulib", "-nostdlibinc"],
-}
-_COMMON_FLAGS = ["-emit-llvm", "-c", "-O2", "-std=c++17", "-fno-exceptions", "-fno-rtti",
-                 "-Wall", "-Wextra", "-Werror"]
-# As device/variants.bzl: archs LLVM 19 lacks are built by LLVM 22 (FlyDSL's variants of
-# them), and FlyDSL's variants (code-object version 6) are hosted, the others freestanding.
-_LLVM22_ARCHS = ("sm_100", "gfx950")
-_FLYDSL_COV = 6
+_FLAGS = os.path.join("device", "bitcode_flags.bzl")
 _WRAPPERS = os.path.join("device", "wrappers", "cco_device_wrappers.cc")
 _GENERATED = [os.path.join("device", "wrappers", "cco_device_wrappers.inc"),
               os.path.join("device", "wrappers", "cco_device_abi.h")]
@@ -62,9 +55,29 @@ def _target(variant):
     return next(t for t in TARGETS if t["name"] == variant)
 
 
-def llvm_of(variant):
+@functools.lru_cache(maxsize=None)
+def read_flags(path):
+    """The constants of device/bitcode_flags.bzl: a Starlark file of literal assignments only,
+    which Python reads as it is."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            raise ValueError(f"{path}:{node.lineno}: only NAME = literal assignments are allowed")
+        constants[node.targets[0].id] = ast.literal_eval(node.value)
+    return constants
+
+
+def _flags(roots):
+    return read_flags(os.path.join(roots[0], _FLAGS))
+
+
+def llvm_of(variant, roots):
     """The LLVM (19 or 22) whose clang and opt build `variant`."""
-    return 22 if _target(variant)["compiled_for"] in _LLVM22_ARCHS else 19
+    return 22 if _target(variant)["compiled_for"] in _flags(roots)["LLVM22_ARCHS"] else 19
 
 
 def source_roots():
@@ -84,7 +97,7 @@ def source_roots():
 
 
 def _source_files(root, generated):
-    files = []
+    files = [os.path.join(root, _FLAGS)]
     for sub in ("abi", "device"):
         for folder, _, names in os.walk(os.path.join(root, sub)):
             files += [os.path.join(folder, n) for n in names if n.endswith((".h", ".hpp", ".cc"))]
@@ -93,24 +106,44 @@ def _source_files(root, generated):
 
 
 def compile_command(variant, source_root, generated_root, output):
+    """The clang command of device/bitcode_flags.bzl for `variant`, as device/bitcode.bzl
+    makes it."""
     target = _target(variant)
+    flags = _flags((source_root, generated_root))
     kind = target["triple"].split("-")[0].replace("nvptx64", "nvptx")
-    flags = [f.replace("{arch}", target["compiled_for"]) for f in _TARGET_FLAGS[kind]]
     cov = target["code_object_version"]
-    if kind == "amdgcn":
-        flags += ["-Xclang", f"-mcode-object-version={cov if cov else 'none'}"]
-    if cov != _FLYDSL_COV:
-        flags.append("-ffreestanding")
-    flags += [f"-I{os.path.abspath(generated_root)}", f"-DCCO_NIC_{target['nic'].upper()}=1", f"-DCCO_BUILD_ABI_VERSION={ABI_VERSION}"]
+    values = {"arch": target["compiled_for"], "cov": str(cov) if cov else "none",
+              "generated": os.path.abspath(generated_root), "nic": target["nic"].upper()}
+
+    def expand(items):
+        out = []
+        for item in items:
+            for name, value in values.items():
+                item = item.replace("{%s}" % name, value)
+            out.append(item)
+        return out
+
+    hosted = str(cov) == flags["FLYDSL_CODE_OBJECT_VERSION"]
     # Run from the source root with relative paths, as Bazel does: the bitcode records no
     # absolute path and equals the prebuilt file byte for byte.
-    return [clang(llvm_of(variant))] + flags + _COMMON_FLAGS + ["-I.", _WRAPPERS, "-o", output]
+    return ([clang(llvm_of(variant, (source_root, generated_root)))] + expand(flags["TARGET_FLAGS"][kind]) +
+            ([] if hosted else flags["FREESTANDING_FLAGS"]) + expand(flags["VARIANT_FLAGS"]) + flags["COMMON_FLAGS"] +
+            [_WRAPPERS, "-o", output])
+
+
+def check_sources_abi_version(roots):
+    """The sources must be of the ABI version the package's table names: the bitcode is
+    stamped with the table's."""
+    found = _abi.read_abi_version(os.path.join(roots[0], "abi", "version.h"))
+    if found != ABI_VERSION:
+        raise RuntimeError(f"cco JIT: the device sources are of ABI version {found}, the ABI table of "
+                           f"{ABI_VERSION}: regenerate the table (tools/abi/update_table.sh) or use a matching package")
 
 
 def cache_key(variant, roots):
     digest = hashlib.sha256()
     digest.update(f"{variant}\0{ABI_VERSION}\0".encode())
-    version = subprocess.run([clang(llvm_of(variant)), "--version"], capture_output=True, text=True).stdout
+    version = subprocess.run([clang(llvm_of(variant, roots)), "--version"], capture_output=True, text=True).stdout
     digest.update(version.encode())
     for path in _source_files(*roots):
         digest.update(os.path.relpath(path, roots[0]).encode() + b"\0")
@@ -127,9 +160,12 @@ def build(variant):
     """Builds (or finds in the cache) the bitcode of `variant`; returns its path.
     Raises RuntimeError with the compiler's message when a build fails."""
     roots = source_roots()
-    llvm = llvm_of(variant)
-    if roots is None or clang(llvm) is None or opt(llvm) is None:
-        raise RuntimeError(f"cco JIT: {variant} needs clang-{llvm} and opt-{llvm} and the device sources")
+    if roots is None:
+        raise RuntimeError(f"cco JIT: {variant} needs the device sources")
+    llvm = llvm_of(variant, roots)
+    if clang(llvm) is None or opt(llvm) is None:
+        raise RuntimeError(f"cco JIT: {variant} needs clang-{llvm} and opt-{llvm}")
+    check_sources_abi_version(roots)
     key = cache_key(variant, roots)
     folder = os.path.join(cache_dir(), key)
     final = os.path.join(folder, f"libcco_device-{variant}.bc")
@@ -164,7 +200,9 @@ def build(variant):
 def build_if_possible(variant):
     """build(variant), or None where the JIT cannot run here (no compiler, no sources)."""
     roots = source_roots()
-    llvm = llvm_of(variant)
-    if roots is None or clang(llvm) is None or opt(llvm) is None:
+    if roots is None:
+        return None
+    llvm = llvm_of(variant, roots)
+    if clang(llvm) is None or opt(llvm) is None:
         return None
     return build(variant)

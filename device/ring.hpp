@@ -1,41 +1,37 @@
-//===-- device/gda_ring.hpp - the producer side of a GDA ring ---*- C++ -*-===//
+//===-- device/ring.hpp - the producer side of a proxy ring -----*- C++ -*-===//
 //
-// Posting into one ring of abi/gda.h: reserve a ticket once its slot is free (waiting for
-// credit), write the descriptor (its `seq` last), and ring the doorbell as the mode says:
+// Posting into one ring of abi/ring.h, GDA's and SDMA's alike: reserve a ticket once its
+// slot is free (waiting for credit), write the descriptor (its `seq` last), and ring the
+// doorbell as the post's ccoGdaDoorbellMode says:
 //
-//   Immediate      the doorbell up to this ticket
-//   Deferred       no doorbell; the next doorbell that reaches it releases it
-//   CallerOrdered  no doorbell; only its own flush, which fences first (the caller's other
+//   IMMEDIATE      the doorbell up to this ticket
+//   DEFERRED       no doorbell; the next doorbell that reaches it releases it
+//   CALLER_ORDERED no doorbell; only its own flush, which fences first (the caller's other
 //                  writes are ordered before the transfers), rings
 // In every mode `seq` is stored last with release order: a doorbell rung by any handle may
 // release the slot, and the proxy must never read it torn.
 //
 // Deadlock rule: a poster that must wait for credit first rings everything below its own
 // ticket, so deferred posts it (or anyone) left unreleased cannot hold the ring full.
-// Every wait polls the abort flag and the ring's error word and gives up at its timeout.
+// Every wait polls the abort flag and the ring's error word and gives up at its timeout
+// (device/spin_wait.hpp, RingSpin).
 //
 //===----------------------------------------------------------------------===//
-#ifndef CCO_DEVICE_GDA_RING_HPP_
-#define CCO_DEVICE_GDA_RING_HPP_
+#ifndef CCO_DEVICE_RING_HPP_
+#define CCO_DEVICE_RING_HPP_
 
 #include <stdint.h>
 
 #include "abi/enums.h"
-#include "abi/gda.h"
+#include "abi/ring.h"
 #include "device/arch/arch.h"
+#include "device/spin_wait.hpp"
 
 namespace cco {
-
-// A handle's doorbell mode is a compile-time value, ccoGda<P, ccoGdaDoorbellMode> as the guide
-// writes it: ccoGda<P, ccoGdaDeferred> and ccoGda<P, CCO_GDA_DOORBELL_DEFERRED> are one type.
-constexpr ccoGdaDoorbellMode ccoGdaImmediate = CCO_GDA_DOORBELL_IMMEDIATE;
-constexpr ccoGdaDoorbellMode ccoGdaDeferred = CCO_GDA_DOORBELL_DEFERRED;
-constexpr ccoGdaDoorbellMode ccoGdaCallerOrdered = CCO_GDA_DOORBELL_CALLER_ORDERED;
-
-namespace gda {
+namespace ring {
 
 /// One ring as a poster sees it.
-struct RingView {
+struct View {
   ccoGdaDesc* slots;  // this ring's first descriptor
   uint64_t* marks;    // this ring's doorbell marks, one per slot (host memory)
   ccoGdaRingHost* host;
@@ -43,51 +39,24 @@ struct RingView {
   uint32_t depth;
 };
 
-/// Ring `ring` of a ring set (abi/gda.h: its descriptors, host words and device words as a
+/// Ring `ring` of a ring set (abi/ring.h: its descriptors, host words and device words as a
 /// device communicator gives their device addresses); GDA and SDMA rings alike.
-CCO_DEVICE_API RingView RingAt(uint64_t slots, uint64_t hostWords, uint64_t deviceWords, uint32_t depth, uint32_t ring) {
-  return RingView{reinterpret_cast<ccoGdaDesc*>(cco_gda_desc_address(slots, depth, ring, 0)),
-                  reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(hostWords, depth, ring)),
-                  reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(hostWords, ring)),
-                  reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(deviceWords, ring)), depth};
-}
-
-/// What every wait watches besides its own condition.
-struct WaitLimits {
-  const uint32_t* abortFlag;  // the communicator's (null: none)
-  uint64_t timeoutNs;         // 0: no timeout
-};
-
-// Polls between two looks at the abort flag and the clock (host memory: a bus trip).
-constexpr uint32_t kCheckInterval = 256;
-constexpr uint32_t kSpinsBeforeBackoff = 1u << 12;
-
-/// Waits until `done()` holds; a ccoDeviceStatus. Every kCheckInterval polls it looks at the
-/// abort flag, the clock, and `failed()` (a ring the wait depends on failed: ABORTED).
-template <class Done, class Failed>
-CCO_DEVICE_API int32_t WaitUnless(Done done, Failed failed, const WaitLimits& limits) {
-  const uint64_t start = limits.timeoutNs ? arch::timer_ns() : 0;
-  for (uint32_t spins = 1;; ++spins) {
-    if (done()) return CCO_DEVICE_STATUS_OK;
-    if (spins % kCheckInterval == 0) {
-      if (limits.abortFlag != nullptr && arch::load<order::Relaxed, scope::System>(limits.abortFlag) != 0)
-        return CCO_DEVICE_STATUS_ABORTED;
-      if (failed()) return CCO_DEVICE_STATUS_ABORTED;
-      if (limits.timeoutNs && arch::timer_ns() - start >= limits.timeoutNs) return CCO_DEVICE_STATUS_TIMEOUT;
-    }
-    if (spins >= kSpinsBeforeBackoff) arch::nanosleep(128);
-  }
+CCO_DEVICE_API View At(uint64_t slots, uint64_t hostWords, uint64_t deviceWords, uint32_t depth, uint32_t ring) {
+  return View{reinterpret_cast<ccoGdaDesc*>(cco_gda_desc_address(slots, depth, ring, 0)),
+              reinterpret_cast<uint64_t*>(cco_gda_ring_marks_address(hostWords, depth, ring)),
+              reinterpret_cast<ccoGdaRingHost*>(cco_gda_ring_host_address(hostWords, ring)),
+              reinterpret_cast<ccoGdaRingDevice*>(cco_gda_ring_device_address(deviceWords, ring)), depth};
 }
 
 /// Waits until `done()` holds; a ccoDeviceStatus. `ring` may be null (no error word).
 template <class Done> CCO_DEVICE_API int32_t Wait(Done done, const ccoGdaRingHost* ring, const WaitLimits& limits) {
-  return WaitUnless(
+  return spin_wait<RingSpin>(
       done, [&] { return ring != nullptr && arch::load<order::Relaxed, scope::System>(&ring->error) != CCO_GDA_RING_OK; },
       limits);
 }
 
 /// Whether the proxy failed the ring (its device-side mirror: no bus trip).
-CCO_DEVICE_API bool RingFailed(const ccoGdaRingDevice* dev) {
+CCO_DEVICE_API bool Failed(const ccoGdaRingDevice* dev) {
   return arch::load<order::Relaxed, scope::System>(&dev->failed) != 0;
 }
 
@@ -103,18 +72,18 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
   return seen;
 }
 
-/// Releases every ticket below `end`: raises the device maximum from X to `end` by
+/// Rings the doorbell: releases every ticket below `end`. Raises the device maximum from X to `end` by
 /// compare-and-swap, and the poster whose swap took effect stores the link (`end` into the
-/// mark of ticket X, abi/gda.h) that the proxy follows. Each link has one word and one writer,
+/// mark of ticket X, abi/ring.h) that the proxy follows. Each link has one word and one writer,
 /// so rings made at once need no order among their host stores, and a ring waits for no bus
-/// trip (a shared host word needed a hand-on that waited for the store to land: ~0.9 us more
-/// a ring, tools/perf/ring_doorbell_probe.cu).
+/// trip (one shared host word would need a hand-on that waits for each store to land;
+/// tools/perf/ring_doorbell_probe.cu measures the two).
 /// Neither the swap nor the store needs order: the proxy takes a slot only once its `seq`,
 /// stored with release after the descriptor, says it is complete.
 /// Where the device maximum already reaches `end`, another ring stored its link, so a ring
 /// with nothing new costs no bus write: a flush of an idle ring would otherwise write host
 /// memory, and the next system-scope fence wait for that write.
-CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
+CCO_DEVICE_API void Doorbell(const View& r, uint64_t end) {
   uint64_t from = arch::load<order::Relaxed, scope::Device>(&r.dev->released);
   while (cco_gda_before(from, end)) {
     const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
@@ -128,7 +97,7 @@ CCO_DEVICE_API void Ring(const RingView& r, uint64_t end) {
 
 /// The proxy's `consumed` (host memory, a bus trip), raised into the device-side credit
 /// cache (the orders: WaitConsumed).
-CCO_DEVICE_API uint64_t ReadConsumed(const RingView& r) {
+CCO_DEVICE_API uint64_t ReadConsumed(const View& r) {
   const uint64_t consumed = arch::load<order::Acquire, scope::System>(&r.host->consumed);
   RollingMax<order::AcqRel>(&r.dev->consumedCache, consumed);
   return consumed;
@@ -138,7 +107,7 @@ CCO_DEVICE_API uint64_t ReadConsumed(const RingView& r) {
 /// The credit cache is read with acquire and raised with release, so that a poster that
 /// learns from it that a slot is free is ordered after the proxy's reads of that slot, as
 /// if it had read `consumed` itself.
-CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitLimits& limits) {
+CCO_DEVICE_API int32_t WaitConsumed(const View& r, uint64_t end, const WaitLimits& limits) {
   if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end)) return CCO_DEVICE_STATUS_OK;
   return Wait([&] { return !cco_gda_before(ReadConsumed(r), end); }, r.host, limits);
 }
@@ -148,12 +117,12 @@ CCO_DEVICE_API int32_t WaitConsumed(const RingView& r, uint64_t end, const WaitL
 /// none), then the tickets, by compare-and-swap. A wait that fails (timeout, abort, a failed
 /// ring) has taken no ticket: a ticket whose slot is never written would stop the proxy
 /// there for good. count <= depth.
-CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint64_t* first, uint64_t count = 1) {
+CCO_DEVICE_API int32_t Reserve(const View& r, const WaitLimits& limits, uint64_t* first, uint64_t count = 1) {
   uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   for (;;) {
     const uint64_t freeFrom = head + count - r.depth;  // consumed must pass this for the last slot to be free
     if (cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom)) {
-      Ring(r, head);  // the deadlock rule
+      Doorbell(r, head);  // the deadlock rule
       const int32_t status = WaitConsumed(r, freeFrom, limits);
       if (status != CCO_DEVICE_STATUS_OK) return status;
     }
@@ -168,7 +137,7 @@ CCO_DEVICE_API int32_t Reserve(const RingView& r, const WaitLimits& limits, uint
 
 /// Writes `desc` into the slot of `ticket`; `seq` goes last, with release order in every mode:
 /// a ring by any handle may release the slot, and the proxy must never read it torn.
-template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API void Write(const RingView& r, uint64_t ticket, const ccoGdaDesc& desc) {
+template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API void Write(const View& r, uint64_t ticket, const ccoGdaDesc& desc) {
   ccoGdaDesc* slot = r.slots + cco_gda_slot_of(ticket, r.depth);
   const uint64_t* from = reinterpret_cast<const uint64_t*>(&desc);
   volatile uint64_t* to = reinterpret_cast<volatile uint64_t*>(slot);
@@ -179,11 +148,11 @@ template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API void Write(const RingView& r, 
 /// One post: reserve, write, and ring if the mode rings for itself. On success `*ticket`
 /// is the post's ticket.
 template <ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API int32_t Post(const RingView& r, const ccoGdaDesc& desc, const WaitLimits& limits, uint64_t* ticket) {
+CCO_DEVICE_API int32_t Post(const View& r, const ccoGdaDesc& desc, const WaitLimits& limits, uint64_t* ticket) {
   const int32_t status = Reserve(r, limits, ticket);
   if (status != CCO_DEVICE_STATUS_OK) return status;
   Write<Mode>(r, *ticket, desc);
-  if (Mode == CCO_GDA_DOORBELL_IMMEDIATE) Ring(r, *ticket + 1);
+  if (Mode == CCO_GDA_DOORBELL_IMMEDIATE) Doorbell(r, *ticket + 1);
   return CCO_DEVICE_STATUS_OK;
 }
 
@@ -191,17 +160,17 @@ CCO_DEVICE_API int32_t Post(const RingView& r, const ccoGdaDesc& desc, const Wai
 /// fences first: its posts' stores were not ordered).
 /// A ring with nothing outstanding costs one memory trip: its three device words share a
 /// cache line and are loaded together.
-template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t Flush(const RingView& r, const WaitLimits& limits) {
+template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t Flush(const View& r, const WaitLimits& limits) {
   if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED) arch::fence<scope::System>();
   const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   const uint64_t released = arch::load<order::Relaxed, scope::Device>(&r.dev->released);
   const uint64_t cached = arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache);
   if (!cco_gda_before(released, end) && !cco_gda_before(cached, end)) return CCO_DEVICE_STATUS_OK;
-  Ring(r, end);
+  Doorbell(r, end);
   return WaitConsumed(r, end, limits);
 }
 
-}  // namespace gda
+}  // namespace ring
 }  // namespace cco
 
-#endif  // CCO_DEVICE_GDA_RING_HPP_
+#endif  // CCO_DEVICE_RING_HPP_

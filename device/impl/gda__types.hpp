@@ -1,0 +1,73 @@
+//===-- device/impl/gda__types.hpp - the types of the GDA API ---*- C++ -*-===//
+//
+// What device/gda.hpp declares its handles with: the provider tag, the doorbell modes as
+// compile-time values, and the fields of a device communicator a ccoGda handle keeps.
+// No bodies of ccoGda here (device/impl/gda__funcs.hpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCO_DEVICE_IMPL_GDA_TYPES_HPP_
+#define CCO_DEVICE_IMPL_GDA_TYPES_HPP_
+
+#include <stdint.h>
+
+#include "abi/cco_abi.h"
+#include "device/arch/arch.h"
+#include "device/handles.hpp"
+#include "device/team.hpp"
+
+/// The portable provider: descriptors go through host-visible rings to the proxy.
+struct ccoGdaProxy {};
+
+namespace cco {
+
+// A handle's doorbell mode is a compile-time value, ccoGda<P, ccoGdaDoorbellMode> as the guide
+// writes it: ccoGda<P, ccoGdaDeferred> and ccoGda<P, CCO_GDA_DOORBELL_DEFERRED> are one type.
+constexpr ccoGdaDoorbellMode ccoGdaImmediate = CCO_GDA_DOORBELL_IMMEDIATE;
+constexpr ccoGdaDoorbellMode ccoGdaDeferred = CCO_GDA_DOORBELL_DEFERRED;
+constexpr ccoGdaDoorbellMode ccoGdaCallerOrdered = CCO_GDA_DOORBELL_CALLER_ORDERED;
+
+namespace gda {
+
+/// The fields of a device communicator a ccoGda handle uses, read once when the handle is
+/// made. A handle built on a ccoDevComm in global memory (the bitcode's `dc`) would otherwise
+/// load them again after every fence and barrier (the compiler must assume memory changed; a
+/// system-scope fence empties L1 on nvptx): a memory trip each, on the critical path of every
+/// round trip.
+struct HandleFields {
+  ccoGdaTopo topo;
+  bool valid;  // devcomm_valid
+  int32_t connectionType, peerCount;
+  uint32_t contextCount, signalCount, counterCount, barrierCount, ringDepth;
+  uint32_t directMaxBytes, directGroupMaxBytes;  // the latter already the larger of the two
+  uint64_t ringSlots, ringHost, ringDevice, signals, counters, flatBase, stride;
+  uint64_t resources;  // this rank's copy of the resources
+  uint32_t shadowOffset, flushOffset;
+  CCO_DEVICE_API explicit HandleFields(const ccoDevComm& dc)
+      : topo(gda_topo(dc)),
+        valid(devcomm_valid(dc)),
+        connectionType(static_cast<int32_t>(dc.gdaConnectionType)),
+        peerCount(dc.gdaPeerCount),
+        contextCount(dc.gdaContextCount),
+        signalCount(dc.gdaSignalCount),
+        counterCount(dc.gdaCounterCount),
+        barrierCount(dc.gdaBarrierCount),
+        ringDepth(dc.gdaRingDepth),
+        directMaxBytes(dc.gdaDirectMaxBytes),
+        directGroupMaxBytes(dc.gdaDirectGroupMaxBytes > dc.gdaDirectMaxBytes ? dc.gdaDirectGroupMaxBytes
+                                                                               : dc.gdaDirectMaxBytes),
+        ringSlots(dc.gdaRingSlots),
+        ringHost(dc.gdaRingHost),
+        ringDevice(dc.gdaRingDevice),
+        signals(dc.gdaSignals),
+        counters(dc.gdaCounters),
+        flatBase(dc.lsaFlatBase),
+        stride(dc.lsaStride),
+        resources(cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
+        shadowOffset(dc.gdaShadowOffset),
+        flushOffset(dc.gdaFlushOffset) {}
+};
+
+}  // namespace gda
+}  // namespace cco
+
+#endif  // CCO_DEVICE_IMPL_GDA_TYPES_HPP_
