@@ -1,6 +1,7 @@
 /* cco/cco.hpp: the guide's C++ entry header for host code and LSA kernels (its
- * "mori/cco/cco.hpp"): the host API (cco/cco.h) and the device API's load/store side (peer
- * pointers, the LSA barrier, teams, coop scopes). GDA and SDMA: cco/cco_scale_out.hpp.
+ * "mori/cco/cco.hpp"): the host API (cco/cco.h) and the header-only device API (peer
+ * pointers, the LSA barrier, teams, coop scopes; GDA and SDMA come along, and
+ * cco/cco_scale_out.hpp, the guide's header for those, names them again).
  *
  *   nvcc -std=c++17 -I<cco>/_data/include kernel.cu -L<cco>/_data -lcco
  */
@@ -10,18 +11,10 @@
 #include <stddef.h>
 
 #include "cco/cco.h"
-#include "device/arch/arch.h"
-#include "device/coop.hpp"
-#include "device/lsa.hpp"
-#include "device/lsa_barrier.hpp"
-#include "device/team.hpp"
-
-/* In a kernel: the load/store address of byte `offset` of LSA rank `peerLsaRank`'s copy of
- * window `win`, or NULL where that rank is not an LSA peer. */
-CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t offset) {
-  return reinterpret_cast<void*>(
-      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
-}
+/* The device API's own header, which defines the guide's ccoGetLsaPeerPtr (the load/store
+ * address of byte `offset` of LSA rank `peerLsaRank`'s copy of window `win`, or NULL where that
+ * rank is not an LSA peer): one definition, so a kernel may include both headers. */
+#include "device/cco_device.hpp"
 
 /* The size-only form of ccoWindowRegister (the guide's C++ overload, its argument order: the
  * window, then this rank's pointer): allocates `size` bytes of symmetric memory and registers
