@@ -1,5 +1,5 @@
 def pytest_addoption(parser):
     for name in ("committed", "generated", "manifest", "llvm-dis", "llc", "llc22", "llvm-dis22", "llc22-archs",
-                 "host-table"):
+                 "host-table", "c-header"):
         parser.addoption("--" + name)
     parser.addoption("--ir", action="append", default=[])
