@@ -138,24 +138,14 @@ def test_c_caller_builds_with_pkg_config_from_the_installed_package(tmp_path):
 
 def test_manylinux_tag_is_what_auditwheel_finds():
     wheel = glob.glob("tools/wheel/cco-*.whl")[0]
-    assert wheel.endswith("-py3-none-manylinux_2_34_x86_64.whl")
+    # manylinux_2_28: glibc 2.28 and GCC 8's libstdc++ (RHEL 8; Ubuntu 20.04 has glibc 2.31),
+    # though built on Debian 12 (host/compat keeps the ELF files within it).
+    assert wheel.endswith("-py3-none-manylinux_2_28_x86_64.whl")
     r = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert 'consistent with the following platform tag: "manylinux_2_34_x86_64"' in " ".join(r.stdout.split())
-
-
-def test_host_library_fits_manylinux_2_28(tmp_path):
-    """libcco.so, what users load, runs with glibc 2.28 and GCC 8's libstdc++ (RHEL 8, Ubuntu
-    20.04): no symbol versions newer than theirs (host/compat), checked as auditwheel does."""
-    wheel = glob.glob("tools/wheel/cco-*.whl")[0]
-    library = tmp_path / "libcco.so"
-    library.write_bytes(zipfile.ZipFile(wheel).read("cco/_data/libcco.so"))
-    symbols = subprocess.run(["objdump", "-T", str(library)], capture_output=True, text=True, check=True).stdout
-    newest = {}
-    for name, version in re.findall(r"\b(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+)\b", symbols):
-        newest[name] = max(newest.get(name, (0,)), tuple(int(p) for p in version.split(".")))
-    # manylinux_2_28's limits (auditwheel's policy): glibc 2.28, GLIBCXX_3.4.24, CXXABI_1.3.11.
-    assert newest["GLIBC"] <= (2, 28) and newest["GLIBCXX"] <= (3, 4, 24) and newest["CXXABI"] <= (1, 3, 11), newest
+    # auditwheel names the most compatible tag the files allow: at least as old as the one claimed.
+    found = re.search(r'consistent with the following platform tag: "manylinux_2_(\d+)_x86_64"', " ".join(r.stdout.split()))
+    assert found and int(found.group(1)) <= 28, r.stdout
 
 
 def test_plain_pip_install_into_a_fresh_venv(tmp_path):
