@@ -30,6 +30,7 @@ if os.path.exists(_NET_RANK):
 _LEFT_OUT = {
     "tests/abi": "its tests read files Bazel generates and passes as options: bazel test //tests/abi/...",
     "tests/arch": "its tests read assembly Bazel generates and passes as options: bazel test //tests/arch/...",
+    "tests/compile": "its tests compile the headers Bazel hands them: bazel test //tests/compile/...",
     "tests/python/wheel_test.py": "it installs the wheel Bazel builds: bazel test //tests/python:wheel_test",
 }
 if "CCO_NET_RANK_BIN" not in os.environ:

@@ -36,8 +36,11 @@ template <> struct OrderId<order::AcqRel> { static constexpr int value = __ATOMI
 // The HSA kernel dispatch packet (hsa_kernel_dispatch_packet_t): what the launch said.
 typedef __attribute__((address_space(4))) const uint16_t* DispatchU16;
 typedef __attribute__((address_space(4))) const uint32_t* DispatchU32;
-CCO_DEVICE_API DispatchU16 dispatch16() { return reinterpret_cast<DispatchU16>(__builtin_amdgcn_dispatch_ptr()); }
-CCO_DEVICE_API DispatchU32 dispatch32() { return reinterpret_cast<DispatchU32>(__builtin_amdgcn_dispatch_ptr()); }
+// C-style casts: the builtin's pointer is in the constant address space as each language spells
+// it (target space 4 freestanding, `__constant__` under -x hip), and only a C-style cast may
+// convert between the two; reinterpret_cast may not change address spaces.
+CCO_DEVICE_API DispatchU16 dispatch16() { return (DispatchU16)__builtin_amdgcn_dispatch_ptr(); }
+CCO_DEVICE_API DispatchU32 dispatch32() { return (DispatchU32)__builtin_amdgcn_dispatch_ptr(); }
 
 template <class T> struct IsAtomicWord { static constexpr bool value = false; };
 template <> struct IsAtomicWord<uint32_t> { static constexpr bool value = true; };

@@ -5,13 +5,14 @@
 // included (the guide's recipe "GDA on one node").
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o gda_put
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o gda_put
 //   python -m cco.launch -n 2 ./gda_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cco/cco_scale_out.hpp"  // the guide's header for GDA (pulls in cco/cco.hpp)
+#include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 
 __global__ void put_signal_wait(ccoDevComm dc, ccoWindow_t win, int n, int* errors) {
@@ -36,7 +37,7 @@ int main() {
   int rank = 0, world = 0;
   ccoUniqueId id;
   if (!JoinFromLaunchEnv("./gda_put", &rank, &world, &id)) return 2;
-  UseDevice(rank);
+  if (!UseDevice(rank)) return 2;
 
   const int n = 1 << 14;
   ccoComm* comm = nullptr;
@@ -53,11 +54,12 @@ int main() {
   // A stream of our own, waited on by itself: a synchronous copy on the legacy default
   // stream would wait for a kernel launched there, which waits for a signal.
   cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  CHECK_GPU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   int* errors = NewErrorWord(stream);
+  if (!errors) return 1;
   put_signal_wait<<<1, 256, 0, stream>>>(dc, win, n, errors);
   const int found = ErrorsAfter(stream, errors, rank, world, "");
-  cudaStreamDestroy(stream);
+  CHECK_GPU(cudaStreamDestroy(stream));
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));

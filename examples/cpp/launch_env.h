@@ -5,12 +5,12 @@
 #ifndef CCO_EXAMPLES_CPP_LAUNCH_ENV_H_
 #define CCO_EXAMPLES_CPP_LAUNCH_ENV_H_
 
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cco/cco.h"
+#include "examples/cpp/gpu_runtime.h"
 
 // Returns 1 from the calling function, saying which call failed and why.
 #define CHECK_CCO(call)                                                                       \
@@ -44,21 +44,38 @@ static inline bool JoinFromLaunchEnv(const char* program, int* rank, int* world,
   return ok;
 }
 
+// Returns 1 from the calling function, saying which GPU runtime call failed and why.
+#define CHECK_GPU(call)                                                      \
+  do {                                                                       \
+    cudaError_t e_ = (call);                                                 \
+    if (e_ != cudaSuccess) {                                                 \
+      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));     \
+      return 1;                                                              \
+    }                                                                        \
+  } while (0)
+
 // This rank's GPU (ranks beyond the GPUs share them, under MPS) and its context, made before
-// CCO's first call so the library uses it.
-static inline void UseDevice(int rank) {
-  int devices = 1;
-  cudaGetDeviceCount(&devices);
-  cudaSetDevice(rank % (devices > 0 ? devices : 1));
-  cudaFree(nullptr);
+// CCO's first call so the library uses it; false, having said why, when there is none.
+static inline bool UseDevice(int rank) {
+  int devices = 0;
+  cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e == cudaSuccess) e = cudaSetDevice(rank % (devices > 0 ? devices : 1));
+  if (e == cudaSuccess) e = cudaFree(nullptr);
+  if (e != cudaSuccess) fprintf(stderr, "rank %d: no GPU to run on: %s\n", rank, cudaGetErrorString(e));
+  return e == cudaSuccess;
 }
 
 // A device word the kernel counts its errors in, zeroed on `stream` (the kernel's: ordered
-// before it, where a copy on the legacy stream would not be).
+// before it, where a copy on the legacy stream would not be); NULL, having said why, on failure.
 static inline int* NewErrorWord(cudaStream_t stream) {
   int* errors = nullptr;
-  cudaMalloc(&errors, sizeof(int));
-  cudaMemsetAsync(errors, 0, sizeof(int), stream);
+  cudaError_t e = cudaMalloc(&errors, sizeof(int));
+  if (e == cudaSuccess) e = cudaMemsetAsync(errors, 0, sizeof(int), stream);
+  if (e != cudaSuccess) {
+    fprintf(stderr, "the error word: %s\n", cudaGetErrorString(e));
+    if (errors) (void)cudaFree(errors);
+    return nullptr;
+  }
   return errors;
 }
 
@@ -68,7 +85,8 @@ static inline int ErrorsAfter(cudaStream_t stream, int* errors, int rank, int wo
   int count = -1;
   cudaError_t e = cudaStreamSynchronize(stream);
   if (e == cudaSuccess) e = cudaMemcpy(&count, errors, sizeof(int), cudaMemcpyDeviceToHost);
-  cudaFree(errors);
+  const cudaError_t freed = cudaFree(errors);
+  if (e == cudaSuccess) e = freed;
   if (e != cudaSuccess) {
     fprintf(stderr, "rank %d: kernel failed: %s\n", rank, cudaGetErrorString(e));
     return -1;

@@ -3,13 +3,14 @@
 // ranks meet at LSA barriers of every coop scope, and each rank checks what it received.
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o lsa_put
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o lsa_put
 //   python -m cco.launch -n 2 ./lsa_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cco/cco.hpp"  // the guide's header for host + LSA
+#include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 
 __global__ void put_and_check(ccoDevComm dc, ccoWindow_t win, int n, int* errors) {
@@ -27,7 +28,7 @@ __global__ void put_and_check(ccoDevComm dc, ccoWindow_t win, int n, int* errors
     if (mine[i] != static_cast<unsigned>(left * 1000 + i)) atomicAdd(errors, 1);
 
   // Warp and thread scopes, with a timeout this time.
-  if (threadIdx.x < 32) {
+  if (threadIdx.x < warpSize) {
     ccoLsaBarrierSession<ccoCoopWarp> warp(ccoCoopWarp(), dc, 1);
     if (warp.sync(1000000000ull) != CCO_DEVICE_STATUS_OK) atomicAdd(errors, 1000000);
   }
@@ -41,7 +42,7 @@ int main() {
   int rank = 0, world = 0;
   ccoUniqueId id;
   if (!JoinFromLaunchEnv("./lsa_put", &rank, &world, &id)) return 2;
-  UseDevice(rank);
+  if (!UseDevice(rank)) return 2;
 
   const int n = 1 << 16;
   ccoComm* comm = nullptr;
@@ -56,11 +57,12 @@ int main() {
   CHECK_CCO(ccoDevCommCreate(comm, &reqs, &dc));
 
   cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  CHECK_GPU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   int* errors = NewErrorWord(stream);
+  if (!errors) return 1;
   put_and_check<<<1, 256, 0, stream>>>(dc, win, n, errors);
   const int found = ErrorsAfter(stream, errors, rank, world, "");
-  cudaStreamDestroy(stream);
+  CHECK_GPU(cudaStreamDestroy(stream));
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));

@@ -4,13 +4,14 @@
 // rank's source back through a pointer, and checks every word. Needs CCO_ENABLE_SDMA=1.
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/sdma_put.cu -Lbazel-bin/host -lcco -o sdma_put
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/sdma_put.cu -Lbazel-bin/host -lcco -o sdma_put
 //   CCO_ENABLE_SDMA=1 python -m cco.launch -n 2 ./sdma_put
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cco/cco_scale_out.hpp"  // the guide's header for SDMA (pulls in cco/cco.hpp)
+#include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 
 // The window: [0, n) this rank's source, [n, 2n) what the window-form put brings, [2n, 3n)
@@ -44,7 +45,7 @@ int main() {
   int rank = 0, world = 0;
   ccoUniqueId id;
   if (!JoinFromLaunchEnv("./sdma_put", &rank, &world, &id)) return 2;
-  UseDevice(rank);
+  if (!UseDevice(rank)) return 2;
 
   const int n = 1 << 14;
   ccoComm* comm = nullptr;
@@ -60,11 +61,12 @@ int main() {
   CHECK_CCO(ccoBarrierAll(comm));  // every window is registered before any rank's copies
 
   cudaStream_t stream;  // a stream of our own, waited on by itself
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  CHECK_GPU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   int* errors = NewErrorWord(stream);
+  if (!errors) return 1;
   sdma_puts_and_get<<<1, 256, 0, stream>>>(dc, win, n, errors);
   const int found = ErrorsAfter(stream, errors, rank, world, "SDMA puts (window, pointers) and get");
-  cudaStreamDestroy(stream);
+  CHECK_GPU(cudaStreamDestroy(stream));
   CHECK_CCO(ccoBarrierAll(comm));
   CHECK_CCO(ccoDevCommDestroy(comm, &dc));
   CHECK_CCO(ccoWindowDeregister(comm, win));

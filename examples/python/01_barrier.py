@@ -13,7 +13,7 @@ context manager frees what the communicator tracks).
 import time
 
 from cco import GDA_CONNECTION_NONE, CCODevCommRequirements, Communicator
-from cco.runtime import bootstrap
+from cco.runtime import bootstrap, run_script
 
 
 def main():
@@ -30,4 +30,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(run_script(main))

@@ -2,6 +2,10 @@
 // (cco/cco.hpp) and loaded from Python: each rank stores lsaRank*1000+i into the next LSA rank's
 // window through its load/store pointer, the ranks meet at an LSA barrier, and each counts
 // the words of its own window that differ from what the previous rank must have stored.
+#if defined(__HIP__)
+#include <hip/hip_runtime.h>  // threadIdx, atomicAdd: nvcc brings CUDA's by itself, clang -x hip does not
+#endif
+
 #include "cco/cco.hpp"
 
 extern "C" __global__ void lsa_put(const ccoDevComm* dc, ccoWindow_t win, int n, int* errors) {

@@ -81,10 +81,10 @@ class Driver:
 
 
 def main():
-    import torch
-
     from cco import GDA_CONNECTION_NONE, CCODevCommRequirements, Communicator
-    from cco.runtime import bootstrap
+    from cco.runtime import bootstrap, gpu_torch
+
+    torch = gpu_torch("examples/python/02_lsa_put.py")
 
     rank, world, uid = bootstrap()
     hip = torch.version.hip is not None
@@ -112,4 +112,6 @@ def main():
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from cco.runtime import run_script
+
+    raise SystemExit(run_script(main))

@@ -17,7 +17,7 @@ from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
 from cco.ir.triton import cco
 from cco.kernels.lsa import max_programs, oneshot_allreduce
 from cco.memview import torch_view
-from cco.runtime import bootstrap
+from cco.runtime import bootstrap, gpu_torch, run_script
 
 BLOCK = 1024
 
@@ -26,7 +26,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--elements", type=int, default=1 << 18)
     args = ap.parse_args(argv)
-    import torch  # imported here so the kernel also compiles ahead of time on machines without torch
+    torch = gpu_torch("examples/triton/allreduce_oneshot.py")  # here: the kernel also compiles ahead of time without torch
 
     rank, nranks, uid = bootstrap()
     n = args.elements
@@ -56,4 +56,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

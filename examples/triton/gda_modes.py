@@ -74,11 +74,11 @@ def gda_modes(dc, win, status, peer, THREADS: tl.constexpr, WARPS: tl.constexpr,
 
 
 def main(warps=4):
-    import torch  # imported here so the kernel also compiles ahead of time on machines without torch
-
     from cco import GDA_CONNECTION_FULL, CCODevCommRequirements, Communicator
     from cco.memview import torch_view
-    from cco.runtime import bootstrap
+    from cco.runtime import bootstrap, gpu_torch
+
+    torch = gpu_torch("examples/triton/gda_modes.py")  # here: the kernel also compiles ahead of time without torch
 
     rank, nranks, uid = bootstrap()
     with Communicator.init(nranks, rank, uid, per_rank_vmm=256 * 1024 * 1024) as comm:
@@ -115,4 +115,6 @@ def main(warps=4):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from cco.runtime import run_script
+
+    raise SystemExit(run_script(main))

@@ -15,7 +15,7 @@ import triton.language as tl
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
 from cco.ir.triton import cco
 from cco.memview import torch_view
-from cco.runtime import bootstrap
+from cco.runtime import bootstrap, gpu_torch, run_script
 
 
 @triton.jit
@@ -32,7 +32,7 @@ def lsa_copy(dev_comm, win, peer: tl.constexpr, N: tl.constexpr):
 
 
 def main(n=256):
-    import torch  # imported here so the kernel also compiles ahead of time on machines without torch
+    torch = gpu_torch("examples/triton/lsa_copy.py")  # here: the kernel also compiles ahead of time without torch
 
     rank, nranks, uid = bootstrap()
     with Communicator.init(nranks, rank, uid, per_rank_vmm=256 * 1024 * 1024) as comm:
@@ -60,4 +60,4 @@ def main(n=256):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

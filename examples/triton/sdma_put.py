@@ -52,11 +52,11 @@ def sdma_exchange(dc, win, status, right, left, QUEUES: tl.constexpr, CHUNK: tl.
 def main():
     import sys
 
-    import torch
-
     from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
     from cco.memview import torch_view
-    from cco.runtime import bootstrap
+    from cco.runtime import bootstrap, gpu_torch
+
+    torch = gpu_torch("examples/triton/sdma_put.py")
 
     pointers = "--pointers" in sys.argv[1:]
     os.environ.setdefault("CCO_ENABLE_SDMA", "1")
@@ -91,4 +91,6 @@ def main():
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from cco.runtime import run_script
+
+    raise SystemExit(run_script(main))

@@ -431,6 +431,33 @@ TEST_F(ApplyCpuAffinityTest, IgnoreFlagAliasWorksToo) {
   }).join();
 }
 
+// CCO_CPU_AFFINITY_NO_SPLIT, and the guide's MORI_CPU_AFFINITY_NO_SPLIT, as the call that
+// applies the decision reads them: two GPUs on one node share its two cores without it, and
+// each gets both with it.
+TEST_F(ApplyCpuAffinityTest, NoSplitFlagAndItsAliasBindTheWholeLocalSet) {
+  if (before_.size() < 2) GTEST_SKIP() << "this thread may use one CPU only: nothing to split";
+  const CpuList pair = {before_[0], before_[1]};
+  for (const auto& gpu : {"0000:3b:00.0", "0000:5e:00.0"})
+    sysfs_.AddGpu(gpu, 1, std::to_string(pair[0]) + "," + std::to_string(pair[1]));
+  for (int cpu : pair) sysfs_.WriteSiblings(cpu, std::to_string(cpu) + "\n");
+  const std::vector<std::string> node = {"0000:3b:00.0", "0000:5e:00.0"};
+  auto boundTo = [&] {
+    CpuList cpus;
+    std::thread([&] {
+      std::string description;
+      Status status = ApplyCpuAffinityFromSysfs(sysfs_.root(), "0000:5e:00.0", node, &description);
+      EXPECT_TRUE(status.ok()) << status.message();
+      cpus = ThreadCpus();
+    }).join();
+    return cpus;
+  };
+  EXPECT_EQ(boundTo(), (CpuList{pair[1]}));  // the second GPU's half
+  for (const char* name : {"CCO_CPU_AFFINITY_NO_SPLIT", "MORI_CPU_AFFINITY_NO_SPLIT"}) {
+    ScopedEnv noSplit(name, "1");
+    EXPECT_EQ(boundTo(), pair) << name;
+  }
+}
+
 TEST_F(ApplyCpuAffinityTest, BindsOnlyTheCallingThread) {
   std::thread([&] {
     std::string description;

@@ -178,8 +178,29 @@ int PoolCarvesZeroedReusedAndOverflow(int rank, int n, const ccoUniqueId& id) {
     return 0;
 }
 
+// The guide's default: sdmaQueueCount 0 means two SDMA queues per peer where SDMA is on (here
+// through the guide's MORI_ENABLE_SDMA), and a count asked for is kept.
+int SdmaQueueCountZeroMeansTwo(int rank, int n, const ccoUniqueId& id) {
+    setenv("MORI_ENABLE_SDMA", "1", 1);
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    RANK_CHECK(reqs.sdmaQueueCount == 0);
+    ccoDevComm dc;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    RANK_CHECK(CCO_SDMA_QUEUES_DEFAULT == 2 && dc.sdmaQueueCount == 2);
+    RANK_OK(ccoDevCommDestroy(comm, &dc));
+    reqs.sdmaQueueCount = 3;
+    RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
+    RANK_CHECK(dc.sdmaQueueCount == 3);
+    RANK_OK(ccoDevCommDestroy(comm, &dc));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+}
+
 TEST_P(DevCommTest, FieldsDeviceCopyAndInboxes) { EXPECT_TRUE(RunRanks(GetParam(), FieldsDeviceCopyAndInboxes)); }
 TEST_P(DevCommTest, BadRequirementsFailEverywhere) { EXPECT_TRUE(RunRanks(GetParam(), BadRequirementsFailEverywhere)); }
+TEST_P(DevCommTest, SdmaQueueCountZeroMeansTwo) { EXPECT_TRUE(RunRanks(GetParam(), SdmaQueueCountZeroMeansTwo)); }
 TEST_P(DevCommTest, PoolCarvesZeroedReusedAndOverflow) {
   EXPECT_TRUE(RunRanks(GetParam(), PoolCarvesZeroedReusedAndOverflow));
 }

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "cco/cco.h"
 #include "multiprocess.h"
@@ -44,6 +46,36 @@ TEST_F(ErrorsTest, NullPointersAndBadRanks) {
   EXPECT_EQ(ccoBarrierAll(nullptr), ccoInvalidUsage);
   EXPECT_TRUE(LastErrorSays("not a live communicator")) << ccoGetLastError();
   EXPECT_STREQ(ccoGetErrorString(ccoTimeout), "timeout");
+}
+
+// An id serves one communicator: its rendezvous root closes once every rank has its answer.
+// A second ccoCommCreate with it says so at once, not after the whole bound (60 s here).
+TEST_F(ErrorsTest, ReusedIdFailsAtOnceAndSaysSo) {
+  setenv("CCO_TIMEOUT_MS", "60000", 1);
+  ccoUniqueId id;
+  ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+  ccoComm* comm = nullptr;
+  ASSERT_EQ(ccoCommCreate(id, 1, 0, 0, &comm), ccoSuccess) << ccoGetLastError();
+  ASSERT_EQ(ccoCommDestroy(comm), ccoSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  comm = nullptr;
+  EXPECT_EQ(ccoCommCreate(id, 1, 0, 0, &comm), ccoInvalidUsage);
+  EXPECT_TRUE(LastErrorSays("the id was used already")) << ccoGetLastError();
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  // Two ranks, two processes: the second job with the first job's id fails on every rank.
+  EXPECT_TRUE(RunRanks(2, [](int rank, int nRanks, const ccoUniqueId& shared) {
+    ccoComm* c = nullptr;
+    RANK_OK(ccoCommCreate(shared, nRanks, rank, 0, &c));
+    RANK_OK(ccoBarrierAll(c));
+    RANK_OK(ccoCommDestroy(c));
+    const auto again = std::chrono::steady_clock::now();
+    RANK_CHECK(ccoCommCreate(shared, nRanks, rank, 0, &c) == ccoInvalidUsage);
+    RANK_CHECK(LastErrorSays("the id was used already"));
+    RANK_CHECK(std::chrono::steady_clock::now() - again < std::chrono::seconds(10));
+    return 0;
+  }));
 }
 
 TEST_F(ErrorsTest, CorruptedAndForeignIds) {

@@ -370,6 +370,36 @@ TEST_F(IntegrityTest, MalformedVariablesAreRefusedByName) {
   unsetenv("CCO_TRACE_PHASES");
 }
 
+// The verbs backend's numbers are refused out of range at creation even where verbs is never
+// used (the cpu platform, no RDMA device): a job that runs here fails there otherwise. The
+// guide's MORI_ spellings too, named as they were set; the range's ends are accepted.
+TEST_F(IntegrityTest, RdmaNumbersOutOfRangeAreRefusedWithoutVerbs) {
+  const struct {
+    const char* name;
+    const char* value;
+  } bad[] = {{"MORI_RDMA_TC", "300"}, {"CCO_RDMA_TC", "-1"},       {"CCO_RDMA_SL", "16"},
+             {"MORI_RDMA_SL", "x"},   {"CCO_RDMA_GID_INDEX", "256"}, {"CCO_RDMA_TC", ""}};
+  // One id throughout: a refused call never reaches its rendezvous root, so the id stays
+  // fresh for the accepted call at the end (and no unused root is left running).
+  ccoUniqueId id;
+  ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+  ccoComm* comm = nullptr;
+  for (const auto& b : bad) {
+    setenv(b.name, b.value, 1);
+    EXPECT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoInvalidArgument) << b.name << "=" << b.value;
+    EXPECT_TRUE(LastErrorSays(b.name) && LastErrorSays("not a whole number in 0..")) << ccoGetLastError();
+    unsetenv(b.name);
+  }
+  setenv("MORI_RDMA_TC", "255", 1);
+  setenv("CCO_RDMA_SL", "15", 1);
+  setenv("CCO_RDMA_GID_INDEX", "0", 1);
+  EXPECT_EQ(ccoCommCreate(id, 1, 0, 16 << 20, &comm), ccoSuccess) << ccoGetLastError();
+  EXPECT_EQ(ccoCommDestroy(comm), ccoSuccess);
+  unsetenv("MORI_RDMA_TC");
+  unsetenv("CCO_RDMA_SL");
+  unsetenv("CCO_RDMA_GID_INDEX");
+}
+
 // A bound of 9.3e12 ms would overflow the clock (undefined behaviour; UBSan in CI): it is
 // clamped, means "no bound", and everything works.
 TEST_F(IntegrityTest, HugeTimeoutsAreClamped) {

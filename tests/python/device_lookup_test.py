@@ -141,6 +141,22 @@ def test_prebuilt_search_covers_build_lib_folders(monkeypatch, tmp_path):
     assert bitcode_module._prebuilt(variant) == str(lib / f"libcco_device-{variant}.bc")
 
 
+def test_repo_lib_is_found_first_among_a_checkouts_folders(monkeypatch, tmp_path):
+    """<repo>/lib (where the guide's tooling leaves its bitcode) is searched before
+    <repo>/build*/lib and Bazel's output, by find_cco_bitcode itself (the JIT off)."""
+    variant = "amdgcn-gfx942-proxy-cov6"
+    name = f"libcco_device-{variant}.bc"
+    for folder in ("lib", "build-release/lib", "bazel-bin/device"):
+        (tmp_path / folder).mkdir(parents=True)
+        shutil.copy(prebuilt(variant), tmp_path / folder / name)
+    monkeypatch.setattr(_resources, "DATA_DIR", str(tmp_path / "no-package-data"))
+    monkeypatch.setattr(_resources, "REPO_ROOT", str(tmp_path))
+    monkeypatch.setenv("CCO_DISABLE_JIT", "1")
+    assert find_cco_bitcode(("hip", "gfx942"), cov=6) == str(tmp_path / "lib" / name)
+    os.remove(tmp_path / "lib" / name)
+    assert find_cco_bitcode(("hip", "gfx942"), cov=6) == str(tmp_path / "build-release" / "lib" / name)
+
+
 def test_on_off_variables_read_as_the_library_reads_them(monkeypatch):
     """CCO_DISABLE_JIT (and every on/off variable the package reads) takes the library's
     spellings; anything else is an error naming it (it read as on, silently)."""

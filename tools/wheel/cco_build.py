@@ -5,18 +5,23 @@ builds what the package finds in a checkout's bazel-bin (libcco.so, the bitcode,
 benchmark) and installs a path to bindings/python, so edits to the package take effect at once;
 rebuild with Bazel after editing C++ or device code."""
 
+import glob
+import io
 import os
 import shutil
 import subprocess
 import tarfile
 
-from build_wheel import NAME, TAG, VERSION, write_wheel  # the wheel as tools/wheel/build_wheel.py makes it
+# The wheel as tools/wheel/build_wheel.py makes it; the version is cco.h's.
+from build_wheel import NAME, metadata, read_project, read_version, write_wheel
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+VERSION = read_version()
 
 
 # What an editable install loads from the checkout's bazel-bin (cco/_resources.py looks there).
-EDITABLE_TARGETS = ["//host:libcco.so", "//device:bitcode", "//device:bitcode_manifest", "//tools/perf:gda_tcp_bench"]
+EDITABLE_TARGETS = ["//host:libcco.so", "//device:bitcode", "//device:bitcode_manifest", "//tools/perf:gda_tcp_bench",
+                    "//tools/wheel:include"]
 
 
 def _bazel_build(*targets):
@@ -27,7 +32,19 @@ def _bazel_build(*targets):
 
 def _bazel_wheel():
     _bazel_build("//tools/wheel")
-    return os.path.join(ROOT, "bazel-bin", "tools", "wheel", f"{NAME}-{VERSION}-{TAG}.whl")
+    # The platform tag is tools/wheel/BUILD.bazel's; the version the same cco.h's as here.
+    # (A wheel of an earlier tag may still lie there: the one just built is the newest.)
+    return max(glob.glob(os.path.join(ROOT, "bazel-bin", "tools", "wheel", f"{NAME}-{VERSION}-*.whl")),
+               key=os.path.getmtime)
+
+
+def _metadata():
+    return metadata(VERSION, read_project(), os.path.join(ROOT, "README.md"))
+
+
+def _license():
+    with open(os.path.join(ROOT, "LICENSE"), "rb") as f:
+        return f.read()
 
 
 def get_requires_for_build_wheel(config_settings=None):
@@ -47,7 +64,8 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
     tag = "py3-none-any"  # nothing compiled inside: the .pth points at the checkout
     name = f"{NAME}-{VERSION}-{tag}.whl"
     package_root = os.path.join(ROOT, "bindings", "python")
-    write_wheel(os.path.join(wheel_directory, name), {f"__editable__.{NAME}.pth": (package_root + "\n").encode()}, tag)
+    write_wheel(os.path.join(wheel_directory, name), {f"__editable__.{NAME}.pth": (package_root + "\n").encode()}, tag,
+                VERSION, _metadata(), _license())
     return name
 
 
@@ -66,9 +84,7 @@ def build_sdist(sdist_directory, config_settings=None):
             if f and os.path.exists(os.path.join(ROOT, f)):
                 tar.add(os.path.join(ROOT, f), arcname=f"{name}/{f}")
         info = tarfile.TarInfo(f"{name}/PKG-INFO")
-        text = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n".encode()
+        text = _metadata()
         info.size = len(text)
-        import io
-
         tar.addfile(info, io.BytesIO(text))
     return os.path.basename(path)

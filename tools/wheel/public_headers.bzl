@@ -1,5 +1,6 @@
 """The public headers: what the wheel installs under cco/_data/include (its path there -> the
-label of the file), and what //tests/host:public_headers_test includes in one translation unit.
+label of the file), what //tests/host:public_headers_test includes in one translation unit, and
+what //tests/compile compiles together as CUDA and as HIP.
 """
 
 PUBLIC_HEADERS = {

@@ -14,14 +14,14 @@ from cco._abi import (
     GDA_CONNECTION_RAIL,
 )
 from cco._lib import LibraryError
+from cco._resources import get_include, get_pkgconfig_dir
 from cco.communicator import Communicator
 from cco.devcomm import DevCommHandle
 from cco.errors import CCOAbortedError, CCOError, CCOTimeoutError
 from cco.memory import AllocatedMemory, AllocatedWindow, RegisteredWindow
 from cco.requirements import CCODevCommRequirements
-
-# The release of cco.h (CCO_VERSION_MAJOR.MINOR.PATCH) these bindings belong to.
-__version__ = "0.1.0"
+from cco.versions import VERSION as __version__  # cco.h's CCO_VERSION_MAJOR.MINOR.PATCH
+from cco.versions import versions
 
 __all__ = [
     "AllocatedMemory",
@@ -38,4 +38,7 @@ __all__ = [
     "GDA_CONNECTION_RAIL",
     "LibraryError",
     "RegisteredWindow",
+    "get_include",
+    "get_pkgconfig_dir",
+    "versions",
 ]

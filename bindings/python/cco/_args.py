@@ -27,7 +27,7 @@ def c_int_value(value, name) -> int:
 def size_value(value, name) -> int:
     value = _integer(value, name)
     if not 0 <= value <= _UINT64_MAX:
-        raise ValueError(f"{name}={value} is not a valid size (must be >= 0)")
+        raise ValueError(f"{name}={value} is not a valid size (must be in [0, 2**64))")
     return value
 
 

@@ -83,3 +83,28 @@ def host_library_path():
         os.path.join(REPO_ROOT, "bazel-bin", "host", "libcco.so"),
         os.path.join(REPO_ROOT, "host", "libcco.so"),  # inside a Bazel test's runfiles
     ])
+
+
+def get_include():
+    """The folder to pass as -I to compile against CCO: cco/cco.h (the C API), cco/cco.hpp and
+    cco/cco_scale_out.hpp (the guide's C++ headers), device/ and abi/. The wheel's, else a
+    checkout's (bazel build //tools/wheel:include lays it out the same way)."""
+    found = _first_existing([
+        os.path.join(DATA_DIR, "include"),
+        os.path.join(REPO_ROOT, "bazel-bin", "tools", "wheel", "include"),
+    ])
+    if found is None:
+        raise FileNotFoundError("cco: no include folder: install the cco wheel, or in a checkout run "
+                                "`bazel build //tools/wheel:include`")
+    return found
+
+
+def get_pkgconfig_dir():
+    """The folder holding cco.pc, for PKG_CONFIG_PATH (the installed wheel's):
+        PKG_CONFIG_PATH=$(python -c 'import cco; print(cco.get_pkgconfig_dir())') pkg-config --cflags --libs cco
+    """
+    path = os.path.join(DATA_DIR, "pkgconfig")
+    if not os.path.isdir(path):
+        raise FileNotFoundError("cco: cco.pc comes with the installed wheel; in a checkout use "
+                                f"-I{REPO_ROOT}/bazel-bin/tools/wheel/include -L{REPO_ROOT}/bazel-bin/host -lcco")
+    return path

@@ -6,25 +6,69 @@
   - mpirun: mpi4py's COMM_WORLD broadcasts the id.
 bootstrap() also picks this process's GPU (LOCAL_RANK, or the rank on this host, modulo
 the visible GPUs) when torch sees one.
+
+For scripts (the examples): run_script(main) ends the process with the message of a launch,
+library or CCO error instead of a traceback, and gpu_torch() says what a GPU example lacks.
 """
 
 import os
+import sys
 
+from cco import _abi
+from cco._lib import LibraryError
 from cco.communicator import Communicator
+from cco.errors import CCOError
+
+_LAUNCH_HINT = "start the ranks with `python -m cco.launch -n N script.py`, which sets all three"
+
+
+class LaunchError(ValueError):
+    """The launcher's environment is incomplete or malformed (CCO_RANK, CCO_WORLD_SIZE,
+    CCO_UNIQUE_ID); the message names the variable and what is wrong with it."""
+
+
+def _whole_number(name):
+    text = os.environ.get(name)
+    if text is None:
+        raise LaunchError(f"cco: CCO_UNIQUE_ID is set but {name} is not: {_LAUNCH_HINT}")
+    try:
+        return int(text)
+    except ValueError:
+        raise LaunchError(f"cco: {name}={text!r} is not a whole number") from None
+
+
+def _unique_id(text):
+    digits = 2 * _abi.UNIQUE_ID_BYTES
+    try:
+        uid = bytes.fromhex(text)
+    except ValueError:
+        uid = None
+    if uid is None or len(uid) != _abi.UNIQUE_ID_BYTES:
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-8:]}"
+        raise LaunchError(f"cco: CCO_UNIQUE_ID={shown!r} ({len(text)} characters) is not an id: it must be the "
+                          f"{digits} hex digits of Communicator.get_unique_id().hex() from rank 0; {_LAUNCH_HINT}")
+    return uid
 
 
 def _from_cco_launcher():
     if "CCO_UNIQUE_ID" not in os.environ:
         return None
-    return (int(os.environ["CCO_RANK"]), int(os.environ["CCO_WORLD_SIZE"]),
-            bytes.fromhex(os.environ["CCO_UNIQUE_ID"]))
+    rank, world = _whole_number("CCO_RANK"), _whole_number("CCO_WORLD_SIZE")
+    if world < 1:
+        raise LaunchError(f"cco: CCO_WORLD_SIZE={world} (there must be at least one rank)")
+    if not 0 <= rank < world:
+        raise LaunchError(f"cco: CCO_RANK={rank} is not in [0, CCO_WORLD_SIZE={world})")
+    return rank, world, _unique_id(os.environ["CCO_UNIQUE_ID"])
 
 
 def _from_torchrun():
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ or "MASTER_ADDR" not in os.environ:
         return None
-    import torch.distributed as dist
-
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        raise LaunchError("cco: RANK, WORLD_SIZE and MASTER_ADDR say torchrun started this process, but torch is "
+                          "not installed here") from None
     if not dist.is_initialized():
         dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -36,7 +80,11 @@ def _from_torchrun():
 def _from_mpi():
     if not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")):
         return None
-    from mpi4py import MPI
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise LaunchError("cco: the environment says an MPI launcher (mpirun) started this process, but mpi4py is "
+                          "not installed: pip install mpi4py (or Debian's python3-mpi4py)") from None
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -71,3 +119,29 @@ def bootstrap(select_device=True):
         except ImportError:
             pass
     return found
+
+
+def gpu_torch(what):
+    """torch, for a script that drives a GPU through it; where torch is missing or sees no GPU,
+    ends the process saying so (what: the script, as the message names it)."""
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit(f"{what} launches its kernels through PyTorch, which is not installed here: install "
+                         "torch built for your GPU (CUDA or ROCm). Without a GPU, CCO's host side runs on the cpu "
+                         "platform: CCO_PLATFORM=cpu python -m cco.launch -n 2 examples/python/01_barrier.py") from None
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{what} needs a GPU, and torch {torch.__version__} sees none (is the driver loaded, "
+                         "CUDA_VISIBLE_DEVICES or HIP_VISIBLE_DEVICES set to nothing?)")
+    return torch
+
+
+def run_script(main, *args):
+    """main(*args)'s result, for `raise SystemExit(run_script(main))`: a launch error, a missing or
+    mismatched libcco.so, or a failed CCO call ends the process with its message on stderr and
+    exit status 1, instead of a traceback (any other exception keeps its traceback)."""
+    try:
+        return main(*args)
+    except (LaunchError, LibraryError, CCOError) as e:
+        print(f"{os.path.basename(sys.argv[0]) or 'cco'}: {e}", file=sys.stderr)
+        return 1

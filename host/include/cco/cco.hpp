@@ -1,6 +1,7 @@
 /* cco/cco.hpp: the guide's C++ entry header for host code and LSA kernels (its
- * "mori/cco/cco.hpp"): the host API (cco/cco.h) and the device API's load/store side (peer
- * pointers, the LSA barrier, teams, coop scopes). GDA and SDMA: cco/cco_scale_out.hpp.
+ * "mori/cco/cco.hpp"): the host API (cco/cco.h) and the header-only device API (peer
+ * pointers, the LSA barrier, teams, coop scopes; GDA and SDMA come along, and
+ * cco/cco_scale_out.hpp, the guide's header for those, names them again).
  *
  *   nvcc -std=c++17 -I<cco>/_data/include kernel.cu -L<cco>/_data -lcco
  */

@@ -33,9 +33,17 @@ Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64
 
   const Deadline deadline = DeadlineIn(timeoutMs);
   Channel root;
-  CCO_RETURN_IF_ERROR(ConnectChannel(id.root, id.secret, "root", HandshakeMs(timeoutMs), deadline, &root)
-                          .Prefixed("reaching the rendezvous root at " + id.root.ToString() +
-                                    " (is the id fresh, and is its minting process alive?)"));
+  // The root listens before its id exists, so a refused connection is no "not yet": the
+  // root is gone. It serves one rendezvous and closes (the id was used already), or the
+  // process that minted the id has exited. Said at once, instead of after the whole bound.
+  bool refused = false;
+  Status reached = ConnectChannel(id.root, id.secret, "root", HandshakeMs(timeoutMs), deadline, &root, &refused);
+  if (refused)
+    return InvalidUsage(Fmt("ccoCommCreate: nobody listens at this unique id's rendezvous root (", id.root.ToString(),
+                            "): the id was used already (an id serves one communicator: call ccoGetUniqueId for "
+                            "each), or the process that minted it has exited"));
+  CCO_RETURN_IF_ERROR(reached.Prefixed("reaching the rendezvous root at " + id.root.ToString() +
+                                       " (is the id fresh, and is its minting process alive?)"));
   CCO_RETURN_IF_ERROR(root.Send(EncodeHello(hello), deadline).Prefixed("rendezvous"));
   std::string bytes;
   // The root answers once every rank arrived, or at its bound (from the first arrival).

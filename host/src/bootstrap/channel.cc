@@ -56,11 +56,11 @@ Status Channel::Connect(Fd fd, const Key& secret, const char* purpose, Deadline 
 }
 
 Status ConnectChannel(const SockAddr& address, const Key& secret, const char* purpose, int64_t handshakeMs,
-                      Deadline deadline, Channel* out) {
+                      Deadline deadline, Channel* out, bool* refused) {
   int delay_ms = 1;
   for (;;) {
     Fd fd;
-    CCO_RETURN_IF_ERROR(ConnectTcp(address, deadline, &fd));
+    CCO_RETURN_IF_ERROR(ConnectTcp(address, deadline, &fd, refused));
     const Deadline attempt = std::min(deadline, DeadlineIn(handshakeMs));
     bool retryable = false;
     Status s = Channel::Connect(std::move(fd), secret, purpose, attempt, out, &retryable);

@@ -70,9 +70,10 @@ class Channel {
 
 // Connects to the TCP service `purpose` at `address` and authenticates, retrying (until
 // the deadline) connections that were refused, dropped or too slow: a server under a flood
-// may push a pending connection out, and an honest client simply comes back.
+// may push a pending connection out, and an honest client simply comes back. With
+// `refused`, a refused connection ends the attempt at once instead (ConnectTcp).
 Status ConnectChannel(const SockAddr& address, const Key& secret, const char* purpose, int64_t handshakeMs,
-                      Deadline deadline, Channel* out);
+                      Deadline deadline, Channel* out, bool* refused = nullptr);
 
 }  // namespace cco
 

@@ -86,7 +86,8 @@ Status ListenTcp(const SockAddr& local, Fd* listener, SockAddr* bound) {
   return Status::Ok();
 }
 
-Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out) {
+Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out, bool* refused) {
+  if (refused != nullptr) *refused = false;
   int delay_ms = 1;
   for (;;) {
     Fd fd(socket(remote.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -104,6 +105,10 @@ Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out) {
       setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       *out = std::move(fd);
       return Status::Ok();
+    }
+    if (err == ECONNREFUSED && refused != nullptr) {
+      *refused = true;
+      return ErrnoError(Fmt("connect to ", remote.ToString()), err);
     }
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != ECONNRESET)
       return ErrnoError(Fmt("connect to ", remote.ToString()), err);

@@ -58,7 +58,9 @@ class Fd {
 // A TCP listener on `local` (port 0: any), and the address it actually got.
 Status ListenTcp(const SockAddr& local, Fd* listener, SockAddr* bound);
 // Connects, retrying refused connections (the listener may not be up yet) until deadline.
-Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out);
+// With `refused`, a refused connection is an answer instead, for a listener that must be up
+// already: the attempt ends at once, with *refused set.
+Status ConnectTcp(const SockAddr& remote, Deadline deadline, Fd* out, bool* refused = nullptr);
 
 // Whole-buffer transfers. A peer that closes mid-way is ccoRemoteError ("closed").
 // SendAll can pass one descriptor (SCM_RIGHTS, Unix sockets) with the first byte; RecvAll

@@ -109,6 +109,21 @@ Status CheckValues() {
     if (v != nullptr && !OneOf(v, kOn) && !OneOf(v, kOff))
       return InvalidArgument(SetAs(name) + "=\"" + v + "\" is neither on (1, true, yes, on) nor off (0, false, no, off)");
   }
+  // The verbs backend's numbers, checked here too: a wrong value is wrong on every machine, so
+  // it is refused at creation, not only where an RDMA device makes the backend read it.
+  static const struct {
+    const char* name;
+    int64_t max;
+    const char* what;
+  } kBounded[] = {{"CCO_RDMA_TC", 255, "the RDMA traffic class"},
+                  {"CCO_RDMA_SL", 15, "the RDMA service level"},
+                  {"CCO_RDMA_GID_INDEX", 255, "the RDMA GID index"}};
+  for (const auto& b : kBounded) {
+    const char* v = Raw(b.name);
+    if (v != nullptr && (!IsWholeNumber(v) || strtoll(v, nullptr, 10) > b.max))
+      return InvalidArgument(SetAs(b.name) + "=\"" + v + "\" is not a whole number in 0.." + std::to_string(b.max) +
+                             " (" + b.what + ")");
+  }
   return Status::Ok();
 }
 

@@ -28,7 +28,9 @@ int64_t TimeoutMs();
 // The library's numeric and on/off variables that are set hold what they must (a whole
 // number; 1/0, true/false, yes/no, on/off): a value like "1500ms" or "2" would otherwise
 // read as unset, silently. InvalidArgument names the first that does not (as it was set:
-// the CCO_ name or its MORI_ alias). ccoCommCreate checks first.
+// the CCO_ name or its MORI_ alias). The verbs backend's CCO_RDMA_TC (0-255), CCO_RDMA_SL
+// (0-15) and CCO_RDMA_GID_INDEX (0-255) must be in range, whether or not verbs is used.
+// ccoCommCreate checks first.
 Status CheckValues();
 
 }  // namespace env
