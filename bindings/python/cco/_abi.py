@@ -1,7 +1,7 @@
 """Numbers fixed by the C ABI (abi/version.h, abi/enums.h, cco.h), mirrored for ctypes.
 
-The ABI version is read from abi/version.h (the package's copy of the header, or the
-checkout's), the one place it is written. The other numbers change with a new ABI version
+The ABI version is read from abi/version.h and the release from cco.h (the package's copies
+of the headers, or the checkout's), the one place each is written. The other numbers change with a new ABI version
 at most and are written out, so that `import cco` needs neither the ABI table nor
 libcco.so; tests/python compares every one of them with the table, the headers and the
 loaded library, so a drift fails a test instead of a job.
@@ -28,6 +28,23 @@ def _abi_version():
     return read_abi_version(path)
 
 
+def read_release(path):
+    """(major, minor, patch): CCO_VERSION_MAJOR, _MINOR and _PATCH of the header at `path` (cco.h)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    parts = [re.search(rf"#define\s+CCO_VERSION_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]
+    if None in parts:
+        raise ImportError(f"cco: {path} does not define CCO_VERSION_MAJOR, _MINOR and _PATCH")
+    return tuple(int(p.group(1)) for p in parts)
+
+
+def _release():
+    path = _resources.release_header_path()
+    if path is None:
+        raise ImportError("cco: cco/cco.h is neither in the package (cco/_data/include) nor in the checkout")
+    return read_release(path)
+
+
 ABI_VERSION = _abi_version()
 
 DEV_COMM_MAGIC = 0x444F4343  # "CCOD"
@@ -46,4 +63,4 @@ GDA_CONNECTION_RAIL = 3
 PLATFORM_NAMES = {0: "cpu", 1: "cuda", 2: "hip"}
 
 # CCO_VERSION_MAJOR / MINOR / PATCH of cco.h.
-VERSION = (0, 1, 0)
+VERSION = _release()

@@ -29,6 +29,15 @@ def abi_header_path(name):
     ])
 
 
+def release_header_path():
+    """cco/cco.h, where the release (CCO_VERSION_MAJOR.MINOR.PATCH) is written: the package's copy,
+    else the checkout's."""
+    return _first_existing([
+        os.path.join(DATA_DIR, "include", "cco", "cco.h"),
+        os.path.join(REPO_ROOT, "host", "include", "cco", "cco.h"),
+    ])
+
+
 def abi_table_path():
     return _first_existing([
         os.path.join(DATA_DIR, "cco_abi_table.json"),

@@ -12,8 +12,7 @@ import sys
 
 from cco import _abi
 
-# The release of cco.h (CCO_VERSION_MAJOR.MINOR.PATCH): cco.h is the one place it is written;
-# _abi.VERSION mirrors it and tests/python/bindings_test.py holds the two together.
+# The release of cco.h (CCO_VERSION_MAJOR.MINOR.PATCH), the one place it is written (_abi reads it).
 VERSION = "%d.%d.%d" % _abi.VERSION
 
 # Distributions whose versions matter to CCO's users, by their PyPI names.
