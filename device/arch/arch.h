@@ -53,9 +53,13 @@
 #endif
 
 // CCO_UNROLL before a loop of constant, short trip count: unrolled fully, its arrays stay in
-// registers (rolled, nvptx puts them on the stack, in local memory).
-#if defined(__clang__) || defined(__CUDACC__) || defined(__HIPCC__)
+// registers (rolled, nvptx puts them on the stack, in local memory). nvcc compiles a file twice:
+// its device pass (__CUDA_ARCH__) takes `unroll`; its host pass, whose front end and gcc each know
+// only one of the two spellings, gets none (the host copy of a device function needs no hint).
+#if defined(__clang__) || defined(__CUDA_ARCH__) || defined(__HIPCC__)
 #define CCO_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define CCO_UNROLL
 #else
 #define CCO_UNROLL _Pragma("GCC unroll 16")
 #endif

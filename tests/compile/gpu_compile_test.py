@@ -125,8 +125,6 @@ def test_cuda_sm90_compiles(source, include_dir, tmp_path):
     nvcc = _nvcc()
     if nvcc is None:
         pytest.fail("nvcc missing: run tools/setup (pip: nvidia-cuda-nvcc into .venv)")
-    # -Wno-unknown-pragmas: device/arch/arch.h's CCO_UNROLL gives nvcc's host pass (gcc) a
-    # `#pragma unroll`, which gcc does not know.
     _run([nvcc, "-std=c++17", "-arch=sm_90", "-O2", "-Werror", "all-warnings",
-          "-Xcompiler", ",".join(_WARNINGS + ["-Wno-unknown-pragmas"]), f"-I{include_dir}", f"-I{os.getcwd()}",
+          "-Xcompiler", ",".join(_WARNINGS), f"-I{include_dir}", f"-I{os.getcwd()}",
           "-c", _path(source, include_dir), "-o", str(tmp_path / "out.o")])

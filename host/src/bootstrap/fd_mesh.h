@@ -42,7 +42,7 @@ class FdMesh {
   // `take(member, fd)` as it arrives (take owns it; members in this process are skipped); `tag`
   // identifies the operation on both sides. One received descriptor is open at a time: a
   // process's descriptor table that grows mid-exchange stalls every peer for an RCU grace
-  // period (8–24 ms measured on the H200 machine, where a rank receiving 7 at once did so).
+  // period (milliseconds), and a rank receiving from every peer at once would grow it.
   // myFd < 0 (this rank has no descriptor: its export failed) still takes part, so that its
   // peers fail at once instead of at the timeout; a member that sent none fails the exchange.
   // Returns the first failure: a failed `take`, a member without a descriptor, or a

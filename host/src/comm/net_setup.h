@@ -1,7 +1,7 @@
 // Which backend carries GDA between two ranks: `local` within a node; across nodes, `local`
 // again when both are on this host (the flat range maps every rank of the host), else the
 // network: `verbs` when every rank has a usable RDMA device (net/verbs_device.h), else `tcp`.
-// CCO_NET (alias MORI_NET) overrides: "tcp" makes every pair of ranks in different nodes use
+// CCO_NET overrides: "tcp" makes every pair of ranks in different nodes use
 // tcp, on one host too (how a single machine tests the network path); "verbs" makes them use
 // verbs, and fails, naming the ranks and why, where a rank has no usable device. Nothing
 // downgrades what the user asked for.

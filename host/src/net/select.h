@@ -1,5 +1,5 @@
-// The pieces of choosing a network backend that need no communicator: what CCO_NET (alias
-// MORI_NET) asks for, which pairs of ranks the network serves, whether this process can use
+// The pieces of choosing a network backend that need no communicator: what CCO_NET asks
+// for, which pairs of ranks the network serves, whether this process can use
 // verbs, and the exchange of verbs endpoints in rounds. The choice itself, collective over a
 // communicator, is comm/net_setup.h's.
 #ifndef CCO_HOST_NET_SELECT_H_

@@ -44,7 +44,7 @@ class StreamFence {
 // run may wait inside the driver behind a thread of the process that itself waits for a
 // kernel (a copy into pageable memory on the kernel's stream, as `tensor.cpu()` makes), and
 // that kernel may be waiting for this proxy: a deadlock (tools/perf/blocking_call_probe.cu
-// measures it; results/h200-blocking-calls). Freed when it goes: its owner first waits for
+// shows which driver calls wait so). Freed when it goes: its owner first waits for
 // the copies that use it.
 class PinnedSlab {
  public:

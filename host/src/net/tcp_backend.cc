@@ -234,7 +234,7 @@ void TcpBackend::Post(const NetOp& op, NetTargetMap& map) {
   p.lastPost = now_;
   // A request to a connection with nothing else on its way out leaves at once (its payload,
   // where it has one, as soon as it is out of device memory): the pass that would send it
-  // is a ring drain and an epoll away (1-2 us).
+  // is a ring drain and an epoll away.
   const bool alone = p.requests.out.empty();
   p.requests.out.push_back(std::move(o));
   Status error;
@@ -285,7 +285,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
   // epoll may have had more ready sockets than the pass reads.
   if (!pollEverySocket_ && n == static_cast<int>(std::size(events))) moreInput = true;
   // A request applied just now may have the kernel post a reply at once: the rest of the
-  // pass (chunks, answers, completions, liveness; 2-3 us) waits for the next, so that the
+  // pass (chunks, answers, completions, liveness) waits for the next, so that the
   // proxy reads its rings first and the reply leaves from Post. Never two passes running.
   // Where the request was one a kernel waits on and every socket read was emptied, the proxy
   // gives the reply a moment (AwaitsReply); a stream of plain puts is not held up so.

@@ -48,13 +48,13 @@ struct TcpOptions {
   size_t stagingBytes = size_t{64} << 20;
   // How long an ack may wait for a request of this rank's to the same peer to carry it, while
   // this rank talks to that peer too (CCO_TCP_ACK_DELAY_US). 0: an ack goes bare one pass
-  // after it is due, unless a request left in between and carried it. Holding acks (20 us)
-  // measured no faster in a ping-pong (results/h200-tcp-latency) and would delay a flush.
+  // after it is due, unless a request left in between and carried it. Holding acks made a
+  // ping-pong no faster and would delay a flush, so it is off unless asked for.
   int64_t ackDelayUs = 0;
   // Up to this many peers, every socket is read each pass instead of asking epoll which to
-  // read (two sockets a peer: an idle recv costs 0.2-0.25 us on the device machine, against
-  // 0.13-0.15 for epoll; a recv that finds bytes is one call where epoll then recv is two,
-  // 1-1.5 us less a round trip: results/h200-tcp-floor). At most kMaxPollEverySocketPeers.
+  // read (two sockets a peer: an idle recv costs little more than an epoll_wait, and a recv
+  // that finds bytes is one call where epoll then recv is two, which shortens a round trip).
+  // At most kMaxPollEverySocketPeers.
   size_t pollEverySocketPeers = 2;
   static constexpr size_t kMaxPollEverySocketPeers = 32;  // a pass's events, two a peer
 };

@@ -107,8 +107,8 @@ Status TcpBackend::FinishRequest(Peer& p, Socket& s, NetTargetMap& map) {
 }
 
 // Acks due wait a little: a request of this rank's to the same peer carries them (Write) at
-// no cost, where a bare ACK is one more send (on a loopback or a kernel's TCP stack 4-8 us of
-// the proxy's time). A bare ACK goes after at least one pass (the proxy drains its rings in
+// no cost, where a bare ACK is one more send (a system call and the kernel's TCP stack, on the
+// proxy's time). A bare ACK goes after at least one pass (the proxy drains its rings in
 // between: a reply may appear), or, where options_.ackDelayUs is set and this rank talks to
 // the peer, once that delay ran out. Gets and refusals go at once, behind the acks held
 // (answers go in order).

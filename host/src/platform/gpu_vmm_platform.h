@@ -48,9 +48,9 @@ class GpuVmmPlatform : public Platform {
   Status CopyFromDevice(int device, void* dst, uint64_t src, size_t size) override;
   // A stream write of the word on the control stream (made by the communicator's creation,
   // which zeroes its resources through it), not a copy from pageable memory: the GDA proxy
-  // marks failed rings so while kernels run, and a stream write into pinned memory was
-  // measured not to wait for a kernel another thread of the process waits for (into device
-  // memory, as here, not yet measured: results/h200-blocking-calls).
+  // marks failed rings so while kernels run, and a stream write into pinned memory does not
+  // wait for a kernel another thread of the process waits for (tools/perf/blocking_call_probe.cu;
+  // into device memory, as here, the probe has not measured it).
   Status WriteDeviceWord(int device, uint64_t address, uint64_t value) override;
 
   Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) override;

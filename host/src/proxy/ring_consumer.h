@@ -1,4 +1,4 @@
-// The consumer side of one GDA ring (abi/gda.h, the producer is device/gda_ring.hpp): follows
+// The consumer side of one GDA ring (abi/ring.h, the producer is device/ring.hpp): follows
 // the doorbell's chain of marks, hands out released, complete descriptors in ticket order, and
 // tracks the prefix of tickets whose work is done (work may finish out of order). Publishing
 // `consumed` is the caller's: the proxy writes it behind the work on its stream, so it cannot
