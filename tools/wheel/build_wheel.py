@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Builds the cco wheel: the Python package with libcco.so, every bitcode variant and its
-manifest, the ABI table, the public headers, and the device sources the JIT build compiles.
+"""Builds the cco wheel: the Python packages (cco, the binding, with libcco.so, every bitcode
+variant and its manifest, the ABI table, the public headers, and the device sources the JIT
+build compiles; cco_tools, the `cco` command and its benchmark).
 
-  build_wheel.py --out DIR --package bindings/python/cco --lib libcco.so --table T.json
+  build_wheel.py --out DIR --package bindings/python/cco --package bindings/python/cco_tools
+      --lib libcco.so --table T.json
       --manifest M.json --bitcode A.bc ... --header DEST=SRC ... --source DEST=SRC ...
 
 A wheel is a zip with a .dist-info folder; writing it directly keeps the build offline.
@@ -48,7 +50,7 @@ def write_wheel(path, files, tag):
         "Summary: CCO: GPU-initiated communication (LSA, GDA, SDMA) as LLVM bitcode + a thin host SDK\n"
         "Requires-Python: >=3.10\n").encode()
     files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
-    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco.cli.__main__:main\n"
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco_tools.__main__:main\n"
     record = [record_line(p, d) for p, d in sorted(files.items())] + [f"{info}/RECORD,,"]
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
@@ -61,7 +63,7 @@ def write_wheel(path, files, tag):
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--package", required=True)
+    ap.add_argument("--package", action="append", required=True, help="a package folder (each one's .py files)")
     ap.add_argument("--lib", required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--manifest", required=True)
@@ -76,11 +78,12 @@ def main(argv):
         raise SystemExit(f"build_wheel: libcco.so needs glibc {needed[0]}.{needed[1]}, but the wheel is tagged "
                          f"{PLATFORM}: update PLATFORM here and the file name in tools/wheel/BUILD.bazel")
     files = {}  # archive path -> bytes
-    for folder, _, names in os.walk(opts.package):
-        for n in sorted(names):
-            if n.endswith(".py"):
-                src = os.path.join(folder, n)
-                files[os.path.join("cco", os.path.relpath(src, opts.package))] = open(src, "rb").read()
+    for package in opts.package:
+        for folder, _, names in os.walk(package):
+            for n in sorted(names):
+                if n.endswith((".py", ".pyi")):
+                    src = os.path.join(folder, n)
+                    files[os.path.join(os.path.basename(package), os.path.relpath(src, package))] = open(src, "rb").read()
     data = "cco/_data"
     files[f"{data}/libcco.so"] = open(opts.lib, "rb").read()
     files[f"{data}/cco_abi_table.json"] = open(opts.table, "rb").read()
