@@ -208,7 +208,7 @@ def test_every_gpu_suite_runs_on_threads(gpu):
                       "SDMA put overlapping compute", "one-shot all-reduce kernel loop (float32 sum)"], titles
     assert report.header.startswith("cco perf: 2 x Stand-in GPU") and report.meta["trials"] == 2
     put = report.suites[0]["rows"]
-    assert [row[0] for row in put] == [4096, 16384, 65536] and all(len(row) == 12 for row in put)
+    assert [row[0] for row in put] == [4096, 16384, 65536] and all(len(row) == 13 for row in put)
     assert all(s["rows"] for s in report.suites), [s["suite"] for s in report.suites if not s["rows"]]
     assert printed.count("\n\n# ") == len(report.suites)  # each title after its blank line
     assert report.to_json()  # every value is JSON

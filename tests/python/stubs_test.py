@@ -60,7 +60,8 @@ def test_each_call_form_matches_one_overload():
     import types
 
     overloads = []  # every overload, as written
-    source = gen_stubs.render().replace("from typing import Any, TypeAlias, overload", "from typing import Any, TypeAlias")
+    source = gen_stubs.render().replace("from typing import Any, TypeAlias, overload",
+                                        "from typing import Any, TypeAlias")
     namespace = {"core": types.SimpleNamespace(tensor=int, constexpr=int),
                  "overload": lambda f: overloads.append(getattr(f, "__func__", f)) or f}
     exec(compile(source.replace("from triton.language import core", ""), "cco.pyi", "exec"), namespace)

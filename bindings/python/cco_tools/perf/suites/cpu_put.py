@@ -12,9 +12,10 @@ from cco_tools.perf.measure import Timing, spread_of, sweep
 def run(ctx):
     group, top = ctx.group, ctx.options.max_bytes
     rows = ctx.report.suite("put through peer pointers",
-                            [R.size(), R.figure("put", "GB/s"), R.spread(), R.figure("memmove", "GB/s"),
-                             R.figure("put/memmove", "%")],
-                            note="rank 0 copies its [0, S) into rank 1's [S, 2S) (the kernel's job on a GPU)")
+                            [R.size(), R.number("reps"), R.figure("put", "GB/s"), R.spread(),
+                             R.figure("memmove", "GB/s"), R.figure("put/memmove", "%")],
+                            note="rank 0 copies its [0, S) into rank 1's [S, 2S) (the kernel's job on a GPU); reps: "
+                                 "copies in each timed run")
     sender = group.local.get(0)
     if sender is not None:
         ctypes.memset(sender.ptr(0, 0), 7, top)
@@ -34,7 +35,7 @@ def run(ctx):
             t_put = Timing([timed(sender, (1, top)) for _ in range(trials)])
             t_local = Timing([timed(sender, (0, top)) for _ in range(trials)])
         t_put, t_local = group.slowest(t_put), group.slowest(t_local)
-        rows.append([size, size / t_put / 1e9, spread_of(t_put), size / t_local / 1e9, 100 * t_local / t_put])
+        rows.append([size, reps, size / t_put / 1e9, spread_of(t_put), size / t_local / 1e9, 100 * t_local / t_put])
     group.align()  # rank 0's last put has landed
     receiver = group.local.get(1)
     if receiver is not None:  # rank 1 sees rank 0's bytes in its own memory

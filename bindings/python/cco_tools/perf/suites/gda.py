@@ -142,13 +142,14 @@ def _bandwidth(ctx):
     group, progress, trials, opts = ctx.group, ctx.progress, ctx.options.trials, ctx.options
     rows = ctx.report.suite(
         f"GDA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
-        [R.size(), R.figure("put+flush", "us"), R.figure("put", "GB/s"), R.spread(),
+        [R.size(), R.number("reps"), R.figure("put+flush", "us"), R.figure("put", "GB/s"), R.spread(),
          R.figure("in 64 KiB pieces", "GB/s"), R.figure("memcpy", "GB/s"), R.figure("put/memcpy", "%")],
         note="a kernel posts `reps` puts and flushes once (the copies run back to back); put+flush: one put "
              "flushed each time (the latency); in 64 KiB pieces: each put posted as puts of 64 KiB one after "
              "another (up to gdaDirectGroupMaxBytes a piece is the block's own copy; through the proxy, pieces that "
              "continue each other join into one copy); memcpy: cudaMemcpyAsync "
-             "of the same bytes from rank 0's window to rank 1's, replayed from a CUDA graph")
+             "of the same bytes from rank 0's window to rank 1's, replayed from a CUDA graph; reps: puts in each "
+             "timed run")
     span = opts.max_bytes
     status = P.status_words(group)
     P.fill_sources(group, span)
@@ -174,7 +175,7 @@ def _bandwidth(ctx):
                     else float("nan"))
         t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps, trials)
         gb = size / 1e9
-        rows.append([size, t_each * 1e6, gb / t_put, spread_of(t_put), gb / t_pieces, gb / t_copy,
+        rows.append([size, reps, t_each * 1e6, gb / t_put, spread_of(t_put), gb / t_pieces, gb / t_copy,
                      100 * t_copy / t_put])
     P.check_status(group, status, "GDA put bandwidth")
     P.check_landed(group, span, puts(span, 1), "GDA put")

@@ -41,14 +41,14 @@ def transfer(ctx, direction):
     kernel = K.lsa_put if direction == "put" else K.lsa_get
     rows = ctx.report.suite(
         f"LSA {direction} bandwidth, {group.world} ranks on {torch.cuda.device_count()} GPU(s)",
-        [R.size(), R.text("shape", 9), R.figure("cco", "GB/s"), R.spread(), R.figure("cco pdl", "GB/s"),
-         R.figure("raw twin", "GB/s"), R.figure("memcpy", "GB/s"), R.figure("cco/memcpy", "%"),
-         R.figure("cco pdl/memcpy", "%"), R.figure("cco/raw", "%"), R.figure("both", "GB/s/rank"),
-         R.figure("both aggregate", "GB/s")],
+        [R.size(), R.number("reps"), R.text("shape", 9), R.figure("cco", "GB/s"), R.spread(),
+         R.figure("cco pdl", "GB/s"), R.figure("raw twin", "GB/s"), R.figure("memcpy", "GB/s"),
+         R.figure("cco/memcpy", "%"), R.figure("cco pdl/memcpy", "%"), R.figure("cco/raw", "%"),
+         R.figure("both", "GB/s/rank"), R.figure("both aggregate", "GB/s")],
         note="one rank transfers, then both at once; memcpy = cudaMemcpyAsync device-to-device of the same bytes; "
              "cco pdl: launched with programmatic dependent launch (each put starts while the one before it "
              "ends); shape: the copy shape (words per half step, warps, programs per SM) that was fastest for the "
-             "raw twin at that size, used by every kernel of the row")
+             "raw twin at that size, used by every kernel of the row; reps: transfers in each timed run")
     pair = (0, 1)
     peer_of = {0: 1, 1: 0}
 
@@ -122,7 +122,7 @@ def transfer(ctx, direction):
         t_copy = group.time_graphs(group.on([0], memcpy(size)), reps, trials)
         t_both = group.time_graphs(group.on(pair, launch(size)), reps, trials)
         gb = size / 1e9
-        rows.append([size, "/".join(map(str, config[0])), gb / t_cco, spread_of(t_cco), gb / t_pdl, gb / t_raw,
+        rows.append([size, reps, "/".join(map(str, config[0])), gb / t_cco, spread_of(t_cco), gb / t_pdl, gb / t_raw,
                      gb / t_copy, 100 * t_copy / t_cco, 100 * t_copy / t_pdl, 100 * t_raw / t_cco, gb / t_both,
                      2 * gb / t_both])
     # The data arrived: after the last (both) transfer, ranks 0 and 1 each hold the

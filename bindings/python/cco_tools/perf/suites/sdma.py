@@ -29,11 +29,11 @@ def _bandwidth(ctx):
     group, progress, trials, opts = ctx.group, ctx.progress, ctx.options.trials, ctx.options
     rows = ctx.report.suite(
         f"SDMA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
-        [R.size(), R.figure("put+quiet", "us"), R.figure("sdma", "GB/s"), R.spread(), R.figure("memcpy", "GB/s"),
-         R.figure("lsa put", "GB/s"), R.figure("sdma/memcpy", "%")],
+        [R.size(), R.number("reps"), R.figure("put+quiet", "us"), R.figure("sdma", "GB/s"), R.spread(),
+         R.figure("memcpy", "GB/s"), R.figure("lsa put", "GB/s"), R.figure("sdma/memcpy", "%")],
         note="a kernel posts `reps` puts on queue 0 and quiets once (the copies run back to back); put+quiet: one "
              "put waited for each time (the latency); memcpy: cudaMemcpyAsync of the same bytes, replayed from a CUDA "
-             "graph; lsa put: a Triton kernel storing into the peer's window")
+             "graph; lsa put: a Triton kernel storing into the peer's window; reps: puts in each timed run")
     span = opts.max_bytes
     status = P.status_words(group)
     P.fill_sources(group, span)
@@ -61,7 +61,8 @@ def _bandwidth(ctx):
         t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps, trials)
         t_lsa = group.time_graphs(group.on([0], lsa(size)), reps, trials)
         gb = size / 1e9
-        rows.append([size, t_each * 1e6, gb / t_put, spread_of(t_put), gb / t_copy, gb / t_lsa, 100 * t_copy / t_put])
+        rows.append([size, reps, t_each * 1e6, gb / t_put, spread_of(t_put), gb / t_copy, gb / t_lsa,
+                     100 * t_copy / t_put])
     P.check_status(group, status, "SDMA put bandwidth")
     P.check_landed(group, span, puts(span, 1), "SDMA put")
 
@@ -106,8 +107,8 @@ def _overlap(ctx):
              "another stream (it outlasts the compute); sdma: a kernel posts the puts and ends, the copy engine moves "
              "them, a quiet kernel after the compute waits for them (sdma, waiting: the quiet kernel runs beside the "
              "compute instead and holds one SM, which costs a matmul a whole wave); memcpy: cudaMemcpyAsync (the "
-             "copy-engine anchor); lsa put: the Triton store kernel on every SM (what a copy engine spares the compute); "
-             "compute: the median of 3 runs alone (spread: theirs), with transfer: one run")
+             "copy-engine anchor); lsa put: the Triton store kernel on every SM (what a copy engine spares the "
+             "compute); compute: the median of 3 runs alone (spread: theirs), with transfer: one run")
     span = opts.max_bytes
     size = span
     reps = max(2, (2 << 30) // size)  # ~2 GiB moved: several ms, longer than the compute
