@@ -53,9 +53,14 @@ class _Stream:
         try:
             for line in pipe:
                 if mode == PREFIX:
-                    with _print_lock:
-                        sink.write(prefix + (line if line.endswith("\n") else line + "\n"))
-                        sink.flush()
+                    if sink is None:
+                        continue  # drained, so that the rank never blocks on a full pipe
+                    try:
+                        with _print_lock:
+                            sink.write(prefix + (line if line.endswith("\n") else line + "\n"))
+                            sink.flush()
+                    except (OSError, ValueError):  # our own reader went away (cco launch ... | head)
+                        sink = None
                 else:
                     with self._changed:
                         self.lines.append(line)
@@ -181,10 +186,7 @@ class RankProcesses:
                 raise RuntimeError(f"{what}: stopped by {signal.Signals(self._signalled).name}")
             got = got if got is None else got.strip()
             if got != line:
-                if got is None:
-                    why = "timed out"
-                else:
-                    why = f"said {got!r}" if got else "exited"
+                why = "timed out" if got is None else f"said {got!r}" if got else "exited"
                 self.stop()
                 text = err.text(5) if err is not None else None
                 raise RuntimeError(f"{what}: rank {rank} did not start ({why})" + (f":\n{_tail(text)}" if text else ""))
