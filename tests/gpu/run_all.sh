@@ -121,7 +121,7 @@ for step in "${steps[@]}"; do
         timeout "${PERF_SUITE_TIMEOUT:-300}" python3 -m cco_tools perf --suites "$suite" --json \
           > "$OUT/perf-$name.json" 2> "$OUT/perf-$name.err"
         echo "perf $suite: exit $?"; tail -3 "$OUT/perf-$name.err"
-        python3 -m cco_tools.perf.report "$OUT/perf-$name.json" || echo "perf $suite: no report"
+        python3 -m cco_tools.perf.report "$OUT/perf-$name.json"
       done
       ;;
     perf-launch)

@@ -216,8 +216,13 @@ def main(argv=None):
     if len(args) != 1:
         print("usage: python -m cco_tools.perf.report REPORT.json", file=sys.stderr)
         return 2
-    with open(args[0], encoding="utf-8") as f:
-        Report.from_dict(json.load(f)).print_table(sys.stdout)
+    try:
+        with open(args[0], encoding="utf-8") as f:
+            report = Report.from_dict(json.load(f))
+    except (OSError, ValueError, KeyError) as e:  # a run that failed leaves no report, or half of one
+        print(f"no report in {args[0]}: {e}", file=sys.stderr)
+        return 1
+    report.print_table(sys.stdout)
     return 0
 
 
