@@ -1,5 +1,5 @@
 """A one-shot all-reduce in Triton for 2-8 ranks: every rank reads every peer's buffer
-through LSA peer pointers, sums, and writes its own result (cco.kernels.lsa has the
+through LSA peer pointers, sums, and writes its own result (cco_tools.perf.kernels.lsa has the
 kernel: two LSA barriers around the reads, one barrier per program).
 
   python -m cco.launch -n 4 examples/triton/allreduce_oneshot.py [--elements N]
@@ -15,7 +15,7 @@ import triton
 
 from cco import CCODevCommRequirements, Communicator, GDA_CONNECTION_NONE
 from cco.ir.triton import cco
-from cco.kernels.lsa import max_programs, oneshot_allreduce
+from cco_tools.perf.kernels.lsa import max_programs, oneshot_allreduce
 from cco.memview import torch_view
 from cco.runtime import bootstrap, gpu_torch, run_script
 

@@ -14,7 +14,7 @@ signal). CallerOrdered posts carry their signal and are released by that mode's 
   python -m cco.launch -n 2 examples/triton/gda_modes.py
 
 Status: compiled ahead of time for sm_90, sm_100, gfx942 and gfx950 in CI
-(tests/python/tools_test.py); runs on an H200 with 2 ranks (tests/gpu/run_all.sh gda).
+(tests/python/perf_kernels_test.py); runs on an H200 with 2 ranks (tests/gpu/run_all.sh gda).
 """
 
 import triton

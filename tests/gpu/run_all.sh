@@ -45,7 +45,7 @@ for step in "${steps[@]}"; do
         python3 -m cco.launch -n 4 --timeout 120 /tmp/lsa_put && echo "C++ lsa_put 4 ranks: PASS"
         python3 -m cco.launch -n 2 --timeout 120 examples/python/02_lsa_put.py && echo "python 02_lsa_put 2 ranks: PASS"
         python3 -m cco.launch -n 2 --timeout 120 examples/python/01_barrier.py && echo "python 01_barrier 2 ranks: PASS"
-        python3 -m cco.cli doctor && echo "cco doctor: PASS"
+        python3 -m cco_tools doctor && echo "cco doctor: PASS"
       } 2>&1 | tee "$OUT/examples.log"
       mps_stop ;;
     gda)
@@ -62,10 +62,10 @@ for step in "${steps[@]}"; do
           -Xlinker -rpath=/tmp/site/cco/_data -o /tmp/gda_put &&
           python3 -m cco.launch -n 2 --timeout 120 /tmp/gda_put && echo "C++ gda_put 2 ranks: PASS"
         python3 -m cco.launch -n 4 --timeout 120 /tmp/gda_put && echo "C++ gda_put 4 ranks: PASS"
-        timeout 300 python3 -m cco.launch -n 2 -m cco.cli perf --suites gda --max-size 256M --json \
-          > "$OUT/perf-gda.json" 2> "$OUT/perf-gda.err"
+        timeout 300 python3 -m cco_tools launch -n 2 -m cco_tools perf --suites gda --max-size 256M \
+          --json "$OUT/perf-gda.json" > "$OUT/perf-gda.txt" 2> "$OUT/perf-gda.err"
         echo "perf gda: exit $?"; tail -3 "$OUT/perf-gda.err"
-        python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-gda.json"
+        python3 -m cco_tools.perf.report "$OUT/perf-gda.json"
       } 2>&1 | tee "$OUT/gda.log"
       mps_stop ;;
     gda-tcp)
@@ -108,28 +108,20 @@ for step in "${steps[@]}"; do
           -Xlinker -rpath=/tmp/site/cco/_data -o /tmp/sdma_put &&
           CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 /tmp/sdma_put && echo "C++ sdma_put 2 ranks: PASS"
         CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 3 --timeout 120 /tmp/sdma_put && echo "C++ sdma_put 3 ranks: PASS"
-        timeout 300 python3 -m cco.launch -n 2 -m cco.cli perf --suites sdma --max-size 256M --json \
-          > "$OUT/perf-sdma.json" 2> "$OUT/perf-sdma.err"
+        timeout 300 python3 -m cco_tools launch -n 2 -m cco_tools perf --suites sdma --max-size 256M \
+          --json "$OUT/perf-sdma.json" > "$OUT/perf-sdma.txt" 2> "$OUT/perf-sdma.err"
         echo "perf sdma: exit $?"; tail -3 "$OUT/perf-sdma.err"
-        python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-sdma.json"
+        python3 -m cco_tools.perf.report "$OUT/perf-sdma.json"
       } 2>&1 | tee "$OUT/sdma.log"
       mps_stop ;;
     perf)
       # One process per suite, each bounded: a stuck suite costs its own figures only.
       for suite in put,get allreduce barrier host; do
         name=${suite//,/-}
-        timeout "${PERF_SUITE_TIMEOUT:-300}" python3 -m cco.cli perf --suites "$suite" --json \
+        timeout "${PERF_SUITE_TIMEOUT:-300}" python3 -m cco_tools perf --suites "$suite" --json \
           > "$OUT/perf-$name.json" 2> "$OUT/perf-$name.err"
         echo "perf $suite: exit $?"; tail -3 "$OUT/perf-$name.err"
-        python3 - "$OUT/perf-$name.json" <<'PY'
-import json, sys
-from cco.cli.report import Report
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    sys.exit(f"no report: {e}")
-Report.from_dict(d).print_table(sys.stdout)
-PY
+        python3 -m cco_tools.perf.report "$OUT/perf-$name.json"
       done
       ;;
     perf-launch)
@@ -137,10 +129,10 @@ PY
       # On one GPU the two processes share it (MPS) and the NCCL / SymmetricMemory peers read
       # n/a (they need a GPU per rank); on two GPUs every column is measured.
       [[ $(nvidia-smi -L | wc -l) -lt 2 ]] && mps_start
-      timeout 400 python3 -m cco.cli perf --launch processes -n 2 --suites launch --json \
+      timeout 400 python3 -m cco_tools perf --launch processes -n 2 --suites launch --json \
         > "$OUT/perf-launch.json" 2> "$OUT/perf-launch.err"
       echo "perf launch: exit $?"; tail -3 "$OUT/perf-launch.err"
-      python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-launch.json"
+      python3 -m cco_tools.perf.report "$OUT/perf-launch.json"
       [[ $(nvidia-smi -L | wc -l) -lt 2 ]] && mps_stop ;;
     two-gpus)
       # The figures the issues ask of 2 GPUs, one process per GPU (no MPS): the all-reduce per
@@ -157,11 +149,11 @@ PY
         sdma=0
         [[ $suite == sdma ]] && sdma=1  # SDMA queues only where measured: the other suites as users run them
         # A cold Triton cache: one rank compiles while the other waits at a host barrier.
-        CCO_ENABLE_SDMA=$sdma CCO_TIMEOUT_MS=60000 timeout "${TWO_GPU_TIMEOUT:-400}" python3 -m cco.cli perf \
+        CCO_ENABLE_SDMA=$sdma CCO_TIMEOUT_MS=60000 timeout "${TWO_GPU_TIMEOUT:-400}" python3 -m cco_tools perf \
           --launch processes -n 2 --suites "$suite" --max-size 256M --json > "$OUT/perf2-$suite.json" \
           2> "$OUT/perf2-$suite.err"
         echo "perf $suite on 2 GPUs: exit $?"; tail -2 "$OUT/perf2-$suite.err"
-        python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf2-$suite.json"
+        python3 -m cco_tools.perf.report "$OUT/perf2-$suite.json"
       done
       # The issues' targets judged on every report of this run so far (met / missed / not measured).
       python3 tools/perf/issue_targets.py "$OUT" | tee "$OUT/issue-targets.md" ;;
@@ -184,15 +176,15 @@ PY
       # way of waiting for a socket's bytes.
       cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null
       timeout 120 stage/bin/socket_poll_probe 2000 | tee "$OUT/socket-poll-probe.txt"
-      timeout 400 python3 -m cco.cli perf --platform cpu --suites tcp --json > "$OUT/perf-tcp.json" 2> "$OUT/perf-tcp.err"
+      timeout 400 python3 -m cco_tools perf --platform cpu --suites tcp --json > "$OUT/perf-tcp.json" 2> "$OUT/perf-tcp.err"
       echo "perf tcp: exit $?"; tail -2 "$OUT/perf-tcp.err"
-      python3 -c "import json, sys; from cco.cli.report import Report; Report.from_dict(json.load(open(sys.argv[1]))).print_table(sys.stdout)" "$OUT/perf-tcp.json"
+      python3 -m cco_tools.perf.report "$OUT/perf-tcp.json"
       ;;
     perf-procs)
       # Ranks as processes (what one process per GPU does), two of them sharing the one
       # GPU: under MPS, so their kernels run at once.
       mps_start
-      timeout 300 python3 -m cco.cli perf --launch processes -n 2 --quick --suites put,barrier,allreduce \
+      timeout 300 python3 -m cco_tools perf --launch processes -n 2 --quick --suites put,barrier,allreduce \
         > "$OUT/perf-procs.txt" 2> "$OUT/perf-procs.err"
       echo "perf --launch processes: exit $?"; cat "$OUT/perf-procs.txt"; tail -3 "$OUT/perf-procs.err"
       mps_stop ;;

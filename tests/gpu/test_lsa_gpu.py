@@ -13,11 +13,11 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from cco.cli.perf_gpu import RankGroup
+from cco_tools.perf.ranks import RankGroup
 from cco.ir.triton import cco
 from kernels import globaltimer_ns
-from cco.kernels import lsa as K
-from cco.kernels import lsa_push as P
+from cco_tools.perf.kernels import lsa as K
+from cco_tools.perf.kernels import lsa_push as P
 
 RANKS = [2, 4, 8]
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "triton")

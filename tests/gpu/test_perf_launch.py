@@ -9,7 +9,7 @@ import socket
 import pytest
 import torch
 
-from cco.cli.perf_launch import Anchors
+from cco_tools.perf.suites.launch import Anchors
 
 
 def _free_port():

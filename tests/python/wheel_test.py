@@ -1,6 +1,7 @@
 """The wheel: installed into an empty folder (no checkout on the path), it carries the
-host library, every bitcode variant, the ABI table, the headers and the JIT sources, and
-runs `cco info` and `cco perf` on the cpu platform."""
+binding (cco) with the host library, every bitcode variant, the ABI table, the headers and the
+JIT sources, and the `cco` command (cco_tools), which runs `cco info` and `cco perf` on the
+cpu platform."""
 
 import glob
 import json
@@ -39,7 +40,8 @@ def test_wheel_contents():
                    "cco/_data/include/cco/cco.hpp", "cco/_data/include/cco/cco_scale_out.hpp",
                    "cco/_data/include/device/gda.hpp", "cco/_data/include/abi/gda.h", "cco/_data/bin/gda_tcp_bench",
                    "cco/_data/src/device/wrappers/cco_device_wrappers.inc", "cco/ir/triton/cco.py",
-                   "cco/_data/pkgconfig/cco.pc", f"cco-{cco_h_version()}.dist-info/RECORD",
+                   "cco/_data/pkgconfig/cco.pc", "cco/ir/triton/cco.pyi", "cco_tools/__main__.py",
+                   "cco_tools/perf/kernels/lsa.py", f"cco-{cco_h_version()}.dist-info/RECORD",
                    f"cco-{cco_h_version()}.dist-info/entry_points.txt", f"cco-{cco_h_version()}.dist-info/LICENSE"):
         assert needed in names, needed
 
@@ -81,13 +83,13 @@ def test_metadata_is_complete():
 def test_installed_wheel_runs_info_and_perf(tmp_path):
     site, env = install(tmp_path)
     cwd = str(tmp_path)  # not the checkout: everything must come from the wheel
-    r = subprocess.run([sys.executable, "-m", "cco.cli", "info", "--json"], env=env, cwd=cwd, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "cco_tools", "info", "--json"], env=env, cwd=cwd, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     facts = json.loads(r.stdout)
     assert facts["host_library"].startswith(str(site)) and facts["host_abi_version"] == facts["abi_version"]
     assert all(path and path.startswith(str(site)) for path in facts["targets"].values())
-    r = subprocess.run([sys.executable, "-m", "cco.cli", "perf", "--quick", "--suites", "barrier,put"], env=env,
+    r = subprocess.run([sys.executable, "-m", "cco_tools", "perf", "--quick", "--suites", "barrier,put"], env=env,
                        cwd=cwd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "put through peer pointers" in r.stdout, r.stderr
 

@@ -289,7 +289,7 @@ def test_barrier_rounds_load_the_device_communicator_once():
     a kernel runs), so a kernel that loops over barrier rounds loads its fields once, ahead of
     the loop: a round is the epoch load, the release store and the acquire polls, not three
     dependent memory trips behind the previous round's acquire."""
-    from cco.kernels import lsa as K
+    from cco_tools.perf.kernels import lsa as K
 
     signature = {"dc": "u64", "rounds": "i32", "status": "*i32"}
     ptx = compile_for(K.barrier_loop, signature, {"COOP": cco.CoopScope.BLOCK, "ORDER": -1},

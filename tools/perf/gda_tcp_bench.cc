@@ -8,8 +8,9 @@
 //           put bandwidth per size (`reps` puts back to back, then a flush: remote completion)
 //
 // Round trips are timed in blocks, the kinds taking turns (bare, put+signal, signal, bare,
-// ...), and each figure is the median of its blocks' means: a shared machine's noise (the
-// bare anchor moves by microseconds between runs) then weighs on the anchor and the figure alike.
+// ...), and each figure is the median of its blocks' means (with the fastest and slowest
+// block beside it): a shared machine's noise (the bare anchor moves by microseconds between
+// runs) then weighs on the anchor and the figure alike.
 //
 //   gda_tcp_bench RANK ID_FILE PEER_ADDRESS SUITES MAX_BYTES [ROUNDS]
 //
@@ -51,6 +52,15 @@ void Die(const char* what) {
 void Figure(const char* suite, const char* what, uint64_t bytes, double value, const char* unit) {
   printf("{\"suite\": \"%s\", \"what\": \"%s\", \"bytes\": %llu, \"value\": %.4f, \"unit\": \"%s\"}\n", suite, what,
          static_cast<unsigned long long>(bytes), value, unit);
+  fflush(stdout);
+}
+
+// A figure timed in blocks: the median block, and the fastest and slowest beside it.
+void Figure(const char* suite, const char* what, uint64_t bytes, std::vector<double> blocks, const char* unit) {
+  std::sort(blocks.begin(), blocks.end());
+  printf("{\"suite\": \"%s\", \"what\": \"%s\", \"bytes\": %llu, \"value\": %.4f, \"min\": %.4f, \"max\": %.4f, "
+         "\"unit\": \"%s\"}\n", suite, what, static_cast<unsigned long long>(bytes), blocks[blocks.size() / 2],
+         blocks.front(), blocks.back(), unit);
   fflush(stdout);
 }
 
@@ -101,11 +111,6 @@ int Reps(uint64_t size) { return static_cast<int>(std::max<uint64_t>(4, std::min
 
 constexpr int kBlocks = 15;  // and one more first, to warm up
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // One block of bare ping-pongs: its mean round trip in us.
 double BarePingPong(int fd, int rank, int rounds) {
   uint64_t word = 0;
@@ -154,10 +159,10 @@ void RoundTrips(ccoGda<>* gda, ccoWindow_t win, int bareFd, int rank, uint64_t m
     signal.push_back(GdaPingPong(*gda, win, maxBytes, rank, true, perBlock));
   }
   if (rank != 0) return;
-  if (bareFd >= 0) Figure("bare", "tcp pingpong 8B", 8, Median({bare.begin() + 1, bare.end()}), "us/rt");
+  if (bareFd >= 0) Figure("bare", "tcp pingpong 8B", 8, {bare.begin() + 1, bare.end()}, "us/rt");
   if (gda == nullptr) return;
-  Figure("gda", "put+signal round trip 8B", 8, Median({putSignal.begin() + 1, putSignal.end()}), "us/rt");
-  Figure("gda", "signal round trip", 0, Median({signal.begin() + 1, signal.end()}), "us/rt");
+  Figure("gda", "put+signal round trip 8B", 8, {putSignal.begin() + 1, putSignal.end()}, "us/rt");
+  Figure("gda", "signal round trip", 0, {signal.begin() + 1, signal.end()}, "us/rt");
 }
 
 // Rank 0 puts back to back, then flushes (every byte is at rank 1).

@@ -1,8 +1,8 @@
 """`cco perf --suites tcp` between two network namespaces (root): the same benchmark and
-anchors (cco/cli/perf_tcp.py), with the two "hosts" in namespaces joined by veth and a bridge
+anchors (cco_tools/perf/suites/tcp.py), with the two "hosts" in namespaces joined by veth and a bridge
 instead of on loopback; falls back to loopback where namespaces cannot be made.
 
-  python3 tools/perf/tcp_bench.py [--max-bytes N] [--loopback] [--json OUT]
+  python3 tools/perf/tcp_bench.py [--max-bytes N] [--loopback] [--targets] [--json OUT]
 """
 
 import argparse
@@ -13,8 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "python"))
 import netns  # noqa: E402
-from cco.cli import perf_tcp  # noqa: E402
-from cco.cli.report import Report  # noqa: E402
+from cco_tools.perf.report import Report  # noqa: E402
+from cco_tools.perf.suites import tcp as perf_tcp  # noqa: E402
 
 
 def main():
@@ -22,6 +22,7 @@ def main():
     ap.add_argument("--max-bytes", type=int, default=64 << 20)
     ap.add_argument("--rounds", type=int, default=2000)
     ap.add_argument("--loopback", action="store_true", help="loopback even where namespaces work")
+    ap.add_argument("--targets", action="store_true", help="the project's target beside each round trip")
     ap.add_argument("--json", default="")
     opts = ap.parse_args()
     hosts = netns.Hosts(2) if not opts.loopback and netns.available() else None
@@ -37,7 +38,7 @@ def main():
         if hosts:
             hosts.remove()
     report = Report(f"tcp backend benchmark: {os.cpu_count()} cores")
-    perf_tcp.add_suites(report, across, local, path)
+    perf_tcp.add_suites(report, across, local, path, opts.targets)
     report.print_table(sys.stdout)
     if opts.json:
         with open(opts.json, "w") as f:

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Builds the cco wheel: the Python package with libcco.so, every bitcode variant and its
-manifest, the ABI table, the public headers, a pkg-config file, and the device sources the JIT
-build compiles.
+"""Builds the cco wheel: the Python packages (cco, the binding, with libcco.so, every bitcode
+variant and its manifest, the ABI table, the public headers, a pkg-config file, and the device
+sources the JIT build compiles; cco_tools, the `cco` command and its benchmark).
 
   build_wheel.py --wheel OUT.whl --tag TAG --pyproject pyproject.toml --license LICENSE
-      --package bindings/python/cco --lib libcco.so --table T.json --manifest M.json
-      --bitcode A.bc ... --header DEST=SRC ... --source DEST=SRC ...
+      --package bindings/python/cco --package bindings/python/cco_tools --lib libcco.so
+      --table T.json --manifest M.json --bitcode A.bc ... --header DEST=SRC ... --source DEST=SRC ...
 
 The version is cco.h's (the --header for cco/cco.h), the rest of the metadata pyproject.toml's
 [project] table. A wheel is a zip with a .dist-info folder; writing it directly keeps the build
@@ -112,7 +112,7 @@ def write_wheel(path, files, tag, version, metadata_text, license_text=None):
     if license_text is not None:
         files[f"{info}/LICENSE"] = license_text
     files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
-    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco.cli.__main__:main\n"
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco_tools.__main__:main\n"
     record = [record_line(p, d) for p, d in sorted(files.items())] + [f"{info}/RECORD,,"]
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
@@ -129,7 +129,7 @@ def main(argv):
     ap.add_argument("--pyproject", required=True)
     ap.add_argument("--readme")
     ap.add_argument("--license", required=True)
-    ap.add_argument("--package", required=True)
+    ap.add_argument("--package", action="append", required=True, help="a package folder (each one's .py and .pyi files)")
     ap.add_argument("--lib", required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--manifest", required=True)
@@ -155,11 +155,12 @@ def main(argv):
     project = read_project(opts.pyproject)
 
     files = {}  # archive path -> bytes
-    for folder, _, names in os.walk(opts.package):
-        for n in sorted(names):
-            if n.endswith(".py"):
-                src = os.path.join(folder, n)
-                files[os.path.join("cco", os.path.relpath(src, opts.package))] = open(src, "rb").read()
+    for package in opts.package:
+        for folder, _, names in os.walk(package):
+            for n in sorted(names):
+                if n.endswith((".py", ".pyi")):
+                    src = os.path.join(folder, n)
+                    files[os.path.join(os.path.basename(package), os.path.relpath(src, package))] = open(src, "rb").read()
     data = "cco/_data"
     files[f"{data}/libcco.so"] = open(opts.lib, "rb").read()
     files[f"{data}/cco_abi_table.json"] = open(opts.table, "rb").read()

@@ -32,7 +32,7 @@ KNOWN = frozenset({
     "CCO_DEVICE_BC", "CCO_DISABLE_JIT", "CCO_NIC", "CCO_JIT_CACHE", "CCO_CACHE", "CCO_LIBRARY", "CCO_CLANG",
     "CCO_CLANG22", "CCO_OPT", "CCO_OPT22",
     # cco.launch hands these to each rank; cco perf's own
-    "CCO_RANK", "CCO_WORLD_SIZE", "CCO_UNIQUE_ID", "CCO_PERF_REPORT", "CCO_PERF_UIDS", "CCO_PERF_WINDOW",
+    "CCO_RANK", "CCO_WORLD_SIZE", "CCO_UNIQUE_ID", "CCO_PERF_UIDS", "CCO_PERF_WINDOW",
     # read by examples only (examples/flydsl/03_put.py, examples/python/quick_reference.py)
     "CCO_GDA_CONN", "CCO_BCAST_DIR",
     # the repository's build and test scripts

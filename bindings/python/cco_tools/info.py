@@ -8,7 +8,7 @@ import os
 def add_parser(sub):
     p = sub.add_parser("info", help="versions, targets, bitcode, host library")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=run)
+    p.set_defaults(run=lambda ns, argv: run(ns))
 
 
 def network_backend(sysfs="/sys/class/infiniband"):

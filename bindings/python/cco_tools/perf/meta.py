@@ -42,16 +42,18 @@ def _mps_running():
         return None
 
 
-def run_meta(platform, world, ranks_as, device=None):
-    """The run's record: command, versions, settings, machine. device: the reporting
-    process's current GPU (rank 0's, where ranks are processes)."""
+def run_meta(argv, platform, world, ranks_as, device=None, trials=None):
+    """The run's record: command (`argv`: what followed `cco`), versions, settings, machine,
+    the trials of each figure. device: the reporting process's current GPU (rank 0's, where
+    ranks are processes)."""
     meta = {
-        "command": [os.path.basename(sys.executable), "-m", "cco.cli"] + sys.argv[1:],
+        "command": [os.path.basename(sys.executable), "-m", "cco_tools", *argv],
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "platform": platform,
         "ranks": world,
         "ranks_as": ranks_as,
+        "trials": trials,
         "cco": cco.__version__,
         "python": sys.version.split()[0],
         "env": {k: v for k, v in sorted(os.environ.items()) if _recorded(k)},

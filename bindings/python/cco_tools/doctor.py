@@ -24,7 +24,7 @@ MIN_OPEN_FILES = 4096
 def add_parser(sub):
     p = sub.add_parser("doctor", help="check that this machine can run CCO, and say what to fix")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=run)
+    p.set_defaults(run=lambda ns, argv: run(ns))
 
 
 def host_library():
@@ -136,7 +136,7 @@ def environment():
 
 
 def gda_network():
-    from cco.cli.info import network_backend
+    from cco_tools.info import network_backend
 
     return OK, f"GDA between hosts: {network_backend()}", ""
 

@@ -1,20 +1,21 @@
-"""The host-side figures of `cco perf` (suite "host"): per rank, in fresh processes,
+"""`cco perf --suites host`: the host-side figures, per rank, in fresh processes:
   - the first ccoCommCreate of the process (the GPU context already exists, as it does
     in a framework process) and a second one,
-  - ccoWindowRegister of a large window (1 GiB on GPUs),
+  - ccoMemAlloc and ccoWindowRegister of a large window (1 GiB on GPUs),
   - ccoDevCommCreate.
-Each rank is a process started here; each reports its times as one JSON line.
+Each rank is a process started here (`python -m cco_tools.perf.suites.host`); each reports
+its times as one JSON line. The spread of a step is over the ranks.
 """
 
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from cco.cli.procs import await_line, kill_all, wait_all
-from cco.cli.report import size_label
+from cco._supervisor import CAPTURE, RankProcesses
+from cco_tools.perf import report as R
+from cco_tools.perf.report import size_label
 
 
 def _worker():
@@ -56,35 +57,38 @@ def _worker():
                       "second_create_ms": 1e3 * (t5 - t4)}), flush=True)
 
 
-def run_suite(report, world, window, platform):
+def measure(world, window, platform):
+    """Every rank's times (one dict each)."""
     from cco import Communicator
 
     uids = [Communicator.get_unique_id() for _ in range(2)]  # this process hosts both rendezvous
     env = dict(os.environ, CCO_WORLD_SIZE=str(world), CCO_PERF_UIDS=",".join(u.hex() for u in uids),
                CCO_PERF_WINDOW=str(window), CCO_PLATFORM=platform)
-    procs = []
-    try:
-        for r in range(world):
-            procs.append(subprocess.Popen([sys.executable, "-m", "cco.cli.perf_host"], env=dict(env, CCO_RANK=str(r)),
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True))
-        await_line(procs, "ready", 120, "cco perf host")
-        for p in procs:
-            p.stdin.write("go\n")
-            p.stdin.flush()
-    except BaseException:
-        kill_all(procs)  # the others would wait in the rendezvous until their timeout
-        raise
-    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in wait_all(procs, 300, "cco perf host")]
-    rows = report.suite(f"host control plane, {world} ranks as processes, {platform} platform",
-                        ["step", "median ms", "max ms"],
-                        note=f"window {size_label(window)}; first create = the process's first ccoCommCreate")
+    command = [sys.executable, "-m", __name__]
+    with RankProcesses([command] * world, [dict(env, CCO_RANK=str(r)) for r in range(world)], stdout=CAPTURE,
+                       stderr=CAPTURE, stdin=True) as ranks:
+        ranks.await_line("ready", 120, "cco perf host")
+        ranks.send_line("go")
+        outputs = ranks.wait(300).check("cco perf host")
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+
+
+def run(ctx):
+    opts = ctx.options
+    world, window, platform = opts.host_ranks, opts.host_window, opts.platform
+    ctx.progress("host: control plane")
+    results = measure(world, window, platform)
+    rows = ctx.report.suite(f"host control plane, {world} ranks as processes, {platform} platform",
+                            [R.text("step", 24), R.figure("median", "ms"), R.figure("max", "ms"), R.spread()],
+                            note=f"window {size_label(window)}; first create = the process's first ccoCommCreate; "
+                                 "spread: over the ranks")
     for key, label in (("create_ms", "ccoCommCreate (first)"), ("second_create_ms", "ccoCommCreate (second)"),
                        ("alloc_ms", f"ccoMemAlloc {size_label(window)}"),
                        ("register_ms", f"ccoWindowRegister {size_label(window)}"),
                        ("devcomm_ms", "ccoDevCommCreate")):
         values = sorted(r[key] for r in results)
-        rows.append([label, statistics.median(values), values[-1]])
+        median = statistics.median(values)
+        rows.append([label, median, values[-1], 100 * (values[-1] - values[0]) / median if median > 0 else None])
 
 
 if __name__ == "__main__":

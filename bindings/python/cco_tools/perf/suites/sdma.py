@@ -9,28 +9,31 @@ import math
 import torch
 import triton
 
-from cco.cli import perf_pair as P
-from cco.cli.report import size_label
-from cco.cli.timing import sweep
-from cco.kernels import lsa as K
-from cco.kernels import sdma as S
+from cco_tools.perf import report as R
+from cco_tools.perf.kernels import lsa as K
+from cco_tools.perf.kernels import sdma as S
+from cco_tools.perf.measure import spread_of, sweep
+from cco_tools.perf.report import size_label
+from cco_tools.perf.suites import pair as P
 
-LSA_BLOCK, LSA_WARPS, LSA_PER_SM = 2048, 8, 4  # the LSA put's shape (perf_gpu.COPY_CONFIGS[0])
-
-
-def run_suite(report, opts, group, progress):
-    _bandwidth(report, opts, group, progress)
-    _round_trip(report, opts, group, progress)
-    _overlap(report, opts, group, progress)
+LSA_BLOCK, LSA_WARPS, LSA_PER_SM = 2048, 8, 4  # the LSA put's shape (lsa_put.COPY_CONFIGS[0])
 
 
-def _bandwidth(report, opts, group, progress):
-    rows = report.suite(
+def run(ctx):
+    _bandwidth(ctx)
+    _round_trip(ctx)
+    _overlap(ctx)
+
+
+def _bandwidth(ctx):
+    group, progress, trials, opts = ctx.group, ctx.progress, ctx.options.trials, ctx.options
+    rows = ctx.report.suite(
         f"SDMA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
-        ["size", "put+quiet us", "sdma GB/s", "memcpy GB/s", "lsa put GB/s", "sdma/memcpy %"],
+        [R.size(), R.number("reps"), R.figure("put+quiet", "us"), R.figure("sdma", "GB/s"), R.spread(),
+         R.figure("memcpy", "GB/s"), R.figure("lsa put", "GB/s"), R.figure("sdma/memcpy", "%")],
         note="a kernel posts `reps` puts on queue 0 and quiets once (the copies run back to back); put+quiet: one "
              "put waited for each time (the latency); memcpy: cudaMemcpyAsync of the same bytes, replayed from a CUDA "
-             "graph; lsa put: a Triton kernel storing into the peer's window")
+             "graph; lsa put: a Triton kernel storing into the peer's window; reps: puts in each timed run")
     span = opts.max_bytes
     status = P.status_words(group)
     P.fill_sources(group, span)
@@ -53,23 +56,26 @@ def _bandwidth(report, opts, group, progress):
     for size in sweep(min(max(opts.min_bytes, 4096), span), span):
         progress("sdma put", size_label(size))
         reps = max(5, min(200, int(4e9 // size) // 50))
-        t_each = group.time_kernels(group.on([0], puts(size, reps, True)), reps)
-        t_put = group.time_kernels(group.on([0], puts(size, reps)), reps)
-        t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps)
-        t_lsa = group.time_graphs(group.on([0], lsa(size)), reps)
+        t_each = group.time_kernels(group.on([0], puts(size, reps, True)), reps, trials)
+        t_put = group.time_kernels(group.on([0], puts(size, reps)), reps, trials)
+        t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps, trials)
+        t_lsa = group.time_graphs(group.on([0], lsa(size)), reps, trials)
         gb = size / 1e9
-        rows.append([size_label(size), t_each * 1e6, gb / t_put, gb / t_copy, gb / t_lsa, 100 * t_copy / t_put])
+        rows.append([size, reps, t_each * 1e6, gb / t_put, spread_of(t_put), gb / t_copy, gb / t_lsa,
+                     100 * t_copy / t_put])
     P.check_status(group, status, "SDMA put bandwidth")
     P.check_landed(group, span, puts(span, 1), "SDMA put")
 
 
-def _round_trip(report, opts, group, progress):
-    rows = report.suite(
+def _round_trip(ctx):
+    group, progress, trials = ctx.group, ctx.progress, ctx.options.trials
+    rows = ctx.report.suite(
         f"SDMA put+signal round trip, ranks 0 and 1 on {torch.cuda.device_count()} GPU(s)",
-        ["payload", "cco us/rt", "lsa pingpong us/rt", "cco/lsa"],
+        [R.size("payload"), R.figure("cco", "us/rt"), R.spread(), R.figure("lsa pingpong", "us/rt"),
+         R.figure("cco/lsa", "")],
         note="rank 0 puts with a signal on queue 0, rank 1 waits and answers the same way; one kernel loops over "
              "the rounds; lsa pingpong: two kernels bouncing a flag by stores (the floor)")
-    rounds = 200 if opts.quick else 2000
+    rounds = ctx.options.rounds
     status = P.status_words(group)
 
     def kernels(nbytes, count):
@@ -82,24 +88,27 @@ def _round_trip(report, opts, group, progress):
     for nbytes in (8, 4096, 1 << 20):
         progress("sdma round trip", size_label(nbytes))
         group.run_once(group.on(P.PAIR, kernels(nbytes, 20)))
-        measured.append((size_label(nbytes), group.time_kernels(group.on(P.PAIR, kernels(nbytes, rounds)), rounds)))
+        measured.append((nbytes, group.time_kernels(group.on(P.PAIR, kernels(nbytes, rounds)), rounds, trials)))
     P.check_status(group, status, "SDMA round trip")
-    floor = P.flag_pingpong_us(group, rounds)
-    for label, t in measured:
-        rows.append([label, t * 1e6, floor, t * 1e6 / floor])
+    floor = P.flag_pingpong_us(group, rounds, trials)
+    for nbytes, t in measured:
+        rows.append([nbytes, t * 1e6, spread_of(t), floor, t * 1e6 / floor])
 
 
-def _overlap(report, opts, group, progress):
+def _overlap(ctx):
     """What a transfer costs the compute beside it: rank 0 runs bf16 matmuls (a CUDA graph on
     one stream) while a transfer to rank 1 runs on another, long enough to cover them."""
-    rows = report.suite(
+    group, progress, opts = ctx.group, ctx.progress, ctx.options
+    rows = ctx.report.suite(
         f"SDMA put overlapping compute, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
-        ["transfer", "compute us", "compute with transfer us", "slowdown %", "transfer GB/s"],
+        [R.text("transfer", 13), R.figure("compute", "us"), R.spread(), R.figure("compute with transfer", "us"),
+         R.figure("slowdown", "%"), R.figure("transfer", "GB/s")],
         note="compute: 10 bf16 matmuls 4096^3 replayed from a CUDA graph, alone and while the transfer runs on "
              "another stream (it outlasts the compute); sdma: a kernel posts the puts and ends, the copy engine moves "
              "them, a quiet kernel after the compute waits for them (sdma, waiting: the quiet kernel runs beside the "
              "compute instead and holds one SM, which costs a matmul a whole wave); memcpy: cudaMemcpyAsync (the "
-             "copy-engine anchor); lsa put: the Triton store kernel on every SM (what a copy engine spares the compute)")
+             "copy-engine anchor); lsa put: the Triton store kernel on every SM (what a copy engine spares the "
+             "compute); compute: the median of 3 runs alone (spread: theirs), with transfer: one run")
     span = opts.max_bytes
     size = span
     reps = max(2, (2 << 30) // size)  # ~2 GiB moved: several ms, longer than the compute
@@ -160,6 +169,7 @@ def _overlap(report, opts, group, progress):
                 torch.cuda.synchronize()
                 alone.append(s.elapsed_time(e) * 1e3)
             t_alone = sorted(alone)[1]
+            alone_spread = 100 * (max(alone) - min(alone)) / t_alone if t_alone > 0 else None
             # Enough bytes to outlast the compute twice over at the copy engine's speed (one GPU
             # copies within its own memory several times faster than two GPUs over NVLink).
             s, e = timed(transfer_stream, copy)
@@ -179,16 +189,17 @@ def _overlap(report, opts, group, progress):
                 short = ce.elapsed_time(te) < 0.05 if name == "sdma" else t_transfer < t_with
                 if name != "lsa put" and short:  # not an overlap: no figure rather than a wrong one
                     progress(f"sdma overlap: the {name} transfer ended before the compute; its row reads n/a")
-                    figures.append((name, None, None, None))
+                    figures.append((name, None, None, None, None))
                     continue
-                figures.append((name, t_alone, t_with, size * reps / (t_transfer * 1e-6) / 1e9))
+                figures.append((name, t_alone, alone_spread, t_with, size * reps / (t_transfer * 1e-6) / 1e9))
     # Every process makes the same calls: rank 1 learns rank 0's figures.
     for i, name in enumerate(("sdma", "sdma, waiting", "memcpy", "lsa put")):
-        mine = figures[i] if figures else (name, 0.0, 0.0, 0.0)
+        mine = figures[i] if figures else (name, 0.0, 0.0, 0.0, 0.0)
         # No figure: infinity, which the largest over the ranks keeps.
-        t_alone, t_with, gbs = (group.slowest(math.inf if v is None else v) for v in mine[1:])
+        t_alone, spread, t_with, gbs = (group.slowest(math.inf if v is None else v) for v in mine[1:])
         if math.isinf(max(t_alone, t_with, gbs)):
-            rows.append([name, None, None, None, None])
+            rows.append([name, None, None, None, None, None])
         else:
-            rows.append([name, t_alone, t_with, 100 * (t_with / t_alone - 1), gbs])
+            rows.append([name, t_alone, None if math.isinf(spread) else spread, t_with, 100 * (t_with / t_alone - 1),
+                         gbs])
     P.check_status(group, status, "SDMA overlap")

@@ -8,14 +8,14 @@ Per launch, float32 sum, one process per GPU:
          starts (and reads its descriptors) while the kernel before it on the stream ends;
   eager  a Python loop of `reps` launches, wall clock (host launch overhead included): what
          a plain eager loop pays.
-Columns: CCO's one-shot and two-shot kernels (cco.kernels.lsa.OneShotAllReduce /
-TwoShotAllReduce, Triton's launch path), its barrier-free one-shot (cco.kernels.lsa_push.
+Columns: CCO's one-shot and two-shot kernels (kernels/lsa.py OneShotAllReduce /
+TwoShotAllReduce, Triton's launch path), its barrier-free one-shot (kernels/lsa_push.py
 PushAllReduce: each rank pushes its input into its peers' receive slots, each element its own
 flag), the push kernel through the low-overhead path for eager callers (one launch captured
 once, replayed per call), NCCL through torch.distributed, and torch SymmetricMemory's one-shot
 and two-shot.
 The anchors need one GPU per rank and a torch.distributed rendezvous (torchrun, or cco perf's
-own processes, which get MASTER_ADDR / MASTER_PORT); elsewhere they read "n/a" and the note
+own processes, which get MASTER_ADDR / MASTER_PORT); elsewhere they read "-" (null in JSON) and the note
 says why. Every result is checked against the exact sum.
 """
 
@@ -25,10 +25,12 @@ import time
 import torch
 import triton
 
-from cco.cli.report import size_label
-from cco.cli.timing import sweep
-from cco.kernels import lsa as K
-from cco.kernels import lsa_push as P
+from cco_tools.perf import report as R
+from cco_tools.perf.kernels import lsa as K
+from cco_tools.perf.kernels import lsa_push as P
+from cco_tools.perf.measure import Timing, spread_of, sweep
+from cco_tools.perf.report import size_label
+
 
 def programs_per_rank(world):
     """Programs per rank of the all-reduces (and LSA barriers per rank): each program waits on
@@ -98,9 +100,9 @@ class Anchors:
             self.dist.barrier()
 
 
-def _per_launch_graph(group, fn, reps):
+def _per_launch_graph(group, fn, reps, trials):
     """Seconds per launch of `fn`, `reps` of them captured in one graph and replayed by every
-    rank at once (the slowest rank counts)."""
+    rank at once (the slowest rank counts), `trials` times (a Timing)."""
     fn()  # compiled, loaded and warmed outside the capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -111,30 +113,37 @@ def _per_launch_graph(group, fn, reps):
             fn()
     graph.replay()  # the first replay uploads the graph
     torch.cuda.synchronize()
-    group.align()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return group.slowest(start.elapsed_time(end) / 1e3 / reps)
+    times = []
+    for _ in range(trials):
+        group.align()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / reps)
+    return group.slowest(Timing(times))
 
 
-def _per_launch_eager(group, fn, reps):
+def _per_launch_eager(group, fn, reps, trials):
     """Seconds per launch of `fn` called `reps` times from a Python loop, wall clock, every
-    rank at once (the slowest rank counts)."""
+    rank at once (the slowest rank counts), `trials` times (a Timing)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    group.align()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return group.slowest((time.perf_counter() - t0) / reps)
+    times = []
+    for _ in range(trials):
+        group.align()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / reps)
+    return group.slowest(Timing(times))
 
 
-def run_suite(report, opts, group, progress):
+def run(ctx):
+    group, progress, trials, opts = ctx.group, ctx.progress, ctx.options.trials, ctx.options
     n = group.world
     if not group.spread:
         progress("launch: skipped (needs one process per rank: --launch processes, or a launcher)")
@@ -142,10 +151,11 @@ def run_suite(report, opts, group, progress):
     rk = group.ranks[0]
     top = opts.allreduce_max_bytes
     anchors = Anchors(rk.rank, n, rk.device, top // 4)
-    rows = report.suite(
+    rows = ctx.report.suite(
         f"all-reduce per launch (float32 sum), {n} processes on {torch.cuda.device_count()} GPU(s)",
-        ["size", "launch", "cco us", "cco 2-shot us", "cco push us", "cco fast us", "nccl us", "symm 1-shot us",
-         "symm 2-shot us", "cco best/best peer"],
+        [R.size(), R.count(), R.text("type", 7), R.text("launch", 9), R.figure("cco", "us"), R.spread(),
+         R.figure("cco 2-shot", "us"), R.figure("cco push", "us"), R.figure("cco fast", "us"), R.figure("nccl", "us"),
+         R.figure("symm 1-shot", "us"), R.figure("symm 2-shot", "us"), R.figure("cco best/best peer", "")],
         note="one launch per step; graph: launches captured in one CUDA graph and replayed; eager: a Python "
              "loop, wall clock; cco: the one-shot kernel; cco 2-shot: TwoShotAllReduce; cco push: PushAllReduce (no "
              "barrier: each element is its own flag); cco fast: PushAllReduce(graph=True), "
@@ -184,12 +194,12 @@ def run_suite(report, opts, group, progress):
             row = {}
             for key, fn in kernels[pdl].items():
                 out.zero_()
-                row[key] = timer(group, fn, reps)
+                row[key] = timer(group, fn, reps, trials)
                 _check(out, expected, f"{names[key]} ({mode})", size)
             kernels[pdl]["push"].check()
             if mode == "eager":  # fast is itself a graph: a graph of it would time the same replay
                 out.zero_()
-                row["fast"] = timer(group, fast, reps)
+                row["fast"] = timer(group, fast, reps, trials)
                 _check(out, expected, "cco all-reduce (fast path)", size)
                 fast.check()
             if anchors.why is None and not pdl:  # the peers launch without PDL: their graph row serves
@@ -199,7 +209,7 @@ def run_suite(report, opts, group, progress):
                                         ("two", anchors.two_shot, anchors.symm_buf)):
                     anchors.fill(count, mine)
                     fn = make(count)
-                    row[name] = timer(group, fn, reps)
+                    row[name] = timer(group, fn, reps, trials)
                     anchors.fill(count, mine)
                     torch.cuda.synchronize()
                     group.align()
@@ -212,10 +222,11 @@ def run_suite(report, opts, group, progress):
 
             def us(k, row=row, timed=timed):  # graph+pdl shows the peers' graph figures beside CCO's
                 source = row if k in row else timed
-                return source[k] * 1e6 if k in source else "n/a"
+                return source[k] * 1e6 if k in source else None
 
-            rows.append([size_label(size), mode, us("cco"), us("cco2"), us("push"), us("fast"), us("nccl"), us("one"),
-                         us("two"), min(row["cco"], row["cco2"], row["push"]) / min(peers) if peers else "n/a"])
+            rows.append([size, count, "float32", mode, us("cco"), spread_of(row["cco"]), us("cco2"), us("push"),
+                         us("fast"), us("nccl"), us("one"), us("two"),
+                         min(row["cco"], row["cco2"], row["push"]) / min(peers) if peers else None])
     anchors.close()
 
 

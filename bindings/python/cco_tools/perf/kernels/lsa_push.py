@@ -23,8 +23,8 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.kernels.lsa import (_aligned, _AllReduceLaunch, _check_pdl, _f32, _next_kernel_may_start, _peer_bases,
-                             _prior_kernel_done)
+from cco_tools.perf.kernels.lsa import (_aligned, _AllReduceLaunch, _check_pdl, _f32, _next_kernel_may_start,
+                                        _peer_bases, _prior_kernel_done)
 
 SENTINEL = tl.constexpr(-2147483648)      # int32 bits of -0.0
 _POLLS_BETWEEN_ABORT_CHECKS = tl.constexpr(1024)

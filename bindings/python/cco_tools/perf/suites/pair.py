@@ -4,10 +4,11 @@ flag ping-pong anchor, and the final check that a put of the whole span landed."
 
 import torch
 
-from cco.kernels import lsa as K
+from cco_tools.perf.kernels import lsa as K
+from cco_tools.perf.measure import Timing
+from cco_tools.perf.ranks import DIRECT_MAX  # noqa: F401 (the GDA suite's direct-path limit)
 
 PAIR = (0, 1)
-DIRECT_MAX = 1 << 20  # the largest gdaDirectMaxBytes a device communicator takes
 
 
 def status_words(group):
@@ -57,9 +58,10 @@ def check_landed(group, span, put_all, what, nbytes=None):
     group.align()
 
 
-def flag_pingpong_us(group, rounds):
+def flag_pingpong_us(group, rounds, trials=1):
     """The floor of a round trip between ranks 0 and 1: two kernels bouncing a flag by stores
-    through their windows (no CCO call), in microseconds; NaN if a side gave up."""
+    through their windows (no CCO call), in microseconds (a Timing of `trials` runs, the flags
+    cleared before each); NaN if a side gave up."""
     failed = status_words(group)
 
     def pingpong(count):
@@ -75,9 +77,12 @@ def flag_pingpong_us(group, rounds):
 
     for r in PAIR:  # each side is its own binary: load both before either waits
         group.run_once(group.on([r], pingpong(0)))
+    times = []
+    for _ in range(trials):  # a run counts its rounds from 1: the flags start cleared
+        reset_flags()
+        times.append(group.time_kernels(group.on(PAIR, pingpong(rounds)), rounds))
+        if group.slowest(max((int(f.item()) for f in failed.values()), default=0)):
+            reset_flags()
+            return float("nan")
     reset_flags()
-    t = group.time_kernels(group.on(PAIR, pingpong(rounds)), rounds)
-    if group.slowest(max((int(f.item()) for f in failed.values()), default=0)):
-        t = float("nan")
-    reset_flags()
-    return t * 1e6
+    return Timing([t * 1e6 for t in Timing.of(times).trials])

@@ -1,1 +1,0 @@
-"""The `cco` command: perf (the main job), info."""

@@ -1,1 +1,0 @@
-"""Reference Triton kernels on the CCO device API (used by `cco perf`, tests and examples)."""
