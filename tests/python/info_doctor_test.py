@@ -52,19 +52,23 @@ def test_info_names_the_network_backend(tmp_path):
     from cco_tools.info import network_backend
 
     os.environ.pop("CCO_NET", None)
-    os.environ.pop("MORI_NET", None)
     assert network_backend(str(tmp_path / "absent")) == "tcp (no RDMA device here)"
     (tmp_path / "mlx5_0").mkdir()
     assert "RDMA devices here: mlx5_0" in network_backend(str(tmp_path))
-    os.environ["MORI_NET"] = "tcp"
+    os.environ["CCO_NET"] = "tcp"
     try:
         assert network_backend(str(tmp_path)) == "tcp (CCO_NET=tcp)"
-        os.environ["MORI_NET"] = "verbs"
+        os.environ["CCO_NET"] = "verbs"
         assert "none: GDA across hosts will fail" in network_backend(str(tmp_path / "absent"))
-        os.environ["MORI_NET"] = "ib"
+        os.environ["CCO_NET"] = "ib"
         assert "invalid" in network_backend(str(tmp_path))
+        # The library reads no MORI_ spelling of it (the guide has none), and neither does info.
+        os.environ.pop("CCO_NET")
+        os.environ["MORI_NET"] = "tcp"
+        assert network_backend(str(tmp_path / "absent")) == "tcp (no RDMA device here)"
     finally:
-        os.environ.pop("MORI_NET")
+        os.environ.pop("CCO_NET", None)
+        os.environ.pop("MORI_NET", None)
 
 
 def test_the_command_lists_its_subcommands():

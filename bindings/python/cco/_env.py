@@ -37,7 +37,7 @@ KNOWN = frozenset({
     "CCO_GDA_CONN", "CCO_BCAST_DIR",
     # the repository's build and test scripts
     "CCO_PYTHON", "CCO_STAGE", "CCO_TEST_ID_FILE", "CCO_LLVM22_BIN", "CCO_NET_RANK_BIN",
-} | set(ALIASES.values()) | {"MORI_NET", "MORI_CCO_GDA_CONN"})
+} | set(ALIASES.values()) | {"MORI_CCO_GDA_CONN"})
 
 
 def get(name, default=None):

@@ -14,7 +14,7 @@ def add_parser(sub):
 def network_backend(sysfs="/sys/class/infiniband"):
     """What carries GDA between hosts here (host/src/net/select.h): CCO_NET's choice, else
     verbs where this machine has an RDMA device (and every rank must), else tcp."""
-    choice = os.environ.get("CCO_NET") or os.environ.get("MORI_NET") or ""
+    choice = os.environ.get("CCO_NET") or ""
     try:
         devices = sorted(os.listdir(sysfs))
     except OSError:
