@@ -111,6 +111,21 @@ def say_hello(base, stride, me, off_hello, off_counts, counts_for, epoch, WORLD:
 
 
 @triton.jit
+def open_call(dc, ws, off_counters, off_status, off_hello, off_counts, counts_for, WORLD: tl.constexpr):
+    """What every operator's kernel does first: (this rank's LSA index, rank 0's copy of the
+    workspace, the distance between copies, this rank's copy, this call's epoch, its parity (which
+    half of the workspace the call uses), the status word), with this call's start flag raised on
+    every peer (counts_for: the rows sent to each, or None)."""
+    me, base, stride = rank_bases(dc, ws, WORLD)
+    mine = base + me.to(tl.int64) * stride
+    epoch = begin_call(mine, off_counters)
+    par = (epoch % 2).to(tl.int64)
+    status = ptr_at(mine + off_status, tl.int32)
+    say_hello(base, stride, me, off_hello, off_counts, counts_for, epoch, WORLD)
+    return me, base, stride, mine, epoch, par, status
+
+
+@triton.jit
 def await_hellos(mine, me, off_hello, off_counts, expected, epoch, status, dc, max_polls, WORLD: tl.constexpr):
     """Program 0 waits for every peer's start flag of this call; where `expected` (W int32 by
     sender rank) is given, a sender that announced another row count marks status word 1."""

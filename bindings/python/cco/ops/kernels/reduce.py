@@ -16,8 +16,8 @@ tile rows q, q + W, q + 2W, ... of M.
 import triton
 import triton.language as tl
 
-from cco.ops.kernels.core import (await_hellos, begin_call, end_call, load_tile, mma, ptr_at, raise_flag, rank_bases,
-                                  say_hello, store_tile, tile_coords, wait_flag)
+from cco.ops.kernels.core import (await_hellos, end_call, load_tile, mma, open_call, ptr_at, raise_flag, store_tile,
+                                  tile_coords, wait_flag)
 
 
 @triton.jit
@@ -45,12 +45,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         OT: tl.constexpr = out.dtype.element_ty
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
-        me, base, stride = rank_bases(dc, ws, WORLD)
-        mine = base + me.to(tl.int64) * stride
-        epoch = begin_call(mine, off_counters)
-        par = (epoch % 2).to(tl.int64)
-        status = ptr_at(mine + off_status, tl.int32)
-        say_hello(base, stride, me, off_hello, off_counts, None, epoch, WORLD)
+        me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
+                                                               off_counts, None, WORLD)
         M_OWN = M // WORLD
         OWNED: tl.constexpr = OWNED_MT * NT
         slot_elems = N.to(tl.int64) * SLOT_ROWS

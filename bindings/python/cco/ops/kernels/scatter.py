@@ -17,8 +17,8 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import (await_hellos, begin_call, copy_rows, end_call, mma, ptr_at, raise_flag, rank_bases,
-                                  say_hello, store_tile, tile_coords, wait_flag)
+from cco.ops.kernels.core import (await_hellos, copy_rows, end_call, mma, open_call, ptr_at, raise_flag, store_tile,
+                                  tile_coords, wait_flag)
 
 
 @triton.jit(do_not_specialize=["M", "max_polls", "active"])
@@ -37,15 +37,12 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
         OT: tl.constexpr = out.dtype.element_ty
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
-        me, base, stride = rank_bases(dc, ws, WORLD)
-        mine = base + me.to(tl.int64) * stride
-        epoch = begin_call(mine, off_counters)
-        par = (epoch % 2).to(tl.int64)
-        status = ptr_at(mine + off_status, tl.int32)
         if CHECK_COUNTS:
-            say_hello(base, stride, me, off_hello, off_counts, table + T_SENDR, epoch, WORLD)
+            me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
+                                                                   off_counts, table + T_SENDR, WORLD)
         else:
-            say_hello(base, stride, me, off_hello, off_counts, None, epoch, WORLD)
+            me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
+                                                                   off_counts, None, WORLD)
         slot_elems = N.to(tl.int64) * CAP   # one sender's slot
         slot_bytes = slot_elems * ES
 
