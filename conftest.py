@@ -1,15 +1,28 @@
 """`pytest` run from a checkout (Bazel runs each test file on its own and never reads this file).
 
-The package comes from bindings/python (pyproject.toml's pythonpath); libcco.so, the tcp benchmark
+The package comes from bindings/python, unless PYTHONPATH names an installed one (the GPU machine
+installs the wheel it was handed: that is the package under test); libcco.so, the tcp benchmark
 and the bitcode from bazel-bin (`tools/cco info` or `bazel build //...` builds them). Folders
 whose tests need what only Bazel hands them, or a GPU, are left out, and the header says why."""
 
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Tests start ranks and tools as `python -m cco...` processes: they find the package the same way.
 _PACKAGE = os.path.join(HERE, "bindings", "python")
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE, os.environ.get("PYTHONPATH")) if p)
+
+
+def _installed_on_pythonpath():
+    for folder in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        if os.path.abspath(folder) != _PACKAGE and os.path.isfile(os.path.join(folder, "cco", "__init__.py")):
+            return True
+    return False
+
+
+if not _installed_on_pythonpath():
+    sys.path.insert(0, _PACKAGE)
+    # Tests start ranks and tools as `python -m cco...` processes: they find the package the same way.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE, os.environ.get("PYTHONPATH")) if p)
 
 
 def _gpu():

@@ -423,3 +423,26 @@ def test_pool_allocator_first_fit_and_merge(tmp_path, monkeypatch):
     other.cco_pool_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
     other.cco_pool_init(base * 2, size)
     assert other.cco_pool_malloc(16, 0, None) == base * 2
+
+
+def test_received_rows_come_from_every_rank_send_vector():
+    from cco.ops import alltoall
+
+    class Ranks:  # what the context's allgather answers: every rank's (operator, send splits)
+        lsa_rank = 1
+
+        def __init__(self, gathered):
+            self.gathered = gathered
+
+        def allgather(self, value):
+            return self.gathered
+
+    class Plan:
+        pass
+
+    sends = [("gemm_a2a", (1, 2, 3)), ("gemm_a2a", (4, 5, 6)), ("gemm_a2a", (7, 8, 9))]
+    assert alltoall._received(Ranks(sends), Plan(), "gemm_a2a", (4, 5, 6), None) == (2, 5, 8)
+    assert alltoall._received(Ranks(sends), Plan(), "gemm_a2a", (4, 5, 6), [3, 3, 3]) == (3, 3, 3)
+    mixed = sends[:2] + [("a2a_gemm", (7, 8, 9))]
+    with pytest.raises(OperandError, match="other ranks called a2a_gemm"):
+        alltoall._received(Ranks(mixed), Plan(), "gemm_a2a", (4, 5, 6), None)

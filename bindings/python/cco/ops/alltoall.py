@@ -4,6 +4,7 @@ splits[j] consecutive rows of this rank's matrix go to rank j, and the result is
 received from ranks 0..W-1, in rank order."""
 
 from cco.ops import planning
+from cco.ops.checks import OperandError
 from cco.ops.allgather import _launch_gather, launch_scatter
 from cco.ops.common import prepare, result, tiles_for
 
@@ -16,8 +17,11 @@ def _received(ctx, plan, op, send, out_splits):
         return tuple(int(s) for s in out_splits)
     known = plan.__dict__.setdefault("received", {})
     if send not in known:
-        sends = ctx.allgather((op, send))
-        known[send] = planning.recv_from_sends(sends, ctx.lsa_rank)
+        gathered = ctx.allgather((op, send))
+        others = sorted({o for o, _ in gathered} - {op})
+        if others:
+            raise OperandError(f"cco.ops.{op}: other ranks called {', '.join(others)} at the same time")
+        known[send] = planning.recv_from_sends([s for _, s in gathered], ctx.lsa_rank)
     return known[send]
 
 
