@@ -8,6 +8,8 @@ kernel waits before it has pushed everything it owes, and the pool's allocator."
 import ctypes
 import os
 import shutil
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -425,8 +427,12 @@ def test_pool_allocator_first_fit_and_merge(tmp_path, monkeypatch):
     assert other.cco_pool_malloc(16, 0, None) == base * 2
 
 
-def test_received_rows_come_from_every_rank_send_vector():
+def test_received_rows_come_from_every_rank_send_vector(monkeypatch):
     from cco.ops import alltoall
+
+    capturing = [False]  # torch as far as the function asks it: is a graph being captured
+    cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: capturing[0])
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
 
     class Ranks:  # what the context's allgather answers: every rank's (operator, send splits)
         lsa_rank = 1
@@ -446,3 +452,13 @@ def test_received_rows_come_from_every_rank_send_vector():
     mixed = sends[:2] + [("a2a_gemm", (7, 8, 9))]
     with pytest.raises(OperandError, match="other ranks called a2a_gemm"):
         alltoall._received(Ranks(mixed), Plan(), "gemm_a2a", (4, 5, 6), None)
+    # The same splits here, other splits elsewhere: asked again, never taken from before.
+    plan = Plan()
+    assert alltoall._received(Ranks(sends), plan, "gemm_a2a", (4, 5, 6), None) == (2, 5, 8)
+    other = [("gemm_a2a", (0, 6, 0)), sends[1], ("gemm_a2a", (0, 0, 15))]
+    assert alltoall._received(Ranks(other), plan, "gemm_a2a", (4, 5, 6), None) == (6, 5, 0)
+    # A capture cannot ask: it takes the last eager answer for its splits, or is refused.
+    capturing[0] = True
+    assert alltoall._received(Ranks(sends), plan, "gemm_a2a", (4, 5, 6), None) == (6, 5, 0)
+    with pytest.raises(OperandError, match="out_splits is needed to capture"):
+        alltoall._received(Ranks(sends), plan, "gemm_a2a", (1, 1, 13), None)

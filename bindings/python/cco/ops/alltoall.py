@@ -10,18 +10,25 @@ from cco.ops.common import prepare, result, tiles_for
 
 
 def _received(ctx, plan, op, send, out_splits):
-    """Rows from each rank: out_splits if given (the kernel checks the senders agree), else
-    learnt from every rank's splits the first time this rank calls with this split pattern
-    (collective: every rank must then be at a pattern it has not used before, together)."""
+    """Rows from each rank: out_splits if given (the kernel checks the senders agree). Else an
+    eager call asks every rank for its splits (collective: host barriers), and a call being
+    captured in a CUDA graph, which cannot wait on the host, takes what the last eager call
+    with the same splits on this rank learnt (the kernel still checks the senders agree)."""
     if out_splits is not None:
         return tuple(int(s) for s in out_splits)
+    import torch
+
     known = plan.__dict__.setdefault("received", {})
-    if send not in known:
-        gathered = ctx.allgather((op, send))
-        others = sorted({o for o, _ in gathered} - {op})
-        if others:
-            raise OperandError(f"cco.ops.{op}: other ranks called {', '.join(others)} at the same time")
-        known[send] = planning.recv_from_sends([s for _, s in gathered], ctx.lsa_rank)
+    if torch.cuda.is_current_stream_capturing():
+        if send not in known:
+            raise OperandError(f"cco.ops.{op}: out_splits is needed to capture a graph with splits {list(send)} "
+                               "(or an eager call with them first)")
+        return known[send]
+    gathered = ctx.allgather((op, send))
+    others = sorted({o for o, _ in gathered} - {op})
+    if others:
+        raise OperandError(f"cco.ops.{op}: other ranks called {', '.join(others)} at the same time")
+    known[send] = planning.recv_from_sends([s for _, s in gathered], ctx.lsa_rank)
     return known[send]
 
 
@@ -41,8 +48,8 @@ def gemm_a2a(a, b, splits, comm, *, out_splits=None, transport="lsa", out=None):
     """all_to_all_single(a @ b, out_splits, splits): a is M x K (M the same on every rank), b is
     K x N; splits[j] rows of the product go to rank j; the result holds the rows from rank 0,
     then rank 1, ... (out_splits[i] from rank i). Each tile is stored at its receivers as
-    soon as it is computed. out_splits: the rows each rank sends here; without it they are
-    learnt once per split pattern (every rank then repeats its pattern together)."""
+    soon as it is computed. out_splits: the rows each rank sends here; without it every rank's
+    splits are exchanged on the host at each eager call (a graph replays what its capture knew)."""
     ctx, pb, a, b = prepare("gemm_a2a", a, b, comm, transport, out, splits=splits, out_splits=out_splits)
     plan, tiles = _plan(ctx, "gemm_a2a", pb, transport, planning.scatter_plan)
     recv = _received(ctx, plan, "gemm_a2a", pb.send, out_splits)
