@@ -19,6 +19,7 @@
 #include "device/sdma.hpp"
 #include "device/spin_wait.hpp"
 #include "device/team.hpp"
+#include "device/trace.hpp"
 
 namespace cco {
 namespace abi {
@@ -276,6 +277,21 @@ CCO_DEVICE_API int32_t sdma_reset_local(uint64_t dc, int32_t peer, int32_t queue
 // (0 queues for a bad device communicator: every SDMA call on it is refused)
 CCO_DEVICE_API int32_t sdma_queue_count(uint64_t dc) {
   return with_sdma(dc, int32_t{0}, [&](ccoSdma& h) { return h.queue_count(); });
+}
+
+// --- the device-side trace (device/trace.hpp) ---------------------------------------------
+// Where tracing is off these cost the invariant load of dc.trace and one branch (a range whose
+// begin is 0 not even that): the handle is checked only once the field says it traces.
+CCO_DEVICE_API uint64_t trace_clock(uint64_t dc) {
+  if (!devcomm_pointer_ok(dc)) return 0;
+  const ccoDevComm d = devcomm_fields(dc);
+  return trace::On(d.trace) && devcomm_valid(d) ? ccoTraceClock(d) : 0;
+}
+template <class Coop> CCO_DEVICE_API int32_t trace_range(uint64_t dc, int32_t tag, uint64_t arg, uint64_t begin) {
+  if (begin == 0 || !devcomm_pointer_ok(dc)) return CCO_DEVICE_STATUS_OK;
+  const ccoDevComm d = devcomm_fields(dc);
+  if (trace::On(d.trace) && devcomm_valid(d)) ccoTraceRange<Coop>(d, static_cast<uint32_t>(tag), arg, begin);
+  return CCO_DEVICE_STATUS_OK;
 }
 
 }  // namespace abi
