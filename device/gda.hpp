@@ -212,6 +212,10 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
                                  uint32_t size) const;
   // A direct operation's signal: a release add on this rank's direct word at the peer.
   CCO_DEVICE_API void DirectSignal(const ccoGdaDesc& d, int32_t lsaPeer) const;
+  // Thread 0's post of `d` into the ring of team index `index` (the lanes of a warp together
+  // where the thread mode is AGGREGATE); *ticket is its ticket.
+  template <ccoThreadMode TM, ccoGdaDoorbellMode RingMode>
+  CCO_DEVICE_API int32_t RingPost(int32_t index, const ccoGdaDesc& d, uint64_t* ticket);
   // The lanes of this warp that post to one ring now share one reservation and one ring;
   // *ticket is the caller's.
   template <ccoGdaDoorbellMode RingMode>

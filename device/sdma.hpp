@@ -251,14 +251,20 @@ class ccoSdma {
     coop.sync();  // the group's earlier writes come before the post
     int32_t status = CCO_DEVICE_STATUS_OK;
     if (coop.thread_rank() == 0) {
-      const uint64_t begin = trace::Begin(traced);
-      ccoGdaDesc posted = d;
-      posted.traceRecord = trace::Take(traced);  // the proxy stamps the record it names
+      const bool aggregate = (flags & CCO_SDMA_FLAG_AGGREGATE) != 0;
+      const ring::View r = ring_of(peer, queue);
       uint64_t ticket = 0;
-      status = (flags & CCO_SDMA_FLAG_AGGREGATE)
-                   ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), posted, limits_, &ticket)
-                   : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(ring_of(peer, queue), posted, limits_, &ticket);
-      if (posted.traceRecord != 0) {
+      ccoGdaDesc posted = d;
+      // Tracing off, one test of the device communicator's field; on, the post between the
+      // trace's stamps, its descriptor naming its record (the proxy stamps that record).
+      if (!trace::On(traced)) {
+        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(r, posted, limits_, &ticket)
+                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(r, posted, limits_, &ticket);
+      } else {
+        const uint64_t begin = arch::timer_ns();
+        posted.traceRecord = trace::Take(traced);
+        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(r, posted, limits_, &ticket)
+                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(r, posted, limits_, &ticket);
         const uint16_t kind = d.op == CCO_GDA_OP_PUT ? CCO_TRACE_SDMA_PUT : CCO_TRACE_SDMA_GET;
         const uint16_t traceFlags = static_cast<uint16_t>((d.signalOp != CCO_SIGNAL_NONE ? CCO_TRACE_FLAG_SIGNAL : 0) |
                                                           ((d.flags & CCO_SDMA_DESC_LOCAL) ? CCO_TRACE_FLAG_LOCAL : 0));

@@ -113,15 +113,14 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::counter(int32_t counterId) {
   d.flags = CCO_GDA_DESC_MARKER;
   d.counterId = static_cast<uint32_t>(counterId);
   return EveryRing<Coop>([&](int32_t i) {
-    const uint64_t begin = trace::Begin(f_.trace);
-    d.traceRecord = trace::Take(f_.trace);
     uint64_t ticket = 0;
+    if (!trace::On(f_.trace)) return ring::Post<ccoGdaImmediate>(ring_of(i), d, limits_, &ticket);
+    const uint64_t begin = arch::timer_ns();
+    d.traceRecord = trace::Take(f_.trace);
     const int32_t status = ring::Post<ccoGdaImmediate>(ring_of(i), d, limits_, &ticket);
-    if (d.traceRecord != 0) {
-      const ccoGdaTopo t = topo();
-      trace::Write(f_.trace, d.traceRecord, begin,
-                   TraceEvent(d, cco_gda_conn_team_peer(f_.connectionType, &t, i), i, 0, ticket, status));
-    }
+    const ccoGdaTopo t = topo();
+    trace::Write(f_.trace, d.traceRecord, begin,
+                 TraceEvent(d, cco_gda_conn_team_peer(f_.connectionType, &t, i), i, 0, ticket, status));
     return status;
   });
 }
@@ -460,7 +459,6 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::Post(int32_t peer, const ccoGdaDe
   if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   Coop coop;
   coop.sync();  // the group's earlier writes come before the post
-  const uint64_t begin = trace::Begin(f_.trace);
   // The direct path: thread 0 decides; the group shares a put's copy where it can vote.
   bool direct = false;
   const int32_t lsaPeer = peer - f_.topo.lsaWorldBase;
@@ -468,34 +466,50 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::Post(int32_t peer, const ccoGdaDe
   if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && copies) {
     direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, true));
     if (direct) {
+      const uint64_t begin = trace::Begin(f_.trace);
       DirectData(d, dst, src, lsaPeer, coop.thread_rank(), coop.size());
       coop.sync();  // every share stored before thread 0's signal releases them
-      if (coop.thread_rank() == 0) DirectSignal(d, lsaPeer);
+      if (coop.thread_rank() == 0) {
+        DirectSignal(d, lsaPeer);
+        trace::Record(f_.trace, begin, TraceEvent(d, peer, index, CCO_TRACE_FLAG_DIRECT, 0, CCO_DEVICE_STATUS_OK));
+      }
     }
   } else if (coop.thread_rank() == 0) {
     direct = DirectReady(lsaPeer, index, d, false);
     if (direct) {
+      const uint64_t begin = trace::Begin(f_.trace);
       DirectData(d, dst, src, lsaPeer, 0, 1);
       DirectSignal(d, lsaPeer);
+      trace::Record(f_.trace, begin, TraceEvent(d, peer, index, CCO_TRACE_FLAG_DIRECT, 0, CCO_DEVICE_STATUS_OK));
     }
   }
   int32_t status = CCO_DEVICE_STATUS_OK;
   if (coop.thread_rank() == 0 && !direct) {
     ccoGdaDesc posted = d;  // one copy, changed in place: a choice of two would live in local memory
     PutAsValue(&posted, src);
-    posted.traceRecord = trace::Take(f_.trace);  // the proxy stamps the record it names
     uint64_t ticket = 0;
-    if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
-      status = PostAggregated<RingMode>(index, posted, &ticket);
+    constexpr ccoThreadMode kMode =
+        TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD ? CCO_THREAD_AGGREGATE : CCO_THREAD_INDEPENDENT;
+    // Tracing off, the post is the untraced one behind one test of the handle's field (its code
+    // is there twice); on, the same post between the trace's stamps, its descriptor naming its
+    // record (the proxy stamps that record).
+    if (!trace::On(f_.trace)) {
+      status = RingPost<kMode, RingMode>(index, posted, &ticket);
     } else {
-      status = ring::Post<RingMode>(ring_of(index), posted, limits_, &ticket);
-    }
-    if (posted.traceRecord != 0)
+      const uint64_t begin = arch::timer_ns();
+      posted.traceRecord = trace::Take(f_.trace);
+      status = RingPost<kMode, RingMode>(index, posted, &ticket);
       trace::Write(f_.trace, posted.traceRecord, begin, TraceEvent(d, peer, index, 0, ticket, status));
-  } else if (coop.thread_rank() == 0) {
-    trace::Record(f_.trace, begin, TraceEvent(d, peer, index, CCO_TRACE_FLAG_DIRECT, 0, status));
+    }
   }
   return worst_status(coop, status);  // thread 0's, in every thread
+}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
+template <ccoThreadMode TM, ccoGdaDoorbellMode RingMode>
+CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::RingPost(int32_t index, const ccoGdaDesc& d, uint64_t* ticket) {
+  if (TM == CCO_THREAD_AGGREGATE) return PostAggregated<RingMode>(index, d, ticket);
+  return ring::Post<RingMode>(ring_of(index), d, limits_, ticket);
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
