@@ -9,5 +9,6 @@
 #include "abi/ring.h"
 #include "abi/gda.h"
 #include "abi/sdma.h"
+#include "abi/trace.h"
 
 #endif /* CCO_ABI_CCO_ABI_H_ */

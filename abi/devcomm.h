@@ -115,7 +115,11 @@ typedef struct ccoDevComm {
   uint64_t sdmaLocal;             /* local pool: [peerLsaRank * sdmaQueueCount + q], this rank's proxy */
   uint32_t sdmaRingDepth;
   uint32_t sdmaShadowOffset;      /* 2 * lsaSize * sdmaQueueCount uint64 shadows: remote pool, then local */
-  uint64_t reserved2[2];          /* zero */
+  uint64_t trace;                 /* device address of this device communicator's trace buffer
+                                   * (abi/trace.h), 0: tracing off. Taken from reserved space, so
+                                   * the version stands: a host before it leaves 0 (no trace), a
+                                   * device before it records nothing */
+  uint64_t reserved2;             /* zero */
 } ccoDevComm;
 
 CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 320, "ccoDevComm size");
@@ -149,5 +153,7 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 252, "ccoDevComm.reserved");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingSlots) == 256, "ccoDevComm.sdmaRingSlots");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaSignals) == 280, "ccoDevComm.sdmaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingDepth) == 296, "ccoDevComm.sdmaRingDepth");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, trace) == 304, "ccoDevComm.trace");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved2) == 312, "ccoDevComm.reserved2");
 
 #endif /* CCO_ABI_DEVCOMM_H_ */

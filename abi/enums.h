@@ -96,4 +96,14 @@ typedef enum ccoDeviceStatus {
   CCO_DEVICE_STATUS_INVALID_ARGUMENT = 3
 } ccoDeviceStatus;
 
+/* The tags of a kernel's own trace ranges (cco_trace_range, abi/trace.h): the trace names
+ * these; from USER on the tags are the kernel's own. */
+typedef enum ccoTraceTag {
+  CCO_TRACE_TAG_TILE = 1,   /* a tile of a fused operator's GEMM */
+  CCO_TRACE_TAG_PUSH = 2,   /* moving a tile or a chunk into peers' memory */
+  CCO_TRACE_TAG_WAIT = 3,   /* waiting for what a peer sends */
+  CCO_TRACE_TAG_REDUCE = 4, /* combining the peers' parts */
+  CCO_TRACE_TAG_USER = 256
+} ccoTraceTag;
+
 #endif /* CCO_ABI_ENUMS_H_ */

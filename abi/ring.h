@@ -58,7 +58,9 @@ typedef struct ccoGdaDesc {
   uint64_t bytes;
   uint64_t signalValue;  /* CCO_SIGNAL_ADD: the addend (INC adds 1) */
   uint32_t counterId;    /* CCO_GDA_DESC_MARKER */
-  uint32_t reserved;     /* zero */
+  uint32_t traceRecord;  /* 0, or the index + 1 of the post's trace record (abi/trace.h): the
+                            proxy stamps the record's host times. Was reserved (zero): a device
+                            before it traces nothing, a proxy before it ignores it */
 } ccoGdaDesc;
 
 /* Each ring's host-side words, one cache line apiece (the proxy writes them; the device reads). */
@@ -96,6 +98,7 @@ CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, srcOffset) == 32, "ccoGdaDesc.srcOffset")
 CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, bytes) == 40, "ccoGdaDesc.bytes");
 CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, signalValue) == 48, "ccoGdaDesc.signalValue");
 CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, counterId) == 56, "ccoGdaDesc.counterId");
+CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, traceRecord) == 60, "ccoGdaDesc.traceRecord");
 CCO_STATIC_ASSERT(sizeof(ccoGdaRingHost) == 128, "ccoGdaRingHost size");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumed) == 0, "ccoGdaRingHost.consumed");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, error) == 64, "ccoGdaRingHost.error");

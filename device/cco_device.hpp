@@ -16,5 +16,6 @@
 #include "device/lsa_barrier.hpp"
 #include "device/sdma.hpp"
 #include "device/team.hpp"
+#include "device/trace.hpp"
 
 #endif  // CCO_DEVICE_CCO_DEVICE_HPP_

@@ -62,6 +62,7 @@
 #include "device/impl/gda__types.hpp"
 #include "device/ring.hpp"
 #include "device/spin_wait.hpp"
+#include "device/trace.hpp"
 
 namespace cco {
 
@@ -151,6 +152,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   /// A device communicator of this ABI with GDA, and a context of it.
   CCO_DEVICE_API bool context_ok() const;
   CCO_DEVICE_API const WaitLimits& limits() const;
+  /// The device communicator's trace buffer (device/trace.hpp), 0: not traced.
+  CCO_DEVICE_API uint64_t trace_buffer() const;
   /// Whether the proxy failed this context's ring to GDA-team index `index` (its peer lost).
   CCO_DEVICE_API bool ring_failed(int32_t index) const;
   /// This rank's words of signal `id` that world rank `sender` adds to: its proxy's, and
@@ -209,8 +212,20 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
                                  uint32_t size) const;
   // A direct operation's signal: a release add on this rank's direct word at the peer.
   CCO_DEVICE_API void DirectSignal(const ccoGdaDesc& d, int32_t lsaPeer) const;
-  // The lanes of this warp that post to one ring now share one reservation and one ring.
-  template <ccoGdaDoorbellMode RingMode> CCO_DEVICE_API int32_t PostAggregated(int32_t index, const ccoGdaDesc& d);
+  // Thread 0's post of `d` into the ring of team index `index` (the lanes of a warp together
+  // where the thread mode is AGGREGATE); *ticket is its ticket.
+  template <ccoThreadMode TM, ccoGdaDoorbellMode RingMode>
+  CCO_DEVICE_API int32_t RingPost(int32_t index, const ccoGdaDesc& d, uint64_t* ticket);
+  // The lanes of this warp that post to one ring now share one reservation and one ring;
+  // *ticket is the caller's.
+  template <ccoGdaDoorbellMode RingMode>
+  CCO_DEVICE_API int32_t PostAggregated(int32_t index, const ccoGdaDesc& d, uint64_t* ticket);
+  // What the trace records of the post of `d` to `peer` (team index `index`), and of a wait
+  // or flush of this context (device/trace.hpp).
+  CCO_DEVICE_API trace::Event TraceEvent(const ccoGdaDesc& d, int32_t peer, int32_t index, uint16_t flags,
+                                         uint64_t ticket, int32_t status) const;
+  CCO_DEVICE_API trace::Event TraceWait(uint16_t kind, int32_t peer, uint32_t aux, uint64_t least,
+                                        int32_t status) const;
 
   const ccoDevComm& dc_;
   gda::HandleFields f_;

@@ -31,6 +31,7 @@
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
 #include "device/spin_wait.hpp"
+#include "device/trace.hpp"
 
 namespace cco {
 namespace lsa_barrier_detail {
@@ -58,7 +59,9 @@ template <class Coop> class ccoLsaBarrierSession {
         flatBase_(dc.lsaFlatBase),
         stride_(dc.lsaStride),
         lsaRank_(dc.lsaRank),
-        lsaSize_(dc.lsaSize) {
+        lsaSize_(dc.lsaSize),
+        index_(index),
+        trace_(dc.trace) {
     const uint64_t resource =
         cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
@@ -92,6 +95,27 @@ template <class Coop> class ccoLsaBarrierSession {
   /// timeout.
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
   CCO_DEVICE_API int32_t wait(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
+    const uint64_t begin = trace::Begin(trace_);
+    const int32_t verdict = WaitRound(order, timeout_ns);
+    Traced(begin, CCO_TRACE_FLAG_WAIT_ONLY, verdict);
+    return verdict;
+  }
+
+  /// arrive then wait: ACQ_REL (the default) releases the coop's writes and acquires the
+  /// peers'; ACQUIRE only acquires (a relaxed arrive), RELEASE only releases.
+  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) { return sync(CCO_MEMORY_ORDER_ACQ_REL, timeout_ns); }
+  CCO_DEVICE_API int32_t sync(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
+    using namespace lsa_barrier_detail;
+    const uint64_t begin = trace::Begin(trace_);
+    arrive(releases(order) ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
+    const int32_t verdict = WaitRound(acquires(order) ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
+    Traced(begin, 0, verdict);
+    return verdict;
+  }
+
+ private:
+  // wait(), untraced (sync traces the round as one).
+  CCO_DEVICE_API int32_t WaitRound(ccoMemoryOrder order, uint64_t timeout_ns) {
     prepare();
     const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
@@ -122,16 +146,11 @@ template <class Coop> class ccoLsaBarrierSession {
     return verdict;
   }
 
-  /// arrive then wait: ACQ_REL (the default) releases the coop's writes and acquires the
-  /// peers'; ACQUIRE only acquires (a relaxed arrive), RELEASE only releases.
-  CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) { return sync(CCO_MEMORY_ORDER_ACQ_REL, timeout_ns); }
-  CCO_DEVICE_API int32_t sync(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
-    using namespace lsa_barrier_detail;
-    arrive(releases(order) ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
-    return wait(acquires(order) ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
+  // The round in the trace (device/trace.hpp): once per coop, the round's epoch as its size.
+  CCO_DEVICE_API void Traced(uint64_t begin, uint16_t flags, int32_t verdict) const {
+    trace::Span<Coop>(trace_, begin, trace::Event{CCO_TRACE_LSA_BARRIER, flags, -1, 0, index_, target_, 0, verdict});
   }
 
- private:
   // The coop's earlier writes (and the previous round's epoch store) come first; then every
   // thread reads this round's target from the epoch word, every round: another session, or
   // a bitcode call, may have used this barrier since (a target kept in the session would then
@@ -159,6 +178,8 @@ template <class Coop> class ccoLsaBarrierSession {
   const uint32_t* abortFlag_;
   uint64_t flatBase_, stride_, mySlot_;
   int32_t lsaRank_, lsaSize_;
+  uint32_t index_;
+  uint64_t trace_;
   uint32_t* epoch_;
   uint32_t* verdict_;
   uint32_t* inbox_;

@@ -52,6 +52,7 @@
 #include "device/lsa.hpp"
 #include "device/ring.hpp"
 #include "device/spin_wait.hpp"
+#include "device/trace.hpp"
 
 namespace cco {
 
@@ -117,15 +118,24 @@ class ccoSdma {
   /// shares out the queues; every thread returns the group's verdict.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t quiet(int32_t peer) {
     if (!target_ok(peer, 0)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return group::EveryRing<Coop>(
+    const uint64_t traced = dc_.trace;
+    const uint64_t begin = trace::Begin(traced);
+    const int32_t status = group::EveryRing<Coop>(
         queue_count(), [&](int32_t q) { return ring_of(peer, q); },
         [&](int32_t q) { return ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, q), limits_); });
+    trace::Span<Coop>(traced, begin, trace::Event{CCO_TRACE_SDMA_QUIET, 0, peer, 0, ~0u, 0, 0, status});
+    return status;
   }
 
   /// Every post to `peer` on `queue` so far is released and complete.
   CCO_DEVICE_API int32_t quiet_queue(int32_t peer, int32_t queue) {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), limits_);
+    const uint64_t traced = dc_.trace;
+    const uint64_t begin = trace::Begin(traced);
+    const int32_t status = ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), limits_);
+    trace::Record(traced, begin,
+                  trace::Event{CCO_TRACE_SDMA_QUIET, 0, peer, slot(peer, queue), static_cast<uint32_t>(queue), 0, 0, status});
+    return status;
   }
 
   // --- the signal pools of this rank: remote (what peers' puts counted here), local (what
@@ -168,8 +178,15 @@ class ccoSdma {
     const uint64_t* w = word(pool, peer, queue);
     // The queue's ring to the peer fails when the peer is lost: its signals may never come.
     const ccoGdaRingDevice* dev = ring_of(peer, queue).dev;
-    return group::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
-                                [&] { return ring::Failed(dev); }, shadow(pool, peer, queue), least, 64, limits_);
+    const uint64_t traced = dc_.trace;
+    const uint64_t begin = trace::Begin(traced);
+    const int32_t status =
+        group::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
+                             [&] { return ring::Failed(dev); }, shadow(pool, peer, queue), least, 64, limits_);
+    trace::Span<Coop>(traced, begin,
+                      trace::Event{CCO_TRACE_SDMA_WAIT, static_cast<uint16_t>(pool == kLocal ? CCO_TRACE_FLAG_LOCAL : 0),
+                                   peer, slot(peer, queue), static_cast<uint32_t>(queue), least, 0, status});
+    return status;
   }
   CCO_DEVICE_API uint64_t ReadPool(Pool pool, int32_t peer, int32_t queue) const {
     if (!target_ok(peer, queue)) return 0;
@@ -229,14 +246,32 @@ class ccoSdma {
 
   template <class Coop> CCO_DEVICE_API int32_t Post(int32_t peer, int32_t queue, uint32_t flags, const ccoGdaDesc& d) {
     if (!target_ok(peer, queue) || (flags & ~CCO_SDMA_FLAGS_ALL) != 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    const uint64_t traced = dc_.trace;
     Coop coop;
     coop.sync();  // the group's earlier writes come before the post
     int32_t status = CCO_DEVICE_STATUS_OK;
     if (coop.thread_rank() == 0) {
-      uint64_t ticket;
-      status = (flags & CCO_SDMA_FLAG_AGGREGATE)
-                   ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), d, limits_, &ticket)
-                   : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(ring_of(peer, queue), d, limits_, &ticket);
+      const bool aggregate = (flags & CCO_SDMA_FLAG_AGGREGATE) != 0;
+      const ring::View r = ring_of(peer, queue);
+      uint64_t ticket = 0;
+      ccoGdaDesc posted = d;
+      // Tracing off, one test of the device communicator's field; on, the post between the
+      // trace's stamps, its descriptor naming its record (the proxy stamps that record).
+      if (!trace::On(traced)) {
+        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(r, posted, limits_, &ticket)
+                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(r, posted, limits_, &ticket);
+      } else {
+        const uint64_t begin = arch::timer_ns();
+        posted.traceRecord = trace::Take(traced);
+        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(r, posted, limits_, &ticket)
+                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(r, posted, limits_, &ticket);
+        const uint16_t kind = d.op == CCO_GDA_OP_PUT ? CCO_TRACE_SDMA_PUT : CCO_TRACE_SDMA_GET;
+        const uint16_t traceFlags = static_cast<uint16_t>((d.signalOp != CCO_SIGNAL_NONE ? CCO_TRACE_FLAG_SIGNAL : 0) |
+                                                          ((d.flags & CCO_SDMA_DESC_LOCAL) ? CCO_TRACE_FLAG_LOCAL : 0));
+        trace::Write(traced, posted.traceRecord, begin,
+                     trace::Event{kind, traceFlags, peer, slot(peer, queue), static_cast<uint32_t>(queue), d.bytes,
+                                  ticket, status});
+      }
     }
     return worst_status(coop, status);  // thread 0's, in every thread
   }

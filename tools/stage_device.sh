@@ -3,16 +3,19 @@
 #   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
 #   stage/bin/*              host test binaries that run on the real driver, the tcp benchmark, vmm_probe,
 #                            gda_rtt_probe
+#   stage/untraced-*.bc      the sm_90 bitcode without trace points (-DCCO_DEVICE_TRACE=0), what
+#                            tests/gpu/test_trace_gpu.py measures the shipped one's trace points against
 # The GPU machine then runs tests/gpu/run_all.sh from the working tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bazel build //tools/wheel >/dev/null
+bazel build //tools/wheel //tests/trace:untraced_nvptx >/dev/null
 # Linked statically: the test must not need Bazel's shared objects over there.
 bazel build --dynamic_mode=off //tests/host:gpu_platform_test //tools/perf:gda_tcp_bench //tools/perf:socket_poll_probe >/dev/null
 rm -rf stage
 mkdir -p stage/bin
 cp "$(ls -t bazel-bin/tools/wheel/cco-*.whl | head -1)" stage/  # the wheel just built
 cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench bazel-bin/tools/perf/socket_poll_probe stage/bin/
+cp bazel-bin/tests/trace/untraced-nvptx-sm_90-proxy.bc stage/
 nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
 nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_enqueue_probe  # a proxy's copies
 # Which driver calls wait for a running kernel (a proxy must not make them while one waits for it).

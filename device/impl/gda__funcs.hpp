@@ -20,6 +20,7 @@
 #include "device/ring.hpp"
 #include "device/spin_wait.hpp"
 #include "device/team.hpp"
+#include "device/trace.hpp"
 
 namespace cco {
 
@@ -112,8 +113,15 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::counter(int32_t counterId) {
   d.flags = CCO_GDA_DESC_MARKER;
   d.counterId = static_cast<uint32_t>(counterId);
   return EveryRing<Coop>([&](int32_t i) {
-    uint64_t ticket;
-    return ring::Post<ccoGdaImmediate>(ring_of(i), d, limits_, &ticket);
+    uint64_t ticket = 0;
+    if (!trace::On(f_.trace)) return ring::Post<ccoGdaImmediate>(ring_of(i), d, limits_, &ticket);
+    const uint64_t begin = arch::timer_ns();
+    d.traceRecord = trace::Take(f_.trace);
+    const int32_t status = ring::Post<ccoGdaImmediate>(ring_of(i), d, limits_, &ticket);
+    const ccoGdaTopo t = topo();
+    trace::Write(f_.trace, d.traceRecord, begin,
+                 TraceEvent(d, cco_gda_conn_team_peer(f_.connectionType, &t, i), i, 0, ticket, status));
+    return status;
   });
 }
 
@@ -131,8 +139,12 @@ template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::wait_signal(int32_t signalId, uint64_t least, int32_t bits) {
   if (!signal_ok(signalId) || !bits_ok(bits, least)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-  return group::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); },
-                              [&] { return any_ring_failed(); }, shadow(signalId), least, bits, limits_);
+  const uint64_t begin = trace::Begin(f_.trace);
+  const int32_t status = group::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); },
+                                              [&] { return any_ring_failed(); }, shadow(signalId), least, bits, limits_);
+  trace::Span<Coop>(f_.trace, begin,
+                    TraceWait(CCO_TRACE_GDA_WAIT_SIGNAL, -1, static_cast<uint32_t>(signalId), least, status));
+  return status;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -153,8 +165,13 @@ template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::wait_counter(int32_t counterId, uint64_t least) {
   if (!counter_ok(counterId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   const uint64_t* word = counter_word(counterId);
-  return group::Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); },
-                              [&] { return any_ring_failed(); }, counter_shadow(counterId), least, 64, limits_);
+  const uint64_t begin = trace::Begin(f_.trace);
+  const int32_t status =
+      group::Consume<Coop>([&] { return arch::load<arch::PollOrder, scope::System>(word); },
+                           [&] { return any_ring_failed(); }, counter_shadow(counterId), least, 64, limits_);
+  trace::Span<Coop>(f_.trace, begin,
+                    TraceWait(CCO_TRACE_GDA_WAIT_COUNTER, -1, static_cast<uint32_t>(counterId), least, status));
+  return status;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -186,8 +203,11 @@ template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::flush() {
   if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  const uint64_t begin = trace::Begin(f_.trace);
   LandDirect<Coop>();
-  return EveryRing<Coop>([&](int32_t i) { return ring::Flush<Mode>(ring_of(i), limits_); });
+  const int32_t status = EveryRing<Coop>([&](int32_t i) { return ring::Flush<Mode>(ring_of(i), limits_); });
+  trace::Span<Coop>(f_.trace, begin, TraceWait(CCO_TRACE_GDA_FLUSH, -1, 0, 0, status));
+  return status;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -195,8 +215,11 @@ template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::flush_peer(int32_t peer) {
   const int32_t index = peer_index(peer);
   if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  const uint64_t begin = trace::Begin(f_.trace);
   LandDirect<Coop>();
-  return worst_status(Coop(), ring::Flush<Mode>(ring_of(index), limits_));  // timeouts are per thread
+  const int32_t status = worst_status(Coop(), ring::Flush<Mode>(ring_of(index), limits_));  // timeouts are per thread
+  trace::Span<Coop>(f_.trace, begin, TraceWait(CCO_TRACE_GDA_FLUSH, peer, 0, 0, status));
+  return status;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -223,10 +246,13 @@ template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::flush_wait() {
   if (!context_ok()) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  const uint64_t begin = trace::Begin(f_.trace);
   LandDirect<Coop>();
-  return EveryRing<Coop>([&](int32_t i) {
+  const int32_t status = EveryRing<Coop>([&](int32_t i) {
     return ring::WaitConsumed(ring_of(i), arch::load<order::Relaxed, scope::Device>(flush_target(i)), limits_);
   });
+  trace::Span<Coop>(f_.trace, begin, TraceWait(CCO_TRACE_GDA_FLUSH, -1, 0, 0, status));
+  return status;
 }
 
 // --- for ccoGdaBarrierSession ------------------------------------------------------------
@@ -244,6 +270,11 @@ CCO_DEVICE_API bool ccoGda<Provider, Mode>::context_ok() const {
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API const WaitLimits& ccoGda<Provider, Mode>::limits() const {
   return limits_;
+}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
+CCO_DEVICE_API uint64_t ccoGda<Provider, Mode>::trace_buffer() const {
+  return f_.trace;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -394,6 +425,26 @@ CCO_DEVICE_API ccoGdaDesc ccoGda<Provider, Mode>::Describe(ccoGdaOp op, ccoSigna
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
+CCO_DEVICE_API trace::Event ccoGda<Provider, Mode>::TraceEvent(const ccoGdaDesc& d, int32_t peer, int32_t index,
+                                                               uint16_t flags, uint64_t ticket, int32_t status) const {
+  uint16_t kind = CCO_TRACE_GDA_SIGNAL;
+  if (d.op == CCO_GDA_OP_PUT) kind = CCO_TRACE_GDA_PUT;
+  else if (d.op == CCO_GDA_OP_PUT_VALUE) kind = CCO_TRACE_GDA_PUT_VALUE;
+  else if (d.op == CCO_GDA_OP_GET) kind = CCO_TRACE_GDA_GET;
+  else if (d.flags & CCO_GDA_DESC_MARKER) kind = CCO_TRACE_GDA_COUNTER;
+  if (d.signalOp != CCO_SIGNAL_NONE) flags |= CCO_TRACE_FLAG_SIGNAL;
+  const uint32_t aux = (d.flags & CCO_GDA_DESC_MARKER) ? d.counterId : d.signalId;
+  const uint64_t bytes = d.op == CCO_GDA_OP_SIGNAL ? 0 : d.bytes;
+  return trace::Event{kind, flags, peer, cco_gda_ring_index(context_, index, f_.peerCount), aux, bytes, ticket, status};
+}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
+CCO_DEVICE_API trace::Event ccoGda<Provider, Mode>::TraceWait(uint16_t kind, int32_t peer, uint32_t aux, uint64_t least,
+                                                              int32_t status) const {
+  return trace::Event{kind, 0, peer, static_cast<uint32_t>(context_), aux, least, 0, status};
+}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop, class Step>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::EveryRing(Step step) const {
   return group::EveryRing<Coop>(f_.peerCount, [&](int32_t i) { return ring_of(i); }, step);
@@ -415,29 +466,50 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::Post(int32_t peer, const ccoGdaDe
   if (Coop::kScope != CCO_COOP_THREAD && Coop::kVotes && copies) {
     direct = coop.any(coop.thread_rank() == 0 && DirectReady(lsaPeer, index, d, true));
     if (direct) {
+      const uint64_t begin = trace::Begin(f_.trace);
       DirectData(d, dst, src, lsaPeer, coop.thread_rank(), coop.size());
       coop.sync();  // every share stored before thread 0's signal releases them
-      if (coop.thread_rank() == 0) DirectSignal(d, lsaPeer);
+      if (coop.thread_rank() == 0) {
+        DirectSignal(d, lsaPeer);
+        trace::Record(f_.trace, begin, TraceEvent(d, peer, index, CCO_TRACE_FLAG_DIRECT, 0, CCO_DEVICE_STATUS_OK));
+      }
     }
   } else if (coop.thread_rank() == 0) {
     direct = DirectReady(lsaPeer, index, d, false);
     if (direct) {
+      const uint64_t begin = trace::Begin(f_.trace);
       DirectData(d, dst, src, lsaPeer, 0, 1);
       DirectSignal(d, lsaPeer);
+      trace::Record(f_.trace, begin, TraceEvent(d, peer, index, CCO_TRACE_FLAG_DIRECT, 0, CCO_DEVICE_STATUS_OK));
     }
   }
   int32_t status = CCO_DEVICE_STATUS_OK;
   if (coop.thread_rank() == 0 && !direct) {
     ccoGdaDesc posted = d;  // one copy, changed in place: a choice of two would live in local memory
     PutAsValue(&posted, src);
-    if (TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD) {
-      status = PostAggregated<RingMode>(index, posted);
+    uint64_t ticket = 0;
+    constexpr ccoThreadMode kMode =
+        TM == CCO_THREAD_AGGREGATE && Coop::kScope == CCO_COOP_THREAD ? CCO_THREAD_AGGREGATE : CCO_THREAD_INDEPENDENT;
+    // Tracing off, the post is the untraced one behind one test of the handle's field (its code
+    // is there twice); on, the same post between the trace's stamps, its descriptor naming its
+    // record (the proxy stamps that record).
+    if (!trace::On(f_.trace)) {
+      status = RingPost<kMode, RingMode>(index, posted, &ticket);
     } else {
-      uint64_t ticket;
-      status = ring::Post<RingMode>(ring_of(index), posted, limits_, &ticket);
+      const uint64_t begin = arch::timer_ns();
+      posted.traceRecord = trace::Take(f_.trace);
+      status = RingPost<kMode, RingMode>(index, posted, &ticket);
+      trace::Write(f_.trace, posted.traceRecord, begin, TraceEvent(d, peer, index, 0, ticket, status));
     }
   }
   return worst_status(coop, status);  // thread 0's, in every thread
+}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
+template <ccoThreadMode TM, ccoGdaDoorbellMode RingMode>
+CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::RingPost(int32_t index, const ccoGdaDesc& d, uint64_t* ticket) {
+  if (TM == CCO_THREAD_AGGREGATE) return PostAggregated<RingMode>(index, d, ticket);
+  return ring::Post<RingMode>(ring_of(index), d, limits_, ticket);
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -499,7 +571,7 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::DirectSignal(const ccoGdaDesc& d, in
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 template <ccoGdaDoorbellMode RingMode>
-CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, const ccoGdaDesc& d) {
+CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, const ccoGdaDesc& d, uint64_t* ticket) {
   arch::LaneMask pending = arch::active_mask();
   const uint32_t lane = arch::lane_id();
   int32_t status = CCO_DEVICE_STATUS_OK;
@@ -519,8 +591,12 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, con
     if (lane == leader) reserved = static_cast<uint32_t>(ring::Reserve(r, limits_, &first, count));
     first = arch::shuffle_among(first, leader, group);
     const int32_t mine = static_cast<int32_t>(static_cast<uint32_t>(arch::shuffle_among(reserved, leader, group)));
-    if (mine == CCO_DEVICE_STATUS_OK) ring::Write<RingMode>(r, first + below, d);
-    else status = mine;
+    if (mine == CCO_DEVICE_STATUS_OK) {
+      *ticket = first + below;
+      ring::Write<RingMode>(r, first + below, d);
+    } else {
+      status = mine;
+    }
     arch::warp_sync_among(group);
     if (lane == leader && mine == CCO_DEVICE_STATUS_OK && RingMode == CCO_GDA_DOORBELL_IMMEDIATE)
       ring::Doorbell(r, first + count);
@@ -542,6 +618,8 @@ template <class Coop, class Provider> CCO_DEVICE_API int32_t ccoGdaBarrierSessio
   // pair this rank's later rounds with the peers' earlier ones)
   if (!gda_.context_ok() || index_ >= dc.gdaBarrierCount) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   uint64_t* epoch = gda_.barrier_epoch(index_);
+  const uint64_t traced = gda_.trace_buffer();
+  const uint64_t begin = trace::Begin(traced);
   coop_.sync();
   const uint64_t target = *epoch + 1;
   const uint32_t id = dc.gdaSignalCount + index_;  // the barrier's signal, one word per sender
@@ -568,6 +646,7 @@ template <class Coop, class Provider> CCO_DEVICE_API int32_t ccoGdaBarrierSessio
   status = worst_status(coop_, status);  // every thread's verdict, not only its peers'
   if (coop_.thread_rank() == 0) *epoch = target;
   coop_.sync();
+  trace::Span<Coop>(traced, begin, trace::Event{CCO_TRACE_GDA_BARRIER, 0, -1, 0, index_, target, 0, status});
   return status;
 }
 

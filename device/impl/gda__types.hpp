@@ -42,6 +42,7 @@ struct HandleFields {
   uint64_t ringSlots, ringHost, ringDevice, signals, counters, flatBase, stride;
   uint64_t resources;  // this rank's copy of the resources
   uint32_t shadowOffset, flushOffset;
+  uint64_t trace;  // the trace buffer (abi/trace.h), 0: off
   CCO_DEVICE_API explicit HandleFields(const ccoDevComm& dc)
       : topo(gda_topo(dc)),
         valid(devcomm_valid(dc)),
@@ -64,7 +65,8 @@ struct HandleFields {
         stride(dc.lsaStride),
         resources(cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
         shadowOffset(dc.gdaShadowOffset),
-        flushOffset(dc.gdaFlushOffset) {}
+        flushOffset(dc.gdaFlushOffset),
+        trace(dc.trace) {}
 };
 
 }  // namespace gda

@@ -24,16 +24,26 @@
   X(ccoDevComm, gdaUniformNodes) X(ccoDevComm, gdaDirectMaxBytes) X(ccoDevComm, gdaDirectGroupMaxBytes) \
   X(ccoDevComm, reserved) \
   X(ccoDevComm, sdmaRingSlots) X(ccoDevComm, sdmaRingHost) X(ccoDevComm, sdmaRingDevice) X(ccoDevComm, sdmaSignals) \
-  X(ccoDevComm, sdmaLocal) X(ccoDevComm, sdmaRingDepth) X(ccoDevComm, sdmaShadowOffset) X(ccoDevComm, reserved2) \
+  X(ccoDevComm, sdmaLocal) X(ccoDevComm, sdmaRingDepth) X(ccoDevComm, sdmaShadowOffset) X(ccoDevComm, trace) \
+  X(ccoDevComm, reserved2) \
   X(ccoGdaDesc, seq) X(ccoGdaDesc, op) X(ccoGdaDesc, signalOp) X(ccoGdaDesc, flags) X(ccoGdaDesc, signalId) \
   X(ccoGdaDesc, dstWindow) X(ccoGdaDesc, srcWindow) X(ccoGdaDesc, dstOffset) X(ccoGdaDesc, srcOffset) \
-  X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, reserved) \
+  X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, traceRecord) \
   X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) \
   X(ccoGdaRingHost, pad1) \
   X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, failed) \
-  X(ccoGdaRingDevice, pad)
+  X(ccoGdaRingDevice, pad) \
+  X(ccoTraceBuffer, magic) X(ccoTraceBuffer, version) X(ccoTraceBuffer, capacity) X(ccoTraceBuffer, sampleCapacity) \
+  X(ccoTraceBuffer, sampleEvery) X(ccoTraceBuffer, reserved0) X(ccoTraceBuffer, next) X(ccoTraceBuffer, samplesNext) \
+  X(ccoTraceBuffer, hostClock) X(ccoTraceBuffer, reserved) \
+  X(ccoTraceRecord, begin) X(ccoTraceRecord, end) X(ccoTraceRecord, bytes) X(ccoTraceRecord, ticket) \
+  X(ccoTraceRecord, kind) X(ccoTraceRecord, flags) X(ccoTraceRecord, peer) X(ccoTraceRecord, ring) \
+  X(ccoTraceRecord, block) X(ccoTraceRecord, warp) X(ccoTraceRecord, lane) X(ccoTraceRecord, status) \
+  X(ccoTraceRecord, aux) X(ccoTraceRecord, seq) \
+  X(ccoTraceClockSample, before) X(ccoTraceClockSample, host) X(ccoTraceClockSample, after) X(ccoTraceClockSample, seq)
 
 #define CCO_LAYOUT_STRUCTS(X) \
-  X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice)
+  X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice) \
+  X(ccoTraceBuffer) X(ccoTraceRecord) X(ccoTraceClockSample)
 
 #endif  // CCO_TESTS_ABI_LAYOUT_FIELDS_H_

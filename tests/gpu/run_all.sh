@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor ops)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor ops trace)
 
 python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -188,6 +188,16 @@ for step in "${steps[@]}"; do
         > "$OUT/perf-procs.txt" 2> "$OUT/perf-procs.err"
       echo "perf --launch processes: exit $?"; cat "$OUT/perf-procs.txt"; tail -3 "$OUT/perf-procs.err"
       mps_stop ;;
+    trace)
+      # The device-side trace (docs/trace.md): the GPU suites traced, the ranks' files merged and
+      # checked; then tests/gpu/test_trace_gpu.py (its cost figures against the staged untraced bitcode).
+      mps_start
+      rm -rf "$OUT/trace"
+      timeout 600 python3 -m cco_tools perf --quick --suites gda,sdma,barrier --trace "$OUT/trace" > "$OUT/trace-perf.txt" 2>&1
+      echo "perf --trace: exit $?"
+      python3 -m cco_tools trace merge "$OUT/trace" -o "$OUT/trace-all.json" && python3 -m cco_tools trace check "$OUT/trace-all.json"
+      mps_stop
+      timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_trace_gpu.py -ra 2>&1 | tee "$OUT/trace.log" | tail -30 ;;
     ops)
       # The fused GEMM + collective operators (cco.ops): every operator against torch with 1, 2
       # and 4 rank processes sharing the GPU under MPS, graph replay, the pool, bad operands, a

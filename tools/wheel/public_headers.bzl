@@ -13,6 +13,7 @@ PUBLIC_HEADERS = {
     "abi/gda.h": "//abi:gda.h",
     "abi/ring.h": "//abi:ring.h",
     "abi/sdma.h": "//abi:sdma.h",
+    "abi/trace.h": "//abi:trace.h",
     "device/cco_device_abi.h": "//device:wrappers/cco_device_abi.h",
     # The C++ device API (header-only) and the guide's header pair over it.
     "cco/cco.hpp": "//host:include/cco/cco.hpp",
@@ -34,6 +35,7 @@ PUBLIC_HEADERS.update({"device/%s" % h: "//device:%s" % h for h in [
     "sdma.hpp",
     "spin_wait.hpp",
     "team.hpp",
+    "trace.hpp",
     "arch/amdgcn.h",
     "arch/arch.h",
     "arch/host.h",

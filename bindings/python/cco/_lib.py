@@ -53,6 +53,7 @@ SIGNATURES = {
     # device communicator
     "ccoDevCommCreate": (_result, [_comm, POINTER(CCODevCommRequirements), POINTER(DevCommStruct)]),
     "ccoDevCommDestroy": (_result, [_comm, POINTER(DevCommStruct)]),
+    "ccoDevCommTraceFlush": (_result, [_comm, POINTER(DevCommStruct), c_char_p]),
     # host synchronisation
     "ccoBarrierAll": (_result, [_comm]),
 }

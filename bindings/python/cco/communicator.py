@@ -221,6 +221,17 @@ class Communicator:
         self._call("ccoDevCommDestroy", ctypes.byref(dc.struct))
         self._collective = [r for r in self._collective if r is not dc]
 
+    def trace_flush(self, dc: DevCommHandle, path: str = None) -> None:
+        """Writes what dc's device-side trace recorded since its last flush as a Chrome
+        trace-event JSON file at `path` (None: the next file in CCO_TRACE's folder) and empties
+        the trace; local. Call it when no kernel that was handed dc runs. Nothing happens where
+        dc is not traced (CCO_TRACE was unset when it was made). destroy_dev_comm and destroy
+        write what is left."""
+        if not isinstance(dc, DevCommHandle):
+            raise TypeError(f"dc must be the DevCommHandle create_dev_comm returned, got {type(dc).__name__}")
+        encoded = None if path is None else str(path).encode()
+        self._call("ccoDevCommTraceFlush", ctypes.byref(dc.struct), encoded)
+
     # --- synchronisation and lifetime ------------------------------------------------------
 
     def barrier(self) -> None:

@@ -84,7 +84,8 @@ class DevCommStruct(ctypes.Structure):
         ("sdmaLocal", ctypes.c_uint64),
         ("sdmaRingDepth", ctypes.c_uint32),
         ("sdmaShadowOffset", ctypes.c_uint32),
-        ("reserved2", ctypes.c_uint64 * 2),
+        ("trace", ctypes.c_uint64),  # the device-side trace's buffer (abi/trace.h), 0: not traced
+        ("reserved2", ctypes.c_uint64),
     ]
 
 
@@ -92,7 +93,7 @@ def _check_layout():
     """The static asserts of abi/devcomm.h that matter most, repeated for the mirror."""
     expected_offsets = {"ptr": 16, "lsaRank": 32, "lsaFlatBase": 96, "abortFlag": 136, "lsaBarrierCount": 144,
                         "gdaRingSlots": 192, "gdaSignals": 216, "gdaRingDepth": 232, "sdmaRingSlots": 256,
-                        "sdmaSignals": 280, "sdmaRingDepth": 296}
+                        "sdmaSignals": 280, "sdmaRingDepth": 296, "trace": 304}
     actual = {name: getattr(DevCommStruct, name).offset for name in expected_offsets}
     if ctypes.sizeof(TeamStruct) != 16 or ctypes.sizeof(DevCommStruct) != 320 or actual != expected_offsets:
         raise ImportError(
@@ -134,6 +135,12 @@ class DevCommHandle:
     @property
     def lsa_size(self) -> int:
         return self.struct.lsaSize
+
+    @property
+    def traced(self) -> bool:
+        """Whether the device-side trace records this device communicator's calls (CCO_TRACE
+        was set when it was made; Communicator.trace_flush writes them out)."""
+        return self.struct.trace != 0
 
     @property
     def alive(self) -> bool:

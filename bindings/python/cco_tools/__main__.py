@@ -1,4 +1,4 @@
-"""cco perf | cco info | cco doctor | cco launch — see `cco -h` (or `python -m cco_tools -h`)."""
+"""cco perf | cco info | cco doctor | cco trace | cco launch — see `cco -h` (or `python -m cco_tools -h`)."""
 
 import argparse
 import sys
@@ -17,7 +17,7 @@ def _perf(ns, argv):
 
 
 def parser():
-    from cco_tools import doctor, info
+    from cco_tools import doctor, info, trace
     from cco_tools.perf import options
 
     ap = argparse.ArgumentParser(prog="cco", description="CCO: GPU-initiated communication")
@@ -27,6 +27,7 @@ def parser():
     p.set_defaults(run=_perf)
     info.add_parser(sub)
     doctor.add_parser(sub)
+    trace.add_parser(sub)
     # Parsed by cco.launch itself (its script's arguments are not cco's): listed for -h.
     sub.add_parser("launch", help="run a script as N ranks (cco launch -n N script.py ...; see cco launch -h)",
                    add_help=False)

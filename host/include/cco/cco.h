@@ -9,7 +9,7 @@
  * matching arguments): ccoCommCreate, ccoCommDestroy, ccoWindowRegister,
  * ccoWindowAllocRegister, ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy,
  * ccoBarrierAll. Ranks that disagree fail together, with a message naming the mismatch.
- * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort.
+ * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort, ccoDevCommTraceFlush.
  *
  * Symmetric memory: ccoMemAlloc places an allocation at the same offset of every rank's
  * slice of the communicator's flat virtual range when ranks allocate in the same order;
@@ -138,6 +138,12 @@ ccoResult_t ccoGetPeerPtr(ccoComm* comm, ccoWindow_t win, int lsaPeer, size_t of
  * no kernel that was handed it runs. */
 ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
 ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm);
+/* The device-side trace (CCO_TRACE=folder when devComm was made; docs/trace.md): writes what
+ * devComm's trace buffer recorded since its last flush as a Chrome trace-event JSON file at
+ * `path` (NULL: the next file in CCO_TRACE's folder), then empties the buffer. ccoDevCommDestroy
+ * and ccoCommDestroy write what is left. Local; call it when no kernel that was handed devComm
+ * runs. Does nothing where devComm does not trace. */
+ccoResult_t ccoDevCommTraceFlush(ccoComm* comm, const ccoDevComm* devComm, const char* path);
 
 /* --- host synchronisation -------------------------------------------------------------- */
 ccoResult_t ccoBarrierAll(ccoComm* comm);

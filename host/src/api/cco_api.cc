@@ -7,6 +7,7 @@
 #include "api/last_error.h"
 #include "bootstrap/root.h"
 #include "comm/communicator.h"
+#include "comm/devcomm_trace.h"
 
 using cco::InvalidArgument;
 using cco::InvalidUsage;
@@ -191,6 +192,10 @@ ccoResult_t ccoDevCommCreate(ccoComm* comm, const ccoDevCommRequirements* reqs, 
 
 ccoResult_t ccoDevCommDestroy(ccoComm* comm, ccoDevComm* devComm) {
   return WithComm(__func__, comm, [&](ccoComm& c) { return cco::DestroyDevComm(c, devComm); });
+}
+
+ccoResult_t ccoDevCommTraceFlush(ccoComm* comm, const ccoDevComm* devComm, const char* path) {
+  return WithComm(__func__, comm, [&](ccoComm& c) { return cco::TraceFlush(c, devComm, path); });
 }
 
 ccoResult_t ccoBarrierAll(ccoComm* comm) {

@@ -189,8 +189,10 @@ void AbortComm(ccoComm& c) {
 }
 
 void DestroyComm(ccoComm& c) {
-  // Local teardown, in reverse: the proxy, GDA resources, descriptors, peers' mappings,
-  // own memory, the range.
+  // Local teardown, in reverse: the traces of device communicators still alive (while the
+  // proxy can still finish their stamps), the proxy, GDA resources, descriptors, peers'
+  // mappings, own memory, the range.
+  for (auto& entry : c.devComms) WriteTraceAtEnd(c, entry.second);
   std::unique_ptr<Proxy> proxy;
   {
     std::lock_guard<std::mutex> lock(c.abortMu);  // ccoCommGetAsyncError reads it under this lock

@@ -54,6 +54,7 @@ struct ResourcePool {
 };
 
 class VerbsBackend;
+class DevCommTrace;
 
 struct DevCommRecord {
   ccoWindow_t resourceWindow = 0;  // the pool's window, or one of its own
@@ -62,6 +63,7 @@ struct DevCommRecord {
   uint32_t serial = 0;             // ccoDevComm.hostSerial (ccoComm::devCommSerial when it was made)
   std::shared_ptr<GdaResources> gda;    // null without GDA
   std::shared_ptr<SdmaResources> sdma;  // null without SDMA
+  std::shared_ptr<DevCommTrace> trace;  // null unless CCO_TRACE (comm/devcomm_trace.h)
 };
 
 }  // namespace cco
@@ -142,6 +144,10 @@ void ReleasePeers(ccoComm& comm, Allocation& a);
 
 Status CreateDevComm(ccoComm& comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
 Status DestroyDevComm(ccoComm& comm, ccoDevComm* devComm);
+// Writes what the device communicator's trace (comm/devcomm_trace.h) recorded since its last
+// flush, where it traces: at its end (destroy, or the communicator's destroy); a failure is
+// said on stderr, never returned.
+void WriteTraceAtEnd(ccoComm& comm, const DevCommRecord& record);
 
 // Every rank reports how its part of the collective call `op` went; all fail if one did,
 // with that rank's message. Keeps ranks from drifting apart after a local failure.

@@ -8,6 +8,7 @@
 #include "comm/agree.h"
 #include "comm/communicator.h"
 #include "comm/devcomm_layout.h"
+#include "comm/devcomm_trace.h"
 #include "comm/gda_setup.h"
 #include "comm/resource_pool.h"
 #include "comm/sdma_setup.h"
@@ -136,7 +137,7 @@ void ReleasePlacement(ccoComm& c, const Placement& place) {
 // direct: the direct path's bounds (DirectBound), which only a GDA device communicator carries.
 ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, const ResourceLayout& layout,
                        const Placement& place, int sdmaQueues, const GdaResources* gda, SdmaResources* sdma,
-                       DirectBounds direct) {
+                       DirectBounds direct, uint64_t trace) {
   ccoDevComm dc = {};
   dc.magic = CCO_DEV_COMM_MAGIC;
   dc.abiVersion = CCO_ABI_VERSION;
@@ -168,6 +169,7 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
   dc.gdaShadowOffset = static_cast<uint32_t>(layout.shadows);
   dc.gdaFlushOffset = static_cast<uint32_t>(layout.flushTargets);
   dc.sdmaQueueCount = static_cast<uint32_t>(sdmaQueues);
+  dc.trace = trace;
   if (sdma) {
     dc.sdmaRingSlots = sdma->rings.slotsAddress();
     dc.sdmaRingHost = sdma->rings.hostWordsAddress();
@@ -235,6 +237,7 @@ struct DevCommPlan {
   DirectBounds direct;
   ResourceLayout layout;
   Placement place;
+  std::shared_ptr<DevCommTrace> trace;  // CCO_TRACE: this rank's own, not agreed
   int sdmaQueues = 0;
   int gdaPeers = 0;      // peers GDA connects (0: no GDA)
   uint32_t serial = 0;   // ccoDevComm.hostSerial: tells a stale copy from a live one
@@ -259,6 +262,7 @@ Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const cco
   Status local = out == nullptr ? InvalidArgument("devComm (the output pointer) is NULL")
                                 : ReadRequirements(userReqs, &plan->reqs);
   if (local.ok()) local = CheckSupported(c, plan->reqs, &plan->direct);
+  if (local.ok()) local = DevCommTrace::Create(c.platform, c.device, &plan->trace);
   if (!local.ok()) return local;
   const ccoDevCommRequirements& reqs = plan->reqs;
   plan->sdmaQueues = SdmaQueuesInUse(reqs);
@@ -278,7 +282,8 @@ Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const cco
   const bool proxied = plan->gdaPeers > 0 || plan->sdmaQueues > 0;  // rings and a proxy, set up after the round
   plan->early = place.pooled && !proxied;
   if (!plan->early) return Status::Ok();
-  plan->dc = FillDevComm(c, reqs, plan->layout, place, 0, nullptr, nullptr, DirectBounds());
+  plan->dc = FillDevComm(c, reqs, plan->layout, place, 0, nullptr, nullptr, DirectBounds(),
+                         plan->trace ? plan->trace->buffer() : 0);
   plan->dc.hostSerial = plan->serial;
   return c.platform->CopyToDevice(c.device, plan->dc.ptr, &plan->dc, sizeof(plan->dc));
 }
@@ -315,8 +320,11 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
   }
   trace.Mark("resources");
 
-  ccoDevComm dc = FillDevComm(c, reqs, plan.layout, place, plan.sdmaQueues, gda.get(), sdma.get(), plan.direct);
+  ccoDevComm dc = FillDevComm(c, reqs, plan.layout, place, plan.sdmaQueues, gda.get(), sdma.get(), plan.direct,
+                              plan.trace ? plan.trace->buffer() : 0);
   dc.hostSerial = plan.serial;
+  if (plan.trace && gda) gda->rings.trace = plan.trace->ForRings(gda->rings.count);  // before the proxy sees them
+  if (plan.trace && sdma) sdma->rings.trace = plan.trace->ForRings(sdma->rings.count);
   LocateForProxy(c, plan.layout, place, id, gda.get(), sdma.get());
   s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds
@@ -335,12 +343,20 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
     undo();
     return s;
   }
-  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), plan.serial, gda, sdma};
+  c.devComms[dc.ptr] =
+      DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), plan.serial, gda, sdma, plan.trace};
   *out = dc;
   return Status::Ok();
 }
 
 }  // namespace
+
+void WriteTraceAtEnd(ccoComm& c, const DevCommRecord& record) {
+  // The trace is each rank's own: a file it cannot write is said, and the collective call
+  // goes on as on every other rank.
+  const Status s = FlushDevCommTrace(c, record, "", /*always=*/false);
+  if (!s.ok()) fprintf(stderr, "cco rank %d: the device-side trace: %s\n", c.topo.rank, s.message().c_str());
+}
 
 Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevComm* out) {
   const char* op = "ccoDevCommCreate";
@@ -364,7 +380,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     plan.place = Placement{};
   } else if (plan.early) {
     c.devComms[plan.dc.ptr] = DevCommRecord{plan.place.window, true, plan.place.base - c.MySlice(), plan.serial,
-                                            nullptr, nullptr};
+                                            nullptr, nullptr, plan.trace};
     *out = plan.dc;
     return Status::Ok();
   }
@@ -389,6 +405,7 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   const DevCommRecord record = it->second;
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead
+  WriteTraceAtEnd(c, record);
   if (record.gda || record.sdma) {
     // No proxy of the host may write this rank's signal words once they are freed: each
     // lets go of its own rings (its streams' writes done), then all agree, then each frees.

@@ -221,6 +221,8 @@ void Proxy::AwaitReply() {
 template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
 bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf) {
   const ProxyContext& c = ctx_;
+  RingTrace* trace = rings.trace.get();  // the device communicator traces (trace_stamps.h)
+  if (trace) trace->Tick();
   bool did = false;
   for (uint32_t ring = 0; ring < rings.count; ++ring) {
     RingConsumer& consumer = rings.consumers[ring];
@@ -230,12 +232,14 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
       uint64_t ticket;
       if (!consumer.Next(&d, &ticket)) break;
       did = true;
+      const uint64_t taken = trace && d.traceRecord ? TraceNow() : 0;
       bool deferred = false;
       Status s = issue(ring, ticket, d, &deferred, stream);
       if (!s.ok()) {
         Fail(rings, ring, peerOf(ring), nameOf(ring), s);
         break;
       }
+      if (taken) trace->Queued(ring, ticket, d.traceRecord, taken);
       if (!deferred) consumer.Complete(ticket);  // queued: `consumed` is written behind it below
     }
     // One write per ring per pass, behind the work it vouches for (the copy held back first).
@@ -243,6 +247,7 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
     uint64_t consumed;
     if (s.ok() && consumer.Unpublished(&consumed)) s = stream.WriteValue64(rings.consumedAddress(ring), consumed);
     if (!s.ok()) Fail(rings, ring, peerOf(ring), nameOf(ring), s);
+    if (trace) trace->Poll(ring, rings.hostWords(ring));
   }
   return did;
 }

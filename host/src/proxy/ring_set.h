@@ -8,11 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <memory>
 #include <vector>
 
 #include "abi/cco_abi.h"
 #include "common/status.h"
 #include "proxy/ring_consumer.h"
+#include "proxy/trace_stamps.h"
 
 namespace cco {
 
@@ -28,11 +30,17 @@ struct RingSet {
   uint64_t* staging = nullptr;
   uint64_t stagingDevice = 0;
   std::vector<RingConsumer> consumers;
+  std::shared_ptr<RingTrace> trace;  // the device communicator traces (proxy/trace_stamps.h); else null
 
   uint64_t slotsAddress() const { return hostDevice; }
   uint64_t hostWordsAddress() const { return hostDevice + cco_gda_host_words_offset(count, depth); }
   uint64_t consumedAddress(uint32_t ring) const {
     return cco_gda_ring_host_address(hostWordsAddress(), ring) + offsetof(ccoGdaRingHost, consumed);
+  }
+  // `ring`'s host-side words, as this process addresses them.
+  const ccoGdaRingHost* hostWords(uint32_t ring) const {
+    return reinterpret_cast<const ccoGdaRingHost*>(static_cast<const char*>(host) +
+                                                   cco_gda_host_words_offset(count, depth)) + ring;
   }
   uint64_t failedAddress(uint32_t ring) const {
     return cco_gda_ring_device_address(device, ring) + offsetof(ccoGdaRingDevice, failed);

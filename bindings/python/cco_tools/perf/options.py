@@ -3,6 +3,7 @@ value (the platform, the suites, the sizes after --quick's caps) settled here; n
 them afterwards."""
 
 import argparse
+import os
 from dataclasses import dataclass
 
 from cco_tools.perf.report import parse_size
@@ -43,6 +44,10 @@ def add_arguments(p):
                    help="the report as JSON: on stdout instead of the tables, or into FILE beside them")
     p.add_argument("--plot", default="", metavar="FILE.png",
                    help="also draw every table against its sizes, with its anchors (needs matplotlib)")
+    p.add_argument("--trace", default="", metavar="DIR",
+                   help="record the device-side trace of every device communicator (CCO_TRACE=DIR): one Chrome "
+                        "trace JSON file per rank and device communicator in DIR; join them with "
+                        "`cco trace merge DIR -o all.json`")
     p.add_argument("--targets", action="store_true",
                    help="judge the project's own targets on this run's figures (a table at the end)")
     # A rank process that `cco perf` started: where it writes its report for the parent.
@@ -79,6 +84,7 @@ class Options:
     json: str                # None: the tables; "-": JSON on stdout; else a file
     plot: str
     targets: bool
+    trace: str               # CCO_TRACE's folder for the run ("": no trace)
     report_to: str           # a rank process's report file (None elsewhere)
 
     @property
@@ -129,4 +135,5 @@ class Options:
             host_ranks=min(ns.host_ranks, 4) if ns.quick else ns.host_ranks,
             host_window=parse_size(ns.host_window or ("64M" if platform == "cpu" else "1G")),
             quick=ns.quick, trials=ns.trials or (QUICK_TRIALS if ns.quick else TRIALS),
-            json=ns.json, plot=ns.plot, targets=ns.targets, report_to=ns.report_to)
+            json=ns.json, plot=ns.plot, targets=ns.targets, trace=os.path.abspath(ns.trace) if ns.trace else "",
+            report_to=ns.report_to)

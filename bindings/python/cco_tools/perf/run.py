@@ -40,6 +40,9 @@ def main(options):
     """Runs `cco perf` as `options` say; the exit status."""
     started = time.monotonic()
     os.environ.setdefault("CCO_PLATFORM", options.platform)
+    if options.trace:  # read by every device communicator made from here on, in this process and its children
+        os.makedirs(options.trace, exist_ok=True)
+        os.environ["CCO_TRACE"] = options.trace
     from cco.runtime import launched
 
     joined = launched()

@@ -80,6 +80,13 @@ class DeviceStatus:
     ABORTED = 2
     INVALID_ARGUMENT = 3
 
+class TraceTag:
+    TILE = 1
+    PUSH = 2
+    WAIT = 3
+    REDUCE = 4
+    USER = 256
+
 def abi_version() -> Int32:
     """cco.abi_version(); or in the ABI's order: cco.abi_version(, ...axes). Returns int32; calls cco_abi_version"""
 
@@ -1915,5 +1922,43 @@ class Sdma:
     def queue_count(
         dc: Value,
         /,
+    ) -> Int32:
+        """The ABI's order: every argument by position."""
+
+class Trace:
+    @overload
+    @staticmethod
+    def clock(
+        dev_comm: Value,
+    ) -> UInt64:
+        """cco.Trace.clock(dev_comm); or in the ABI's order: cco.Trace.clock(dc, ...axes). Returns uint64; calls cco_trace_clock"""
+    @overload
+    @staticmethod
+    def clock(
+        dc: Value,
+        /,
+    ) -> UInt64:
+        """The ABI's order: every argument by position."""
+    @overload
+    @staticmethod
+    def range(
+        dev_comm: Value,
+        tag: Value,
+        arg: Value,
+        begin: Value,
+        *,
+        coop: Axis,
+    ) -> Int32:
+        """cco.Trace.range(dev_comm, tag, arg, begin, coop=); or in the ABI's order: cco.Trace.range(dc, tag, arg, begin, ...axes). Returns int32; calls one of 3 symbols (cco_trace_range__block, ...)"""
+    @overload
+    @staticmethod
+    def range(
+        dc: Value,
+        tag: Value,
+        arg: Value,
+        begin: Value,
+        /,
+        *,
+        coop: Axis,
     ) -> Int32:
         """The ABI's order: every argument by position."""

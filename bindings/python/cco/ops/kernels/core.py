@@ -16,6 +16,11 @@ it. Epochs rise by one per call (int32, compared wrap-safe), so no flag is ever 
 A wait gives up after `max_polls` polls, or at once when the communicator was aborted or
 another program of this rank already gave up; it then sets status word 0, and the call's
 result is void (cco.ops.check raises). Nothing waits forever.
+
+Trace: where the device communicator traces (CCO_TRACE), each program records its tiles and
+the other units of its phases as ranges of the device-side trace (trace_begin / trace_end:
+a tag of ccoTraceTag and the unit's index), beside the CCO calls' own records. Off, a range
+costs the test of the device communicator's trace field (trace_begin) and of a zero start.
 """
 
 import triton
@@ -50,6 +55,19 @@ def rank_bases(dc, ws, WORLD: tl.constexpr):
     else:
         stride = base - base
     return me, base, stride
+
+
+@triton.jit
+def trace_begin(dc):
+    """The device clock where dc traces, else 0 (no clock read): a range's start."""
+    return cco.Trace.clock(dc)
+
+
+@triton.jit
+def trace_end(dc, tag, unit, begin):
+    """Records [begin, now] as the program's range `tag` (cco.TraceTag) of unit `unit`, once per
+    program; nothing where begin is 0."""
+    cco.Trace.range(dc, tag, unit, begin, coop=cco.CoopScope.BLOCK)
 
 
 @triton.jit

@@ -17,8 +17,9 @@ Table (int32, cco.ops.planning.gather_table), fields at the word offsets below.
 import triton
 import triton.language as tl
 
+from cco.ir.triton import cco
 from cco.ops.kernels.core import (await_hellos, copy_rows, end_call, mma, open_call, ptr_at, raise_flag, store_tile,
-                                  tile_coords, wait_flag)
+                                  tile_coords, trace_begin, trace_end, wait_flag)
 
 
 @triton.jit
@@ -27,12 +28,13 @@ def _field(table, at, i):
 
 
 @triton.jit
-def _push_unit(u, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
+def _push_unit(dc, u, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
                WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, BM: tl.constexpr,
                T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
                BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr):
     """Push unit u: chunk c of the rows this rank sends receiver DST[d], into its slot for this
-    rank; then that chunk's flag."""
+    rank; then that chunk's flag (a PUSH range of the trace)."""
+    traced = trace_begin(dc)
     d = 0
     for j in tl.static_range(1, WORLD - 1):
         d += (u >= _field(table, T_UPRE, j)).to(tl.int32)
@@ -45,6 +47,7 @@ def _push_unit(u, a, stride_am, table, me, base, stride, off_flags, off_slots, K
     slot = ptr_at(there + off_slots, DT) + ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K
     copy_rows(a + first.to(tl.int64) * stride_am, stride_am, slot, K, nrows, K, 32, BC)
     raise_flag(there + off_flags + ((par * WORLD + me) * CHUNKS + c).to(tl.int64) * 4, epoch)
+    trace_end(dc, cco.TraceTag.PUSH, u, traced)
 
 
 @triton.jit(do_not_specialize=["M_OUT", "max_polls", "active"])
@@ -80,13 +83,14 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         pushed = 0
         for it in range(0, my_tiles):
             g = pid + it * programs
+            traced = trace_begin(dc)  # the tile's range, its pushes and its wait included
             # Pushes due by now: spread over this program's own-row tiles, all before its first
             # tile of a peer's rows.
             due = my_units
             if g < own_tiles:
                 due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
             while pushed < due:
-                _push_unit(pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K,
+                _push_unit(dc, pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K,
                            epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
                 pushed += 1
             i = 0
@@ -102,15 +106,18 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 a_rows = a + (local_first + row0).to(tl.int64) * stride_am
                 sam = stride_am
             else:
+                waited = trace_begin(dc)
                 wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + mt).to(tl.int64) * 4, epoch, status, dc,
                           max_polls)
+                trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
             acc = mma(a_rows, sam, b, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N)
             first_out = _field(table, T_OUT, i) + row0
             store_tile(out + first_out.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN)
+            trace_end(dc, cco.TraceTag.TILE, g, traced)
         while pushed < my_units:
-            _push_unit(pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
+            _push_unit(dc, pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
                        WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
             pushed += 1
 

@@ -16,8 +16,9 @@ tile rows q, q + W, q + 2W, ... of M.
 import triton
 import triton.language as tl
 
+from cco.ir.triton import cco
 from cco.ops.kernels.core import (await_hellos, end_call, load_tile, mma, open_call, ptr_at, raise_flag, store_tile,
-                                  tile_coords, wait_flag)
+                                  tile_coords, trace_begin, trace_end, wait_flag)
 
 
 @triton.jit
@@ -54,6 +55,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
 
         # 1. partial tiles into their owners' slots
         for g in range(pid, WORLD * OWNED, programs):
+            traced = trace_begin(dc)  # a partial tile, into its owner's slot
             owner = (me + 1 + g // OWNED) % WORLD
             t = g % OWNED
             omt, nt = tile_coords(t, OWNED_MT, NT, GROUP_M)
@@ -65,9 +67,11 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 slot = ptr_at(there + off_slots, OT) + (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N
                 store_tile(slot, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
                 raise_flag(there + off_flags + ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4, epoch)
+            trace_end(dc, cco.TraceTag.TILE, g, traced)
 
         # 2. the owned tiles: sum the W partials
         for t in range(pid, OWNED, programs):
+            traced = trace_begin(dc)  # an owned tile: the partials waited for and summed
             omt, nt = tile_coords(t, OWNED_MT, NT, GROUP_M)
             row0, nrows, slot_row = _owned_rows(me, omt, M, M_OWN, BM, WORLD, ALL_REDUCE)
             if nrows > 0:
@@ -91,6 +95,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                                    (par * MT * NT + mt * NT + nt).to(tl.int64) * 4, epoch)
                 else:
                     store_tile(out + (omt * BM).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+            trace_end(dc, cco.TraceTag.REDUCE, t, traced)
 
         # 3. gemm_ar: the tiles the others own
         if ALL_REDUCE:
@@ -98,12 +103,14 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 mt = u // NT
                 nt = u % NT
                 if mt % WORLD != me:
+                    traced = trace_begin(dc)  # another owner's tile: waited for, then copied
                     wait_flag(mine + off_rflags + (par * MT * NT + u).to(tl.int64) * 4, epoch, status, dc, max_polls)
                     row0 = mt * BM
                     nrows = tl.minimum(BM, M - row0)
                     area = ptr_at(mine + off_result, OT) + par * result_elems + row0.to(tl.int64) * N
                     value = load_tile(area, N, nrows, nt * BN, N, BM, BN).to(OT)
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                    trace_end(dc, cco.TraceTag.WAIT, u, traced)
 
         await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)
         end_call(mine, off_counters, epoch)

@@ -18,7 +18,7 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import (await_hellos, copy_rows, end_call, mma, open_call, ptr_at, raise_flag, store_tile,
-                                  tile_coords, wait_flag)
+                                  tile_coords, trace_begin, trace_end, wait_flag)
 
 
 @triton.jit(do_not_specialize=["M", "max_polls", "active"])
@@ -47,6 +47,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
         slot_bytes = slot_elems * ES
 
         for g in range(pid, MT * NT, programs):
+            traced = trace_begin(dc)  # the tile's range: its product and its stores into the peers
             mt, nt = tile_coords(g, MT, NT, GROUP_M)
             row0 = mt * BM
             nrows = tl.minimum(BM, M - row0)
@@ -82,10 +83,12 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 tl.store(ptrs, value, mask=(dest != me)[:, None] & inside)
                 count_and_flag(row0, nrows, me, base, stride, table, off_flags, off_arrivals, par, epoch, WORLD,
                                T_DOFF, T_DTILES)
+            trace_end(dc, cco.TraceTag.TILE, g, traced)
 
         # Copy what the peers sent into the result.
         if BROADCAST and WORLD > 1:
             for u in range(pid, (WORLD - 1) * MT * NT, programs):
+                traced = trace_begin(dc)  # a peer's tile: waited for, then copied
                 g = u // (WORLD - 1)
                 src = (me + 1 + u % (WORLD - 1)) % WORLD
                 mt, nt = tile_coords(g, MT, NT, GROUP_M)
@@ -95,6 +98,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                           dc, max_polls)
                 slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + row0.to(tl.int64) * N
                 _copy_tile(slot, out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
+                trace_end(dc, cco.TraceTag.WAIT, u, traced)
         elif not BROADCAST:
             for i in tl.static_range(1, WORLD):
                 src = tl.load(table + T_SRC + i)

@@ -31,8 +31,9 @@ def bench_path():
     return path
 
 
-def run_pair(bench, suites, max_bytes, rounds, host_ids, commands, address, ifname, extra_env=None):
-    """Rank 0 and 1 of gda_tcp_bench; rank 0's figures."""
+def run_pair(bench, suites, max_bytes, rounds, host_ids, commands, address, ifname, extra_env=None, label="tcp"):
+    """Rank 0 and 1 of gda_tcp_bench; rank 0's figures. Under `cco perf --trace DIR` (CCO_TRACE) the
+    pair's traces go into DIR/label, a job of their own."""
     with tempfile.TemporaryDirectory() as tmp:
         id_file = os.path.join(tmp, "id")
         argvs, envs = [], []
@@ -43,6 +44,8 @@ def run_pair(bench, suites, max_bytes, rounds, host_ids, commands, address, ifna
                          "CCO_GDA_DIRECT_MAX_BYTES"):
                 env.pop(name, None)
             env.update(extra_env or {})
+            if env.get("CCO_TRACE"):
+                env["CCO_TRACE"] = os.path.join(env["CCO_TRACE"], label)
             envs.append(env)
             argvs.append(commands[rank]([bench, str(rank), id_file, address, suites, str(max_bytes), str(rounds)]))
         with RankProcesses(argvs, envs, stdout=CAPTURE, stderr=CAPTURE) as pair:
@@ -55,9 +58,9 @@ def measure(max_bytes, rounds, across_commands=None, address="127.0.0.1", ifname
     bench = bench_path()
     plain = [lambda argv: argv, lambda argv: argv]
     across = run_pair(bench, "bare,gda", max_bytes, rounds, ["cco-perf-a", "cco-perf-b"], across_commands or plain,
-                      address, ifname)
+                      address, ifname, label="tcp-across")
     local = run_pair(bench, "gda", min(max_bytes, 1 << 20), rounds, ["cco-perf-a", "cco-perf-a"], plain, "127.0.0.1",
-                     "=lo", {"CCO_GDA_DIRECT_MAX_BYTES": "0"})
+                     "=lo", {"CCO_GDA_DIRECT_MAX_BYTES": "0"}, label="tcp-local")
     return across, local
 
 
