@@ -19,7 +19,8 @@
 // with sync(ACQUIRE) and leaves with sync(RELEASE), as NCCL's symmetric kernels do.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
 // threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
-// the communicator's abort flag; the timeout variants give up after their deadline.
+// the communicator's abort flag (raised by an abort, or when the communicator failed: a rank
+// ended), and gives up at its bound: the call's, else the device communicator's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_LSA_BARRIER_HPP_
@@ -55,6 +56,7 @@ template <class Coop> class ccoLsaBarrierSession {
   CCO_DEVICE_API ccoLsaBarrierSession(Coop coop, const ccoDevComm& dc, uint32_t index)
       : coop_(coop),
         abortFlag_(reinterpret_cast<const uint32_t*>(dc.abortFlag)),
+        waitTimeoutMs_(dc.waitTimeoutMs),
         flatBase_(dc.lsaFlatBase),
         stride_(dc.lsaStride),
         lsaRank_(dc.lsaRank),
@@ -86,8 +88,8 @@ template <class Coop> class ccoLsaBarrierSession {
 
   /// Waits until every peer arrived; with ACQUIRE (the default) or ACQ_REL their writes
   /// before their arrive are visible after it. Returns a ccoDeviceStatus (OK, or ABORTED,
-  /// or TIMEOUT once `timeout_ns` passed; 0 means no timeout), the same for every thread of
-  /// the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
+  /// or TIMEOUT once `timeout_ns` passed: 0 takes the device communicator's bound,
+  /// CCO_NO_TIMEOUT sets none), the same for every thread of the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
   /// consistent. The order comes first, as in arrive(order): an order is never taken for a
   /// timeout.
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
@@ -95,12 +97,13 @@ template <class Coop> class ccoLsaBarrierSession {
     prepare();
     const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
-    const uint64_t start = wait_start(timeout_ns);
+    const WaitLimits limits = wait_limits(abortFlag_, waitTimeoutMs_, timeout_ns);
+    WaitStart start;  // one bound for the whole wait, over every peer
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
-      status = acquire ? poll<order::Acquire>(inbox_ + p, start, timeout_ns)
-                       : poll<order::Relaxed>(inbox_ + p, start, timeout_ns);
+      status = acquire ? poll<order::Acquire>(inbox_ + p, limits, start)
+                       : poll<order::Relaxed>(inbox_ + p, limits, start);
     }
     // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK). Where the
     // coop votes in one barrier (any()), a round that went well costs that barrier alone;
@@ -149,14 +152,16 @@ template <class Coop> class ccoLsaBarrierSession {
     return reinterpret_cast<uint32_t*>(cco_slice_address(flatBase_, stride_, peer, mySlot_));
   }
 
-  template <class Order> CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
+  template <class Order>
+  CCO_DEVICE_API int32_t poll(const uint32_t* slot, const WaitLimits& limits, WaitStart& start) const {
     return spin_wait<BarrierSpin>(
         [&] { return lsa_barrier_detail::reached(arch::load<Order, scope::System>(slot), target_); },
-        [] { return false; }, WaitLimits{abortFlag_, timeout_ns}, start);
+        [] { return false; }, limits, start);
   }
 
   Coop coop_;
   const uint32_t* abortFlag_;
+  uint32_t waitTimeoutMs_;
   uint64_t flatBase_, stride_, mySlot_;
   int32_t lsaRank_, lsaSize_;
   uint32_t* epoch_;

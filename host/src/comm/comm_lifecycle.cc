@@ -152,6 +152,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
                             .Prefixed(Fmt("reserving ", c->HostSize(), " x ", c->stride, " bytes of address space")));
     c->slots = SlotAllocator(c->stride, c->granularity);
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
+    c->devCommCopies.reset(new DescriptorPool(c->platform, c->device, sizeof(ccoDevComm)));
     void* host = nullptr;
     CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(c->device, sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
     c->abortHost = static_cast<uint32_t*>(host);
@@ -204,6 +205,7 @@ void DestroyComm(ccoComm& c) {
   c.devComms.clear();
   c.windows.Clear();
   c.descriptors.reset();
+  c.devCommCopies.reset();
   for (auto& entry : c.allocations) {
     Allocation& a = entry.second;
     ReleasePeers(c, a);

@@ -94,7 +94,8 @@ struct ccoComm {
   cco::WindowTable windows;  // the proxy asks it too, from its thread (comm/window_table.h)
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   cco::ResourcePool pool;
-  std::unique_ptr<cco::DescriptorPool> descriptors;
+  std::unique_ptr<cco::DescriptorPool> descriptors;    // window descriptors (window handles)
+  std::unique_ptr<cco::DescriptorPool> devCommCopies;  // device copies of ccoDevComm (devComm.ptr)
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
   uint32_t devCommSerial = 0;  // ccoDevComm.hostSerial of the last made here (a local count)
   uint32_t devCommCalls = 0;   // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire

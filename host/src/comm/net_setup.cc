@@ -41,7 +41,8 @@ Status CreateTcp(ccoComm& c, const std::vector<bool>& remote) {
 // Every window registered so far, registered with the NIC and its keys exchanged.
 Status RegisterExistingWindows(ccoComm& c) {
   for (const auto& w : c.windows.records())
-    CCO_RETURN_IF_ERROR(ExchangeWindowKeys(c, w.second.id, c.MySlice() + w.second.offset, w.second.size));
+    CCO_RETURN_IF_ERROR(
+        ExchangeWindowKeys(c, w.second.id, c.MySlice() + w.second.offset, w.second.size, w.second.internal));
   return Status::Ok();
 }
 
@@ -112,11 +113,11 @@ Status EnsureNetBackend(ccoComm& c, NetChoice choice) {
   return CreateTcp(c, remote);
 }
 
-Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size) {
+Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size, bool internal) {
   if (!c.verbs) return Status::Ok();
   VerbsWindowKey mine;
   memset(&mine, 0, sizeof(mine));
-  Status local = c.verbs->RegisterWindow(id, address, size, &mine);
+  Status local = c.verbs->RegisterWindow(id, address, size, &mine, /*signalsOnly=*/internal);
   std::vector<VerbsWindowKey> all;
   Status s = AgreeOn(c, Fmt("GDA verbs keys of window ", id), local, mine, &all);
   for (int q = 0; q < c.topo.nRanks && s.ok(); ++q)

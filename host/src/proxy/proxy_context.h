@@ -26,9 +26,10 @@ class WindowLookup {
  public:
   virtual ~WindowLookup() = default;
   // Where `bytes` at `offset` of window `id` start inside a slice; InvalidArgument naming what
-  // is wrong where the window is not live or they run past its end.
+  // is wrong where the window is not a live data window (the communicator's own windows of
+  // resources are not) or they run past its end.
   virtual Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* inSlice) const = 0;
-  // Whether `bytes` at `inSlice` lie inside one live window.
+  // Whether `bytes` at `inSlice` lie inside one live data window.
   virtual bool Covers(uint64_t inSlice, uint64_t bytes) const = 0;
 };
 
