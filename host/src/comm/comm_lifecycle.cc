@@ -94,6 +94,9 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
   x.stride = c.stride;
   x.peerSockets = c.mesh->PeerSockets();
   x.windows = &c.windows;
+  x.abortWord = c.abortHost;
+  x.aborted = &c.aborted;
+  x.statusOffset = c.pool.statusOffset;
   return x;
 }
 
@@ -184,7 +187,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 void AbortComm(ccoComm& c) {
   std::lock_guard<std::mutex> lock(c.abortMu);
   c.aborted = true;
-  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, 1u, __ATOMIC_RELEASE);
+  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, kAbortWordAborted, __ATOMIC_RELEASE);
   if (c.bootstrap) c.bootstrap->Abort();
   if (c.mesh) c.mesh->Abort();
 }
@@ -197,6 +200,7 @@ void DestroyComm(ccoComm& c) {
     std::lock_guard<std::mutex> lock(c.abortMu);  // ccoCommGetAsyncError reads it under this lock
     proxy = std::move(c.proxy);
   }
+  if (proxy) proxy->Leaving();  // host peers that see this process end know it left
   proxy.reset();  // joins its thread: outside the lock, which an abort may need meanwhile
   for (auto& entry : c.devComms) {
     if (entry.second.gda) DestroyGdaResources(c, *entry.second.gda);

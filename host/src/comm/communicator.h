@@ -48,9 +48,10 @@ struct Allocation {
 };
 // Where device communicators' resources come from (comm/resource_pool.h).
 struct ResourcePool {
-  ccoWindow_t window = 0;  // 0: none (the communicator is being created)
-  size_t offset = 0;       // where the pool starts inside every slice
-  SlotAllocator carves;    // offsets from the pool's start
+  ccoWindow_t window = 0;   // 0: none (the communicator is being created)
+  size_t offset = 0;        // where the pool starts inside every slice
+  size_t statusOffset = 0;  // this rank's status word (proxy_context.h), inside every slice
+  SlotAllocator carves;     // offsets from the pool's start
 };
 
 class VerbsBackend;

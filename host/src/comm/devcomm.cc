@@ -361,6 +361,8 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
 }  // namespace
 
 Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevComm* out) {
+  // Its waits end when a rank of the host ends: the proxy watches from the first one on.
+  CCO_RETURN_IF_ERROR(c.proxy->Watch().Prefixed("ccoDevCommCreate"));
   const char* op = "ccoDevCommCreate";
   PhaseTrace trace(c.topo.rank, op);
   DevCommPlan plan;

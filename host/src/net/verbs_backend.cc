@@ -422,6 +422,7 @@ bool VerbsBackend::Progress(NetTargetMap&, std::vector<NetCompletion>* done) {
 
 void VerbsBackend::FailPeer(int peer, const Status& why, std::vector<NetCompletion>* done) {
   lost_[peer] = true;
+  NoteLost(peer, why);
   {
     std::lock_guard<std::mutex> lock(windowsMu_);
     if (lastError_.empty()) lastError_ = why.message();

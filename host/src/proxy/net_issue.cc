@@ -111,10 +111,11 @@ bool Proxy::ProgressNet(NetBackend& net) {
 void Proxy::WaitNetIdle(const GdaResources* g) {
   const Deadline deadline = DeadlineIn(ctx_.timeoutMs);
   while (g->netInFlight.load() > 0 && thread_.joinable() && !stop_) {
-    if (MsLeft(deadline) <= 0) {
+    const bool aborted = ctx_.aborted != nullptr && ctx_.aborted->load();  // an abort ends host waits too
+    if (aborted || MsLeft(deadline) <= 0) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (lastError_.empty())
+        if (lastError_.empty() && !aborted)
           lastError_ = Fmt("ccoDevCommDestroy: ", g->netInFlight.load(), " GDA network op(s) still unanswered after ",
                            ctx_.timeoutMs, " ms");
       }

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -33,10 +34,30 @@ class WindowLookup {
   virtual bool Covers(uint64_t inSlice, uint64_t bytes) const = 0;
 };
 
+// The communicator's abort word (ccoDevComm.abortFlag, host-mapped: kernels poll it) holds
+// one of these; any non-zero value ends every device wait.
+constexpr uint32_t kAbortWordLive = 0;
+constexpr uint32_t kAbortWordAborted = 1;  // ccoCommAbort
+constexpr uint32_t kAbortWordFailed = 2;   // the proxy saw a rank end or a network peer lost
+
+// Each rank's word in its resource pool (ProxyContext::statusOffset) says how its process went
+// on, for the host peers that see it end: whether it had failed because of another rank, or
+// left after destroying its communicator. Only for naming the rank at fault in messages.
+constexpr uint64_t kRankRunning = 0;
+constexpr uint64_t kRankLeft = uint64_t{1} << 32;
+constexpr uint64_t kRankFailedAfter = uint64_t{2} << 32;  // | the world rank it blamed
+
 struct ProxyContext {
   Platform* platform = nullptr;
   int device = 0;
   int64_t timeoutMs = 0;  // how long ccoDevCommDestroy waits for network ops to come back
+  // The abort word's host address: the proxy raises it (kAbortWordFailed) once the
+  // communicator fails, so that every device wait of it ends.
+  uint32_t* abortWord = nullptr;
+  // ccoCommAbort's flag: the proxy's host-side waits (ccoDevCommDestroy's) end at once.
+  const std::atomic<bool>* aborted = nullptr;
+  // Where each rank's status word lies inside its slice (its resource pool's start).
+  uint64_t statusOffset = 0;
   Topology topo;
   std::vector<uint64_t> hostSlices;  // by host index: where that rank's slice starts here
   uint64_t stride = 0;               // bytes from one slice to the next
