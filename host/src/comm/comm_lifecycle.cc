@@ -97,6 +97,7 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
   x.abortWord = c.abortHost;
   x.aborted = &c.aborted;
   x.statusOffset = c.pool.statusOffset;
+  x.statusWords = true;  // the pool exists before the proxy (CreateComm)
   return x;
 }
 

@@ -64,7 +64,7 @@ void Proxy::WatchHostPeers() {
       Ending e;
       e.host = watched_[i].first;
       e.rank = ctx_.topo.hostMembers[e.host];
-      if (ctx_.statusOffset != 0)
+      if (ctx_.statusWords)
         (void)ctx_.platform->CopyFromDevice(ctx_.device, &e.status, ctx_.hostSlices[e.host] + ctx_.statusOffset,
                                             sizeof(e.status));
       ended.push_back(e);
@@ -132,7 +132,7 @@ void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
     if (lastError_.empty()) lastError_ = why;
     // This rank's word says whom it blamed (before any wait ends: a peer that sees this
     // process end soon after then blames the same rank), unless it is leaving already.
-    if (!failed_ && !leaving_ && ctx_.statusOffset != 0)
+    if (!failed_ && !leaving_ && ctx_.statusWords)
       (void)ctx_.platform->WriteDeviceWord(ctx_.device, ctx_.MySlice() + ctx_.statusOffset,
                                            kRankFailedAfter | static_cast<uint32_t>(blamed));
     failed_ = true;
@@ -144,7 +144,7 @@ void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
 
 void Proxy::Leaving() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!failed_ && !leaving_ && ctx_.statusOffset != 0)
+  if (!failed_ && !leaving_ && ctx_.statusWords)
     (void)ctx_.platform->WriteDeviceWord(ctx_.device, ctx_.MySlice() + ctx_.statusOffset, kRankLeft);
   leaving_ = true;
 }

@@ -56,8 +56,10 @@ struct ProxyContext {
   uint32_t* abortWord = nullptr;
   // ccoCommAbort's flag: the proxy's host-side waits (ccoDevCommDestroy's) end at once.
   const std::atomic<bool>* aborted = nullptr;
-  // Where each rank's status word lies inside its slice (its resource pool's start).
+  // Where each rank's status word lies inside its slice (its resource pool's start); whether
+  // there are any (a communicator being made has none yet).
   uint64_t statusOffset = 0;
+  bool statusWords = false;
   Topology topo;
   std::vector<uint64_t> hostSlices;  // by host index: where that rank's slice starts here
   uint64_t stride = 0;               // bytes from one slice to the next
