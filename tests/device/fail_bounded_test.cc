@@ -81,7 +81,17 @@ struct Shared {
   std::atomic<int> secondReady;
   ccoUniqueId second;
   std::atomic<uint64_t> deathNs;
+  std::atomic<int> observerPid;
 };
+
+// Whether process `pid` is stopped (state T in /proc/<pid>/stat).
+bool Stopped(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+}
 
 template <class Pred> bool Await(Pred pred, int64_t ms) {
   const uint64_t start = NowNs();
@@ -159,7 +169,7 @@ template <class Call> [[noreturn]] void DieDuring(Shared* s, int delayUs, Call c
   Die(s);
 }
 
-struct Setup {
+struct Built {
   ccoComm* comm = nullptr;
   void* mem = nullptr;
   ccoWindow_t win = 0;
@@ -177,7 +187,7 @@ ccoDevCommRequirements Requirements(Phase p) {
   return reqs;
 }
 
-int Build(Phase p, int rank, const ccoUniqueId& id, Setup* k) {
+int Build(Phase p, int rank, const ccoUniqueId& id, Built* k) {
   RANK_OK(ccoCommCreate(id, kRanks, rank, 16 << 20, &k->comm));
   RANK_OK(ccoWindowAllocRegister(k->comm, kWindow, &k->mem, &k->win));
   k->hasWin = true;
@@ -212,7 +222,7 @@ int DeviceEnded(Phase p, int rank, int victim, int32_t status, Shared* s) {
 
 // The survivor's part of a phase with everything built: the device wait the victim's death
 // must end.
-int SurvivorWait(Phase p, int rank, int victim, Setup& k, Shared* s) {
+int SurvivorWait(Phase p, int rank, int victim, Built& k, Shared* s) {
   switch (p) {
     case Phase::kGdaSignal:
     case Phase::kGdaSignalTcp: {
@@ -249,12 +259,12 @@ int SurvivorWait(Phase p, int rank, int victim, Setup& k, Shared* s) {
 }
 
 // Tears down whatever was made, each host call bounded; the failed collective ones may fail.
-int TearDown(int rank, Setup& k) {
+int Teardown(int rank, Built& k) {
   if (k.comm == nullptr) return 0;
   if (k.hasDc && Bounded("ccoDevCommDestroy", rank, [&] { return ccoDevCommDestroy(k.comm, &k.dc); }) != 0) return 1;
   if (k.hasWin && Bounded("ccoWindowDeregister", rank, [&] { return ccoWindowDeregister(k.comm, k.win); }) != 0) return 1;
   if (Bounded("ccoCommDestroy", rank, [&] { return ccoCommDestroy(k.comm); }) != 0) return 1;
-  k = Setup{};
+  k = Built{};
   return 0;
 }
 
@@ -267,7 +277,7 @@ int Afterwards(Phase p, int rank, int victim, Shared* s) {
     s->secondReady = 1;
   }
   RANK_CHECK(Await([&] { return s->secondReady.load() == 1; }, 10000));
-  Setup k;
+  Built k;
   RANK_OK(ccoCommCreate(s->second, n, me, 16 << 20, &k.comm));
   RANK_OK(ccoWindowAllocRegister(k.comm, kWindow, &k.mem, &k.win));
   ccoDevCommRequirements reqs = Requirements(p);
@@ -292,7 +302,7 @@ int Afterwards(Phase p, int rank, int victim, Shared* s) {
 // delayUs: how far into the phase's call the victim dies (DieDuring); for the device waits,
 // how long after the survivors began to wait.
 int Victim(Phase p, int rank, int delayUs, const ccoUniqueId& id, Shared* s) {
-  Setup k;
+  Built k;
   switch (p) {
     case Phase::kCreate: DieDuring(s, delayUs, [&] { ccoCommCreate(id, kRanks, rank, 16 << 20, &k.comm); });
     case Phase::kRegister:
@@ -319,7 +329,7 @@ int Victim(Phase p, int rank, int delayUs, const ccoUniqueId& id, Shared* s) {
 }
 
 int Survivor(Phase p, int rank, int victim, const ccoUniqueId& id, Shared* s) {
-  Setup k;
+  Built k;
   ccoResult_t r = ccoSuccess;
   switch (p) {
     case Phase::kCreate:
@@ -363,7 +373,7 @@ int Survivor(Phase p, int rank, int victim, const ccoUniqueId& id, Shared* s) {
       RANK_CHECK(strstr(ccoGetLastError(), ("rank " + std::to_string(victim)).c_str()) != nullptr);
       break;
   }
-  return TearDown(rank, k);
+  return Teardown(rank, k);
 }
 
 int Child(Phase p, int rank, int victim, int delayUs, Shared* s) {
@@ -389,18 +399,19 @@ int Child(Phase p, int rank, int victim, int delayUs, Shared* s) {
   return 0;
 }
 
-// Runs one phase: kRanks processes, `victim` SIGKILLed in it; every survivor must pass.
-::testing::AssertionResult RunPhase(Phase p, int victim, int delayUs = 30000) {
+// Forks kRanks processes running body(rank, shared); whether each ended as expected: the
+// victim killed by SIGKILL, every other rank exited 0 (60 s at most).
+template <class Body> std::string RunRanks(int victim, Body body) {
   fflush(stdout);
   fflush(stderr);
   void* map = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (map == MAP_FAILED) return ::testing::AssertionFailure() << "mmap";
+  if (map == MAP_FAILED) return " mmap failed";
   Shared* s = new (map) Shared();
   std::vector<pid_t> pids(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     pids[r] = fork();
     if (pids[r] == 0) {
-      const int code = Child(p, r, victim, delayUs, s);
+      const int code = body(r, s);
       fflush(stdout);
       fflush(stderr);
       _exit(code);
@@ -426,6 +437,13 @@ int Child(Phase p, int rank, int victim, int delayUs, Shared* s) {
       failures += " rank " + std::to_string(r) + " ended with status " + std::to_string(status) + ";";
   }
   munmap(map, sizeof(Shared));
+  return failures;
+}
+
+// Runs one phase: kRanks processes, `victim` SIGKILLed in it; every survivor must pass.
+::testing::AssertionResult RunPhase(Phase p, int victim, int delayUs = 30000) {
+  const std::string failures =
+      RunRanks(victim, [&](int rank, Shared* s) { return Child(p, rank, victim, delayUs, s); });
   if (failures.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << Name(p) << ", victim " << victim << ", " << delayUs << " us in:" << failures;
 }
@@ -474,6 +492,50 @@ TEST(FailBounded, KilledWhileAPeerFlushesGdaOverTcp) {
 
 TEST(FailBounded, KilledDuringDevCommDestroy) {
   for (const Death& d : kCallDeaths) EXPECT_TRUE(RunPhase(Phase::kDevCommDestroy, d.victim, d.delayUs));
+}
+
+// The rank that died is the one named, not the ranks that failed because of it and ended
+// soon after. The observer (rank 0) is stopped while the victim (rank 1) is killed and the
+// follower (rank 2) sees the death, fails, and exits without destroying anything; resumed, the
+// observer sees both host peers ended at once, and must name rank 1: rank 2's status word says
+// it failed because of rank 1, rank 1's says nothing (it never got to write).
+constexpr int kObserver = 0, kVictim = 1, kFollower = 2;
+TEST(FailBounded, TheRankThatDiedIsNamedNotTheOnesThatFollowed) {
+  const std::string failures = RunRanks(kVictim, [](int rank, Shared* s) {
+    setenv("CCO_PLATFORM", "cpu", 1);
+    setenv("CCO_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
+    if (rank == 0) {
+      RANK_OK(ccoGetUniqueId(&s->id));
+      s->idReady = 1;
+    }
+    RANK_CHECK(Await([&] { return s->idReady.load() == 1; }, 10000));
+    Built k;
+    if (Build(Phase::kLsaBarrier, rank, s->id, &k) != 0) return 1;
+    RANK_OK(ccoBarrierAll(k.comm));
+    if (rank == kObserver) {
+      s->observerPid = getpid();
+      kill(getpid(), SIGSTOP);  // the whole process, its proxy too, until the follower is gone
+      ccoResult_t async = ccoSuccess;
+      RANK_CHECK(Await([&] { return ccoCommGetAsyncError(k.comm, &async) == ccoSuccess && async != ccoSuccess; }, 5000));
+      const std::string error = ccoGetLastError();
+      printf("fail_bounded: the observer's async error: %s\n", error.c_str());
+      RANK_CHECK(error.find("rank 1 (a process on this host) ended") != std::string::npos);
+      RANK_CHECK(error.find("rank 2 (a process") == std::string::npos);
+      return Teardown(rank, k);
+    }
+    if (rank == kVictim) {
+      RANK_CHECK(Await([&] { return s->observerPid.load() != 0 && Stopped(s->observerPid.load()); }, 10000));
+      Die(s);
+    }
+    // The follower: it sees the death, fails (its status word names rank 1), and ends.
+    RANK_CHECK(rank == kFollower);
+    ccoLsaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), k.dc, 0);
+    RANK_CHECK(barrier.sync() == CCO_DEVICE_STATUS_ABORTED);
+    RANK_CHECK(Await([&] { return s->observerPid.load() != 0; }, 10000));
+    kill(s->observerPid.load(), SIGCONT);
+    _exit(0);
+  });
+  EXPECT_TRUE(failures.empty()) << failures;
 }
 
 }  // namespace
