@@ -52,7 +52,9 @@ template <class Coop> class ccoLsaBarrierSession {
  public:
   // Everything the session needs from `dc` is read here, once: through a ccoDevComm in
   // global memory (the bitcode's `dc`), reads after a barrier or an acquire would each be
-  // a memory trip again.
+  // a memory trip again. An index past dc.lsaBarrierCount makes a session that touches no
+  // memory: arrive does nothing, wait and sync return INVALID_ARGUMENT (the words there are
+  // other barriers' or other resources', its peers' too).
   CCO_DEVICE_API ccoLsaBarrierSession(Coop coop, const ccoDevComm& dc, uint32_t index)
       : coop_(coop),
         abortFlag_(reinterpret_cast<const uint32_t*>(dc.abortFlag)),
@@ -60,7 +62,8 @@ template <class Coop> class ccoLsaBarrierSession {
         flatBase_(dc.lsaFlatBase),
         stride_(dc.lsaStride),
         lsaRank_(dc.lsaRank),
-        lsaSize_(dc.lsaSize) {
+        lsaSize_(dc.lsaSize),
+        valid_(index < dc.lsaBarrierCount) {
     const uint64_t resource =
         cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
@@ -75,6 +78,7 @@ template <class Coop> class ccoLsaBarrierSession {
   /// default) after the coop's earlier writes are visible to them. A store of the round,
   /// not a reduction: adding 1 (which needs no epoch read first) measured slower.
   CCO_DEVICE_API void arrive(ccoMemoryOrder order = CCO_MEMORY_ORDER_RELEASE) {
+    if (!valid_) return;
     prepare();
     const bool release = lsa_barrier_detail::releases(order);
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_); p += coop_.size()) {
@@ -94,6 +98,7 @@ template <class Coop> class ccoLsaBarrierSession {
   /// timeout.
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
   CCO_DEVICE_API int32_t wait(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
+    if (!valid_) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     prepare();
     const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
@@ -168,6 +173,7 @@ template <class Coop> class ccoLsaBarrierSession {
   uint32_t* verdict_;
   uint32_t* inbox_;
   uint32_t target_ = 0;
+  bool valid_;  // index < lsaBarrierCount: its words are this device communicator's
   bool prepared_ = false;
 };
 
