@@ -16,15 +16,18 @@ namespace {
 Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
   const int n = c.topo.nRanks;
   Fd listener;
-  TcpListenAddress mine;
+  TcpMeshAnnouncement mine;
   const Status local = ListenForTcpMesh(&listener, &mine);
-  std::vector<TcpListenAddress> all;
-  CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address
+  std::vector<TcpMeshAnnouncement> all;
+  CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address and key
   std::vector<SockAddr> addresses(n);
-  for (int q = 0; q < n; ++q)
-    if (remote[q]) CCO_RETURN_IF_ERROR(CheckListenAddress(all[q], q, &addresses[q]));
-  return Agree(c, "GDA tcp connections",
-               ConnectTcpPeers(c.secret, c.topo.rank, remote, addresses, listener.get(), c.timeoutMs, outgoing, incoming));
+  std::vector<Key> joinKeys(n);
+  for (int q = 0; q < n; ++q) {
+    joinKeys[q] = all[q].joinKey;
+    if (remote[q]) CCO_RETURN_IF_ERROR(CheckListenAddress(all[q].address, q, &addresses[q]));
+  }
+  return Agree(c, "GDA tcp connections", ConnectTcpPeers(c.secret, c.topo.rank, remote, addresses, joinKeys,
+                                                         listener.get(), c.timeoutMs, outgoing, incoming));
 }
 
 Status CreateTcp(ccoComm& c, const std::vector<bool>& remote) {
