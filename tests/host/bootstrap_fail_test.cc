@@ -1,6 +1,8 @@
 // Bootstrap failures that must be said at once rather than at CCO_TIMEOUT_MS (internal API,
 // one process): a rank whose rank 0 is gone after the rendezvous (its hub refuses the
-// connection) learns it at once, with a message that says so.
+// connection) learns it at once, with a message that says so. And what unused unique ids
+// cost: their listeners until their bound, one thread for all of them, nothing after.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/channel.h"
@@ -62,6 +65,39 @@ TEST(BootstrapFailures, AHubThatRefusesIsSaidAtOnce) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("rank 0 refused the connection to its hub"), std::string::npos) << s.message();
   EXPECT_LT(ms, 5000) << "it waited for the bound";
+}
+
+int Entries(const char* dir) {
+  DIR* d = opendir(dir);
+  int n = 0;
+  for (dirent* e; (e = readdir(d)) != nullptr;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// Sixteen ids minted and never used: one thread watches all their listeners (each held a
+// thread of its own for the whole bound before); one of them still makes a communicator; at
+// their bound the listeners close and the watch ends.
+TEST(BootstrapFailures, UnusedIdsShareOneThreadAndEndAtTheirBound) {
+  setenv("CCO_PLATFORM", "cpu", 1);
+  setenv("CCO_TIMEOUT_MS", "1000", 1);
+  const int threads = Entries("/proc/self/task"), fds = Entries("/proc/self/fd");
+  std::vector<ccoUniqueId> ids(16);
+  for (auto& id : ids) ASSERT_EQ(ccoGetUniqueId(&id), ccoSuccess);
+  EXPECT_LE(Entries("/proc/self/task"), threads + 1);
+  // The listeners, and the watch's eventfd unless an earlier id made it.
+  EXPECT_GE(Entries("/proc/self/fd"), fds + 16);
+  EXPECT_LE(Entries("/proc/self/fd"), fds + 16 + 1);
+  ccoComm* comm = nullptr;
+  ASSERT_EQ(ccoCommCreate(ids[7], 1, 0, 16 << 20, &comm), ccoSuccess) << ccoGetLastError();
+  ASSERT_EQ(ccoCommDestroy(comm), ccoSuccess);
+  const auto start = Clock::now();
+  while ((Entries("/proc/self/task") > threads || Entries("/proc/self/fd") > fds + 1) &&
+         Clock::now() - start < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(Entries("/proc/self/task"), threads);
+  EXPECT_LE(Entries("/proc/self/fd"), fds + 1);  // the watch's eventfd stays for the next ids
+  setenv("CCO_TIMEOUT_MS", "20000", 1);
 }
 
 }  // namespace

@@ -75,12 +75,13 @@ void Proxy::WatchHostPeers() {
     watched_.erase(std::find_if(watched_.begin(), watched_.end(),
                                 [&](const std::pair<int, int>& w) { return w.first == e.host; }));
   }
-  FailLostPeers();  // before the error is reported: then every ring says so
+  // The error first: whoever sees a wait end (a ring failed, the abort word) finds it said.
   if (!ended.empty()) {
     int32_t blamed = -1;
     const std::string why = Verdict(ended, &blamed);
     FailCommunicator(blamed, why);
   }
+  FailLostPeers();
 }
 
 void Proxy::FailLostPeers() {
@@ -120,9 +121,9 @@ void Proxy::TakeNetLosses(NetBackend& net) {
   net.TakeLostPeers(&netLosses_);
   for (const NetLoss& loss : netLosses_) {
     lostNetPeers_.push_back(loss.peer);
-    FailNetPeer(loss.peer);
     FailCommunicator(loss.peer, Fmt("rank ", loss.peer, " was lost (", net.name(), "): ", loss.why.message(),
                                     "; its rings fail, its signals will not come"));
+    FailNetPeer(loss.peer);
   }
 }
 

@@ -96,9 +96,11 @@ bool Proxy::ProgressNet(NetBackend& net) {
     if (!s.ok()) {
       const std::string where = Fmt("GDA context ", p.ring / g.peerCount, " over ", net.name());
       if (done.peerLost) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);  // said before a wait can end on the ring
+          if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
+        }
         FailRing(g.rings, p.ring, CCO_GDA_RING_PEER_FAILED, peer);
-        std::lock_guard<std::mutex> lock(mu_);
-        if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
       } else {
         Fail(g.rings, p.ring, peer, where, s);
       }

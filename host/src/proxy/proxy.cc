@@ -311,9 +311,11 @@ void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32
 
 
 void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // said before a wait can end on the ring
+    if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", why.message());
+  }
   FailRing(rings, ring, why.code() == ccoUnsupported ? CCO_GDA_RING_PEER_FAILED : CCO_GDA_RING_BAD_DESCRIPTOR, peer);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", why.message());
 }
 
 }  // namespace cco
