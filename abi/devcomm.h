@@ -25,13 +25,21 @@ typedef struct ccoTeam {
 
 CCO_STATIC_ASSERT(sizeof(ccoTeam) == 16, "ccoTeam size");
 
+/* A device wait's timeoutNs argument (ccoGda, ccoSdma, the LSA barrier's wait and sync, the
+ * _timeout wrappers): 0 takes the device communicator's bound (waitTimeoutMs); this value
+ * sets none, so that the wait ends only when its condition holds or the communicator is
+ * aborted or fails; any other value is the bound in ns. A timed-out wait returns
+ * CCO_DEVICE_STATUS_TIMEOUT, an aborted one CCO_DEVICE_STATUS_ABORTED. */
+#define CCO_NO_TIMEOUT UINT64_MAX
+
 typedef struct ccoDevComm {
   /* header */
   uint32_t magic;                 /* CCO_DEV_COMM_MAGIC */
   uint32_t abiVersion;            /* CCO_ABI_VERSION */
   uint32_t size;                  /* sizeof(ccoDevComm) */
   uint32_t flags;                 /* zero */
-  uint64_t ptr;                   /* device address of the device copy (what kernels get as dc) */
+  uint64_t ptr;                   /* device address of the device copy (what kernels get as
+                                   * dc), in this rank's own memory, outside every window */
 
   /* topology */
   int32_t rank;
@@ -52,11 +60,17 @@ typedef struct ccoDevComm {
    * resourceOffset of every rank's slice, inside window resourceWindow (the communicator's
    * resource pool, which device communicators share, or a window of their own when the pool
    * has no room: ccoGetPeerPtr(resourceWindow, peer, 0) is that window's start). The offsets
-   * below count from resourceOffset. */
+   * below count from resourceOffset. The window is the host's name for them only: no device
+   * call and no request of a peer takes it as a window (its device descriptor reads as a
+   * dead one, and proxies and network backends refuse its id), and nothing in it is a pointer
+   * the device follows (this struct's device copy lies apart, in memory no peer maps). */
   ccoWindow_t resourceWindow;
   uint64_t resourceOffset;        /* where this devcomm's resources start inside every slice */
   uint64_t resourceSize;
-  uint64_t abortFlag;             /* address of a uint32 that ccoCommAbort sets non-zero */
+  uint64_t abortFlag;             /* address of a uint32 that turns non-zero when the
+                                   * communicator is aborted (ccoCommAbort) or has failed (its
+                                   * proxy saw a rank end or a network peer lost): every device
+                                   * wait then ends ABORTED */
 
   /* LSA barriers, inside the resources:
    *   epochs: lsaBarrierCount pairs of uint32 at lsaBarrierEpochOffset: {epoch (this
@@ -103,7 +117,11 @@ typedef struct ccoDevComm {
                                    * two. Taken from reserved space, so the version stands: a
                                    * host before it leaves 0 (groups keep gdaDirectMaxBytes), a
                                    * device before it ignores it (the same) */
-  uint32_t reserved;              /* zero */
+  uint32_t waitTimeoutMs;         /* the bound of every device wait whose call gives none
+                                   * (timeoutNs 0), in ms: CCO_TIMEOUT_MS when the device
+                                   * communicator was made; 0: none. Taken from reserved space,
+                                   * so the version stands: a host before it leaves 0 (no
+                                   * bound, as then), a device before it ignores it */
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of
    * sdmaRingDepth, the GDA ring format, ring [lsaPeer * sdmaQueueCount + queue]; the signal
@@ -149,7 +167,7 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingSlots) == 192, "ccoDevComm.gdaRing
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaSignals) == 216, "ccoDevComm.gdaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaRingDepth) == 232, "ccoDevComm.gdaRingDepth");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaDirectGroupMaxBytes) == 248, "ccoDevComm.gdaDirectGroupMaxBytes");
-CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved) == 252, "ccoDevComm.reserved");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, waitTimeoutMs) == 252, "ccoDevComm.waitTimeoutMs");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingSlots) == 256, "ccoDevComm.sdmaRingSlots");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaSignals) == 280, "ccoDevComm.sdmaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingDepth) == 296, "ccoDevComm.sdmaRingDepth");

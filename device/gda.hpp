@@ -42,7 +42,8 @@
 //     complete when it returns).
 // Every wait polls the abort flag and the error words of the rings it depends on (a signal
 // or counter wait: every ring of the context; the barrier: the ring to each peer it waits
-// for) and ends at the handle's timeout (0: none). Statuses are ccoDeviceStatus values.
+// for) and ends at the handle's timeout (0: the device communicator's bound, waitTimeoutMs;
+// CCO_NO_TIMEOUT: none). Statuses are ccoDeviceStatus values.
 // A host proxy carries the posts out; it only queues work on its own stream, so host-side
 // waits do not hold it back (launch on a non-blocking stream all the same: a synchronous
 // legacy-stream copy waits for a kernel launched there that waits on GDA).

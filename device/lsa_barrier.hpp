@@ -19,7 +19,8 @@
 // with sync(ACQUIRE) and leaves with sync(RELEASE), as NCCL's symmetric kernels do.
 // Epochs only rise, so inboxes are never reset and rounds cannot be confused. The coop's
 // threads share the peers (thread t handles peers t, t + size, ...). Every spin polls
-// the communicator's abort flag; the timeout variants give up after their deadline.
+// the communicator's abort flag (raised by an abort, or when the communicator failed: a rank
+// ended), and gives up at its bound: the call's, else the device communicator's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_LSA_BARRIER_HPP_
@@ -52,16 +53,20 @@ template <class Coop> class ccoLsaBarrierSession {
  public:
   // Everything the session needs from `dc` is read here, once: through a ccoDevComm in
   // global memory (the bitcode's `dc`), reads after a barrier or an acquire would each be
-  // a memory trip again.
+  // a memory trip again. An index past dc.lsaBarrierCount makes a session that touches no
+  // memory: arrive does nothing, wait and sync return INVALID_ARGUMENT (the words there are
+  // other barriers' or other resources', its peers' too).
   CCO_DEVICE_API ccoLsaBarrierSession(Coop coop, const ccoDevComm& dc, uint32_t index)
       : coop_(coop),
         abortFlag_(reinterpret_cast<const uint32_t*>(dc.abortFlag)),
+        waitTimeoutMs_(dc.waitTimeoutMs),
         flatBase_(dc.lsaFlatBase),
         stride_(dc.lsaStride),
         lsaRank_(dc.lsaRank),
         lsaSize_(dc.lsaSize),
         index_(index),
-        trace_(dc.trace) {
+        trace_(dc.trace),
+        valid_(index < dc.lsaBarrierCount) {
     const uint64_t resource =
         cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
@@ -76,6 +81,7 @@ template <class Coop> class ccoLsaBarrierSession {
   /// default) after the coop's earlier writes are visible to them. A store of the round,
   /// not a reduction: adding 1 (which needs no epoch read first) measured slower.
   CCO_DEVICE_API void arrive(ccoMemoryOrder order = CCO_MEMORY_ORDER_RELEASE) {
+    if (!valid_) return;
     prepare();
     const bool release = lsa_barrier_detail::releases(order);
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_); p += coop_.size()) {
@@ -89,12 +95,13 @@ template <class Coop> class ccoLsaBarrierSession {
 
   /// Waits until every peer arrived; with ACQUIRE (the default) or ACQ_REL their writes
   /// before their arrive are visible after it. Returns a ccoDeviceStatus (OK, or ABORTED,
-  /// or TIMEOUT once `timeout_ns` passed; 0 means no timeout), the same for every thread of
-  /// the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
+  /// or TIMEOUT once `timeout_ns` passed: 0 takes the device communicator's bound,
+  /// CCO_NO_TIMEOUT sets none), the same for every thread of the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
   /// consistent. The order comes first, as in arrive(order): an order is never taken for a
   /// timeout.
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
   CCO_DEVICE_API int32_t wait(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
+    if (!valid_) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t begin = trace::Begin(trace_);
     const int32_t verdict = WaitRound(order, timeout_ns);
     Traced(begin, CCO_TRACE_FLAG_WAIT_ONLY, verdict);
@@ -106,6 +113,7 @@ template <class Coop> class ccoLsaBarrierSession {
   CCO_DEVICE_API int32_t sync(uint64_t timeout_ns = 0) { return sync(CCO_MEMORY_ORDER_ACQ_REL, timeout_ns); }
   CCO_DEVICE_API int32_t sync(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
     using namespace lsa_barrier_detail;
+    if (!valid_) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t begin = trace::Begin(trace_);
     arrive(releases(order) ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
     const int32_t verdict = WaitRound(acquires(order) ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
@@ -119,12 +127,13 @@ template <class Coop> class ccoLsaBarrierSession {
     prepare();
     const bool acquire = lsa_barrier_detail::acquires(order);
     int32_t status = CCO_DEVICE_STATUS_OK;
-    const uint64_t start = wait_start(timeout_ns);
+    const WaitLimits limits = wait_limits(abortFlag_, waitTimeoutMs_, timeout_ns);
+    WaitStart start;  // one bound for the whole wait, over every peer
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
-      status = acquire ? poll<order::Acquire>(inbox_ + p, start, timeout_ns)
-                       : poll<order::Relaxed>(inbox_ + p, start, timeout_ns);
+      status = acquire ? poll<order::Acquire>(inbox_ + p, limits, start)
+                       : poll<order::Relaxed>(inbox_ + p, limits, start);
     }
     // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK). Where the
     // coop votes in one barrier (any()), a round that went well costs that barrier alone;
@@ -168,14 +177,16 @@ template <class Coop> class ccoLsaBarrierSession {
     return reinterpret_cast<uint32_t*>(cco_slice_address(flatBase_, stride_, peer, mySlot_));
   }
 
-  template <class Order> CCO_DEVICE_API int32_t poll(const uint32_t* slot, uint64_t start, uint64_t timeout_ns) const {
+  template <class Order>
+  CCO_DEVICE_API int32_t poll(const uint32_t* slot, const WaitLimits& limits, WaitStart& start) const {
     return spin_wait<BarrierSpin>(
         [&] { return lsa_barrier_detail::reached(arch::load<Order, scope::System>(slot), target_); },
-        [] { return false; }, WaitLimits{abortFlag_, timeout_ns}, start);
+        [] { return false; }, limits, start);
   }
 
   Coop coop_;
   const uint32_t* abortFlag_;
+  uint32_t waitTimeoutMs_;
   uint64_t flatBase_, stride_, mySlot_;
   int32_t lsaRank_, lsaSize_;
   uint32_t index_;
@@ -184,6 +195,7 @@ template <class Coop> class ccoLsaBarrierSession {
   uint32_t* verdict_;
   uint32_t* inbox_;
   uint32_t target_ = 0;
+  bool valid_;  // index < lsaBarrierCount: its words are this device communicator's
   bool prepared_ = false;
 };
 

@@ -36,7 +36,8 @@
 // Peers are LSA ranks. Statuses are ccoDeviceStatus values; INVALID_ARGUMENT where SDMA is
 // not enabled on the device communicator (CCO_ENABLE_SDMA), or a peer, queue or flag is
 // out of range, or a window is not a live one of this communicator holding the bytes. Every
-// wait polls the abort flag and its ring's error word and ends at the handle's timeout (0: none).
+// wait polls the abort flag and its ring's error word and ends at the handle's timeout (0: the
+// device communicator's bound, CCO_NO_TIMEOUT: none).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_SDMA_HPP_
@@ -59,7 +60,7 @@ namespace cco {
 class ccoSdma {
  public:
   CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0)
-      : dc_(dc), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
+      : dc_(dc), limits_(wait_limits(dc, timeoutNs)) {}
 
   /// Queues per peer (0: SDMA is not enabled on this device communicator, or it is none of
   /// this ABI: every call is then INVALID_ARGUMENT).

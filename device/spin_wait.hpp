@@ -5,11 +5,15 @@
 //   - every Policy::kCheckInterval polls, looks at the communicator's abort flag, at what
 //     else the wait depends on (`failed`: a ring the proxy failed), and at the clock for its
 //     timeout. The abort flag and a ring's words are host memory, a bus trip each: not at
-//     every poll;
+//     every poll. Where the arch's pauses are sleeps (the host's, arch::kSpinsBeforeSleep),
+//     at every poll from then on: a sleep costs far more than the look;
 //   - after Policy::kSpinsBeforeBackoff polls, pauses Policy::kBackoffNs before each poll
 //     (arch::spin_backoff; the host arch gives its core away much sooner).
-// A wait returns a ccoDeviceStatus: OK, ABORTED (the abort flag, or `failed`), or TIMEOUT
-// (timeoutNs after `start`; 0: none).
+// A wait returns a ccoDeviceStatus: OK, ABORTED (the abort flag, which the host also raises
+// when the communicator failed, or `failed`), or TIMEOUT. Every wait has a bound unless its
+// caller asks for none (wait_limits: the call's timeoutNs, else the device communicator's
+// waitTimeoutMs). The clock starts at the wait's first look at its limits, so a wait that
+// ends at once reads no clock.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_SPIN_WAIT_HPP_
@@ -17,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "abi/devcomm.h"
 #include "abi/enums.h"
 #include "device/arch/arch.h"
 
@@ -27,6 +32,19 @@ struct WaitLimits {
   const uint32_t* abortFlag;  // the communicator's (null: none)
   uint64_t timeoutNs;         // 0: no timeout
 };
+
+/// The limits of a wait of `dc` whose call gives `timeoutNs` (abi/devcomm.h): 0 takes the
+/// device communicator's bound, CCO_NO_TIMEOUT none.
+/// (abortFlag and waitTimeoutMs are the device communicator's, read earlier.)
+CCO_DEVICE_API WaitLimits wait_limits(const uint32_t* abortFlag, uint32_t waitTimeoutMs, uint64_t timeoutNs) {
+  const uint64_t bound = timeoutNs == CCO_NO_TIMEOUT ? 0
+                         : timeoutNs != 0            ? timeoutNs
+                                                     : uint64_t{waitTimeoutMs} * 1000000u;
+  return WaitLimits{abortFlag, bound};
+}
+CCO_DEVICE_API WaitLimits wait_limits(const ccoDevComm& dc, uint64_t timeoutNs) {
+  return wait_limits(reinterpret_cast<const uint32_t*>(dc.abortFlag), dc.waitTimeoutMs, timeoutNs);
+}
 
 /// The proxy rings' waits (credit, flush, signals and counters, the GDA barrier): what they
 /// wait for comes through a host thread, so they check their limits and the rings' error
@@ -46,33 +64,50 @@ struct BarrierSpin {
   static constexpr uint32_t kBackoffNs = 256;
 };
 
-/// Whether the communicator whose abort flag this is was aborted (null: no flag, never).
+/// Whether the communicator whose abort flag this is was aborted or failed (null: no flag, never).
 CCO_DEVICE_API bool aborted(const uint32_t* abortFlag) {
   return abortFlag != nullptr && arch::load<order::Relaxed, scope::System>(abortFlag) != 0;
 }
 
-/// Where a wait's timeout counts from: now, or nothing to read where there is no timeout.
-CCO_DEVICE_API uint64_t wait_start(uint64_t timeoutNs) { return timeoutNs ? arch::timer_ns() : 0; }
+/// When a wait began: read at its first look at the limits (0 until then), and shared by the
+/// polls of one wait that watch several words in turn (the LSA barrier's peers).
+struct WaitStart {
+  uint64_t ns = 0;
+  bool known = false;
+};
+
+/// Whether the wait has run out of time (starting its clock at the first look).
+CCO_DEVICE_API bool timed_out(const WaitLimits& limits, WaitStart& start) {
+  if (limits.timeoutNs == 0) return false;
+  const uint64_t now = arch::timer_ns();
+  if (!start.known) {
+    start.ns = now;
+    start.known = true;
+    return false;
+  }
+  return now - start.ns >= limits.timeoutNs;
+}
 
 /// Polls `done()` until it holds, or the abort flag is raised, `failed()` holds (ABORTED), or
 /// limits.timeoutNs passed since `start` (TIMEOUT).
 template <class Policy, class Done, class Failed>
-CCO_DEVICE_API int32_t spin_wait(Done done, Failed failed, const WaitLimits& limits, uint64_t start) {
+CCO_DEVICE_API int32_t spin_wait(Done done, Failed failed, const WaitLimits& limits, WaitStart& start) {
   for (uint32_t spins = 1;; ++spins) {
     if (done()) return CCO_DEVICE_STATUS_OK;
-    if (spins % Policy::kCheckInterval == 0) {
+    if (spins % Policy::kCheckInterval == 0 || spins >= arch::kSpinsBeforeSleep) {
       if (aborted(limits.abortFlag)) return CCO_DEVICE_STATUS_ABORTED;
       if (failed()) return CCO_DEVICE_STATUS_ABORTED;
-      if (limits.timeoutNs && arch::timer_ns() - start >= limits.timeoutNs) return CCO_DEVICE_STATUS_TIMEOUT;
+      if (timed_out(limits, start)) return CCO_DEVICE_STATUS_TIMEOUT;
     }
     arch::spin_backoff(spins, Policy::kSpinsBeforeBackoff, Policy::kBackoffNs);
   }
 }
 
-/// The same with the timeout counted from now.
+/// The same for a wait of its own.
 template <class Policy, class Done, class Failed>
 CCO_DEVICE_API int32_t spin_wait(Done done, Failed failed, const WaitLimits& limits) {
-  return spin_wait<Policy>(done, failed, limits, wait_start(limits.timeoutNs));
+  WaitStart start;
+  return spin_wait<Policy>(done, failed, limits, start);
 }
 
 }  // namespace cco

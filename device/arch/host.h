@@ -144,6 +144,7 @@ constexpr uint32_t kSpinsBeforeYield = 64;
 constexpr uint32_t kSpinsBeforeSleep = 64 + 1024;
 constexpr long kSleepNs = 20000;
 }  // namespace host_detail
+constexpr uint32_t kSpinsBeforeSleep = host_detail::kSpinsBeforeSleep;
 CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t, uint32_t) {
   if (spins < host_detail::kSpinsBeforeYield) return;
   if (spins < host_detail::kSpinsBeforeSleep) {

@@ -28,7 +28,7 @@ namespace cco {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API ccoGda<Provider, Mode>::ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs)
-    : dc_(dc), f_(dc), context_(context), limits_{reinterpret_cast<const uint32_t*>(dc.abortFlag), timeoutNs} {}
+    : dc_(dc), f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {}
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::team_size() const {

@@ -22,7 +22,7 @@
   X(ccoDevComm, sdmaQueueCount) X(ccoDevComm, gdaRingSlots) X(ccoDevComm, gdaRingHost) X(ccoDevComm, gdaRingDevice) \
   X(ccoDevComm, gdaSignals) X(ccoDevComm, gdaCounters) X(ccoDevComm, gdaRingDepth) X(ccoDevComm, gdaPeerCount) \
   X(ccoDevComm, gdaUniformNodes) X(ccoDevComm, gdaDirectMaxBytes) X(ccoDevComm, gdaDirectGroupMaxBytes) \
-  X(ccoDevComm, reserved) \
+  X(ccoDevComm, waitTimeoutMs) \
   X(ccoDevComm, sdmaRingSlots) X(ccoDevComm, sdmaRingHost) X(ccoDevComm, sdmaRingDevice) X(ccoDevComm, sdmaSignals) \
   X(ccoDevComm, sdmaLocal) X(ccoDevComm, sdmaRingDepth) X(ccoDevComm, sdmaShadowOffset) X(ccoDevComm, trace) \
   X(ccoDevComm, reserved2) \

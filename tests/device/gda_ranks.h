@@ -30,12 +30,14 @@ struct Rank {
 
 // Creates one communicator per thread-rank with a GDA device communicator of `type` and a
 // window, and runs body(rank) on each; returns how many ranks failed.
-// sdmaQueues > 0: SDMA is enabled (CCO_ENABLE_SDMA) with that many queues.
-template <class Body> int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1, int sdmaQueues = 0) {
+// sdmaQueues > 0: SDMA is enabled (CCO_ENABLE_SDMA) with that many queues. timeoutMs: the
+// communicators' CCO_TIMEOUT_MS (every host call's bound, and device waits' without their own).
+template <class Body>
+int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1, int sdmaQueues = 0, int timeoutMs = 20000) {
   setenv("CCO_PLATFORM", "cpu", 1);
   if (sdmaQueues > 0) setenv("CCO_ENABLE_SDMA", "1", 1);
   else unsetenv("CCO_ENABLE_SDMA");
-  setenv("CCO_TIMEOUT_MS", "20000", 1);
+  setenv("CCO_TIMEOUT_MS", std::to_string(timeoutMs).c_str(), 1);
   if (nodesPerHost > 1) setenv("CCO_TEST_NODES_PER_HOST", std::to_string(nodesPerHost).c_str(), 1);
   else unsetenv("CCO_TEST_NODES_PER_HOST");
   ccoUniqueId id;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -179,8 +180,27 @@ TEST(LsaBarrierOnHost, TimeoutAndAbort) {
     int32_t s = ccoLsaBarrierSession<ccoCoopThread>(ccoCoopThread(), dc, 0).sync(50 * 1000 * 1000);  // 50 ms
     if (s != CCO_DEVICE_STATUS_TIMEOUT) return false;
     waiter = comm;
-    s = ccoLsaBarrierSession<ccoCoopThread>(ccoCoopThread(), dc, 0).sync();  // no timeout: only abort ends it
+    s = ccoLsaBarrierSession<ccoCoopThread>(ccoCoopThread(), dc, 0).sync(CCO_NO_TIMEOUT);  // only abort ends it
     return s == CCO_DEVICE_STATUS_ABORTED;
+  }), 0);
+}
+
+// A session of a barrier the device communicator does not have touches no memory (its
+// words would be other resources', on every peer too): arrive does nothing, wait and sync
+// are refused.
+TEST(LsaBarrierOnHost, AnIndexPastTheCountIsRefused) {
+  EXPECT_EQ(RunThreadRanks(2, 1, [&](int, ccoComm* comm, const ccoDevComm& dc, ccoWindow_t) {
+    void* mine = nullptr;
+    if (ccoGetPeerPtr(comm, dc.resourceWindow, dc.lsaRank, 0, &mine) != ccoSuccess) return false;
+    const unsigned char* resources = static_cast<const unsigned char*>(mine);  // the window's start
+    std::vector<unsigned char> before(resources, resources + 4096);
+    if (ccoBarrierAll(comm) != ccoSuccess) return false;
+    ccoLsaBarrierSession<ccoCoopThread> beyond(ccoCoopThread(), dc, 1);
+    beyond.arrive();
+    if (beyond.wait(CCO_NO_TIMEOUT) != CCO_DEVICE_STATUS_INVALID_ARGUMENT) return false;
+    if (beyond.sync() != CCO_DEVICE_STATUS_INVALID_ARGUMENT) return false;
+    if (ccoBarrierAll(comm) != ccoSuccess) return false;
+    return std::equal(before.begin(), before.end(), resources);
   }), 0);
 }
 

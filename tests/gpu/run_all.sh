@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CCO_TIMEOUT_MS=${CCO_TIMEOUT_MS:-20000} PYTHONUNBUFFERED=1 CCO_STAGE=$PWD/stage
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(pytest examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor ops trace)
+[[ ${#steps[@]} -eq 0 ]] && steps=(pytest fail-bounded examples gda gda-tcp torchrun sdma perf perf-launch two-gpus probe tcp perf-procs anchor ops trace)
 
 python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site stage/cco-*.whl >/dev/null || exit 1
 export PYTHONPATH=/tmp/site
@@ -30,8 +30,15 @@ for step in "${steps[@]}"; do
   echo "=== $step"
   case $step in
     pytest)
-      timeout 900 python3 -m pytest -q -p no:cacheprovider tests/gpu --junitxml="$OUT/gpu-junit.xml" -ra \
-        2>&1 | tee "$OUT/pytest.log" | tail -40 ;;
+      timeout 900 python3 -m pytest -q -p no:cacheprovider tests/gpu --ignore=tests/gpu/test_fail_bounded_gpu.py \
+        --junitxml="$OUT/gpu-junit.xml" -ra 2>&1 | tee "$OUT/pytest.log" | tail -40 ;;
+    fail-bounded)
+      # A rank process SIGKILLed at each phase while the others' kernels wait (ranks share
+      # GPUs: under MPS their kernels run at once); the figures are printed (-s).
+      mps_start
+      timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_fail_bounded_gpu.py \
+        --junitxml="$OUT/fail-bounded-junit.xml" -ra 2>&1 | tee "$OUT/fail-bounded.log" | grep -E "fail_bounded_gpu|passed|failed|Error" | tail -80
+      mps_stop ;;
     examples)
       mps_start
       {

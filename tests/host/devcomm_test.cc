@@ -99,8 +99,12 @@ int BadRequirementsFailEverywhere(int rank, int n, const ccoUniqueId& id) {
                dc.gdaRingHost == dc.gdaRingSlots + 4ull * n * dc.gdaRingDepth * (sizeof(ccoGdaDesc) + sizeof(uint64_t)) &&
                dc.gdaSignals != 0 &&
                dc.gdaCounters == dc.gdaSignals + 8 * (16 + 1) * (n + dc.lsaSize));  // (signals + barrier) x senders
-    // Signal and counter words are in the resource window, zeroed.
-    RANK_CHECK(dc.gdaSignals >= dc.ptr && dc.gdaCounters + 8 * 16 <= dc.ptr + dc.resourceSize);
+    // Signal and counter words are in the resource window, zeroed. The device copy of
+    // ccoDevComm is not, nor anywhere in the flat range: peers write there.
+    const uint64_t resources = dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaRank) * dc.lsaStride + dc.resourceOffset;
+    RANK_CHECK(dc.gdaSignals >= resources && dc.gdaCounters + 8 * 16 <= resources + dc.resourceSize);
+    RANK_CHECK(dc.ptr + sizeof(ccoDevComm) <= dc.lsaFlatBase ||
+               dc.ptr >= dc.lsaFlatBase + static_cast<uint64_t>(dc.lsaSize) * dc.lsaStride);
     for (int i = 0; i < 17 * n + 16; ++i) RANK_CHECK(reinterpret_cast<const uint64_t*>(dc.gdaSignals)[i] == 0);
     RANK_OK(ccoDevCommDestroy(comm, &dc));
     reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;

@@ -297,6 +297,15 @@ TEST_F(IntegrityTest, StaleWindowAndDevCommHandlesNameNothing) {
     stale = first;
     RANK_OK(ccoDevCommDestroy(comm, &first));
     RANK_OK(ccoDevCommCreate(comm, &reqs, &second));
+    // The device copy's place is quarantined (memory/descriptor_pool.h): the next one is
+    // elsewhere, and the stale handle names nothing live.
+    RANK_CHECK(second.ptr != stale.ptr);
+    RANK_CHECK(ccoDevCommDestroy(comm, &stale) == ccoInvalidArgument);
+    // Once the place is reused, only the serial tells them apart.
+    for (int i = 0; i < 1024 && second.ptr != stale.ptr; ++i) {
+      RANK_OK(ccoDevCommDestroy(comm, &second));
+      RANK_OK(ccoDevCommCreate(comm, &reqs, &second));
+    }
     RANK_CHECK(second.ptr == stale.ptr);  // the same place: only the serial tells them apart
     RANK_CHECK(ccoDevCommDestroy(comm, &stale) == ccoInvalidArgument);
     RANK_CHECK(LastErrorSays("not a live device communicator"));

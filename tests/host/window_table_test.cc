@@ -49,6 +49,26 @@ TEST(WindowTable, ResolvesLiveWindowsWithinTheirBounds) {
   EXPECT_FALSE(lookup.Resolve(3, 0, 1, &at).ok());
 }
 
+// The communicator's own windows (its resource pool) hold device communicators' words, which
+// only its proxies write: no request names them, and no pointer may land in them.
+TEST(WindowTable, TheCommunicatorsOwnWindowsAreNoDataWindows) {
+  WindowTable table;
+  WindowRecord pool = Window(0x10, 1, 0, 4096);
+  pool.internal = true;
+  table.Add(pool);
+  table.Add(Window(0x20, 2, 4096, 4096));
+  const WindowLookup& lookup = table;
+  uint64_t at = 0;
+  Status refused = lookup.Resolve(1, 0, 8, &at);
+  EXPECT_EQ(refused.code(), ccoInvalidArgument);
+  EXPECT_NE(refused.message().find("holds device communicators' resources"), std::string::npos) << refused.message();
+  EXPECT_FALSE(lookup.Covers(0, 8));
+  EXPECT_FALSE(lookup.Covers(100, 1));
+  EXPECT_TRUE(lookup.Resolve(2, 0, 8, &at).ok());
+  EXPECT_TRUE(lookup.Covers(4096, 8));
+  ASSERT_NE(table.Find(0x10), nullptr);  // the communicator still finds it by handle
+}
+
 TEST(WindowTable, CoversOnlyBytesInsideOneWindow) {
   WindowTable table;
   table.Add(Window(0x10, 1, 0, 100));

@@ -76,6 +76,7 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     Platform* cpu = nullptr;
     ASSERT_TRUE(CreateCpuPlatform(&cpu).ok());
+    cpu_.reset(cpu);  // this fixture's own (GetPlatform's is the process's, never freed)
     counting_.reset(new CountingPlatform(cpu));
     platform_ = counting_.get();
     TcpOptions o;
@@ -196,6 +197,8 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
     return h;
   }
 
+  // Declared first, destroyed last: the backend and the counting platform use it to the end.
+  std::unique_ptr<Platform> cpu_;
   std::unique_ptr<CountingPlatform> counting_;
   Platform* platform_ = nullptr;
   Fd requestsOfMine_, requestsOfTheirs_;

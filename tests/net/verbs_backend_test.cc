@@ -45,6 +45,7 @@ struct Fake {
   uint32_t nextQpn = 100, nextKey = 1;
   int dmabufRegistrations = 0, addressRegistrations = 0;
   uint64_t lastDmabufOffset = 0, lastDmabufIova = 0;
+  int lastAccess = 0;  // of the last memory registration
 };
 Fake* fake = nullptr;
 
@@ -135,12 +136,14 @@ ibv_mr* NewMr(ibv_pd* pd, uint64_t address, size_t length) {
   mr->rkey = 2000 + fake->nextKey++;
   return mr;
 }
-ibv_mr* RegMr(ibv_pd* pd, void* address, size_t length, int) {
+ibv_mr* RegMr(ibv_pd* pd, void* address, size_t length, int access) {
   ++fake->addressRegistrations;
+  fake->lastAccess = access;
   return NewMr(pd, reinterpret_cast<uint64_t>(address), length);
 }
-ibv_mr* RegDmabufMr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int, int) {
+ibv_mr* RegDmabufMr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int, int access) {
   ++fake->dmabufRegistrations;
+  fake->lastAccess = access;
   fake->lastDmabufOffset = offset;
   fake->lastDmabufIova = iova;
   return NewMr(pd, iova, length);
@@ -546,6 +549,43 @@ TEST_F(VerbsFake, DeviceMemoryRegistersByDmaBufWhenTheDriverExportsOne) {
   ASSERT_TRUE(backend_->RegisterWindow(2, reinterpret_cast<uint64_t>(buffer_), 64, &key).ok());
   EXPECT_EQ(key.address, reinterpret_cast<uint64_t>(buffer_));
   EXPECT_EQ(key.size, 64u);
+}
+
+// The communicator's resources (its resource pool) are registered for the signals' atomics
+// only: the NIC refuses a WRITE or READ with their key, and no put or get is built against a
+// peer's key that says so, while the signal's atomic still goes there.
+TEST_F(VerbsFake, TheResourceWindowTakesSignalsOnly) {
+  MakeConnected("mlx5_1");
+  VerbsWindowKey key;
+  ASSERT_TRUE(backend_->RegisterWindow(5, reinterpret_cast<uint64_t>(buffer_), 256, &key, /*signalsOnly=*/true).ok());
+  EXPECT_EQ(state_.lastAccess, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  EXPECT_EQ(key.flags, kVerbsKeySignalsOnly);
+  ASSERT_TRUE(backend_->RegisterWindow(6, reinterpret_cast<uint64_t>(buffer_), 256, &key).ok());
+  EXPECT_EQ(state_.lastAccess & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+            IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  EXPECT_EQ(key.flags, 0u);
+  // A peer's key with a flag this side does not know is refused.
+  EXPECT_FALSE(backend_->SetPeerWindow(1, 10, VerbsWindowKey{0x30000, 4096, 99, 2}).ok());
+  ASSERT_TRUE(backend_->SetPeerWindow(1, 9, VerbsWindowKey{0x20000, 4096, 88, kVerbsKeySignalsOnly}).ok());
+  for (NetOpKind kind : {NetOpKind::kPut, NetOpKind::kGet, NetOpKind::kPutValue}) {
+    NetOp op = Op(kind, 0, 8, 70 + static_cast<int>(kind));
+    op.window = 9;  // the peer's resources as a put's, get's or put_value's window
+    backend_->Post(op, targets_);
+  }
+  EXPECT_TRUE(state_.posts.empty());
+  auto done = Progress();
+  ASSERT_EQ(done.size(), 3u);
+  for (const auto& c : done) {
+    EXPECT_FALSE(c.status.ok());
+    EXPECT_FALSE(c.peerLost);
+    EXPECT_NE(c.status.message().find("not data"), std::string::npos) << c.status.message();
+  }
+  NetOp signal = Op(NetOpKind::kSignal, 0, 0, 80);
+  Signal(&signal, 1);
+  backend_->Post(signal, targets_);
+  ASSERT_EQ(state_.posts.size(), 1u);
+  EXPECT_EQ(state_.posts[0].back().opcode, IBV_WR_ATOMIC_FETCH_AND_ADD);
+  EXPECT_EQ(state_.posts[0].back().rkey, 88u);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ class DevCommStruct(ctypes.Structure):
         ("gdaUniformNodes", ctypes.c_int32),
         ("gdaDirectMaxBytes", ctypes.c_uint32),
         ("gdaDirectGroupMaxBytes", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("waitTimeoutMs", ctypes.c_uint32),  # every device wait's bound unless the call gives one
         # SDMA rings and signal pools
         ("sdmaRingSlots", ctypes.c_uint64),
         ("sdmaRingHost", ctypes.c_uint64),

@@ -3,13 +3,24 @@
  * Plain C with a stable ABI. Every call returns a ccoResult_t; on failure,
  * ccoGetLastError() tells, for the calling thread, what was wrong (which argument, which
  * rank, which size). The library never exits or aborts the process, and every blocking
- * call is bounded by CCO_TIMEOUT_MS.
+ * call is bounded by CCO_TIMEOUT_MS; so is every device wait that gives no timeout of its
+ * own (ccoDevComm.waitTimeoutMs; CCO_NO_TIMEOUT asks for none).
  *
  * Collective calls (every rank of the communicator calls them, in the same order, with
- * matching arguments): ccoCommCreate, ccoCommDestroy, ccoWindowRegister,
- * ccoWindowAllocRegister, ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy,
- * ccoBarrierAll. Ranks that disagree fail together, with a message naming the mismatch.
- * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort, ccoDevCommTraceFlush.
+ * matching arguments): ccoCommCreate, ccoWindowRegister, ccoWindowAllocRegister,
+ * ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy, ccoBarrierAll. Ranks that
+ * disagree fail together, with a message naming the mismatch.
+ * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort,
+ * ccoCommGetAsyncError, ccoDevCommTraceFlush, and ccoCommDestroy: it frees this rank's part
+ * alone and waits for no peer (a rank whose peers failed can always destroy); call it once
+ * the collective calls are done (a peer still inside one, or still running kernels on this
+ * rank's memory, sees this rank leave).
+ *
+ * Failure: a rank that ends (a process killed, or gone) fails the communicator on every rank
+ * that sees it end (its host peers at once, its network peers when the connection breaks):
+ * every device wait of every device communicator ends CCO_DEVICE_STATUS_ABORTED, and
+ * ccoCommGetAsyncError names the rank; the host calls fail within CCO_TIMEOUT_MS. The
+ * communicator can then only be destroyed; a new one can be made.
  *
  * Symmetric memory: ccoMemAlloc places an allocation at the same offset of every rank's
  * slice of the communicator's flat virtual range when ranks allocate in the same order;
@@ -103,8 +114,9 @@ ccoResult_t ccoGetUniqueId(ccoUniqueId* id);
  * 0 picks the platform default (the device's memory size, 1 GiB on the cpu platform). */
 ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize, ccoComm** comm);
 ccoResult_t ccoCommDestroy(ccoComm* comm);
-/* Makes every blocking call on comm, host or device, return ccoAborted / an aborted
- * status; the communicator can then only be destroyed. Callable from any thread. */
+/* Makes every blocking call on comm, host or device (every device communicator's waits),
+ * return ccoAborted / CCO_DEVICE_STATUS_ABORTED; the communicator can then only be destroyed.
+ * Callable from any thread. */
 ccoResult_t ccoCommAbort(ccoComm* comm);
 /* The first error the communicator's progress thread met on its own (a GDA peer lost, a
  * descriptor it refused): *asyncError is ccoSuccess, or that error's code and then

@@ -65,8 +65,14 @@ Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64
 Status Bootstrap::ConnectHub(const Key& secret, Fd hubListener, const SockAddr& hub) {
   if (rank_ == 0) return AcceptPeers(secret, std::move(hubListener));
   const Deadline deadline = DeadlineIn(timeout_ms_);
-  CCO_RETURN_IF_ERROR(ConnectChannel(hub, secret, "hub", HandshakeMs(timeout_ms_), deadline, &hub_)
-                          .Prefixed("connecting to rank 0"));
+  // Rank 0 listens before it greets the root, and stops only once every rank joined or its
+  // bound passed: a refused connection means it is gone. Said at once, not at the bound.
+  bool refused = false;
+  Status reached = ConnectChannel(hub, secret, "hub", HandshakeMs(timeout_ms_), deadline, &hub_, &refused);
+  if (refused)
+    return RemoteError(Fmt("ccoCommCreate: rank 0 refused the connection to its hub (", hub.ToString(),
+                           "): its process has ended, or it gave up on this communicator already"));
+  CCO_RETURN_IF_ERROR(reached.Prefixed("connecting to rank 0"));
   return hub_.Send(EncodeJoin(HubJoin{rank_}), deadline).Prefixed("joining rank 0");
 }
 

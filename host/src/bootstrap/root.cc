@@ -1,5 +1,12 @@
 #include "bootstrap/root.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -38,11 +45,15 @@ struct Greeted {
 
 class RootServer {
  public:
-  RootServer(Fd listener, const Key& secret, int64_t timeoutMs)
+  // unusedUntil: when the rendezvous gives up if no rank has come (a whole timeout after minting).
+  RootServer(Fd listener, const Key& secret, int64_t timeoutMs, Deadline unusedUntil)
       : listener_(std::move(listener)),
         timeout_ms_(timeoutMs),
         acceptor_(listener_.get(), secret,
-                  AcceptorOptions{"root", HandshakeMs(timeoutMs), kRootMaxPending, kMaxHelloBytes, false}) {}
+                  AcceptorOptions{"root", HandshakeMs(timeoutMs), kRootMaxPending, kMaxHelloBytes, false}),
+        deadline_(unusedUntil) {}
+
+  int listener() const { return listener_.get(); }
 
   // Serves the rendezvous; `answered` runs once every admitted rank has its verdict.
   template <class Answered> void Run(Answered answered) {
@@ -66,9 +77,9 @@ class RootServer {
   // for as many processes as the smallest nRanks asked for (or the timeout), so each of them
   // hears the same verdict instead of a reset connection.
   Status Gather() {
-    // No rank for a whole timeout after minting: give up (the id is never used).
+    // No rank for a whole timeout after minting (deadline_ until the first arrival): give up
+    // (the id is never used).
     Deadline& deadline = deadline_;
-    deadline = DeadlineIn(timeout_ms_);
     int n_ranks = -1;   // the first greeted rank's nRanks: the world the others must match
     int smallest = -1;  // the smallest nRanks any rank asked for: how many to wait for
     Status verdict = Status::Ok();
@@ -119,7 +130,134 @@ class RootServer {
   Acceptor acceptor_;
   std::vector<Greeted> greeted_;
   SockAddr hub_{};
-  Deadline deadline_{};  // the rendezvous's bound (from the first arrival)
+  Deadline deadline_{};  // the rendezvous's bound (from minting, then from the first arrival)
+};
+
+// Marks a root done for AwaitLocalRoot: every rank it admitted has its verdict, or it served
+// none and is gone.
+void Answered(const std::string& key, const std::shared_ptr<RootDone>& done) {
+  {
+    std::lock_guard<std::mutex> lock(g_roots_mu);
+    Roots().erase(key);
+  }
+  std::lock_guard<std::mutex> lock(done->mu);
+  done->answered = true;
+  done->cv.notify_all();
+}
+
+// Serves a root on a thread of its own, from its first connection on.
+Status Serve(const std::shared_ptr<RootServer>& server, const std::shared_ptr<RootDone>& done, const std::string& key) {
+  try {
+    std::thread([server, done, key] { server->Run([&] { Answered(key, done); }); }).detach();
+  } catch (const std::system_error& e) {
+    Answered(key, done);
+    return SystemError(Fmt("starting the rendezvous thread: ", e.what()));
+  }
+  return Status::Ok();
+}
+
+// The roots no rank has reached yet, watched by one thread for the whole process: an id that
+// is minted and never used costs its listener until its bound, not a thread. A root's own
+// thread starts with its first connection (which waits in the listener's queue meanwhile).
+// The watch's thread ends when no root waits.
+//
+// A child forked while the watch ran has none of its threads: it starts a watch of its own,
+// and closes its copies of the parent's listeners (pthread_atfork; the parent keeps them).
+class RootWatch {
+ public:
+  static RootWatch& Get() {
+    static RootWatch* watch = [] {
+      RootWatch* w = new RootWatch();  // never destroyed: detached threads use it
+      pthread_atfork([] { Get().mu_.lock(); }, [] { Get().mu_.unlock(); }, [] { Get().AfterForkInChild(); });
+      return w;
+    }();
+    return *watch;
+  }
+
+  Status Add(std::shared_ptr<RootServer> server, std::shared_ptr<RootDone> done, std::string key, Deadline unusedUntil) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!wake_.valid()) {
+      wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!wake_.valid()) return ErrnoError("eventfd for the rendezvous watch", errno);
+    }
+    waiting_.push_back(Waiting{std::move(server), std::move(done), std::move(key), unusedUntil});
+    if (running_) {
+      const uint64_t one = 1;
+      (void)!write(wake_.get(), &one, sizeof(one));
+      return Status::Ok();
+    }
+    try {
+      std::thread([this] { Loop(); }).detach();
+    } catch (const std::system_error& e) {
+      waiting_.pop_back();
+      return SystemError(Fmt("starting the rendezvous watch: ", e.what()));
+    }
+    running_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  // In the child, single-threaded, with mu_ held since the fork's prepare handler.
+  void AfterForkInChild() {
+    waiting_.clear();
+    wake_.Reset();
+    running_ = false;
+    mu_.unlock();
+  }
+
+  struct Waiting {
+    std::shared_ptr<RootServer> server;
+    std::shared_ptr<RootDone> done;
+    std::string key;
+    Deadline unusedUntil;
+  };
+
+  void Loop() {
+    for (;;) {
+      std::vector<pollfd> fds;
+      int64_t wait = 1000;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (waiting_.empty()) {
+          running_ = false;
+          wake_.Reset();  // nothing of the watch stays open while no root waits
+          return;
+        }
+        fds.push_back(pollfd{wake_.get(), POLLIN, 0});
+        for (const Waiting& w : waiting_) {
+          fds.push_back(pollfd{w.server->listener(), POLLIN, 0});
+          wait = std::min<int64_t>(wait, std::max<int64_t>(0, MsLeft(w.unusedUntil)));
+        }
+      }
+      if (poll(fds.data(), fds.size(), static_cast<int>(wait)) < 0 && errno != EINTR) std::this_thread::yield();
+      if (fds[0].revents & POLLIN) {
+        uint64_t count = 0;
+        (void)!read(wake_.get(), &count, sizeof(count));
+      }
+      std::vector<Waiting> start, expired;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        // Roots added since the poll sit past fds' end: they are looked at next time round.
+        for (size_t i = fds.size() - 1; i >= 1; --i) {
+          const int listener = fds[i].fd;
+          auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                                 [&](const Waiting& w) { return w.server->listener() == listener; });
+          if (it == waiting_.end()) continue;
+          if (fds[i].revents != 0) start.push_back(*it);
+          else if (MsLeft(it->unusedUntil) <= 0) expired.push_back(*it);
+          else continue;
+          waiting_.erase(it);
+        }
+      }
+      for (const Waiting& w : start) (void)Serve(w.server, w.done, w.key);  // a failure marks it done
+      for (const Waiting& w : expired) Answered(w.key, w.done);  // its listener closes with it
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<Waiting> waiting_;
+  Fd wake_;
+  bool running_ = false;
 };
 
 }  // namespace
@@ -143,23 +281,14 @@ Status StartRendezvousRoot(ccoUniqueId* id) {
     std::lock_guard<std::mutex> lock(g_roots_mu);
     Roots()[key] = done;
   }
-  auto server = std::make_shared<RootServer>(std::move(listener), contents.secret, env::TimeoutMs());
-  try {
-    std::thread([server, done, key] {
-      server->Run([&] {
-        {
-          std::lock_guard<std::mutex> lock(g_roots_mu);
-          Roots().erase(key);
-        }
-        std::lock_guard<std::mutex> lock(done->mu);
-        done->answered = true;
-        done->cv.notify_all();
-      });
-    }).detach();
-  } catch (const std::system_error& e) {
+  const int64_t timeoutMs = env::TimeoutMs();
+  const Deadline unusedUntil = DeadlineIn(timeoutMs);
+  auto server = std::make_shared<RootServer>(std::move(listener), contents.secret, timeoutMs, unusedUntil);
+  Status watched = RootWatch::Get().Add(server, done, key, unusedUntil);
+  if (!watched.ok()) {
     std::lock_guard<std::mutex> lock(g_roots_mu);
     Roots().erase(key);
-    return SystemError(Fmt("starting the rendezvous thread: ", e.what()));
+    return watched;
   }
   EncodeUniqueId(contents, id);
   return Status::Ok();

@@ -2,7 +2,10 @@
 // admits only connections that prove the id's secret, waits for every rank to say hello
 // (bounded by CCO_TIMEOUT_MS), checks that they agree (one nRanks, no rank twice), tells
 // each where rank 0's hub listens, and exits. Ranks that disagree, or never come, turn into
-// one error message for every rank that reached it, late ones included.
+// one error message for every rank that reached it, late ones included. Until its first
+// connection a root has no thread of its own: one thread of the process watches every such
+// root's listener (an id minted and never used costs its listener until its bound, and no
+// thread once every id is used or expired).
 #ifndef CCO_HOST_BOOTSTRAP_ROOT_H_
 #define CCO_HOST_BOOTSTRAP_ROOT_H_
 

@@ -94,6 +94,10 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
   x.stride = c.stride;
   x.peerSockets = c.mesh->PeerSockets();
   x.windows = &c.windows;
+  x.abortWord = c.abortHost;
+  x.aborted = &c.aborted;
+  x.statusOffset = c.pool.statusOffset;
+  x.statusWords = true;  // the pool exists before the proxy (CreateComm)
   return x;
 }
 
@@ -152,6 +156,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
                             .Prefixed(Fmt("reserving ", c->HostSize(), " x ", c->stride, " bytes of address space")));
     c->slots = SlotAllocator(c->stride, c->granularity);
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
+    c->devCommCopies.reset(new DescriptorPool(c->platform, c->device, sizeof(ccoDevComm)));
     void* host = nullptr;
     CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(c->device, sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
     c->abortHost = static_cast<uint32_t*>(host);
@@ -183,7 +188,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 void AbortComm(ccoComm& c) {
   std::lock_guard<std::mutex> lock(c.abortMu);
   c.aborted = true;
-  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, 1u, __ATOMIC_RELEASE);
+  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, kAbortWordAborted, __ATOMIC_RELEASE);
   if (c.bootstrap) c.bootstrap->Abort();
   if (c.mesh) c.mesh->Abort();
 }
@@ -198,6 +203,7 @@ void DestroyComm(ccoComm& c) {
     std::lock_guard<std::mutex> lock(c.abortMu);  // ccoCommGetAsyncError reads it under this lock
     proxy = std::move(c.proxy);
   }
+  if (proxy) proxy->Leaving();  // host peers that see this process end know it left
   proxy.reset();  // joins its thread: outside the lock, which an abort may need meanwhile
   for (auto& entry : c.devComms) {
     if (entry.second.gda) DestroyGdaResources(c, *entry.second.gda);
@@ -206,6 +212,7 @@ void DestroyComm(ccoComm& c) {
   c.devComms.clear();
   c.windows.Clear();
   c.descriptors.reset();
+  c.devCommCopies.reset();
   for (auto& entry : c.allocations) {
     Allocation& a = entry.second;
     ReleasePeers(c, a);

@@ -48,9 +48,10 @@ struct Allocation {
 };
 // Where device communicators' resources come from (comm/resource_pool.h).
 struct ResourcePool {
-  ccoWindow_t window = 0;  // 0: none (the communicator is being created)
-  size_t offset = 0;       // where the pool starts inside every slice
-  SlotAllocator carves;    // offsets from the pool's start
+  ccoWindow_t window = 0;   // 0: none (the communicator is being created)
+  size_t offset = 0;        // where the pool starts inside every slice
+  size_t statusOffset = 0;  // this rank's status word (proxy_context.h), inside every slice
+  SlotAllocator carves;     // offsets from the pool's start
 };
 
 class VerbsBackend;
@@ -96,7 +97,8 @@ struct ccoComm {
   cco::WindowTable windows;  // the proxy asks it too, from its thread (comm/window_table.h)
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   cco::ResourcePool pool;
-  std::unique_ptr<cco::DescriptorPool> descriptors;
+  std::unique_ptr<cco::DescriptorPool> descriptors;    // window descriptors (window handles)
+  std::unique_ptr<cco::DescriptorPool> devCommCopies;  // device copies of ccoDevComm (devComm.ptr)
   uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
   uint32_t devCommSerial = 0;  // ccoDevComm.hostSerial of the last made here (a local count)
   uint32_t devCommCalls = 0;   // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire

@@ -1,9 +1,13 @@
 // ccoDevCommCreate / ccoDevCommDestroy: the resources (a carve of the communicator's pool,
-// comm/resource_pool.h, or a window of their own) with the device copy of ccoDevComm at their
-// start, and the GDA / SDMA rings, signal words and proxy attachment. Creation runs in three
+// comm/resource_pool.h, or a window of their own), the device copy of ccoDevComm (apart from
+// them, in this rank's own descriptor memory: peers write into the resources, and nothing a
+// peer writes may become a pointer a kernel follows), and the GDA / SDMA rings, signal words
+// and proxy attachment. Creation runs in three
 // steps: plan (each rank alone), agree (one round), build (what needs the peers or the proxy).
 #include <stdio.h>
 #include <string.h>
+
+#include <algorithm>
 
 #include "comm/agree.h"
 #include "comm/communicator.h"
@@ -123,7 +127,7 @@ Status PlaceInOwnWindow(ccoComm& c, size_t bytes, Placement* place) {
 }
 
 // Undoes a placement of a device communicator that was not created. A carve goes back to the
-// pool only once zeroed (it may hold an uploaded ccoDevComm); one that cannot be zeroed stays
+// pool only once zeroed (peers may have written into it); one that cannot be zeroed stays
 // taken, and the next creations see the pools differ (SameCarve).
 void ReleasePlacement(ccoComm& c, const Placement& place) {
   if (place.pooled) {
@@ -134,15 +138,22 @@ void ReleasePlacement(ccoComm& c, const Placement& place) {
   }
 }
 
+// Gives back the slot of a device copy that was not handed out (zeroed on the way).
+void ReleaseCopy(ccoComm& c, uint64_t* copy) {
+  if (*copy != 0) c.devCommCopies->Remove(*copy);
+  *copy = 0;
+}
+
+// copy: the device copy's address (a slot of ccoComm::devCommCopies).
 // direct: the direct path's bounds (DirectBound), which only a GDA device communicator carries.
 ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, const ResourceLayout& layout,
-                       const Placement& place, int sdmaQueues, const GdaResources* gda, SdmaResources* sdma,
-                       DirectBounds direct, uint64_t trace) {
+                       const Placement& place, uint64_t copy, int sdmaQueues, const GdaResources* gda,
+                       SdmaResources* sdma, DirectBounds direct, uint64_t trace) {
   ccoDevComm dc = {};
   dc.magic = CCO_DEV_COMM_MAGIC;
   dc.abiVersion = CCO_ABI_VERSION;
   dc.size = sizeof(ccoDevComm);
-  dc.ptr = place.base + layout.devComm;
+  dc.ptr = copy;
   dc.rank = c.topo.rank;
   dc.worldSize = c.topo.nRanks;
   dc.lsaRank = c.topo.lsaRank;
@@ -158,6 +169,8 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
   dc.resourceOffset = place.base - c.MySlice();
   dc.resourceSize = layout.bytes;
   dc.abortFlag = c.abortDevice;
+  // Every device wait's bound unless its call gives one: the communicator's, as its host calls'.
+  dc.waitTimeoutMs = static_cast<uint32_t>(std::min<int64_t>(c.timeoutMs, UINT32_MAX));
   dc.lsaBarrierCount = static_cast<uint32_t>(reqs.lsaBarrierCount);
   dc.lsaBarrierEpochOffset = static_cast<uint32_t>(layout.barrierEpochs);
   dc.lsaBarrierInboxOffset = static_cast<uint32_t>(layout.barrierInboxes);
@@ -238,6 +251,7 @@ struct DevCommPlan {
   ResourceLayout layout;
   Placement place;
   std::shared_ptr<DevCommTrace> trace;  // CCO_TRACE: this rank's own, not agreed
+  uint64_t copy = 0;     // the device copy of ccoDevComm (0: none taken yet)
   int sdmaQueues = 0;
   int gdaPeers = 0;      // peers GDA connects (0: no GDA)
   uint32_t serial = 0;   // ccoDevComm.hostSerial: tells a stale copy from a live one
@@ -281,11 +295,13 @@ Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const cco
   plan->mine.bytes = plan->layout.bytes;
   const bool proxied = plan->gdaPeers > 0 || plan->sdmaQueues > 0;  // rings and a proxy, set up after the round
   plan->early = place.pooled && !proxied;
+  const ccoDevComm none = {};
+  CCO_RETURN_IF_ERROR(c.devCommCopies->Add(&none, &plan->copy).Prefixed("the device copy of ccoDevComm"));
   if (!plan->early) return Status::Ok();
-  plan->dc = FillDevComm(c, reqs, plan->layout, place, 0, nullptr, nullptr, DirectBounds(),
+  plan->dc = FillDevComm(c, reqs, plan->layout, place, plan->copy, 0, nullptr, nullptr, DirectBounds(),
                          plan->trace ? plan->trace->buffer() : 0);
   plan->dc.hostSerial = plan->serial;
-  return c.platform->CopyToDevice(c.device, plan->dc.ptr, &plan->dc, sizeof(plan->dc));
+  return c.devCommCopies->Write(plan->copy, &plan->dc);
 }
 
 // Agree, collective: the one round. Fails on every rank where one failed to plan or the
@@ -309,6 +325,7 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
     if (gda) DestroyGdaResources(c, *gda);
     if (sdma) DestroySdmaResources(c, *sdma);
     ReleasePlacement(c, place);
+    ReleaseCopy(c, &plan.copy);
   };
   Status s;
   if (plan.gdaPeers > 0) s = CreateGdaResources(c, reqs, &gda);
@@ -320,13 +337,13 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
   }
   trace.Mark("resources");
 
-  ccoDevComm dc = FillDevComm(c, reqs, plan.layout, place, plan.sdmaQueues, gda.get(), sdma.get(), plan.direct,
-                              plan.trace ? plan.trace->buffer() : 0);
+  ccoDevComm dc = FillDevComm(c, reqs, plan.layout, place, plan.copy, plan.sdmaQueues, gda.get(), sdma.get(),
+                              plan.direct, plan.trace ? plan.trace->buffer() : 0);
   dc.hostSerial = plan.serial;
   if (plan.trace && gda) gda->rings.trace = plan.trace->ForRings(gda->rings.count);  // before the proxy sees them
   if (plan.trace && sdma) sdma->rings.trace = plan.trace->ForRings(sdma->rings.count);
   LocateForProxy(c, plan.layout, place, id, gda.get(), sdma.get());
-  s = c.platform->CopyToDevice(c.device, dc.ptr, &dc, sizeof(dc));
+  s = c.devCommCopies->Write(plan.copy, &dc);
   // Peers' proxies may act for this rank as soon as their create returns: every proxy holds
   // its rings, and every rank its ccoDevComm, before any rank goes on.
   if (s.ok() && gda) s = c.proxy->Attach(gda);
@@ -359,6 +376,8 @@ void WriteTraceAtEnd(ccoComm& c, const DevCommRecord& record) {
 }
 
 Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevComm* out) {
+  // Its waits end when a rank of the host ends: the proxy watches from the first one on.
+  CCO_RETURN_IF_ERROR(c.proxy->Watch().Prefixed("ccoDevCommCreate"));
   const char* op = "ccoDevCommCreate";
   PhaseTrace trace(c.topo.rank, op);
   DevCommPlan plan;
@@ -369,6 +388,7 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   trace.Mark("agree");
   if (!s.ok()) {
     ReleasePlacement(c, plan.place);
+    ReleaseCopy(c, &plan.copy);
     return s;
   }
   // GDA names a device communicator on the wire by this number: alike on every rank even if
@@ -404,7 +424,8 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
                               all[r], ", rank 0's at ", all[0], " (destroy them in the same order on every rank)"));
   const DevCommRecord record = it->second;
   c.devComms.erase(it);
-  dc->magic = 0;  // a stale copy is recognisably dead
+  dc->magic = 0;  // a stale copy is recognisably dead, on the host and (zeroed) on the device
+  c.devCommCopies->Remove(dc->ptr);
   WriteTraceAtEnd(c, record);
   if (record.gda || record.sdma) {
     // No proxy of the host may write this rank's signal words once they are freed: each

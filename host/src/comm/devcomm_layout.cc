@@ -56,8 +56,6 @@ ResourceLayout LayoutResources(const ccoDevCommRequirements& reqs, int worldSize
                                int sdmaQueues) {
   ResourceLayout l;
   size_t at = 0;
-  l.devComm = at;
-  at = Up(at + sizeof(ccoDevComm));
   l.barrierEpochs = at;
   at = Up(at + 2 * sizeof(uint32_t) * reqs.lsaBarrierCount);
   l.barrierInboxes = at;

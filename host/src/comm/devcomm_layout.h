@@ -1,6 +1,7 @@
 // Where a device communicator's resources sit, from where they start. Every rank
 // computes the same layout from the same requirements, so a peer's inbox is at the same
-// offset in every rank's copy.
+// offset in every rank's copy. Peers write into them: they hold counts and epochs only,
+// never a pointer (the device copy of ccoDevComm lies apart, comm/devcomm.cc).
 #ifndef CCO_HOST_COMM_DEVCOMM_LAYOUT_H_
 #define CCO_HOST_COMM_DEVCOMM_LAYOUT_H_
 
@@ -12,7 +13,6 @@
 namespace cco {
 
 struct ResourceLayout {
-  size_t devComm = 0;        // the device copy of ccoDevComm
   size_t barrierEpochs = 0;  // lsaBarrierCount x {epoch, verdict} uint32
   size_t barrierInboxes = 0; // lsaBarrierCount * lsaSize uint32
   size_t shadows = 0;        // uint64 shadows: gdaSignalCount signals, then gdaCounterCount counters

@@ -16,15 +16,18 @@ namespace {
 Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
   const int n = c.topo.nRanks;
   Fd listener;
-  TcpListenAddress mine;
+  TcpMeshAnnouncement mine;
   const Status local = ListenForTcpMesh(&listener, &mine);
-  std::vector<TcpListenAddress> all;
-  CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address
+  std::vector<TcpMeshAnnouncement> all;
+  CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address and key
   std::vector<SockAddr> addresses(n);
-  for (int q = 0; q < n; ++q)
-    if (remote[q]) CCO_RETURN_IF_ERROR(CheckListenAddress(all[q], q, &addresses[q]));
-  return Agree(c, "GDA tcp connections",
-               ConnectTcpPeers(c.secret, c.topo.rank, remote, addresses, listener.get(), c.timeoutMs, outgoing, incoming));
+  std::vector<Key> joinKeys(n);
+  for (int q = 0; q < n; ++q) {
+    joinKeys[q] = all[q].joinKey;
+    if (remote[q]) CCO_RETURN_IF_ERROR(CheckListenAddress(all[q].address, q, &addresses[q]));
+  }
+  return Agree(c, "GDA tcp connections", ConnectTcpPeers(c.secret, c.topo.rank, remote, addresses, joinKeys,
+                                                         listener.get(), c.timeoutMs, outgoing, incoming));
 }
 
 Status CreateTcp(ccoComm& c, const std::vector<bool>& remote) {
@@ -41,7 +44,8 @@ Status CreateTcp(ccoComm& c, const std::vector<bool>& remote) {
 // Every window registered so far, registered with the NIC and its keys exchanged.
 Status RegisterExistingWindows(ccoComm& c) {
   for (const auto& w : c.windows.records())
-    CCO_RETURN_IF_ERROR(ExchangeWindowKeys(c, w.second.id, c.MySlice() + w.second.offset, w.second.size));
+    CCO_RETURN_IF_ERROR(
+        ExchangeWindowKeys(c, w.second.id, c.MySlice() + w.second.offset, w.second.size, w.second.internal));
   return Status::Ok();
 }
 
@@ -112,11 +116,11 @@ Status EnsureNetBackend(ccoComm& c, NetChoice choice) {
   return CreateTcp(c, remote);
 }
 
-Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size) {
+Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size, bool internal) {
   if (!c.verbs) return Status::Ok();
   VerbsWindowKey mine;
   memset(&mine, 0, sizeof(mine));
-  Status local = c.verbs->RegisterWindow(id, address, size, &mine);
+  Status local = c.verbs->RegisterWindow(id, address, size, &mine, /*signalsOnly=*/internal);
   std::vector<VerbsWindowKey> all;
   Status s = AgreeOn(c, Fmt("GDA verbs keys of window ", id), local, mine, &all);
   for (int q = 0; q < c.topo.nRanks && s.ok(); ++q)

@@ -24,7 +24,8 @@ Status EnsureNetBackend(ccoComm& c, NetChoice choice);
 
 // Collective, at every window registration: with the verbs backend, registers this rank's
 // memory of window `id` with the NIC and hands every peer its key; nothing otherwise.
-Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size);
+// internal: the communicator's own window of resources, which takes signals' atomics only.
+Status ExchangeWindowKeys(ccoComm& c, uint32_t id, uint64_t address, uint64_t size, bool internal);
 
 }  // namespace cco
 

@@ -20,6 +20,10 @@ Status AllocateResourcePool(ccoComm& c) {
   CCO_RETURN_IF_ERROR(AllocMem(c, bytes, &base).Prefixed("the resource pool"));
   c.pool.offset = reinterpret_cast<uint64_t>(base) - c.MySlice();
   c.pool.carves = SlotAllocator(bytes, kCarveAlignment);
+  // The first carve is the rank's status word (zero: running), alike on every rank.
+  size_t at = 0, slot = 0;
+  CCO_RETURN_IF_ERROR(c.pool.carves.Allocate(kCarveAlignment, &at, &slot).Prefixed("the resource pool's status word"));
+  c.pool.statusOffset = c.pool.offset + at;
   return c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, bytes).Prefixed("zeroing the resource pool");
 }
 

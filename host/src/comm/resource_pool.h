@@ -1,10 +1,16 @@
 // The communicator's resource pool: one allocation, registered as a window while the
 // communicator is created, that device communicators' resources (barrier inboxes, signal
-// words, counters, the device copy of ccoDevComm) are carved from. ccoDevCommCreate then
-// allocates, exports, imports and maps nothing: it agrees on the requirements and the carve in
-// one round, where a window of its own costs an export, an import and a map on every rank.
+// words, counters, shadows) are carved from. ccoDevCommCreate then allocates, exports, imports
+// and maps nothing: it agrees on the requirements and the carve in one round, where a window
+// of its own costs an export, an import and a map on every rank.
 //
-// Free pool memory is zero on every rank: the pool is zeroed before its registration and a
+// The window is internal: host peers map it (their barrier arrivals and direct signals are
+// stores into it), but no request names it as a data window (the proxies, SDMA's pointers,
+// the network backends' targets refuse it, and its device descriptor reads as a dead window),
+// and it holds no pointer the device follows: the device copies of ccoDevComm lie apart.
+//
+// Its first 256 bytes hold the rank's status word (proxy/proxy_context.h), which its host
+// peers read when they see its process end. Free pool memory is zero on every rank: the pool is zeroed before its registration and a
 // carve when it is given back (after every rank has destroyed its device communicator), so a
 // new device communicator's words read zero before any peer can write them, without a
 // closing agreement. A device communicator too large for what is left gets a window of its own.

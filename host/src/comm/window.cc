@@ -227,14 +227,18 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     desc.rank = c.topo.rank;
     desc.lsaWorldBase = c.topo.lsaWorldBase;
     desc.id = static_cast<uint32_t>(registration);
-    s = c.descriptors->Add(desc, &handle);
+    // The communicator's own windows get a dead descriptor (zeros): every device call refuses
+    // the handle as it refuses a deregistered window's, so a kernel cannot name them either.
+    const ccoWindowDevice dead = {};
+    s = c.descriptors->Add(internal ? dead : desc, &handle);
   }
   trace.Mark("descriptor");
   s = Agree(c, "ccoWindowRegister (mapping)", s);
   trace.Mark("agree mapped");
   local_handles::Withdraw(mine);  // every in-process peer has mapped it (or failed) by now
   // Collective, after the mapping agreed: the network backend's keys (verbs), if it needs them.
-  if (s.ok()) s = ExchangeWindowKeys(c, static_cast<uint32_t>(registration), c.MySlice() + region.offset, region.size);
+  if (s.ok())
+    s = ExchangeWindowKeys(c, static_cast<uint32_t>(registration), c.MySlice() + region.offset, region.size, internal);
   if (!s.ok()) {
     if (handle != 0) c.descriptors->Remove(handle);
     if (first) {

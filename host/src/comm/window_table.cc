@@ -39,6 +39,9 @@ Status WindowTable::Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64
   auto it = byId_.find(id);
   if (it == byId_.end()) return InvalidArgument(Fmt("window id ", id, " is not a live window of this communicator"));
   const WindowRecord& w = byHandle_.at(it->second);
+  // The communicator's own windows hold its device communicators' words, which only its
+  // proxies write, at addresses they compute: no request may name them.
+  if (w.internal) return InvalidArgument(Fmt("window id ", id, " holds device communicators' resources, not data"));
   if (!Holds(w, offset, bytes))
     return InvalidArgument(Fmt(bytes, " bytes at offset ", offset, " run past window ", id, "'s ", w.size, " bytes"));
   *inSlice = w.offset + offset;
@@ -49,7 +52,7 @@ bool WindowTable::Covers(uint64_t inSlice, uint64_t bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& entry : byHandle_) {
     const WindowRecord& w = entry.second;
-    if (inSlice >= w.offset && Holds(w, inSlice - w.offset, bytes)) return true;
+    if (!w.internal && inSlice >= w.offset && Holds(w, inSlice - w.offset, bytes)) return true;
   }
   return false;
 }

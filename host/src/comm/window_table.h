@@ -25,7 +25,8 @@ struct WindowRecord {
   size_t size = 0;
   size_t allocOffset = 0;          // the allocation it lies in
   bool ownsAllocation = false;     // made by ccoWindowAllocRegister: deregistration frees it
-  bool internal = false;           // the communicator's own (resources): users cannot deregister it
+  bool internal = false;           // the communicator's own (resources): users cannot deregister it,
+                                   // and no request may name it (Resolve, Covers)
 };
 
 class WindowTable final : public WindowLookup {

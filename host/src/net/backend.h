@@ -54,6 +54,12 @@ struct NetCompletion {
   bool peerLost = false;    // the connection is gone: later ops to the peer fail at once
 };
 
+// A peer the backend gave up on, and why.
+struct NetLoss {
+  int32_t peer = -1;  // world rank
+  Status why;
+};
+
 // What a backend asks the proxy, from the proxy's thread: where bytes of a window are
 // (addresses in this rank's flat range, asked again for every chunk, so that nothing lands
 // in a window deregistered meanwhile), whether a sender's word of a signal exists, and, to
@@ -87,9 +93,24 @@ class NetBackend {
   virtual bool AwaitsReply() const { return false; }
   // The first peer failure, "" if none (for the proxy's lastError). From any thread.
   virtual std::string lastError() const = 0;
+  // The peers lost since the last call, each once, whether or not ops were in flight to them:
+  // nothing they owe will come (their signals included), so whoever waits for it must stop.
+  // From the proxy's thread, after Progress.
+  void TakeLostPeers(std::vector<NetLoss>* out) {
+    out->insert(out->end(), lostPeers_.begin(), lostPeers_.end());
+    lostPeers_.clear();
+  }
+
   // From any thread: returns once the copies the backend queued so far have run (a window
   // or device communicator is going away).
   virtual void Drain() {}
+
+ protected:
+  // A backend's FailPeer notes each peer it gives up on here.
+  void NoteLost(int32_t peer, const Status& why) { lostPeers_.push_back(NetLoss{peer, why}); }
+
+ private:
+  std::vector<NetLoss> lostPeers_;
 };
 
 }  // namespace cco

@@ -617,6 +617,7 @@ bool TcpBackend::Complete(Peer& p, std::vector<NetCompletion>* done) {
 
 void TcpBackend::FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>* done) {
   p.lost = true;
+  NoteLost(p.rank, why);
   {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (lastError_.empty()) lastError_ = why.message();

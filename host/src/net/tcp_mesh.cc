@@ -16,25 +16,36 @@ namespace {
 
 constexpr const char* kPurpose = "gda-tcp";
 constexpr uint32_t kJoinMagic = 0x4a4e4343;  // "CCNJ"
-constexpr size_t kMaxJoinBytes = 64;
+constexpr size_t kMaxJoinBytes = 64;  // magic, rank, proof: 40
 
-std::string JoinFrame(int rank) {
-  WireWriter w;
-  w.Put(kJoinMagic).Put(static_cast<int32_t>(rank));
-  return w.bytes();
+// Rank `rank`'s proof, to rank `target`, that it holds its join key.
+Status JoinProof(const Key& joinKey, int32_t rank, int32_t target, Mac* proof) {
+  return Hmac(joinKey, {Bytes("cco/1 gda-tcp join"), Bytes(&rank, sizeof(rank)), Bytes(&target, sizeof(target))}, proof);
 }
 
-// Who a connection says it is.
-bool ParseJoin(const std::string& frame, int32_t* rank) {
+Status JoinFrame(const Key& joinKey, int32_t rank, int32_t target, std::string* frame) {
+  Mac proof;
+  CCO_RETURN_IF_ERROR(JoinProof(joinKey, rank, target, &proof));
+  WireWriter w;
+  w.Put(kJoinMagic).Put(rank).Put(proof);
+  *frame = w.bytes();
+  return Status::Ok();
+}
+
+// Who a connection says it is, and whether it proved it (to rank `me`).
+bool ParseJoin(const std::string& frame, const std::vector<Key>& joinKeys, int32_t me, int32_t* rank) {
   WireReader r(frame);
   uint32_t magic = 0;
-  return r.Get(&magic).ok() && r.Get(rank).ok() && r.AtEnd() && magic == kJoinMagic;
+  Mac proof, expected;
+  if (!r.Get(&magic).ok() || !r.Get(rank).ok() || !r.Get(&proof).ok() || !r.AtEnd() || magic != kJoinMagic) return false;
+  if (*rank < 0 || static_cast<size_t>(*rank) >= joinKeys.size()) return false;
+  return JoinProof(joinKeys[*rank], *rank, me, &expected).ok() && MacEqual(proof, expected);
 }
 
-// Takes the connection of every remote rank, each once; anything else is dropped.
-Status AcceptAll(const Key& secret, int rank, const std::vector<bool>& remote, int listener, Deadline deadline,
-                 int64_t handshakeMs, std::vector<Fd>* accepted) {
-  const int n = static_cast<int>(remote.size());
+// Takes the connection of every remote rank, each once; anything else (a claim without its
+// rank's proof, a rank not expected, one already joined) is dropped.
+Status AcceptAll(const Key& secret, int rank, const std::vector<bool>& remote, const std::vector<Key>& joinKeys,
+                 int listener, Deadline deadline, int64_t handshakeMs, std::vector<Fd>* accepted) {
   size_t expected = 0;
   for (bool r : remote) expected += r ? 1 : 0;
   Acceptor acceptor(listener, secret, AcceptorOptions{kPurpose, handshakeMs, 64, kMaxJoinBytes, false});
@@ -42,7 +53,7 @@ Status AcceptAll(const Key& secret, int rank, const std::vector<bool>& remote, i
     Arrival a;
     CCO_RETURN_IF_ERROR(acceptor.Next(deadline, &a).Prefixed(Fmt("rank ", rank, " waiting for its GDA tcp peers")));
     int32_t q = -1;
-    if (!ParseJoin(a.firstFrame, &q) || q < 0 || q >= n || !remote[q] || (*accepted)[q].valid()) continue;
+    if (!ParseJoin(a.firstFrame, joinKeys, rank, &q) || !remote[q] || (*accepted)[q].valid()) continue;
     (*accepted)[q] = a.channel.TakeFd();
     ++joined;
   }
@@ -51,14 +62,18 @@ Status AcceptAll(const Key& secret, int rank, const std::vector<bool>& remote, i
 
 }  // namespace
 
-Status ListenForTcpMesh(Fd* listener, TcpListenAddress* address) {
-  memset(address, 0, sizeof(*address));
+Status ListenForTcpMesh(Fd* listener, TcpMeshAnnouncement* mine) {
+  *mine = TcpMeshAnnouncement{};
+  memset(&mine->address, 0, sizeof(mine->address));
   InterfaceAddress iface;
   SockAddr bound;
   CCO_RETURN_IF_ERROR(BootstrapAddress(&iface));
   CCO_RETURN_IF_ERROR(ListenTcp(iface.address, listener, &bound).Prefixed(Fmt("the GDA tcp listener on ", iface.name)));
-  memcpy(&address->storage, &bound.storage, bound.length);
-  address->length = bound.length;
+  Key joinKey;
+  CCO_RETURN_IF_ERROR(RandomBytes(joinKey.bytes.data(), joinKey.bytes.size()).Prefixed("the GDA tcp join key"));
+  memcpy(&mine->address.storage, &bound.storage, bound.length);
+  mine->address.length = bound.length;
+  mine->joinKey = joinKey;
   return Status::Ok();
 }
 
@@ -76,8 +91,8 @@ Status CheckListenAddress(const TcpListenAddress& a, int rank, SockAddr* out) {
 }
 
 Status ConnectTcpPeers(const Key& secret, int rank, const std::vector<bool>& remote,
-                       const std::vector<SockAddr>& addresses, int listener, int64_t timeoutMs,
-                       std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
+                       const std::vector<SockAddr>& addresses, const std::vector<Key>& joinKeys, int listener,
+                       int64_t timeoutMs, std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
   const int n = static_cast<int>(remote.size());
   outgoing->clear();
   incoming->clear();
@@ -88,14 +103,19 @@ Status ConnectTcpPeers(const Key& secret, int rank, const std::vector<bool>& rem
   const int64_t handshakeMs = std::min<int64_t>(timeoutMs, 10000);
   Status accepted;
   std::thread acceptor(
-      [&] { accepted = AcceptAll(secret, rank, remote, listener, deadline, handshakeMs, incoming); });
+      [&] { accepted = AcceptAll(secret, rank, remote, joinKeys, listener, deadline, handshakeMs, incoming); });
   Status local;
   for (int q = 0; q < n && local.ok(); ++q) {
     if (!remote[q]) continue;
     Channel channel;
     const std::string where = Fmt("connecting to rank ", q, " at ", addresses[q].ToString(), " for GDA over tcp");
-    local = ConnectChannel(addresses[q], secret, kPurpose, handshakeMs, deadline, &channel).Prefixed(where);
-    if (local.ok()) local = channel.Send(JoinFrame(rank), deadline).Prefixed(where);
+    std::string join;
+    local = JoinFrame(joinKeys[rank], rank, q, &join);
+    if (local.ok()) local = ConnectChannel(addresses[q], secret, kPurpose, handshakeMs, deadline, &channel);
+    if (local.code() == ccoTimeout)  // its listener took the connection, its acceptor never answered
+      local = local.Prefixed(Fmt("rank ", q, " did not complete the handshake (it stopped accepting, or never began)"));
+    local = local.Prefixed(where);
+    if (local.ok()) local = channel.Send(join, deadline).Prefixed(where);
     if (local.ok()) (*outgoing)[q] = channel.TakeFd();
   }
   if (!local.ok()) shutdown(listener, SHUT_RDWR);  // the acceptor gives up at once

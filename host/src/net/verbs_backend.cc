@@ -11,6 +11,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+// A window of resources: the signals' atomics only (remote atomics need local write).
+constexpr int kSignalsAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr int kMaxInline = 64;
 constexpr size_t kScratchWords = 8;
 
@@ -184,7 +186,9 @@ Status VerbsBackend::Connect(int peer, int lane, const VerbsEndpoint& theirs) {
   return Status::Ok();
 }
 
-Status VerbsBackend::RegisterWindow(uint32_t id, uint64_t address, uint64_t size, VerbsWindowKey* key) {
+Status VerbsBackend::RegisterWindow(uint32_t id, uint64_t address, uint64_t size, VerbsWindowKey* key,
+                                    bool signalsOnly) {
+  const int access = signalsOnly ? kSignalsAccess : kAccess;
   ibv_mr* mr = nullptr;
   std::string dmabuf = "no dma-buf exporter";
   int fd = -1;
@@ -193,7 +197,7 @@ Status VerbsBackend::RegisterWindow(uint32_t id, uint64_t address, uint64_t size
   else if (exporter_) {
     Status exported = exporter_(address, size, &fd, &offset);
     if (exported.ok()) {
-      mr = api_->regDmabufMr(pd_, offset, size, address, fd, kAccess);
+      mr = api_->regDmabufMr(pd_, offset, size, address, fd, access);
       close(fd);
       if (mr == nullptr) dmabuf = "ibv_reg_dmabuf_mr failed";
     } else {
@@ -201,7 +205,7 @@ Status VerbsBackend::RegisterWindow(uint32_t id, uint64_t address, uint64_t size
     }
   }
   // By address: host memory, or device memory through the driver's peer-memory module.
-  if (mr == nullptr) mr = api_->regMr(pd_, reinterpret_cast<void*>(address), size, kAccess);
+  if (mr == nullptr) mr = api_->regMr(pd_, reinterpret_cast<void*>(address), size, access);
   if (mr == nullptr)
     return SystemError(Fmt("registering window ", id, " (", size, " bytes) with ", device_.name, " failed (dma-buf: ",
                            dmabuf, "; by address: refused)"));
@@ -209,12 +213,12 @@ Status VerbsBackend::RegisterWindow(uint32_t id, uint64_t address, uint64_t size
   auto it = localWindows_.find(id);
   if (it != localWindows_.end()) api_->deregMr(it->second);
   localWindows_[id] = mr;
-  *key = VerbsWindowKey{address, size, mr->rkey, 0};
+  *key = VerbsWindowKey{address, size, mr->rkey, signalsOnly ? kVerbsKeySignalsOnly : 0u};
   return Status::Ok();
 }
 
 Status VerbsBackend::SetPeerWindow(int peer, uint32_t id, const VerbsWindowKey& key) {
-  if (key.reserved != 0 || key.address + key.size < key.address)
+  if ((key.flags & ~kVerbsKeySignalsOnly) != 0 || key.address + key.size < key.address)
     return RemoteError(Fmt("rank ", peer, " announced a malformed key for window ", id));
   std::lock_guard<std::mutex> lock(windowsMu_);
   peerWindows_[{peer, id}] = key;
@@ -242,9 +246,13 @@ std::string VerbsBackend::lastError() const {
 
 Status VerbsBackend::Build(const NetOp& op, Work* w) {
   std::lock_guard<std::mutex> lock(windowsMu_);
-  auto remote = [&](uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address, uint32_t* rkey) {
+  // data: a put's or get's window, which must be a data window (not a signals-only one).
+  auto remote = [&](uint32_t window, uint64_t offset, uint64_t bytes, uint64_t* address, uint32_t* rkey,
+                    bool data = true) {
     auto it = peerWindows_.find({op.peer, window});
     if (it == peerWindows_.end()) return InvalidArgument(Fmt("window ", window, " has no key from rank ", op.peer));
+    if (data && (it->second.flags & kVerbsKeySignalsOnly))
+      return InvalidArgument(Fmt("window ", window, " of rank ", op.peer, " holds device communicators' resources, not data"));
     if (offset > it->second.size || bytes > it->second.size - offset)
       return InvalidArgument(Fmt(bytes, " bytes at offset ", offset, " run past rank ", op.peer, "'s window ", window));
     *address = it->second.address + offset;
@@ -312,7 +320,7 @@ Status VerbsBackend::Build(const NetOp& op, Work* w) {
     ibv_send_wr& atomic = w->wr[w->count];
     atomic.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
     CCO_RETURN_IF_ERROR(remote(op.signalWindow, op.signalWindowOffset, sizeof(uint64_t), &atomic.wr.atomic.remote_addr,
-                               &atomic.wr.atomic.rkey));
+                               &atomic.wr.atomic.rkey, /*data=*/false));
     if (atomic.wr.atomic.remote_addr % sizeof(uint64_t) != 0) return InvalidArgument("a misaligned signal word");
     atomic.wr.atomic.compare_add = op.signalAdd;
     w->sge[w->count] = ibv_sge{reinterpret_cast<uint64_t>(scratch_ + 1), 8, scratchMr_->lkey};
@@ -414,6 +422,7 @@ bool VerbsBackend::Progress(NetTargetMap&, std::vector<NetCompletion>* done) {
 
 void VerbsBackend::FailPeer(int peer, const Status& why, std::vector<NetCompletion>* done) {
   lost_[peer] = true;
+  NoteLost(peer, why);
   {
     std::lock_guard<std::mutex> lock(windowsMu_);
     if (lastError_.empty()) lastError_ = why.message();

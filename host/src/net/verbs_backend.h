@@ -53,8 +53,12 @@ struct VerbsWindowKey {
   uint64_t address;
   uint64_t size;
   uint32_t rkey;
-  uint32_t reserved;
+  uint32_t flags;  // kVerbsKeySignalsOnly, or 0
 };
+// The window holds device communicators' resources (comm/resource_pool.h): its memory takes
+// the signals' atomics and nothing else (the NIC refuses a WRITE or READ with its key), and
+// no put or get is built against it.
+constexpr uint32_t kVerbsKeySignalsOnly = 1;
 
 // A dma-buf of device memory [va, va + size): *fd (the caller closes it) and the offset of va
 // in it; ccoUnsupported where the platform cannot export one.
@@ -77,8 +81,9 @@ class VerbsBackend : public NetBackend {
   Status Connect(int peer, int lane, const VerbsEndpoint& theirs);
 
   // This rank's memory of window `id` (key for the peers), and the peers' keys. From user
-  // threads, while the proxy thread posts.
-  Status RegisterWindow(uint32_t id, uint64_t address, uint64_t size, VerbsWindowKey* key);
+  // threads, while the proxy thread posts. signalsOnly: the communicator's own window of
+  // resources, registered for remote atomics only (kVerbsKeySignalsOnly).
+  Status RegisterWindow(uint32_t id, uint64_t address, uint64_t size, VerbsWindowKey* key, bool signalsOnly = false);
   Status SetPeerWindow(int peer, uint32_t id, const VerbsWindowKey& key);
   void DeregisterWindow(uint32_t id);
 

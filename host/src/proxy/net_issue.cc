@@ -96,9 +96,11 @@ bool Proxy::ProgressNet(NetBackend& net) {
     if (!s.ok()) {
       const std::string where = Fmt("GDA context ", p.ring / g.peerCount, " over ", net.name());
       if (done.peerLost) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);  // said before a wait can end on the ring
+          if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
+        }
         FailRing(g.rings, p.ring, CCO_GDA_RING_PEER_FAILED, peer);
-        std::lock_guard<std::mutex> lock(mu_);
-        if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
       } else {
         Fail(g.rings, p.ring, peer, where, s);
       }
@@ -111,10 +113,11 @@ bool Proxy::ProgressNet(NetBackend& net) {
 void Proxy::WaitNetIdle(const GdaResources* g) {
   const Deadline deadline = DeadlineIn(ctx_.timeoutMs);
   while (g->netInFlight.load() > 0 && thread_.joinable() && !stop_) {
-    if (MsLeft(deadline) <= 0) {
+    const bool aborted = ctx_.aborted != nullptr && ctx_.aborted->load();  // an abort ends host waits too
+    if (aborted || MsLeft(deadline) <= 0) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (lastError_.empty())
+        if (lastError_.empty() && !aborted)
           lastError_ = Fmt("ccoDevCommDestroy: ", g->netInFlight.load(), " GDA network op(s) still unanswered after ",
                            ctx_.timeoutMs, " ms");
       }

@@ -1,6 +1,8 @@
 #include "proxy/proxy.h"
 
 #include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,11 +34,14 @@ Proxy::Proxy(ProxyContext context)
       trace_(env::Flag("CCO_GDA_TRACE")),
       // env::Int gives the fallback for a negative value: only the top needs a bound.
       replyWait_(std::chrono::microseconds(
-          std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))) {}
+          std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 Proxy::~Proxy() {
   stop_ = true;
+  Wake();
   if (thread_.joinable()) thread_.join();
+  if (wake_ >= 0) close(wake_);
   net_.reset();  // its sockets and stream, before this proxy's stream
   if (streamMade_) {
     ctx_.platform->StreamSynchronize(ctx_.device, stream_);
@@ -84,6 +89,17 @@ Status Proxy::StartThread() {
   return Status::Ok();
 }
 
+Status Proxy::Watch() {
+  if (ctx_.peerSockets.empty()) return Status::Ok();  // no host peer in another process
+  return StartThread();
+}
+
+void Proxy::Wake() {
+  if (wake_ < 0) return;
+  const uint64_t one = 1;
+  (void)!write(wake_, &one, sizeof(one));  // a full counter wakes the thread all the same
+}
+
 template <class T> void Proxy::Remove(std::vector<std::shared_ptr<T>>* list, const T* item) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -106,9 +122,12 @@ void Proxy::Detach(const GdaResources* g) {
 
 
 void Proxy::SetNet(std::shared_ptr<NetBackend> net) {
-  std::lock_guard<std::mutex> lock(mu_);
-  net_ = std::move(net);
-  ++generation_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    net_ = std::move(net);
+    ++generation_;
+  }
+  Wake();
 }
 
 bool Proxy::HasNet() const {
@@ -127,6 +146,7 @@ void Proxy::Detach(const SdmaResources* s) {
 }
 
 void Proxy::AwaitPass(uint64_t target) {
+  Wake();
   while (thread_.joinable() && !stop_ && seenGeneration_.load() < target) std::this_thread::yield();
 }
 
@@ -187,6 +207,7 @@ void Proxy::Loop() {
     for (auto& s : sdmaWork) did |= Pass(*s);
     if (threadNet_) {
       did |= ProgressNet(*threadNet_);
+      TakeNetLosses(*threadNet_);
       if (threadNet_->AwaitsReply()) AwaitReply();
     }
     // The clock is read every kWatchPasses passes only: a busy pass costs a few ring polls.
@@ -195,6 +216,12 @@ void Proxy::Loop() {
     if (seenGeneration_.load(std::memory_order_relaxed) != generation) seenGeneration_ = generation;
     if (did) {
       idle = 0;
+      continue;
+    }
+    // Nothing to serve but the watch: no kernel's post can come, so wait on the sockets.
+    if (work.empty() && sdmaWork.empty() && !threadNet_) {
+      IdleWait();
+      WatchHostPeers();
       continue;
     }
     if (idle++ == 0) idleSince = Clock::now();
@@ -289,9 +316,11 @@ void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32
 
 
 void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // said before a wait can end on the ring
+    if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", why.message());
+  }
   FailRing(rings, ring, why.code() == ccoUnsupported ? CCO_GDA_RING_PEER_FAILED : CCO_GDA_RING_BAD_DESCRIPTOR, peer);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", why.message());
 }
 
 }  // namespace cco

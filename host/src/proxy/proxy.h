@@ -20,15 +20,23 @@
 // completion on every backend), and markers count it.
 //
 // The thread spins while there is work, then yields, then sleeps a little: several ranks on
-// few cores do not starve each other. Errors fail the ring (the device sees them in its
-// waits) and are kept for the host (lastError).
+// few cores do not starve each other; with no rings at all it blocks on the host peers'
+// sockets. Errors fail the ring (the device sees them in its waits) and are kept for the host
+// (lastError).
+//
+// A rank lost (its process ended: its host-mesh socket hung up; or the network backend gave
+// up on it) fails the communicator: every ring to that rank fails, now and in device
+// communicators attached later, and the abort word rises (kAbortWordFailed), so that every
+// device wait of every device communicator ends, whatever it waits for (an LSA barrier, a
+// signal of another rank, a quiet), within a pass of the loss being seen.
 //
 // The proxy knows its communicator only through a ProxyContext (proxy/proxy_context.h), and
 // its windows only by asking their owner. Its work, a file each: proxy.cc the thread, the
 // passes over the rings, attaching and detaching; gda_issue.cc a GDA descriptor between ranks
 // of this host; sdma_issue.cc an SDMA descriptor; net_issue.cc a GDA descriptor handed to the
 // network backend, and its completion; net_target.cc what a peer's request may reach here;
-// host_peers.cc host peers whose process ended.
+// lost_ranks.cc ranks lost (host peers whose process ended, network peers given up on) and the
+// communicator's failure.
 #ifndef CCO_HOST_PROXY_PROXY_H_
 #define CCO_HOST_PROXY_PROXY_H_
 
@@ -72,6 +80,15 @@ class Proxy : private NetTargetMap {
   // taking the window out of its table, before the memory goes.
   void Quiesce();
 
+  // Starts the thread, if host peers in other processes are to be watched, though no rings
+  // are attached yet: a device communicator without rings has waits (LSA barriers) that a
+  // rank ending must end too.
+  Status Watch();
+
+  // This rank is leaving (its communicator is being destroyed): its status word says so, for
+  // the host peers that see its process end.
+  void Leaving();
+
   // The first error the proxy or its network backend met (ccoRemoteError), Ok if none.
   Status AsyncError() const;
 
@@ -99,9 +116,22 @@ class Proxy : private NetTargetMap {
   // to replyWait_, so that a kernel's answer leaves before the rest of the pass.
   void AwaitReply();
   // Host peers in other processes: one that ended (its descriptor-mesh socket hung up) fails
-  // every ring to it, now and in device communicators attached later.
+  // the communicator (host_peers.cc).
   void WatchHostPeers();
+  // Fails every ring to the ranks lost so far (host peers and network peers): idempotent, and
+  // repeated on every watch, so that rings attached since fail too.
+  void FailLostPeers();
   void FailHostPeer(int hostIndex);
+  void FailNetPeer(int32_t rank);
+  // The network backend's lost peers: their rings fail, and the communicator.
+  void TakeNetLosses(NetBackend& net);
+  // The communicator has failed because of world rank `blamed`: `why` is kept (the first
+  // error), this rank's status word says so, and the abort word rises.
+  void FailCommunicator(int32_t blamed, const std::string& why);
+  // With nothing to serve, blocks until a host peer's socket has news, Wake is called, or a
+  // while has passed.
+  void IdleWait();
+  void Wake();
   // Waits (bounded) until no op of `g` is with the network backend.
   void WaitNetIdle(const GdaResources* g);
   // NetTargetMap, for ops arriving from other ranks.
@@ -154,6 +184,11 @@ class Proxy : private NetTargetMap {
   std::vector<NetCompletion> netDone_;
   std::vector<std::pair<int, int>> watched_;  // (host index, mesh socket)
   std::vector<int> deadHosts_;
+  std::vector<int32_t> lostNetPeers_;
+  std::vector<NetLoss> netLosses_;
+  bool failed_ = false;   // FailCommunicator ran (under mu_)
+  bool leaving_ = false;  // Leaving ran (under mu_)
+  int wake_ = -1;        // an eventfd: Wake() makes IdleWait return
   std::chrono::steady_clock::time_point nextWatch_{};
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};

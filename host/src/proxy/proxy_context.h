@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -26,16 +27,39 @@ class WindowLookup {
  public:
   virtual ~WindowLookup() = default;
   // Where `bytes` at `offset` of window `id` start inside a slice; InvalidArgument naming what
-  // is wrong where the window is not live or they run past its end.
+  // is wrong where the window is not a live data window (the communicator's own windows of
+  // resources are not) or they run past its end.
   virtual Status Resolve(uint32_t id, uint64_t offset, uint64_t bytes, uint64_t* inSlice) const = 0;
-  // Whether `bytes` at `inSlice` lie inside one live window.
+  // Whether `bytes` at `inSlice` lie inside one live data window.
   virtual bool Covers(uint64_t inSlice, uint64_t bytes) const = 0;
 };
+
+// The communicator's abort word (ccoDevComm.abortFlag, host-mapped: kernels poll it) holds
+// one of these; any non-zero value ends every device wait.
+constexpr uint32_t kAbortWordLive = 0;
+constexpr uint32_t kAbortWordAborted = 1;  // ccoCommAbort
+constexpr uint32_t kAbortWordFailed = 2;   // the proxy saw a rank end or a network peer lost
+
+// Each rank's word in its resource pool (ProxyContext::statusOffset) says how its process went
+// on, for the host peers that see it end: whether it had failed because of another rank, or
+// left after destroying its communicator. Only for naming the rank at fault in messages.
+constexpr uint64_t kRankRunning = 0;
+constexpr uint64_t kRankLeft = uint64_t{1} << 32;
+constexpr uint64_t kRankFailedAfter = uint64_t{2} << 32;  // | the world rank it blamed
 
 struct ProxyContext {
   Platform* platform = nullptr;
   int device = 0;
   int64_t timeoutMs = 0;  // how long ccoDevCommDestroy waits for network ops to come back
+  // The abort word's host address: the proxy raises it (kAbortWordFailed) once the
+  // communicator fails, so that every device wait of it ends.
+  uint32_t* abortWord = nullptr;
+  // ccoCommAbort's flag: the proxy's host-side waits (ccoDevCommDestroy's) end at once.
+  const std::atomic<bool>* aborted = nullptr;
+  // Where each rank's status word lies inside its slice (its resource pool's start); whether
+  // there are any (a communicator being made has none yet).
+  uint64_t statusOffset = 0;
+  bool statusWords = false;
   Topology topo;
   std::vector<uint64_t> hostSlices;  // by host index: where that rank's slice starts here
   uint64_t stride = 0;               // bytes from one slice to the next

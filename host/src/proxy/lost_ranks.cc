@@ -1,0 +1,167 @@
+// Ranks lost, and the communicator's failure: a host peer whose process ended (its
+// descriptor-mesh socket hangs up), or a network peer the backend gave up on. Every ring to a
+// lost rank fails, now and in device communicators attached later; the first loss fails the
+// communicator (the abort word rises, so every device wait ends) and names the rank at fault.
+//
+// Naming it: when several host peers are seen ended at once (the rank that died, and others
+// that failed because of it and exited soon after), each one's status word (in its resource
+// pool, which this rank has mapped) tells them apart: a rank that failed first wrote whom it
+// blamed; one that left destroyed its communicator; one that wrote nothing ended on its own.
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "proxy/proxy.h"
+
+namespace cco {
+namespace {
+
+// How often the proxy looks for host peers that ended while it serves rings (when it serves
+// none, it waits on their sockets instead).
+constexpr auto kWatchEvery = std::chrono::milliseconds(2);
+// How long an idle proxy blocks at most (Wake and the sockets end it sooner).
+constexpr int kIdleWaitMs = 100;
+
+// How a host peer that ended went, from its status word.
+struct Ending {
+  int host = -1;      // its host index
+  int32_t rank = -1;  // its world rank
+  uint64_t status = kRankRunning;
+};
+
+// The rank at fault among host peers seen ended together, and what to say.
+std::string Verdict(const std::vector<Ending>& ended, int32_t* blamed) {
+  // Ended on its own (no word): the cause. Lowest rank first where several did.
+  for (const Ending& e : ended)
+    if (e.status == kRankRunning) {
+      *blamed = e.rank;
+      return Fmt("rank ", e.rank, " (a process on this host) ended: its rings fail, its signals will not come");
+    }
+  for (const Ending& e : ended)
+    if ((e.status & ~uint64_t{0xffffffff}) == kRankFailedAfter) {
+      *blamed = static_cast<int32_t>(e.status & 0xffffffff);
+      return Fmt("rank ", *blamed, " was lost (rank ", e.rank, ", a process on this host, failed because of it and ended)");
+    }
+  *blamed = ended.front().rank;
+  return Fmt("rank ", ended.front().rank, " (a process on this host) left: it destroyed its communicator while this one "
+             "was still in use");
+}
+
+}  // namespace
+
+// While rings are served: every few milliseconds, a poll without reading (the mesh's own
+// exchanges are untouched).
+void Proxy::WatchHostPeers() {
+  nextWatch_ = std::chrono::steady_clock::now() + kWatchEvery;
+  std::vector<pollfd> fds;
+  for (const auto& w : watched_) fds.push_back(pollfd{w.second, 0, 0});
+  std::vector<Ending> ended;
+  if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) continue;
+      Ending e;
+      e.host = watched_[i].first;
+      e.rank = ctx_.topo.hostMembers[e.host];
+      if (ctx_.statusWords)
+        (void)ctx_.platform->CopyFromDevice(ctx_.device, &e.status, ctx_.hostSlices[e.host] + ctx_.statusOffset,
+                                            sizeof(e.status));
+      ended.push_back(e);
+    }
+  }
+  for (const Ending& e : ended) {
+    deadHosts_.push_back(e.host);
+    watched_.erase(std::find_if(watched_.begin(), watched_.end(),
+                                [&](const std::pair<int, int>& w) { return w.first == e.host; }));
+  }
+  // The error first: whoever sees a wait end (a ring failed, the abort word) finds it said.
+  if (!ended.empty()) {
+    int32_t blamed = -1;
+    const std::string why = Verdict(ended, &blamed);
+    FailCommunicator(blamed, why);
+  }
+  FailLostPeers();
+}
+
+void Proxy::FailLostPeers() {
+  for (int host : deadHosts_) FailHostPeer(host);
+  for (int32_t rank : lostNetPeers_) FailNetPeer(rank);
+}
+
+void Proxy::FailHostPeer(int hostIndex) {
+  const ProxyContext& c = ctx_;
+  const int32_t rank = c.topo.hostMembers[hostIndex];
+  for (auto& g : threadWork_)
+    for (uint32_t ring = 0; ring < g->rings.count; ++ring) {
+      const int p = static_cast<int>(ring % g->peerCount);
+      if (g->peerHost[p] == hostIndex && !g->peerNet[p] && !g->rings.consumers[ring].failed())
+        FailRing(g->rings, ring, CCO_GDA_RING_PEER_FAILED, rank);
+    }
+  const int lsaPeer = hostIndex - c.topo.lsaHostBase;
+  if (lsaPeer < 0 || lsaPeer >= c.topo.lsaSize) return;
+  for (auto& s : threadSdma_)
+    for (uint32_t ring = 0; ring < s->rings.count; ++ring)
+      if (static_cast<int>(ring / s->queues) == lsaPeer && !s->rings.consumers[ring].failed())
+        FailRing(s->rings, ring, CCO_GDA_RING_PEER_FAILED, rank);
+}
+
+// Every ring to it, whether or not an op to it was in flight: a wait for its signals must end.
+void Proxy::FailNetPeer(int32_t rank) {
+  for (auto& g : threadWork_)
+    for (uint32_t ring = 0; ring < g->rings.count; ++ring) {
+      const int p = static_cast<int>(ring % g->peerCount);
+      if (g->peerRank[p] == rank && g->peerNet[p] && !g->rings.consumers[ring].failed())
+        FailRing(g->rings, ring, CCO_GDA_RING_PEER_FAILED, rank);
+    }
+}
+
+void Proxy::TakeNetLosses(NetBackend& net) {
+  netLosses_.clear();
+  net.TakeLostPeers(&netLosses_);
+  for (const NetLoss& loss : netLosses_) {
+    lostNetPeers_.push_back(loss.peer);
+    FailCommunicator(loss.peer, Fmt("rank ", loss.peer, " was lost (", net.name(), "): ", loss.why.message(),
+                                    "; its rings fail, its signals will not come"));
+    FailNetPeer(loss.peer);
+  }
+}
+
+void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lastError_.empty()) lastError_ = why;
+    // This rank's word says whom it blamed (before any wait ends: a peer that sees this
+    // process end soon after then blames the same rank), unless it is leaving already.
+    if (!failed_ && !leaving_ && ctx_.statusWords)
+      (void)ctx_.platform->WriteDeviceWord(ctx_.device, ctx_.MySlice() + ctx_.statusOffset,
+                                           kRankFailedAfter | static_cast<uint32_t>(blamed));
+    failed_ = true;
+  }
+  if (ctx_.abortWord == nullptr) return;
+  uint32_t live = kAbortWordLive;  // an abort already raised it: it stays an abort
+  __atomic_compare_exchange_n(ctx_.abortWord, &live, kAbortWordFailed, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+void Proxy::Leaving() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_ && !leaving_ && ctx_.statusWords)
+    (void)ctx_.platform->WriteDeviceWord(ctx_.device, ctx_.MySlice() + ctx_.statusOffset, kRankLeft);
+  leaving_ = true;
+}
+
+void Proxy::IdleWait() {
+  std::vector<pollfd> fds;
+  for (const auto& w : watched_) fds.push_back(pollfd{w.second, 0, 0});
+  if (wake_ >= 0) fds.push_back(pollfd{wake_, POLLIN, 0});
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kIdleWaitMs));
+    return;
+  }
+  if (poll(fds.data(), fds.size(), kIdleWaitMs) > 0 && wake_ >= 0 && (fds.back().revents & POLLIN)) {
+    uint64_t count = 0;
+    (void)!read(wake_, &count, sizeof(count));
+  }
+}
+
+}  // namespace cco

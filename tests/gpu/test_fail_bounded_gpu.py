@@ -1,0 +1,363 @@
+"""Fail-bounded on the GPU (the phases of tests/device/fail_bounded_test.cc, with the waits in
+Triton kernels): one rank process is SIGKILLed inside ccoCommCreate, a window's registration,
+ccoDevCommCreate or ccoDevCommDestroy, or while the survivors' kernels wait on its GDA signal,
+in an LSA barrier, quieting an SDMA queue to it, or flushing GDA puts to it over tcp. Every
+survivor's kernel must end with CCO_DEVICE_STATUS_ABORTED (2) soon after the death (target
+100 ms; asserted below 1 s, and printed), its host calls within CCO_TIMEOUT_MS, its async error
+must name the dead rank, and once its communicator is destroyed it must hold no more GPU memory,
+descriptors or threads than before, and make a new communicator with the other survivors.
+
+Also on the GPU: ccoCommAbort from another thread ends kernels waiting on two device
+communicators, and a kernel's wait without a timeout of its own ends TIMEOUT (1) at
+CCO_TIMEOUT_MS.
+
+Ranks are processes on GPU (rank % GPUs); on one GPU without MPS their kernels time-slice, which
+the bounds allow for."""
+
+import multiprocessing as mp
+import os
+import signal
+import threading
+import time
+import traceback
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+WORLD = 3
+TIMEOUT_MS = 5000            # CCO_TIMEOUT_MS of these runs
+DEVICE_BOUND_S = 1.0         # a kernel's wait after the death (target: 0.1 s)
+HOST_BOUND_S = TIMEOUT_MS / 1000 + 2.0
+ABORTED, TIMEOUT = 2, 1
+
+
+@triton.jit
+def wait_gda_signal(dc, status):
+    """Waits for signal 0 (nobody sends it); no timeout of its own."""
+    tl.store(status, cco.Gda.wait_signal(dc, 0, 0, 1, 64, coop=cco.CoopScope.BLOCK))
+
+
+@triton.jit
+def lsa_barrier(dc, status):
+    tl.store(status, cco.LsaBarrier.sync(dc, 0, coop=cco.CoopScope.BLOCK))
+
+
+@triton.jit(do_not_specialize=["peer", "limit"])
+def sdma_quiet_until_failed(dc, win, status, peer, limit):
+    """Puts 4 KiB to `peer` and quiets its queues until a call fails (or `limit` rounds)."""
+    s = 0
+    i = 0
+    while (s == 0) & (i < limit):
+        s = cco.Sdma.put(dc, peer, win, 0, win, 4096, 4096, 0, coop=cco.CoopScope.BLOCK, signal=False)
+        if s == 0:
+            s = cco.Sdma.quiet(dc, peer, coop=cco.CoopScope.BLOCK)
+        i += 1
+    tl.store(status, s)
+
+
+@triton.jit(do_not_specialize=["peer", "limit"])
+def gda_flush_until_failed(dc, win, status, peer, limit):
+    """Puts 64 KiB to `peer` and flushes until a call fails (or `limit` rounds)."""
+    s = 0
+    i = 0
+    while (s == 0) & (i < limit):
+        s = cco.Gda.put(dc, 0, peer, win, 0, win, 0, 65536, 0, 0, coop=cco.CoopScope.BLOCK,
+                        thread_mode=cco.ThreadMode.INDEPENDENT, signal_op=cco.SignalOp.NONE)
+        if s == 0:
+            s = cco.Gda.flush(dc, 0, coop=cco.CoopScope.BLOCK)
+        i += 1
+    tl.store(status, s)
+
+
+DEVICE_PHASES = ["gda-signal", "lsa-barrier", "sdma-quiet", "gda-flush-tcp"]
+HOST_PHASES = ["create", "register", "devcomm-create", "devcomm-destroy"]
+
+
+def _census():
+    free, _ = torch.cuda.mem_get_info()
+    return {"gpu_free": free, "fds": len(os.listdir("/proc/self/fd")), "threads": len(os.listdir("/proc/self/task"))}
+
+
+def _environment(phase, rank):
+    os.environ["CCO_PLATFORM"] = "cuda"
+    os.environ["CCO_TIMEOUT_MS"] = str(TIMEOUT_MS)
+    if phase == "sdma-quiet":
+        os.environ["CCO_ENABLE_SDMA"] = "1"
+    if phase == "gda-flush-tcp":
+        os.environ["CCO_NET"] = "tcp"
+        os.environ["CCO_TEST_NODES_PER_HOST"] = str(WORLD)  # every rank a node of its own
+
+
+def _requirements(phase):
+    from cco import CCODevCommRequirements, GDA_CONNECTION_FULL
+
+    return CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_context_count=1, lsa_barrier_count=1,
+                                  sdma_queue_count=1 if phase == "sdma-quiet" else 0)
+
+
+def _die(death):
+    death.value = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _die_during(death, delay_s, call):
+    threading.Thread(target=call, daemon=True).start()
+    time.sleep(delay_s)
+    _die(death)
+
+
+def _bounded(what, call):
+    start = time.monotonic()
+    error = None
+    try:
+        call()
+    except Exception as e:  # the call may fail: only its time is bounded
+        error = e
+    took = time.monotonic() - start
+    print(f"fail_bounded_gpu: {what} {'failed' if error else 'returned'} after {took * 1000:.0f} ms"
+          f"{': ' + str(error) if error else ''}")
+    assert took < HOST_BOUND_S, f"{what} took {took:.1f} s"
+    return error
+
+
+def _wait_kernel(phase, comm, dc, win, victim, stream, death):
+    """Launches the phase's waiting kernel; returns (status, seconds from the death to its end)."""
+    status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+    libs = cco.get_extern_libs()
+    with torch.cuda.stream(stream):
+        if phase == "gda-signal":
+            wait_gda_signal[(1,)](dc.ptr, status, extern_libs=libs)
+        elif phase == "lsa-barrier":
+            lsa_barrier[(1,)](dc.ptr, status, extern_libs=libs)
+        elif phase == "sdma-quiet":
+            sdma_quiet_until_failed[(1,)](dc.ptr, win.handle, status, victim, 1 << 30, extern_libs=libs)
+        else:
+            gda_flush_until_failed[(1,)](dc.ptr, win.handle, status, victim, 1 << 30, extern_libs=libs)
+    while not stream.query():
+        time.sleep(0.0001)
+    ended = time.monotonic()
+    return int(status.item()), ended - death.value
+
+
+def _survivor(phase, rank, victim, uid, death):
+    from cco import Communicator
+
+    comm = dc = win = None
+    if phase == "create":
+        made = []
+        _bounded("ccoCommCreate", lambda: made.append(Communicator.init(WORLD, rank, uid, per_rank_vmm=64 << 20)))
+        for c in made:  # the victim died after it: the next collective call fails, bounded
+            _bounded("ccoBarrierAll", c.barrier)
+            _bounded("teardown", c.destroy)
+        return
+    comm = Communicator.init(WORLD, rank, uid, per_rank_vmm=64 << 20)
+    try:
+        if phase == "register":
+            comm.barrier()
+            _bounded("ccoWindowAllocRegister", lambda: comm.alloc_window(1 << 20))
+            return
+        win = comm.alloc_window(1 << 20)
+        if phase == "devcomm-create":
+            comm.barrier()
+            _bounded("ccoDevCommCreate", lambda: comm.create_dev_comm(_requirements(phase)))
+            return
+        dc = comm.create_dev_comm(_requirements(phase))
+        stream = torch.cuda.Stream()
+        comm.barrier()
+        if phase == "devcomm-destroy":
+            _bounded("ccoDevCommDestroy", lambda: comm.destroy_dev_comm(dc))
+            return
+        status, after = _wait_kernel(phase, comm, dc, win, victim, stream, death)
+        print(f"fail_bounded_gpu: phase {phase}, victim {victim}: rank {rank}'s kernel ended {after * 1000:.1f} ms "
+              f"after the death (status {status})")
+        assert status == ABORTED, f"status {status}"
+        assert after < DEVICE_BOUND_S, f"{after:.3f} s"
+        with pytest.raises(Exception, match=f"rank {victim}"):
+            comm.check_async_error()
+    finally:
+        _bounded("teardown", comm.destroy)
+
+
+def _victim(phase, rank, uid, death, delay_s):
+    from cco import Communicator
+
+    if phase == "create":
+        _die_during(death, delay_s, lambda: Communicator.init(WORLD, rank, uid, per_rank_vmm=64 << 20))
+    comm = Communicator.init(WORLD, rank, uid, per_rank_vmm=64 << 20)
+    if phase == "register":
+        comm.barrier()
+        _die_during(death, delay_s, lambda: comm.alloc_window(1 << 20))
+    comm.alloc_window(1 << 20)
+    if phase == "devcomm-create":
+        comm.barrier()
+        _die_during(death, delay_s, lambda: comm.create_dev_comm(_requirements(phase)))
+    dc = comm.create_dev_comm(_requirements(phase))
+    comm.barrier()
+    if phase == "devcomm-destroy":
+        _die_during(death, delay_s, lambda: comm.destroy_dev_comm(dc))
+    time.sleep(delay_s)  # the survivors' kernels are waiting
+    _die(death)
+
+
+def _afterwards(rank, victim, uid2, phase):
+    """The survivors make and use a communicator of their own."""
+    from cco import Communicator
+
+    me = rank if rank < victim else rank - 1
+    comm = Communicator.init(WORLD - 1, me, uid2, per_rank_vmm=64 << 20)
+    try:
+        comm.alloc_window(1 << 20)
+        dc = comm.create_dev_comm(_requirements(phase))
+        status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+        lsa_barrier[(1,)](dc.ptr, status, extern_libs=cco.get_extern_libs())
+        torch.cuda.synchronize()
+        assert int(status.item()) == 0
+        comm.barrier()
+    finally:
+        comm.destroy()
+
+
+def _warm_up():
+    """Compiles every kernel before the census: the compiler's own threads and files are not
+    the communicator's."""
+    libs = cco.get_extern_libs()
+    status = torch.zeros(1, dtype=torch.int32, device="cuda")
+    wait_gda_signal.warmup(0, status, grid=(1,), extern_libs=libs)
+    lsa_barrier.warmup(0, status, grid=(1,), extern_libs=libs)
+    sdma_quiet_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs)
+    gda_flush_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs)
+
+
+def _rank_process(phase, rank, victim, uid, uid2, death, delay_s, queue):
+    try:
+        _environment(phase, rank)
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+        torch.zeros(1, device="cuda")
+        _warm_up()
+        before = _census()
+        if rank == victim:
+            _victim(phase, rank, uid, death, delay_s)
+        _survivor(phase, rank, victim, uid, death)
+        _afterwards(rank, victim, uid2, phase)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        deadline = time.monotonic() + TIMEOUT_MS / 1000 + 3
+        after = _census()
+        while after != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+            after = _census()
+        assert after["fds"] == before["fds"] and after["threads"] == before["threads"], (before, after)
+        assert abs(after["gpu_free"] - before["gpu_free"]) < (2 << 20), (before, after)  # a granule of slack
+        queue.put((rank, "ok"))
+    except BaseException as e:
+        queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"))
+
+
+def _run(phase, victim, delay_s):
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    uid2 = Communicator.get_unique_id()
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    death = ctx.Value("d", 0.0)
+    procs = [ctx.Process(target=_rank_process, args=(phase, r, victim, uid, uid2, death, delay_s, queue))
+             for r in range(WORLD)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get(timeout=120) for _ in range(WORLD - 1))
+    for p in procs:
+        p.join(timeout=60)
+    assert procs[victim].exitcode == -signal.SIGKILL, procs[victim].exitcode
+    assert results == {r: "ok" for r in range(WORLD) if r != victim}, results
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+@pytest.mark.parametrize("phase", DEVICE_PHASES)
+def test_killed_while_peers_wait_in_kernels(phase, victim):
+    _run(phase, victim, 0.3)
+
+
+@pytest.mark.parametrize("delay_ms", [0, 2, 20])
+@pytest.mark.parametrize("phase", HOST_PHASES)
+def test_killed_inside_a_host_call(phase, delay_ms):
+    _run(phase, 1, delay_ms / 1000)
+
+
+def test_abort_ends_kernels_waiting_on_two_device_communicators():
+    """Two ranks as threads on GPU 0: rank 0's kernels wait on a GDA signal (one device
+    communicator) and in an LSA barrier (another); another thread aborts rank 0."""
+    os.environ["CCO_PLATFORM"] = "cuda"
+    os.environ["CCO_TIMEOUT_MS"] = "30000"
+    from cco import Communicator
+
+    uid = Communicator.get_unique_id()
+    comms, dcs, ready, done = {}, {}, threading.Barrier(2), threading.Event()
+    errors = []
+
+    def rank(r):
+        try:
+            torch.cuda.set_device(0)
+            comm = Communicator.init(2, r, uid, per_rank_vmm=64 << 20)
+            comm.alloc_window(1 << 20)
+            comms[r] = comm
+            dcs[r] = (comm.create_dev_comm(_requirements("gda-signal")), comm.create_dev_comm(_requirements("gda-signal")))
+            comm.barrier()
+            ready.wait()
+            done.wait(timeout=60)
+            if r == 1:  # rank 0's is destroyed by the test, once aborted
+                comm.destroy()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    libs = cco.get_extern_libs()
+    statuses = [torch.full((1,), -1, dtype=torch.int32, device="cuda:0") for _ in range(2)]
+    streams = [torch.cuda.Stream(device=0) for _ in range(2)]
+    with torch.cuda.stream(streams[0]):
+        wait_gda_signal[(1,)](dcs[0][0].ptr, statuses[0], extern_libs=libs)
+    with torch.cuda.stream(streams[1]):
+        lsa_barrier[(1,)](dcs[0][1].ptr, statuses[1], extern_libs=libs)
+    time.sleep(0.3)
+    aborted = time.monotonic()
+    threading.Thread(target=comms[0].abort).start()
+    for s in streams:
+        while not s.query():
+            time.sleep(0.0001)
+    took = time.monotonic() - aborted
+    print(f"fail_bounded_gpu: kernels on two device communicators ended {took * 1000:.1f} ms after ccoCommAbort")
+    assert [int(s.item()) for s in statuses] == [ABORTED, ABORTED]
+    assert took < DEVICE_BOUND_S
+    comms[0].destroy()
+    done.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_a_kernel_wait_without_a_timeout_ends_at_cco_timeout_ms():
+    os.environ["CCO_PLATFORM"] = "cuda"
+    os.environ["CCO_TIMEOUT_MS"] = "500"
+    from cco import Communicator
+
+    comm = Communicator.init(1, 0, Communicator.get_unique_id(), per_rank_vmm=64 << 20)
+    try:
+        comm.alloc_window(1 << 20)
+        dc = comm.create_dev_comm(_requirements("gda-signal"))
+        status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+        start = time.monotonic()
+        wait_gda_signal[(1,)](dc.ptr, status, extern_libs=cco.get_extern_libs())
+        torch.cuda.synchronize()
+        took = time.monotonic() - start
+        print(f"fail_bounded_gpu: a kernel's wait without a timeout ended after {took * 1000:.0f} ms (bound 500 ms)")
+        assert int(status.item()) == TIMEOUT
+        assert 0.5 <= took < 2.0
+    finally:
+        comm.destroy()
