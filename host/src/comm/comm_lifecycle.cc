@@ -14,16 +14,29 @@
 #include "comm/sdma_setup.h"
 #include "common/env.h"
 #include "common/fd_table.h"
+#include "common/hash.h"
 #include "common/phase_trace.h"
 #include "topology/cpu_affinity.h"
 
 namespace cco {
 namespace {
 
-RankInfo LocalRankInfo(const ccoComm& c, size_t perRankVmmSize, const DeviceInfo& dev) {
+// This rank's host identity: the machine's, or with CCO_TEST_RANKS_PER_HOST=k (a test knob)
+// the machine's combined with rank / k, so that ranks running as threads of one process
+// make hosts of k ranks each, as a cluster's hosts would (CCO_HOSTID, the same for every
+// thread of a process, cannot).
+uint64_t RankHostHash(int rank) {
+  const int64_t perHost = env::Int("CCO_TEST_RANKS_PER_HOST", 0);
+  const uint64_t machine = HostHash();
+  if (perHost <= 0) return machine;
+  const uint64_t parts[2] = {machine, static_cast<uint64_t>(rank / perHost)};
+  return Fnv1a(parts, sizeof(parts));
+}
+
+RankInfo LocalRankInfo(const ccoComm& c, int rank, size_t perRankVmmSize, const DeviceInfo& dev) {
   RankInfo info;
   memset(&info, 0, sizeof(info));
-  info.hostHash = HostHash();
+  info.hostHash = RankHostHash(rank);
   info.processToken = ProcessToken();
   info.pidNamespace = PidNamespace();
   info.perRankVmmSize = perRankVmmSize;
@@ -100,9 +113,11 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
 }  // namespace
 
 Status Agree(ccoComm& c, const std::string& op, const Status& local) {
-  struct Nothing {};
-  std::vector<Nothing> unused;
-  return AgreeOn(c, op, local, Nothing{}, &unused);
+  Verdict v;
+  CCO_RETURN_IF_ERROR(c.bootstrap->Agree(op, local, std::string(), &v));
+  if (!local.ok()) return local;
+  if (v.failedRank >= 0) return PeerFailed(op, v.failedRank, v.failure);
+  return Status::Ok();
 }
 
 Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
@@ -136,7 +151,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 
   std::vector<RankInfo>& infos = c->infos;
   infos.resize(nRanks);
-  RankInfo mine = LocalRankInfo(*c, perRankVmmSize, dev);
+  RankInfo mine = LocalRankInfo(*c, rank, perRankVmmSize, dev);
   CCO_RETURN_IF_ERROR(c->bootstrap->AllGather("ccoCommCreate", &mine, sizeof(mine), infos.data()));
   // Every rank sees the same infos, so every rank reaches the same verdict here.
   for (int r = 0; r < nRanks; ++r) CCO_RETURN_IF_ERROR(ValidateRankInfo(infos[r], r).Prefixed("ccoCommCreate"));
