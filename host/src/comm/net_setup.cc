@@ -4,6 +4,7 @@
 
 #include "bootstrap/messages.h"
 #include "comm/agree.h"
+#include "common/fd_table.h"
 #include "net/tcp_backend.h"
 #include "net/tcp_mesh.h"
 #include "net/verbs_backend.h"
@@ -15,6 +16,10 @@ namespace {
 // every pair the network serves (net/tcp_mesh.h), all ranks failing together.
 Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
   const int n = c.topo.nRanks;
+  // Two connections per peer the network serves, opened in the collective step below.
+  int peers = 0;
+  for (bool r : remote) peers += r ? 1 : 0;
+  ReserveFdHeadroom(2 * peers + 64);
   Fd listener;
   TcpListenAddress mine;
   const Status local = ListenForTcpMesh(&listener, &mine);

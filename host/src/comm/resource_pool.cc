@@ -20,6 +20,7 @@ Status AllocateResourcePool(ccoComm& c) {
   CCO_RETURN_IF_ERROR(AllocMem(c, bytes, &base).Prefixed("the resource pool"));
   c.pool.offset = reinterpret_cast<uint64_t>(base) - c.MySlice();
   c.pool.carves = SlotAllocator(bytes, kCarveAlignment);
+  if (c.platform->CreatesZeroedMemory(c.device)) return Status::Ok();  // AllocMem's memory is fresh
   return c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, bytes).Prefixed("zeroing the resource pool");
 }
 

@@ -10,8 +10,12 @@
 
 namespace cco {
 
-// Grows the table now, where `headroom` more descriptors would not fit in it. Best effort:
-// without /proc, or at the descriptor limit, it leaves the table as it is.
+// Grows the table now, where `headroom` more descriptors would not fit in it. Requests add
+// up, as if each were used in full, until the table must grow: only then is it listed again
+// (what is really open), so many ranks of one process asking at once cost one listing, not
+// one each. Where the soft descriptor limit (RLIMIT_NOFILE) is below what the table must
+// hold, it is raised as far as that (never past the hard limit). Best effort: without /proc,
+// or at the hard limit, it leaves things as they are.
 void ReserveFdHeadroom(int headroom);
 
 }  // namespace cco

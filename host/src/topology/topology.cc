@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "common/env.h"
@@ -65,20 +64,63 @@ Status ValidateRankInfo(const RankInfo& info, int rank) {
   return Status::Ok();
 }
 
-Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {
-  const int n = static_cast<int>(infos.size());
-  if (nodesPerHost < 1) return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " must be >= 1"));
+namespace {
 
-  // Hosts in order of their lowest rank; each host's ranks in rank order.
-  std::map<uint64_t, int> host_index;
-  std::vector<std::vector<int>> hosts;
-  for (int r = 0; r < n; ++r) {
+// Host hashes to host indices: open addressing in two flat arrays, since every rank indexes
+// every rank's host (a node-per-entry map costs an allocation per rank, per rank).
+class HostIndex {
+ public:
+  explicit HostIndex(int n) {
+    size_t capacity = 16;
+    while (capacity < 2 * static_cast<size_t>(n)) capacity *= 2;
+    keys_.assign(capacity, 0);
+    values_.assign(capacity, -1);
+  }
+  // The index of `hash`; a new hash gets `next` (-1: none is added).
+  int Find(uint64_t hash, int next) {
+    const size_t mask = keys_.size() - 1;
+    for (size_t i = Mix(hash) & mask;; i = (i + 1) & mask) {
+      if (values_[i] >= 0 && keys_[i] == hash) return values_[i];
+      if (values_[i] < 0) {
+        if (next >= 0) {
+          keys_[i] = hash;
+          values_[i] = next;
+        }
+        return next;
+      }
+    }
+  }
+
+ private:
+  static size_t Mix(uint64_t h) { return static_cast<size_t>((h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull >> 32); }
+  std::vector<uint64_t> keys_;
+  std::vector<int> values_;
+};
+
+}  // namespace
+
+Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {
+  std::vector<uint64_t> hostOfRank(infos.size());
+  for (size_t r = 0; r < infos.size(); ++r) {
     if (infos[r].platform != infos[0].platform)
       return InvalidUsage(Fmt("rank ", r, " runs platform ", infos[r].platform, " but rank 0 runs ", infos[0].platform,
                               " (CCO_PLATFORM must agree)"));
-    auto it = host_index.emplace(infos[r].hostHash, static_cast<int>(hosts.size())).first;
-    if (it->second == static_cast<int>(hosts.size())) hosts.emplace_back();
-    hosts[it->second].push_back(r);
+    hostOfRank[r] = infos[r].hostHash;
+  }
+  return ComputeTopologyOfHosts(hostOfRank, rank, nodesPerHost, out);
+}
+
+Status ComputeTopologyOfHosts(const std::vector<uint64_t>& hostOfRank, int rank, int nodesPerHost, Topology* out) {
+  const int n = static_cast<int>(hostOfRank.size());
+  if (nodesPerHost < 1) return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " must be >= 1"));
+
+  // Hosts in order of their lowest rank; each host's ranks in rank order.
+  HostIndex host_index(n);
+  std::vector<std::vector<int>> hosts;
+  for (int r = 0; r < n; ++r) {
+    const int h = host_index.Find(hostOfRank[r], static_cast<int>(hosts.size()));
+    if (h == static_cast<int>(hosts.size())) hosts.emplace_back();
+    hosts[h].push_back(r);
   }
 
   // Split each host into nodesPerHost nodes of contiguous ranks (sizes differ by <= 1).
@@ -105,7 +147,7 @@ Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPe
 
   t.nNodes = static_cast<int>(nodes.size());
   t.node = t.nodeOfRank[rank];
-  t.hostMembers = hosts[host_index.at(infos[rank].hostHash)];
+  t.hostMembers = hosts[host_index.Find(hostOfRank[rank], -1)];
   for (size_t i = 0; i < t.hostMembers.size(); ++i) {
     if (t.hostMembers[i] == rank) t.hostRank = static_cast<int>(i);
     if (t.hostMembers[i] == nodes[t.node][0]) t.lsaHostBase = static_cast<int>(i);
