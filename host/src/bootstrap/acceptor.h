@@ -63,6 +63,11 @@ class Acceptor {
   // next call).
   Status NextOr(Deadline deadline, std::vector<pollfd>* others, Arrival* arrival, bool* woken);
 
+  // A server that learns how many honest clients come at once (the root, from the first
+  // rank's hello) lets that many be pending: honest ranks that connect together are then
+  // not pushed out by one another.
+  void SetMaxPending(size_t maxPending) { options_.maxPending = maxPending; }
+
   size_t pending() const { return pending_.size(); }
   const AcceptorStats& stats() const { return stats_; }
 

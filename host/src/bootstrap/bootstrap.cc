@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
 
 #include "bootstrap/acceptor.h"
@@ -17,7 +18,7 @@
 namespace cco {
 namespace {
 
-// Pending (unauthenticated) connections the hub keeps at once.
+// Pending (unauthenticated) connections the hub keeps at once, at least.
 constexpr size_t kHubMaxPending = 256;
 
 }  // namespace
@@ -76,8 +77,10 @@ Status Bootstrap::ConnectHub(const Key& secret, Fd hubListener, const SockAddr& 
 Status Bootstrap::AcceptPeers(const Key& secret, Fd hubListener) {
   peers_.resize(n_ranks_);
   const Deadline deadline = DeadlineIn(timeout_ms_);
+  // Every rank may be mid-handshake at once.
   Acceptor acceptor(hubListener.get(), secret,
-                    AcceptorOptions{"hub", HandshakeMs(timeout_ms_), kHubMaxPending, kMaxJoinBytes, false});
+                    AcceptorOptions{"hub", HandshakeMs(timeout_ms_), std::max<size_t>(kHubMaxPending, n_ranks_),
+                                    kMaxJoinBytes, false});
   int joined = 1;
   while (joined < n_ranks_) {
     Arrival a;

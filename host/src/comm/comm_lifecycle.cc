@@ -150,7 +150,10 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   // Room for what the bootstrap opens (rank 0: a connection from every rank): a table that
   // grew inside a collective step would stall every peer. The host's steps reserve theirs
   // once the host is known, the network backend its own.
-  ReserveFdHeadroom((rank == 0 ? nRanks : 0) + kFdSlack);
+  CCO_RETURN_IF_ERROR(ReserveFdHeadroom((rank == 0 ? nRanks : 0) + kFdSlack,
+                                        rank == 0 ? "ccoCommCreate (rank 0: a connection from every rank)"
+                                                  : "ccoCommCreate")
+                          .Prefixed(Fmt("rank ", rank)));
   trace.Mark("descriptor table");
   CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
   CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
@@ -176,7 +179,8 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     // host peer in another process (a peer in this one needs neither).
     int elsewhere = 0;
     for (int i = 0; i < c->HostSize(); ++i) elsewhere += c->InThisProcess(i) ? 0 : 1;
-    ReserveFdHeadroom(2 * elsewhere + kFdSlack);
+    CCO_RETURN_IF_ERROR(ReserveFdHeadroom(
+        2 * elsewhere + kFdSlack, "the descriptor mesh (a socket and a memory descriptor per rank of this host in another process)"));
     c->reserved = c->stride * static_cast<size_t>(c->HostSize());
     if (c->reserved / c->HostSize() != c->stride) return InvalidArgument("perRankVmmSize x ranks on this host overflows");
     CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)

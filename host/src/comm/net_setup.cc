@@ -19,10 +19,10 @@ Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<F
   // Two connections per peer the network serves, opened in the collective step below.
   int peers = 0;
   for (bool r : remote) peers += r ? 1 : 0;
-  ReserveFdHeadroom(2 * peers + 64);
   Fd listener;
   TcpListenAddress mine;
-  const Status local = ListenForTcpMesh(&listener, &mine);
+  Status local = ReserveFdHeadroom(2 * peers + 64, "GDA over tcp (two connections per rank on another node)");
+  if (local.ok()) local = ListenForTcpMesh(&listener, &mine);
   std::vector<TcpListenAddress> all;
   CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address
   std::vector<SockAddr> addresses(n);
