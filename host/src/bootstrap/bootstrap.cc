@@ -24,7 +24,7 @@ constexpr size_t kHubMaxPending = 256;
 }  // namespace
 
 Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64_t timeoutMs,
-                         std::unique_ptr<Bootstrap>* out) {
+                         std::unique_ptr<Bootstrap>* out, PhaseTrace* trace) {
   std::unique_ptr<Bootstrap> b(new Bootstrap(nRanks, rank, timeoutMs));
   Fd hub_listener;
   RootHello hello{nRanks, rank, SockAddr{}};
@@ -60,8 +60,10 @@ Status Bootstrap::Create(const UniqueIdContents& id, int nRanks, int rank, int64
   RootWelcome welcome;
   CCO_RETURN_IF_ERROR(DecodeWelcome(bytes, &welcome).Prefixed("the rendezvous root's answer"));
   if (!welcome.status.ok()) return welcome.status;
+  if (trace != nullptr) trace->Mark("rendezvous");
 
   CCO_RETURN_IF_ERROR(b->ConnectHub(id.secret, std::move(hub_listener), welcome.hub));
+  if (trace != nullptr) trace->Mark("hub");
   *out = std::move(b);
   return Status::Ok();
 }

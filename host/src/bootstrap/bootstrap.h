@@ -21,14 +21,17 @@
 #include "bootstrap/channel.h"
 #include "bootstrap/messages.h"
 #include "bootstrap/unique_id.h"
+#include "common/phase_trace.h"
 
 namespace cco {
 
 class Bootstrap {
  public:
   // Rendezvous through the root named by `id`, then connect to the hub.
+  // With `trace`, marks its steps there: "rendezvous" (the root's answer), "hub" (every
+  // rank connected to rank 0).
   static Status Create(const UniqueIdContents& id, int nRanks, int rank, int64_t timeoutMs,
-                       std::unique_ptr<Bootstrap>* out);
+                       std::unique_ptr<Bootstrap>* out, PhaseTrace* trace = nullptr);
 
   int rank() const { return rank_; }
   int nRanks() const { return n_ranks_; }

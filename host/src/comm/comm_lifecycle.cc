@@ -156,14 +156,15 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
                           .Prefixed(Fmt("rank ", rank)));
   trace.Mark("descriptor table");
   CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
-  CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
-  trace.Mark("bootstrap");
+  trace.Mark("mesh listener");
+  CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap, &trace));
 
   RankInfo mine = LocalRankInfo(*c, rank, perRankVmmSize, dev);
   std::vector<RankSummary> summaries;
   std::vector<int> hostRanks;
   // Every rank sees the same summaries, so every rank reaches the same verdict on them here.
   CCO_RETURN_IF_ERROR(ExchangeRankInfo(*c->bootstrap, mine, &summaries, &hostRanks, &c->hostInfos));
+  trace.Mark("rank exchange");
   std::vector<uint64_t> hostOfRank(nRanks);
   for (int r = 0; r < nRanks; ++r) hostOfRank[r] = summaries[r].hostHash;
   CCO_RETURN_IF_ERROR(
@@ -171,7 +172,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   // The host the topology found is the group the whole records came from (both by host hash).
   if (hostRanks != c->topo.hostMembers) return InternalError("ccoCommCreate: the host's ranks differ from its records'");
   CCO_RETURN_IF_ERROR(ResolveStride(summaries, &c->stride, &c->granularity));
-  trace.Mark("allgather");
+  trace.Mark("topology");
 
   // Local resources; then all ranks agree before the host's ranks connect to each other.
   Status local = [&] {
@@ -185,6 +186,7 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     if (c->reserved / c->HostSize() != c->stride) return InvalidArgument("perRankVmmSize x ranks on this host overflows");
     CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)
                             .Prefixed(Fmt("reserving ", c->HostSize(), " x ", c->stride, " bytes of address space")));
+    trace.Mark("reserve");
     c->slots = SlotAllocator(c->stride, c->granularity);
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
     void* host = nullptr;
@@ -192,19 +194,22 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     c->abortHost = static_cast<uint32_t*>(host);
     return AllocateResourcePool(*c);
   }();
-  trace.Mark("reserve+pool");
+  trace.Mark("pool");
   Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
-  trace.Mark("agree");
+  trace.Mark("agree resources");
   if (agreed.ok()) {
     std::vector<FdMesh::Member> team(c->HostSize());
     for (int i = 0; i < c->HostSize(); ++i) {
       const RankInfo& info = c->hostInfos[i];
       team[i] = FdMesh::Member{info.meshName, info.pid, info.pidNamespace, c->InThisProcess(i)};
     }
-    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs));
+    const Status connected = c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs);
+    trace.Mark("mesh connect");
+    agreed = Agree(*c, "ccoCommCreate (host mesh)", connected);
+    trace.Mark("agree mesh");
   }
-  trace.Mark("mesh");
   if (agreed.ok()) c->proxy.reset(new Proxy(ProxyContextOf(*c)));  // its thread starts with the first rings
+  trace.Mark("proxy");
   if (agreed.ok()) agreed = RegisterResourcePool(*c);
   trace.Mark("pool window");
   if (!agreed.ok()) {
