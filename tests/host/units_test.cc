@@ -59,9 +59,9 @@ TEST(FdTable, HeadroomGrowsTheTableOnlyWhenNeeded) {
     held.push_back(fd);
     if (fd >= before - 5) break;
   }
-  ReserveFdHeadroom(2);  // fits: unchanged
+  EXPECT_TRUE(ReserveFdHeadroom(2, "a test").ok());  // fits: unchanged
   EXPECT_EQ(FdTableSize(), before);
-  ReserveFdHeadroom(64);  // does not fit: grown to hold the highest descriptor + 64
+  EXPECT_TRUE(ReserveFdHeadroom(64, "a test").ok());  // does not fit: grown to hold the highest descriptor + 64
   const long grown = FdTableSize();
   EXPECT_GE(grown, before - 5 + 64);
   for (int fd : held) close(fd);

@@ -156,6 +156,12 @@ bool Acceptor::Advance(Pending& p, short revents) {
 }
 
 Status Acceptor::Next(Deadline deadline, Arrival* arrival) {
+  bool woken = false;
+  return NextOr(deadline, nullptr, arrival, &woken);
+}
+
+Status Acceptor::NextOr(Deadline deadline, std::vector<pollfd>* others, Arrival* arrival, bool* woken) {
+  *woken = false;
   for (;;) {
     if (!ready_.empty()) {
       *arrival = std::move(ready_.front());
@@ -184,9 +190,18 @@ Status Acceptor::Next(Deadline deadline, Arrival* arrival) {
       fds.push_back({p->socket(), static_cast<short>(POLLIN | (p->out.empty() ? 0 : POLLOUT)), 0});
       wait = std::min<int64_t>(wait, std::max<int64_t>(1, MsLeft(p->deadline)));
     }
+    const size_t ours = fds.size();
+    if (others != nullptr) {
+      for (auto& o : *others) o.revents = 0;
+      fds.insert(fds.end(), others->begin(), others->end());
+    }
     int n = poll(fds.data(), fds.size(), static_cast<int>(wait));
     if (n < 0 && errno != EINTR) return ErrnoError("poll", errno);
     if (n <= 0) continue;
+    for (size_t i = ours; i < fds.size(); ++i) {
+      (*others)[i - ours].revents = fds[i].revents;
+      *woken |= fds[i].revents != 0;
+    }
     if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) {
       listenerStatus_ = Aborted("the listener was shut down");
     }
@@ -200,6 +215,7 @@ Status Acceptor::Next(Deadline deadline, Arrival* arrival) {
       }
     }
     if (fds[0].revents & POLLIN) AcceptNew();
+    if (*woken) return Status::Ok();
   }
 }
 

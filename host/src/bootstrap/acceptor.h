@@ -10,9 +10,12 @@
 #ifndef CCO_HOST_BOOTSTRAP_ACCEPTOR_H_
 #define CCO_HOST_BOOTSTRAP_ACCEPTOR_H_
 
+#include <poll.h>
+
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bootstrap/channel.h"
 
@@ -54,6 +57,16 @@ class Acceptor {
 
   // The next arrival; ccoTimeout at the deadline, ccoAborted once the listener is shut down.
   Status Next(Deadline deadline, Arrival* arrival);
+  // The same, also waiting on `others` (the caller's own sockets, in one poll with the
+  // listener's): when one of them is ready it returns at once, ccoSuccess with *woken set,
+  // their revents filled in and *arrival untouched (an arrival made meanwhile waits for the
+  // next call).
+  Status NextOr(Deadline deadline, std::vector<pollfd>* others, Arrival* arrival, bool* woken);
+
+  // A server that learns how many honest clients come at once (the root, from the first
+  // rank's hello) lets that many be pending: honest ranks that connect together are then
+  // not pushed out by one another.
+  void SetMaxPending(size_t maxPending) { options_.maxPending = maxPending; }
 
   size_t pending() const { return pending_.size(); }
   const AcceptorStats& stats() const { return stats_; }

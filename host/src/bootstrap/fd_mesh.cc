@@ -1,14 +1,19 @@
 #include "bootstrap/fd_mesh.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "bootstrap/acceptor.h"
+#include "bootstrap/connector.h"
 #include "bootstrap/messages.h"
 #include "bootstrap/root.h"
+#include "common/text.h"
 
 namespace cco {
 
@@ -46,22 +51,45 @@ Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int m
   peers_.clear();
   peers_.resize(team_.size());
   const Deadline deadline = DeadlineIn(timeoutMs);
-  // Lower indices listen for us; we listen for higher ones.
-  for (int i = 0; i < myIndex; ++i) {
-    if (team_[i].inThisProcess) continue;
-    const std::string where = Fmt("reaching LSA rank ", i, " on this host");
-    Fd fd;
-    CCO_RETURN_IF_ERROR(ConnectUnix(team_[i].name, deadline, &fd).Prefixed(where));
-    CCO_RETURN_IF_ERROR(CheckPeer(fd.get(), i).Prefixed(where));
-    CCO_RETURN_IF_ERROR(Channel::Connect(std::move(fd), secret, "mesh", deadline, &peers_[i]).Prefixed(where));
-    CCO_RETURN_IF_ERROR(peers_[i].Send(EncodeMeshJoin(MeshJoin{myIndex}), deadline).Prefixed(where));
-  }
-  size_t expected = 0;
-  for (size_t i = myIndex + 1; i < team_.size(); ++i) expected += team_[i].inThisProcess ? 0 : 1;
-  Acceptor acceptor(listener_.get(), secret, AcceptorOptions{"mesh", HandshakeMs(timeoutMs), 64, kMaxJoinBytes, true});
-  for (size_t joined = 0; joined < expected;) {
+  // Lower indices listen for us; we listen for higher ones. Both at once: every connection
+  // of the team is under way together, and no rank's connecting waits for another's.
+  Connector outgoing(secret, "mesh", [this](int member, int fd) {
+    return CheckPeer(fd, member).Prefixed(Fmt("reaching LSA rank ", member, " on this host"));
+  });
+  for (int i = 0; i < myIndex; ++i)
+    if (!team_[i].inThisProcess) outgoing.Add(i, team_[i].name, EncodeMeshJoin(MeshJoin{myIndex}));
+  std::vector<int> incoming;  // the members that must still connect to this rank
+  for (size_t i = myIndex + 1; i < team_.size(); ++i)
+    if (!team_[i].inThisProcess) incoming.push_back(static_cast<int>(i));
+  // Each member of the team may be mid-handshake with this rank at once.
+  Acceptor acceptor(listener_.get(), secret,
+                    AcceptorOptions{"mesh", HandshakeMs(timeoutMs), std::max<size_t>(64, team_.size()), kMaxJoinBytes, true});
+  size_t joined = 0;
+  std::vector<pollfd> fds;
+  while (outgoing.busy() || joined < incoming.size()) {
+    outgoing.Tick();
+    for (auto& c : outgoing.TakeConnected()) peers_[c.first] = std::move(c.second);
+    if (!outgoing.error().ok()) return outgoing.error();
+    if (!outgoing.busy() && joined == incoming.size()) break;
+    if (MsLeft(deadline) <= 0) return MeshTimeout(outgoing.Pending(), incoming);
+    outgoing.Fds(&fds);
+    // Wake for a retry that falls due (the acceptor's own waits are its business).
+    const Deadline wake = std::min(deadline, DeadlineIn(outgoing.WaitMs(1000)));
+    if (joined == incoming.size()) {
+      int n = poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, MsLeft(wake))));
+      if (n < 0 && errno != EINTR) return ErrnoError("poll", errno);
+      if (n > 0) outgoing.Handle(fds);
+      continue;
+    }
     Arrival a;
-    CCO_RETURN_IF_ERROR(acceptor.Next(deadline, &a).Prefixed(Fmt("waiting for the ranks of this host after LSA rank ", myIndex)));
+    bool woken = false;
+    Status s = acceptor.NextOr(wake, &fds, &a, &woken);
+    if (s.code() == ccoTimeout) continue;  // a retry is due, or the bound passed (checked above)
+    if (!s.ok()) return s.Prefixed(Fmt("waiting for the ranks of this host after LSA rank ", myIndex));
+    if (woken) {
+      outgoing.Handle(fds);
+      continue;
+    }
     MeshJoin join;
     if (!DecodeMeshJoin(a.firstFrame, &join).ok() || join.member <= myIndex ||
         join.member >= static_cast<int32_t>(team_.size()) || team_[join.member].inThisProcess || peers_[join.member].valid())
@@ -70,8 +98,21 @@ Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int m
     peers_[join.member] = std::move(a.channel);
     ++joined;
   }
+  for (auto& c : outgoing.TakeConnected()) peers_[c.first] = std::move(c.second);
   listener_.Reset();  // the team is complete
   return Status::Ok();
+}
+
+Status FdMesh::MeshTimeout(const std::vector<int>& unreached, const std::vector<int>& incoming) const {
+  std::vector<int> silent;
+  for (int i : incoming)
+    if (!peers_[i].valid()) silent.push_back(i);
+  std::string what;
+  if (!unreached.empty())
+    what = Fmt("LSA ", RanksPhrase(unreached), " of this host did not answer on the descriptor mesh");
+  if (!silent.empty())
+    what += Fmt(what.empty() ? "" : "; ", "LSA ", RanksPhrase(silent), " of this host did not connect to it");
+  return Timeout(Fmt(what, " within ", timeout_ms_, " ms (CCO_TIMEOUT_MS): stuck, or failed before the mesh"));
 }
 
 Status FdMesh::AllExchange(int myFd, uint64_t tag, const std::function<Status(int member, int fd)>& take) {

@@ -63,6 +63,8 @@ class FdMesh {
   FdMesh() = default;
   // The kernel's word on who is at the other end of member i's connection.
   Status CheckPeer(int fd, int member) const;
+  // Connect's timeout, naming the members it did not reach and those that did not come.
+  Status MeshTimeout(const std::vector<int>& unreached, const std::vector<int>& incoming) const;
 
   std::string name_;
   int my_index_ = 0;

@@ -39,7 +39,7 @@ Status GetStatus(WireReader& r, Status* s) {
 }
 
 size_t MaxAnswerBytes(int nRanks) {
-  return 64 + kMaxStatusText + static_cast<size_t>(nRanks > 0 ? nRanks : 0) * (kMaxContribution + 8);
+  return 64 + kMaxStatusText + static_cast<size_t>(nRanks > 0 ? nRanks : 0) * (kMaxContribution + 16);
 }
 
 std::string EncodeStatus(const Status& s) {
@@ -112,6 +112,121 @@ Status DecodeAnswer(const std::string& bytes, int nRanks, std::vector<std::strin
   if (n != static_cast<uint64_t>(nRanks)) return RemoteError("the hub answered for a different number of ranks");
   all->assign(n, std::string());
   for (auto& p : *all) CCO_RETURN_IF_ERROR(r.GetString(&p, kMaxContribution));
+  return Finished(r);
+}
+
+Status AnswerStatus(const std::string& bytes) {
+  WireReader r(bytes);
+  Status verdict;
+  CCO_RETURN_IF_ERROR(GetStatus(r, &verdict));
+  return verdict;
+}
+
+std::string EncodeReport(const Report& report) {
+  WireWriter w;
+  PutStatus(w, report.status);
+  return w.PutString(report.value).bytes();
+}
+
+Status DecodeReport(const std::string& bytes, Report* report) {
+  WireReader r(bytes);
+  CCO_RETURN_IF_ERROR(GetStatus(r, &report->status));
+  CCO_RETURN_IF_ERROR(r.GetString(&report->value, kMaxAgreeValue));
+  return Finished(r);
+}
+
+Verdict Judge(const std::vector<Report>& reports) {
+  Verdict v;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    if (!reports[r].status.ok()) {
+      v.failedRank = static_cast<int32_t>(r);
+      v.failure = reports[r].status;
+      return v;
+    }
+  }
+  if (reports.empty()) return v;
+  v.value = reports[0].value;
+  for (size_t r = 1; r < reports.size(); ++r) {
+    if (reports[r].value != v.value) {
+      v.differentRank = static_cast<int32_t>(r);
+      v.differentValue = reports[r].value;
+      break;
+    }
+  }
+  return v;
+}
+
+std::string EncodeVerdict(const Verdict& v) {
+  WireWriter w;
+  PutStatus(w, Status::Ok());
+  w.Put(v.failedRank);
+  PutStatus(w, v.failure);
+  w.Put(v.differentRank).PutString(v.value).PutString(v.differentValue);
+  return w.bytes();
+}
+
+Status DecodeVerdict(const std::string& bytes, int nRanks, Verdict* v) {
+  WireReader r(bytes);
+  Status call;
+  CCO_RETURN_IF_ERROR(GetStatus(r, &call));
+  if (!call.ok()) return call;
+  CCO_RETURN_IF_ERROR(r.Get(&v->failedRank));
+  CCO_RETURN_IF_ERROR(GetStatus(r, &v->failure));
+  CCO_RETURN_IF_ERROR(r.Get(&v->differentRank));
+  CCO_RETURN_IF_ERROR(r.GetString(&v->value, kMaxAgreeValue));
+  CCO_RETURN_IF_ERROR(r.GetString(&v->differentValue, kMaxAgreeValue));
+  CCO_RETURN_IF_ERROR(Finished(r));
+  // A failure names a rank and carries a failed status; a difference names a rank other than 0.
+  const bool failed = v->failedRank >= 0;
+  if (v->failedRank < -1 || v->failedRank >= nRanks || failed == v->failure.ok() || v->differentRank < -1 ||
+      v->differentRank == 0 || v->differentRank >= nRanks || (failed && v->differentRank >= 0))
+    return RemoteError("the hub sent a malformed verdict");
+  return Status::Ok();
+}
+
+std::string EncodeGroupedPart(const GroupedPart& p) {
+  return WireWriter().Put(p.group).PutString(p.shared).PutString(p.grouped).bytes();
+}
+
+Status DecodeGroupedPart(const std::string& bytes, GroupedPart* p) {
+  WireReader r(bytes);
+  CCO_RETURN_IF_ERROR(r.Get(&p->group));
+  CCO_RETURN_IF_ERROR(r.GetString(&p->shared, kMaxSharedPart));
+  CCO_RETURN_IF_ERROR(r.GetString(&p->grouped, kMaxGroupedPart));
+  return Finished(r);
+}
+
+std::string EncodeGroupAnswer(uint64_t sharedSize, const std::string& shared, const std::vector<GroupMember>& members) {
+  WireWriter w;
+  PutStatus(w, Status::Ok());
+  w.Put(sharedSize).PutString(shared).Put(static_cast<uint64_t>(members.size()));
+  for (const auto& m : members) w.Put(m.rank).PutString(m.grouped);
+  return w.bytes();
+}
+
+Status DecodeGroupAnswer(const std::string& bytes, int nRanks, std::string* shared, size_t* sharedSize,
+                         std::vector<GroupMember>* members) {
+  WireReader r(bytes);
+  Status call;
+  CCO_RETURN_IF_ERROR(GetStatus(r, &call));
+  if (!call.ok()) return call;
+  const uint64_t n = static_cast<uint64_t>(nRanks > 0 ? nRanks : 0);
+  uint64_t size = 0, count = 0;
+  CCO_RETURN_IF_ERROR(r.Get(&size));
+  if (size > kMaxSharedPart) return RemoteError(Fmt("the hub announced ", size, "-byte shared parts (limit ", kMaxSharedPart, ")"));
+  CCO_RETURN_IF_ERROR(r.GetString(shared, n * size));
+  if (shared->size() != n * size) return RemoteError("the hub answered for a different number of ranks");
+  CCO_RETURN_IF_ERROR(r.Get(&count));
+  if (count == 0 || count > n) return RemoteError(Fmt("the hub announced a group of ", count, " ranks"));
+  members->assign(count, GroupMember{});
+  for (uint64_t i = 0; i < count; ++i) {
+    GroupMember& m = (*members)[i];
+    CCO_RETURN_IF_ERROR(r.Get(&m.rank));
+    CCO_RETURN_IF_ERROR(r.GetString(&m.grouped, kMaxGroupedPart));
+    if (m.rank < 0 || static_cast<uint64_t>(m.rank) >= n || (i > 0 && m.rank <= (*members)[i - 1].rank))
+      return RemoteError("the hub sent a malformed group");
+  }
+  *sharedSize = size;
   return Finished(r);
 }
 

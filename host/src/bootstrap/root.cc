@@ -23,13 +23,18 @@ namespace cco {
 namespace {
 
 // Pending (unauthenticated) connections the root keeps at once; more push the oldest out.
+// Once the first rank said how many come, up to that many (at most kRootMostPending).
 constexpr size_t kRootMaxPending = 256;
+constexpr size_t kRootMostPending = 1 << 16;
 
 // A root's progress, for the creating rank of its own process.
 struct RootDone {
   std::mutex mu;
   std::condition_variable cv;
   bool answered = false;  // every rank it admitted has its verdict
+  // The process whose thread runs the root: a child forked after the id was minted
+  // inherits this table but not the thread, and has no root to wait for.
+  pid_t pid = getpid();
 };
 
 std::mutex g_roots_mu;
@@ -97,6 +102,9 @@ class RootServer {
         n_ranks = h.nRanks;
         owner.assign(n_ranks, -1);
         deadline = DeadlineIn(timeout_ms_);  // from the first arrival, the rest have one timeout
+        // The others may all be mid-handshake at once (only a holder of the id's secret can
+        // say how many come).
+        acceptor_.SetMaxPending(std::max<size_t>(kRootMaxPending, std::min<size_t>(n_ranks, kRootMostPending)));
       }
       if (verdict.ok()) verdict = Admit(h, greeted_.size() - 1, n_ranks, &owner);
       if (static_cast<int>(greeted_.size()) >= smallest) return verdict;
@@ -301,7 +309,7 @@ void AwaitLocalRoot(const Key& secret, Deadline deadline) {
   {
     std::lock_guard<std::mutex> lock(g_roots_mu);
     auto it = Roots().find(key);
-    if (it == Roots().end()) return;
+    if (it == Roots().end() || it->second->pid != getpid()) return;
     done = it->second;
   }
   std::unique_lock<std::mutex> lock(done->mu);

@@ -268,21 +268,31 @@ Status ListenUnix(const std::string& name, Fd* listener) {
   return Status::Ok();
 }
 
+Status TryConnectUnix(const std::string& name, Fd* out, bool* again) {
+  *again = false;
+  // Non-blocking: a blocking connect to a listener whose queue is full sleeps until the
+  // queue drains, past any deadline (anyone can fill an abstract name's queue); this way it
+  // fails with EAGAIN, to be tried again.
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return ErrnoError("socket(AF_UNIX)", errno);
+  socklen_t length;
+  sockaddr_un addr = AbstractAddress(name, &length);
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), length) == 0) {
+    *out = std::move(fd);
+    return Status::Ok();
+  }
+  if (errno == ECONNREFUSED || errno == ENOENT || errno == EAGAIN || errno == EINTR) {
+    *again = true;
+    return Status::Ok();
+  }
+  return ErrnoError(Fmt("connect to unix socket @", name), errno);
+}
+
 Status ConnectUnix(const std::string& name, Deadline deadline, Fd* out) {
   for (int delay_ms = 1;; delay_ms = std::min(delay_ms * 2, 50)) {
-    // Non-blocking: a blocking connect to a listener whose queue is full sleeps until the
-    // queue drains, past any deadline (anyone can fill an abstract name's queue); this way
-    // it fails with EAGAIN and is retried until the deadline.
-    Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!fd.valid()) return ErrnoError("socket(AF_UNIX)", errno);
-    socklen_t length;
-    sockaddr_un addr = AbstractAddress(name, &length);
-    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), length) == 0) {
-      *out = std::move(fd);
-      return Status::Ok();
-    }
-    if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN && errno != EINTR)
-      return ErrnoError(Fmt("connect to unix socket @", name), errno);
+    bool again = false;
+    CCO_RETURN_IF_ERROR(TryConnectUnix(name, out, &again));
+    if (!again) return Status::Ok();
     const int64_t left = MsLeft(deadline);
     if (left <= 0)
       return Timeout(Fmt("connect to unix socket @", name, ": nobody listening, or its queue stayed full"));

@@ -92,6 +92,9 @@ Status GetPeerCredentials(int fd, PeerCredentials* credentials);
 std::string RandomSocketName(const char* prefix);
 Status ListenUnix(const std::string& name, Fd* listener);
 Status ConnectUnix(const std::string& name, Deadline deadline, Fd* out);
+// One attempt of ConnectUnix, without waiting: connected (*out, non-blocking), or *again
+// where nobody listens under the name (yet) or its queue is full.
+Status TryConnectUnix(const std::string& name, Fd* out, bool* again);
 
 }  // namespace cco
 

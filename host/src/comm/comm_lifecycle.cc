@@ -10,20 +10,34 @@
 #include "comm/agree.h"
 #include "comm/communicator.h"
 #include "comm/gda_setup.h"
+#include "comm/rank_exchange.h"
 #include "comm/resource_pool.h"
 #include "comm/sdma_setup.h"
 #include "common/env.h"
 #include "common/fd_table.h"
+#include "common/hash.h"
 #include "common/phase_trace.h"
 #include "topology/cpu_affinity.h"
 
 namespace cco {
 namespace {
 
-RankInfo LocalRankInfo(const ccoComm& c, size_t perRankVmmSize, const DeviceInfo& dev) {
+// This rank's host identity: the machine's, or with CCO_TEST_RANKS_PER_HOST=k (a test knob)
+// the machine's combined with rank / k, so that ranks running as threads of one process
+// make hosts of k ranks each, as a cluster's hosts would (CCO_HOSTID, the same for every
+// thread of a process, cannot).
+uint64_t RankHostHash(int rank) {
+  const int64_t perHost = env::Int("CCO_TEST_RANKS_PER_HOST", 0);
+  const uint64_t machine = HostHash();
+  if (perHost <= 0) return machine;
+  const uint64_t parts[2] = {machine, static_cast<uint64_t>(rank / perHost)};
+  return Fnv1a(parts, sizeof(parts));
+}
+
+RankInfo LocalRankInfo(const ccoComm& c, int rank, size_t perRankVmmSize, const DeviceInfo& dev) {
   RankInfo info;
   memset(&info, 0, sizeof(info));
-  info.hostHash = HostHash();
+  info.hostHash = RankHostHash(rank);
   info.processToken = ProcessToken();
   info.pidNamespace = PidNamespace();
   info.perRankVmmSize = perRankVmmSize;
@@ -53,12 +67,17 @@ Status BindCpus(ccoComm& c) {
   return Status::Ok();
 }
 
+// Descriptors a step of ccoCommCreate may open beside the ones counted (a connection to the
+// root, the resource pool's memory, an epoll set). Small: ranks as threads of one process
+// each ask for it, and the requests add up (common/fd_table.h).
+constexpr int kFdSlack = 16;
+
 // The largest slice a rank may ask for: 64 TiB, half of what a 47-bit user address space
 // holds, so that rounding and lsaSize x stride never overflow.
 constexpr uint64_t kMaxPerRankVmm = uint64_t{1} << 46;
 
 // Checks that every rank asked for the same slice size, then resolves it.
-Status ResolveStride(const std::vector<RankInfo>& infos, size_t* stride, size_t* granularity) {
+Status ResolveStride(const std::vector<RankSummary>& infos, size_t* stride, size_t* granularity) {
   size_t g = 0;
   for (size_t r = 0; r < infos.size(); ++r) {
     if (infos[r].perRankVmmSize != infos[0].perRankVmmSize)
@@ -104,9 +123,11 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
 }  // namespace
 
 Status Agree(ccoComm& c, const std::string& op, const Status& local) {
-  struct Nothing {};
-  std::vector<Nothing> unused;
-  return AgreeOn(c, op, local, Nothing{}, &unused);
+  Verdict v;
+  CCO_RETURN_IF_ERROR(c.bootstrap->Agree(op, local, std::string(), &v));
+  if (!local.ok()) return local;
+  if (v.failedRank >= 0) return PeerFailed(op, v.failedRank, v.failure);
+  return Status::Ok();
 }
 
 Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
@@ -130,30 +151,46 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   CCO_RETURN_IF_ERROR(BindCpus(*c));
   trace.Mark("device");
 
-  // What this communicator holds (bootstrap and host-mesh sockets, tcp connections), with
-  // room for another: a table that grew inside a collective step would stall every peer.
-  ReserveFdHeadroom(4 * nRanks + 64);
+  // Room for what the bootstrap opens (rank 0: a connection from every rank): a table that
+  // grew inside a collective step would stall every peer. The host's steps reserve theirs
+  // once the host is known, the network backend its own.
+  CCO_RETURN_IF_ERROR(ReserveFdHeadroom((rank == 0 ? nRanks : 0) + kFdSlack,
+                                        rank == 0 ? "ccoCommCreate (rank 0: a connection from every rank)"
+                                                  : "ccoCommCreate")
+                          .Prefixed(Fmt("rank ", rank)));
   trace.Mark("descriptor table");
   CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
-  CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap));
-  trace.Mark("bootstrap");
+  trace.Mark("mesh listener");
+  CCO_RETURN_IF_ERROR(Bootstrap::Create(uid, nRanks, rank, c->timeoutMs, &c->bootstrap, &trace));
 
-  std::vector<RankInfo>& infos = c->infos;
-  infos.resize(nRanks);
-  RankInfo mine = LocalRankInfo(*c, perRankVmmSize, dev);
-  CCO_RETURN_IF_ERROR(c->bootstrap->AllGather("ccoCommCreate", &mine, sizeof(mine), infos.data()));
-  // Every rank sees the same infos, so every rank reaches the same verdict here.
-  for (int r = 0; r < nRanks; ++r) CCO_RETURN_IF_ERROR(ValidateRankInfo(infos[r], r).Prefixed("ccoCommCreate"));
-  CCO_RETURN_IF_ERROR(ComputeTopology(infos, rank, static_cast<int>(env::Int("CCO_TEST_NODES_PER_HOST", 1)), &c->topo));
-  CCO_RETURN_IF_ERROR(ResolveStride(infos, &c->stride, &c->granularity));
-  trace.Mark("allgather");
+  RankInfo mine = LocalRankInfo(*c, rank, perRankVmmSize, dev);
+  std::vector<RankSummary> summaries;
+  std::vector<int> hostRanks;
+  // Every rank sees the same summaries, so every rank reaches the same verdict on them here.
+  CCO_RETURN_IF_ERROR(ExchangeRankInfo(*c->bootstrap, mine, &summaries, &hostRanks, &c->hostInfos));
+  trace.Mark("rank exchange");
+  std::vector<uint64_t> hostOfRank(nRanks);
+  for (int r = 0; r < nRanks; ++r) hostOfRank[r] = summaries[r].hostHash;
+  CCO_RETURN_IF_ERROR(
+      ComputeTopologyOfHosts(hostOfRank, rank, static_cast<int>(env::Int("CCO_TEST_NODES_PER_HOST", 1)), &c->topo));
+  // The host the topology found is the group the whole records came from (both by host hash).
+  if (hostRanks != c->topo.hostMembers) return InternalError("ccoCommCreate: the host's ranks differ from its records'");
+  CCO_RETURN_IF_ERROR(ResolveStride(summaries, &c->stride, &c->granularity));
+  trace.Mark("topology");
 
   // Local resources; then all ranks agree before the host's ranks connect to each other.
   Status local = [&] {
+    // The host's steps: a mesh socket and (cpu platform) an imported memory descriptor per
+    // host peer in another process (a peer in this one needs neither).
+    int elsewhere = 0;
+    for (int i = 0; i < c->HostSize(); ++i) elsewhere += c->InThisProcess(i) ? 0 : 1;
+    CCO_RETURN_IF_ERROR(ReserveFdHeadroom(
+        2 * elsewhere + kFdSlack, "the descriptor mesh (a socket and a memory descriptor per rank of this host in another process)"));
     c->reserved = c->stride * static_cast<size_t>(c->HostSize());
     if (c->reserved / c->HostSize() != c->stride) return InvalidArgument("perRankVmmSize x ranks on this host overflows");
     CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)
                             .Prefixed(Fmt("reserving ", c->HostSize(), " x ", c->stride, " bytes of address space")));
+    trace.Mark("reserve");
     c->slots = SlotAllocator(c->stride, c->granularity);
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
     c->devCommCopies.reset(new DescriptorPool(c->platform, c->device, sizeof(ccoDevComm)));
@@ -162,19 +199,22 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     c->abortHost = static_cast<uint32_t*>(host);
     return AllocateResourcePool(*c);
   }();
-  trace.Mark("reserve+pool");
+  trace.Mark("pool");
   Status agreed = Agree(*c, "ccoCommCreate (resources)", local);
-  trace.Mark("agree");
+  trace.Mark("agree resources");
   if (agreed.ok()) {
     std::vector<FdMesh::Member> team(c->HostSize());
     for (int i = 0; i < c->HostSize(); ++i) {
-      const RankInfo& info = infos[c->topo.hostMembers[i]];
+      const RankInfo& info = c->hostInfos[i];
       team[i] = FdMesh::Member{info.meshName, info.pid, info.pidNamespace, c->InThisProcess(i)};
     }
-    agreed = Agree(*c, "ccoCommCreate (host mesh)", c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs));
+    const Status connected = c->mesh->Connect(c->secret, team, c->topo.hostRank, c->timeoutMs);
+    trace.Mark("mesh connect");
+    agreed = Agree(*c, "ccoCommCreate (host mesh)", connected);
+    trace.Mark("agree mesh");
   }
-  trace.Mark("mesh");
   if (agreed.ok()) c->proxy.reset(new Proxy(ProxyContextOf(*c)));  // its thread starts with the first rings
+  trace.Mark("proxy");
   if (agreed.ok()) agreed = RegisterResourcePool(*c);
   trace.Mark("pool window");
   if (!agreed.ok()) {
@@ -232,8 +272,8 @@ void DestroyComm(ccoComm& c) {
 }  // namespace cco
 
 bool ccoComm::InThisProcess(int hostIndex) const {
-  const cco::RankInfo& peer = infos[topo.hostMembers[hostIndex]];
-  const cco::RankInfo& me = infos[topo.rank];
+  const cco::RankInfo& peer = hostInfos[hostIndex];
+  const cco::RankInfo& me = hostInfos[topo.hostRank];
   return peer.hostHash == me.hostHash && peer.processToken == me.processToken && peer.pid == me.pid &&
          peer.pidNamespace == me.pidNamespace;
 }

@@ -82,7 +82,7 @@ struct ccoComm {
   cco::Key secret{};         // the unique id's: every connection of this communicator proves it
   std::string idTag;         // a public name derived from it (process-local bookkeeping)
   cco::Topology topo;
-  std::vector<cco::RankInfo> infos;  // what every rank announced at creation
+  std::vector<cco::RankInfo> hostInfos;  // what this host's ranks announced at creation, by host index
   std::unique_ptr<cco::Bootstrap> bootstrap;
   std::unique_ptr<cco::FdMesh> mesh;
 

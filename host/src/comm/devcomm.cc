@@ -416,12 +416,11 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
   // Every rank must name the same device communicator: where its resources are (alike on
   // every rank) says which.
   const uint64_t mine = local.ok() ? it->second.resourceOffset : 0;
-  std::vector<uint64_t> all;
-  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, mine, &all));
-  for (size_t r = 1; r < all.size(); ++r)
-    if (all[r] != all[0])
-      return InvalidUsage(Fmt(op, ": ranks name different device communicators: rank ", r, "'s resources are at ",
-                              all[r], ", rank 0's at ", all[0], " (destroy them in the same order on every rank)"));
+  Difference<uint64_t> d;
+  CCO_RETURN_IF_ERROR(AgreeOnSame(c, op, local, mine, &d));
+  if (d.rank >= 0)
+    return InvalidUsage(Fmt(op, ": ranks name different device communicators: rank ", d.rank, "'s resources are at ",
+                            d.theirs, ", rank 0's at ", d.zero, " (destroy them in the same order on every rank)"));
   const DevCommRecord record = it->second;
   c.devComms.erase(it);
   dc->magic = 0;  // a stale copy is recognisably dead, on the host and (zeroed) on the device

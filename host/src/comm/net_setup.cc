@@ -4,6 +4,7 @@
 
 #include "bootstrap/messages.h"
 #include "comm/agree.h"
+#include "common/fd_table.h"
 #include "net/tcp_backend.h"
 #include "net/tcp_mesh.h"
 #include "net/verbs_backend.h"
@@ -15,9 +16,13 @@ namespace {
 // every pair the network serves (net/tcp_mesh.h), all ranks failing together.
 Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
   const int n = c.topo.nRanks;
+  // Two connections per peer the network serves, opened in the collective step below.
+  int peers = 0;
+  for (bool r : remote) peers += r ? 1 : 0;
   Fd listener;
   TcpMeshAnnouncement mine;
-  const Status local = ListenForTcpMesh(&listener, &mine);
+  Status local = ReserveFdHeadroom(2 * peers + 64, "GDA over tcp (two connections per rank on another node)");
+  if (local.ok()) local = ListenForTcpMesh(&listener, &mine);
   std::vector<TcpMeshAnnouncement> all;
   CCO_RETURN_IF_ERROR(AgreeOn(c, "GDA tcp listeners", local, mine, &all));  // and every rank's address and key
   std::vector<SockAddr> addresses(n);

@@ -24,6 +24,7 @@ Status AllocateResourcePool(ccoComm& c) {
   size_t at = 0, slot = 0;
   CCO_RETURN_IF_ERROR(c.pool.carves.Allocate(kCarveAlignment, &at, &slot).Prefixed("the resource pool's status word"));
   c.pool.statusOffset = c.pool.offset + at;
+  if (c.platform->CreatesZeroedMemory(c.device)) return Status::Ok();  // AllocMem's memory is fresh
   return c.platform->Memset(c.device, reinterpret_cast<uint64_t>(base), 0, bytes).Prefixed("zeroing the resource pool");
 }
 

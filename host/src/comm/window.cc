@@ -30,24 +30,20 @@ struct Region {
   uint64_t allocSize;
 };
 
-// Ranks must propose the same region of the same allocation.
-Status CheckProposals(const std::string& op, const std::vector<Region>& all) {
-  const Region& zero = all[0];
-  for (size_t r = 1; r < all.size(); ++r) {
-    const Region& region = all[r];
-    if (region.offset != zero.offset || region.size != zero.size) {
-      return InvalidUsage(Fmt(op, ": ranks disagree: rank ", r, " has size ", region.size, " at offset ", region.offset,
-                              ", rank 0 has size ", zero.size, " at offset ", zero.offset,
-                              " (every rank must allocate and register in the same order, with the same sizes)"));
-    }
-    if (region.allocOffset != zero.allocOffset || region.allocSize != zero.allocSize) {
-      return InvalidUsage(Fmt(op, ": ranks disagree on the allocation behind the window: rank ", r, "'s is ",
-                              region.allocSize, " bytes at offset ", region.allocOffset, ", rank 0's ", zero.allocSize,
-                              " bytes at offset ", zero.allocOffset,
-                              " (every rank must make the same ccoMemAlloc calls, in the same order)"));
-    }
+// Ranks must propose the same region of the same allocation: where one does not, says how.
+Status CheckProposals(const std::string& op, const Difference<Region>& d) {
+  if (d.rank < 0) return Status::Ok();
+  const Region& zero = d.zero;
+  const Region& region = d.theirs;
+  if (region.offset != zero.offset || region.size != zero.size) {
+    return InvalidUsage(Fmt(op, ": ranks disagree: rank ", d.rank, " has size ", region.size, " at offset ", region.offset,
+                            ", rank 0 has size ", zero.size, " at offset ", zero.offset,
+                            " (every rank must allocate and register in the same order, with the same sizes)"));
   }
-  return Status::Ok();
+  return InvalidUsage(Fmt(op, ": ranks disagree on the allocation behind the window: rank ", d.rank, "'s is ",
+                          region.allocSize, " bytes at offset ", region.allocOffset, ", rank 0's ", zero.allocSize,
+                          " bytes at offset ", zero.allocOffset,
+                          " (every rank must make the same ccoMemAlloc calls, in the same order)"));
 }
 
 local_handles::Key HandleKey(const ccoComm& c, uint64_t registration, int hostIndex) {
@@ -195,9 +191,9 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   const bool first = local.ok() && !a->peersMapped;
   const local_handles::Key mine = HandleKey(c, registration, c.topo.hostRank);
   if (first) local_handles::Publish(mine, a->handle, a->size);
-  std::vector<Region> all;
-  Status s = AgreeOn(c, op, local, region, &all);
-  if (s.ok()) s = CheckProposals(op, all);
+  Difference<Region> difference;
+  Status s = AgreeOnSame(c, op, local, region, &difference);
+  if (s.ok()) s = CheckProposals(op, difference);
   if (!s.ok()) {
     local_handles::Withdraw(mine);
     return s;
@@ -270,9 +266,9 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
     const Allocation& a = c.allocations.at(found->allocOffset);
     region = Region{found->offset, found->size, a.offset, a.size};
   }
-  std::vector<Region> all;
-  CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, region, &all));
-  CCO_RETURN_IF_ERROR(CheckProposals(op, all));
+  Difference<Region> difference;
+  CCO_RETURN_IF_ERROR(AgreeOnSame(c, op, local, region, &difference));
+  CCO_RETURN_IF_ERROR(CheckProposals(op, difference));
 
   const WindowRecord record = *found;
   c.windows.Remove(win);

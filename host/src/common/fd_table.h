@@ -8,11 +8,19 @@
 #ifndef CCO_HOST_COMMON_FD_TABLE_H_
 #define CCO_HOST_COMMON_FD_TABLE_H_
 
+#include "common/status.h"
+
 namespace cco {
 
-// Grows the table now, where `headroom` more descriptors would not fit in it. Best effort:
-// without /proc, or at the descriptor limit, it leaves the table as it is.
-void ReserveFdHeadroom(int headroom);
+// Grows the table now, where `headroom` more descriptors would not fit in it. Requests add
+// up, as if each were used in full, until the table must grow: only then is it listed again
+// (what is really open), so many ranks of one process asking at once cost one listing, not
+// one each. Where the soft descriptor limit (RLIMIT_NOFILE) is below what the table must
+// hold, it is raised as far as that (never past the hard limit); where even the hard limit
+// leaves no room for `headroom` more, the result says so, naming `what` needs them and the
+// limits, before the step that would run out. Best effort otherwise: without /proc it
+// leaves things as they are.
+Status ReserveFdHeadroom(int headroom, const char* what);
 
 }  // namespace cco
 

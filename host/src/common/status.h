@@ -44,10 +44,14 @@ inline Status Aborted(std::string m) { return Status(ccoAborted, std::move(m)); 
 inline Status Unsupported(std::string m) { return Status(ccoUnsupported, std::move(m)); }
 inline Status InternalError(std::string m) { return Status(ccoInternalError, std::move(m)); }
 
-// A failed OS call: "what: strerror(errno)", and for EMFILE the limit that was reached.
+// A failed OS call: "what: strerror(errno)", and the limit that was reached: for EMFILE the
+// descriptor limit, for ENOMEM the mapping limit where the process is at it.
 Status ErrnoError(const std::string& what, int err);
 // "the process's file-descriptor limit is reached (RLIMIT_NOFILE: 1024 soft, ...)".
 std::string DescriptorLimitNote();
+// Where this process is at vm.max_map_count: how many mappings it holds, the limit and what
+// to do; empty otherwise (an ENOMEM that is something else).
+std::string MappingLimitNote();
 
 #define CCO_RETURN_IF_ERROR(expr)          \
   do {                                     \

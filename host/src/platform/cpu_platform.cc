@@ -72,6 +72,8 @@ class CpuPlatform final : public Platform {
     *handle = static_cast<MemHandle>(fd);
     return Status::Ok();
   }
+  // A fresh memfd's pages read as zeros; writing them would only make them resident.
+  bool CreatesZeroedMemory(int) override { return true; }
   Status Destroy(int, MemHandle handle) override {
     if (close(static_cast<int>(handle)) != 0) return ErrnoError("close of a memfd", errno);
     return Status::Ok();

@@ -53,6 +53,12 @@ class Platform {
 
   // Physical memory of `size` bytes (a multiple of the granularity) on `device`.
   virtual Status Create(int device, size_t size, MemHandle* handle) = 0;
+  // Whether memory from Create reads as zeros until written (the cpu platform's memfds do;
+  // GPU drivers promise nothing), so that a caller who needs zeros need not write them.
+  virtual bool CreatesZeroedMemory(int device) {
+    (void)device;
+    return false;
+  }
   virtual Status Destroy(int device, MemHandle handle) = 0;
   // A new file descriptor the caller owns; Import takes ownership of `fd` (closes it) and
   // refuses a descriptor that does not hold `size` bytes of this platform's memory.

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "common/env.h"
@@ -65,59 +64,115 @@ Status ValidateRankInfo(const RankInfo& info, int rank) {
   return Status::Ok();
 }
 
-Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {
-  const int n = static_cast<int>(infos.size());
-  if (nodesPerHost < 1) return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " must be >= 1"));
+namespace {
 
-  // Hosts in order of their lowest rank; each host's ranks in rank order.
-  std::map<uint64_t, int> host_index;
-  std::vector<std::vector<int>> hosts;
-  for (int r = 0; r < n; ++r) {
+// Host hashes to host indices: open addressing in two flat arrays, since every rank indexes
+// every rank's host (a node-per-entry map costs an allocation per rank, per rank).
+class HostIndex {
+ public:
+  explicit HostIndex(int n) {
+    size_t capacity = 16;
+    while (capacity < 2 * static_cast<size_t>(n)) capacity *= 2;
+    keys_.assign(capacity, 0);
+    values_.assign(capacity, -1);
+  }
+  // The index of `hash`; a new hash gets `next` (-1: none is added).
+  int Find(uint64_t hash, int next) {
+    const size_t mask = keys_.size() - 1;
+    for (size_t i = Mix(hash) & mask;; i = (i + 1) & mask) {
+      if (values_[i] >= 0 && keys_[i] == hash) return values_[i];
+      if (values_[i] < 0) {
+        if (next >= 0) {
+          keys_[i] = hash;
+          values_[i] = next;
+        }
+        return next;
+      }
+    }
+  }
+
+ private:
+  static size_t Mix(uint64_t h) { return static_cast<size_t>((h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull >> 32); }
+  std::vector<uint64_t> keys_;
+  std::vector<int> values_;
+};
+
+}  // namespace
+
+Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out) {
+  std::vector<uint64_t> hostOfRank(infos.size());
+  for (size_t r = 0; r < infos.size(); ++r) {
     if (infos[r].platform != infos[0].platform)
       return InvalidUsage(Fmt("rank ", r, " runs platform ", infos[r].platform, " but rank 0 runs ", infos[0].platform,
                               " (CCO_PLATFORM must agree)"));
-    auto it = host_index.emplace(infos[r].hostHash, static_cast<int>(hosts.size())).first;
-    if (it->second == static_cast<int>(hosts.size())) hosts.emplace_back();
-    hosts[it->second].push_back(r);
+    hostOfRank[r] = infos[r].hostHash;
+  }
+  return ComputeTopologyOfHosts(hostOfRank, rank, nodesPerHost, out);
+}
+
+Status ComputeTopologyOfHosts(const std::vector<uint64_t>& hostOfRank, int rank, int nodesPerHost, Topology* out) {
+  const int n = static_cast<int>(hostOfRank.size());
+  if (nodesPerHost < 1) return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " must be >= 1"));
+
+  // Hosts in order of their lowest rank; each host's ranks in rank order, one host after
+  // another in `byHost` (host h at [hostBegin[h], hostBegin[h + 1])): flat arrays, since every
+  // rank computes this for every rank.
+  HostIndex host_index(n);
+  std::vector<int> hostOf(n);
+  int nHosts = 0;
+  for (int r = 0; r < n; ++r) {
+    hostOf[r] = host_index.Find(hostOfRank[r], nHosts);
+    if (hostOf[r] == nHosts) ++nHosts;
+  }
+  std::vector<int> hostBegin(nHosts + 1, 0);
+  for (int r = 0; r < n; ++r) ++hostBegin[hostOf[r] + 1];
+  for (int h = 0; h < nHosts; ++h) hostBegin[h + 1] += hostBegin[h];
+  std::vector<int> byHost(n);
+  {
+    std::vector<int> next(hostBegin.begin(), hostBegin.end() - 1);
+    for (int r = 0; r < n; ++r) byHost[next[hostOf[r]]++] = r;
   }
 
-  // Split each host into nodesPerHost nodes of contiguous ranks (sizes differ by <= 1).
+  // Split each host into nodesPerHost nodes of contiguous ranks (sizes differ by <= 1):
+  // node k is byHost[nodeBegin[k], nodeBegin[k + 1]).
   Topology t;
   t.rank = rank;
   t.nRanks = n;
   t.nodeOfRank.assign(n, -1);
-  std::vector<std::vector<int>> nodes;
-  for (const auto& ranks : hosts) {
-    const int count = static_cast<int>(ranks.size());
+  std::vector<int> nodeBegin;
+  for (int h = 0; h < nHosts; ++h) {
+    const int count = hostBegin[h + 1] - hostBegin[h];
     if (nodesPerHost > count)
       return InvalidArgument(Fmt("CCO_TEST_NODES_PER_HOST=", nodesPerHost, " but a host has only ", count, " rank(s)"));
-    for (int g = 0; g < nodesPerHost; ++g) {
-      nodes.emplace_back(ranks.begin() + g * count / nodesPerHost, ranks.begin() + (g + 1) * count / nodesPerHost);
-      for (int r : nodes.back()) t.nodeOfRank[r] = static_cast<int>(nodes.size()) - 1;
+    for (int g = 0; g < nodesPerHost; ++g) nodeBegin.push_back(hostBegin[h] + g * count / nodesPerHost);
+  }
+  nodeBegin.push_back(n);
+  const int nNodes = static_cast<int>(nodeBegin.size()) - 1;
+  for (int k = 0; k < nNodes; ++k) {
+    for (int i = nodeBegin[k]; i < nodeBegin[k + 1]; ++i) {
+      if (i > nodeBegin[k] && byHost[i] != byHost[i - 1] + 1)
+        return InvalidUsage(Fmt("the ranks of one node must be contiguous, but ranks ", byHost[i - 1], " and ", byHost[i],
+                                " share a node while rank ", byHost[i - 1] + 1, " is elsewhere"));
+      t.nodeOfRank[byHost[i]] = k;
     }
   }
-  for (const auto& members : nodes) {
-    for (size_t i = 1; i < members.size(); ++i)
-      if (members[i] != members[0] + static_cast<int>(i))
-        return InvalidUsage(Fmt("the ranks of one node must be contiguous, but ranks ", members[i - 1], " and ",
-                                members[i], " share a node while rank ", members[i - 1] + 1, " is elsewhere"));
-  }
 
-  t.nNodes = static_cast<int>(nodes.size());
+  t.nNodes = nNodes;
   t.node = t.nodeOfRank[rank];
-  t.hostMembers = hosts[host_index.at(infos[rank].hostHash)];
+  const int myHost = hostOf[rank];
+  t.hostMembers.assign(byHost.begin() + hostBegin[myHost], byHost.begin() + hostBegin[myHost + 1]);
+  const int lsaFirst = byHost[nodeBegin[t.node]];
   for (size_t i = 0; i < t.hostMembers.size(); ++i) {
     if (t.hostMembers[i] == rank) t.hostRank = static_cast<int>(i);
-    if (t.hostMembers[i] == nodes[t.node][0]) t.lsaHostBase = static_cast<int>(i);
+    if (t.hostMembers[i] == lsaFirst) t.lsaHostBase = static_cast<int>(i);
   }
-  const std::vector<int>& mine = nodes[t.node];
-  t.lsaSize = static_cast<int>(mine.size());
-  t.lsaWorldBase = mine[0];
-  t.lsaRank = rank - mine[0];
+  t.lsaSize = nodeBegin[t.node + 1] - nodeBegin[t.node];
+  t.lsaWorldBase = lsaFirst;
+  t.lsaRank = rank - lsaFirst;
   t.world = ccoTeam{n, rank, 1, 0};
   t.lsa = ccoTeam{t.lsaSize, t.lsaRank, 1, t.lsaWorldBase};
   bool uniform = true;
-  for (const auto& members : nodes) uniform &= members.size() == mine.size();
+  for (int k = 0; k < nNodes; ++k) uniform &= nodeBegin[k + 1] - nodeBegin[k] == t.lsaSize;
   // Rail: the same LSA rank on every node; only defined when nodes are the same size.
   t.rail = uniform ? ccoTeam{t.nNodes, t.node, t.lsaSize, t.lsaRank} : ccoTeam{1, 0, 0, rank};
   *out = t;

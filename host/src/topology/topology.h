@@ -61,6 +61,9 @@ struct Topology {
 // CCO_TEST_NODES_PER_HOST) splits each host's ranks into that many contiguous "nodes", so
 // cross-node paths run on one machine. A node's ranks must be contiguous world ranks.
 Status ComputeTopology(const std::vector<RankInfo>& infos, int rank, int nodesPerHost, Topology* out);
+// The same from every rank's host hash alone, once the caller has checked that the ranks
+// agree on the platform.
+Status ComputeTopologyOfHosts(const std::vector<uint64_t>& hostOfRank, int rank, int nodesPerHost, Topology* out);
 
 // This machine's identity: hostname and boot id (CCO_HOSTID overrides, for tests).
 uint64_t HostHash();
