@@ -159,7 +159,7 @@ Status CaptureDevCommTrace(ccoComm& c, const DevCommRecord& record, TraceMeta* m
   meta->lsaSize = c.topo.lsaSize;
   meta->platform = c.platform->name();
   meta->host = HostName();
-  meta->hostHash = c.infos.empty() ? 0 : c.infos[c.topo.rank].hostHash;
+  meta->hostHash = c.hostInfos.empty() ? 0 : c.hostInfos[c.topo.hostRank].hostHash;
   meta->pid = static_cast<int>(getpid());
   meta->devComm = record.serial;
   meta->realtimeMinusMonotonicNs = RealtimeMinusMonotonic();
