@@ -202,6 +202,7 @@ _namespace("GdaCallerOrdered", ("dc", "ctx"))
 _namespace("Sdma", ("dc",))
 _namespace("LsaBarrier", ("dc",))
 _namespace("Team", ("dc",))
+_namespace("Trace", ("dc",))
 for _entry in CCO_DEVICE_FUNCTIONS:  # abi_version, system_fence
     if "." not in _entry["dsl"]:
         globals()[_entry["dsl"]] = _make_function(_entry["dsl"], [e for e in CCO_DEVICE_FUNCTIONS
@@ -209,4 +210,4 @@ for _entry in CCO_DEVICE_FUNCTIONS:  # abi_version, system_fence
 for _kind, _value in ENUMS["TeamKind"].items():  # cco.Team.GDA beside the team functions
     setattr(Team, _kind, _value)  # noqa: F821
 
-NAMESPACES = ("DevComm", "Window", "Gda", "GdaDeferred", "GdaCallerOrdered", "Sdma", "LsaBarrier", "Team")
+NAMESPACES = ("DevComm", "Window", "Gda", "GdaDeferred", "GdaCallerOrdered", "Sdma", "LsaBarrier", "Team", "Trace")
