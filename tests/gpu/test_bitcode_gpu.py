@@ -55,6 +55,7 @@ def test_bitcode_on_hand_filled_structs():
     assert got[7] == 0                       # lsa_ptr of a non-member is 0
     assert got[8] == 1 and got[9] == 1 and got[10] == 0
     assert got[11:14] == [LSA_SIZE, WORLD_BASE + LSA_RANK, WORLD_BASE]  # Team.size / rank / world_rank
+    assert got[14] == 0                      # no trace: clock 0, ranges OK
     words = flat.cpu()
     mine = (LSA_RANK * SLICE + WIN_OFFSET) // 4
     theirs = (PEER * SLICE + WIN_OFFSET + 64) // 4

@@ -19,7 +19,8 @@ def every_function(dc, win, out, peer: tl.constexpr):
     """out[0..7]: abi version, rank, world size, lsa rank, lsa size, and three values
     written through peer pointers; out[8] = 1 after the system fence; out[9] = 1 when the
     world-rank and local pointers agree; out[10] = the abort flag; out[11..13] = LSA team
-    size, world-team rank, world rank of LSA member 0."""
+    size, world-team rank, world rank of LSA member 0; out[14] = 0 (the trace's clock and
+    ranges where the device communicator does not trace)."""
     tl.store(out + 0, cco.abi_version())
     tl.store(out + 1, cco.DevComm.rank(dc))
     tl.store(out + 2, cco.DevComm.world_size(dc))
@@ -43,6 +44,12 @@ def every_function(dc, win, out, peer: tl.constexpr):
     tl.store(out + 11, cco.Team.size(dc, cco.TeamKind.LSA))
     tl.store(out + 12, cco.Team.rank(dc, cco.TeamKind.WORLD))
     tl.store(out + 13, cco.Team.world_rank(dc, cco.TeamKind.LSA, 0))
+    # This device communicator does not trace: the clock reads 0 and a range records nothing.
+    begin = cco.Trace.clock(dc)
+    status = cco.Trace.range(dc, cco.TraceTag.USER, 1, begin, coop=cco.CoopScope.THREAD)
+    status |= cco.Trace.range(dc, cco.TraceTag.USER, 2, begin, coop=cco.CoopScope.WARP)
+    status |= cco.Trace.range(dc, cco.TraceTag.USER, 3, begin, coop=cco.CoopScope.BLOCK)
+    tl.store(out + 14, begin.to(tl.int32) | status)
 
 
 @triton.jit

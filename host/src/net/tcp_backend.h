@@ -78,6 +78,7 @@ class TcpBackend : public NetBackend {
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
   bool AwaitsReply() const override { return awaitReply_; }
+  int InputFd() const override { return epoll_.get(); }  // every socket, level-triggered
   bool readsEverySocket() const { return pollEverySocket_; }  // rather than asking epoll
   void Drain() override;
 

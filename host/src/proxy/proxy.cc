@@ -1,7 +1,9 @@
 #include "proxy/proxy.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,10 +17,24 @@ namespace {
 // Descriptors taken from one ring per pass, so that one busy ring cannot starve the others.
 constexpr int kBurst = 32;
 // A proxy that has just worked spins, because a kernel's next post usually follows within
-// microseconds; one idle for a while yields the core, and one idle for long naps.
+// microseconds. Where the process has cores to spare it goes on spinning (yielding) for a
+// while before it naps; where it has few, the threads it would spin against are the ones it
+// waits for (a kernel's rank, the peer's proxy, on a 2-core machine), so it naps at once.
 constexpr int kSpinPasses = 1024;
 constexpr auto kYieldFor = std::chrono::milliseconds(20);
+constexpr int kCpusToKeepSpinning = 8;
+constexpr auto kShortSpin = std::chrono::microseconds(20);  // with fewer
+// A nap: the network's input ends it sooner (NetBackend::InputFd). The thread's timer slack
+// is 1 us, not Linux's 50 us, so that the nap is the length asked for.
 constexpr auto kNap = std::chrono::microseconds(20);
+constexpr unsigned long kTimerSlackNs = 1000;
+
+// The CPUs this process may run on.
+int CpusAvailable() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
 // After the network backend applied a request, how long the rings alone are polled for the
 // kernel's answer: a ping-pong's reply is usually posted sooner after its signal lands than a
 // whole pass (an epoll and the backend's bookkeeping) would come back to the rings.
@@ -192,6 +208,8 @@ void Proxy::Loop() {
   uint64_t passes = 0;
   Clock::time_point idleSince = Clock::now();
   watched_ = ctx_.peerSockets;
+  const bool spinsLong = CpusAvailable() >= kCpusToKeepSpinning;
+  prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // this thread's
   while (!stop_) {
     // The list is copied only when Attach or Detach changed it: the hot loop takes no lock.
     if (generation_.load() != generation) {
@@ -225,10 +243,29 @@ void Proxy::Loop() {
       continue;
     }
     if (idle++ == 0) idleSince = Clock::now();
-    if (idle < kSpinPasses) continue;
-    if (Clock::now() - idleSince < kYieldFor) sched_yield();
-    else std::this_thread::sleep_for(kNap);
+    const auto idleFor = Clock::now() - idleSince;
+    if (spinsLong) {
+      if (idle < kSpinPasses) continue;
+      if (idleFor < kYieldFor) {
+        sched_yield();
+        continue;
+      }
+    } else if (idleFor < kShortSpin) {
+      continue;
+    }
+    Nap();
   }
+}
+
+void Proxy::Nap() {
+  const int input = threadNet_ ? threadNet_->InputFd() : -1;
+  if (input < 0) {
+    std::this_thread::sleep_for(kNap);
+    return;
+  }
+  pollfd fd{input, POLLIN, 0};
+  const timespec nap{0, std::chrono::nanoseconds(kNap).count()};
+  (void)ppoll(&fd, 1, &nap, nullptr);
 }
 
 void Proxy::AwaitReply() {

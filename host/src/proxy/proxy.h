@@ -19,10 +19,10 @@
 // reports it done at the target; only then does `consumed` pass it (flush means remote
 // completion on every backend), and markers count it.
 //
-// The thread spins while there is work, then yields, then sleeps a little: several ranks on
-// few cores do not starve each other; with no rings at all it blocks on the host peers'
-// sockets. Errors fail the ring (the device sees them in its waits) and are kept for the host
-// (lastError).
+// The thread spins while there is work, then (with cores to spare) yields, then naps until
+// the network's input or a few microseconds pass: several ranks on few cores do not starve
+// each other; with no rings at all it blocks on the host peers' sockets. Errors fail the
+// ring (the device sees them in its waits) and are kept for the host (lastError).
 //
 // A rank lost (its process ended: its host-mesh socket hung up; or the network backend gave
 // up on it) fails the communicator: every ring to that rank fails, now and in device
@@ -131,6 +131,8 @@ class Proxy : private NetTargetMap {
   // With nothing to serve, blocks until a host peer's socket has news, Wake is called, or a
   // while has passed.
   void IdleWait();
+  // An idle pause of kNap, ended sooner by the network backend's input.
+  void Nap();
   void Wake();
   // Waits (bounded) until no op of `g` is with the network backend.
   void WaitNetIdle(const GdaResources* g);
