@@ -217,7 +217,7 @@ for step in "${steps[@]}"; do
           python3 -m cco.launch -n 2 --timeout 120 "$ex" && echo "$(basename "$ex") 2 ranks: PASS"
         done
         quick=--quick; [[ ${OPS_FULL:-0} == 1 ]] && quick=
-        timeout 500 python3 tools/perf/ops_bench.py -n 2 $quick --json "$OUT/ops-bench.json" 2>&1 | tee "$OUT/ops-bench.txt"
+        timeout 500 python3 -m cco_tools perf --suites ops -n 2 $quick --json "$OUT/ops-bench.json" 2>&1 | tee "$OUT/ops-bench.txt"
       } 2>&1 | tee "$OUT/ops.log"
       mps_stop ;;
     anchor)

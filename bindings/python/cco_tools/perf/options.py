@@ -12,7 +12,7 @@ from cco_tools.perf.suites import MODULES
 GPU_SUITES = tuple(MODULES["cuda"])
 CPU_SUITES = tuple(MODULES["cpu"])
 # Suites that start processes of their own instead of using the job's ranks.
-OWN_PROCESSES = ("host", "tcp")
+OWN_PROCESSES = ("host", "tcp", "ops")
 TRIALS, QUICK_TRIALS = 5, 3
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 # name -> module, in the order the suites run and their tables print
 MODULES = {
     "cuda": {"host": "host", "put": "lsa_put", "get": "lsa_get", "barrier": "lsa_barrier", "allreduce": "allreduce",
-             "launch": "launch", "gda": "gda", "sdma": "sdma"},
+             "launch": "launch", "gda": "gda", "sdma": "sdma", "ops": "ops"},
     "cpu": {"host": "host", "barrier": "cpu_barrier", "put": "cpu_put", "tcp": "tcp"},
 }
 # The modules of suites no platform runs by name: what several suites share.

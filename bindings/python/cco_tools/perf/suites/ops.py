@@ -1,0 +1,249 @@
+"""`cco perf --suites ops`: the fused GEMM + collective operators (cco.ops), one table per
+operator, each figure with its anchors measured in the same run: torch.matmul (cuBLAS) of the
+same local GEMM, the exposed communication (fused minus that matmul), and matmul followed by
+the collective through torch.distributed (NCCL) where every rank has a GPU of its own.
+
+Shapes: Llama-3-70B tensor-parallel layers (hidden 8192, FFN 28672; M = 1024, 4096, 16384
+tokens; 4096 with --quick) and a DeepSeek-V3 expert layer (hidden 7168, expert FFN 2048, top-8:
+M x 8 routed rows, split evenly) for the all-to-all pair. Every call is timed with CUDA events
+over repetitions captured in a CUDA graph (launch overhead out), the ranks lined up by a host
+barrier first; the slowest rank counts.
+
+The ranks are processes started here (one per rank: `python -m cco_tools.perf.suites.ops`,
+with the cco launcher's environment); rank 0 prints its rows as JSON lines.
+"""
+
+import json
+import os
+import sys
+
+from cco._supervisor import CAPTURE, RankProcesses
+from cco_tools.perf import report as R
+
+HIDDEN, FFN = 8192, 28672
+DSV3_HIDDEN, DSV3_EXPERT_FFN, DSV3_TOPK = 7168, 2048, 8
+TOKENS = (1024, 4096, 16384)
+QUICK_TOKENS = (4096,)
+OPERATORS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
+
+
+def shapes_for(tokens, world):
+    """(operator, description, M, K, N) of the local problem per rank."""
+    rows = []
+    for m in tokens:
+        rows.append(("ag_gemm", f"FFN up M={m}", m // world, HIDDEN, FFN // world))
+        rows.append(("gemm_rs", f"FFN down M={m}", m, FFN // world, HIDDEN))
+        rows.append(("gemm_ar", f"FFN down M={m}", m, FFN // world, HIDDEN))
+        rows.append(("gemm_ag", f"attn out M={m}", m // world, HIDDEN, HIDDEN))
+    for m in tokens[:2]:
+        routed = m * DSV3_TOPK // world * world
+        rows.append(("a2a_gemm", f"DSv3 dispatch M={m}", routed // world, DSV3_HIDDEN, DSV3_EXPERT_FFN))
+        rows.append(("gemm_a2a", f"DSv3 combine M={m}", routed // world, DSV3_EXPERT_FFN, DSV3_HIDDEN))
+    return rows
+
+
+def gemm_rows(op, m, world):
+    """Rows of the GEMM a rank does for `op` with a local `a` of m rows."""
+    return m * world if op == "ag_gemm" else m
+
+
+def _time(fn, reps, comm):
+    """Seconds per call of fn on this rank: a CUDA graph of `reps` calls, replayed once to
+    warm it, then timed (after a host barrier when comm is given)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        graph.capture_begin()
+        for _ in range(reps):
+            fn()
+        graph.capture_end()
+    graph.replay()
+    torch.cuda.synchronize()
+    if comm is not None:
+        comm.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / reps
+
+
+def _nccl_split(dist, op, gathered, a, b, splits, world):
+    """torch.matmul, then the collective through torch.distributed (NCCL)."""
+    import torch
+
+    if op == "ag_gemm":
+        full = torch.empty_like(gathered)
+        dist.all_gather_into_tensor(full, a)
+        return full @ b
+    if op == "a2a_gemm":
+        moved = torch.empty_like(a)
+        dist.all_to_all_single(moved, a, splits, splits)
+        return moved @ b
+    y = a @ b
+    if op == "gemm_ar":
+        dist.all_reduce(y)
+        return y
+    if op == "gemm_rs":
+        out = torch.empty(y.shape[0] // world, y.shape[1], device=y.device, dtype=y.dtype)
+        dist.reduce_scatter_tensor(out, y)
+        return out
+    if op == "gemm_ag":
+        out = torch.empty(y.shape[0] * world, y.shape[1], device=y.device, dtype=y.dtype)
+        dist.all_gather_into_tensor(out, y)
+        return out
+    out = torch.empty_like(y)
+    dist.all_to_all_single(out, y, splits, splits)
+    return out
+
+
+def measure(comm, world, tokens, reps, dist=None):
+    """This rank's rows (times are this rank's; the caller takes the slowest)."""
+    import torch
+
+    from cco import ops
+
+    dev = torch.device("cuda", torch.cuda.current_device())
+    dtype = torch.bfloat16
+    rows = []
+    for op, what, m, k, n in shapes_for(tokens, world):
+        a = torch.randn(m, k, device=dev, dtype=dtype) / 8
+        b = torch.randn(k, n, device=dev, dtype=dtype) / 8
+        splits = [m // world] * world
+        splits[-1] += m - sum(splits)
+        call = {
+            "gemm_ar": lambda: ops.gemm_ar(a, b, comm),
+            "gemm_rs": lambda: ops.gemm_rs(a, b, comm),
+            "ag_gemm": lambda: ops.ag_gemm(a, b, comm),
+            "gemm_ag": lambda: ops.gemm_ag(a, b, comm),
+            "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=splits),
+            "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=splits),
+        }[op]
+        local = torch.randn(gemm_rows(op, m, world), k, device=dev, dtype=dtype) / 8
+        row = dict(op=op, shape=what, M=local.shape[0], K=k, N=n, flops=2.0 * local.shape[0] * k * n)
+        try:
+            row["fused_s"] = _time(call, reps, comm)
+            ops.check(comm)
+        except Exception as e:  # noqa: BLE001 (a failing operator is a row that says so)
+            row["error"] = f"{type(e).__name__}: {e}"[:200]
+        row["matmul_s"] = _time(lambda: torch.matmul(local, b), reps, None)
+        if dist is not None:
+            row["nccl_s"] = _time(lambda: _nccl_split(dist, op, local, a, b, splits, world), reps, None)
+        rows.append(row)
+        a = b = local = call = None  # freed before the next shape allocates
+        torch.cuda.empty_cache()
+    return rows
+
+
+def slowest(per_rank):
+    """Rank by rank lists of rows -> one list: each time the largest over the ranks, an
+    error where any rank had one."""
+    merged = []
+    for rows in zip(*per_rank):
+        row = dict(rows[0])
+        for key in ("fused_s", "matmul_s", "nccl_s"):
+            values = [r[key] for r in rows if r.get(key) is not None]
+            row[key] = max(values) if len(values) == len(rows) else None
+        errors = [r["error"] for r in rows if r.get("error")]
+        if errors:
+            row["error"] = errors[0]
+        merged.append(row)
+    return merged
+
+
+def _worker():
+    import torch
+
+    from cco import Communicator
+    from cco.runtime import bootstrap
+
+    rank, world, uid = bootstrap()
+    tokens = tuple(int(t) for t in os.environ["CCO_PERF_OPS_TOKENS"].split(","))
+    reps = int(os.environ["CCO_PERF_OPS_REPS"])
+    dist = None
+    ranks_share_gpu = world > torch.cuda.device_count()
+    if world > 1 and not ranks_share_gpu:  # NCCL needs a GPU per rank
+        import torch.distributed
+
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        torch.distributed.init_process_group("nccl", init_method=os.environ["CCO_PERF_OPS_NCCL"], rank=rank,
+                                             world_size=world, device_id=torch.device("cuda", torch.cuda.current_device()))
+        dist = torch.distributed
+    comm = Communicator.init(world, rank, uid)
+    try:
+        rows = measure(comm, world, tokens, reps, dist)
+    except BaseException:
+        comm.abort()
+        raise
+    finally:
+        comm.destroy()
+        if dist is not None:
+            dist.destroy_process_group()
+    print(json.dumps({"rank": rank, "ranks_share_gpu": ranks_share_gpu, "rows": rows}), flush=True)
+
+
+def run_ranks(world, tokens, reps):
+    """Every rank's report: (ranks share a GPU, rows per rank)."""
+    import socket
+
+    from cco import Communicator
+
+    with socket.socket() as s:  # a free port for NCCL's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, CCO_WORLD_SIZE=str(world), CCO_UNIQUE_ID=Communicator.get_unique_id().hex(),
+               CCO_PERF_OPS_TOKENS=",".join(str(t) for t in tokens), CCO_PERF_OPS_REPS=str(reps),
+               CCO_PERF_OPS_NCCL=f"tcp://127.0.0.1:{port}")
+    command = [sys.executable, "-m", __name__]
+    with RankProcesses([command] * world, [dict(env, CCO_RANK=str(r), CCO_LOCAL_RANK=str(r)) for r in range(world)],
+                       stdout=CAPTURE, stderr=CAPTURE) as ranks:
+        outputs = ranks.wait(1800).check("cco perf ops")
+    reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    return reports[0]["ranks_share_gpu"], [r["rows"] for r in reports]
+
+
+def add_tables(report, rows, world, shared):
+    """One table per operator (figures in us and TFLOP/s of the local GEMM)."""
+    nccl_note = "n/a: the ranks share a GPU" if shared else "torch.matmul, then torch.distributed over NCCL"
+    for op in OPERATORS:
+        mine = [r for r in rows if r["op"] == op]
+        if not mine:
+            continue
+        errors = sorted({r["error"] for r in mine if r.get("error")})
+        table = report.suite(
+            f"cco.ops.{op}, {world} ranks (bf16)",
+            [R.text("shape", 22), R.figure("fused", "us"), R.figure("fused", "TFLOP/s"), R.figure("matmul", "us"),
+             R.figure("matmul", "TFLOP/s"), R.figure("matmul/fused", "%"), R.figure("exposed", "us"),
+             R.figure("split", "us")],
+            note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; exposed: fused - matmul; "
+                 f"split: {nccl_note}; the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
+        for r in mine:
+            fused, matmul, split = r.get("fused_s"), r.get("matmul_s"), r.get("nccl_s")
+            table.append([r["shape"] + (" (failed)" if r.get("error") else ""), _us(fused), _tflops(r, fused),
+                          _us(matmul), _tflops(r, matmul), 100 * matmul / fused if fused and matmul else None,
+                          _us(fused - matmul) if fused and matmul else None, _us(split)])
+
+
+def _us(seconds):
+    return None if seconds is None else seconds * 1e6
+
+
+def _tflops(row, seconds):
+    return None if not seconds else row["flops"] / seconds / 1e12
+
+
+def run(ctx):
+    opts = ctx.options
+    world = opts.world
+    tokens = QUICK_TOKENS if opts.quick else TOKENS
+    ctx.progress(f"ops: {len(shapes_for(tokens, world))} operator shapes, {world} rank processes")
+    shared, per_rank = run_ranks(world, tokens, 3 if opts.quick else 10)
+    add_tables(ctx.report, slowest(per_rank), world, shared)
+
+
+if __name__ == "__main__":
+    _worker()

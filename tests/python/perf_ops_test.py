@@ -1,0 +1,61 @@
+"""`cco perf --suites ops` without a GPU: the shapes it measures, how the ranks' rows become
+the slowest rank's, and the tables (one per operator, every row as wide as its columns, a
+failed operator named in its table). The measurement itself runs on a GPU
+(tests/gpu/run_all.sh ops)."""
+
+import argparse
+import io
+
+import pytest
+
+from cco_tools.perf import options
+from cco_tools.perf import report as R
+from cco_tools.perf.suites import ops
+
+
+def test_shapes_cover_every_operator_and_shard_by_the_ranks():
+    shapes = ops.shapes_for((1024, 4096), 2)
+    assert {s[0] for s in shapes} == set(ops.OPERATORS)
+    by = {(op, what): (m, k, n) for op, what, m, k, n in shapes}
+    assert by[("ag_gemm", "FFN up M=4096")] == (2048, ops.HIDDEN, ops.FFN // 2)
+    assert by[("gemm_rs", "FFN down M=4096")] == (4096, ops.FFN // 2, ops.HIDDEN)
+    assert by[("a2a_gemm", "DSv3 dispatch M=1024")] == (4096, ops.DSV3_HIDDEN, ops.DSV3_EXPERT_FFN)
+    assert ops.gemm_rows("ag_gemm", 2048, 2) == 4096 and ops.gemm_rows("gemm_rs", 4096, 2) == 4096
+
+
+def test_the_slowest_rank_counts_and_any_error_marks_the_row():
+    rank0 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=1.0, matmul_s=0.5, nccl_s=None)]
+    rank1 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=2.0, matmul_s=0.25, nccl_s=None, error="E: x")]
+    (row,) = ops.slowest([rank0, rank1])
+    assert row["fused_s"] == 2.0 and row["matmul_s"] == 0.5 and row["nccl_s"] is None and row["error"] == "E: x"
+    rank1[0].pop("fused_s")  # a rank that has no figure: none for the row
+    assert ops.slowest([rank0, rank1])[0]["fused_s"] is None
+
+
+def test_one_table_per_operator_with_failures_named():
+    rows = []
+    for op in ops.OPERATORS:
+        rows.append(dict(op=op, shape=f"{op} M=4096", flops=2e12, fused_s=2e-3, matmul_s=1e-3, nccl_s=3e-3))
+    rows[1].update(fused_s=None, error="CCOTimeoutError: a peer never came")
+    out = io.StringIO()
+    report = R.Report("test", live=out)
+    ops.add_tables(report, rows, 2, shared=False)
+    assert len(report.suites) == len(ops.OPERATORS)
+    first = report.suites[0]["rows"][0]
+    assert first[1:8] == [2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1000.0, 3000.0]
+    failed = report.suites[1]
+    assert failed["rows"][0][0].endswith("(failed)") and failed["rows"][0][1] is None
+    assert "CCOTimeoutError: a peer never came" in failed["note"]
+    for suite in report.suites:
+        assert all(len(r) == len(suite["columns"]) for r in suite["rows"])
+    assert "cco.ops.gemm_ar" in out.getvalue()
+
+
+def test_ops_is_a_gpu_suite_with_ranks_of_its_own():
+    p = argparse.ArgumentParser()
+    options.add_arguments(p)
+    argv = ["--platform", "cuda", "--suites", "ops", "-n", "1", "--quick"]
+    o = options.Options.from_args(p.parse_args(argv), argv)  # one rank is allowed: ops starts its own
+    assert o.suites == ("ops",) and o.world == 1 and "ops" in options.OWN_PROCESSES
+    with pytest.raises(options.UsageError, match="unknown suite"):
+        options.Options.from_args(p.parse_args(["--platform", "cpu", "--suites", "ops"]), [])
