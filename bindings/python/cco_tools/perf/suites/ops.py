@@ -72,7 +72,7 @@ def _time(fn, reps, comm):
     return start.elapsed_time(end) / 1e3 / reps
 
 
-def _nccl_split(dist, op, gathered, a, b, splits, world):
+def _nccl_split(dist, op, gathered, a, b, splits, received, world):
     """torch.matmul, then the collective through torch.distributed (NCCL)."""
     import torch
 
@@ -82,7 +82,7 @@ def _nccl_split(dist, op, gathered, a, b, splits, world):
         return full @ b
     if op == "a2a_gemm":
         moved = torch.empty_like(a)
-        dist.all_to_all_single(moved, a, splits, splits)
+        dist.all_to_all_single(moved, a, received, splits)
         return moved @ b
     y = a @ b
     if op == "gemm_ar":
@@ -97,11 +97,11 @@ def _nccl_split(dist, op, gathered, a, b, splits, world):
         dist.all_gather_into_tensor(out, y)
         return out
     out = torch.empty_like(y)
-    dist.all_to_all_single(out, y, splits, splits)
+    dist.all_to_all_single(out, y, received, splits)
     return out
 
 
-def measure(comm, world, tokens, reps, dist=None):
+def measure(comm, rank, world, tokens, reps, dist=None):
     """This rank's rows (times are this rank's; the caller takes the slowest)."""
     import torch
 
@@ -113,15 +113,16 @@ def measure(comm, world, tokens, reps, dist=None):
     for op, what, m, k, n in shapes_for(tokens, world):
         a = torch.randn(m, k, device=dev, dtype=dtype) / 8
         b = torch.randn(k, n, device=dev, dtype=dtype) / 8
-        splits = [m // world] * world
+        splits = [m // world] * world  # every rank's the same: this rank receives splits[rank] from each
         splits[-1] += m - sum(splits)
+        received = [splits[rank]] * world
         call = {
             "gemm_ar": lambda: ops.gemm_ar(a, b, comm),
             "gemm_rs": lambda: ops.gemm_rs(a, b, comm),
             "ag_gemm": lambda: ops.ag_gemm(a, b, comm),
             "gemm_ag": lambda: ops.gemm_ag(a, b, comm),
-            "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=splits),
-            "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=splits),
+            "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=received),
+            "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=received),
         }[op]
         local = torch.randn(gemm_rows(op, m, world), k, device=dev, dtype=dtype) / 8
         row = dict(op=op, shape=what, M=local.shape[0], K=k, N=n, flops=2.0 * local.shape[0] * k * n)
@@ -132,7 +133,7 @@ def measure(comm, world, tokens, reps, dist=None):
             row["error"] = f"{type(e).__name__}: {e}"[:200]
         row["matmul_s"] = _time(lambda: torch.matmul(local, b), reps, None)
         if dist is not None:
-            row["nccl_s"] = _time(lambda: _nccl_split(dist, op, local, a, b, splits, world), reps, None)
+            row["nccl_s"] = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
         rows.append(row)
         a = b = local = call = None  # freed before the next shape allocates
         torch.cuda.empty_cache()
@@ -175,7 +176,7 @@ def _worker():
         dist = torch.distributed
     comm = Communicator.init(world, rank, uid)
     try:
-        rows = measure(comm, world, tokens, reps, dist)
+        rows = measure(comm, rank, world, tokens, reps, dist)
     except BaseException:
         comm.abort()
         raise
