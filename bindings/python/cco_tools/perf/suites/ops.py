@@ -81,7 +81,7 @@ def _nccl_split(dist, op, gathered, a, b, splits, received, world):
         dist.all_gather_into_tensor(full, a)
         return full @ b
     if op == "a2a_gemm":
-        moved = torch.empty_like(a)
+        moved = a.new_empty(sum(received), a.shape[1])
         dist.all_to_all_single(moved, a, received, splits)
         return moved @ b
     y = a @ b
@@ -96,7 +96,7 @@ def _nccl_split(dist, op, gathered, a, b, splits, received, world):
         out = torch.empty(y.shape[0] * world, y.shape[1], device=y.device, dtype=y.dtype)
         dist.all_gather_into_tensor(out, y)
         return out
-    out = torch.empty_like(y)
+    out = y.new_empty(sum(received), y.shape[1])
     dist.all_to_all_single(out, y, received, splits)
     return out
 
