@@ -7,11 +7,11 @@ the device communicator's GDA connection type; the example reads it, the library
 """
 import os
 
+from _runner import build, compile_only, job  # first: it says what is missing
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 
 import cco.device.flydsl as cco
-from _runner import build, compile_only, job
 
 NBYTES = 4096
 

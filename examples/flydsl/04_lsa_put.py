@@ -3,12 +3,12 @@ window through its LSA pointer (no CCO data movement: a plain store), then meets
 ranks at the LSA barrier. Compiles and links for gfx942/gfx950; never run (no AMD GPU here).
 """
 
+from _runner import build, compile_only, job  # first: it says what is missing
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.expr.primitive import inttoptr
 
 import cco.device.flydsl as cco
-from _runner import build, compile_only, job
 
 
 @flyc.kernel

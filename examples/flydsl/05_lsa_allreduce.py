@@ -4,12 +4,12 @@ every rank's window through the peers' LSA pointers into its own output, and a s
 keeps inputs until all have read. Compiles and links for gfx942/gfx950; never run (no AMD GPU).
 """
 
+from _runner import build, compile_only, job  # first: it says what is missing
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.expr.primitive import inttoptr, ptrtoint, range_constexpr
 
 import cco.device.flydsl as cco
-from _runner import build, compile_only, job
 
 THREADS = 256
 

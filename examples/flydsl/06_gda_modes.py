@@ -3,12 +3,12 @@ action, plus the DEFERRED and CALLER_ORDERED handles, then waits for what the pe
 Compiles and links for gfx942/gfx950; never run (no AMD GPU here).
 """
 
+from _runner import build, compile_only, job  # first: it says what is missing
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.expr.primitive import range_constexpr
 
 import cco.device.flydsl as cco
-from _runner import build, compile_only, job
 
 CHUNK = 256
 

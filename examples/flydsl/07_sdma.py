@@ -4,11 +4,11 @@ quiets the queue. Needs CCO_ENABLE_SDMA=1 at run time. Compiles and links for gf
 never run (no AMD GPU here).
 """
 
+from _runner import build, compile_only, job  # first: it says what is missing
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 
 import cco.device.flydsl as cco
-from _runner import build, compile_only, job
 
 NBYTES = 1 << 20
 

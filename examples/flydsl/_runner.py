@@ -9,6 +9,18 @@ stand-in on PYTHONPATH (tests/flydsl/torch_stub): FlyDSL imports torch at import
 
 import os
 
+# FlyDSL imports torch as it loads: where either is missing, say what to install rather than
+# end in a traceback from FlyDSL's insides.
+try:
+    import flydsl.compiler  # noqa: F401
+except ModuleNotFoundError as missing:
+    if missing.name == "flydsl" or (missing.name or "").startswith("flydsl."):
+        raise SystemExit("these examples need FlyDSL (pip install flydsl, or tools/setup test)") from None
+    if missing.name == "torch":
+        raise SystemExit("FlyDSL imports torch: install torch, or for COMPILE_ONLY=1 put the stand-in on "
+                         "PYTHONPATH (PYTHONPATH=tests/flydsl/torch_stub)") from None
+    raise
+
 
 def compile_only():
     return os.environ.get("COMPILE_ONLY") == "1"
