@@ -4,7 +4,7 @@ shifted. Both DSL bindings bind through it; tests/triton checks the kernels they
 
 import pytest
 
-from cco.device import CCO_DEVICE_FUNCTIONS
+from cco.device import CCO_DEVICE_FUNCTIONS, call_form
 from cco.device.call_form import CallFormError, axis_default, axis_value, bind, prepare
 
 
@@ -163,3 +163,20 @@ def test_the_doorbell_modes_namespaces_have_the_calls_that_post_nothing():
             assert not hasattr(getattr(triton_cco, space), posts)
     assert not hasattr(triton_cco.GdaCallerOrdered, "signal") and hasattr(triton_cco.GdaDeferred, "signal")
     assert groups["GdaDeferred.put"][0]["symbol"].startswith("cco_gda_deferred_put")
+
+
+def test_every_docstring_form_binds_as_it_reads():
+    """The guide's form a docstring shows (call_form.signature) is what bind takes: its
+    positional names fill those arguments, in that order (Sdma.wait_signal's qid before least)."""
+    for entry in CCO_DEVICE_FUNCTIONS:
+        dsl, table_names = entry["dsl"], entry["arg_names"]
+        shown = call_form.signature(dsl, table_names, [])
+        inside = shown[shown.index("(") + 1:-1]
+        positional = [p for p in inside.split(", ") if p and "=" not in p]
+        args = [100 + i for i in range(len(positional))]
+        given = set()
+        values = call_form.bind(dsl, table_names, args, {}, given=given)
+        by_name = dict(zip(table_names, values))
+        for i, shown_name in enumerate(positional):
+            (name,) = [n for n in table_names if call_form.guide_name(dsl, n) == shown_name]
+            assert by_name[name] == 100 + i, (shown, name)

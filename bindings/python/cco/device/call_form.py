@@ -115,6 +115,15 @@ def axis_value(dsl, axis, value):
                         f"not a run-time value {value!r}: it picks the symbol while tracing")
 
 
+def _guide_slots(dsl, free):
+    """The arguments of `free` a guide-form call fills by position, in the table's order: those
+    without a default, and qid or bits (POSITIONAL_DEFAULTS). Where the context is the call's
+    to give, an ABI-order call short of its tail would shift into defaulted slots: those go
+    by name only then."""
+    shifts = "ctx" in free
+    return [n for n in free if n != "ctx" and (not _default(dsl, n)[0] or (n in POSITIONAL_DEFAULTS and not shifts))]
+
+
 def bind(dsl, names, args, kwargs, lead=(), given=None):
     """The values of `names` (the table's arguments, in order) for a call of `dsl` with
     positional `args` and the argument keywords of `kwargs` (popped; axes and other keywords
@@ -125,11 +134,7 @@ def bind(dsl, names, args, kwargs, lead=(), given=None):
     if len(args) == len(free) and not any(s in kwargs for n in free for s in _spellings(dsl, n)):
         given.update(free)
         return list(lead) + list(args)  # the ABI's order
-    # Where the context is the call's to give, an ABI-order call short of its tail would shift
-    # into defaulted slots: those go by name only then.
-    shifts = "ctx" in free
-    slots = [n for n in free
-             if n != "ctx" and (not _default(dsl, n)[0] or (n in POSITIONAL_DEFAULTS and not shifts))]
+    slots = _guide_slots(dsl, free)
     if len(args) > len(slots):
         abi = ", ".join(free)
         guide = ", ".join(guide_name(dsl, n) for n in slots)
@@ -215,9 +220,11 @@ def prepare(dsl, names, axis_names, optional_axes, args, kwargs, lead=(), every_
 
 
 def signature(dsl, names, axis_names, optional_axes=(), every_thread_calls=False):
-    """The guide's form of a `dsl` call, for docstrings."""
-    parts = [guide_name(dsl, n) for n in names if not _default(dsl, n)[0]]
-    parts += [f"{guide_name(dsl, n)}={_default(dsl, n)[1]}" for n in names if _default(dsl, n)[0]]
+    """The guide's form of a `dsl` call, for docstrings: the arguments `bind` fills by position
+    in its order (SDMA's qid among them), then those that go by name with their defaults."""
+    slots = _guide_slots(dsl, names)
+    parts = [guide_name(dsl, n) for n in slots]
+    parts += [f"{guide_name(dsl, n)}={_default(dsl, n)[1]}" for n in names if n not in slots and _default(dsl, n)[0]]
     for axis in axis_names:
         default = axis_default(dsl, axis, every_thread_calls)
         parts.append(f"{axis}={default.upper()}" if default else f"[{axis}=]" if axis in optional_axes else f"{axis}=")

@@ -1595,7 +1595,7 @@ class Sdma:
         signal: Axis | bool = SdmaSignal.ON,
         aggregate: bool | None = None,
     ) -> Int32:
-        """cco.Sdma.put(dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, qid=0, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.put(dc, peer, dstWin, dstOff, srcWin, srcOff, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_put__block, ...)"""
+        """cco.Sdma.put(dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, qid, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.put(dc, peer, dstWin, dstOff, srcWin, srcOff, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_put__block, ...)"""
     @overload
     @staticmethod
     def put(
@@ -1632,7 +1632,7 @@ class Sdma:
         signal: Axis | bool = SdmaSignal.ON,
         aggregate: bool | None = None,
     ) -> Int32:
-        """cco.Sdma.get(dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, qid=0, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.get(dc, peer, dstWin, dstOff, srcWin, srcOff, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_get__block, ...)"""
+        """cco.Sdma.get(dev_comm, peer, dst_win, dst_off, src_win, src_off, nbytes, qid, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.get(dc, peer, dstWin, dstOff, srcWin, srcOff, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_get__block, ...)"""
     @overload
     @staticmethod
     def get(
@@ -1667,7 +1667,7 @@ class Sdma:
         signal: Axis | bool = SdmaSignal.ON,
         aggregate: bool | None = None,
     ) -> Int32:
-        """cco.Sdma.put_ptr(dev_comm, peer, dst, src, nbytes, qid=0, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.put_ptr(dc, peer, dst, src, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_put_ptr__block, ...)"""
+        """cco.Sdma.put_ptr(dev_comm, peer, dst, src, nbytes, qid, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.put_ptr(dc, peer, dst, src, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_put_ptr__block, ...)"""
     @overload
     @staticmethod
     def put_ptr(
@@ -1700,7 +1700,7 @@ class Sdma:
         signal: Axis | bool = SdmaSignal.ON,
         aggregate: bool | None = None,
     ) -> Int32:
-        """cco.Sdma.get_ptr(dev_comm, peer, dst, src, nbytes, qid=0, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.get_ptr(dc, peer, dst, src, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_get_ptr__block, ...)"""
+        """cco.Sdma.get_ptr(dev_comm, peer, dst, src, nbytes, qid, flags=0, coop=BLOCK, signal=ON); or in the ABI's order: cco.Sdma.get_ptr(dc, peer, dst, src, bytes, qid, flags, ...axes). Returns int32; calls one of 6 symbols (cco_sdma_get_ptr__block, ...)"""
     @overload
     @staticmethod
     def get_ptr(
@@ -1746,7 +1746,7 @@ class Sdma:
         *,
         coop: Axis = CoopScope.BLOCK,
     ) -> Int32:
-        """cco.Sdma.commit(dev_comm, peer, qid=0, coop=BLOCK); or in the ABI's order: cco.Sdma.commit(dc, peer, qid, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_commit__block, ...)"""
+        """cco.Sdma.commit(dev_comm, peer, qid, coop=BLOCK); or in the ABI's order: cco.Sdma.commit(dc, peer, qid, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_commit__block, ...)"""
     @overload
     @staticmethod
     def commit(
@@ -1765,7 +1765,7 @@ class Sdma:
         peer: Value,
         qid: Value = 0,
     ) -> Int32:
-        """cco.Sdma.quiet_queue(dev_comm, peer, qid=0); or in the ABI's order: cco.Sdma.quiet_queue(dc, peer, qid, ...axes). Returns int32; calls cco_sdma_quiet_queue"""
+        """cco.Sdma.quiet_queue(dev_comm, peer, qid); or in the ABI's order: cco.Sdma.quiet_queue(dc, peer, qid, ...axes). Returns int32; calls cco_sdma_quiet_queue"""
     @overload
     @staticmethod
     def quiet_queue(
@@ -1785,7 +1785,7 @@ class Sdma:
         *,
         coop: Axis = CoopScope.BLOCK,
     ) -> Int32:
-        """cco.Sdma.wait_signal(dev_comm, peer, least, qid=0, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_signal(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_signal__block, ...)"""
+        """cco.Sdma.wait_signal(dev_comm, peer, qid, least, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_signal(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_signal__block, ...)"""
     @overload
     @staticmethod
     def wait_signal(
@@ -1796,7 +1796,7 @@ class Sdma:
         least: Value,
         coop: Axis = CoopScope.BLOCK,
     ) -> Int32:
-        """cco.Sdma.wait_signal(dev_comm, peer, least, qid=0, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_signal(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_signal__block, ...)"""
+        """cco.Sdma.wait_signal(dev_comm, peer, qid, least, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_signal(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_signal__block, ...)"""
     @overload
     @staticmethod
     def wait_signal(
@@ -1816,7 +1816,7 @@ class Sdma:
         peer: Value,
         qid: Value = 0,
     ) -> UInt64:
-        """cco.Sdma.read_signal(dev_comm, peer, qid=0); or in the ABI's order: cco.Sdma.read_signal(dc, peer, qid, ...axes). Returns uint64; calls cco_sdma_read_signal"""
+        """cco.Sdma.read_signal(dev_comm, peer, qid); or in the ABI's order: cco.Sdma.read_signal(dc, peer, qid, ...axes). Returns uint64; calls cco_sdma_read_signal"""
     @overload
     @staticmethod
     def read_signal(
@@ -1833,7 +1833,7 @@ class Sdma:
         peer: Value,
         qid: Value = 0,
     ) -> Int32:
-        """cco.Sdma.reset_signal(dev_comm, peer, qid=0); or in the ABI's order: cco.Sdma.reset_signal(dc, peer, qid, ...axes). Returns int32; calls cco_sdma_reset_signal"""
+        """cco.Sdma.reset_signal(dev_comm, peer, qid); or in the ABI's order: cco.Sdma.reset_signal(dc, peer, qid, ...axes). Returns int32; calls cco_sdma_reset_signal"""
     @overload
     @staticmethod
     def reset_signal(
@@ -1853,7 +1853,7 @@ class Sdma:
         *,
         coop: Axis = CoopScope.BLOCK,
     ) -> Int32:
-        """cco.Sdma.wait_local(dev_comm, peer, least, qid=0, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_local(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_local__block, ...)"""
+        """cco.Sdma.wait_local(dev_comm, peer, qid, least, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_local(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_local__block, ...)"""
     @overload
     @staticmethod
     def wait_local(
@@ -1864,7 +1864,7 @@ class Sdma:
         least: Value,
         coop: Axis = CoopScope.BLOCK,
     ) -> Int32:
-        """cco.Sdma.wait_local(dev_comm, peer, least, qid=0, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_local(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_local__block, ...)"""
+        """cco.Sdma.wait_local(dev_comm, peer, qid, least, coop=BLOCK); or in the ABI's order: cco.Sdma.wait_local(dc, peer, qid, least, ...axes). Returns int32; calls one of 3 symbols (cco_sdma_wait_local__block, ...)"""
     @overload
     @staticmethod
     def wait_local(
@@ -1884,7 +1884,7 @@ class Sdma:
         peer: Value,
         qid: Value = 0,
     ) -> UInt64:
-        """cco.Sdma.read_local(dev_comm, peer, qid=0); or in the ABI's order: cco.Sdma.read_local(dc, peer, qid, ...axes). Returns uint64; calls cco_sdma_read_local"""
+        """cco.Sdma.read_local(dev_comm, peer, qid); or in the ABI's order: cco.Sdma.read_local(dc, peer, qid, ...axes). Returns uint64; calls cco_sdma_read_local"""
     @overload
     @staticmethod
     def read_local(
@@ -1901,7 +1901,7 @@ class Sdma:
         peer: Value,
         qid: Value = 0,
     ) -> Int32:
-        """cco.Sdma.reset_local(dev_comm, peer, qid=0); or in the ABI's order: cco.Sdma.reset_local(dc, peer, qid, ...axes). Returns int32; calls cco_sdma_reset_local"""
+        """cco.Sdma.reset_local(dev_comm, peer, qid); or in the ABI's order: cco.Sdma.reset_local(dc, peer, qid, ...axes). Returns int32; calls cco_sdma_reset_local"""
     @overload
     @staticmethod
     def reset_local(
