@@ -12,6 +12,7 @@ kernels do: results are compared bit for bit.
 Run as `pytest tests/gpu/test_ops.py` (it launches the ranks with python -m cco.launch), or
 one rank set by hand: python -m cco.launch -n 2 tests/gpu/test_ops.py [case ...]."""
 
+import faulthandler
 import os
 import subprocess
 import sys
@@ -63,6 +64,7 @@ def _check(name, got, want, rank):
         bad = (got.float() != want.float()).nonzero()
         raise AssertionError(f"rank {rank}: {name}: {bad.shape[0]} of {want.numel()} elements differ, first at "
                              f"{bad[0].tolist()}: {got[tuple(bad[0])].item()} != {want[tuple(bad[0])].item()}")
+    print(f"ok {name} (rank {rank})", flush=True)  # where a stuck run stopped
 
 
 def _splits(world, m, seed):
@@ -256,6 +258,9 @@ def main(cases):
     from cco.runtime import bootstrap
 
     rank, world, uid = bootstrap()
+    # A rank stuck for two minutes prints its stacks (compiling, in a kernel's synchronise, or
+    # in a CCO call), so that a hang says where it is.
+    faulthandler.dump_traceback_later(120, repeat=True)
     dev = torch.device("cuda", torch.cuda.current_device())
     dtypes = [torch.bfloat16, torch.float16]
     if torch.cuda.get_device_capability()[0] >= 9 and not getattr(torch.version, "hip", None):
