@@ -36,7 +36,7 @@
 #include "device/gda.hpp"
 #include "device/lsa_barrier.hpp"
 #include "device/sdma.hpp"
-#include "tests/host/multiprocess.h"  // RANK_CHECK, RANK_OK
+#include "tests/host/testing/multiprocess.h"  // RANK_CHECK, RANK_OK
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The cells of the GDA matrix, shared by the thread-rank test (gda_matrix_host_test) and the
-// process ranks in network namespaces (tests/net): doorbell mode x operation (put, put_value,
+// process ranks in network namespaces (tests/host/net): doorbell mode x operation (put, put_value,
 // get, signal) x signal action (none, INC, ADD) x (coop, thread mode). In every cell each rank
 // sends to every member of its GDA team, then checks exactly what its team sent it: the
 // bytes, the put_value words, what it got, and the signal's value (the sum of every sender's

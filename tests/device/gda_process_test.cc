@@ -14,7 +14,7 @@
 #include "cco/cco.h"
 #include "device/cco_device.hpp"
 #include "device/gda.hpp"
-#include "tests/host/multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 

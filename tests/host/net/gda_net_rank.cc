@@ -25,7 +25,7 @@
 #include "device/gda.hpp"
 #include "tests/device/gda_matrix_cells.h"
 #include "tests/device/gda_ranks.h"
-#include "tests/host/multiprocess.h"  // RANK_CHECK
+#include "tests/host/testing/multiprocess.h"  // RANK_CHECK
 #include "tools/perf/id_file.h"
 
 namespace {

@@ -2,8 +2,8 @@
 // thread exists, rank 0 mints the unique id and hands it to the others through pipes,
 // and each child runs the body and exits with its verdict. The parent waits with a
 // deadline and kills stragglers, so a hang is a test failure, never a stuck CI run.
-#ifndef CCO_TESTS_HOST_MULTIPROCESS_H_
-#define CCO_TESTS_HOST_MULTIPROCESS_H_
+#ifndef CCO_TESTS_HOST_TESTING_MULTIPROCESS_H_
+#define CCO_TESTS_HOST_TESTING_MULTIPROCESS_H_
 
 #include <gtest/gtest.h>
 
@@ -37,4 +37,4 @@ std::vector<int> RunRanksRaw(int nRanks, const RankBody& body, int timeoutSec);
 
 }  // namespace cco_test
 
-#endif  // CCO_TESTS_HOST_MULTIPROCESS_H_
+#endif  // CCO_TESTS_HOST_TESTING_MULTIPROCESS_H_

@@ -24,8 +24,8 @@
 
 #include "bootstrap/socket.h"
 #include "cco/cco.h"
-#include "multiprocess.h"
 #include "platform/platform.h"
+#include "tests/host/testing/multiprocess.h"
 #include "topology/topology.h"
 
 namespace {

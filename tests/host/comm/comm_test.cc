@@ -12,7 +12,7 @@
 
 #include "bootstrap/fd_mesh.h"
 #include "cco/cco.h"
-#include "multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 

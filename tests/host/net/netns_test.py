@@ -16,7 +16,7 @@ import time
 import pytest
 
 RANK = os.environ.get("CCO_NET_RANK_BIN") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "gda_net_rank")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "testing"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "testing"))
 import netns  # noqa: E402
 from netns import Hosts, sh  # noqa: E402
 

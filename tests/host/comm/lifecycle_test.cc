@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cco/cco.h"
-#include "multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 

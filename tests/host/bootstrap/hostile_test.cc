@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "cco/cco.h"
-#include "multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 

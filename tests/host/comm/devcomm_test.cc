@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cco/cco.h"
-#include "multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cco/cco.h"
-#include "multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 
