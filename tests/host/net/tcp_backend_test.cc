@@ -300,6 +300,7 @@ TEST(TcpStaging, TheNetworkTimeoutIsClamped) {
 TEST(TcpStaging, ABackendAllocatesItsBudgetAtMost) {
   Platform* cpu = nullptr;
   ASSERT_TRUE(CreateCpuPlatform(&cpu).ok());
+  std::unique_ptr<Platform> owned(cpu);  // the test's own; outlives the backend and the counter
   CountingPlatform counting(cpu);
   std::vector<Fd> out(3), in(3), theirs(4);
   for (int q = 1; q < 3; ++q) {
