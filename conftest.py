@@ -47,7 +47,8 @@ _LEFT_OUT = {
     "tests/python/wheel_test.py": "it installs the wheel Bazel builds: bazel test //tests/python:wheel_test",
 }
 if "CCO_NET_RANK_BIN" not in os.environ:
-    _LEFT_OUT["tests/host/net/netns_test.py"] = "its rank program is not built: bazel build //tests/host/net:gda_net_rank"
+    _LEFT_OUT["tests/host/net/netns_test.py"] = (
+        "its rank program is not built: bazel build //tests/host/net:gda_net_rank")
 if not _gpu():
     _LEFT_OUT["tests/gpu"] = "no CUDA GPU with torch here: tests/gpu/run_all.sh on a GPU machine"
 

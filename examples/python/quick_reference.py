@@ -82,7 +82,7 @@ else:
 
 # ---- the guide's Quick Reference, from here on -------------------------------------------
 
-from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE
+from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE  # noqa: E402 (the guide's code starts here)
 
 # Bootstrap: rank 0 mints a unique id, broadcast it out-of-band (MPI / torch.dist)
 uid = Communicator.get_unique_id() if rank == 0 else None

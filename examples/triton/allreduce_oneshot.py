@@ -26,7 +26,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--elements", type=int, default=1 << 18)
     args = ap.parse_args(argv)
-    torch = gpu_torch("examples/triton/allreduce_oneshot.py")  # here: the kernel also compiles ahead of time without torch
+    # here: the kernel also compiles ahead of time without torch
+    torch = gpu_torch("examples/triton/allreduce_oneshot.py")
 
     rank, nranks, uid = bootstrap()
     n = args.elements

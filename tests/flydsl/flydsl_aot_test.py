@@ -19,8 +19,9 @@ ARCHS = ("gfx942", "gfx950")
 
 
 def tool(name):
-    return os.path.abspath(os.environ["CCO_LLVM22_BIN"] + "/" + name) if "CCO_LLVM22_BIN" in os.environ else shutil.which(
-        name + "-22")
+    if "CCO_LLVM22_BIN" in os.environ:
+        return os.path.abspath(os.environ["CCO_LLVM22_BIN"] + "/" + name)
+    return shutil.which(name + "-22")
 
 
 # The table's functions are compiled in PARTS kernels (compile_kernel.py says why).

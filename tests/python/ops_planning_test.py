@@ -6,7 +6,6 @@ tile, and uneven all-to-all splits, empty ones included. Also: no program of the
 kernel waits before it has pushed everything it owes, and the pool's allocator."""
 
 import ctypes
-import os
 import shutil
 import sys
 import types

@@ -12,7 +12,8 @@ os.chdir(REPO)
 sys.path.insert(0, str(REPO / "bindings" / "python"))
 from cco import _env  # noqa: E402
 
-ROOTS = ["host/src", "host/include", "bindings/python/cco", "bindings/python/cco_tools", "device", "tools", "examples", "tests", ".ci"]
+ROOTS = ["host/src", "host/include", "bindings/python/cco", "bindings/python/cco_tools", "device", "tools", "examples",
+         "tests", ".ci"]
 # A quoted name (getenv("X"), environ["X"]) or a shell expansion ($X, ${X...}) is a variable's.
 NAME = re.compile(r"[\"'`]((?:CCO|MORI)_[A-Z0-9_]+)[\"'`]|\$\{?((?:CCO|MORI)_[A-Z0-9_]+)")
 

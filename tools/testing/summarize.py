@@ -13,7 +13,8 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-STATUS = re.compile(r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)\b")
+STATUS = re.compile(
+    r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)\b")
 
 
 def count_cases(xml_path):

@@ -14,7 +14,6 @@ The ranks run in sessions of their own: a Ctrl-C at the terminal reaches this pr
 which forwards it once, instead of every rank getting it twice.
 """
 
-import os
 import signal
 import subprocess
 import sys

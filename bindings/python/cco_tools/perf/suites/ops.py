@@ -172,7 +172,8 @@ def _worker():
 
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         torch.distributed.init_process_group("nccl", init_method=os.environ["CCO_PERF_OPS_NCCL"], rank=rank,
-                                             world_size=world, device_id=torch.device("cuda", torch.cuda.current_device()))
+                                             world_size=world,
+                                             device_id=torch.device("cuda", torch.cuda.current_device()))
         dist = torch.distributed
     comm = Communicator.init(world, rank, uid)
     try:
