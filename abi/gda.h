@@ -17,8 +17,9 @@
 #define CCO_GDA_RING_DEPTH_DEFAULT 256u
 
 /* Descriptor flags. */
-#define CCO_GDA_DESC_MARKER 1u /* a counter marker (op SIGNAL, no signal): counter counterId counts,
-                                  per context, the markers every ring of the context has passed */
+#define CCO_GDA_DESC_MARKER                                                \
+  1u /* a counter marker (op SIGNAL, no signal): counter counterId counts, \
+        per context, the markers every ring of the context has passed */
 
 /* --- peers ------------------------------------------------------------------------------- */
 

@@ -55,7 +55,7 @@ struct HandleFields {
         ringDepth(dc.gdaRingDepth),
         directMaxBytes(dc.gdaDirectMaxBytes),
         directGroupMaxBytes(dc.gdaDirectGroupMaxBytes > dc.gdaDirectMaxBytes ? dc.gdaDirectGroupMaxBytes
-                                                                               : dc.gdaDirectMaxBytes),
+                                                                             : dc.gdaDirectMaxBytes),
         ringSlots(dc.gdaRingSlots),
         ringHost(dc.gdaRingHost),
         ringDevice(dc.gdaRingDevice),
@@ -63,7 +63,8 @@ struct HandleFields {
         counters(dc.gdaCounters),
         flatBase(dc.lsaFlatBase),
         stride(dc.lsaStride),
-        resources(cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
+        resources(
+            cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
         shadowOffset(dc.gdaShadowOffset),
         flushOffset(dc.gdaFlushOffset),
         trace(dc.trace) {}

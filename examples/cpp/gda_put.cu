@@ -5,13 +5,13 @@
 // included (the guide's recipe "GDA on one node").
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o gda_put
-//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o gda_put
-//   python -m cco.launch -n 2 ./gda_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o
+//   gda_put python -m cco.launch -n 2 ./gda_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cco/cco_scale_out.hpp"  // the guide's header for GDA (pulls in cco/cco.hpp)
+#include "cco/cco_scale_out.hpp"       // the guide's header for GDA (pulls in cco/cco.hpp)
 #include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 

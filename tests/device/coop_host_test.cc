@@ -97,7 +97,8 @@ TEST(WorstStatus, EveryThreadGetsTheWorstAnyThreadPassed) {
   };
   for (const auto& c : cases) {
     const std::vector<int32_t> got = RunGroup<true>(c.passed);
-    for (size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], c.worst) << "thread " << t << " of case worst=" << c.worst;
+    for (size_t t = 0; t < got.size(); ++t)
+      EXPECT_EQ(got[t], c.worst) << "thread " << t << " of case worst=" << c.worst;
   }
 }
 

@@ -100,10 +100,10 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
       if (got < total && ring.consumer.Next(&d, &ticket)) {
         ++got;
         const uint32_t p = d.srcWindow;
-        if (p >= static_cast<uint32_t>(producers) || d.bytes != Describe(p, d.dstOffset).bytes || d.dstOffset != nextOf[p])
+        if (p >= static_cast<uint32_t>(producers) || d.bytes != Describe(p, d.dstOffset).bytes ||
+            d.dstOffset != nextOf[p])
           ++failures;
-        else
-          ++nextOf[p];
+        else ++nextOf[p];
         pending.push_back(ticket);
       }
       // Complete out of order, and sometimes only after a while.
@@ -252,7 +252,7 @@ TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
   uint64_t slow;
   ASSERT_EQ(ring::Reserve(ring.view(), ring.limits(), &slow), 0);
   ccoGdaDesc* slot = ring.slots.data() + cco_gda_slot_of(slow, 16);
-  slot->dstOffset = 77;  // half written
+  slot->dstOffset = 77;                                                               // half written
   ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(1, 0), ring.limits()), 0);  // rings both
   EXPECT_FALSE(Visible(ring, 30));
   EXPECT_EQ(ring.consumer.released(), 2u);

@@ -30,7 +30,8 @@ std::vector<ccoDevComm> MakeDevComms(int n, int nodes, int gdaType) {
       ccoComm* comm = nullptr;
       ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
       reqs.gdaConnectionType = gdaType;
-      if (ccoCommCreate(id, n, r, 8 << 20, &comm) != ccoSuccess || ccoDevCommCreate(comm, &reqs, &dcs[r]) != ccoSuccess) {
+      if (ccoCommCreate(id, n, r, 8 << 20, &comm) != ccoSuccess ||
+          ccoDevCommCreate(comm, &reqs, &dcs[r]) != ccoSuccess) {
         fprintf(stderr, "rank %d: %s\n", r, ccoGetLastError());
         ++failures;
         return;

@@ -95,7 +95,8 @@ void Lay(Fake* f, bool traced, uint32_t posts) {
 
 // Everything callgrind counts. The device communicator is read through memory, as the bitcode's
 // wrappers hand it to the handles.
-extern "C" __attribute__((noinline)) int cco_trace_cost_workload(const ccoDevComm* dc, ccoWindow_t win, int iterations) {
+extern "C" __attribute__((noinline)) int cco_trace_cost_workload(const ccoDevComm* dc, ccoWindow_t win,
+                                                                 int iterations) {
   int failed = 0;
   for (int i = 0; i < iterations; ++i) {
     ccoGda<> gda(*dc, 0);

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
   CUmemcpyAttributes attrs = {};
   attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   size_t attrsIndex = 0;
-  auto batch = [&] { CHECK(cuMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attrs, &attrsIndex, 1, stream)); };
+  auto batch = [&] {
+    CHECK(cuMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attrs, &attrsIndex, 1, stream));
+  };
 
   CUgraph graph;
   CUgraphExec exec;

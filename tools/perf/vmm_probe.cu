@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   printf("export                 %8.3f ms each\n", (Now() - t) / peers);
   t = Now();
   for (int p = 0; p < peers; ++p) {
-    CHECK(cuMemImportFromShareableHandle(&imported[p], (void*)(uintptr_t)fds[p], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CHECK(cuMemImportFromShareableHandle(&imported[p], (void*)(uintptr_t)fds[p],
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     close(fds[p]);
   }
   printf("import                 %8.3f ms each\n", (Now() - t) / peers);

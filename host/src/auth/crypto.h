@@ -29,7 +29,7 @@ struct Bytes {
   size_t size;
   Bytes(const void* d, size_t n) : data(d), size(n) {}
   Bytes(const std::string& s) : data(s.data()), size(s.size()) {}  // NOLINT: implicit on purpose
-  Bytes(const char* s);                                             // NOLINT: a label
+  Bytes(const char* s);                                            // NOLINT: a label
   template <size_t N> Bytes(const std::array<uint8_t, N>& a) : data(a.data()), size(N) {}  // NOLINT
 };
 

@@ -24,7 +24,7 @@ class FdMesh {
  public:
   // A member of the LSA team, as its rank announced itself.
   struct Member {
-    std::string name;        // its listener
+    std::string name;  // its listener
     int32_t pid = 0;
     uint64_t pidNamespace = 0;
     bool inThisProcess = false;

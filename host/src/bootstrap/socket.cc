@@ -231,7 +231,6 @@ Status GetPeerCredentials(int fd, PeerCredentials* credentials) {
   return Status::Ok();
 }
 
-
 namespace {
 sockaddr_un AbstractAddress(const std::string& name, socklen_t* length) {
   sockaddr_un addr = {};

@@ -13,17 +13,17 @@
 namespace cco {
 
 struct ResourceLayout {
-  size_t barrierEpochs = 0;  // lsaBarrierCount x {epoch, verdict} uint32
-  size_t barrierInboxes = 0; // lsaBarrierCount * lsaSize uint32
-  size_t shadows = 0;        // uint64 shadows: gdaSignalCount signals, then gdaCounterCount counters
-  size_t flushTargets = 0;   // gdaContextCount * gdaPeerCount uint64 (flush_async)
-  size_t gdaEpochs = 0;      // gdaBarrierCount uint64 (right after the flush targets)
-  size_t gdaSignals = 0;     // (gdaSignalCount + gdaBarrierCount) * (worldSize + lsaSize) uint64 (abi/gda.h), with GDA
-  size_t gdaCounters = 0;    // gdaCounterCount uint64 (right after the signal words)
-  size_t sdmaSignals = 0;    // lsaSize * queues uint64: the remote pool (abi/sdma.h), with SDMA
-  size_t sdmaLocal = 0;      // lsaSize * queues uint64: the local pool
-  size_t sdmaShadows = 0;    // 2 * lsaSize * queues uint64: their shadows
-  size_t bytes = 0;          // everything, before rounding to the granularity
+  size_t barrierEpochs = 0;   // lsaBarrierCount x {epoch, verdict} uint32
+  size_t barrierInboxes = 0;  // lsaBarrierCount * lsaSize uint32
+  size_t shadows = 0;         // uint64 shadows: gdaSignalCount signals, then gdaCounterCount counters
+  size_t flushTargets = 0;    // gdaContextCount * gdaPeerCount uint64 (flush_async)
+  size_t gdaEpochs = 0;       // gdaBarrierCount uint64 (right after the flush targets)
+  size_t gdaSignals = 0;      // (gdaSignalCount + gdaBarrierCount) * (worldSize + lsaSize) uint64 (abi/gda.h), with GDA
+  size_t gdaCounters = 0;     // gdaCounterCount uint64 (right after the signal words)
+  size_t sdmaSignals = 0;     // lsaSize * queues uint64: the remote pool (abi/sdma.h), with SDMA
+  size_t sdmaLocal = 0;       // lsaSize * queues uint64: the local pool
+  size_t sdmaShadows = 0;     // 2 * lsaSize * queues uint64: their shadows
+  size_t bytes = 0;           // everything, before rounding to the granularity
 };
 
 // Checks the requirements' header and counts, then lays the resources out; `gdaPeerCount`

@@ -19,7 +19,8 @@ namespace cco {
 
 class StreamFence {
  public:
-  StreamFence(Platform* platform, int device, uint64_t stream) : platform_(platform), device_(device), stream_(stream) {}
+  StreamFence(Platform* platform, int device, uint64_t stream)
+      : platform_(platform), device_(device), stream_(stream) {}
   ~StreamFence();
   StreamFence(const StreamFence&) = delete;
   StreamFence& operator=(const StreamFence&) = delete;

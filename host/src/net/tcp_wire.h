@@ -52,8 +52,8 @@ enum TcpFlag : uint16_t {
 
 // Why a target refused a request (REFUSED's value).
 enum TcpRefusal : uint64_t {
-  kRefusedWindow = 1,      // no such window, or the range runs past it
-  kRefusedSignal = 2,      // no such device communicator or signal
+  kRefusedWindow = 1,  // no such window, or the range runs past it
+  kRefusedSignal = 2,  // no such device communicator or signal
 };
 
 struct TcpHeader {

@@ -41,8 +41,8 @@ struct VerbsEndpoint {
   uint32_t qpn;
   uint32_t psn;
   uint16_t lid;
-  uint8_t global;    // 1: address by GID (RoCE)
-  uint8_t mtu;       // ibv_mtu of the port
+  uint8_t global;  // 1: address by GID (RoCE)
+  uint8_t mtu;     // ibv_mtu of the port
   uint8_t gid[16];
   uint32_t reserved;
 };

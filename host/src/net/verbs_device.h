@@ -21,7 +21,7 @@ struct VerbsOptions {
   int trafficClass = 0;
   int serviceLevel = 0;
   int gidIndex = 0;
-  int lanes = 2;        // queue pairs per peer; a GDA context uses lane context % lanes
+  int lanes = 2;  // queue pairs per peer; a GDA context uses lane context % lanes
 };
 
 Status VerbsOptionsFromEnv(VerbsOptions* options);

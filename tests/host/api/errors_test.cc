@@ -190,19 +190,25 @@ TEST_F(ErrorsTest, MismatchedCallsFailOnEveryRank) {
 }
 
 TEST_F(ErrorsTest, MismatchedNRanksAndDuplicateRanks) {
-  std::vector<int> st = RunRanksRaw(2, [](int rank, int, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_CHECK(ccoCommCreate(id, rank == 0 ? 2 : 3, rank, 0, &comm) == ccoInvalidUsage);
-    RANK_CHECK(LastErrorSays("nRanks=3") && LastErrorSays("nRanks=2"));
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      2,
+      [](int rank, int, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_CHECK(ccoCommCreate(id, rank == 0 ? 2 : 3, rank, 0, &comm) == ccoInvalidUsage);
+        RANK_CHECK(LastErrorSays("nRanks=3") && LastErrorSays("nRanks=2"));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0}));
-  st = RunRanksRaw(3, [](int rank, int, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_CHECK(ccoCommCreate(id, 3, rank == 2 ? 1 : rank, 0, &comm) == ccoInvalidUsage);
-    RANK_CHECK(LastErrorSays("two processes called it as rank 1"));
-    return 0;
-  }, 30);
+  st = RunRanksRaw(
+      3,
+      [](int rank, int, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_CHECK(ccoCommCreate(id, 3, rank == 2 ? 1 : rank, 0, &comm) == ccoInvalidUsage);
+        RANK_CHECK(LastErrorSays("two processes called it as rank 1"));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0}));
 }
 
@@ -217,59 +223,71 @@ TEST_F(ErrorsTest, MismatchedPerRankVmm) {
 
 // A rank that never comes: everyone else learns which one, within the timeout.
 TEST_F(ErrorsTest, MissingRankIsNamed) {
-  std::vector<int> st = RunRanksRaw(3, [](int rank, int n, const ccoUniqueId& id) {
-    if (rank == 1) return 0;  // never calls ccoCommCreate
-    ccoComm* comm = nullptr;
-    RANK_CHECK(ccoCommCreate(id, n, rank, 0, &comm) == ccoTimeout);
-    RANK_CHECK(LastErrorSays("rank 1 did not arrive"));
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      3,
+      [](int rank, int n, const ccoUniqueId& id) {
+        if (rank == 1) return 0;  // never calls ccoCommCreate
+        ccoComm* comm = nullptr;
+        RANK_CHECK(ccoCommCreate(id, n, rank, 0, &comm) == ccoTimeout);
+        RANK_CHECK(LastErrorSays("rank 1 did not arrive"));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0}));
 }
 
 // A rank that exits after creation: the others' next collective names it; no hang.
 TEST_F(ErrorsTest, RankThatExitsEarlyIsNamed) {
-  std::vector<int> st = RunRanksRaw(4, [](int rank, int n, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
-    RANK_OK(ccoBarrierAll(comm));
-    if (rank == 2) _exit(0);  // leaves without a word
-    ccoResult_t r = ccoBarrierAll(comm);
-    RANK_CHECK(r == ccoRemoteError);
-    RANK_CHECK(LastErrorSays("rank 2 left") || (rank != 0 && LastErrorSays("rank 2")));
-    RANK_OK(ccoCommDestroy(comm));
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      4,
+      [](int rank, int n, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+        RANK_OK(ccoBarrierAll(comm));
+        if (rank == 2) _exit(0);  // leaves without a word
+        ccoResult_t r = ccoBarrierAll(comm);
+        RANK_CHECK(r == ccoRemoteError);
+        RANK_CHECK(LastErrorSays("rank 2 left") || (rank != 0 && LastErrorSays("rank 2")));
+        RANK_OK(ccoCommDestroy(comm));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0, 0}));
 }
 
 // Rank 0 leaves: the others' waits end with an error saying so.
 TEST_F(ErrorsTest, HubThatExitsIsNamed) {
-  std::vector<int> st = RunRanksRaw(3, [](int rank, int n, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
-    if (rank == 0) _exit(0);
-    RANK_CHECK(ccoBarrierAll(comm) == ccoRemoteError);
-    RANK_CHECK(LastErrorSays("rank 0"));
-    RANK_OK(ccoCommDestroy(comm));
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      3,
+      [](int rank, int n, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+        if (rank == 0) _exit(0);
+        RANK_CHECK(ccoBarrierAll(comm) == ccoRemoteError);
+        RANK_CHECK(LastErrorSays("rank 0"));
+        RANK_OK(ccoCommDestroy(comm));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0}));
 }
 
 // A rank that stays alive but never reaches the barrier: a timeout naming it.
 TEST_F(ErrorsTest, RankThatNeverReachesABarrierIsNamed) {
-  std::vector<int> st = RunRanksRaw(3, [](int rank, int n, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
-    if (rank == 1) {
-      sleep(6);  // longer than any wait below
-      return 0;
-    }
-    RANK_CHECK(ccoBarrierAll(comm) == ccoTimeout);
-    RANK_CHECK(LastErrorSays("rank 1 did not reach it"));
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      3,
+      [](int rank, int n, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+        if (rank == 1) {
+          sleep(6);  // longer than any wait below
+          return 0;
+        }
+        RANK_CHECK(ccoBarrierAll(comm) == ccoTimeout);
+        RANK_CHECK(LastErrorSays("rank 1 did not reach it"));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0}));
 }
 

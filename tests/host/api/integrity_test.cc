@@ -86,7 +86,9 @@ void RacingADestroy(int racers, const std::function<ccoResult_t(ccoComm*)>& call
 }
 
 // ccoCommAbort may be called from any thread, a destroy racing it.
-TEST_F(IntegrityTest, AbortRacingDestroy) { RacingADestroy(1, [](ccoComm* comm) { return ccoCommAbort(comm); }); }
+TEST_F(IntegrityTest, AbortRacingDestroy) {
+  RacingADestroy(1, [](ccoComm* comm) { return ccoCommAbort(comm); });
+}
 
 // ccoCommGetAsyncError is a watchdog's poll, from any thread: racing a destroy, it must not
 // read the proxy as the destroy lets go of it. It reports OK or "not a live communicator".
@@ -289,7 +291,7 @@ TEST_F(IntegrityTest, StaleWindowAndDevCommHandlesNameNothing) {
     RANK_CHECK(ccoGetPeerPtr(comm, a, peer, 5000, &p) == ccoInvalidArgument);
     RANK_CHECK(LastErrorSays("not a live window"));
     RANK_CHECK(ccoWindowDeregister(comm, a) == ccoInvalidArgument);  // every rank: agreed, not torn
-    RANK_OK(ccoGetPeerPtr(comm, b, peer, 5000, &p));  // b is untouched
+    RANK_OK(ccoGetPeerPtr(comm, b, peer, 5000, &p));                 // b is untouched
     ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
     reqs.lsaBarrierCount = 1;
     ccoDevComm first, stale, second;
@@ -386,7 +388,7 @@ TEST_F(IntegrityTest, RdmaNumbersOutOfRangeAreRefusedWithoutVerbs) {
   const struct {
     const char* name;
     const char* value;
-  } bad[] = {{"MORI_RDMA_TC", "300"}, {"CCO_RDMA_TC", "-1"},       {"CCO_RDMA_SL", "16"},
+  } bad[] = {{"MORI_RDMA_TC", "300"}, {"CCO_RDMA_TC", "-1"},         {"CCO_RDMA_SL", "16"},
              {"MORI_RDMA_SL", "x"},   {"CCO_RDMA_GID_INDEX", "256"}, {"CCO_RDMA_TC", ""}};
   // One id throughout: a refused call never reaches its rendezvous root, so the id stays
   // fresh for the accepted call at the end (and no unused root is left running).
@@ -425,33 +427,39 @@ TEST_F(IntegrityTest, HugeTimeoutsAreClamped) {
 // Rank 0 stops answering: the others fail after the bound plus a small margin, naming
 // rank 0, not after twice the bound.
 TEST_F(IntegrityTest, AHungRankZeroCostsOneBound) {
-  std::vector<int> st = RunRanksRaw(3, [](int rank, int n, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
-    if (rank == 0) {
-      sleep(6);  // hung: never joins the barrier
-      return 0;
-    }
-    const auto start = Clock::now();
-    RANK_CHECK(ccoBarrierAll(comm) == ccoTimeout);
-    const double s = SecondsSince(start);
-    RANK_CHECK(LastErrorSays("rank 0 did not answer"));
-    RANK_CHECK(s >= 2.0 && s < 2.6);  // CCO_TIMEOUT_MS = 2000, margin 250 ms
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      3,
+      [](int rank, int n, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+        if (rank == 0) {
+          sleep(6);  // hung: never joins the barrier
+          return 0;
+        }
+        const auto start = Clock::now();
+        RANK_CHECK(ccoBarrierAll(comm) == ccoTimeout);
+        const double s = SecondsSince(start);
+        RANK_CHECK(LastErrorSays("rank 0 did not answer"));
+        RANK_CHECK(s >= 2.0 && s < 2.6);  // CCO_TIMEOUT_MS = 2000, margin 250 ms
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0}));
 }
 
 // A rank that reaches a failed rendezvous late still hears its verdict.
 TEST_F(IntegrityTest, LateRanksHearTheRendezvousVerdict) {
-  std::vector<int> st = RunRanksRaw(3, [](int rank, int, const ccoUniqueId& id) {
-    if (rank == 2) usleep(300 * 1000);  // after the root has judged the first two
-    ccoComm* comm = nullptr;
-    RANK_CHECK(ccoCommCreate(id, rank == 0 ? 2 : 3, rank, 0, &comm) == ccoInvalidUsage);
-    RANK_CHECK(LastErrorSays("nRanks=3") && LastErrorSays("nRanks=2"));
-    if (rank == 0) usleep(1000 * 1000);  // the root lives in this process: keep it alive
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      3,
+      [](int rank, int, const ccoUniqueId& id) {
+        if (rank == 2) usleep(300 * 1000);  // after the root has judged the first two
+        ccoComm* comm = nullptr;
+        RANK_CHECK(ccoCommCreate(id, rank == 0 ? 2 : 3, rank, 0, &comm) == ccoInvalidUsage);
+        RANK_CHECK(LastErrorSays("nRanks=3") && LastErrorSays("nRanks=2"));
+        if (rank == 0) usleep(1000 * 1000);  // the root lives in this process: keep it alive
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0, 0}));
 }
 
@@ -475,41 +483,44 @@ TEST_F(IntegrityTest, DevCommRequirementsMustMatchExactly) {
 // of one process map each other's memory without passing descriptors.
 TEST_F(IntegrityTest, ManyRanksAsThreadsOfOneProcess) {
   constexpr int kRanks = 128;
-  std::vector<int> st = RunRanksRaw(1, [](int, int, const ccoUniqueId&) {
-    rlimit limit;
-    getrlimit(RLIMIT_NOFILE, &limit);
-    limit.rlim_cur = 1024;
-    RANK_CHECK(setrlimit(RLIMIT_NOFILE, &limit) == 0);
-    ccoUniqueId id;
-    RANK_OK(ccoGetUniqueId(&id));
-    std::vector<int> failures(kRanks, -1);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < kRanks; ++r) {
-      threads.emplace_back([&, r] {
-        auto fail = [&](int line) {
-          fprintf(stderr, "rank %d: line %d: %s\n", r, line, ccoGetLastError());
-          failures[r] = line;
-        };
-        ccoComm* comm = nullptr;
-        if (ccoCommCreate(id, kRanks, r, 1 << 20, &comm) != ccoSuccess) return fail(__LINE__);
-        void* mem = nullptr;
-        ccoWindow_t win = 0;
-        if (ccoWindowAllocRegister(comm, 4096, &mem, &win) != ccoSuccess) return fail(__LINE__);
-        void* right = nullptr;
-        if (ccoGetPeerPtr(comm, win, (r + 1) % kRanks, 0, &right) != ccoSuccess) return fail(__LINE__);
-        *static_cast<volatile int*>(right) = r;
-        if (ccoBarrierAll(comm) != ccoSuccess) return fail(__LINE__);
-        if (*static_cast<volatile int*>(mem) != (r + kRanks - 1) % kRanks) return fail(__LINE__);
-        if (ccoBarrierAll(comm) != ccoSuccess) return fail(__LINE__);  // all read before any unmaps
-        if (ccoWindowDeregister(comm, win) != ccoSuccess) return fail(__LINE__);
-        if (ccoCommDestroy(comm) != ccoSuccess) return fail(__LINE__);
-        failures[r] = 0;
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (int r = 0; r < kRanks; ++r) RANK_CHECK(failures[r] == 0);
-    return 0;
-  }, 120);
+  std::vector<int> st = RunRanksRaw(
+      1,
+      [](int, int, const ccoUniqueId&) {
+        rlimit limit;
+        getrlimit(RLIMIT_NOFILE, &limit);
+        limit.rlim_cur = 1024;
+        RANK_CHECK(setrlimit(RLIMIT_NOFILE, &limit) == 0);
+        ccoUniqueId id;
+        RANK_OK(ccoGetUniqueId(&id));
+        std::vector<int> failures(kRanks, -1);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < kRanks; ++r) {
+          threads.emplace_back([&, r] {
+            auto fail = [&](int line) {
+              fprintf(stderr, "rank %d: line %d: %s\n", r, line, ccoGetLastError());
+              failures[r] = line;
+            };
+            ccoComm* comm = nullptr;
+            if (ccoCommCreate(id, kRanks, r, 1 << 20, &comm) != ccoSuccess) return fail(__LINE__);
+            void* mem = nullptr;
+            ccoWindow_t win = 0;
+            if (ccoWindowAllocRegister(comm, 4096, &mem, &win) != ccoSuccess) return fail(__LINE__);
+            void* right = nullptr;
+            if (ccoGetPeerPtr(comm, win, (r + 1) % kRanks, 0, &right) != ccoSuccess) return fail(__LINE__);
+            *static_cast<volatile int*>(right) = r;
+            if (ccoBarrierAll(comm) != ccoSuccess) return fail(__LINE__);
+            if (*static_cast<volatile int*>(mem) != (r + kRanks - 1) % kRanks) return fail(__LINE__);
+            if (ccoBarrierAll(comm) != ccoSuccess) return fail(__LINE__);  // all read before any unmaps
+            if (ccoWindowDeregister(comm, win) != ccoSuccess) return fail(__LINE__);
+            if (ccoCommDestroy(comm) != ccoSuccess) return fail(__LINE__);
+            failures[r] = 0;
+          });
+        }
+        for (auto& t : threads) t.join();
+        for (int r = 0; r < kRanks; ++r) RANK_CHECK(failures[r] == 0);
+        return 0;
+      },
+      120);
   EXPECT_EQ(st, std::vector<int>{0});
 }
 
@@ -519,36 +530,39 @@ TEST_F(IntegrityTest, ManyRanksAsThreadsOfOneProcess) {
 // once descriptors are back, the next registration works (later exchanges failed, reading
 // the leftovers as another operation's).
 TEST_F(IntegrityTest, DescriptorExhaustionIsNamed) {
-  std::vector<int> st = RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
-    ccoComm* comm = nullptr;
-    RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
-    void* mem = nullptr;
-    RANK_OK(ccoMemAlloc(comm, 4096, &mem));
-    std::vector<int> hog;
-    rlimit saved;
-    getrlimit(RLIMIT_NOFILE, &saved);
-    if (rank == 1) {
-      // No descriptor left to export or receive memory with.
-      for (int fd; (fd = dup(0)) >= 0;) hog.push_back(fd);
-      rlimit limit = saved;
-      limit.rlim_cur = static_cast<rlim_t>(hog.empty() ? 3 : hog.back() + 1);
-      setrlimit(RLIMIT_NOFILE, &limit);
-    }
-    ccoWindow_t win = 0;
-    const auto start = Clock::now();
-    RANK_CHECK(ccoWindowRegister(comm, mem, 4096, &win) != ccoSuccess);
-    if (rank == 1) RANK_CHECK(LastErrorSays("RLIMIT_NOFILE"));
-    if (rank == 0) {
-      RANK_CHECK(LastErrorSays("sent no descriptor"));
-      RANK_CHECK(SecondsSince(start) < 1.5);  // CCO_TIMEOUT_MS is 2 s
-    }
-    for (int fd : hog) close(fd);
-    setrlimit(RLIMIT_NOFILE, &saved);
-    RANK_OK(ccoWindowRegister(comm, mem, 4096, &win));
-    RANK_OK(ccoWindowDeregister(comm, win));
-    RANK_OK(ccoCommDestroy(comm));
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      2,
+      [](int rank, int n, const ccoUniqueId& id) {
+        ccoComm* comm = nullptr;
+        RANK_OK(ccoCommCreate(id, n, rank, 16 << 20, &comm));
+        void* mem = nullptr;
+        RANK_OK(ccoMemAlloc(comm, 4096, &mem));
+        std::vector<int> hog;
+        rlimit saved;
+        getrlimit(RLIMIT_NOFILE, &saved);
+        if (rank == 1) {
+          // No descriptor left to export or receive memory with.
+          for (int fd; (fd = dup(0)) >= 0;) hog.push_back(fd);
+          rlimit limit = saved;
+          limit.rlim_cur = static_cast<rlim_t>(hog.empty() ? 3 : hog.back() + 1);
+          setrlimit(RLIMIT_NOFILE, &limit);
+        }
+        ccoWindow_t win = 0;
+        const auto start = Clock::now();
+        RANK_CHECK(ccoWindowRegister(comm, mem, 4096, &win) != ccoSuccess);
+        if (rank == 1) RANK_CHECK(LastErrorSays("RLIMIT_NOFILE"));
+        if (rank == 0) {
+          RANK_CHECK(LastErrorSays("sent no descriptor"));
+          RANK_CHECK(SecondsSince(start) < 1.5);  // CCO_TIMEOUT_MS is 2 s
+        }
+        for (int fd : hog) close(fd);
+        setrlimit(RLIMIT_NOFILE, &saved);
+        RANK_OK(ccoWindowRegister(comm, mem, 4096, &win));
+        RANK_OK(ccoWindowDeregister(comm, win));
+        RANK_OK(ccoCommDestroy(comm));
+        return 0;
+      },
+      30);
   EXPECT_EQ(st, (std::vector<int>{0, 0}));
 }
 

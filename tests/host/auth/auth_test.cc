@@ -101,7 +101,7 @@ TEST(Handshake, SameSecretAgreesOnKeys) {
   EXPECT_EQ(o.serverKeys.send.bytes, o.clientKeys.receive.bytes);
   EXPECT_EQ(o.serverKeys.receive.bytes, o.clientKeys.send.bytes);
   EXPECT_NE(o.serverKeys.send.bytes, o.serverKeys.receive.bytes);  // one key per direction
-  EXPECT_NE(o.serverKeys.send.bytes, KeyOf(1).bytes);               // never the secret itself
+  EXPECT_NE(o.serverKeys.send.bytes, KeyOf(1).bytes);              // never the secret itself
   // Fresh nonces: a second connection has other keys.
   Outcome again = Shake(KeyOf(1), KeyOf(1));
   EXPECT_NE(again.serverKeys.send.bytes, o.serverKeys.send.bytes);
@@ -410,8 +410,9 @@ TEST(Acceptor, RunningOutOfDescriptorsNeitherSpinsNorStarves) {
   Arrival a;
   EXPECT_EQ(acceptor.Next(DeadlineIn(1000), &a).code(), ccoTimeout);
   getrusage(RUSAGE_THREAD, &after);
-  const double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) + (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
-                     1e-6 * ((after.ru_utime.tv_usec - before.ru_utime.tv_usec) + (after.ru_stime.tv_usec - before.ru_stime.tv_usec));
+  const double cpu =
+      (after.ru_utime.tv_sec - before.ru_utime.tv_sec) + (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+      1e-6 * ((after.ru_utime.tv_usec - before.ru_utime.tv_usec) + (after.ru_stime.tv_usec - before.ru_stime.tv_usec));
   EXPECT_GT(acceptor.stats().descriptorShortages, 0u);
   EXPECT_LT(cpu, 0.5) << "the acceptor spun for " << cpu << " s of CPU in 1 s";
   // An honest client (from another process too) still gets in: room is made for it.

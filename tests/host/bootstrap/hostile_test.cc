@@ -112,10 +112,10 @@ Listeners ListeningSockets(pid_t pid) {
 enum Attack { kStrangers, kSilent, kFlood, kSquatters };
 
 struct Findings {
-  int connections = 0;       // connections the attacker made
-  int extraBytes = 0;        // bytes beyond the public challenge / rejection it received
-  int descriptors = 0;       // descriptors it received: must stay 0
-  int squatterHits = 0;      // ranks that connected to a name the attacker bound
+  int connections = 0;   // connections the attacker made
+  int extraBytes = 0;    // bytes beyond the public challenge / rejection it received
+  int descriptors = 0;   // descriptors it received: must stay 0
+  int squatterHits = 0;  // ranks that connected to a name the attacker bound
 };
 
 int ConnectTo(const sockaddr* a, socklen_t len, int family) {
@@ -169,9 +169,12 @@ void Stranger(const sockaddr* a, socklen_t len, int family, int kind, Findings* 
   ssize_t got = recv(fd, challenge, sizeof(challenge), MSG_WAITALL);
   std::string answer;
   switch (kind % 4) {
-    case 0: answer.assign(72, 'F'); break;                             // forged proof
-    case 1: answer.assign(36, 'T'); break;                             // truncated proof
-    case 2: answer.assign(challenge, got > 0 ? got : 0); answer.resize(72, 'R'); break;  // reflected challenge
+    case 0: answer.assign(72, 'F'); break;  // forged proof
+    case 1: answer.assign(36, 'T'); break;  // truncated proof
+    case 2:
+      answer.assign(challenge, got > 0 ? got : 0);
+      answer.resize(72, 'R');
+      break;  // reflected challenge
     default: answer = std::string("CCCB") + std::string(8, '\x7f') + std::string(64, 'D'); break;  // a fake frame
   }
   send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
@@ -215,7 +218,8 @@ void Stranger(const sockaddr* a, socklen_t len, int family, int kind, Findings* 
         sockaddr_un a = {};
         a.sun_family = AF_UNIX;
         memcpy(a.sun_path + 1, name.data(), name.size());
-        Stranger(reinterpret_cast<sockaddr*>(&a), offsetof(sockaddr_un, sun_path) + 1 + name.size(), AF_UNIX, round, &f);
+        Stranger(reinterpret_cast<sockaddr*>(&a), offsetof(sockaddr_un, sun_path) + 1 + name.size(), AF_UNIX, round,
+                 &f);
       } else if (attack == kSilent && round == 0) {
         int fd = ConnectUnixName(name);
         if (fd >= 0) {
@@ -230,10 +234,10 @@ void Stranger(const sockaddr* a, socklen_t len, int family, int kind, Findings* 
           a.sun_family = AF_UNIX;
           const std::string n = k == 0 ? name : name.substr(0, 9) + std::to_string(getpid()) + "-" + std::to_string(k);
           memcpy(a.sun_path + 1, n.data(), std::min(n.size(), sizeof(a.sun_path) - 2));
-          if (bind(s, reinterpret_cast<sockaddr*>(&a), offsetof(sockaddr_un, sun_path) + 1 + n.size()) == 0 && listen(s, 8) == 0)
+          if (bind(s, reinterpret_cast<sockaddr*>(&a), offsetof(sockaddr_un, sun_path) + 1 + n.size()) == 0 &&
+              listen(s, 8) == 0)
             squatters.push_back(s);
-          else
-            close(s);
+          else close(s);
         }
       }
     }
@@ -316,19 +320,22 @@ class HostileTest : public ::testing::Test {
     }
     close(reportPipe[1]);
     const auto start = Clock::now();
-    std::vector<int> st = RunRanksRaw(kRanks, [&](int rank, int n, const ccoUniqueId& id) {
-      if (rank == 0) {
-        const pid_t me = getpid();
-        (void)!write(pidPipe[1], &me, sizeof(me));
-      }
-      double createSeconds = 0;
-      int rc = Job(rank, n, id, goPipe[0], &createSeconds);
-      if (rc == 0 && createSeconds > 4.0) {
-        fprintf(stderr, "rank %d: ccoCommCreate took %.2f s under attack\n", rank, createSeconds);
-        return 80;
-      }
-      return rc;
-    }, 40);
+    std::vector<int> st = RunRanksRaw(
+        kRanks,
+        [&](int rank, int n, const ccoUniqueId& id) {
+          if (rank == 0) {
+            const pid_t me = getpid();
+            (void)!write(pidPipe[1], &me, sizeof(me));
+          }
+          double createSeconds = 0;
+          int rc = Job(rank, n, id, goPipe[0], &createSeconds);
+          if (rc == 0 && createSeconds > 4.0) {
+            fprintf(stderr, "rank %d: ccoCommCreate took %.2f s under attack\n", rank, createSeconds);
+            return 80;
+          }
+          return rc;
+        },
+        40);
     const double seconds = SecondsSince(start);
     kill(attacker, SIGKILL);
     int attackerStatus = 0;
@@ -337,7 +344,8 @@ class HostileTest : public ::testing::Test {
     while (read(reportPipe[0], &last, sizeof(last)) == sizeof(last)) f = last;
     for (int fd : {goPipe[0], goPipe[1], reportPipe[0], pidPipe[0], pidPipe[1]}) close(fd);
     EXPECT_EQ(st, (std::vector<int>{0, 0, 0})) << "the job failed under attack";
-    EXPECT_TRUE(WIFSIGNALED(attackerStatus)) << "the attacker gave up early (exit " << WEXITSTATUS(attackerStatus) << ")";
+    EXPECT_TRUE(WIFSIGNALED(attackerStatus))
+        << "the attacker gave up early (exit " << WEXITSTATUS(attackerStatus) << ")";
     EXPECT_LT(seconds, 15.0);
     EXPECT_GT(f.connections + f.squatterHits + (attack == kSquatters ? 1 : 0), 0) << "the attack never connected";
     EXPECT_EQ(f.descriptors, 0) << "the attacker received memory descriptors";
@@ -392,39 +400,42 @@ class KilledRankTest : public ::testing::TestWithParam<Step> {
 TEST_P(KilledRankTest, OthersFailInBoundNamingIt) {
   const Step step = GetParam();
   const auto start = Clock::now();
-  std::vector<int> st = RunRanksRaw(4, [step](int rank, int n, const ccoUniqueId& id) {
-    const bool victim = rank == 2;
-    if (victim && step == kInCreate) raise(SIGKILL);  // never arrives
-    ccoComm* comm = nullptr;
-    ccoResult_t r = ccoCommCreate(id, n, rank, 16 << 20, &comm);
-    if (step == kInCreate) {
-      RANK_CHECK(r == ccoTimeout && strstr(ccoGetLastError(), "rank 2") != nullptr);
-      return 0;
-    }
-    RANK_OK(r);
-    if (victim && step == kAfterCreate) raise(SIGKILL);
-    void* mem = nullptr;
-    ccoWindow_t win = 0;
-    if (victim && step == kInRegister) {
-      RANK_OK(ccoMemAlloc(comm, 1 << 16, &mem));
-      raise(SIGKILL);
-    }
-    r = ccoWindowAllocRegister(comm, 1 << 16, &mem, &win);
-    if (step != kInDevComm) {
-      RANK_CHECK(r != ccoSuccess && strstr(ccoGetLastError(), "rank 2") != nullptr);
-      ccoCommDestroy(comm);
-      return 0;
-    }
-    RANK_OK(r);
-    if (victim) raise(SIGKILL);
-    ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-    reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
-    ccoDevComm dc;
-    r = ccoDevCommCreate(comm, &reqs, &dc);
-    RANK_CHECK(r != ccoSuccess && strstr(ccoGetLastError(), "rank 2") != nullptr);
-    ccoCommDestroy(comm);
-    return 0;
-  }, 30);
+  std::vector<int> st = RunRanksRaw(
+      4,
+      [step](int rank, int n, const ccoUniqueId& id) {
+        const bool victim = rank == 2;
+        if (victim && step == kInCreate) raise(SIGKILL);  // never arrives
+        ccoComm* comm = nullptr;
+        ccoResult_t r = ccoCommCreate(id, n, rank, 16 << 20, &comm);
+        if (step == kInCreate) {
+          RANK_CHECK(r == ccoTimeout && strstr(ccoGetLastError(), "rank 2") != nullptr);
+          return 0;
+        }
+        RANK_OK(r);
+        if (victim && step == kAfterCreate) raise(SIGKILL);
+        void* mem = nullptr;
+        ccoWindow_t win = 0;
+        if (victim && step == kInRegister) {
+          RANK_OK(ccoMemAlloc(comm, 1 << 16, &mem));
+          raise(SIGKILL);
+        }
+        r = ccoWindowAllocRegister(comm, 1 << 16, &mem, &win);
+        if (step != kInDevComm) {
+          RANK_CHECK(r != ccoSuccess && strstr(ccoGetLastError(), "rank 2") != nullptr);
+          ccoCommDestroy(comm);
+          return 0;
+        }
+        RANK_OK(r);
+        if (victim) raise(SIGKILL);
+        ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+        reqs.gdaConnectionType = CCO_GDA_CONNECTION_NONE;
+        ccoDevComm dc;
+        r = ccoDevCommCreate(comm, &reqs, &dc);
+        RANK_CHECK(r != ccoSuccess && strstr(ccoGetLastError(), "rank 2") != nullptr);
+        ccoCommDestroy(comm);
+        return 0;
+      },
+      30);
   EXPECT_EQ(st[0], 0);
   EXPECT_EQ(st[1], 0);
   EXPECT_EQ(st[2], 128 + SIGKILL);

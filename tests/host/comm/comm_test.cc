@@ -184,7 +184,8 @@ TEST(FdMeshTest, AFailedTakeLeavesTheNextExchangeInStep) {
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CommTest, ::testing::Values(1, 2, 4, 8),
-                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, CommTest, ::testing::Values(1, 2, 4, 8), [](const ::testing::TestParamInfo<int>& info) {
+  return std::to_string(info.param) + "ranks";
+});
 
 }  // namespace

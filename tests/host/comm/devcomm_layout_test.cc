@@ -20,11 +20,12 @@ TEST(ResourceLayout, RegionsAreDisjointAndAligned) {
   EXPECT_GE(l.barrierInboxes, l.barrierEpochs + 5 * 8);  // {epoch, verdict} per barrier
   EXPECT_GE(l.shadows, l.barrierInboxes + 5 * 8 * 4);
   EXPECT_GE(l.flushTargets, l.shadows + (16 + 16) * 8);  // signal and counter shadows
-  EXPECT_EQ(l.gdaEpochs, l.flushTargets + 4 * 6 * 8);     // contexts x peers
+  EXPECT_EQ(l.gdaEpochs, l.flushTargets + 4 * 6 * 8);    // contexts x peers
   EXPECT_GE(l.gdaSignals, l.gdaEpochs + 3 * 8);
   EXPECT_EQ(l.gdaCounters, l.gdaSignals + (16 + 3) * (12 + 8) * 8);  // (signals + barriers) x (proxy + direct words)
   EXPECT_GE(l.bytes, l.gdaCounters + 16 * 8);
-  for (size_t off : {l.barrierEpochs, l.barrierInboxes, l.shadows, l.flushTargets, l.gdaSignals}) EXPECT_EQ(off % 256, 0u);
+  for (size_t off : {l.barrierEpochs, l.barrierInboxes, l.shadows, l.flushTargets, l.gdaSignals})
+    EXPECT_EQ(off % 256, 0u);
   // Without GDA connections there are no signal or counter words.
   ResourceLayout none = LayoutResources(reqs, 12, 8, 0);
   EXPECT_EQ(none.gdaCounters, none.gdaSignals);

@@ -126,31 +126,34 @@ class LifecycleTest : public ::testing::Test {
 // `cycles` cycles, each creating and destroying everything (or, keepDevComm, leaving its
 // device communicator to ccoCommDestroy), leave no descriptor, mapping, thread or heap behind.
 void CyclesLeaveNothingBehind(int cycles, bool keepDevComm) {
-  EXPECT_TRUE(RunRanks(2, [cycles, keepDevComm](int rank, int n, const ccoUniqueId& first) {
-    ccoUniqueId id = first;
-    for (int i = 0; i < 10; ++i) RANK_CHECK(Cycle(rank, n, &id, nullptr, keepDevComm) == 0);  // warm up allocators
-    Footprint before{}, after{};
-    RANK_CHECK(Cycle(rank, n, &id, &before, keepDevComm) == 0);
-    for (int i = 0; i < cycles; ++i) RANK_CHECK(Cycle(rank, n, &id, nullptr, keepDevComm) == 0);
-    RANK_CHECK(Cycle(rank, n, &id, &after, keepDevComm) == 0);
-    fprintf(stderr, "rank %d: fds %d->%d maps %d->%d threads %d->%d heap %zu->%zu B\n", rank, before.fds, after.fds,
-            before.maps, after.maps, before.threads, after.threads, before.heap, after.heap);
-    RANK_CHECK(after.fds == before.fds);
-    RANK_CHECK(after.maps == before.maps);
-    RANK_CHECK(after.threads == before.threads);
+  EXPECT_TRUE(RunRanks(
+      2,
+      [cycles, keepDevComm](int rank, int n, const ccoUniqueId& first) {
+        ccoUniqueId id = first;
+        for (int i = 0; i < 10; ++i) RANK_CHECK(Cycle(rank, n, &id, nullptr, keepDevComm) == 0);  // warm up allocators
+        Footprint before{}, after{};
+        RANK_CHECK(Cycle(rank, n, &id, &before, keepDevComm) == 0);
+        for (int i = 0; i < cycles; ++i) RANK_CHECK(Cycle(rank, n, &id, nullptr, keepDevComm) == 0);
+        RANK_CHECK(Cycle(rank, n, &id, &after, keepDevComm) == 0);
+        fprintf(stderr, "rank %d: fds %d->%d maps %d->%d threads %d->%d heap %zu->%zu B\n", rank, before.fds, after.fds,
+                before.maps, after.maps, before.threads, after.threads, before.heap, after.heap);
+        RANK_CHECK(after.fds == before.fds);
+        RANK_CHECK(after.maps == before.maps);
+        RANK_CHECK(after.threads == before.threads);
 #if defined(__SANITIZE_ADDRESS__)
     // ASan's allocator is not glibc's, so mallinfo2 sees none of it; its leak checker
     // judges the heap at exit instead.
 #else
-    // 200 cycles: a leak of 82 bytes or more a cycle passes the bound (20: 820 bytes).
-    RANK_CHECK(after.heap <= before.heap + 16384);
+        // 200 cycles: a leak of 82 bytes or more a cycle passes the bound (20: 820 bytes).
+        RANK_CHECK(after.heap <= before.heap + 16384);
 #endif
-    // The last minted id's root still waits for its ranks: use it so it ends too.
-    ccoComm* comm = nullptr;
-    RANK_OK(ccoCommCreate(id, n, rank, 8 << 20, &comm));
-    RANK_OK(ccoCommDestroy(comm));
-    return 0;
-  }, 120));
+        // The last minted id's root still waits for its ranks: use it so it ends too.
+        ccoComm* comm = nullptr;
+        RANK_OK(ccoCommCreate(id, n, rank, 8 << 20, &comm));
+        RANK_OK(ccoCommDestroy(comm));
+        return 0;
+      },
+      120));
 }
 
 TEST_F(LifecycleTest, TwoHundredCyclesLeaveNothingBehind) { CyclesLeaveNothingBehind(200, false); }

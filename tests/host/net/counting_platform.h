@@ -25,10 +25,18 @@ class CountingPlatform final : public Platform {
   Status GetDeviceInfo(int d, DeviceInfo* info) override { return inner_->GetDeviceInfo(d, info); }
   Status DeviceCount(int* n) override { return inner_->DeviceCount(n); }
   Status BusId(int d, std::string* id) override { return inner_->BusId(d, id); }
-  Status Reserve(int d, size_t size, size_t align, uint64_t* va) override { return inner_->Reserve(d, size, align, va); }
+  Status Reserve(int d, size_t size, size_t align, uint64_t* va) override {
+    return inner_->Reserve(d, size, align, va);
+  }
   Status Release(int d, uint64_t va, size_t size) override { return inner_->Release(d, va, size); }
-  Status Create(int d, size_t size, MemHandle* h) override { Waits(); return inner_->Create(d, size, h); }
-  Status Destroy(int d, MemHandle h) override { Waits(); return inner_->Destroy(d, h); }
+  Status Create(int d, size_t size, MemHandle* h) override {
+    Waits();
+    return inner_->Create(d, size, h);
+  }
+  Status Destroy(int d, MemHandle h) override {
+    Waits();
+    return inner_->Destroy(d, h);
+  }
   Status Export(int d, MemHandle h, int* fd) override { return inner_->Export(d, h, fd); }
   Status Import(int d, int fd, size_t size, MemHandle* h) override { return inner_->Import(d, fd, size, h); }
   Status Reference(int d, MemHandle h, MemHandle* r, bool* owned) override { return inner_->Reference(d, h, r, owned); }
@@ -53,9 +61,18 @@ class CountingPlatform final : public Platform {
     pinnedBytes += size;
     return inner_->HostMappedAlloc(d, size, host, deviceAddress);
   }
-  Status HostMappedFree(int d, void* host) override { Waits(); return inner_->HostMappedFree(d, host); }
-  Status StreamCreate(int d, uint64_t* s) override { Waits(); return inner_->StreamCreate(d, s); }
-  Status StreamDestroy(int d, uint64_t s) override { Waits(); return inner_->StreamDestroy(d, s); }
+  Status HostMappedFree(int d, void* host) override {
+    Waits();
+    return inner_->HostMappedFree(d, host);
+  }
+  Status StreamCreate(int d, uint64_t* s) override {
+    Waits();
+    return inner_->StreamCreate(d, s);
+  }
+  Status StreamDestroy(int d, uint64_t s) override {
+    Waits();
+    return inner_->StreamDestroy(d, s);
+  }
   Status CopyOnStream(int d, uint64_t s, uint64_t dst, uint64_t src, size_t size) override {
     return inner_->CopyOnStream(d, s, dst, src, size);
   }
@@ -66,8 +83,14 @@ class CountingPlatform final : public Platform {
   Status ExportDmaBuf(int d, uint64_t va, size_t size, int* fd, uint64_t* offset) override {
     return inner_->ExportDmaBuf(d, va, size, fd, offset);
   }
-  Status DeviceAlloc(int d, size_t size, uint64_t* va) override { Waits(); return inner_->DeviceAlloc(d, size, va); }
-  Status DeviceFree(int d, uint64_t va) override { Waits(); return inner_->DeviceFree(d, va); }
+  Status DeviceAlloc(int d, size_t size, uint64_t* va) override {
+    Waits();
+    return inner_->DeviceAlloc(d, size, va);
+  }
+  Status DeviceFree(int d, uint64_t va) override {
+    Waits();
+    return inner_->DeviceFree(d, va);
+  }
 
  private:
   void Waits() { ++callsThatMayWait; }

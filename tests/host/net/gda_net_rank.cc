@@ -62,7 +62,9 @@ int Matrix(ccoComm* comm, int rank, int n) {
   return 0;
 }
 
-uint8_t Byte(int rank, int round, uint64_t i) { return static_cast<uint8_t>(rank * 37 + round * 11 + i * 131 + (i >> 12)); }
+uint8_t Byte(int rank, int round, uint64_t i) {
+  return static_cast<uint8_t>(rank * 37 + round * 11 + i * 131 + (i >> 12));
+}
 
 int Bulk(ccoComm* comm, int rank, int n, uint64_t bytes, int rounds) {
   void* mem = nullptr;

@@ -102,7 +102,8 @@ TEST(VerbsEndpoints, ExchangedInRoundsWithinTheContributionBound) {
     const AllGatherFn gather = [&](const std::string&, const void* data, size_t bytes, void* out) {
       EXPECT_LE(bytes, bound);
       const auto* from = static_cast<const VerbsEndpoint*>(data);
-      const size_t first = static_cast<size_t>(from - mine.data()) / lanes, count = bytes / (lanes * sizeof(VerbsEndpoint));
+      const size_t first = static_cast<size_t>(from - mine.data()) / lanes,
+                   count = bytes / (lanes * sizeof(VerbsEndpoint));
       auto* to = static_cast<VerbsEndpoint*>(out);
       for (int r = 0; r < n; ++r)
         for (size_t p = 0; p < count; ++p)

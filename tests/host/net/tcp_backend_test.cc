@@ -89,8 +89,8 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
   void Connect(TcpOptions o) {
     backend_.reset();
     std::vector<Fd> out(2), in(2);
-    Pair(&out[1], &requestsOfMine_);  // this rank's requests go out on out[1]
-    Pair(&in[1], &requestsOfTheirs_); // the peer's requests come in on in[1]
+    Pair(&out[1], &requestsOfMine_);   // this rank's requests go out on out[1]
+    Pair(&in[1], &requestsOfTheirs_);  // the peer's requests come in on in[1]
     o.pollEverySocketPeers = GetParam() ? 1 : 0;
     ASSERT_TRUE(TcpBackend::Create(platform_, 0, o, std::move(out), std::move(in), &backend_).ok());
     ASSERT_EQ(backend_->readsEverySocket(), GetParam());
@@ -108,7 +108,8 @@ class TcpPeer : public ::testing::TestWithParam<bool> {
   void SendRequest(TcpHeader h, const std::string& payload = "") {
     std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
     bytes += payload;
-    ASSERT_EQ(send(requestsOfTheirs_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(send(requestsOfTheirs_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
   }
   // The next answer on the peer's request connection (its payload in *data).
   TcpHeader ReadAnswer(std::string* data = nullptr) { return ReadHeader(requestsOfTheirs_, data); }
@@ -214,7 +215,7 @@ TEST_P(TcpPeer, NothingIsAllocatedOnceTheBackendIsMade) {
   const int made = counting_->callsThatMayWait;
   EXPECT_EQ(counting_->pinnedAllocations, 2);  // the fence's word, one slab for every chunk and word
   for (size_t i = 0; i < 4096; ++i) map_.window[i] = static_cast<unsigned char>(i * 7);
-  PostPut(1, 3000);                       // out through a send chunk
+  PostPut(1, 3000);  // out through a send chunk
   std::string data;
   TcpHeader request = ReadHeader(requestsOfMine_, &data);
   EXPECT_EQ(request.bytes, 3000u);
@@ -267,7 +268,7 @@ TEST(TcpStaging, ChunksShrinkSoThatEveryPeerFitsTheBudget) {
     EXPECT_GT(peers * 4 * 4 * (chunk + 4096), o.stagingBytes) << peers;  // the most that fits
   }
   EXPECT_EQ(StagingChunkBytes(o, 100000), 4096u);  // the least, whatever the budget
-  o.chunkBytes = 12344;  // a chunk below the budget's stays what it was asked to be
+  o.chunkBytes = 12344;                            // a chunk below the budget's stays what it was asked to be
   EXPECT_EQ(StagingChunkBytes(o, 2), 12344u);
 }
 
@@ -369,7 +370,8 @@ TEST_P(TcpPeer, APeerThatNeverReadsItsAnswersCannotGrowOurMemory) {
   int idle = 0;
   while (sent < burst.size() && idle < 2000) {
     backend_->Progress(map_, &done_);
-    const ssize_t k = send(requestsOfTheirs_.get(), burst.data() + sent, burst.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t k =
+        send(requestsOfTheirs_.get(), burst.data() + sent, burst.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (k > 0) sent += static_cast<size_t>(k), idle = 0;
     else ++idle;
   }
@@ -380,7 +382,7 @@ TEST_P(TcpPeer, NothingLandsInAWindowDeregisteredMidPayload) {
   const uint64_t bytes = 1 << 20;
   SendRequest(Put(1, 0, bytes), std::string(bytes / 2, 'a'));
   ASSERT_TRUE(Run([&] { return map_.window[0] == 'a'; }));  // the first chunks landed
-  map_.live = false;                                         // the window goes away
+  map_.live = false;                                        // the window goes away
   const std::string rest(bytes / 2, 'b');
   ASSERT_EQ(send(requestsOfTheirs_.get(), rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
   const TcpHeader answer = ReadAnswer();

@@ -55,7 +55,8 @@ TEST(TcpMesh, AClaimWithoutTheRanksJoinKeyTakesNoPlace) {
   std::vector<Status> result(n);
   const auto start = Clock::now();
   std::thread one([&] {
-    result[1] = ConnectTcpPeers(secret, 1, remote[1], addresses, joinKeys, listeners[1].get(), kTimeoutMs, &out[1], &in[1]);
+    result[1] =
+        ConnectTcpPeers(secret, 1, remote[1], addresses, joinKeys, listeners[1].get(), kTimeoutMs, &out[1], &in[1]);
   });
   Impostor plain, forged;
   WireWriter old;
@@ -65,14 +66,15 @@ TEST(TcpMesh, AClaimWithoutTheRanksJoinKeyTakesNoPlace) {
   ASSERT_TRUE(RandomBytes(guess.bytes.data(), guess.bytes.size()).ok());
   Mac wrong;
   const int32_t zero = 0, target = 1;
-  ASSERT_TRUE(Hmac(guess, {Bytes("cco/1 gda-tcp join"), Bytes(&zero, sizeof(zero)), Bytes(&target, sizeof(target))},
-                   &wrong)
-                  .ok());
+  ASSERT_TRUE(
+      Hmac(guess, {Bytes("cco/1 gda-tcp join"), Bytes(&zero, sizeof(zero)), Bytes(&target, sizeof(target))}, &wrong)
+          .ok());
   WireWriter bad;
   bad.Put(kJoinMagic).Put(zero).Put(wrong);
   ASSERT_TRUE(forged.Claim(addresses[1], secret, bad.bytes()));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 1 has read both claims
-  result[0] = ConnectTcpPeers(secret, 0, remote[0], addresses, joinKeys, listeners[0].get(), kTimeoutMs, &out[0], &in[0]);
+  result[0] =
+      ConnectTcpPeers(secret, 0, remote[0], addresses, joinKeys, listeners[0].get(), kTimeoutMs, &out[0], &in[0]);
   one.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   ASSERT_TRUE(result[0].ok()) << result[0].message();

@@ -18,8 +18,8 @@ TcpHeader Put(uint64_t seq, uint64_t bytes) {
 
 TEST(TcpWire, RequestsInSequenceAndInBounds) {
   EXPECT_TRUE(CheckRequest(Put(1, 4096), 1, 0).ok());
-  EXPECT_FALSE(CheckRequest(Put(2, 4096), 1, 0).ok());                    // a skipped or replayed request
-  EXPECT_FALSE(CheckRequest(Put(1, kTcpMaxBytes + 1), 1, 0).ok());        // larger than any window
+  EXPECT_FALSE(CheckRequest(Put(2, 4096), 1, 0).ok());              // a skipped or replayed request
+  EXPECT_FALSE(CheckRequest(Put(1, kTcpMaxBytes + 1), 1, 0).ok());  // larger than any window
   TcpHeader h = Put(1, 8);
   h.magic ^= 1;
   EXPECT_FALSE(CheckRequest(h, 1, 0).ok());

@@ -455,9 +455,9 @@ TEST_F(VerbsFake, SignalAloneAndMarkers) {
 
 TEST_F(VerbsFake, RangesAreCheckedBeforeAnythingIsPosted) {
   MakeConnected("mlx5_1");
-  backend_->Post(Op(NetOpKind::kPut, 4000, 200, 1), targets_);      // past the peer's 4096 bytes
+  backend_->Post(Op(NetOpKind::kPut, 4000, 200, 1), targets_);  // past the peer's 4096 bytes
   NetOp unknown = Op(NetOpKind::kPut, 0, 8, 2);
-  unknown.window = 3;                                      // no key from the peer
+  unknown.window = 3;  // no key from the peer
   backend_->Post(unknown, targets_);
   NetOp local = Op(NetOpKind::kPut, 0, 8, 3);
   local.local = reinterpret_cast<uint64_t>(buffer_) + 4092;  // runs past the local window

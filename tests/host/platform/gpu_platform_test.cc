@@ -22,10 +22,10 @@
 namespace cco {
 namespace {
 
-#define ASSERT_OK(expr)                                                  \
-  do {                                                                   \
-    ::cco::Status status_ = (expr);                                      \
-    ASSERT_TRUE(status_.ok()) << #expr << " -> " << status_.message();   \
+#define ASSERT_OK(expr)                                                \
+  do {                                                                 \
+    ::cco::Status status_ = (expr);                                    \
+    ASSERT_TRUE(status_.ok()) << #expr << " -> " << status_.message(); \
   } while (0)
 
 const char* const kCudaLibraries[] = {"libcuda.so.1", nullptr};
@@ -246,8 +246,7 @@ void ExpectCudaSizeErrorNamesTheCall(Platform* platform, int device, size_t gran
 }
 
 // The platform, or a skip when the driver is missing here or sees no device.
-void CreateOrSkip(Status (*create)(Platform**), const char* const* libraries, Platform** platform,
-                  bool* skipped) {
+void CreateOrSkip(Status (*create)(Platform**), const char* const* libraries, Platform** platform, bool* skipped) {
   *skipped = true;
   if (!AnyLibraryLoads(libraries)) GTEST_SKIP() << libraries[0] << " is not installed here";
   Status status = create(platform);
@@ -330,8 +329,8 @@ struct FakeDriver {
   std::vector<std::pair<uint64_t, size_t>> freed;
   gpu::MemAllocationProp createdProp = {};
   bool failSetAccess = false;
-  bool refuseOffsets = false;  // a driver that maps only from a handle's first byte
-  bool ignoresOffsets = false; // one that says yes and maps from the first byte anyway
+  bool refuseOffsets = false;   // a driver that maps only from a handle's first byte
+  bool ignoresOffsets = false;  // one that says yes and maps from the first byte anyway
   int maps = 0;
   int unmaps = 0;
 };

@@ -24,13 +24,13 @@ using RankBody = std::function<int(int rank, int nRanks, const ccoUniqueId& id)>
 std::vector<int> RunRanksRaw(int nRanks, const RankBody& body, int timeoutSec);
 
 // In a child: report and fail the rank.
-#define RANK_CHECK(cond)                                                                        \
-  do {                                                                                          \
-    if (!(cond)) {                                                                              \
+#define RANK_CHECK(cond)                                                                              \
+  do {                                                                                                \
+    if (!(cond)) {                                                                                    \
       fprintf(stderr, "rank check failed at %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              ccoGetLastError());                                                               \
-      return 1;                                                                                 \
-    }                                                                                           \
+              ccoGetLastError());                                                                     \
+      return 1;                                                                                       \
+    }                                                                                                 \
   } while (0)
 
 #define RANK_OK(call) RANK_CHECK((call) == ccoSuccess)

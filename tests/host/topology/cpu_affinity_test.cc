@@ -28,8 +28,7 @@ class FakeSysfs {
  public:
   FakeSysfs() {
     const char* base = getenv("TEST_TMPDIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                          "/cco_fake_sysfs_XXXXXX";
+    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/cco_fake_sysfs_XXXXXX";
     if (mkdtemp(pattern.data()) != nullptr) root_ = pattern;
   }
   ~FakeSysfs() {
@@ -48,8 +47,7 @@ class FakeSysfs {
   }
 
   // A GPU's PCI directory; numaNode unset leaves the numa_node file out.
-  void AddGpu(const std::string& busId, std::optional<int> numaNode,
-              const std::string& localCpulist) {
+  void AddGpu(const std::string& busId, std::optional<int> numaNode, const std::string& localCpulist) {
     Write("bus/pci/devices/" + busId + "/local_cpulist", localCpulist + "\n");
     if (numaNode) Write("bus/pci/devices/" + busId + "/numa_node", std::to_string(*numaNode) + "\n");
   }
@@ -58,8 +56,7 @@ class FakeSysfs {
   // core i is CPUs first+i and first+cores+i.
   void AddSmtCores(int first, int cores) {
     for (int i = 0; i < cores; ++i) {
-      const std::string siblings =
-          std::to_string(first + i) + "," + std::to_string(first + cores + i) + "\n";
+      const std::string siblings = std::to_string(first + i) + "," + std::to_string(first + cores + i) + "\n";
       WriteSiblings(first + i, siblings);
       WriteSiblings(first + cores + i, siblings);
     }
@@ -71,8 +68,7 @@ class FakeSysfs {
   }
 
   void WriteSiblings(int cpu, const std::string& siblings) {
-    Write("devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list",
-          siblings);
+    Write("devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list", siblings);
   }
 
  private:
@@ -83,8 +79,8 @@ class CpuAffinityTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(sysfs_.root().empty()) << "mkdtemp failed"; }
 
-  CpuAffinityDecision Decide(const std::string& busId, const std::vector<std::string>& all,
-                             const CpuList& current, bool noSplit = false) {
+  CpuAffinityDecision Decide(const std::string& busId, const std::vector<std::string>& all, const CpuList& current,
+                             bool noSplit = false) {
     CpuAffinityQuery query;
     query.sysfsRoot = sysfs_.root();
     query.busId = busId;
@@ -128,8 +124,8 @@ TEST(CpuListTest, BlankTextIsTheEmptySet) {
 }
 
 TEST(CpuListTest, RejectsGarbage) {
-  for (const char* bad : {"a", "0-3,x", "1-", "-1", "3-1", "1,,2", "0,", ",0", "1 2", "0-7:2",
-                          "1.5", "99999999999", "0-4000000000"}) {
+  for (const char* bad :
+       {"a", "0-3,x", "1-", "-1", "3-1", "1,,2", "0,", ",0", "1 2", "0-7:2", "1.5", "99999999999", "0-4000000000"}) {
     CpuList cpus;
     Status status = ParseCpuList(bad, &cpus);
     EXPECT_FALSE(status.ok()) << '"' << bad << '"';
@@ -156,8 +152,8 @@ TEST(PciBusIdTest, Normalizes) {
   EXPECT_EQ(id, "0000:18:00.0");
   ASSERT_TRUE(NormalizePciBusId("10000:01:00.0", &id).ok());  // VMD domains have 5 digits
   EXPECT_EQ(id, "10000:01:00.0");
-  for (const char* bad : {"", "0000:18:00", "../../etc:00.0", "0000:18:00.0/..", "0000:1:00.0",
-                          "0000:18:00.0:1", "zzzz:18:00.0"}) {
+  for (const char* bad :
+       {"", "0000:18:00", "../../etc:00.0", "0000:18:00.0/..", "0000:1:00.0", "0000:18:00.0:1", "zzzz:18:00.0"}) {
     EXPECT_EQ(NormalizePciBusId(bad, &id).code(), ccoInvalidArgument) << '"' << bad << '"';
   }
 }
@@ -193,8 +189,7 @@ TEST_F(CpuAffinityTest, TwoGpusOnANodeSplitByPhysicalCore) {
 }
 
 TEST_F(CpuAffinityTest, FourGpusOnANodeGetOneWholeCoreEach) {
-  const std::vector<std::string> gpus = {"0000:18:00.0", "0000:2a:00.0", "0000:3b:00.0",
-                                         "0000:5d:00.0"};
+  const std::vector<std::string> gpus = {"0000:18:00.0", "0000:2a:00.0", "0000:3b:00.0", "0000:5d:00.0"};
   for (const std::string& gpu : gpus) sysfs_.AddGpu(gpu, 0, "0-7");
   sysfs_.AddSmtCores(0, 4);
   const std::vector<CpuList> expected = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
@@ -229,8 +224,7 @@ TEST_F(CpuAffinityTest, UnevenCoreCountsWithoutSmt) {
 }
 
 TEST_F(CpuAffinityTest, FewerCoresThanGpusBindsTheWholeNode) {
-  const std::vector<std::string> gpus = {"0000:18:00.0", "0000:2a:00.0", "0000:3b:00.0",
-                                         "0000:5d:00.0"};
+  const std::vector<std::string> gpus = {"0000:18:00.0", "0000:2a:00.0", "0000:3b:00.0", "0000:5d:00.0"};
   for (const std::string& gpu : gpus) sysfs_.AddGpu(gpu, 0, "0-3");
   sysfs_.AddSmtCores(0, 2);  // 4 CPUs but only 2 physical cores for 4 GPUs
   for (const std::string& gpu : gpus) {
@@ -260,8 +254,7 @@ TEST_F(CpuAffinityTest, NoOverlapWithTheCpusetLeavesAffinityAlone) {
   CpuAffinityDecision d = Decide("0000:18:00.0", {"0000:18:00.0"}, Range(8, 15));
   EXPECT_FALSE(d.bind);
   EXPECT_EQ(d.cpus, Range(8, 15));
-  EXPECT_NE(d.description.find("outside the allowed CPUs 8-15"), std::string::npos)
-      << d.description;
+  EXPECT_NE(d.description.find("outside the allowed CPUs 8-15"), std::string::npos) << d.description;
 }
 
 TEST_F(CpuAffinityTest, NoSplitBindsTheWholeGpuLocalSet) {
@@ -282,15 +275,13 @@ TEST_F(CpuAffinityTest, EachGpuSharesOnlyWithItsOwnNode) {
   sysfs_.AddGpu("0000:af:00.0", 1, "8-15");
   sysfs_.AddSmtCores(0, 4);
   sysfs_.AddSmtCores(8, 4);  // cores (8,12) (9,13) (10,14) (11,15)
-  const std::vector<std::string> all = {"0000:af:00.0", "0000:86:00.0", "0000:3b:00.0",
-                                        "0000:18:00.0"};
+  const std::vector<std::string> all = {"0000:af:00.0", "0000:86:00.0", "0000:3b:00.0", "0000:18:00.0"};
   EXPECT_EQ(Decide("0000:18:00.0", all, Range(0, 15)).cpus, (CpuList{0, 1, 4, 5}));
   EXPECT_EQ(Decide("0000:3b:00.0", all, Range(0, 15)).cpus, (CpuList{2, 3, 6, 7}));
   EXPECT_EQ(Decide("0000:86:00.0", all, Range(0, 15)).cpus, (CpuList{8, 9, 12, 13}));
   CpuAffinityDecision last = Decide("0000:af:00.0", all, Range(0, 15));
   EXPECT_EQ(last.cpus, (CpuList{10, 11, 14, 15}));
-  EXPECT_NE(last.description.find("NUMA node 1, GPU 2 of 2"), std::string::npos)
-      << last.description;
+  EXPECT_NE(last.description.find("NUMA node 1, GPU 2 of 2"), std::string::npos) << last.description;
 }
 
 TEST_F(CpuAffinityTest, WithoutNumaNodesIdenticalLocalCpusFormANode) {
