@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pytest` run from a checkout (Bazel runs each test file on its own and never reads this file).
 
 The package comes from bindings/python, unless PYTHONPATH names an installed one (the GPU machine

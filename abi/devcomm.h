@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the device communicator.
  *
  * ccoDevCommCreate fills one ccoDevComm on the host and copies it to device memory; a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: enumerations shared by the host SDK, the device library and the ABI table.
  *
  * tools/abi/gen_abi.py reads this file to put the enums into abi/cco_abi_table.json,

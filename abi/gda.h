@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the GDA proxy provider's device-host contract: which rings a device
  * communicator has (one per context and connected peer, each a ring of abi/ring.h), how
  * world ranks map to ring slots for each connection type, and where signal words live.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the proxy ring, the one layout through which a device hands work to the host
  * proxy: GDA's rings (abi/gda.h) and SDMA's (abi/sdma.h) are both of it. The device library
  * (producer) and the host proxy (consumer) compile this header; plain C, freestanding, no

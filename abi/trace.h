@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the device-side trace, a bounded buffer of what device calls did and when.
  *
  * A device communicator made with tracing on (CCO_TRACE) carries the device address of one

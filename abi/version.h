@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: version and magic numbers shared by the host SDK and the device library.
  *
  * Plain C, freestanding: compiled for the host, nvptx and amdgcn alike.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the device view of a registered window.
  *
  * A window handle (ccoWindow_t) is the device address of one ccoWindowDevice, filled by

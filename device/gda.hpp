@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/gda.hpp - GPU-initiated one-sided communication --*- C++ -*-===//
 //
 // ccoGda<Provider, Mode>: puts, put_value, gets and signals to world ranks through one GDA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/gda_direct.hpp - GDA's direct path to LSA peers --*- C++ -*-===//
 //
 // A sender whose target is in its LSA team can reach the target's memory with its own

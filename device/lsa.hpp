@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/lsa.hpp - LSA: peers' memory by load/store -------*- C++ -*-===//
 //
 // Every LSA rank maps its peers' slices of the communicator's flat virtual range, so a

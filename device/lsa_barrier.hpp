@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/lsa_barrier.hpp - barriers among an LSA team -----*- C++ -*-===//
 //
 // ccoLsaBarrierSession<Coop>: barrier `index` of a device communicator, among the ranks

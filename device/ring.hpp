@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/ring.hpp - the producer side of a proxy ring -----*- C++ -*-===//
 //
 // Posting into one ring of abi/ring.h, GDA's and SDMA's alike: reserve a ticket once its

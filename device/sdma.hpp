@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/sdma.hpp - copy-engine transfers with signals ----*- C++ -*-===//
 //
 // ccoSdma: puts and gets between the LSA ranks of a device communicator, carried out by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/team.hpp - teams: logical subsets of ranks -------*- C++ -*-===//
 //
 // Device code addresses peers through teams instead of hard-coding the topology

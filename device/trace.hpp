@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/trace.hpp - the device API's trace points --------*- C++ -*-===//
 //
 // Where a device communicator traces (ccoDevComm.trace != 0, abi/trace.h), the device API

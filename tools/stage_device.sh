@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds here what the GPU machine runs, into stage/ (git-ignored; pass it in `carry`):
 #   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
 #   stage/bin/*              host test binaries that run on the real driver, the tcp benchmark, vmm_probe,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/amdgcn.h - AMD implementation of arch.h -----*- C++ -*-===//
 //
 // Freestanding: clang's __builtin_amdgcn_* and __hip_atomic_* builtins, which LLVM 19

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/host.h - host implementation of arch.h ------*- C++ -*-===//
 //
 // The device API compiled for the CPU: each host thread is a block of one thread in a

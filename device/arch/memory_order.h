@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/memory_order.h - order and scope tags -------*- C++ -*-===//
 //
 // Memory order and scope are types, not values (as in desul): a wrong combination

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/nvptx.h - NVIDIA implementation of arch.h ---*- C++ -*-===//
 //
 // Inline PTX throughout (clang and nvcc accept it; clang's __nvvm builtins are clang's

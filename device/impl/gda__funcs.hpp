@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/impl/gda__funcs.hpp - the bodies of the GDA API --*- C++ -*-===//
 //
 // The definitions of what device/gda.hpp declares (its contract comments say what each call

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/impl/gda__types.hpp - the types of the GDA API ---*- C++ -*-===//
 //
 // What device/gda.hpp declares its handles with: the provider tag, the doorbell modes as

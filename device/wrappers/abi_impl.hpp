@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/wrappers/abi_impl.hpp - bodies of the ABI wrappers -*- C++ -*-===//
 //
 // One function per IMPL named in abi/functions.list, taking the ABI's scalar arguments

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU-initiated put + signal / wait with the header-only C++ device API (ccoGda,
 // device/gda.hpp), mirroring the guide's cpp/02_gda_put: each rank puts rank*1000+i into the
 // next rank's window with a signal, waits for the signal of the previous rank, checks the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the C++ examples (and tools/perf's probes) share: CHECK_CCO, joining the job that
 // `python -m cco.launch -n N ./program` started, which hands each process CCO_RANK,
 // CCO_WORLD_SIZE and CCO_UNIQUE_ID (the id as 256 hex digits), the rank's GPU, and the error

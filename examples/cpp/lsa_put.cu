@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Intra-node LSA put with the header-only C++ device API (device/cco_device.hpp) and
 // the C host API (cco.h): each rank writes lsaRank*1000+i into the next rank's window, the
 // ranks meet at LSA barriers of every coop scope, and each rank checks what it received.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Copy-engine puts and gets with the header-only C++ device API (ccoSdma, device/sdma.hpp):
 // each rank puts lsaRank*1000+i into the next LSA rank's window, once by window and offset and
 // once on resolved pointers (ccoGetLsaPeerPtr), waits for both signals, gets the previous

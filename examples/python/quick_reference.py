@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's Quick Reference, runnable: its lines unchanged except `from mori.cco` -> `from cco`.
 
 The guide's snippet assumes three names from its surroundings: `rank`, `nranks` and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A one-shot all-reduce in Triton for 2-8 ranks: every rank reads every peer's buffer
 through LSA peer pointers, sums, and writes its own result (cco_tools.perf.kernels.lsa has the
 kernel: two LSA barriers around the reads, one barrier per program).

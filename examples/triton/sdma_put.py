@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SDMA from Triton (the guide's "Triton SDMA put between 2 GPUs"): each rank puts a chunk of
 its window into the next rank's window on every queue, with a signal, and gets a chunk of the
 previous rank's window; it waits for its pools (the signal from the left rank on each queue,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device ABI contract, checked on the built artifacts.
 
 - the committed ABI table equals the one generated from abi/functions.list now;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every field of every struct that crosses the kernel boundary, for the cross-target
 // layout comparison (tests/abi/layout_test.py). A field added to abi/ without a line here
 // makes the size check below fail, because the listed sizes no longer add up.

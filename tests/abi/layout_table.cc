@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The layout of the ABI structs as one table of numbers, compiled for every target:
 // {offset, size} per field of CCO_LAYOUT_FIELDS, then {size, alignment} per struct.
 // Host: printed by layout_table_host (this file with -DCCO_LAYOUT_MAIN); devices: read

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The code each target generates for the arch layer (tests/arch/arch_probe.cc).
 
 Every (operation, order, scope, width) probe function is found by name in the assembly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One exported function per arch-layer operation x order x scope x width, so the code
 // generated for each can be found by name in the target's assembly and checked
 // (tests/arch/arch_codegen_test.py).

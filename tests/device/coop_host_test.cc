@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // worst_status (device/coop.hpp) with host threads standing in for a group's threads: every
 // thread gets the worst status any thread passed, and they all vote the same number of
 // times (a thread that voted less would leave the others waiting at the group's barrier).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fail-bounded, with ranks as processes on the cpu platform: one rank is SIGKILLed at each
 // phase of a communicator's life (creation, a window's registration, a device communicator's
 // creation, inside a device wait on a GDA signal (local and tcp), an LSA barrier, an SDMA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GDA device API compiled for the host and run by ranks that are threads of one process,
 // over real communicators on the cpu platform: the device posts into the rings, each
 // communicator's proxy moves the bytes (the local backend) and applies signals on the target

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cells of the GDA matrix, shared by the thread-rank test (gda_matrix_host_test) and the
 // process ranks in network namespaces (tests/host/net): doorbell mode x operation (put, put_value,
 // get, signal) x signal action (none, INC, ADD) x (coop, thread mode). In every cell each rank

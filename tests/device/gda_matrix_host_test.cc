@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GDA matrix on the CPU (gda_matrix_cells.h) on every connection type: FULL, CROSSNODE and
 // RAIL on 2 to 8 ranks split into 2 to 4 virtual nodes, through the local backend, and through
 // tcp between nodes (CCO_NET=tcp); peers of one node by the direct path (the default) and, in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GDA device API with ranks as processes on the cpu platform: the rings, windows and
 // signal words cross process boundaries (sealed memfds), as they do between GPU processes.
 // Exact data over many rounds and sizes on FULL and CROSSNODE connections, and a peer that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ranks as threads of one process for the GDA and SDMA host tests: each with a communicator
 // on the cpu platform, a window and a device communicator (GDA: 2 contexts, 2 barriers;
 // SDMA queues when asked), and the helpers their bodies share.

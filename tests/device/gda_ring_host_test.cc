@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy ring on the CPU: the device producer (device/ring.hpp, compiled for the host:
 // each thread a one-lane warp) against the proxy's consumer (host/src/proxy/ring_consumer):
 // 1 to 64 producers in every doorbell mode and mixed on one ring, depths from 1 to 256, out of

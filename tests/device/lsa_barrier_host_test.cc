@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The device LSA barrier compiled for the host (device/arch/host.h) and run by ranks that
 // are threads of one process, over real communicators on the cpu platform: the same
 // epochs, inboxes and peer addressing a GPU kernel uses.

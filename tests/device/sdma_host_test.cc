@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SDMA on the CPU: the device API compiled for the host, ranks as threads of one process on
 // the cpu platform, the proxy running each queue on a stream of its own (memcpy here). Exact
 // data and pool counts for put and get in every coop with and without signals, the LOCAL

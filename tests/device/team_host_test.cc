@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Teams (device/team.hpp) on the host: every member of every team of every rank maps to
 // the right world rank, for devcomms that ccoDevCommCreate filled with the host split
 // into "nodes" (CCO_TEST_NODES_PER_HOST), ranks as threads of this process.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The device-side trace on the CPU (abi/trace.h, device/trace.hpp, comm/devcomm_trace.h): the
 // device API compiled for the host, ranks as threads of one process on the cpu platform, GDA
 // through the local backend and through tcp, SDMA, the GDA and LSA barriers and a kernel's own

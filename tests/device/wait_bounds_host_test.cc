@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every device wait is bounded, and an abort ends every wait (ranks as threads on the cpu
 // platform, the device API compiled for the host):
 //   - a wait whose call gives no timeout ends at the device communicator's bound

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """FlyDSL (PyPI flydsl==0.4.2, no GPU: COMPILE_ONLY=1) compiles kernels that call the CCO
 device API through cco.device.flydsl for gfx942 and gfx950, linking the code-object-v6
 bitcode: every function of the ABI table, and the guide's put example through the handles.

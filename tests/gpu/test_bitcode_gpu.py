@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The foundation's GPU check: a Triton kernel links the sm_90 bitcode, calls cco_lsa_ptr
 and cco_devcomm_* on a window and a devcomm filled by hand in device memory (no host
 SDK involved), writes through the computed pointers, and the host verifies every value."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fail-bounded on the GPU (the phases of tests/device/fail_bounded_test.cc, with the waits in
 Triton kernels): one rank process is SIGKILLed inside ccoCommCreate, a window's registration,
 ccoDevCommCreate or ccoDevCommDestroy, or while the survivors' kernels wait on its GDA signal,

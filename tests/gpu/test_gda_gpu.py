@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDA on the GPU through Triton, the proxy and its local backend: a put with a signal around
 a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
 (round-trip times printed, not asserted: `cco perf` reports figures); puts a warp or block

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops on the GPU: every operator against its torch reference with 1, 2 and 4 ranks as
 processes (on one GPU they share it under MPS, as tests/gpu/run_all.sh runs them), bf16 and
 fp16 (fp8 e4m3 where the GPU has it), shapes that are and are not multiples of the tiles,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device-side trace on the GPU (docs/trace.md): two ranks as threads on GPU 0, GDA through
 the proxy (the direct path off, so that every post has the proxy's stamps).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The guide's C++ header pair as a C++ caller uses it: cco/cco_scale_out.hpp (which pulls in
 // cco/cco.hpp) compiles on its own, the size-only ccoWindowRegister allocates and registers,
 // and ccoGetLsaPeerPtr finds this rank's copy of the window (cpu platform: device memory is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ctypes layer of cco against the C side: declarations, struct layouts, constants, errors.
 
 One process, no communicator: what is checked here is that the Python mirrors say what

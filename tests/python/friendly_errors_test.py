@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Mistakes a user makes say what is wrong, and the examples say it without a traceback: a
 malformed or incomplete launcher environment, a launcher whose Python side is missing, a GPU
 example on a machine without torch, a missing libcco.so, sizes that do not fit."""

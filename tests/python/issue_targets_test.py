@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tools/perf/issue_targets.py on reports written here: each target met, missed or not
 measured as its figures say, the report made on more GPUs preferred, n/a and NaN figures
 never taken for measurements."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops on the CPU: the host-side operand checks, the workspace layouts and per-call
 tables, and the tables driven through a model of each kernel's loops (numpy, tile by tile,
 the same index arithmetic as the Triton code) against the torch reference semantics: every

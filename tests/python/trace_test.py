@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device-side trace from Python and the command line, on the cpu platform: `cco perf
 --trace DIR` writes a trace per rank (the tcp suite's pair of processes, GDA through the proxy
 over tcp and over the local backend), each file and their merge are what Perfetto takes

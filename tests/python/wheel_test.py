@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The wheel: installed into an empty folder (no checkout on the path), it carries the
 binding (cco) with the host library, every bitcode variant, the ABI table, the headers and the
 JIT sources, and the `cco` command (cco_tools), which runs `cco info` and `cco perf` on the

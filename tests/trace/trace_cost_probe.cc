@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the device API's trace points cost, counted in instructions on the host arch: the same
 // calls built with the trace points compiled in (tracing off or on at run time) and built with
 // -DCCO_DEVICE_TRACE=0. trace_cost_test.py runs it under callgrind, which counts the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Triton kernels that call the CCO device API, shared by the AOT tests (CPU) and the
 GPU tests. `every_function` calls every function of the ABI table once; `get_then_flush` and
 `matrix_cell` are the GPU GDA tests' (tests/gpu/test_gda_gpu.py), compiled in CI here."""

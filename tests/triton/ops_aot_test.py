@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops's kernels compiled (PyPI Triton, no GPU) for every target the bitcode has: each
 operator's kernel for sm_90, sm_100, gfx942 and gfx950, the CCO calls fully inlined, the
 flags' system-scope release / acquire in the code, and on NVIDIA the GEMM core's main loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a block-wide LSA barrier round costs with each way of releasing it: two ranks, one
 // kernel each (a block of 4 warps), rounds of "arrive: store the round into the peer's inbox;
 // wait: poll this rank's own inbox for the peer's round", every variant on the same memory:

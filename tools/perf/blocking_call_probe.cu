@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which driver calls a proxy thread may make while a kernel of the same context waits for it.
 //   blocking_call_probe              every call below, in turn
 //   blocking_call_probe first-copy   only the process's first copies (odd-sized, through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the GDA proxy's copies cost per operation: the host time to queue one copy on a
 // stream and the time per copy once queued, for the ways a proxy can queue a run of puts.
 //   copy_enqueue_probe [size_KiB=1024] [count=200] [plain]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a GDA round trip's microseconds go: two ranks bounce a signal, one kernel each,
 // and every rank times its posts and its waits (SM cycles) apart, for
 //   thread / block    ccoGda::signal + wait_signal with ccoCoopThread / ccoCoopBlock (128),

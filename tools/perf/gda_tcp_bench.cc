@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's benchmark, with its anchors measured by the same two processes between
 // the same endpoints (tools/perf/tcp_bench.py runs it, in two network namespaces or on
 // loopback, on the cpu platform):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NVSHMEM anchor for `cco perf` (the peer we measure against, never a dependency of
 // libcco): built on the GPU machine with its nvcc and the NVSHMEM of its Python
 // environment, run as 2 PEs (processes) under MPS with the unique-id bootstrap:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy ring's doorbell on a GPU (device/ring.hpp Doorbell): many warps ring one ring at
 // once, and the chain of marks the proxy follows must reach the device maximum; and what one
 // ring costs the thread that rings, against the ways it could be done.

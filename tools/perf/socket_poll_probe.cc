@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a round trip over loopback TCP costs with each way a receiver can wait for bytes, and
 // what the calls a spinning proxy makes cost when they find nothing: the floor under the tcp
 // backend's round trip (net/tcp_backend.cc), measured on the machine that runs it.

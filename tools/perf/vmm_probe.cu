@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What CUDA's VMM calls cost on this GPU: the figures behind ccoWindowRegister's budget.
 // One process stands in for 8 ranks of one GPU: each "peer" is an export/import of a
 // fresh allocation, mapped at its own place in one reservation, as registration does.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Test rules of the project's shapes: py_pytest (a pytest file run by the project's Python) and
 cco_cc_test (a GoogleTest file against the host library's internals)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every CCO_*/MORI_* name the sources read is in cco._env.KNOWN, which `cco doctor` uses to
 name variables set by mistake: a variable added without its entry fails here, not silently in
 a user's doctor run. Run from the repository root (.ci/run)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The tree keeps its style: `style_check.sh cxx` runs clang-format 19 (.clang-format) over every
 # C, C++ and CUDA file git tracks, `style_check.sh python` runs ruff (pyproject.toml) over the
 # Python. Each names the files that differ and fails; tools/setup installs both tools. Another

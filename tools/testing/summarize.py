@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Counts test cases from one `bazel test` run: its console output names the targets it
 ran (and their status), their test.xml files hold the cases.
 

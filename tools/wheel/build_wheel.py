@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Builds the cco wheel: the Python packages (cco, the binding, with libcco.so, every bitcode
 variant and its manifest, the ABI table, the public headers, a pkg-config file, and the device
 sources the JIT build compiles; cco_tools, the `cco` command and its benchmark).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco: the host API of CCO (communicators, symmetric memory, windows, device communicators).
 
     from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Environment variables: CCO_* names, with the guide's MORI_* spellings as aliases."""
 
 import os

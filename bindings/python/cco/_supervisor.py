@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Rank processes started together and waited for together: `cco.launch` runs its ranks here,
 and so does the `cco perf` benchmark (its own rank processes and the helpers of its suites).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO host API: communicators, symmetric memory, windows and the device communicator.
  *
  * Plain C with a stable ABI. Every call returns a ccoResult_t; on failure,

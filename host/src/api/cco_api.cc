@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C entry points of cco.h: argument checks, the communicator lookup and lock, then
 // the work in comm/. Every path returns a ccoResult_t and leaves a detail for
 // ccoGetLastError; nothing here throws, exits or aborts.

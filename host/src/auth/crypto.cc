@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "auth/crypto.h"
 
 #include <errno.h>

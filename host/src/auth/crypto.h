@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cryptography CCO uses, none of it its own: HMAC-SHA-256 and a constant-time
 // comparison from OpenSSL's libcrypto (loaded with dlopen, so libcco.so links nothing
 // extra), random bytes from the kernel's CSPRNG (getrandom).

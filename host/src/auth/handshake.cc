@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "auth/handshake.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/acceptor.h"
 
 #include <errno.h>

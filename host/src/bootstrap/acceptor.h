@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The server side of every CCO listener (rendezvous root, hub, descriptor mesh): it never
 // waits on one connection. Each accepted connection gets the server half of the
 // handshake (auth/handshake.h) and must then send one frame that says who it is, all

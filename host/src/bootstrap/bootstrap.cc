@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/bootstrap.h"
 
 #include <errno.h>

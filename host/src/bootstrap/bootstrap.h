@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host-side collectives of one communicator, through a hub: every rank keeps one
 // authenticated connection to rank 0, which gathers each call's contributions and answers
 // everyone. What rank 0 answers is as small as each call allows: Agree and Barrier answer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/fd_mesh.h"
 
 #include <errno.h>

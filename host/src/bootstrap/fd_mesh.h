@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // File descriptors between the processes of one LSA team: a mesh of authenticated Unix
 // sockets (abstract namespace, random names, one connection per pair of ranks in different
 // processes) over which each rank hands its peers the descriptor of a physical allocation

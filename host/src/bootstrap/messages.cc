@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/messages.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap's messages and their encodings, apart from the I/O so that each decoder
 // can be fuzzed on its own. Every decoder reads through bounds-checked WireReader calls,
 // refuses trailing bytes, and bounds every string and count it reads.

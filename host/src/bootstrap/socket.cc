@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/socket.h"
 
 #include <arpa/inet.h>

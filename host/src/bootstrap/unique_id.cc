@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/unique_id.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Agreement between the ranks of a communicator on a collective call: every rank reports
 // how its part went, with a value (a proposal) when the call needs the ranks to match.
 #ifndef CCO_HOST_COMM_AGREE_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Creation, agreement, abort and destruction of a communicator.
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ccoComm: one communicator's state, and the operations the C API runs on it.
 //
 // Locking: `mu` serialises the calls on one communicator (different communicators run

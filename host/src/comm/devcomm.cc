@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ccoDevCommCreate / ccoDevCommDestroy: the resources (a carve of the communicator's pool,
 // comm/resource_pool.h, or a window of their own), the device copy of ccoDevComm (apart from
 // them, in this rank's own descriptor memory: peers write into the resources, and nothing a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/devcomm_layout.h"
 
 #include <string.h>

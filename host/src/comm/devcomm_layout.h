@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a device communicator's resources sit, from where they start. Every rank
 // computes the same layout from the same requirements, so a peer's inbox is at the same
 // offset in every rank's copy. Peers write into them: they hold counts and epochs only,

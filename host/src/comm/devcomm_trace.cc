@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/devcomm_trace.h"
 
 #include <errno.h>

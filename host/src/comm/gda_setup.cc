@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/gda_setup.h"
 
 #include "comm/agree.h"

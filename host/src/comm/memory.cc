@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ccoMemAlloc / ccoMemFree: this rank's own memory in its slice (local calls).
 #include "comm/communicator.h"
 #include "common/phase_trace.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/net_setup.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/rank_exchange.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/resource_pool.h"
 
 namespace cco {

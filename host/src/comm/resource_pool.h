@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicator's resource pool: one allocation, registered as a window while the
 // communicator is created, that device communicators' resources (barrier inboxes, signal
 // words, counters, shadows) are carved from. ccoDevCommCreate then allocates, exports, imports

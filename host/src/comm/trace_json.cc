@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/trace_json.h"
 
 #include <stdio.h>

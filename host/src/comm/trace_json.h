@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A device communicator's trace as a Chrome trace-event JSON file (the JSON object form:
 // {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {"cco": {...}}}), which
 // Perfetto and chrome://tracing open. One process per rank (pid = rank), named "rank R";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Windows: registration maps every host peer's copy of the window's granules into the peer's
 // slice of this rank's flat range (the LSA team's slices are consecutive in it; peers of the
 // host's other virtual nodes are there for the GDA proxy), and publishes a device descriptor.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The windows of one communicator: the one table that registration fills, deregistration
 // empties, the C API reads, and the proxy asks about (WindowLookup) from its own thread.
 //

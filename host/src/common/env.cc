@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/env.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/fd_table.h"
 
 #include <dirent.h>

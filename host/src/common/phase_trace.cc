@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/phase_trace.h"
 
 #include <stdio.h>

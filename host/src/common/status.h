@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Status: a ccoResult_t and the sentence that explains it. Internal functions return a
 // Status; the C entry points turn it into a result and the thread's last-error detail.
 #ifndef CCO_HOST_COMMON_STATUS_H_

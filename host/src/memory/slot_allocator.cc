@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "memory/slot_allocator.h"
 
 namespace cco {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy's network backends: how a GDA operation reaches a rank of another node, and how
 // the operations of such ranks land in this rank's memory.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/staging.h"
 
 #include "common/text.h"

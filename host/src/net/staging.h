@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host memory between the network and device memory, for the proxy's network backends.
 //
 // Bytes leave device memory through a copy into a pinned chunk and arrive through a copy out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's connections, reading and writing, and the initiator's side; the target's
 // side (requests in, answers out) is in tcp_target.cc.
 #include "net/tcp_backend.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend (net/backend.h): GDA between ranks of different hosts over TCP, on the
 // connections of net/tcp_mesh.h, with the protocol of net/tcp_wire.h.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's state of one peer (private to net/tcp_*.cc): its two sockets, the bytes
 // on their way out and in, the initiator's requests awaiting answers and the target's
 // answers owed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/tcp_mesh.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's protocol: fixed 80-byte headers, each possibly followed by payload, on
 // one connection per ordered pair of ranks. The rank that connected (the initiator) sends
 // requests; the rank that accepted (the target) answers them, in order.

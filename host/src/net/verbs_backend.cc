@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/verbs_backend.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The verbs backend (net/backend.h): GDA between hosts over RDMA (rdma-core, loaded at run
 // time: net/verbs_api.h). One RC queue pair per (lane, peer), lanes = GDA contexts modulo
 // VerbsOptions::lanes; every window registered with the NIC (dma-buf for GPU memory where the

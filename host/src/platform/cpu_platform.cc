@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cpu platform: host memory stands in for device memory, so the whole host SDK runs
 // on machines without a GPU (CI, laptops). Physical memory is a memfd; a file descriptor
 // is the shareable handle itself, so the cross-process path is the real one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CUDA platform: GpuVmmPlatform over libcuda.so.1, loaded with dlopen. No CUDA header
 // is included; the types below are cuda.h's, as the driver's ABI fixes them.
 #include <stdint.h>

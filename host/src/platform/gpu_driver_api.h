@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU driver calls the virtual-memory platform is built from, as a table of entry
 // points. CUDA and HIP fill it from their libraries (cuda_platform.cc, hip_platform.cc);
 // GpuVmmPlatform holds every piece of logic on top of it. The table speaks CUDA's shapes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "platform/gpu_vmm_platform.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Platform of a GPU with driver virtual-memory management (CUDA, HIP), written once
 // over a GpuDriverApi table: reservations, physical allocations shared as POSIX file
 // descriptors, mappings with device access, synchronous copies and fills, host-mapped and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "platform/memfd.h"
 
 #include <errno.h>

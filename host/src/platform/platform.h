@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Platform: the memory a communicator is made of, behind one interface.
 //
 //   cuda  libcuda.so.1 (dlopen), driver virtual-memory management

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A GDA descriptor for a rank of this host: checked, its windows resolved and bounded, then
 // its copy and its signal word queued on the proxy's stream; a marker's counter behind them.
 #include <stdio.h>

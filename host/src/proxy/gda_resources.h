@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one device communicator's GDA needs on the host: the rings (abi/gda.h), where the
 // signal and counter words sit, and the proxy's running sums. Made collectively with the
 // device communicator (comm/gda_setup.h), freed locally.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ranks lost, and the communicator's failure: a host peer whose process ended (its
 // descriptor-mesh socket hangs up), or a network peer the backend gave up on. Every ring to a
 // lost rank fails, now and in device communicators attached later; the first loss fails the

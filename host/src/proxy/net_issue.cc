@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A GDA descriptor for a rank the network backend serves: handed to the backend, its ring
 // slot held until the backend reports it done at the target, and the completions applied.
 #include <stdio.h>

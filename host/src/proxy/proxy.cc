@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/proxy.h"
 
 #include <poll.h>

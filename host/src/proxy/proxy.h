@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy of one communicator: a progress thread that consumes the GDA and SDMA rings of
 // every device communicator attached to it, moves the bytes through a backend and applies
 // signals and counters after the data (abi/gda.h has the ring; this file the work).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The consumer side of one GDA ring (abi/ring.h, the producer is device/ring.hpp): follows
 // the doorbell's chain of marks, hands out released, complete descriptors in ticket order, and
 // tracks the prefix of tickets whose work is done (work may finish out of order). Publishing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/ring_set.h"
 
 #include "platform/platform.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory of a set of proxy rings (abi/gda.h), as GDA and SDMA both use it: descriptors
 // and host-side words in one host-mapped block, device-side words in device memory, one
 // consumer per ring, and a staging word per ring slot (a copy source for put_value that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An SDMA descriptor: both ends checked against the live windows, then a copy on its queue's
 // stream and the pool slots it counts in.
 #include <stdio.h>

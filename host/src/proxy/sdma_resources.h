@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one device communicator's SDMA needs on the host (abi/sdma.h): a ring per (LSA peer,
 // queue), a copy-engine stream per queue, where the signal pools sit, and the proxy's running
 // counts. Made with the device communicator when SDMA is enabled (comm/sdma_setup.h); freed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "topology/cpu_affinity.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU affinity at communicator creation: the calling thread is pinned to the CPUs near its
 // GPU before the bootstrap and any worker thread start, so those threads inherit the binding.
 //

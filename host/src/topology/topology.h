@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Who is where: nodes, the LSA team, and the teams of ccoDevComm, from what every rank
 // reported at creation. Pure functions of their inputs, so every rank computes the same.
 #ifndef CCO_HOST_TOPOLOGY_TOPOLOGY_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bad input and misbehaving ranks: each is a clear error on every rank that is affected,
 // and nothing hangs (CCO_TIMEOUT_MS is short here; RunRanks kills a rank that hangs).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory safety and integrity of the host SDK: abort racing destroy, peers' unterminated
 // strings, memory descriptors a peer could truncate, windows over allocations that differ
 // between ranks or that would expose more than the window, slice sizes and timeouts that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The security layer on its own: HMAC-SHA-256 against RFC 4231, the handshake (good and
 // wrong secrets, replays, other purposes), authenticated frames (tampering, replay,
 // reordering, bounds that hold before any allocation, descriptors), the acceptor (strangers,

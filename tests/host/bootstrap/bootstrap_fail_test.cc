@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bootstrap failures that must be said at once rather than at CCO_TIMEOUT_MS (internal API,
 // one process): a rank whose rank 0 is gone after the rendezvous (its hub refuses the
 // connection) learns it at once, with a message that says so. And what unused unique ids

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile peers against real jobs (ranks as processes, cpu platform, loopback only): while
 // a job is being created, an attacker process finds every socket rank 0 listens on (the
 // rendezvous root, the hub, the descriptor mesh) through /proc and attacks it as a process

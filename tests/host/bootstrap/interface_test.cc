@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap's interface choice (bootstrap/interface.h): CCO_SOCKET_IFNAME's matching, and
 // loopback only when asked or when nothing else is up.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The unique id's encoding (bootstrap/unique_id.h): a round trip, corruption anywhere refused,
 // fresh secrets, and the public tag derived from a secret.
 #include <arpa/inet.h>

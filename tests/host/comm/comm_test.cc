@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Communicators, symmetric memory and windows on the cpu platform, with ranks as real
 // processes: creation and queries, peer writes read back exactly in the peer process,
 // host barriers, many windows, the allocate-and-register form.

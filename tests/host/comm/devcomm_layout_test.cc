@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The device communicator's resource window layout and requirements (comm/devcomm_layout.h):
 // regions disjoint and aligned, and requirements of an older header completed.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The device communicator on the cpu platform: the struct ccoDevCommCreate fills, its
 // device copy, the resource window's layout as peers see it, and requirement checks.
 #include <gtest/gtest.h>

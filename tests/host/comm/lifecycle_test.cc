@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lifecycles: 200 create/destroy cycles leave no descriptor, mapping, thread or memory
 // behind; communicators created and driven from many threads at once; ranks that share
 // one process; abort wakes a blocked call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicator's one window table (comm/window_table.h): what the proxy's questions
 // (WindowLookup) answer, and that they stay safe while the communicator's calls add and remove
 // windows on another thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The descriptor table's headroom (common/fd_table.h): grown before a collective call needs it,
 // left alone when there is room.
 #include <fcntl.h>

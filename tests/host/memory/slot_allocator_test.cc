@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The slot allocator (memory/slot_allocator.h): first fit, rounding to the granule, merging
 // freed neighbours, refusing what does not fit.
 #include <gtest/gtest.h>

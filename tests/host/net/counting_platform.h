@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A platform that forwards every call to another and counts what went through it: the pinned
 // host allocations (count and bytes), and every call a GPU driver may make wait for running
 // kernels (allocations, stream creation, frees: tools/perf/blocking_call_probe.cu), which a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One rank of the network tests (netns_test.py runs each in a network namespace of its own,
 // a "host" with CCO_HOSTID set, on the cpu platform). Rank 0 mints the unique id and leaves
 // it in $CCO_TEST_ID_FILE; the others wait for the file, bounded.

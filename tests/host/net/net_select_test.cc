@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which network backend GDA gets (comm/net_setup.h, net/select.h), with ranks as threads on
 // the cpu platform in two virtual nodes: an explicit CCO_NET=verbs on machines without an RDMA
 // device fails, naming the ranks and the reason, instead of falling back; a malformed CCO_NET

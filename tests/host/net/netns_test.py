@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDA across hosts through the tcp backend: every "host" is a network namespace this test
 creates (joined to the others by veth pairs on a bridge in a namespace of its own, with
 addresses assigned inside those namespaces only), its ranks processes on the cpu platform

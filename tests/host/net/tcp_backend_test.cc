@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend against a peer the test plays by hand (raw sockets on loopback, the
 // protocol of net/tcp_wire.h): what an authenticated but misbehaving or unlucky peer can and
 // cannot make this rank do. The backend runs on the cpu platform; its map is one window and

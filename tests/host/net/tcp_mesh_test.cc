@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GDA tcp mesh's connections against an id holder who is no rank (internal API, threads
 // of one process on loopback): it completes the handshake (it holds the secret) and claims a
 // rank before the honest rank connects. Its claim must be dropped (it cannot prove the rank's

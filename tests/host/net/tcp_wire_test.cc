@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's header checks (net/tcp_wire.h): every field a peer sends is bounded before
 // the backend acts on it, whatever the bytes.
 #include <gtest/gtest.h>

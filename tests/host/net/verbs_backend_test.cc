@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The verbs backend against a fake rdma-core: a VerbsApi table of fakes and a context whose
 // ops capture every work request posted and hand back the completions a test queues. No NIC
 // is needed (these machines have none); what a real one would be asked to do is checked:

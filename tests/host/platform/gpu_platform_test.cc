@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CUDA and HIP platforms. Without their driver (this CI machine) they must refuse
 // cleanly, naming the missing library; with a driver and a device (the GPU machine) the
 // same test drives a full virtual-memory round trip through the Platform interface. The

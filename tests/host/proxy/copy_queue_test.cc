@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy's CopyQueue on the cpu platform (copies and writes land at once, in call order):
 // pieces that continue each other between the same windows become one copy, nothing is
 // reordered around a write, pieces that would overlap once joined stay apart, and after a

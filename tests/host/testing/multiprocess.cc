@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "multiprocess.h"
 
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ranks as real processes for host tests: RunRanks forks one child per rank before any
 // thread exists, rank 0 mints the unique id and hands it to the others through pipes,
 // and each child runs the body and exits with its verdict. The parent waits with a

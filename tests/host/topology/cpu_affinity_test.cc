@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU affinity at communicator creation: the decision over fake sysfs trees, and the
 // environment switches of the call that applies it.
 #include "topology/cpu_affinity.h"

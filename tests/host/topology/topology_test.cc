@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Topology and teams from the ranks' host hashes (topology/topology.h): LSA teams, rails,
 // virtual nodes, and the layouts that are refused.
 #include <gtest/gtest.h>

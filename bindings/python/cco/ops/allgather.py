@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The all-gather pair: ag_gemm (all-gather, then GEMM) and gemm_ag (GEMM, then all-gather)."""
 
 from cco.ops import planning

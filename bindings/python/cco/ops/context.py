@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the operators keep per communicator: a device communicator, a small window through
 which ranks agree once per shape, the plans (one workspace window each), and the launch.
 

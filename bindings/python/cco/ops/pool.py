@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """symmetric_pool(comm): a torch.cuda.MemPool whose blocks are CCO symmetric memory.
 
     pool = ops.symmetric_pool(comm)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a `cco perf` report records about the run that made it, so that a figure can be
 checked against its machine, versions, settings and command without a hand-written note."""
 

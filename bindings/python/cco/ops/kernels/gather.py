@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Gather, then multiply: ag_gemm (every rank's a to every rank) and a2a_gemm (rows of a to
 the rank its split names), fused into one persistent kernel.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDA kernels in Triton for `cco perf`: a ping-pong of signals, puts or put_values with a
 signal (the round trip through two proxies) and a put-then-flush loop (one transfer's latency, or bandwidth at
 large sizes).

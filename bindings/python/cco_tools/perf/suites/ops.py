@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites ops`: the fused GEMM + collective operators (cco.ops), one table per
 operator, each figure with its anchors measured in the same run: torch.matmul (cuBLAS) of the
 same local GEMM, the exposed communication (fused minus that matmul), and matmul followed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites sdma`: SDMA between ranks 0 and 1 (LSA ranks) through their copy-engine
 queues, with the anchors measured in the same run: cudaMemcpyAsync of the same bytes between
 the two ranks' windows, and the LSA put (a Triton kernel storing into the peer's memory), for
