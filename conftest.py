@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pytest` run from a checkout (Bazel runs each test file on its own and never reads this file).
 
 The package comes from bindings/python, unless PYTHONPATH names an installed one (the GPU machine
@@ -35,7 +36,7 @@ def _gpu():
 
 
 # The rank program of the network-namespace tests, where Bazel built it.
-_NET_RANK = os.path.join(HERE, "bazel-bin", "tests", "net", "gda_net_rank")
+_NET_RANK = os.path.join(HERE, "bazel-bin", "tests", "host", "net", "gda_net_rank")
 if os.path.exists(_NET_RANK):
     os.environ.setdefault("CCO_NET_RANK_BIN", _NET_RANK)
 
@@ -47,7 +48,8 @@ _LEFT_OUT = {
     "tests/python/wheel_test.py": "it installs the wheel Bazel builds: bazel test //tests/python:wheel_test",
 }
 if "CCO_NET_RANK_BIN" not in os.environ:
-    _LEFT_OUT["tests/net/netns_test.py"] = "its rank program is not built: bazel build //tests/net:gda_net_rank"
+    _LEFT_OUT["tests/host/net/netns_test.py"] = (
+        "its rank program is not built: bazel build //tests/host/net:gda_net_rank")
 if not _gpu():
     _LEFT_OUT["tests/gpu"] = "no CUDA GPU with torch here: tests/gpu/run_all.sh on a GPU machine"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: everything that crosses the kernel boundary, in one include. */
 #ifndef CCO_ABI_CCO_ABI_H_
 #define CCO_ABI_CCO_ABI_H_

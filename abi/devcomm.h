@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the device communicator.
  *
  * ccoDevCommCreate fills one ccoDevComm on the host and copies it to device memory; a
@@ -34,12 +35,12 @@ CCO_STATIC_ASSERT(sizeof(ccoTeam) == 16, "ccoTeam size");
 
 typedef struct ccoDevComm {
   /* header */
-  uint32_t magic;                 /* CCO_DEV_COMM_MAGIC */
-  uint32_t abiVersion;            /* CCO_ABI_VERSION */
-  uint32_t size;                  /* sizeof(ccoDevComm) */
-  uint32_t flags;                 /* zero */
-  uint64_t ptr;                   /* device address of the device copy (what kernels get as
-                                   * dc), in this rank's own memory, outside every window */
+  uint32_t magic;      /* CCO_DEV_COMM_MAGIC */
+  uint32_t abiVersion; /* CCO_ABI_VERSION */
+  uint32_t size;       /* sizeof(ccoDevComm) */
+  uint32_t flags;      /* zero */
+  uint64_t ptr;        /* device address of the device copy (what kernels get as
+                        * dc), in this rank's own memory, outside every window */
 
   /* topology */
   int32_t rank;
@@ -50,7 +51,7 @@ typedef struct ccoDevComm {
   int32_t nNodes;
   ccoTeam teamWorld;
   ccoTeam teamLsa;
-  ccoTeam teamRail;               /* same LSA rank on every node; {1, 0, 0, rank} if nodes differ in size */
+  ccoTeam teamRail; /* same LSA rank on every node; {1, 0, 0, rank} if nodes differ in size */
 
   /* symmetric memory: peer address = lsaFlatBase + lsaPeer * lsaStride + offset */
   uint64_t lsaFlatBase;
@@ -65,12 +66,12 @@ typedef struct ccoDevComm {
    * dead one, and proxies and network backends refuse its id), and nothing in it is a pointer
    * the device follows (this struct's device copy lies apart, in memory no peer maps). */
   ccoWindow_t resourceWindow;
-  uint64_t resourceOffset;        /* where this devcomm's resources start inside every slice */
+  uint64_t resourceOffset; /* where this devcomm's resources start inside every slice */
   uint64_t resourceSize;
-  uint64_t abortFlag;             /* address of a uint32 that turns non-zero when the
-                                   * communicator is aborted (ccoCommAbort) or has failed (its
-                                   * proxy saw a rank end or a network peer lost): every device
-                                   * wait then ends ABORTED */
+  uint64_t abortFlag; /* address of a uint32 that turns non-zero when the
+                       * communicator is aborted (ccoCommAbort) or has failed (its
+                       * proxy saw a rank end or a network peer lost): every device
+                       * wait then ends ABORTED */
 
   /* LSA barriers, inside the resources:
    *   epochs: lsaBarrierCount pairs of uint32 at lsaBarrierEpochOffset: {epoch (this
@@ -80,64 +81,64 @@ typedef struct ccoDevComm {
   uint32_t lsaBarrierCount;
   uint32_t lsaBarrierEpochOffset;
   uint32_t lsaBarrierInboxOffset;
-  uint32_t hostSerial;            /* which of its communicator's device communicators this is: the
-                                   * host checks it on destroy (a stale copy of one destroyed is
-                                   * refused, though a later one reuses its place); kernels never
-                                   * read it */
+  uint32_t hostSerial; /* which of its communicator's device communicators this is: the
+                        * host checks it on destroy (a stale copy of one destroyed is
+                        * refused, though a later one reuses its place); kernels never
+                        * read it */
 
   /* GDA (proxy provider) and SDMA counts; shadows live inside the resources */
-  uint32_t gdaConnectionType;     /* ccoGdaConnectionType */
+  uint32_t gdaConnectionType; /* ccoGdaConnectionType */
   uint32_t gdaContextCount;
   uint32_t gdaSignalCount;
   uint32_t gdaCounterCount;
-  uint32_t gdaBarrierCount;       /* GDA barriers: gdaBarrierCount * worldSize signal words after the signals */
-  uint32_t gdaShadowOffset;       /* gdaSignalCount uint64 shadows (consumed part of each signal) */
-  uint32_t gdaFlushOffset;        /* gdaContextCount * gdaPeerCount uint64 flush_async targets */
+  uint32_t gdaBarrierCount; /* GDA barriers: gdaBarrierCount * worldSize signal words after the signals */
+  uint32_t gdaShadowOffset; /* gdaSignalCount uint64 shadows (consumed part of each signal) */
+  uint32_t gdaFlushOffset;  /* gdaContextCount * gdaPeerCount uint64 flush_async targets */
   uint32_t sdmaQueueCount;
 
   /* GDA rings (abi/gda.h): gdaContextCount * gdaPeerCount rings of gdaRingDepth; and the
    * signal and counter words, in the resources (signals: (gdaSignalCount +
    * gdaBarrierCount) ids of worldSize proxy words each, cco_gda_signal_word, then as many
    * ids of lsaSize direct words, cco_gda_direct_signal_word; counters: gdaCounterCount words) */
-  uint64_t gdaRingSlots;          /* device address of the descriptors (host-mapped) */
-  uint64_t gdaRingHost;           /* device address of the rings' host-side words (host-mapped) */
-  uint64_t gdaRingDevice;         /* device address of the rings' device-side words */
-  uint64_t gdaSignals;            /* device address of this rank's signal words (uint64) */
-  uint64_t gdaCounters;           /* device address of this rank's counter words (uint64) */
-  uint32_t gdaRingDepth;          /* a power of two */
-  int32_t gdaPeerCount;           /* connected peers (the GDA team), rings per context */
-  int32_t gdaUniformNodes;        /* 1 when every node has lsaSize ranks (RAIL needs it) */
-  uint32_t gdaDirectMaxBytes;     /* 0: every operation goes through the proxy. Otherwise a
-                                   * signal, a put_value, or a put or get of up to this many
-                                   * bytes (a lone thread's copy) with a peer of the LSA team
-                                   * is done by the device itself when the ring to that peer
-                                   * is idle (abi/gda.h, direct words) */
+  uint64_t gdaRingSlots;           /* device address of the descriptors (host-mapped) */
+  uint64_t gdaRingHost;            /* device address of the rings' host-side words (host-mapped) */
+  uint64_t gdaRingDevice;          /* device address of the rings' device-side words */
+  uint64_t gdaSignals;             /* device address of this rank's signal words (uint64) */
+  uint64_t gdaCounters;            /* device address of this rank's counter words (uint64) */
+  uint32_t gdaRingDepth;           /* a power of two */
+  int32_t gdaPeerCount;            /* connected peers (the GDA team), rings per context */
+  int32_t gdaUniformNodes;         /* 1 when every node has lsaSize ranks (RAIL needs it) */
+  uint32_t gdaDirectMaxBytes;      /* 0: every operation goes through the proxy. Otherwise a
+                                    * signal, a put_value, or a put or get of up to this many
+                                    * bytes (a lone thread's copy) with a peer of the LSA team
+                                    * is done by the device itself when the ring to that peer
+                                    * is idle (abi/gda.h, direct words) */
   uint32_t gdaDirectGroupMaxBytes; /* where gdaDirectMaxBytes is not 0: a put or get whose copy
-                                   * a warp or block shares goes direct up to the larger of the
-                                   * two. Taken from reserved space, so the version stands: a
-                                   * host before it leaves 0 (groups keep gdaDirectMaxBytes), a
-                                   * device before it ignores it (the same) */
-  uint32_t waitTimeoutMs;         /* the bound of every device wait whose call gives none
-                                   * (timeoutNs 0), in ms: CCO_TIMEOUT_MS when the device
-                                   * communicator was made; 0: none. Taken from reserved space,
-                                   * so the version stands: a host before it leaves 0 (no
-                                   * bound, as then), a device before it ignores it */
+                                    * a warp or block shares goes direct up to the larger of the
+                                    * two. Taken from reserved space, so the version stands: a
+                                    * host before it leaves 0 (groups keep gdaDirectMaxBytes), a
+                                    * device before it ignores it (the same) */
+  uint32_t waitTimeoutMs;          /* the bound of every device wait whose call gives none
+                                    * (timeoutNs 0), in ms: CCO_TIMEOUT_MS when the device
+                                    * communicator was made; 0: none. Taken from reserved space,
+                                    * so the version stands: a host before it leaves 0 (no
+                                    * bound, as then), a device before it ignores it */
 
   /* SDMA (abi/sdma.h; 0 everywhere unless enabled): lsaSize * sdmaQueueCount rings of
    * sdmaRingDepth, the GDA ring format, ring [lsaPeer * sdmaQueueCount + queue]; the signal
    * pools in the resources, lsaSize * sdmaQueueCount uint64 each */
-  uint64_t sdmaRingSlots;         /* device address of the descriptors (host-mapped) */
-  uint64_t sdmaRingHost;          /* device address of the rings' host-side words (host-mapped) */
-  uint64_t sdmaRingDevice;        /* device address of the rings' device-side words */
-  uint64_t sdmaSignals;           /* remote pool: [srcLsaRank * sdmaQueueCount + q], one writer each */
-  uint64_t sdmaLocal;             /* local pool: [peerLsaRank * sdmaQueueCount + q], this rank's proxy */
+  uint64_t sdmaRingSlots;  /* device address of the descriptors (host-mapped) */
+  uint64_t sdmaRingHost;   /* device address of the rings' host-side words (host-mapped) */
+  uint64_t sdmaRingDevice; /* device address of the rings' device-side words */
+  uint64_t sdmaSignals;    /* remote pool: [srcLsaRank * sdmaQueueCount + q], one writer each */
+  uint64_t sdmaLocal;      /* local pool: [peerLsaRank * sdmaQueueCount + q], this rank's proxy */
   uint32_t sdmaRingDepth;
-  uint32_t sdmaShadowOffset;      /* 2 * lsaSize * sdmaQueueCount uint64 shadows: remote pool, then local */
-  uint64_t trace;                 /* device address of this device communicator's trace buffer
-                                   * (abi/trace.h), 0: tracing off. Taken from reserved space, so
-                                   * the version stands: a host before it leaves 0 (no trace), a
-                                   * device before it records nothing */
-  uint64_t reserved2;             /* zero */
+  uint32_t sdmaShadowOffset; /* 2 * lsaSize * sdmaQueueCount uint64 shadows: remote pool, then local */
+  uint64_t trace;            /* device address of this device communicator's trace buffer
+                              * (abi/trace.h), 0: tracing off. Taken from reserved space, so
+                              * the version stands: a host before it leaves 0 (no trace), a
+                              * device before it records nothing */
+  uint64_t reserved2;        /* zero */
 } ccoDevComm;
 
 CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 320, "ccoDevComm size");

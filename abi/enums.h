@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: enumerations shared by the host SDK, the device library and the ABI table.
  *
  * tools/abi/gen_abi.py reads this file to put the enums into abi/cco_abi_table.json,
@@ -8,24 +9,13 @@
 #define CCO_ABI_ENUMS_H_
 
 /* Which threads cooperate in one device call. */
-typedef enum ccoCoopScope {
-  CCO_COOP_THREAD = 0,
-  CCO_COOP_WARP = 1,
-  CCO_COOP_BLOCK = 2
-} ccoCoopScope;
+typedef enum ccoCoopScope { CCO_COOP_THREAD = 0, CCO_COOP_WARP = 1, CCO_COOP_BLOCK = 2 } ccoCoopScope;
 
 /* What a signalling operation does to the remote signal slot. */
-typedef enum ccoSignalOp {
-  CCO_SIGNAL_NONE = 0,
-  CCO_SIGNAL_INC = 1,
-  CCO_SIGNAL_ADD = 2
-} ccoSignalOp;
+typedef enum ccoSignalOp { CCO_SIGNAL_NONE = 0, CCO_SIGNAL_INC = 1, CCO_SIGNAL_ADD = 2 } ccoSignalOp;
 
 /* Whether the threads of a coop post independently or aggregate into one post. */
-typedef enum ccoThreadMode {
-  CCO_THREAD_INDEPENDENT = 0,
-  CCO_THREAD_AGGREGATE = 1
-} ccoThreadMode;
+typedef enum ccoThreadMode { CCO_THREAD_INDEPENDENT = 0, CCO_THREAD_AGGREGATE = 1 } ccoThreadMode;
 
 /* When a GDA post rings the NIC's doorbell. */
 typedef enum ccoGdaDoorbellMode {
@@ -36,12 +26,7 @@ typedef enum ccoGdaDoorbellMode {
 
 /* The guide's GDA variant tags: thread mode and coop in one (it = independent threads,
  * iw = independent warp, ib = independent block, at = aggregated threads). */
-typedef enum ccoGdaTag {
-  CCO_GDA_TAG_IT = 0,
-  CCO_GDA_TAG_IW = 1,
-  CCO_GDA_TAG_IB = 2,
-  CCO_GDA_TAG_AT = 3
-} ccoGdaTag;
+typedef enum ccoGdaTag { CCO_GDA_TAG_IT = 0, CCO_GDA_TAG_IW = 1, CCO_GDA_TAG_IB = 2, CCO_GDA_TAG_AT = 3 } ccoGdaTag;
 
 /* The guide's SDMA variant tags: coop, and whether the transfer signals (_ns: no signal). */
 typedef enum ccoSdmaTag {
@@ -54,10 +39,7 @@ typedef enum ccoSdmaTag {
 } ccoSdmaTag;
 
 /* Whether an SDMA put or get signals once its data has landed. */
-typedef enum ccoSdmaSignal {
-  CCO_SDMA_SIGNAL_OFF = 0,
-  CCO_SDMA_SIGNAL_ON = 1
-} ccoSdmaSignal;
+typedef enum ccoSdmaSignal { CCO_SDMA_SIGNAL_OFF = 0, CCO_SDMA_SIGNAL_ON = 1 } ccoSdmaSignal;
 
 /* Which peers get GDA (RDMA) connections. */
 typedef enum ccoGdaConnectionType {

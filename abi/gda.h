@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the GDA proxy provider's device-host contract: which rings a device
  * communicator has (one per context and connected peer, each a ring of abi/ring.h), how
  * world ranks map to ring slots for each connection type, and where signal words live.
@@ -17,8 +18,9 @@
 #define CCO_GDA_RING_DEPTH_DEFAULT 256u
 
 /* Descriptor flags. */
-#define CCO_GDA_DESC_MARKER 1u /* a counter marker (op SIGNAL, no signal): counter counterId counts,
-                                  per context, the markers every ring of the context has passed */
+#define CCO_GDA_DESC_MARKER                                                \
+  1u /* a counter marker (op SIGNAL, no signal): counter counterId counts, \
+        per context, the markers every ring of the context has passed */
 
 /* --- peers ------------------------------------------------------------------------------- */
 

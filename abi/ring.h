@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the proxy ring, the one layout through which a device hands work to the host
  * proxy: GDA's rings (abi/gda.h) and SDMA's (abi/sdma.h) are both of it. The device library
  * (producer) and the host proxy (consumer) compile this header; plain C, freestanding, no
@@ -46,29 +47,29 @@ typedef enum ccoGdaOp {
 } ccoGdaOp;
 
 typedef struct ccoGdaDesc {
-  uint64_t seq;          /* ticket + 1, stored last with release order: the slot is complete */
-  uint8_t op;            /* ccoGdaOp */
-  uint8_t signalOp;      /* ccoSignalOp: applied at the target after the data */
-  uint16_t flags;        /* the transport's: CCO_GDA_DESC_* (abi/gda.h), CCO_SDMA_DESC_* (abi/sdma.h) */
+  uint64_t seq;     /* ticket + 1, stored last with release order: the slot is complete */
+  uint8_t op;       /* ccoGdaOp */
+  uint8_t signalOp; /* ccoSignalOp: applied at the target after the data */
+  uint16_t flags;   /* the transport's: CCO_GDA_DESC_* (abi/gda.h), CCO_SDMA_DESC_* (abi/sdma.h) */
   uint32_t signalId;
-  uint32_t dstWindow;    /* window ids */
+  uint32_t dstWindow; /* window ids */
   uint32_t srcWindow;
   uint64_t dstOffset;
-  uint64_t srcOffset;    /* CCO_GDA_OP_PUT_VALUE: the value */
+  uint64_t srcOffset; /* CCO_GDA_OP_PUT_VALUE: the value */
   uint64_t bytes;
-  uint64_t signalValue;  /* CCO_SIGNAL_ADD: the addend (INC adds 1) */
-  uint32_t counterId;    /* CCO_GDA_DESC_MARKER */
-  uint32_t traceRecord;  /* 0, or the index + 1 of the post's trace record (abi/trace.h): the
-                            proxy stamps the record's host times. Was reserved (zero): a device
-                            before it traces nothing, a proxy before it ignores it */
+  uint64_t signalValue; /* CCO_SIGNAL_ADD: the addend (INC adds 1) */
+  uint32_t counterId;   /* CCO_GDA_DESC_MARKER */
+  uint32_t traceRecord; /* 0, or the index + 1 of the post's trace record (abi/trace.h): the
+                           proxy stamps the record's host times. Was reserved (zero): a device
+                           before it traces nothing, a proxy before it ignores it */
 } ccoGdaDesc;
 
 /* Each ring's host-side words, one cache line apiece (the proxy writes them; the device reads). */
 typedef struct ccoGdaRingHost {
   uint64_t consumed;
   uint64_t pad0[7];
-  uint32_t error;        /* ccoGdaRingError: the proxy failed this ring's work */
-  int32_t errorPeer;     /* the world rank it failed on */
+  uint32_t error;    /* ccoGdaRingError: the proxy failed this ring's work */
+  int32_t errorPeer; /* the world rank it failed on */
   uint64_t pad1[7];
 } ccoGdaRingHost;
 
@@ -76,9 +77,9 @@ typedef struct ccoGdaRingHost {
 typedef struct ccoGdaRingDevice {
   uint64_t head;
   uint64_t released;
-  uint64_t consumedCache;  /* the last `consumed` a poster read */
-  uint64_t failed;         /* non-zero once the proxy failed the ring (ccoGdaRingHost.error says
-                              why): the direct path, which reads no host word, sees it here */
+  uint64_t consumedCache; /* the last `consumed` a poster read */
+  uint64_t failed;        /* non-zero once the proxy failed the ring (ccoGdaRingHost.error says
+                             why): the direct path, which reads no host word, sees it here */
   uint64_t pad[4];
 } ccoGdaRingDevice;
 

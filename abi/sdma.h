@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: SDMA, copy-engine transfers between the ranks of one host with a device-visible
  * signal pool. Plain C, freestanding; compiled by the device library and the host proxy.
  *

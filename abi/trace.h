@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the device-side trace, a bounded buffer of what device calls did and when.
  *
  * A device communicator made with tracing on (CCO_TRACE) carries the device address of one
@@ -51,17 +52,17 @@ typedef enum ccoTraceKind {
   CCO_TRACE_GDA_PUT_VALUE = 2,
   CCO_TRACE_GDA_GET = 3,
   CCO_TRACE_GDA_SIGNAL = 4,
-  CCO_TRACE_GDA_COUNTER = 5,     /* a counter marker into one ring (one record per ring) */
+  CCO_TRACE_GDA_COUNTER = 5, /* a counter marker into one ring (one record per ring) */
   CCO_TRACE_GDA_WAIT_SIGNAL = 6,
   CCO_TRACE_GDA_WAIT_COUNTER = 7,
-  CCO_TRACE_GDA_FLUSH = 8,       /* flush, flush_peer (peer >= 0) and flush_wait */
+  CCO_TRACE_GDA_FLUSH = 8, /* flush, flush_peer (peer >= 0) and flush_wait */
   CCO_TRACE_GDA_BARRIER = 9,
   CCO_TRACE_SDMA_PUT = 10,
   CCO_TRACE_SDMA_GET = 11,
-  CCO_TRACE_SDMA_QUIET = 12,     /* quiet (every queue) and quiet_queue */
-  CCO_TRACE_SDMA_WAIT = 13,      /* wait_signal and wait_local (CCO_TRACE_FLAG_LOCAL) */
-  CCO_TRACE_LSA_BARRIER = 14,    /* sync, or wait (CCO_TRACE_FLAG_WAIT_ONLY) */
-  CCO_TRACE_RANGE = 15           /* a kernel's own range: aux is its tag (ccoTraceTag), bytes its argument */
+  CCO_TRACE_SDMA_QUIET = 12,  /* quiet (every queue) and quiet_queue */
+  CCO_TRACE_SDMA_WAIT = 13,   /* wait_signal and wait_local (CCO_TRACE_FLAG_LOCAL) */
+  CCO_TRACE_LSA_BARRIER = 14, /* sync, or wait (CCO_TRACE_FLAG_WAIT_ONLY) */
+  CCO_TRACE_RANGE = 15        /* a kernel's own range: aux is its tag (ccoTraceTag), bytes its argument */
 } ccoTraceKind;
 
 #define CCO_TRACE_FLAG_DIRECT 1u    /* done by the device's own stores (the GDA direct path) */
@@ -76,35 +77,35 @@ typedef struct ccoTraceBuffer {
   uint32_t sampleCapacity; /* clock samples */
   uint32_t sampleEvery;    /* a power of two: the taker of every such record takes a sample */
   uint32_t reserved0;
-  uint64_t next;           /* records taken (device-scope atomic); those from capacity on were dropped */
-  uint64_t samplesNext;    /* samples taken, the same way */
-  uint64_t hostClock;      /* device address of the proxy's clock word (host-mapped; 0: none) */
+  uint64_t next;        /* records taken (device-scope atomic); those from capacity on were dropped */
+  uint64_t samplesNext; /* samples taken, the same way */
+  uint64_t hostClock;   /* device address of the proxy's clock word (host-mapped; 0: none) */
   uint64_t reserved[2];
 } ccoTraceBuffer;
 
 typedef struct ccoTraceRecord {
-  uint64_t begin;   /* device clock, ns: the call began (a post: before it waited for room) */
-  uint64_t end;     /* device clock, ns: the call returned (a post: its descriptor is in the ring) */
-  uint64_t bytes;   /* a transfer's bytes; a wait's target; a range's argument */
-  uint64_t ticket;  /* a ring post: its ticket on ring `ring` */
-  uint16_t kind;    /* ccoTraceKind */
-  uint16_t flags;   /* CCO_TRACE_FLAG_* */
-  int32_t peer;     /* the call's peer: a world rank (GDA), an LSA rank (SDMA); -1: none */
-  uint32_t ring;    /* a ring post: the ring in its set (GDA: context * peers + team index;
-                       SDMA: LSA peer * queues + queue) */
-  uint32_t block;   /* the caller's block */
-  uint16_t warp;    /* the caller's warp in its block */
-  uint16_t lane;    /* the caller's lane in its warp */
-  int32_t status;   /* what the call returned (ccoDeviceStatus) */
-  uint32_t aux;     /* signal or counter id, barrier index, queue, or a range's tag */
-  uint32_t seq;     /* the record's index + 1, stored last */
+  uint64_t begin;  /* device clock, ns: the call began (a post: before it waited for room) */
+  uint64_t end;    /* device clock, ns: the call returned (a post: its descriptor is in the ring) */
+  uint64_t bytes;  /* a transfer's bytes; a wait's target; a range's argument */
+  uint64_t ticket; /* a ring post: its ticket on ring `ring` */
+  uint16_t kind;   /* ccoTraceKind */
+  uint16_t flags;  /* CCO_TRACE_FLAG_* */
+  int32_t peer;    /* the call's peer: a world rank (GDA), an LSA rank (SDMA); -1: none */
+  uint32_t ring;   /* a ring post: the ring in its set (GDA: context * peers + team index;
+                      SDMA: LSA peer * queues + queue) */
+  uint32_t block;  /* the caller's block */
+  uint16_t warp;   /* the caller's warp in its block */
+  uint16_t lane;   /* the caller's lane in its warp */
+  int32_t status;  /* what the call returned (ccoDeviceStatus) */
+  uint32_t aux;    /* signal or counter id, barrier index, queue, or a range's tag */
+  uint32_t seq;    /* the record's index + 1, stored last */
 } ccoTraceRecord;
 
 typedef struct ccoTraceClockSample {
-  uint64_t before;  /* device clock, ns, before reading the host's clock word */
-  uint64_t host;    /* the host clock word as read (CLOCK_MONOTONIC ns; 0: not yet written) */
-  uint64_t after;   /* device clock, ns, after */
-  uint64_t seq;     /* the sample's index + 1, stored last */
+  uint64_t before; /* device clock, ns, before reading the host's clock word */
+  uint64_t host;   /* the host clock word as read (CLOCK_MONOTONIC ns; 0: not yet written) */
+  uint64_t after;  /* device clock, ns, after */
+  uint64_t seq;    /* the sample's index + 1, stored last */
 } ccoTraceClockSample;
 
 CCO_STATIC_ASSERT(sizeof(ccoTraceBuffer) == 64, "ccoTraceBuffer size");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: version and magic numbers shared by the host SDK and the device library.
  *
  * Plain C, freestanding: compiled for the host, nvptx and amdgcn alike.
@@ -13,8 +14,8 @@
 /* Magic numbers open every struct that crosses the kernel boundary, so a device
  * function handed a wrong pointer, or a struct from another ABI, can be told apart.
  * Each reads as four ASCII letters in memory (little-endian). */
-#define CCO_DEV_COMM_MAGIC 0x444F4343u            /* "CCOD" */
-#define CCO_WINDOW_MAGIC 0x574F4343u              /* "CCOW" */
+#define CCO_DEV_COMM_MAGIC 0x444F4343u              /* "CCOD" */
+#define CCO_WINDOW_MAGIC 0x574F4343u                /* "CCOW" */
 #define CCO_DEV_COMM_REQUIREMENTS_MAGIC 0x524F4343u /* "CCOR" */
 
 #if defined(__cplusplus)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO ABI: the device view of a registered window.
  *
  * A window handle (ccoWindow_t) is the device address of one ccoWindowDevice, filled by
@@ -17,20 +18,20 @@
 typedef uint64_t ccoWindow_t;
 
 typedef struct ccoWindowDevice {
-  uint32_t magic;        /* CCO_WINDOW_MAGIC */
-  uint32_t abiVersion;   /* CCO_ABI_VERSION */
-  uint64_t flatBase;     /* this process's address of LSA rank 0's slice */
-  uint64_t stride;       /* bytes between consecutive LSA ranks' slices */
-  uint64_t offset;       /* where the window starts inside every slice */
-  uint64_t size;         /* window size in bytes */
-  int32_t lsaRank;       /* this rank's index in the LSA team */
-  int32_t lsaSize;       /* ranks in the LSA team */
-  int32_t rank;          /* this rank's world rank */
-  int32_t lsaWorldBase;  /* world rank of LSA rank 0 (an LSA team is contiguous) */
-  uint32_t id;           /* the window's number in its communicator, the same on every rank:
-                          * GDA descriptors name windows by it */
+  uint32_t magic;       /* CCO_WINDOW_MAGIC */
+  uint32_t abiVersion;  /* CCO_ABI_VERSION */
+  uint64_t flatBase;    /* this process's address of LSA rank 0's slice */
+  uint64_t stride;      /* bytes between consecutive LSA ranks' slices */
+  uint64_t offset;      /* where the window starts inside every slice */
+  uint64_t size;        /* window size in bytes */
+  int32_t lsaRank;      /* this rank's index in the LSA team */
+  int32_t lsaSize;      /* ranks in the LSA team */
+  int32_t rank;         /* this rank's world rank */
+  int32_t lsaWorldBase; /* world rank of LSA rank 0 (an LSA team is contiguous) */
+  uint32_t id;          /* the window's number in its communicator, the same on every rank:
+                         * GDA descriptors name windows by it */
   uint32_t reserved0;
-  uint64_t reserved[8];  /* zero; room for RDMA keys without a size change */
+  uint64_t reserved[8]; /* zero; room for RDMA keys without a size change */
 } ccoWindowDevice;
 
 CCO_STATIC_ASSERT(sizeof(ccoWindowDevice) == 128, "ccoWindowDevice size");

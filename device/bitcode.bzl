@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco_bitcode: one LLVM bitcode file of the device library for one variant.
 
 clang-19 (clang-22 for FlyDSL's variants of archs LLVM 19 lacks) with the flags of

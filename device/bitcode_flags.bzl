@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """How a bitcode variant is compiled: the one list the Bazel rule and the JIT build both read.
 
 device/bitcode.bzl loads it; bindings/python/cco/device/jit.py reads it as data, so it holds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/cco_device.hpp - the header-only device API ------*- C++ -*-===//
 //
 // What a CUDA / HIP C++ kernel includes to talk to other GPUs by itself (the same code

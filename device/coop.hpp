@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/coop.hpp - cooperation scopes --------------------*- C++ -*-===//
 //
 // Which threads take part in one device call, and how they split its work:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/gda.hpp - GPU-initiated one-sided communication --*- C++ -*-===//
 //
 // ccoGda<Provider, Mode>: puts, put_value, gets and signals to world ranks through one GDA
@@ -88,8 +89,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   /// Stores `bytes` (1 to 8) bytes of `value` at (dst, dstOffset) of `peer`.
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>
   CCO_DEVICE_API int32_t put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, uint64_t value,
-                                   ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0, uint64_t signalValue = 0,
-                                   uint32_t bytes = 8);
+                                   ccoSignalOp signalOp = CCO_SIGNAL_NONE, int32_t signalId = 0,
+                                   uint64_t signalValue = 0, uint32_t bytes = 8);
 
   /// Copies `bytes` of (remote, remoteOffset) on `peer` to (local, localOffset) here.
   template <class Coop = ccoCoopThread, ccoThreadMode TM = CCO_THREAD_INDEPENDENT>

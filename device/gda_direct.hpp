@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/gda_direct.hpp - GDA's direct path to LSA peers --*- C++ -*-===//
 //
 // A sender whose target is in its LSA team can reach the target's memory with its own
@@ -53,7 +54,8 @@ CCO_DEVICE_API bool RingIdle(const ring::View& r) {
 // Units [rank, units) in steps of `size` (the caller's share of a group's copy), with
 // kBatch loads in flight before the stores that need them: one thread copying alone would
 // otherwise wait a full memory latency per unit (the compiler cannot tell dst from src).
-template <class T> CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uint64_t units, uint32_t rank, uint32_t size) {
+template <class T>
+CCO_DEVICE_API void CopyUnits(uint64_t dst, uint64_t src, uint64_t units, uint32_t rank, uint32_t size) {
   constexpr uint32_t kBatch = 8;
   const T* from = reinterpret_cast<const T*>(src);
   T* to = reinterpret_cast<T*>(dst);

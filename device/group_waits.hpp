@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/group_waits.hpp - waits a coop group makes together -*- C++ -*-===//
 //
 // What ccoGda and ccoSdma both do with a group of threads (ccoCoopThread / Warp / Block):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/handles.hpp - what makes a handle valid ----------*- C++ -*-===//
 //
 // A kernel is handed a device communicator and windows as plain addresses (abi/devcomm.h,

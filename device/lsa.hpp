@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/lsa.hpp - LSA: peers' memory by load/store -------*- C++ -*-===//
 //
 // Every LSA rank maps its peers' slices of the communicator's flat virtual range, so a
@@ -22,7 +23,8 @@ namespace cco {
 /// past the window's end (the end itself is allowed: one-past-the-end pointers stay
 /// expressible).
 CCO_DEVICE_API uint64_t lsa_peer_address(const ccoWindowDevice* win, int32_t peer, uint64_t offset) {
-  if (!lsa_window_offset_ok(win, offset) || static_cast<uint32_t>(peer) >= static_cast<uint32_t>(win->lsaSize)) return 0;
+  if (!lsa_window_offset_ok(win, offset) || static_cast<uint32_t>(peer) >= static_cast<uint32_t>(win->lsaSize))
+    return 0;
   return cco_slice_address(win->flatBase, win->stride, static_cast<uint64_t>(peer), win->offset) + offset;
 }
 
@@ -48,7 +50,8 @@ template <class T> CCO_DEVICE_API T* lsa_peer_ptr(const ccoWindowDevice* win, in
 /// `bytes` from `offset` lie inside the window (wrap-safe), and the window is a live one of the
 /// communicator whose flat range starts at `flatBase`: a window of another communicator has
 /// other addresses, and a deregistered one's descriptor is zeroed.
-CCO_DEVICE_API bool window_holds(uint64_t flatBase, uint64_t stride, ccoWindow_t handle, uint64_t offset, uint64_t bytes) {
+CCO_DEVICE_API bool window_holds(uint64_t flatBase, uint64_t stride, ccoWindow_t handle, uint64_t offset,
+                                 uint64_t bytes) {
   const ccoWindowDevice* w = reinterpret_cast<const ccoWindowDevice*>(handle);
   return lsa_window_offset_ok(w, offset) && w->flatBase == flatBase && w->stride == stride && bytes <= w->size - offset;
 }

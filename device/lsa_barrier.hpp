@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/lsa_barrier.hpp - barriers among an LSA team -----*- C++ -*-===//
 //
 // ccoLsaBarrierSession<Coop>: barrier `index` of a device communicator, among the ranks
@@ -71,7 +72,8 @@ template <class Coop> class ccoLsaBarrierSession {
         cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
     verdict_ = epoch_ + 1;
-    inbox_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
+    inbox_ =
+        reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierInboxOffset) + static_cast<uint64_t>(index) * dc.lsaSize;
     // Where this rank's slot sits in any peer's slice: that slice's start + this.
     mySlot_ = dc.resourceOffset + dc.lsaBarrierInboxOffset +
               sizeof(uint32_t) * (static_cast<uint64_t>(index) * dc.lsaSize + dc.lsaRank);
@@ -86,19 +88,17 @@ template <class Coop> class ccoLsaBarrierSession {
     const bool release = lsa_barrier_detail::releases(order);
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_); p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
-      if (release)
-        arch::store<order::Release, scope::System>(peer_slot(p), target_);
-      else
-        arch::store<order::Relaxed, scope::System>(peer_slot(p), target_);
+      if (release) arch::store<order::Release, scope::System>(peer_slot(p), target_);
+      else arch::store<order::Relaxed, scope::System>(peer_slot(p), target_);
     }
   }
 
   /// Waits until every peer arrived; with ACQUIRE (the default) or ACQ_REL their writes
   /// before their arrive are visible after it. Returns a ccoDeviceStatus (OK, or ABORTED,
   /// or TIMEOUT once `timeout_ns` passed: 0 takes the device communicator's bound,
-  /// CCO_NO_TIMEOUT sets none), the same for every thread of the coop. The epoch advances anyway, so a peer that arrives late leaves the barrier
-  /// consistent. The order comes first, as in arrive(order): an order is never taken for a
-  /// timeout.
+  /// CCO_NO_TIMEOUT sets none), the same for every thread of the coop. The epoch advances anyway, so a peer that
+  /// arrives late leaves the barrier consistent. The order comes first, as in arrive(order): an order is never taken
+  /// for a timeout.
   CCO_DEVICE_API int32_t wait(uint64_t timeout_ns = 0) { return wait(CCO_MEMORY_ORDER_ACQUIRE, timeout_ns); }
   CCO_DEVICE_API int32_t wait(ccoMemoryOrder order, uint64_t timeout_ns = 0) {
     if (!valid_) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
@@ -116,7 +116,8 @@ template <class Coop> class ccoLsaBarrierSession {
     if (!valid_) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t begin = trace::Begin(trace_);
     arrive(releases(order) ? CCO_MEMORY_ORDER_RELEASE : CCO_MEMORY_ORDER_RELAXED);
-    const int32_t verdict = WaitRound(acquires(order) ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
+    const int32_t verdict =
+        WaitRound(acquires(order) ? CCO_MEMORY_ORDER_ACQUIRE : CCO_MEMORY_ORDER_RELAXED, timeout_ns);
     Traced(begin, 0, verdict);
     return verdict;
   }
@@ -132,8 +133,8 @@ template <class Coop> class ccoLsaBarrierSession {
     for (uint32_t p = coop_.thread_rank(); p < static_cast<uint32_t>(lsaSize_) && status == CCO_DEVICE_STATUS_OK;
          p += coop_.size()) {
       if (static_cast<int32_t>(p) == lsaRank_) continue;
-      status = acquire ? poll<order::Acquire>(inbox_ + p, limits, start)
-                       : poll<order::Relaxed>(inbox_ + p, limits, start);
+      status =
+          acquire ? poll<order::Acquire>(inbox_ + p, limits, start) : poll<order::Relaxed>(inbox_ + p, limits, start);
     }
     // One verdict for the coop: the worst any thread saw (ABORTED > TIMEOUT > OK). Where the
     // coop votes in one barrier (any()), a round that went well costs that barrier alone;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/ring.hpp - the producer side of a proxy ring -----*- C++ -*-===//
 //
 // Posting into one ring of abi/ring.h, GDA's and SDMA's alike: reserve a ticket once its
@@ -51,7 +52,8 @@ CCO_DEVICE_API View At(uint64_t slots, uint64_t hostWords, uint64_t deviceWords,
 /// Waits until `done()` holds; a ccoDeviceStatus. `ring` may be null (no error word).
 template <class Done> CCO_DEVICE_API int32_t Wait(Done done, const ccoGdaRingHost* ring, const WaitLimits& limits) {
   return spin_wait<RingSpin>(
-      done, [&] { return ring != nullptr && arch::load<order::Relaxed, scope::System>(&ring->error) != CCO_GDA_RING_OK; },
+      done,
+      [&] { return ring != nullptr && arch::load<order::Relaxed, scope::System>(&ring->error) != CCO_GDA_RING_OK; },
       limits);
 }
 
@@ -108,7 +110,8 @@ CCO_DEVICE_API uint64_t ReadConsumed(const View& r) {
 /// learns from it that a slot is free is ordered after the proxy's reads of that slot, as
 /// if it had read `consumed` itself.
 CCO_DEVICE_API int32_t WaitConsumed(const View& r, uint64_t end, const WaitLimits& limits) {
-  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end)) return CCO_DEVICE_STATUS_OK;
+  if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end))
+    return CCO_DEVICE_STATUS_OK;
   return Wait([&] { return !cco_gda_before(ReadConsumed(r), end); }, r.host, limits);
 }
 

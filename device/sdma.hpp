@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/sdma.hpp - copy-engine transfers with signals ----*- C++ -*-===//
 //
 // ccoSdma: puts and gets between the LSA ranks of a device communicator, carried out by
@@ -74,7 +75,8 @@ class ccoSdma {
     // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
     // failing the queue's ring is refused here.
     if (!windows_hold(dst, dstOffset, src, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_PUT, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+    return Post<Coop>(peer, queue, flags,
+                      Describe(CCO_GDA_OP_PUT, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
   }
 
   template <class Coop = ccoCoopThread, bool Signal = true>
@@ -83,22 +85,27 @@ class ccoSdma {
     // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
     // failing the queue's ring is refused here.
     if (!windows_hold(dst, dstOffset, src, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    return Post<Coop>(peer, queue, flags, Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+    return Post<Coop>(peer, queue, flags,
+                      Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
   }
 
   /// The same on resolved pointers: `dst` in `peer`'s copy of a window, `src` in this rank's.
   template <class Coop = ccoCoopThread, bool Signal = true>
-  CCO_DEVICE_API int32_t put(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+  CCO_DEVICE_API int32_t put(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue,
+                             uint32_t flags = 0) {
     ccoGdaDesc d;
-    if (!DescribeFlat(CCO_GDA_OP_PUT, Signal, flags, peer, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!DescribeFlat(CCO_GDA_OP_PUT, Signal, flags, peer, dst, src, bytes, &d))
+      return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags, d);
   }
 
   /// The same on resolved pointers: `dst` in this rank's copy of a window, `src` in `peer`'s.
   template <class Coop = ccoCoopThread, bool Signal = true>
-  CCO_DEVICE_API int32_t get(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue, uint32_t flags = 0) {
+  CCO_DEVICE_API int32_t get(int32_t peer, void* dst, const void* src, uint64_t bytes, int32_t queue,
+                             uint32_t flags = 0) {
     ccoGdaDesc d;
-    if (!DescribeFlat(CCO_GDA_OP_GET, Signal, flags, peer, dst, src, bytes, &d)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    if (!DescribeFlat(CCO_GDA_OP_GET, Signal, flags, peer, dst, src, bytes, &d))
+      return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags, d);
   }
 
@@ -134,15 +141,17 @@ class ccoSdma {
     const uint64_t traced = dc_.trace;
     const uint64_t begin = trace::Begin(traced);
     const int32_t status = ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), limits_);
-    trace::Record(traced, begin,
-                  trace::Event{CCO_TRACE_SDMA_QUIET, 0, peer, slot(peer, queue), static_cast<uint32_t>(queue), 0, 0, status});
+    trace::Record(
+        traced, begin,
+        trace::Event{CCO_TRACE_SDMA_QUIET, 0, peer, slot(peer, queue), static_cast<uint32_t>(queue), 0, 0, status});
     return status;
   }
 
   // --- the signal pools of this rank: remote (what peers' puts counted here), local (what
   // this rank's gets, and LOCAL puts, counted) -------------------------------------------
 
-  template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t wait_signal(int32_t peer, int32_t queue, uint64_t least) {
+  template <class Coop = ccoCoopThread>
+  CCO_DEVICE_API int32_t wait_signal(int32_t peer, int32_t queue, uint64_t least) {
     return WaitPool<Coop>(kRemote, peer, queue, least);
   }
   CCO_DEVICE_API uint64_t read_signal(int32_t peer, int32_t queue) const { return ReadPool(kRemote, peer, queue); }
@@ -159,7 +168,9 @@ class ccoSdma {
     return queue_count() > 0 && static_cast<uint32_t>(peer) < static_cast<uint32_t>(dc_.lsaSize) &&
            static_cast<uint32_t>(queue) < static_cast<uint32_t>(queue_count());
   }
-  CCO_DEVICE_API uint32_t slot(int32_t peer, int32_t queue) const { return cco_sdma_slot(peer, queue, dc_.sdmaQueueCount); }
+  CCO_DEVICE_API uint32_t slot(int32_t peer, int32_t queue) const {
+    return cco_sdma_slot(peer, queue, dc_.sdmaQueueCount);
+  }
   CCO_DEVICE_API ring::View ring_of(int32_t peer, int32_t queue) const {
     return ring::At(dc_.sdmaRingSlots, dc_.sdmaRingHost, dc_.sdmaRingDevice, dc_.sdmaRingDepth, slot(peer, queue));
   }
@@ -184,9 +195,10 @@ class ccoSdma {
     const int32_t status =
         group::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
                              [&] { return ring::Failed(dev); }, shadow(pool, peer, queue), least, 64, limits_);
-    trace::Span<Coop>(traced, begin,
-                      trace::Event{CCO_TRACE_SDMA_WAIT, static_cast<uint16_t>(pool == kLocal ? CCO_TRACE_FLAG_LOCAL : 0),
-                                   peer, slot(peer, queue), static_cast<uint32_t>(queue), least, 0, status});
+    trace::Span<Coop>(
+        traced, begin,
+        trace::Event{CCO_TRACE_SDMA_WAIT, static_cast<uint16_t>(pool == kLocal ? CCO_TRACE_FLAG_LOCAL : 0), peer,
+                     slot(peer, queue), static_cast<uint32_t>(queue), least, 0, status});
     return status;
   }
   CCO_DEVICE_API uint64_t ReadPool(Pool pool, int32_t peer, int32_t queue) const {
@@ -214,8 +226,8 @@ class ccoSdma {
     return d;
   }
 
-  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst, uint64_t dstOffset,
-                                            ccoWindow_t src, uint64_t srcOffset, uint64_t bytes) {
+  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst,
+                                            uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset, uint64_t bytes) {
     ccoGdaDesc d = Header(op, signal, flags, bytes);
     d.dstWindow = reinterpret_cast<const ccoWindowDevice*>(dst)->id;
     d.dstOffset = dstOffset;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/spin_wait.hpp - how every device wait spins ------*- C++ -*-===//
 //
 // Every wait of the device API (a ring's credit and flush, GDA and SDMA signals and

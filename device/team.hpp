@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/team.hpp - teams: logical subsets of ranks -------*- C++ -*-===//
 //
 // Device code addresses peers through teams instead of hard-coding the topology
@@ -24,8 +25,8 @@ namespace cco {
 
 /// The topology the GDA connection arithmetic (abi/gda.h) takes, from the device communicator.
 CCO_DEVICE_API ccoGdaTopo gda_topo(const ccoDevComm& dc) {
-  return ccoGdaTopo{dc.rank, dc.worldSize, dc.lsaRank, dc.lsaSize, dc.teamLsa.worldBase, dc.node, dc.nNodes,
-                    dc.gdaUniformNodes};
+  return ccoGdaTopo{dc.rank, dc.worldSize, dc.lsaRank,        dc.lsaSize, dc.teamLsa.worldBase,
+                    dc.node, dc.nNodes,    dc.gdaUniformNodes};
 }
 
 CCO_DEVICE_API int32_t team_size(const ccoDevComm& dc, int32_t kind) {

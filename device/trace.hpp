@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/trace.hpp - the device API's trace points --------*- C++ -*-===//
 //
 // Where a device communicator traces (ccoDevComm.trace != 0, abi/trace.h), the device API
@@ -39,9 +40,9 @@ constexpr bool kCompiled = CCO_DEVICE_TRACE != 0;
 
 /// What a record says besides its stamps and where it was made.
 struct Event {
-  uint16_t kind;       // ccoTraceKind
-  uint16_t flags;      // CCO_TRACE_FLAG_*
-  int32_t peer;        // -1: none
+  uint16_t kind;   // ccoTraceKind
+  uint16_t flags;  // CCO_TRACE_FLAG_*
+  int32_t peer;    // -1: none
   uint32_t ring;
   uint32_t aux;
   uint64_t bytes;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The bitcode matrix: every (arch, NIC provider, code-object version) CCO ships.
 
 Adding an arch or a NIC provider is one line here; the ABI table's target list, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the device bitcode and its manifest into <repo>/build/lib, where find_cco_bitcode()
 # finds a prebuilt file when neither CCO_DEVICE_BC nor the JIT build gives one (the guide's
 # tools/build_cco_bitcode.sh). Every variant, or the ones named; needs what tools/setup

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds here what the GPU machine runs, into stage/ (git-ignored; pass it in `carry`):
 #   stage/cco-*.whl          the wheel (libcco.so, bitcode, package)
 #   stage/bin/*              host test binaries that run on the real driver, the tcp benchmark, vmm_probe,
@@ -10,11 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bazel build //tools/wheel //tests/trace:untraced_nvptx >/dev/null
 # Linked statically: the test must not need Bazel's shared objects over there.
-bazel build --dynamic_mode=off //tests/host:gpu_platform_test //tools/perf:gda_tcp_bench //tools/perf:socket_poll_probe >/dev/null
+bazel build --dynamic_mode=off //tests/host/platform:gpu_platform_test //tools/perf:gda_tcp_bench //tools/perf:socket_poll_probe >/dev/null
 rm -rf stage
 mkdir -p stage/bin
 cp "$(ls -t bazel-bin/tools/wheel/cco-*.whl | head -1)" stage/  # the wheel just built
-cp bazel-bin/tests/host/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench bazel-bin/tools/perf/socket_poll_probe stage/bin/
+cp bazel-bin/tests/host/platform/gpu_platform_test bazel-bin/tools/perf/gda_tcp_bench bazel-bin/tools/perf/socket_poll_probe stage/bin/
 cp bazel-bin/tests/trace/untraced-nvptx-sm_90-proxy.bc stage/
 nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
 nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_enqueue_probe  # a proxy's copies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/amdgcn.h - AMD implementation of arch.h -----*- C++ -*-===//
 //
 // Freestanding: clang's __builtin_amdgcn_* and __hip_atomic_* builtins, which LLVM 19
@@ -23,15 +24,29 @@ namespace arch {
 namespace amdgcn_detail {
 
 template <class S> struct ScopeId;
-template <> struct ScopeId<scope::Block> { static constexpr int value = __HIP_MEMORY_SCOPE_WORKGROUP; };
-template <> struct ScopeId<scope::Device> { static constexpr int value = __HIP_MEMORY_SCOPE_AGENT; };
-template <> struct ScopeId<scope::System> { static constexpr int value = __HIP_MEMORY_SCOPE_SYSTEM; };
+template <> struct ScopeId<scope::Block> {
+  static constexpr int value = __HIP_MEMORY_SCOPE_WORKGROUP;
+};
+template <> struct ScopeId<scope::Device> {
+  static constexpr int value = __HIP_MEMORY_SCOPE_AGENT;
+};
+template <> struct ScopeId<scope::System> {
+  static constexpr int value = __HIP_MEMORY_SCOPE_SYSTEM;
+};
 
 template <class O> struct OrderId;
-template <> struct OrderId<order::Relaxed> { static constexpr int value = __ATOMIC_RELAXED; };
-template <> struct OrderId<order::Acquire> { static constexpr int value = __ATOMIC_ACQUIRE; };
-template <> struct OrderId<order::Release> { static constexpr int value = __ATOMIC_RELEASE; };
-template <> struct OrderId<order::AcqRel> { static constexpr int value = __ATOMIC_ACQ_REL; };
+template <> struct OrderId<order::Relaxed> {
+  static constexpr int value = __ATOMIC_RELAXED;
+};
+template <> struct OrderId<order::Acquire> {
+  static constexpr int value = __ATOMIC_ACQUIRE;
+};
+template <> struct OrderId<order::Release> {
+  static constexpr int value = __ATOMIC_RELEASE;
+};
+template <> struct OrderId<order::AcqRel> {
+  static constexpr int value = __ATOMIC_ACQ_REL;
+};
 
 // The HSA kernel dispatch packet (hsa_kernel_dispatch_packet_t): what the launch said.
 typedef __attribute__((address_space(4))) const uint16_t* DispatchU16;
@@ -42,9 +57,15 @@ typedef __attribute__((address_space(4))) const uint32_t* DispatchU32;
 CCO_DEVICE_API DispatchU16 dispatch16() { return (DispatchU16)__builtin_amdgcn_dispatch_ptr(); }
 CCO_DEVICE_API DispatchU32 dispatch32() { return (DispatchU32)__builtin_amdgcn_dispatch_ptr(); }
 
-template <class T> struct IsAtomicWord { static constexpr bool value = false; };
-template <> struct IsAtomicWord<uint32_t> { static constexpr bool value = true; };
-template <> struct IsAtomicWord<uint64_t> { static constexpr bool value = true; };
+template <class T> struct IsAtomicWord {
+  static constexpr bool value = false;
+};
+template <> struct IsAtomicWord<uint32_t> {
+  static constexpr bool value = true;
+};
+template <> struct IsAtomicWord<uint64_t> {
+  static constexpr bool value = true;
+};
 
 }  // namespace amdgcn_detail
 
@@ -81,8 +102,10 @@ CCO_DEVICE_API void warp_sync() {
 }
 // `value` as lane `src` holds it; every active lane must call, and `src` must be active.
 CCO_DEVICE_API uint64_t shuffle(uint64_t value, uint32_t src) {
-  const int lo = __builtin_amdgcn_ds_bpermute(static_cast<int>(src * 4), static_cast<int>(static_cast<uint32_t>(value)));
-  const int hi = __builtin_amdgcn_ds_bpermute(static_cast<int>(src * 4), static_cast<int>(static_cast<uint32_t>(value >> 32)));
+  const int lo =
+      __builtin_amdgcn_ds_bpermute(static_cast<int>(src * 4), static_cast<int>(static_cast<uint32_t>(value)));
+  const int hi =
+      __builtin_amdgcn_ds_bpermute(static_cast<int>(src * 4), static_cast<int>(static_cast<uint32_t>(value >> 32)));
   return (static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 32) | static_cast<uint32_t>(lo);
 }
 // Lanes of a wavefront reconverge before the barrier: the same as warp_sync.
@@ -113,7 +136,7 @@ CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) { return static_cast<uint32_t>(_
 CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__builtin_popcountll(m)); }
 
 // --- atomics --------------------------------------------------------------------------
-#define CCO_AMDGCN_CHECK(WHAT, ORDER_OK)                                                    \
+#define CCO_AMDGCN_CHECK(WHAT, ORDER_OK)                                                          \
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && amdgcn_detail::IsAtomicWord<T>::value, \
                 WHAT ": bad order, scope or type (uint32_t / uint64_t)")
 

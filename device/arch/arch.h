@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/arch.h - the portable device primitives -----*- C++ -*-===//
 //
 // One interface, one implementation per target, picked by the preprocessor (no run-time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/host.h - host implementation of arch.h ------*- C++ -*-===//
 //
 // The device API compiled for the CPU: each host thread is a block of one thread in a
@@ -16,14 +17,28 @@ namespace cco {
 namespace arch {
 namespace host_detail {
 template <class O> struct OrderId;
-template <> struct OrderId<order::Relaxed> { static constexpr int value = __ATOMIC_RELAXED; };
-template <> struct OrderId<order::Acquire> { static constexpr int value = __ATOMIC_ACQUIRE; };
-template <> struct OrderId<order::Release> { static constexpr int value = __ATOMIC_RELEASE; };
-template <> struct OrderId<order::AcqRel> { static constexpr int value = __ATOMIC_ACQ_REL; };
+template <> struct OrderId<order::Relaxed> {
+  static constexpr int value = __ATOMIC_RELAXED;
+};
+template <> struct OrderId<order::Acquire> {
+  static constexpr int value = __ATOMIC_ACQUIRE;
+};
+template <> struct OrderId<order::Release> {
+  static constexpr int value = __ATOMIC_RELEASE;
+};
+template <> struct OrderId<order::AcqRel> {
+  static constexpr int value = __ATOMIC_ACQ_REL;
+};
 
-template <class T> struct IsAtomicWord { static constexpr bool value = false; };
-template <> struct IsAtomicWord<uint32_t> { static constexpr bool value = true; };
-template <> struct IsAtomicWord<uint64_t> { static constexpr bool value = true; };
+template <class T> struct IsAtomicWord {
+  static constexpr bool value = false;
+};
+template <> struct IsAtomicWord<uint32_t> {
+  static constexpr bool value = true;
+};
+template <> struct IsAtomicWord<uint64_t> {
+  static constexpr bool value = true;
+};
 }  // namespace host_detail
 
 // --- ids and sizes --------------------------------------------------------------------
@@ -59,7 +74,7 @@ CCO_DEVICE_API uint32_t lowest_lane(LaneMask m) { return static_cast<uint32_t>(_
 CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__builtin_popcountll(m)); }
 
 // --- atomics --------------------------------------------------------------------------
-#define CCO_HOST_CHECK(WHAT, ORDER_OK)                                                        \
+#define CCO_HOST_CHECK(WHAT, ORDER_OK)                                                          \
   static_assert(ORDER_OK<O>::value && IsScope<S>::value && host_detail::IsAtomicWord<T>::value, \
                 WHAT ": bad order, scope or type (uint32_t / uint64_t)")
 

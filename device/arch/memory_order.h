@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/memory_order.h - order and scope tags -------*- C++ -*-===//
 //
 // Memory order and scope are types, not values (as in desul): a wrong combination
@@ -23,25 +24,26 @@ struct System {};  // every GPU and CPU thread of the host, peers' mappings incl
 }  // namespace scope
 
 namespace detail {
-template <class A, class B> struct IsSame { static constexpr bool value = false; };
-template <class A> struct IsSame<A, A> { static constexpr bool value = true; };
+template <class A, class B> struct IsSame {
+  static constexpr bool value = false;
+};
+template <class A> struct IsSame<A, A> {
+  static constexpr bool value = true;
+};
 }  // namespace detail
 
 template <class O> struct IsLoadOrder {
-  static constexpr bool value =
-      detail::IsSame<O, order::Relaxed>::value || detail::IsSame<O, order::Acquire>::value;
+  static constexpr bool value = detail::IsSame<O, order::Relaxed>::value || detail::IsSame<O, order::Acquire>::value;
 };
 template <class O> struct IsStoreOrder {
-  static constexpr bool value =
-      detail::IsSame<O, order::Relaxed>::value || detail::IsSame<O, order::Release>::value;
+  static constexpr bool value = detail::IsSame<O, order::Relaxed>::value || detail::IsSame<O, order::Release>::value;
 };
 template <class O> struct IsRmwOrder {
-  static constexpr bool value = IsLoadOrder<O>::value || IsStoreOrder<O>::value ||
-                                detail::IsSame<O, order::AcqRel>::value;
+  static constexpr bool value =
+      IsLoadOrder<O>::value || IsStoreOrder<O>::value || detail::IsSame<O, order::AcqRel>::value;
 };
 template <class S> struct IsScope {
-  static constexpr bool value = detail::IsSame<S, scope::Block>::value ||
-                                detail::IsSame<S, scope::Device>::value ||
+  static constexpr bool value = detail::IsSame<S, scope::Block>::value || detail::IsSame<S, scope::Device>::value ||
                                 detail::IsSame<S, scope::System>::value;
 };
 

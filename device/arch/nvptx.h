@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: MIT
 //===-- device/arch/nvptx.h - NVIDIA implementation of arch.h ---*- C++ -*-===//
 //
 // Inline PTX throughout (clang and nvcc accept it; clang's __nvvm builtins are clang's
-// alone): special registers, and every instruction that carries a memory order or scope. LLVM 19 cannot select scoped acquire/release loads,
-// stores and fences for NVPTX (llc crashes or drops the order), so each (order, scope)
-// pair is spelled out as its own PTX instruction (needs sm_70+, PTX 6.0+).
+// alone): special registers, and every instruction that carries a memory order or scope. LLVM 19 cannot select scoped
+// acquire/release loads, stores and fences for NVPTX (llc crashes or drops the order), so each (order, scope) pair is
+// spelled out as its own PTX instruction (needs sm_70+, PTX 6.0+).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCO_DEVICE_ARCH_NVPTX_H_
@@ -14,11 +15,11 @@ namespace arch {
 
 // --- ids and sizes --------------------------------------------------------------------
 // Special registers through inline PTX, which clang and nvcc both accept.
-#define CCO_NVPTX_SREG(NAME, REG)                          \
-  CCO_DEVICE_API uint32_t NAME() {                         \
-    uint32_t v;                                            \
-    asm("mov.u32 %0, %%" REG ";" : "=r"(v));               \
-    return v;                                              \
+#define CCO_NVPTX_SREG(NAME, REG)            \
+  CCO_DEVICE_API uint32_t NAME() {           \
+    uint32_t v;                              \
+    asm("mov.u32 %0, %%" REG ";" : "=r"(v)); \
+    return v;                                \
   }
 namespace nvptx_detail {
 CCO_NVPTX_SREG(tid_x, "tid.x")
@@ -67,10 +68,9 @@ CCO_DEVICE_API LaneMask active_mask() {
 }
 CCO_DEVICE_API LaneMask ballot(bool predicate) {
   uint32_t result;
-  asm volatile(
-      "{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, %2; }"
-      : "=r"(result)
-      : "r"(static_cast<uint32_t>(predicate)), "r"(static_cast<uint32_t>(active_mask())));
+  asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, %2; }"
+               : "=r"(result)
+               : "r"(static_cast<uint32_t>(predicate)), "r"(static_cast<uint32_t>(active_mask())));
   return result;
 }
 CCO_DEVICE_API void warp_sync() {
@@ -116,11 +116,10 @@ constexpr bool kHasBlockVote = true;
 constexpr bool kBlockFenceCumulative = true;
 CCO_DEVICE_API bool block_sync_or(bool predicate) {
   uint32_t any;
-  asm volatile(
-      "{ .reg .pred p, q; setp.ne.u32 p, %1, 0; barrier.red.or.pred q, 0, p; selp.u32 %0, 1, 0, q; }"
-      : "=r"(any)
-      : "r"(static_cast<uint32_t>(predicate))
-      : "memory");
+  asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; barrier.red.or.pred q, 0, p; selp.u32 %0, 1, 0, q; }"
+               : "=r"(any)
+               : "r"(static_cast<uint32_t>(predicate))
+               : "memory");
   return any != 0;
 }
 
@@ -177,8 +176,7 @@ template <class O, class S, class T> CCO_DEVICE_API T fetch_max(T*, T) {
   return T();
 }
 template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T*, T, T) {
-  static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0,
-                "compare_exchange: bad order/scope/type");
+  static_assert(IsRmwOrder<O>::value && IsScope<S>::value && sizeof(T) == 0, "compare_exchange: bad order/scope/type");
   return T();
 }
 
@@ -187,69 +185,67 @@ template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T*, T, T)
   M(OTAG, OSTR, scope::Device, "gpu")       \
   M(OTAG, OSTR, scope::System, "sys")
 
-#define CCO_NVPTX_LOAD(OTAG, OSTR, STAG, SSTR)                                          \
-  template <> CCO_DEVICE_API uint32_t load<OTAG, STAG, uint32_t>(const uint32_t* p) {           \
-    uint32_t v;                                                                          \
-    asm volatile("ld." OSTR "." SSTR ".u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");   \
-    return v;                                                                            \
-  }                                                                                      \
-  template <> CCO_DEVICE_API uint64_t load<OTAG, STAG, uint64_t>(const uint64_t* p) {           \
-    uint64_t v;                                                                          \
-    asm volatile("ld." OSTR "." SSTR ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");   \
-    return v;                                                                            \
+#define CCO_NVPTX_LOAD(OTAG, OSTR, STAG, SSTR)                                        \
+  template <> CCO_DEVICE_API uint32_t load<OTAG, STAG, uint32_t>(const uint32_t* p) { \
+    uint32_t v;                                                                       \
+    asm volatile("ld." OSTR "." SSTR ".u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); \
+    return v;                                                                         \
+  }                                                                                   \
+  template <> CCO_DEVICE_API uint64_t load<OTAG, STAG, uint64_t>(const uint64_t* p) { \
+    uint64_t v;                                                                       \
+    asm volatile("ld." OSTR "." SSTR ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); \
+    return v;                                                                         \
   }
 
-#define CCO_NVPTX_STORE(OTAG, OSTR, STAG, SSTR)                                         \
-  template <> CCO_DEVICE_API void store<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {       \
+#define CCO_NVPTX_STORE(OTAG, OSTR, STAG, SSTR)                                          \
+  template <> CCO_DEVICE_API void store<OTAG, STAG, uint32_t>(uint32_t* p, uint32_t v) { \
     asm volatile("st." OSTR "." SSTR ".u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");      \
   }                                                                                      \
-  template <> CCO_DEVICE_API void store<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {       \
+  template <> CCO_DEVICE_API void store<OTAG, STAG, uint64_t>(uint64_t* p, uint64_t v) { \
     asm volatile("st." OSTR "." SSTR ".u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");      \
   }
 
 // One read-modify-write instruction, 32- and 64-bit: OP is the PTX operation with its
 // type suffix stem ("add.u", "exch.b", "max.u").
-#define CCO_NVPTX_RMW(NAME, OP, OTAG, OSTR, STAG, SSTR)                                             \
-  template <> CCO_DEVICE_API uint32_t NAME<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {                \
-    uint32_t old;                                                                                    \
+#define CCO_NVPTX_RMW(NAME, OP, OTAG, OSTR, STAG, SSTR)                                                    \
+  template <> CCO_DEVICE_API uint32_t NAME<OTAG, STAG, uint32_t>(uint32_t* p, uint32_t v) {                \
+    uint32_t old;                                                                                          \
     asm volatile("atom." OSTR "." SSTR "." OP "32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory"); \
-    return old;                                                                                      \
-  }                                                                                                  \
-  template <> CCO_DEVICE_API uint64_t NAME<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {                \
-    uint64_t old;                                                                                    \
+    return old;                                                                                            \
+  }                                                                                                        \
+  template <> CCO_DEVICE_API uint64_t NAME<OTAG, STAG, uint64_t>(uint64_t* p, uint64_t v) {                \
+    uint64_t old;                                                                                          \
     asm volatile("atom." OSTR "." SSTR "." OP "64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory"); \
-    return old;                                                                                      \
+    return old;                                                                                            \
   }
 #define CCO_NVPTX_ADD(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(fetch_add, "add.u", OTAG, OSTR, STAG, SSTR)
 // A reduction: no old value, so the thread does not wait for the memory's answer.
-#define CCO_NVPTX_RED(OTAG, OSTR, STAG, SSTR)                                                  \
-  template <> CCO_DEVICE_API void add<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t v) {        \
-    asm volatile("red." OSTR "." SSTR ".add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");      \
-  }                                                                                           \
-  template <> CCO_DEVICE_API void add<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t v) {        \
-    asm volatile("red." OSTR "." SSTR ".add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");      \
+#define CCO_NVPTX_RED(OTAG, OSTR, STAG, SSTR)                                            \
+  template <> CCO_DEVICE_API void add<OTAG, STAG, uint32_t>(uint32_t* p, uint32_t v) {   \
+    asm volatile("red." OSTR "." SSTR ".add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); \
+  }                                                                                      \
+  template <> CCO_DEVICE_API void add<OTAG, STAG, uint64_t>(uint64_t* p, uint64_t v) {   \
+    asm volatile("red." OSTR "." SSTR ".add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory"); \
   }
 #define CCO_NVPTX_EXCH(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(exchange, "exch.b", OTAG, OSTR, STAG, SSTR)
 #define CCO_NVPTX_MAX(OTAG, OSTR, STAG, SSTR) CCO_NVPTX_RMW(fetch_max, "max.u", OTAG, OSTR, STAG, SSTR)
 
-#define CCO_NVPTX_CAS(OTAG, OSTR, STAG, SSTR)                                                          \
-  template <> CCO_DEVICE_API uint32_t compare_exchange<OTAG, STAG, uint32_t>(uint32_t * p, uint32_t e, uint32_t d) { \
-    uint32_t old;                                                                                       \
-    asm volatile("atom." OSTR "." SSTR ".cas.b32 %0, [%1], %2, %3;"                                    \
-                 : "=r"(old) : "l"(p), "r"(e), "r"(d) : "memory");                                      \
-    return old;                                                                                         \
-  }                                                                                                     \
-  template <> CCO_DEVICE_API uint64_t compare_exchange<OTAG, STAG, uint64_t>(uint64_t * p, uint64_t e, uint64_t d) { \
-    uint64_t old;                                                                                       \
-    asm volatile("atom." OSTR "." SSTR ".cas.b64 %0, [%1], %2, %3;"                                    \
-                 : "=l"(old) : "l"(p), "l"(e), "l"(d) : "memory");                                      \
-    return old;                                                                                         \
+#define CCO_NVPTX_CAS(OTAG, OSTR, STAG, SSTR)                                                                         \
+  template <> CCO_DEVICE_API uint32_t compare_exchange<OTAG, STAG, uint32_t>(uint32_t* p, uint32_t e, uint32_t d) {   \
+    uint32_t old;                                                                                                     \
+    asm volatile("atom." OSTR "." SSTR ".cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(e), "r"(d) : "memory"); \
+    return old;                                                                                                       \
+  }                                                                                                                   \
+  template <> CCO_DEVICE_API uint64_t compare_exchange<OTAG, STAG, uint64_t>(uint64_t* p, uint64_t e, uint64_t d) {   \
+    uint64_t old;                                                                                                     \
+    asm volatile("atom." OSTR "." SSTR ".cas.b64 %0, [%1], %2, %3;" : "=l"(old) : "l"(p), "l"(e), "l"(d) : "memory"); \
+    return old;                                                                                                       \
   }
 
-#define CCO_NVPTX_FOR_RMW_ORDERS(M)                       \
-  CCO_NVPTX_FOR_SCOPES(M, order::Relaxed, "relaxed")      \
-  CCO_NVPTX_FOR_SCOPES(M, order::Acquire, "acquire")      \
-  CCO_NVPTX_FOR_SCOPES(M, order::Release, "release")      \
+#define CCO_NVPTX_FOR_RMW_ORDERS(M)                  \
+  CCO_NVPTX_FOR_SCOPES(M, order::Relaxed, "relaxed") \
+  CCO_NVPTX_FOR_SCOPES(M, order::Acquire, "acquire") \
+  CCO_NVPTX_FOR_SCOPES(M, order::Release, "release") \
   CCO_NVPTX_FOR_SCOPES(M, order::AcqRel, "acq_rel")
 
 CCO_NVPTX_FOR_SCOPES(CCO_NVPTX_LOAD, order::Relaxed, "relaxed")

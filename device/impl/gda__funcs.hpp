@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/impl/gda__funcs.hpp - the bodies of the GDA API --*- C++ -*-===//
 //
 // The definitions of what device/gda.hpp declares (its contract comments say what each call
@@ -30,8 +31,7 @@ template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API ccoGda<Provider, Mode>::ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs)
     : dc_(dc), f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {}
 
-template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::team_size() const {
+template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::team_size() const {
   return cco::team_size(dc_, CCO_TEAM_GDA);
 }
 
@@ -47,7 +47,8 @@ template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src,
                                                    uint64_t srcOffset, uint64_t bytes, ccoSignalOp signalOp,
                                                    int32_t signalId, uint64_t signalValue) {
-  if (!user_signal_ok(signalOp, signalId) || !window_holds(dst, dstOffset, bytes) || !window_holds(src, srcOffset, bytes))
+  if (!user_signal_ok(signalOp, signalId) || !window_holds(dst, dstOffset, bytes) ||
+      !window_holds(src, srcOffset, bytes))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue);
   d.dstWindow = window_id(dst);
@@ -91,8 +92,9 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::get(int32_t peer, ccoWindow_t rem
 template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::signal(int32_t peer, int32_t signalId, ccoSignalOp op, uint64_t value) {
-  static_assert(Mode != CCO_GDA_DOORBELL_CALLER_ORDERED, "CallerOrdered handles have no signal(): "
-                                                         "give the put a signal instead");
+  static_assert(Mode != CCO_GDA_DOORBELL_CALLER_ORDERED,
+                "CallerOrdered handles have no signal(): "
+                "give the put a signal instead");
   if (op == CCO_SIGNAL_NONE || !user_signal_ok(op, signalId)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   return Post<Coop, CCO_THREAD_INDEPENDENT, ccoGdaImmediate>(peer, Describe(CCO_GDA_OP_SIGNAL, op, signalId, value));
 }
@@ -140,8 +142,9 @@ template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::wait_signal(int32_t signalId, uint64_t least, int32_t bits) {
   if (!signal_ok(signalId) || !bits_ok(bits, least)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   const uint64_t begin = trace::Begin(f_.trace);
-  const int32_t status = group::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); },
-                                              [&] { return any_ring_failed(); }, shadow(signalId), least, bits, limits_);
+  const int32_t status =
+      group::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); },
+                           [&] { return any_ring_failed(); }, shadow(signalId), least, bits, limits_);
   trace::Span<Coop>(f_.trace, begin,
                     TraceWait(CCO_TRACE_GDA_WAIT_SIGNAL, -1, static_cast<uint32_t>(signalId), least, status));
   return status;
@@ -262,8 +265,7 @@ CCO_DEVICE_API const ccoDevComm& ccoGda<Provider, Mode>::devcomm() const {
   return dc_;
 }
 
-template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API bool ccoGda<Provider, Mode>::context_ok() const {
+template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API bool ccoGda<Provider, Mode>::context_ok() const {
   return f_.valid && f_.peerCount > 0 && static_cast<uint32_t>(context_) < f_.contextCount;
 }
 
@@ -288,8 +290,9 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::sender_words(uint32_t id, int32_t se
   const uint64_t* words = reinterpret_cast<const uint64_t*>(f_.signals);
   const int32_t lsaSender = sender - f_.topo.lsaWorldBase;
   *proxy = words + cco_gda_signal_word(id, sender, f_.topo.nRanks);
-  *direct = static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize) ? words + direct_word(id, lsaSender)
-                                                                                       : nullptr;
+  *direct = static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize)
+                ? words + direct_word(id, lsaSender)
+                : nullptr;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -299,8 +302,7 @@ CCO_DEVICE_API uint64_t* ccoGda<Provider, Mode>::barrier_epoch(uint32_t index) c
 
 // --- private: where things are, and what is allowed --------------------------------------
 
-template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API ccoGdaTopo ccoGda<Provider, Mode>::topo() const {
+template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API ccoGdaTopo ccoGda<Provider, Mode>::topo() const {
   return f_.topo;
 }
 
@@ -310,8 +312,7 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::peer_index(int32_t peer) const {
   return cco_gda_conn_peer_index(f_.connectionType, &t, peer);
 }
 
-template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API bool ccoGda<Provider, Mode>::any_ring_failed() const {
+template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API bool ccoGda<Provider, Mode>::any_ring_failed() const {
   for (int32_t i = 0; i < f_.peerCount; ++i)
     if (ring::Failed(ring_of(i).dev)) return true;
   return false;
@@ -319,7 +320,8 @@ CCO_DEVICE_API bool ccoGda<Provider, Mode>::any_ring_failed() const {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API ring::View ccoGda<Provider, Mode>::ring_of(int32_t index) const {
-  return ring::At(f_.ringSlots, f_.ringHost, f_.ringDevice, f_.ringDepth, cco_gda_ring_index(context_, index, f_.peerCount));
+  return ring::At(f_.ringSlots, f_.ringHost, f_.ringDevice, f_.ringDepth,
+                  cco_gda_ring_index(context_, index, f_.peerCount));
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -370,7 +372,8 @@ CCO_DEVICE_API uint64_t ccoGda<Provider, Mode>::signal_value(uint32_t id) const 
     CCO_UNROLL
     for (int32_t k = 0; k < 8; ++k) {
       const int32_t sender = i + k < f_.peerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
-      v[k] = sender < 0 ? 0 : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
+      v[k] = sender < 0 ? 0
+                        : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
     }
     CCO_UNROLL
     for (int32_t k = 0; k < 8; ++k) sum += v[k];
@@ -454,7 +457,8 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::EveryRing(Step step) const {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop, ccoThreadMode TM, ccoGdaDoorbellMode RingMode>
-CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::Post(int32_t peer, const ccoGdaDesc& d, ccoWindow_t dst, ccoWindow_t src) {
+CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::Post(int32_t peer, const ccoGdaDesc& d, ccoWindow_t dst,
+                                                    ccoWindow_t src) {
   const int32_t index = peer_index(peer);
   if (!context_ok() || index < 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   Coop coop;

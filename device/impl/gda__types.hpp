@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/impl/gda__types.hpp - the types of the GDA API ---*- C++ -*-===//
 //
 // What device/gda.hpp declares its handles with: the provider tag, the doorbell modes as
@@ -55,7 +56,7 @@ struct HandleFields {
         ringDepth(dc.gdaRingDepth),
         directMaxBytes(dc.gdaDirectMaxBytes),
         directGroupMaxBytes(dc.gdaDirectGroupMaxBytes > dc.gdaDirectMaxBytes ? dc.gdaDirectGroupMaxBytes
-                                                                               : dc.gdaDirectMaxBytes),
+                                                                             : dc.gdaDirectMaxBytes),
         ringSlots(dc.gdaRingSlots),
         ringHost(dc.gdaRingHost),
         ringDevice(dc.gdaRingDevice),
@@ -63,7 +64,8 @@ struct HandleFields {
         counters(dc.gdaCounters),
         flatBase(dc.lsaFlatBase),
         stride(dc.lsaStride),
-        resources(cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
+        resources(
+            cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
         shadowOffset(dc.gdaShadowOffset),
         flushOffset(dc.gdaFlushOffset),
         trace(dc.trace) {}

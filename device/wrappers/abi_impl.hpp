@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/wrappers/abi_impl.hpp - bodies of the ABI wrappers -*- C++ -*-===//
 //
 // One function per IMPL named in abi/functions.list, taking the ABI's scalar arguments
@@ -64,7 +65,9 @@ template <class Field> CCO_DEVICE_API int32_t devcomm_get(uint64_t dc, Field fie
   const ccoDevComm d = devcomm_fields(dc);
   return devcomm_valid(d) ? field(d) : -1;
 }
-CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) { return devcomm_get(dc, [](const ccoDevComm& d) CCO_INLINE_LAMBDA { return d.rank; }); }
+CCO_DEVICE_API int32_t devcomm_rank(uint64_t dc) {
+  return devcomm_get(dc, [](const ccoDevComm& d) CCO_INLINE_LAMBDA { return d.rank; });
+}
 CCO_DEVICE_API int32_t devcomm_world_size(uint64_t dc) {
   return devcomm_get(dc, [](const ccoDevComm& d) CCO_INLINE_LAMBDA { return d.worldSize; });
 }
@@ -150,15 +153,16 @@ template <class R, class Call> CCO_DEVICE_API R with_sdma(uint64_t dc, R bad, Ca
 }
 
 template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
-CCO_DEVICE_API int32_t gda_put(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin,
-                               uint64_t srcOff, uint64_t bytes, int32_t signalId, uint64_t signalValue) {
+CCO_DEVICE_API int32_t gda_put(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff,
+                               uint64_t srcWin, uint64_t srcOff, uint64_t bytes, int32_t signalId,
+                               uint64_t signalValue) {
   return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA {
     return h.template put<Coop, TM>(peer, dstWin, dstOff, srcWin, srcOff, bytes, Op, signalId, signalValue);
   });
 }
 template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM, ccoSignalOp Op>
-CCO_DEVICE_API int32_t gda_put_value(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t value,
-                                     int32_t signalId, uint64_t signalValue) {
+CCO_DEVICE_API int32_t gda_put_value(uint64_t dc, int32_t ctx, int32_t peer, uint64_t dstWin, uint64_t dstOff,
+                                     uint64_t value, int32_t signalId, uint64_t signalValue) {
   return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA {
     return h.template put_value<Coop, TM>(peer, dstWin, dstOff, value, Op, signalId, signalValue);
   });
@@ -172,24 +176,30 @@ CCO_DEVICE_API int32_t gda_get(uint64_t dc, int32_t ctx, int32_t peer, uint64_t 
 }
 template <ccoGdaDoorbellMode Mode, class Coop, ccoSignalOp Op>
 CCO_DEVICE_API int32_t gda_signal(uint64_t dc, int32_t ctx, int32_t peer, int32_t signalId, uint64_t value) {
-  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template signal<Coop>(peer, signalId, Op, value); });
+  return with_gda<Mode>(dc, ctx, kInvalid,
+                        [&](auto& h) CCO_INLINE_LAMBDA { return h.template signal<Coop>(peer, signalId, Op, value); });
 }
 template <class Coop>
 CCO_DEVICE_API int32_t gda_wait_signal(uint64_t dc, int32_t ctx, int32_t signalId, uint64_t least, int32_t bits) {
-  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid,
-                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.template wait_signal<Coop>(signalId, least, bits); });
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA {
+    return h.template wait_signal<Coop>(signalId, least, bits);
+  });
 }
 CCO_DEVICE_API uint64_t gda_read_signal(uint64_t dc, int32_t ctx, int32_t signalId, int32_t bits) {
-  return with_gda<ccoGdaImmediate>(dc, ctx, uint64_t{0}, [&](auto& h) CCO_INLINE_LAMBDA { return h.read_signal(signalId, bits); });
+  return with_gda<ccoGdaImmediate>(dc, ctx, uint64_t{0},
+                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.read_signal(signalId, bits); });
 }
 CCO_DEVICE_API int32_t gda_reset_signal(uint64_t dc, int32_t ctx, int32_t signalId) {
-  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.reset_signal(signalId); });
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid,
+                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.reset_signal(signalId); });
 }
 template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush(uint64_t dc, int32_t ctx) {
   return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template flush<Coop>(); });
 }
-template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_peer(uint64_t dc, int32_t ctx, int32_t peer) {
-  return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template flush_peer<Coop>(peer); });
+template <ccoGdaDoorbellMode Mode, class Coop>
+CCO_DEVICE_API int32_t gda_flush_peer(uint64_t dc, int32_t ctx, int32_t peer) {
+  return with_gda<Mode>(dc, ctx, kInvalid,
+                        [&](auto& h) CCO_INLINE_LAMBDA { return h.template flush_peer<Coop>(peer); });
 }
 template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_async(uint64_t dc, int32_t ctx) {
   return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template flush_async<Coop>(); });
@@ -198,17 +208,21 @@ template <ccoGdaDoorbellMode Mode, class Coop> CCO_DEVICE_API int32_t gda_flush_
   return with_gda<Mode>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template flush_wait<Coop>(); });
 }
 template <class Coop> CCO_DEVICE_API int32_t gda_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
-  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template counter<Coop>(counterId); });
-}
-template <class Coop> CCO_DEVICE_API int32_t gda_wait_counter(uint64_t dc, int32_t ctx, int32_t counterId, uint64_t least) {
   return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid,
-                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.template wait_counter<Coop>(counterId, least); });
+                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.template counter<Coop>(counterId); });
+}
+template <class Coop>
+CCO_DEVICE_API int32_t gda_wait_counter(uint64_t dc, int32_t ctx, int32_t counterId, uint64_t least) {
+  return with_gda<ccoGdaImmediate>(
+      dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.template wait_counter<Coop>(counterId, least); });
 }
 CCO_DEVICE_API uint64_t gda_read_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
-  return with_gda<ccoGdaImmediate>(dc, ctx, uint64_t{0}, [&](auto& h) CCO_INLINE_LAMBDA { return h.read_counter(counterId); });
+  return with_gda<ccoGdaImmediate>(dc, ctx, uint64_t{0},
+                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.read_counter(counterId); });
 }
 CCO_DEVICE_API int32_t gda_reset_counter(uint64_t dc, int32_t ctx, int32_t counterId) {
-  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA { return h.reset_counter(counterId); });
+  return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid,
+                                   [&](auto& h) CCO_INLINE_LAMBDA { return h.reset_counter(counterId); });
 }
 template <class Coop> CCO_DEVICE_API int32_t gda_barrier_sync(uint64_t dc, int32_t ctx, int32_t index) {
   return with_gda<ccoGdaImmediate>(dc, ctx, kInvalid, [&](auto& h) CCO_INLINE_LAMBDA {
@@ -219,35 +233,36 @@ CCO_DEVICE_API int32_t gda_team_size(uint64_t dc) {
   return devcomm_get(dc, [](const ccoDevComm& d) CCO_INLINE_LAMBDA { return d.gdaPeerCount; });
 }
 CCO_DEVICE_API int32_t gda_team_peer(uint64_t dc, int32_t index) {
-  return devcomm_get(dc, [&](const ccoDevComm& d) CCO_INLINE_LAMBDA { return cco::team_world_rank(d, CCO_TEAM_GDA, index); });
+  return devcomm_get(
+      dc, [&](const ccoDevComm& d) CCO_INLINE_LAMBDA { return cco::team_world_rank(d, CCO_TEAM_GDA, index); });
 }
 
 // --- SDMA (device/sdma.hpp): peers are LSA ranks ------------------------------------------
 template <class Coop, bool Signal>
-CCO_DEVICE_API int32_t sdma_put(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
-                                uint64_t bytes, int32_t queue, int32_t flags) {
+CCO_DEVICE_API int32_t sdma_put(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin,
+                                uint64_t srcOff, uint64_t bytes, int32_t queue, int32_t flags) {
   return with_sdma(dc, kInvalid, [&](ccoSdma& h) CCO_INLINE_LAMBDA {
     return h.put<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
   });
 }
 template <class Coop, bool Signal>
-CCO_DEVICE_API int32_t sdma_get(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin, uint64_t srcOff,
-                                uint64_t bytes, int32_t queue, int32_t flags) {
+CCO_DEVICE_API int32_t sdma_get(uint64_t dc, int32_t peer, uint64_t dstWin, uint64_t dstOff, uint64_t srcWin,
+                                uint64_t srcOff, uint64_t bytes, int32_t queue, int32_t flags) {
   return with_sdma(dc, kInvalid, [&](ccoSdma& h) CCO_INLINE_LAMBDA {
     return h.get<Coop, Signal>(peer, dstWin, dstOff, srcWin, srcOff, bytes, queue, static_cast<uint32_t>(flags));
   });
 }
 template <class Coop, bool Signal>
-CCO_DEVICE_API int32_t sdma_put_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes, int32_t queue,
-                                    int32_t flags) {
+CCO_DEVICE_API int32_t sdma_put_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes,
+                                    int32_t queue, int32_t flags) {
   return with_sdma(dc, kInvalid, [&](ccoSdma& h) CCO_INLINE_LAMBDA {
     return h.put<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
                                static_cast<uint32_t>(flags));
   });
 }
 template <class Coop, bool Signal>
-CCO_DEVICE_API int32_t sdma_get_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes, int32_t queue,
-                                    int32_t flags) {
+CCO_DEVICE_API int32_t sdma_get_ptr(uint64_t dc, int32_t peer, uint64_t dst, uint64_t src, uint64_t bytes,
+                                    int32_t queue, int32_t flags) {
   return with_sdma(dc, kInvalid, [&](ccoSdma& h) CCO_INLINE_LAMBDA {
     return h.get<Coop, Signal>(peer, reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, queue,
                                static_cast<uint32_t>(flags));
@@ -262,7 +277,8 @@ template <class Coop> CCO_DEVICE_API int32_t sdma_commit(uint64_t dc, int32_t pe
 CCO_DEVICE_API int32_t sdma_quiet_queue(uint64_t dc, int32_t peer, int32_t queue) {
   return with_sdma(dc, kInvalid, [&](ccoSdma& h) CCO_INLINE_LAMBDA { return h.quiet_queue(peer, queue); });
 }
-template <class Coop> CCO_DEVICE_API int32_t sdma_wait_signal(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
+template <class Coop>
+CCO_DEVICE_API int32_t sdma_wait_signal(uint64_t dc, int32_t peer, int32_t queue, uint64_t least) {
   return with_sdma(dc, kInvalid, [&](ccoSdma& h) CCO_INLINE_LAMBDA { return h.wait_signal<Coop>(peer, queue, least); });
 }
 CCO_DEVICE_API uint64_t sdma_read_signal(uint64_t dc, int32_t peer, int32_t queue) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //===-- device/wrappers/cco_device_wrappers.cc - the exported ABI ---------===//
 //
 // Compiled once per bitcode variant. The extern "C" definitions are generated from

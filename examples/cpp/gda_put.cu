@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU-initiated put + signal / wait with the header-only C++ device API (ccoGda,
 // device/gda.hpp), mirroring the guide's cpp/02_gda_put: each rank puts rank*1000+i into the
 // next rank's window with a signal, waits for the signal of the previous rank, checks the
@@ -5,13 +6,13 @@
 // included (the guide's recipe "GDA on one node").
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o gda_put
-//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o gda_put
-//   python -m cco.launch -n 2 ./gda_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/gda_put.cu -Lbazel-bin/host -lcco -o
+//   gda_put python -m cco.launch -n 2 ./gda_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cco/cco_scale_out.hpp"  // the guide's header for GDA (pulls in cco/cco.hpp)
+#include "cco/cco_scale_out.hpp"       // the guide's header for GDA (pulls in cco/cco.hpp)
 #include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 

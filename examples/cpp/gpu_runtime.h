@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU runtime the examples call, from either vendor: CUDA's runtime under nvcc or
 // clang -x cuda; HIP's under hipcc or clang -x hip, where the few CUDA names the examples use
 // are spelled as HIP's (same signatures and meanings), so one source builds for NVIDIA and AMD.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the C++ examples (and tools/perf's probes) share: CHECK_CCO, joining the job that
 // `python -m cco.launch -n N ./program` started, which hands each process CCO_RANK,
 // CCO_WORLD_SIZE and CCO_UNIQUE_ID (the id as 256 hex digits), the rank's GPU, and the error
@@ -13,13 +14,13 @@
 #include "examples/cpp/gpu_runtime.h"
 
 // Returns 1 from the calling function, saying which call failed and why.
-#define CHECK_CCO(call)                                                                       \
-  do {                                                                                        \
-    ccoResult_t r_ = (call);                                                                  \
-    if (r_ != ccoSuccess) {                                                                   \
+#define CHECK_CCO(call)                                                                        \
+  do {                                                                                         \
+    ccoResult_t r_ = (call);                                                                   \
+    if (r_ != ccoSuccess) {                                                                    \
       fprintf(stderr, "%s failed: %s: %s\n", #call, ccoGetErrorString(r_), ccoGetLastError()); \
-      return 1;                                                                               \
-    }                                                                                         \
+      return 1;                                                                                \
+    }                                                                                          \
   } while (0)
 
 // This process's rank, the world size and the unique id from the launcher; false, having
@@ -45,13 +46,13 @@ static inline bool JoinFromLaunchEnv(const char* program, int* rank, int* world,
 }
 
 // Returns 1 from the calling function, saying which GPU runtime call failed and why.
-#define CHECK_GPU(call)                                                      \
-  do {                                                                       \
-    cudaError_t e_ = (call);                                                 \
-    if (e_ != cudaSuccess) {                                                 \
-      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));     \
-      return 1;                                                              \
-    }                                                                        \
+#define CHECK_GPU(call)                                                  \
+  do {                                                                   \
+    cudaError_t e_ = (call);                                             \
+    if (e_ != cudaSuccess) {                                             \
+      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      return 1;                                                          \
+    }                                                                    \
   } while (0)
 
 // This rank's GPU (ranks beyond the GPUs share them, under MPS) and its context, made before

@@ -1,15 +1,16 @@
+// SPDX-License-Identifier: MIT
 // Intra-node LSA put with the header-only C++ device API (device/cco_device.hpp) and
 // the C host API (cco.h): each rank writes lsaRank*1000+i into the next rank's window, the
 // ranks meet at LSA barriers of every coop scope, and each rank checks what it received.
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o lsa_put
-//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o lsa_put
-//   python -m cco.launch -n 2 ./lsa_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/lsa_put.cu -Lbazel-bin/host -lcco -o
+//   lsa_put python -m cco.launch -n 2 ./lsa_put        (CCO_RANK, CCO_WORLD_SIZE, CCO_UNIQUE_ID)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cco/cco.hpp"  // the guide's header for host + LSA
+#include "cco/cco.hpp"                 // the guide's header for host + LSA
 #include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 

@@ -1,16 +1,17 @@
+// SPDX-License-Identifier: MIT
 // Copy-engine puts and gets with the header-only C++ device API (ccoSdma, device/sdma.hpp):
 // each rank puts lsaRank*1000+i into the next LSA rank's window, once by window and offset and
 // once on resolved pointers (ccoGetLsaPeerPtr), waits for both signals, gets the previous
 // rank's source back through a pointer, and checks every word. Needs CCO_ENABLE_SDMA=1.
 //
 //   nvcc -std=c++17 -arch=sm_90 -I. -Ihost/include examples/cpp/sdma_put.cu -Lbazel-bin/host -lcco -o sdma_put
-//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/sdma_put.cu -Lbazel-bin/host -lcco -o sdma_put
-//   CCO_ENABLE_SDMA=1 python -m cco.launch -n 2 ./sdma_put
+//   hipcc -std=c++17 --offload-arch=gfx942 -x hip -I. -Ihost/include examples/cpp/sdma_put.cu -Lbazel-bin/host -lcco -o
+//   sdma_put CCO_ENABLE_SDMA=1 python -m cco.launch -n 2 ./sdma_put
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cco/cco_scale_out.hpp"  // the guide's header for SDMA (pulls in cco/cco.hpp)
+#include "cco/cco_scale_out.hpp"       // the guide's header for SDMA (pulls in cco/cco.hpp)
 #include "examples/cpp/gpu_runtime.h"  // CUDA or HIP, one source
 #include "examples/cpp/launch_env.h"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/03_flydsl_put: a FlyDSL kernel puts its rank's window into the next
 rank's with a signal, waits for the previous rank's signal, and flushes (GDA, FULL connections:
 the guide's "GDA on one node"). Compiles and links for gfx942/gfx950; never run (no AMD GPU here).

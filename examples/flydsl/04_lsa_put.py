@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/04_flydsl_lsa_put: a FlyDSL kernel stores straight into the next rank's
 window through its LSA pointer (no CCO data movement: a plain store), then meets the other
 ranks at the LSA barrier. Compiles and links for gfx942/gfx950; never run (no AMD GPU here).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/05_flydsl_lsa_allreduce: a one-shot all-reduce of float32 over LSA, in
 FlyDSL: after an LSA barrier (every rank's input is in place), each thread sums element i of
 every rank's window through the peers' LSA pointers into its own output, and a second barrier

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/06_flydsl_gda_modes: GDA from FlyDSL across (thread_mode, coop) x signal
 action, plus the DEFERRED and CALLER_ORDERED handles, then waits for what the peer sent.
 Compiles and links for gfx942/gfx950; never run (no AMD GPU here).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/07_flydsl_sdma: a FlyDSL kernel puts through an SDMA queue (the copy
 engine) into the next LSA rank's window with a signal, waits for the previous rank's, and
 quiets the queue. Needs CCO_ENABLE_SDMA=1 at run time. Compiles and links for gfx942/gfx950;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What every FlyDSL example shares: run on this job's AMD GPUs, or compile only.
 
     python -m cco.launch -n 2 examples/flydsl/03_put.py          # on AMD GPUs (never run here)

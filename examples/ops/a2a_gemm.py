@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """a2a_gemm: MoE dispatch, then the expert GEMM. Each rank routes its rows to the ranks that
 hold their experts (splits[j] rows to rank j, any counts, zeros too) and multiplies what it
 received by its expert weight; torch.distributed.all_to_all_single's semantics.

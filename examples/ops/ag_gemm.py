@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ag_gemm: all_gather(a) @ w, the gather overlapped with the GEMM (a column-parallel linear
 after sequence parallelism). Each rank holds M/W rows of the activations and N/W columns of
 the weight; every rank gets all M rows of its N/W columns.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gemm_a2a: the expert GEMM, then MoE combine (or Ulysses attention's output all-to-all):
 rows of a @ w go back to the ranks they came from, each tile stored at its receiver as soon
 as it is computed.

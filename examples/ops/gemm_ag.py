@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gemm_ag: all_gather(a @ w), each tile sent to every rank as soon as it is computed.
 
     python -m cco.launch -n 2 examples/ops/gemm_ag.py

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gemm_ar: the row-parallel linear, a @ w summed over the ranks (each holds a K/W slice);
 every rank gets the same bits. Also captured in a CUDA graph and replayed.
 

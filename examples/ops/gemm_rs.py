@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gemm_rs: a @ w reduce-scattered over M (torch's fused_matmul_reduce_scatter): rank r gets
 rows [r M/W, (r+1) M/W) of the sum.
 

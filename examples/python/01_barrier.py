@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/01_barrier: a host barrier across ranks, the whole lifecycle, no kernel.
 
     python -m cco.launch -n 4 examples/python/01_barrier.py           (GPUs)

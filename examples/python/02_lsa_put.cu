@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernel of examples/python/02_lsa_put.py, written by hand against the guide's C++ header
 // (cco/cco.hpp) and loaded from Python: each rank stores lsaRank*1000+i into the next LSA rank's
 // window through its load/store pointer, the ranks meet at an LSA barrier, and each counts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's python/02_lsa_put: an intra-node LSA put by a hand-written GPU kernel
 (02_lsa_put.cu, against the guide's C++ header cco/cco.hpp), compiled and launched from Python.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's Quick Reference, runnable: its lines unchanged except `from mori.cco` -> `from cco`.
 
 The guide's snippet assumes three names from its surroundings: `rank`, `nranks` and
@@ -82,7 +83,7 @@ else:
 
 # ---- the guide's Quick Reference, from here on -------------------------------------------
 
-from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE
+from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE  # noqa: E402 (the guide's code starts here)
 
 # Bootstrap: rank 0 mints a unique id, broadcast it out-of-band (MPI / torch.dist)
 uid = Communicator.get_unique_id() if rank == 0 else None

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A one-shot all-reduce in Triton for 2-8 ranks: every rank reads every peer's buffer
 through LSA peer pointers, sums, and writes its own result (cco_tools.perf.kernels.lsa has the
 kernel: two LSA barriers around the reads, one barrier per program).
@@ -26,7 +27,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--elements", type=int, default=1 << 18)
     args = ap.parse_args(argv)
-    torch = gpu_torch("examples/triton/allreduce_oneshot.py")  # here: the kernel also compiles ahead of time without torch
+    # here: the kernel also compiles ahead of time without torch
+    torch = gpu_torch("examples/triton/allreduce_oneshot.py")
 
     rank, nranks, uid = bootstrap()
     n = args.elements

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDA from Triton across its modes: (coop, thread mode) x signal action, plus the DEFERRED and
 CALLER_ORDERED handles (the guide's "GDA modes" example, in Triton). Each rank puts six
 chunks of its window into the next rank's window, one chunk per mode with its own signal,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's Triton lsa_copy: each rank copies its window's first N words into the
 next rank's window, through the peer pointer cco.Window.lsa_ptr returns.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SDMA from Triton (the guide's "Triton SDMA put between 2 GPUs"): each rank puts a chunk of
 its window into the next rank's window on every queue, with a signal, and gets a chunk of the
 previous rank's window; it waits for its pools (the signal from the left rank on each queue,
@@ -83,7 +84,8 @@ def main():
         comm.barrier()
         with torch.cuda.stream(stream):
             want = torch.arange(words, dtype=torch.int32, device=mine.device) + left * 1_000_000
-            ok = int(status.item()) == 0 and torch.equal(mine[words:2 * words], want) and torch.equal(mine[2 * words:], want)
+            ok = (int(status.item()) == 0 and torch.equal(mine[words:2 * words], want)
+                  and torch.equal(mine[2 * words:], want))
         print(f"rank {rank}/{nranks}: SDMA put from and get of rank {left} on {QUEUES} queues"
               f"{' (resolved pointers)' if pointers else ''}: "
               f"{'OK' if ok else 'WRONG'} (status {int(status.item())})", flush=True)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's examples/cco/ir/test_triton_cco.py: Triton kernels over one transport, chosen
 with --transport, each checking every byte it moved (the examples beside this file):
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libcco.so on glibc 2.28: the C library symbols a Debian 12 (glibc 2.36) build would take at
 // versions newer than 2.28, bound to their 2.28-era versions instead.
 //

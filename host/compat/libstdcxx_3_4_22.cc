@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libcco.so with the libstdc++ of RHEL 8 (GCC 8: symbol versions up to GLIBCXX_3.4.25): what a
 // GCC 12 build would take from libstdc++.so at newer versions, defined in libcco.so instead.
 //

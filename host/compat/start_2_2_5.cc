@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A program (not a library) built on glibc 2.36 that starts on glibc 2.28: the start code.
 //
 // Debian 12's Scrt1.o calls __libc_start_main@GLIBC_2.34, whose callers leave running the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device ABI contract, checked on the built artifacts.
 
 - the committed ABI table equals the one generated from abi/functions.list now;
@@ -85,7 +86,8 @@ def disassemble(request, variant):
     return out.stdout
 
 
-_DEFINE = re.compile(r"^define\s+(?P<attrs>[^@]*?)(?P<ret>\b(?:i\d+|void|ptr))\s+@(?P<name>[\w.$]+)\((?P<args>[^)]*)\)", re.M)
+_DEFINE = re.compile(r"^define\s+(?P<attrs>[^@]*?)(?P<ret>\b(?:i\d+|void|ptr))\s+"
+                     r"@(?P<name>[\w.$]+)\((?P<args>[^)]*)\)", re.M)
 _DECLARE = re.compile(r"^declare\s+[^@]*@(?P<name>[\w.$]+)\(", re.M)
 _GLOBAL = re.compile(r"^@(?P<name>[\w.$]+)\s*=\s*(?P<linkage>[\w ]*?)(?:global|constant)", re.M)
 

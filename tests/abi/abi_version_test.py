@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ABI version is written once, in abi/version.h; everything else that carries it reads it
 from there or from what was generated from it. This fails when any of them drifts:
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* C callers: the ABI headers and the generated device-function prototypes compile as
  * strict C11 (-Wall -Wextra -Werror -pedantic) and agree with the C++ view of the ABI. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The 68 device functions the guide's system exports, pinned by name and signature.
 
 Bindings written for that system link against our bitcode only if every one of its symbols is

@@ -1,9 +1,12 @@
+// SPDX-License-Identifier: MIT
 // Every field of every struct that crosses the kernel boundary, for the cross-target
 // layout comparison (tests/abi/layout_test.py). A field added to abi/ without a line here
 // makes the size check below fail, because the listed sizes no longer add up.
 #ifndef CCO_TESTS_ABI_LAYOUT_FIELDS_H_
 #define CCO_TESTS_ABI_LAYOUT_FIELDS_H_
 
+// A table, laid out by hand: clang-format would run its entries together.
+// clang-format off
 #define CCO_LAYOUT_FIELDS(X)                                        \
   X(ccoTeam, nRanks) X(ccoTeam, rank) X(ccoTeam, stride) X(ccoTeam, worldBase) \
   X(ccoWindowDevice, magic) X(ccoWindowDevice, abiVersion) X(ccoWindowDevice, flatBase) \
@@ -45,5 +48,6 @@
 #define CCO_LAYOUT_STRUCTS(X) \
   X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice) \
   X(ccoTraceBuffer) X(ccoTraceRecord) X(ccoTraceClockSample)
+// clang-format on
 
 #endif  // CCO_TESTS_ABI_LAYOUT_FIELDS_H_

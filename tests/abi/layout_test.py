@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ABI structs have one layout on every target: the host compiler's offsets and
 sizes (layout_table_host) equal those clang computes for nvptx and amdgcn."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The code each target generates for the arch layer (tests/arch/arch_probe.cc).
 
 Every (operation, order, scope, width) probe function is found by name in the assembly
@@ -124,12 +125,14 @@ def amdgcn_expectations():
         need = [rf"^flat_load_dword\w* .* {AMD_SCOPE_BITS[scope]}$"]
         if order == "acquire" and _amd_acquire(scope):
             need.append(_amd_acquire(scope))
-        yield f"probe_load_{order}_{scope}_{w}", need, ([r"buffer_inv"] if order == "relaxed" or scope == "block" else [])
+        forbid = [r"buffer_inv"] if order == "relaxed" or scope == "block" else []
+        yield f"probe_load_{order}_{scope}_{w}", need, forbid
     for order, scope, w in itertools.product(["relaxed", "release"], SCOPES, WIDTHS):
         need = [rf"^flat_store_dword\w* .* {AMD_SCOPE_BITS[scope]}$"]
         if order == "release" and _amd_release(scope):
             need.append(_amd_release(scope))
-        yield f"probe_store_{order}_{scope}_{w}", need, ([r"buffer_wbl2"] if order == "relaxed" or scope == "block" else [])
+        forbid = [r"buffer_wbl2"] if order == "relaxed" or scope == "block" else []
+        yield f"probe_store_{order}_{scope}_{w}", need, forbid
     amd_op = {"fetch_add": "add", "exchange": "swap", "fetch_max": "umax", "compare_exchange": "cmpswap"}
     for op, order, scope, w in itertools.product(RMW_OPS, RMW_ORDERS, SCOPES, WIDTHS):
         suffix = "_x2" if w == "u64" else ""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One exported function per arch-layer operation x order x scope x width, so the code
 // generated for each can be found by name in the target's assembly and checked
 // (tests/arch/arch_codegen_test.py).
@@ -18,26 +19,26 @@
 #define FOR_SCOPES(M, o) M(o, block) M(o, device) M(o, system)
 #define FOR_RMW_ORDERS(M) FOR_SCOPES(M, relaxed) FOR_SCOPES(M, acquire) FOR_SCOPES(M, release) FOR_SCOPES(M, acq_rel)
 
-#define LOAD(o, s)                                                                                                   \
+#define LOAD(o, s)                                                                                          \
   PROBE uint32_t probe_load_##o##_##s##_u32(const uint32_t* p) { return cco::arch::load<O_##o, S_##s>(p); } \
   PROBE uint64_t probe_load_##o##_##s##_u64(const uint64_t* p) { return cco::arch::load<O_##o, S_##s>(p); }
-#define STORE(o, s)                                                                                        \
+#define STORE(o, s)                                                                                         \
   PROBE void probe_store_##o##_##s##_u32(uint32_t* p, uint32_t v) { cco::arch::store<O_##o, S_##s>(p, v); } \
   PROBE void probe_store_##o##_##s##_u64(uint64_t* p, uint64_t v) { cco::arch::store<O_##o, S_##s>(p, v); }
-#define RMW(op, o, s)                                                                                                   \
+#define RMW(op, o, s)                                                                                                \
   PROBE uint32_t probe_##op##_##o##_##s##_u32(uint32_t* p, uint32_t v) { return cco::arch::op<O_##o, S_##s>(p, v); } \
   PROBE uint64_t probe_##op##_##o##_##s##_u64(uint64_t* p, uint64_t v) { return cco::arch::op<O_##o, S_##s>(p, v); }
 #define ADD(o, s) RMW(fetch_add, o, s)
 #define EXCH(o, s) RMW(exchange, o, s)
 #define MAX(o, s) RMW(fetch_max, o, s)
-#define CAS(o, s)                                                                                 \
-  PROBE uint32_t probe_compare_exchange_##o##_##s##_u32(uint32_t* p, uint32_t e, uint32_t d) {    \
-    return cco::arch::compare_exchange<O_##o, S_##s>(p, e, d);                                    \
-  }                                                                                               \
-  PROBE uint64_t probe_compare_exchange_##o##_##s##_u64(uint64_t* p, uint64_t e, uint64_t d) {    \
-    return cco::arch::compare_exchange<O_##o, S_##s>(p, e, d);                                    \
+#define CAS(o, s)                                                                              \
+  PROBE uint32_t probe_compare_exchange_##o##_##s##_u32(uint32_t* p, uint32_t e, uint32_t d) { \
+    return cco::arch::compare_exchange<O_##o, S_##s>(p, e, d);                                 \
+  }                                                                                            \
+  PROBE uint64_t probe_compare_exchange_##o##_##s##_u64(uint64_t* p, uint64_t e, uint64_t d) { \
+    return cco::arch::compare_exchange<O_##o, S_##s>(p, e, d);                                 \
   }
-#define RED(o, s)                                                                                   \
+#define RED(o, s)                                                                                       \
   PROBE void probe_add_##o##_##s##_u32(uint32_t* p, uint32_t v) { cco::arch::add<O_##o, S_##s>(p, v); } \
   PROBE void probe_add_##o##_##s##_u64(uint64_t* p, uint64_t v) { cco::arch::add<O_##o, S_##s>(p, v); }
 #define FENCE(o, s) \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host implementation of device/arch under real threads: the same calls a kernel
 // makes, racing for real on the CPU.
 #include <gtest/gtest.h>

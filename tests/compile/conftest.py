@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 def pytest_addoption(parser):
     parser.addoption("--clang", required=True, help="clang-19, which compiles the HIP side")
     parser.addoption("--example", action="append", default=[], help="an example .cu, as the checkout holds it")

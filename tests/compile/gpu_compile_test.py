@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Device C++ compiled as users compile it, for both vendors: every public header together in
 one translation unit, and every example .cu, as HIP for gfx942 and as CUDA for sm_90.
 

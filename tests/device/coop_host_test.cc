@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // worst_status (device/coop.hpp) with host threads standing in for a group's threads: every
 // thread gets the worst status any thread passed, and they all vote the same number of
 // times (a thread that voted less would leave the others waiting at the group's barrier).
@@ -97,7 +98,8 @@ TEST(WorstStatus, EveryThreadGetsTheWorstAnyThreadPassed) {
   };
   for (const auto& c : cases) {
     const std::vector<int32_t> got = RunGroup<true>(c.passed);
-    for (size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], c.worst) << "thread " << t << " of case worst=" << c.worst;
+    for (size_t t = 0; t < got.size(); ++t)
+      EXPECT_EQ(got[t], c.worst) << "thread " << t << " of case worst=" << c.worst;
   }
 }
 

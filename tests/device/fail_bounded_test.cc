@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fail-bounded, with ranks as processes on the cpu platform: one rank is SIGKILLed at each
 // phase of a communicator's life (creation, a window's registration, a device communicator's
 // creation, inside a device wait on a GDA signal (local and tcp), an LSA barrier, an SDMA
@@ -36,18 +37,27 @@
 #include "device/gda.hpp"
 #include "device/lsa_barrier.hpp"
 #include "device/sdma.hpp"
-#include "tests/host/multiprocess.h"  // RANK_CHECK, RANK_OK
+#include "tests/host/testing/multiprocess.h"  // RANK_CHECK, RANK_OK
 
 namespace {
 
 constexpr int kRanks = 3;
-constexpr int64_t kTimeoutMs = 3000;            // CCO_TIMEOUT_MS of these runs
-constexpr int64_t kDeviceBoundMs = 1000;        // what a device wait may take after the death (target: 100)
+constexpr int64_t kTimeoutMs = 3000;                 // CCO_TIMEOUT_MS of these runs
+constexpr int64_t kDeviceBoundMs = 1000;             // what a device wait may take after the death (target: 100)
 constexpr int64_t kHostBoundMs = kTimeoutMs + 2000;  // the timeout, the hub's answer margin, slack
 constexpr size_t kWindow = 1 << 20;
 
-enum class Phase { kCreate, kRegister, kDevCommCreate, kGdaSignal, kGdaSignalTcp, kLsaBarrier, kSdmaQuiet, kGdaFlushTcp,
-                   kDevCommDestroy };
+enum class Phase {
+  kCreate,
+  kRegister,
+  kDevCommCreate,
+  kGdaSignal,
+  kGdaSignalTcp,
+  kLsaBarrier,
+  kSdmaQuiet,
+  kGdaFlushTcp,
+  kDevCommDestroy
+};
 
 const char* Name(Phase p) {
   switch (p) {
@@ -212,8 +222,8 @@ template <class Call> int Bounded(const char* what, int rank, Call call, ccoResu
 // A device wait that must end ABORTED soon after the death.
 int DeviceEnded(Phase p, int rank, int victim, int32_t status, Shared* s) {
   const int64_t ms = MsSince(s->deathNs.load());
-  printf("fail_bounded: phase %s, victim %d: rank %d's wait ended %lld ms after the death (status %d)\n", Name(p), victim,
-         rank, static_cast<long long>(ms), status);
+  printf("fail_bounded: phase %s, victim %d: rank %d's wait ended %lld ms after the death (status %d)\n", Name(p),
+         victim, rank, static_cast<long long>(ms), status);
   fflush(stdout);
   RANK_CHECK(status == CCO_DEVICE_STATUS_ABORTED);
   RANK_CHECK(ms < kDeviceBoundMs);
@@ -262,7 +272,8 @@ int SurvivorWait(Phase p, int rank, int victim, Built& k, Shared* s) {
 int Teardown(int rank, Built& k) {
   if (k.comm == nullptr) return 0;
   if (k.hasDc && Bounded("ccoDevCommDestroy", rank, [&] { return ccoDevCommDestroy(k.comm, &k.dc); }) != 0) return 1;
-  if (k.hasWin && Bounded("ccoWindowDeregister", rank, [&] { return ccoWindowDeregister(k.comm, k.win); }) != 0) return 1;
+  if (k.hasWin && Bounded("ccoWindowDeregister", rank, [&] { return ccoWindowDeregister(k.comm, k.win); }) != 0)
+    return 1;
   if (Bounded("ccoCommDestroy", rank, [&] { return ccoCommDestroy(k.comm); }) != 0) return 1;
   k = Built{};
   return 0;
@@ -341,8 +352,9 @@ int Survivor(Phase p, int rank, int victim, const ccoUniqueId& id, Shared* s) {
     case Phase::kRegister:
       RANK_OK(ccoCommCreate(id, kRanks, rank, 16 << 20, &k.comm));
       RANK_OK(ccoBarrierAll(k.comm));
-      if (Bounded("ccoWindowAllocRegister", rank,
-                  [&] { return ccoWindowAllocRegister(k.comm, kWindow, &k.mem, &k.win); }, &r) != 0)
+      if (Bounded(
+              "ccoWindowAllocRegister", rank, [&] { return ccoWindowAllocRegister(k.comm, kWindow, &k.mem, &k.win); },
+              &r) != 0)
         return 1;
       k.hasWin = r == ccoSuccess;
       break;
@@ -474,21 +486,13 @@ TEST(FailBounded, KilledWhileAPeerWaitsOnItsGdaSignal) {
   EXPECT_TRUE(RunPhase(Phase::kGdaSignal, 0));
 }
 
-TEST(FailBounded, KilledWhileAPeerWaitsOnItsGdaSignalOverTcp) {
-  EXPECT_TRUE(RunPhase(Phase::kGdaSignalTcp, 1));
-}
+TEST(FailBounded, KilledWhileAPeerWaitsOnItsGdaSignalOverTcp) { EXPECT_TRUE(RunPhase(Phase::kGdaSignalTcp, 1)); }
 
-TEST(FailBounded, KilledWhilePeersWaitInAnLsaBarrier) {
-  EXPECT_TRUE(RunPhase(Phase::kLsaBarrier, 2));
-}
+TEST(FailBounded, KilledWhilePeersWaitInAnLsaBarrier) { EXPECT_TRUE(RunPhase(Phase::kLsaBarrier, 2)); }
 
-TEST(FailBounded, KilledWhileAPeerQuietsItsSdmaQueue) {
-  EXPECT_TRUE(RunPhase(Phase::kSdmaQuiet, 1));
-}
+TEST(FailBounded, KilledWhileAPeerQuietsItsSdmaQueue) { EXPECT_TRUE(RunPhase(Phase::kSdmaQuiet, 1)); }
 
-TEST(FailBounded, KilledWhileAPeerFlushesGdaOverTcp) {
-  EXPECT_TRUE(RunPhase(Phase::kGdaFlushTcp, 2));
-}
+TEST(FailBounded, KilledWhileAPeerFlushesGdaOverTcp) { EXPECT_TRUE(RunPhase(Phase::kGdaFlushTcp, 2)); }
 
 TEST(FailBounded, KilledDuringDevCommDestroy) {
   for (const Death& d : kCallDeaths) EXPECT_TRUE(RunPhase(Phase::kDevCommDestroy, d.victim, d.delayUs));
@@ -516,7 +520,8 @@ TEST(FailBounded, TheRankThatDiedIsNamedNotTheOnesThatFollowed) {
       s->observerPid = getpid();
       kill(getpid(), SIGSTOP);  // the whole process, its proxy too, until the follower is gone
       ccoResult_t async = ccoSuccess;
-      RANK_CHECK(Await([&] { return ccoCommGetAsyncError(k.comm, &async) == ccoSuccess && async != ccoSuccess; }, 5000));
+      RANK_CHECK(
+          Await([&] { return ccoCommGetAsyncError(k.comm, &async) == ccoSuccess && async != ccoSuccess; }, 5000));
       const std::string error = ccoGetLastError();
       printf("fail_bounded: the observer's async error: %s\n", error.c_str());
       RANK_CHECK(error.find("rank 1 (a process on this host) ended") != std::string::npos);

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 // The cells of the GDA matrix, shared by the thread-rank test (gda_matrix_host_test) and the
-// process ranks in network namespaces (tests/net): doorbell mode x operation (put, put_value,
+// process ranks in network namespaces (tests/host/net): doorbell mode x operation (put, put_value,
 // get, signal) x signal action (none, INC, ADD) x (coop, thread mode). In every cell each rank
 // sends to every member of its GDA team, then checks exactly what its team sent it: the
 // bytes, the put_value words, what it got, and the signal's value (the sum of every sender's
@@ -19,9 +20,9 @@ namespace cco {
 namespace gda_test {
 enum Op { kPut, kPutValue, kGet, kSignal };
 constexpr const char* kOpNames[] = {"put", "put_value", "get", "signal"};
-constexpr uint64_t kChunk = 256;    // bytes per put or get
-constexpr uint64_t kInbox = 8192;   // where sender s's put lands: kInbox + s * kChunk
-constexpr uint64_t kGotBox = 24576; // where the get from peer p lands: kGotBox + p * kChunk
+constexpr uint64_t kChunk = 256;     // bytes per put or get
+constexpr uint64_t kInbox = 8192;    // where sender s's put lands: kInbox + s * kChunk
+constexpr uint64_t kGotBox = 24576;  // where the get from peer p lands: kGotBox + p * kChunk
 constexpr int32_t kSignalId = 1;
 
 inline uint64_t Word(int rank, int cell) { return 0x5151000000000000ull + static_cast<uint64_t>(cell) * 1000 + rank; }
@@ -33,7 +34,8 @@ int32_t Send(ccoGda<ccoGdaProxy, Mode>& gda, const Rank& k, int peer, Op op, cco
   const uint64_t add = sig == CCO_SIGNAL_NONE ? 0 : Contribution(sig, k.rank);
   switch (op) {
     case kPut: return gda.template put<Coop, TM>(peer, k.win, inbox, k.win, 0, kChunk, sig, kSignalId, add);
-    case kPutValue: return gda.template put_value<Coop, TM>(peer, k.win, inbox, Word(k.rank, cell), sig, kSignalId, add);
+    case kPutValue:
+      return gda.template put_value<Coop, TM>(peer, k.win, inbox, Word(k.rank, cell), sig, kSignalId, add);
     case kGet: return gda.template get<Coop, TM>(peer, k.win, 0, k.win, kGotBox + kChunk * peer, kChunk);
     case kSignal:
       if constexpr (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
@@ -57,7 +59,8 @@ template <ccoGdaDoorbellMode Mode, class Coop, ccoThreadMode TM> bool Cell(Rank&
     if (sig != CCO_SIGNAL_NONE) expected += Contribution(sig, peer);  // the team is symmetric
   }
   CHECK_OR_FAIL(gda.template flush<Coop>() == CCO_DEVICE_STATUS_OK);
-  if (sig != CCO_SIGNAL_NONE) CHECK_OR_FAIL(gda.template wait_signal<Coop>(kSignalId, expected) == CCO_DEVICE_STATUS_OK);
+  if (sig != CCO_SIGNAL_NONE)
+    CHECK_OR_FAIL(gda.template wait_signal<Coop>(kSignalId, expected) == CCO_DEVICE_STATUS_OK);
   CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
   for (int i = 0; i < gda.team_size(); ++i) {
     const int peer = gda.team_peer(i);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GDA matrix on the CPU (gda_matrix_cells.h) on every connection type: FULL, CROSSNODE and
 // RAIL on 2 to 8 ranks split into 2 to 4 virtual nodes, through the local backend, and through
 // tcp between nodes (CCO_NET=tcp); peers of one node by the direct path (the default) and, in
@@ -47,46 +48,46 @@ TEST_P(GdaMatrix, TwoDeviceCommsKeepTheirSignalsApart) {
   const Shape s = GetParam();
   if (s.type != CCO_GDA_CONNECTION_FULL) GTEST_SKIP() << "one connection type suffices";
   ShapeEnv env(s);
-  EXPECT_EQ(RunGdaRanks(s.ranks, s.type, [](Rank& k) {
-              ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
-              reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
-              ccoDevComm other;
-              CHECK_OR_FAIL(ccoDevCommCreate(k.comm, &reqs, &other) == ccoSuccess);
-              CHECK_OR_FAIL(other.resourceWindow == k.dc.resourceWindow && other.gdaSignals != k.dc.gdaSignals);
-              {
-                ccoGda<> first(k.dc, 0, 10'000'000'000ull), second(other, 0, 10'000'000'000ull);
-                const int right = (k.rank + 1) % k.n;
-                CHECK_OR_FAIL(first.signal(right, 1, CCO_SIGNAL_ADD, 3) == 0);
-                CHECK_OR_FAIL(second.signal(right, 1, CCO_SIGNAL_ADD, 70) == 0);
-                CHECK_OR_FAIL(first.flush() == 0 && second.flush() == 0);
-                CHECK_OR_FAIL(first.wait_signal(1, 3) == 0 && second.wait_signal(1, 70) == 0);
-                CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);  // every signal landed
-                CHECK_OR_FAIL(first.read_signal(1) == 0 && second.read_signal(1) == 0);  // consumed, nothing extra
-              }
-              CHECK_OR_FAIL(ccoDevCommDestroy(k.comm, &other) == ccoSuccess);
-              return true;
-            }, s.nodes),
+  EXPECT_EQ(RunGdaRanks(
+                s.ranks, s.type,
+                [](Rank& k) {
+                  ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
+                  reqs.gdaConnectionType = CCO_GDA_CONNECTION_FULL;
+                  ccoDevComm other;
+                  CHECK_OR_FAIL(ccoDevCommCreate(k.comm, &reqs, &other) == ccoSuccess);
+                  CHECK_OR_FAIL(other.resourceWindow == k.dc.resourceWindow && other.gdaSignals != k.dc.gdaSignals);
+                  {
+                    ccoGda<> first(k.dc, 0, 10'000'000'000ull), second(other, 0, 10'000'000'000ull);
+                    const int right = (k.rank + 1) % k.n;
+                    CHECK_OR_FAIL(first.signal(right, 1, CCO_SIGNAL_ADD, 3) == 0);
+                    CHECK_OR_FAIL(second.signal(right, 1, CCO_SIGNAL_ADD, 70) == 0);
+                    CHECK_OR_FAIL(first.flush() == 0 && second.flush() == 0);
+                    CHECK_OR_FAIL(first.wait_signal(1, 3) == 0 && second.wait_signal(1, 70) == 0);
+                    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);                      // every signal landed
+                    CHECK_OR_FAIL(first.read_signal(1) == 0 && second.read_signal(1) == 0);  // consumed, nothing extra
+                  }
+                  CHECK_OR_FAIL(ccoDevCommDestroy(k.comm, &other) == ccoSuccess);
+                  return true;
+                },
+                s.nodes),
             0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GdaMatrix,
-                         ::testing::Values(Shape{CCO_GDA_CONNECTION_FULL, 2, 1}, Shape{CCO_GDA_CONNECTION_FULL, 4, 2},
-                                           Shape{CCO_GDA_CONNECTION_FULL, 2, 1, false, false},
-                                           Shape{CCO_GDA_CONNECTION_FULL, 4, 2, false, false},
-                                           Shape{CCO_GDA_CONNECTION_CROSSNODE, 4, 2},
-                                           Shape{CCO_GDA_CONNECTION_CROSSNODE, 6, 3},
-                                           Shape{CCO_GDA_CONNECTION_RAIL, 4, 2}, Shape{CCO_GDA_CONNECTION_RAIL, 8, 4},
-                                           Shape{CCO_GDA_CONNECTION_FULL, 2, 2, true},
-                                           Shape{CCO_GDA_CONNECTION_FULL, 4, 2, true},
-                                           Shape{CCO_GDA_CONNECTION_CROSSNODE, 6, 3, true},
-                                           Shape{CCO_GDA_CONNECTION_RAIL, 8, 4, true}),
-                         [](const ::testing::TestParamInfo<Shape>& info) {
-                           const char* type = info.param.type == CCO_GDA_CONNECTION_FULL        ? "full"
-                                              : info.param.type == CCO_GDA_CONNECTION_CROSSNODE ? "crossnode"
-                                                                                                : "rail";
-                           return std::string(type) + "_" + std::to_string(info.param.ranks) + "ranks_" +
-                                  std::to_string(info.param.nodes) + "nodes" + (info.param.tcp ? "_tcp" : "") +
-                                  (info.param.direct ? "" : "_proxy");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, GdaMatrix,
+    ::testing::Values(Shape{CCO_GDA_CONNECTION_FULL, 2, 1}, Shape{CCO_GDA_CONNECTION_FULL, 4, 2},
+                      Shape{CCO_GDA_CONNECTION_FULL, 2, 1, false, false},
+                      Shape{CCO_GDA_CONNECTION_FULL, 4, 2, false, false}, Shape{CCO_GDA_CONNECTION_CROSSNODE, 4, 2},
+                      Shape{CCO_GDA_CONNECTION_CROSSNODE, 6, 3}, Shape{CCO_GDA_CONNECTION_RAIL, 4, 2},
+                      Shape{CCO_GDA_CONNECTION_RAIL, 8, 4}, Shape{CCO_GDA_CONNECTION_FULL, 2, 2, true},
+                      Shape{CCO_GDA_CONNECTION_FULL, 4, 2, true}, Shape{CCO_GDA_CONNECTION_CROSSNODE, 6, 3, true},
+                      Shape{CCO_GDA_CONNECTION_RAIL, 8, 4, true}),
+    [](const ::testing::TestParamInfo<Shape>& info) {
+      const char* type = info.param.type == CCO_GDA_CONNECTION_FULL        ? "full"
+                         : info.param.type == CCO_GDA_CONNECTION_CROSSNODE ? "crossnode"
+                                                                           : "rail";
+      return std::string(type) + "_" + std::to_string(info.param.ranks) + "ranks_" + std::to_string(info.param.nodes) +
+             "nodes" + (info.param.tcp ? "_tcp" : "") + (info.param.direct ? "" : "_proxy");
+    });
 
 }  // namespace

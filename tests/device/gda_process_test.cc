@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GDA device API with ranks as processes on the cpu platform: the rings, windows and
 // signal words cross process boundaries (sealed memfds), as they do between GPU processes.
 // Exact data over many rounds and sizes on FULL and CROSSNODE connections, and a peer that
@@ -14,7 +15,7 @@
 #include "cco/cco.h"
 #include "device/cco_device.hpp"
 #include "device/gda.hpp"
-#include "tests/host/multiprocess.h"
+#include "tests/host/testing/multiprocess.h"
 
 namespace {
 
@@ -88,9 +89,9 @@ class GdaProcesses : public ::testing::Test {
 
 TEST_F(GdaProcesses, FullRingExactData) {
   for (int n : {2, 3}) {
-    EXPECT_TRUE(cco_test::RunRanks(n, [](int rank, int n, const ccoUniqueId& id) {
-      return RingRounds(rank, n, id, CCO_GDA_CONNECTION_FULL);
-    })) << n << " ranks";
+    EXPECT_TRUE(cco_test::RunRanks(
+        n, [](int rank, int n, const ccoUniqueId& id) { return RingRounds(rank, n, id, CCO_GDA_CONNECTION_FULL); }))
+        << n << " ranks";
   }
 }
 
@@ -118,38 +119,41 @@ TEST_F(GdaProcesses, CrossNodeOnVirtualNodes) {
 
 TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsForIt) {
   setenv("CCO_TIMEOUT_MS", "3000", 1);  // the survivor's teardown gives up on the dead rank
-  const std::vector<int> status = cco_test::RunRanksRaw(2, [](int rank, int n, const ccoUniqueId& id) {
-    RankState s;
-    if (Create(rank, n, id, CCO_GDA_CONNECTION_FULL, &s) != 0) return 1;
-    RANK_OK(ccoBarrierAll(s.comm));
-    if (rank == 1) _exit(7);  // dies holding everything: no destroy, no goodbye
-    // The proxy notices within milliseconds (the host mesh's socket hangs up) and says so.
-    ccoResult_t async = ccoSuccess;
-    for (int i = 0; i < 2000 && async == ccoSuccess; ++i) {
-      RANK_OK(ccoCommGetAsyncError(s.comm, &async));
-      if (async == ccoSuccess) usleep(1000);
-    }
-    RANK_CHECK(async == ccoRemoteError);
-    RANK_CHECK(strstr(ccoGetLastError(), "rank 1") != nullptr);
-    // Every ring to it has failed: posts and flushes end at once, not at a timeout.
-    ccoGda<> gda(s.dc, 0, 60'000'000'000ull);
-    const int32_t put = gda.put(1, s.win, 0, s.win, 0, 4096, CCO_SIGNAL_INC, 0);
-    RANK_CHECK(put == CCO_DEVICE_STATUS_ABORTED || gda.flush() == CCO_DEVICE_STATUS_ABORTED);
-    // A signal from it can never come: a wait ends at once (its context's ring to the dead
-    // rank failed), even with no timeout (it waited for the handle's timeout, or forever).
-    ccoGda<> noTimeout(s.dc, 0, 0);
-    const auto start = std::chrono::steady_clock::now();
-    RANK_CHECK(noTimeout.wait_signal(0, 1) == CCO_DEVICE_STATUS_ABORTED);
-    RANK_CHECK(noTimeout.wait_counter(0, 1) == CCO_DEVICE_STATUS_ABORTED);
-    ccoGdaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), noTimeout, 0);
-    RANK_CHECK(barrier.sync() == CCO_DEVICE_STATUS_ABORTED);
-    RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
-    // Teardown agrees with a dead rank: it fails within CCO_TIMEOUT_MS instead of hanging,
-    // and the communicator is still destroyed.
-    RANK_CHECK(ccoDevCommDestroy(s.comm, &s.dc) != ccoSuccess);
-    ccoCommDestroy(s.comm);
-    return 0;
-  }, 60);
+  const std::vector<int> status = cco_test::RunRanksRaw(
+      2,
+      [](int rank, int n, const ccoUniqueId& id) {
+        RankState s;
+        if (Create(rank, n, id, CCO_GDA_CONNECTION_FULL, &s) != 0) return 1;
+        RANK_OK(ccoBarrierAll(s.comm));
+        if (rank == 1) _exit(7);  // dies holding everything: no destroy, no goodbye
+        // The proxy notices within milliseconds (the host mesh's socket hangs up) and says so.
+        ccoResult_t async = ccoSuccess;
+        for (int i = 0; i < 2000 && async == ccoSuccess; ++i) {
+          RANK_OK(ccoCommGetAsyncError(s.comm, &async));
+          if (async == ccoSuccess) usleep(1000);
+        }
+        RANK_CHECK(async == ccoRemoteError);
+        RANK_CHECK(strstr(ccoGetLastError(), "rank 1") != nullptr);
+        // Every ring to it has failed: posts and flushes end at once, not at a timeout.
+        ccoGda<> gda(s.dc, 0, 60'000'000'000ull);
+        const int32_t put = gda.put(1, s.win, 0, s.win, 0, 4096, CCO_SIGNAL_INC, 0);
+        RANK_CHECK(put == CCO_DEVICE_STATUS_ABORTED || gda.flush() == CCO_DEVICE_STATUS_ABORTED);
+        // A signal from it can never come: a wait ends at once (its context's ring to the dead
+        // rank failed), even with no timeout (it waited for the handle's timeout, or forever).
+        ccoGda<> noTimeout(s.dc, 0, 0);
+        const auto start = std::chrono::steady_clock::now();
+        RANK_CHECK(noTimeout.wait_signal(0, 1) == CCO_DEVICE_STATUS_ABORTED);
+        RANK_CHECK(noTimeout.wait_counter(0, 1) == CCO_DEVICE_STATUS_ABORTED);
+        ccoGdaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), noTimeout, 0);
+        RANK_CHECK(barrier.sync() == CCO_DEVICE_STATUS_ABORTED);
+        RANK_CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+        // Teardown agrees with a dead rank: it fails within CCO_TIMEOUT_MS instead of hanging,
+        // and the communicator is still destroyed.
+        RANK_CHECK(ccoDevCommDestroy(s.comm, &s.dc) != ccoSuccess);
+        ccoCommDestroy(s.comm);
+        return 0;
+      },
+      60);
   ASSERT_EQ(status.size(), 2u);
   EXPECT_EQ(status[0], 0);
   EXPECT_EQ(status[1], 7);

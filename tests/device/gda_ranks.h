@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ranks as threads of one process for the GDA and SDMA host tests: each with a communicator
 // on the cpu platform, a window and a device communicator (GDA: 2 contexts, 2 barriers;
 // SDMA queues when asked), and the helpers their bodies share.
@@ -64,7 +65,8 @@ int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1, int sdmaQueues
       }
       k.mem = static_cast<unsigned char*>(mem);
       if (!body(k)) ++failures;
-      if (!k.aborted && (ccoDevCommDestroy(k.comm, &k.dc) != ccoSuccess || ccoWindowDeregister(k.comm, k.win) != ccoSuccess)) {
+      if (!k.aborted &&
+          (ccoDevCommDestroy(k.comm, &k.dc) != ccoSuccess || ccoWindowDeregister(k.comm, k.win) != ccoSuccess)) {
         fprintf(stderr, "rank %d teardown: %s\n", r, ccoGetLastError());
         ++failures;
       }
@@ -77,12 +79,12 @@ int RunGdaRanks(int n, int type, Body body, int nodesPerHost = 1, int sdmaQueues
   return failures;
 }
 
-#define CHECK_OR_FAIL(cond)                                                          \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "rank %d: %s:%d: %s\n", k.rank, __FILE__, __LINE__, #cond);   \
-      return false;                                                                  \
-    }                                                                                \
+#define CHECK_OR_FAIL(cond)                                                       \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
+      fprintf(stderr, "rank %d: %s:%d: %s\n", k.rank, __FILE__, __LINE__, #cond); \
+      return false;                                                               \
+    }                                                                             \
   } while (0)
 
 inline uint32_t Pattern(int rank, size_t i) { return static_cast<uint32_t>(rank * 1000003u + i * 2654435761u); }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy ring on the CPU: the device producer (device/ring.hpp, compiled for the host:
 // each thread a one-lane warp) against the proxy's consumer (host/src/proxy/ring_consumer):
 // 1 to 64 producers in every doorbell mode and mixed on one ring, depths from 1 to 256, out of
@@ -100,10 +101,10 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
       if (got < total && ring.consumer.Next(&d, &ticket)) {
         ++got;
         const uint32_t p = d.srcWindow;
-        if (p >= static_cast<uint32_t>(producers) || d.bytes != Describe(p, d.dstOffset).bytes || d.dstOffset != nextOf[p])
+        if (p >= static_cast<uint32_t>(producers) || d.bytes != Describe(p, d.dstOffset).bytes ||
+            d.dstOffset != nextOf[p])
           ++failures;
-        else
-          ++nextOf[p];
+        else ++nextOf[p];
         pending.push_back(ticket);
       }
       // Complete out of order, and sometimes only after a while.
@@ -252,7 +253,7 @@ TEST(GdaRing, ATornDescriptorIsNeverConsumed) {
   uint64_t slow;
   ASSERT_EQ(ring::Reserve(ring.view(), ring.limits(), &slow), 0);
   ccoGdaDesc* slot = ring.slots.data() + cco_gda_slot_of(slow, 16);
-  slot->dstOffset = 77;  // half written
+  slot->dstOffset = 77;                                                               // half written
   ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(1, 0), ring.limits()), 0);  // rings both
   EXPECT_FALSE(Visible(ring, 30));
   EXPECT_EQ(ring.consumer.released(), 2u);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicator's resources are no data window (ranks as threads on the cpu platform): the
 // resource pool (and a device communicator's own resource window) holds signal words, counters,
 // barrier inboxes and epochs, which only the proxies and the device API write, at addresses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Teams (device/team.hpp) on the host: every member of every team of every rank maps to
 // the right world rank, for devcomms that ccoDevCommCreate filled with the host split
 // into "nodes" (CCO_TEST_NODES_PER_HOST), ranks as threads of this process.
@@ -30,7 +31,8 @@ std::vector<ccoDevComm> MakeDevComms(int n, int nodes, int gdaType) {
       ccoComm* comm = nullptr;
       ccoDevCommRequirements reqs = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
       reqs.gdaConnectionType = gdaType;
-      if (ccoCommCreate(id, n, r, 8 << 20, &comm) != ccoSuccess || ccoDevCommCreate(comm, &reqs, &dcs[r]) != ccoSuccess) {
+      if (ccoCommCreate(id, n, r, 8 << 20, &comm) != ccoSuccess ||
+          ccoDevCommCreate(comm, &reqs, &dcs[r]) != ccoSuccess) {
         fprintf(stderr, "rank %d: %s\n", r, ccoGetLastError());
         ++failures;
         return;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The device-side trace on the CPU (abi/trace.h, device/trace.hpp, comm/devcomm_trace.h): the
 // device API compiled for the host, ranks as threads of one process on the cpu platform, GDA
 // through the local backend and through tcp, SDMA, the GDA and LSA barriers and a kernel's own
@@ -119,81 +120,93 @@ bool ClockBoundsHoldZero(const ClockOffset& o) {
 TEST(TraceOnHost, GdaThroughTheLocalProxy) {
   TraceFolder folder;
   setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
-  EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
-    CHECK_OR_FAIL(k.dc.trace != 0);
-    ccoGda<> gda(k.dc, 0, kTimeout);
-    Fill(k.mem, k.rank, 1024);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    const int right = (k.rank + 1) % k.n;
-    CHECK_OR_FAIL(gda.put(right, k.win, 8192, k.win, 0, 4096, CCO_SIGNAL_INC, 3) == 0);
-    CHECK_OR_FAIL(gda.put_value(right, k.win, 16384, 42, CCO_SIGNAL_NONE, 0, 0, 8) == 0);
-    CHECK_OR_FAIL(gda.get(right, k.win, 0, k.win, 20480, 1024) == 0);
-    CHECK_OR_FAIL(gda.signal(right, 6) == 0);
-    CHECK_OR_FAIL(gda.counter(2) == 0);
-    CHECK_OR_FAIL(gda.wait_signal(3, 1) == 0);
-    CHECK_OR_FAIL(gda.wait_signal(6, 1) == 0);
-    CHECK_OR_FAIL(gda.wait_counter(2, 1) == 0);
-    CHECK_OR_FAIL(gda.flush() == 0);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+  EXPECT_EQ(RunGdaRanks(
+                3, CCO_GDA_CONNECTION_FULL,
+                [](Rank& k) {
+                  CHECK_OR_FAIL(k.dc.trace != 0);
+                  ccoGda<> gda(k.dc, 0, kTimeout);
+                  Fill(k.mem, k.rank, 1024);
+                  CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                  const int right = (k.rank + 1) % k.n;
+                  CHECK_OR_FAIL(gda.put(right, k.win, 8192, k.win, 0, 4096, CCO_SIGNAL_INC, 3) == 0);
+                  CHECK_OR_FAIL(gda.put_value(right, k.win, 16384, 42, CCO_SIGNAL_NONE, 0, 0, 8) == 0);
+                  CHECK_OR_FAIL(gda.get(right, k.win, 0, k.win, 20480, 1024) == 0);
+                  CHECK_OR_FAIL(gda.signal(right, 6) == 0);
+                  CHECK_OR_FAIL(gda.counter(2) == 0);
+                  CHECK_OR_FAIL(gda.wait_signal(3, 1) == 0);
+                  CHECK_OR_FAIL(gda.wait_signal(6, 1) == 0);
+                  CHECK_OR_FAIL(gda.wait_counter(2, 1) == 0);
+                  CHECK_OR_FAIL(gda.flush() == 0);
+                  CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
 
-    Seen seen;
-    CHECK_OR_FAIL(Capture(k, &seen));
-    const TraceCapture& c = seen.capture;
-    const std::vector<uint16_t> want = {CCO_TRACE_GDA_PUT,         CCO_TRACE_GDA_PUT_VALUE,  CCO_TRACE_GDA_GET,
-                                        CCO_TRACE_GDA_SIGNAL,      CCO_TRACE_GDA_COUNTER,    CCO_TRACE_GDA_COUNTER,
-                                        CCO_TRACE_GDA_COUNTER,     CCO_TRACE_GDA_WAIT_SIGNAL, CCO_TRACE_GDA_WAIT_SIGNAL,
-                                        CCO_TRACE_GDA_WAIT_COUNTER, CCO_TRACE_GDA_FLUSH};
-    CHECK_OR_FAIL(Kinds(c) == want);
-    CHECK_OR_FAIL(c.dropped() == 0 && c.incomplete == 0 && c.taken == want.size());
-    CHECK_OR_FAIL(seen.meta.rank == k.rank && seen.meta.worldSize == k.n && seen.meta.platform == "cpu");
-    // The posts: peer, bytes, signal, ring, each stamped by the proxy in order.
-    const uint64_t bytes[] = {4096, 8, 1024, 0};
-    for (int i = 0; i < 4; ++i) {
-      const ccoTraceRecord& r = c.records[i];
-      CHECK_OR_FAIL(r.peer == right && r.bytes == bytes[i] && r.status == 0 && r.ring == static_cast<uint32_t>(right));
-      CHECK_OR_FAIL(r.block == 0 && r.warp == 0 && r.lane == 0 && (r.flags & CCO_TRACE_FLAG_DIRECT) == 0);
-      CHECK_OR_FAIL(StampedInOrder(r, c.stamps[i]));
-    }
-    CHECK_OR_FAIL((c.records[0].flags & CCO_TRACE_FLAG_SIGNAL) && c.records[0].aux == 3);
-    CHECK_OR_FAIL((c.records[1].flags & CCO_TRACE_FLAG_SIGNAL) == 0);
-    CHECK_OR_FAIL((c.records[3].flags & CCO_TRACE_FLAG_SIGNAL) && c.records[3].aux == 6);
-    // The ticket of each ring grows: the put, put_value, get and signal went to one ring.
-    CHECK_OR_FAIL(c.records[0].ticket < c.records[1].ticket && c.records[2].ticket < c.records[3].ticket);
-    // A marker into each ring of the context, to each GDA-team peer in turn.
-    for (int p = 0; p < k.n; ++p) {
-      const ccoTraceRecord& r = c.records[4 + p];
-      CHECK_OR_FAIL(r.peer == p && r.aux == 2 && r.ring == static_cast<uint32_t>(p) && StampedInOrder(r, c.stamps[4 + p]));
-    }
-    // The waits and the flush: spans of the device alone.
-    CHECK_OR_FAIL(c.records[7].aux == 3 && c.records[7].bytes == 1 && c.records[8].aux == 6 && c.records[9].aux == 2);
-    for (int i = 7; i < 11; ++i) CHECK_OR_FAIL(DeviceOnly(c.records[i], c.stamps[i]) && c.records[i].status == 0);
-    // One call after another: each began after the one before it began.
-    for (size_t i = 1; i < c.records.size(); ++i) CHECK_OR_FAIL(c.records[i - 1].begin <= c.records[i].begin);
-    CHECK_OR_FAIL(ClockBoundsHoldZero(seen.offset));
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }), 0);
+                  Seen seen;
+                  CHECK_OR_FAIL(Capture(k, &seen));
+                  const TraceCapture& c = seen.capture;
+                  const std::vector<uint16_t> want = {
+                      CCO_TRACE_GDA_PUT,          CCO_TRACE_GDA_PUT_VALUE,   CCO_TRACE_GDA_GET,
+                      CCO_TRACE_GDA_SIGNAL,       CCO_TRACE_GDA_COUNTER,     CCO_TRACE_GDA_COUNTER,
+                      CCO_TRACE_GDA_COUNTER,      CCO_TRACE_GDA_WAIT_SIGNAL, CCO_TRACE_GDA_WAIT_SIGNAL,
+                      CCO_TRACE_GDA_WAIT_COUNTER, CCO_TRACE_GDA_FLUSH};
+                  CHECK_OR_FAIL(Kinds(c) == want);
+                  CHECK_OR_FAIL(c.dropped() == 0 && c.incomplete == 0 && c.taken == want.size());
+                  CHECK_OR_FAIL(seen.meta.rank == k.rank && seen.meta.worldSize == k.n && seen.meta.platform == "cpu");
+                  // The posts: peer, bytes, signal, ring, each stamped by the proxy in order.
+                  const uint64_t bytes[] = {4096, 8, 1024, 0};
+                  for (int i = 0; i < 4; ++i) {
+                    const ccoTraceRecord& r = c.records[i];
+                    CHECK_OR_FAIL(r.peer == right && r.bytes == bytes[i] && r.status == 0 &&
+                                  r.ring == static_cast<uint32_t>(right));
+                    CHECK_OR_FAIL(r.block == 0 && r.warp == 0 && r.lane == 0 && (r.flags & CCO_TRACE_FLAG_DIRECT) == 0);
+                    CHECK_OR_FAIL(StampedInOrder(r, c.stamps[i]));
+                  }
+                  CHECK_OR_FAIL((c.records[0].flags & CCO_TRACE_FLAG_SIGNAL) && c.records[0].aux == 3);
+                  CHECK_OR_FAIL((c.records[1].flags & CCO_TRACE_FLAG_SIGNAL) == 0);
+                  CHECK_OR_FAIL((c.records[3].flags & CCO_TRACE_FLAG_SIGNAL) && c.records[3].aux == 6);
+                  // The ticket of each ring grows: the put, put_value, get and signal went to one ring.
+                  CHECK_OR_FAIL(c.records[0].ticket < c.records[1].ticket && c.records[2].ticket < c.records[3].ticket);
+                  // A marker into each ring of the context, to each GDA-team peer in turn.
+                  for (int p = 0; p < k.n; ++p) {
+                    const ccoTraceRecord& r = c.records[4 + p];
+                    CHECK_OR_FAIL(r.peer == p && r.aux == 2 && r.ring == static_cast<uint32_t>(p) &&
+                                  StampedInOrder(r, c.stamps[4 + p]));
+                  }
+                  // The waits and the flush: spans of the device alone.
+                  CHECK_OR_FAIL(c.records[7].aux == 3 && c.records[7].bytes == 1 && c.records[8].aux == 6 &&
+                                c.records[9].aux == 2);
+                  for (int i = 7; i < 11; ++i)
+                    CHECK_OR_FAIL(DeviceOnly(c.records[i], c.stamps[i]) && c.records[i].status == 0);
+                  // One call after another: each began after the one before it began.
+                  for (size_t i = 1; i < c.records.size(); ++i)
+                    CHECK_OR_FAIL(c.records[i - 1].begin <= c.records[i].begin);
+                  CHECK_OR_FAIL(ClockBoundsHoldZero(seen.offset));
+                  return ccoBarrierAll(k.comm) == ccoSuccess;
+                }),
+            0);
   unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
 }
 
 // The direct path: done by the device's own stores, recorded without proxy stamps.
 TEST(TraceOnHost, GdaDirectPath) {
   TraceFolder folder;
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
-    ccoGda<> gda(k.dc, 0, kTimeout);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    const int right = (k.rank + 1) % k.n;
-    CHECK_OR_FAIL(gda.put(right, k.win, 8192, k.win, 0, 64, CCO_SIGNAL_INC, 1) == 0);
-    CHECK_OR_FAIL(gda.wait_signal(1, 1) == 0);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    Seen seen;
-    CHECK_OR_FAIL(Capture(k, &seen));
-    const TraceCapture& c = seen.capture;
-    CHECK_OR_FAIL(Kinds(c) == (std::vector<uint16_t>{CCO_TRACE_GDA_PUT, CCO_TRACE_GDA_WAIT_SIGNAL}));
-    const ccoTraceRecord& put = c.records[0];
-    CHECK_OR_FAIL(put.peer == right && put.bytes == 64 && (put.flags & CCO_TRACE_FLAG_DIRECT) &&
-                  (put.flags & CCO_TRACE_FLAG_SIGNAL) && DeviceOnly(put, c.stamps[0]));
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }), 0);
+  EXPECT_EQ(
+      RunGdaRanks(2, CCO_GDA_CONNECTION_FULL,
+                  [](Rank& k) {
+                    ccoGda<> gda(k.dc, 0, kTimeout);
+                    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                    const int right = (k.rank + 1) % k.n;
+                    CHECK_OR_FAIL(gda.put(right, k.win, 8192, k.win, 0, 64, CCO_SIGNAL_INC, 1) == 0);
+                    CHECK_OR_FAIL(gda.wait_signal(1, 1) == 0);
+                    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                    Seen seen;
+                    CHECK_OR_FAIL(Capture(k, &seen));
+                    const TraceCapture& c = seen.capture;
+                    CHECK_OR_FAIL(Kinds(c) == (std::vector<uint16_t>{CCO_TRACE_GDA_PUT, CCO_TRACE_GDA_WAIT_SIGNAL}));
+                    const ccoTraceRecord& put = c.records[0];
+                    CHECK_OR_FAIL(put.peer == right && put.bytes == 64 && (put.flags & CCO_TRACE_FLAG_DIRECT) &&
+                                  (put.flags & CCO_TRACE_FLAG_SIGNAL) && DeviceOnly(put, c.stamps[0]));
+                    return ccoBarrierAll(k.comm) == ccoSuccess;
+                  }),
+      0);
 }
 
 // Between two "nodes" through the tcp backend: the proxy's completion comes when the peer
@@ -202,27 +215,32 @@ TEST(TraceOnHost, GdaOverTcp) {
   TraceFolder folder;
   setenv("CCO_NET", "tcp", 1);
   setenv("CCO_SOCKET_IFNAME", "=lo", 1);
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
-    ccoGda<> gda(k.dc, 0, kTimeout);
-    Fill(k.mem, k.rank, 1024);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    const int other = 1 - k.rank;
-    CHECK_OR_FAIL(gda.put(other, k.win, 32768, k.win, 0, 16384, CCO_SIGNAL_INC, 2) == 0);
-    CHECK_OR_FAIL(gda.get(other, k.win, 0, k.win, 49152, 4096) == 0);
-    CHECK_OR_FAIL(gda.wait_signal(2, 1) == 0);
-    CHECK_OR_FAIL(gda.flush() == 0);
-    CHECK_OR_FAIL(Holds(k.mem + 49152, other, 1024));
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    Seen seen;
-    CHECK_OR_FAIL(Capture(k, &seen));
-    const TraceCapture& c = seen.capture;
-    CHECK_OR_FAIL(Kinds(c) == (std::vector<uint16_t>{CCO_TRACE_GDA_PUT, CCO_TRACE_GDA_GET, CCO_TRACE_GDA_WAIT_SIGNAL,
-                                                     CCO_TRACE_GDA_FLUSH}));
-    CHECK_OR_FAIL(c.records[0].peer == other && c.records[0].bytes == 16384 && c.records[1].bytes == 4096);
-    CHECK_OR_FAIL(StampedInOrder(c.records[0], c.stamps[0]) && StampedInOrder(c.records[1], c.stamps[1]));
-    CHECK_OR_FAIL(ClockBoundsHoldZero(seen.offset));
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }, /*nodesPerHost=*/2), 0);
+  EXPECT_EQ(
+      RunGdaRanks(
+          2, CCO_GDA_CONNECTION_FULL,
+          [](Rank& k) {
+            ccoGda<> gda(k.dc, 0, kTimeout);
+            Fill(k.mem, k.rank, 1024);
+            CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+            const int other = 1 - k.rank;
+            CHECK_OR_FAIL(gda.put(other, k.win, 32768, k.win, 0, 16384, CCO_SIGNAL_INC, 2) == 0);
+            CHECK_OR_FAIL(gda.get(other, k.win, 0, k.win, 49152, 4096) == 0);
+            CHECK_OR_FAIL(gda.wait_signal(2, 1) == 0);
+            CHECK_OR_FAIL(gda.flush() == 0);
+            CHECK_OR_FAIL(Holds(k.mem + 49152, other, 1024));
+            CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+            Seen seen;
+            CHECK_OR_FAIL(Capture(k, &seen));
+            const TraceCapture& c = seen.capture;
+            CHECK_OR_FAIL(Kinds(c) == (std::vector<uint16_t>{CCO_TRACE_GDA_PUT, CCO_TRACE_GDA_GET,
+                                                             CCO_TRACE_GDA_WAIT_SIGNAL, CCO_TRACE_GDA_FLUSH}));
+            CHECK_OR_FAIL(c.records[0].peer == other && c.records[0].bytes == 16384 && c.records[1].bytes == 4096);
+            CHECK_OR_FAIL(StampedInOrder(c.records[0], c.stamps[0]) && StampedInOrder(c.records[1], c.stamps[1]));
+            CHECK_OR_FAIL(ClockBoundsHoldZero(seen.offset));
+            return ccoBarrierAll(k.comm) == ccoSuccess;
+          },
+          /*nodesPerHost=*/2),
+      0);
   unsetenv("CCO_NET");
   unsetenv("CCO_SOCKET_IFNAME");
 }
@@ -230,32 +248,40 @@ TEST(TraceOnHost, GdaOverTcp) {
 // SDMA: puts and gets on a queue's stream, the quiet and the pool waits.
 TEST(TraceOnHost, Sdma) {
   TraceFolder folder;
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_NONE, [](Rank& k) {
-    ccoSdma sdma(k.dc, kTimeout);
-    Fill(k.mem, k.rank, 256);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    const int peer = 1 - k.rank;
-    CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, k.win, 8192, k.win, 0, 1024, 1)) == 0);
-    CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, k.win, 16384, k.win, 0, 512, 0)) == 0);
-    CHECK_OR_FAIL(sdma.quiet(peer) == 0);
-    CHECK_OR_FAIL(sdma.wait_signal(peer, 1, 1) == 0);
-    CHECK_OR_FAIL(sdma.wait_local(peer, 0, 1) == 0);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    Seen seen;
-    CHECK_OR_FAIL(Capture(k, &seen));
-    const TraceCapture& c = seen.capture;
-    CHECK_OR_FAIL(Kinds(c) == (std::vector<uint16_t>{CCO_TRACE_SDMA_PUT, CCO_TRACE_SDMA_GET, CCO_TRACE_SDMA_QUIET,
-                                                     CCO_TRACE_SDMA_WAIT, CCO_TRACE_SDMA_WAIT}));
-    const uint32_t queues = k.dc.sdmaQueueCount;
-    CHECK_OR_FAIL(c.records[0].peer == peer && c.records[0].aux == 1 && c.records[0].bytes == 1024 &&
-                  c.records[0].ring == cco_sdma_slot(peer, 1, queues) && (c.records[0].flags & CCO_TRACE_FLAG_SIGNAL));
-    CHECK_OR_FAIL(c.records[1].peer == peer && c.records[1].aux == 0 && c.records[1].bytes == 512 &&
-                  c.records[1].ring == cco_sdma_slot(peer, 0, queues));
-    CHECK_OR_FAIL(StampedInOrder(c.records[0], c.stamps[0]) && StampedInOrder(c.records[1], c.stamps[1]));
-    CHECK_OR_FAIL((c.records[3].flags & CCO_TRACE_FLAG_LOCAL) == 0 && (c.records[4].flags & CCO_TRACE_FLAG_LOCAL));
-    for (int i = 2; i < 5; ++i) CHECK_OR_FAIL(DeviceOnly(c.records[i], c.stamps[i]) && c.records[i].peer == peer);
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }, 1, /*sdmaQueues=*/2), 0);
+  EXPECT_EQ(RunGdaRanks(
+                2, CCO_GDA_CONNECTION_NONE,
+                [](Rank& k) {
+                  ccoSdma sdma(k.dc, kTimeout);
+                  Fill(k.mem, k.rank, 256);
+                  CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                  const int peer = 1 - k.rank;
+                  CHECK_OR_FAIL((sdma.put<ccoCoopThread, true>(peer, k.win, 8192, k.win, 0, 1024, 1)) == 0);
+                  CHECK_OR_FAIL((sdma.get<ccoCoopThread, true>(peer, k.win, 16384, k.win, 0, 512, 0)) == 0);
+                  CHECK_OR_FAIL(sdma.quiet(peer) == 0);
+                  CHECK_OR_FAIL(sdma.wait_signal(peer, 1, 1) == 0);
+                  CHECK_OR_FAIL(sdma.wait_local(peer, 0, 1) == 0);
+                  CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                  Seen seen;
+                  CHECK_OR_FAIL(Capture(k, &seen));
+                  const TraceCapture& c = seen.capture;
+                  CHECK_OR_FAIL(Kinds(c) ==
+                                (std::vector<uint16_t>{CCO_TRACE_SDMA_PUT, CCO_TRACE_SDMA_GET, CCO_TRACE_SDMA_QUIET,
+                                                       CCO_TRACE_SDMA_WAIT, CCO_TRACE_SDMA_WAIT}));
+                  const uint32_t queues = k.dc.sdmaQueueCount;
+                  CHECK_OR_FAIL(c.records[0].peer == peer && c.records[0].aux == 1 && c.records[0].bytes == 1024 &&
+                                c.records[0].ring == cco_sdma_slot(peer, 1, queues) &&
+                                (c.records[0].flags & CCO_TRACE_FLAG_SIGNAL));
+                  CHECK_OR_FAIL(c.records[1].peer == peer && c.records[1].aux == 0 && c.records[1].bytes == 512 &&
+                                c.records[1].ring == cco_sdma_slot(peer, 0, queues));
+                  CHECK_OR_FAIL(StampedInOrder(c.records[0], c.stamps[0]) && StampedInOrder(c.records[1], c.stamps[1]));
+                  CHECK_OR_FAIL((c.records[3].flags & CCO_TRACE_FLAG_LOCAL) == 0 &&
+                                (c.records[4].flags & CCO_TRACE_FLAG_LOCAL));
+                  for (int i = 2; i < 5; ++i)
+                    CHECK_OR_FAIL(DeviceOnly(c.records[i], c.stamps[i]) && c.records[i].peer == peer);
+                  return ccoBarrierAll(k.comm) == ccoSuccess;
+                },
+                1, /*sdmaQueues=*/2),
+            0);
 }
 
 // The barriers and a kernel's own ranges; an LSA barrier of a device communicator without
@@ -286,7 +312,8 @@ bool BarriersAndRangesOf(Rank& k) {
 
   const TraceCapture& l = lsa.capture;
   CHECK_OR_FAIL(Kinds(l) == (std::vector<uint16_t>{CCO_TRACE_LSA_BARRIER, CCO_TRACE_LSA_BARRIER}));
-  CHECK_OR_FAIL(l.records[0].flags == 0 && l.records[0].status == 0 && l.records[0].bytes == 1 && l.records[0].aux == 0);
+  CHECK_OR_FAIL(l.records[0].flags == 0 && l.records[0].status == 0 && l.records[0].bytes == 1 &&
+                l.records[0].aux == 0);
   CHECK_OR_FAIL(l.records[1].flags == CCO_TRACE_FLAG_WAIT_ONLY && l.records[1].status == CCO_DEVICE_STATUS_TIMEOUT);
 
   Seen seen;
@@ -297,7 +324,8 @@ bool BarriersAndRangesOf(Rank& k) {
   const ccoTraceRecord &sig = c.records[0], &round = c.records[1], &tile = c.records[2];
   CHECK_OR_FAIL(sig.peer == 1 - k.rank && sig.aux == k.dc.gdaSignalCount + 1 && StampedInOrder(sig, c.stamps[0]));
   CHECK_OR_FAIL(round.aux == 1 && round.bytes == 1 && round.status == 0 && DeviceOnly(round, c.stamps[1]));
-  CHECK_OR_FAIL(tile.aux == CCO_TRACE_TAG_TILE && tile.bytes == 7 && tile.begin == begin && DeviceOnly(tile, c.stamps[2]));
+  CHECK_OR_FAIL(tile.aux == CCO_TRACE_TAG_TILE && tile.bytes == 7 && tile.begin == begin &&
+                DeviceOnly(tile, c.stamps[2]));
   CHECK_OR_FAIL(tile.begin <= round.begin && round.end <= tile.end);  // the range holds the round
   return true;
 }
@@ -315,29 +343,34 @@ TEST(TraceOnHost, BoundedBufferCountsWhatItDropped) {
   TraceFolder folder;
   setenv("CCO_TRACE_EVENTS", "4", 1);
   setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
-    ccoGda<> gda(k.dc, 0, kTimeout);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    const int other = 1 - k.rank;
-    for (int i = 0; i < 10; ++i) CHECK_OR_FAIL(gda.signal(other, 0) == 0);
-    CHECK_OR_FAIL(gda.wait_signal(0, 10) == 0 && gda.flush() == 0);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    Seen seen;
-    CHECK_OR_FAIL(Capture(k, &seen));
-    const TraceCapture& c = seen.capture;
-    CHECK_OR_FAIL(c.capacity == 4 && c.records.size() == 4 && c.taken == 12 && c.dropped() == 8 && c.incomplete == 0);
-    for (int i = 0; i < 4; ++i)
-      CHECK_OR_FAIL(c.records[i].kind == CCO_TRACE_GDA_SIGNAL && c.records[i].seq == static_cast<uint32_t>(i + 1) &&
-                    StampedInOrder(c.records[i], c.stamps[i]));
-    // Emptied: two more calls land in slots 0 and 1, with the proxy's stamps of their own.
-    CHECK_OR_FAIL(gda.signal(other, 0) == 0 && gda.wait_signal(0, 1) == 0);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    CHECK_OR_FAIL(Capture(k, &seen));
-    CHECK_OR_FAIL(Kinds(seen.capture) == (std::vector<uint16_t>{CCO_TRACE_GDA_SIGNAL, CCO_TRACE_GDA_WAIT_SIGNAL}));
-    CHECK_OR_FAIL(seen.capture.dropped() == 0 && seen.meta.flush == 1);
-    CHECK_OR_FAIL(StampedInOrder(seen.capture.records[0], seen.capture.stamps[0]));
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }), 0);
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL,
+                        [](Rank& k) {
+                          ccoGda<> gda(k.dc, 0, kTimeout);
+                          CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                          const int other = 1 - k.rank;
+                          for (int i = 0; i < 10; ++i) CHECK_OR_FAIL(gda.signal(other, 0) == 0);
+                          CHECK_OR_FAIL(gda.wait_signal(0, 10) == 0 && gda.flush() == 0);
+                          CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                          Seen seen;
+                          CHECK_OR_FAIL(Capture(k, &seen));
+                          const TraceCapture& c = seen.capture;
+                          CHECK_OR_FAIL(c.capacity == 4 && c.records.size() == 4 && c.taken == 12 && c.dropped() == 8 &&
+                                        c.incomplete == 0);
+                          for (int i = 0; i < 4; ++i)
+                            CHECK_OR_FAIL(c.records[i].kind == CCO_TRACE_GDA_SIGNAL &&
+                                          c.records[i].seq == static_cast<uint32_t>(i + 1) &&
+                                          StampedInOrder(c.records[i], c.stamps[i]));
+                          // Emptied: two more calls land in slots 0 and 1, with the proxy's stamps of their own.
+                          CHECK_OR_FAIL(gda.signal(other, 0) == 0 && gda.wait_signal(0, 1) == 0);
+                          CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                          CHECK_OR_FAIL(Capture(k, &seen));
+                          CHECK_OR_FAIL(Kinds(seen.capture) ==
+                                        (std::vector<uint16_t>{CCO_TRACE_GDA_SIGNAL, CCO_TRACE_GDA_WAIT_SIGNAL}));
+                          CHECK_OR_FAIL(seen.capture.dropped() == 0 && seen.meta.flush == 1);
+                          CHECK_OR_FAIL(StampedInOrder(seen.capture.records[0], seen.capture.stamps[0]));
+                          return ccoBarrierAll(k.comm) == ccoSuccess;
+                        }),
+            0);
   unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
 }
 
@@ -346,23 +379,28 @@ TEST(TraceOnHost, BoundedBufferCountsWhatItDropped) {
 TEST(TraceOnHost, FilesAtFlushAndAtDestroy) {
   TraceFolder folder;
   const std::string dir = folder.path();
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [&](Rank& k) {
-    ccoGda<> gda(k.dc, 0, kTimeout);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    CHECK_OR_FAIL(gda.signal(1 - k.rank, 0) == 0 && gda.wait_signal(0, 1) == 0);
-    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
-    const std::string path = dir + "/explicit." + std::to_string(k.rank) + ".json";
-    CHECK_OR_FAIL(ccoDevCommTraceFlush(k.comm, &k.dc, path.c_str()) == ccoSuccess);
-    const std::string text = ReadFile(path);
-    CHECK_OR_FAIL(text.rfind("{\"traceEvents\":[", 0) == 0);
-    CHECK_OR_FAIL(text.find("\"name\":\"gda.signal\"") != std::string::npos);
-    CHECK_OR_FAIL(text.find("\"name\":\"process_name\",\"pid\":" + std::to_string(k.rank)) != std::string::npos);
-    CHECK_OR_FAIL(text.find("\"otherData\":{\"cco\":{\"version\":1,\"rank\":" + std::to_string(k.rank)) != std::string::npos);
-    CHECK_OR_FAIL(ccoDevCommTraceFlush(nullptr, &k.dc, nullptr) != ccoSuccess);
-    CHECK_OR_FAIL(ccoDevCommTraceFlush(k.comm, nullptr, nullptr) != ccoSuccess);
-    CHECK_OR_FAIL(gda.signal(1 - k.rank, 0) == 0 && gda.wait_signal(0, 1) == 0);  // left for destroy to write
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }), 0);
+  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL,
+                        [&](Rank& k) {
+                          ccoGda<> gda(k.dc, 0, kTimeout);
+                          CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                          CHECK_OR_FAIL(gda.signal(1 - k.rank, 0) == 0 && gda.wait_signal(0, 1) == 0);
+                          CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);
+                          const std::string path = dir + "/explicit." + std::to_string(k.rank) + ".json";
+                          CHECK_OR_FAIL(ccoDevCommTraceFlush(k.comm, &k.dc, path.c_str()) == ccoSuccess);
+                          const std::string text = ReadFile(path);
+                          CHECK_OR_FAIL(text.rfind("{\"traceEvents\":[", 0) == 0);
+                          CHECK_OR_FAIL(text.find("\"name\":\"gda.signal\"") != std::string::npos);
+                          CHECK_OR_FAIL(text.find("\"name\":\"process_name\",\"pid\":" + std::to_string(k.rank)) !=
+                                        std::string::npos);
+                          CHECK_OR_FAIL(text.find("\"otherData\":{\"cco\":{\"version\":1,\"rank\":" +
+                                                  std::to_string(k.rank)) != std::string::npos);
+                          CHECK_OR_FAIL(ccoDevCommTraceFlush(nullptr, &k.dc, nullptr) != ccoSuccess);
+                          CHECK_OR_FAIL(ccoDevCommTraceFlush(k.comm, nullptr, nullptr) != ccoSuccess);
+                          CHECK_OR_FAIL(gda.signal(1 - k.rank, 0) == 0 &&
+                                        gda.wait_signal(0, 1) == 0);  // left for destroy to write
+                          return ccoBarrierAll(k.comm) == ccoSuccess;
+                        }),
+            0);
   int explicitFiles = 0, atDestroy[2] = {0, 0};
   for (const std::string& f : folder.Files()) {
     if (f.rfind("explicit.", 0) == 0) ++explicitFiles;
@@ -383,14 +421,17 @@ TEST(TraceOnHost, FilesAtFlushAndAtDestroy) {
 // and a flush is no error.
 TEST(TraceOnHost, OffWithoutCcoTrace) {
   unsetenv("CCO_TRACE");
-  EXPECT_EQ(RunGdaRanks(2, CCO_GDA_CONNECTION_FULL, [](Rank& k) {
-    CHECK_OR_FAIL(k.dc.trace == 0);
-    ccoGda<> gda(k.dc, 0, kTimeout);
-    CHECK_OR_FAIL(ccoTraceClock(k.dc) == 0);
-    CHECK_OR_FAIL(gda.signal(1 - k.rank, 0) == 0 && gda.wait_signal(0, 1) == 0);
-    CHECK_OR_FAIL(ccoDevCommTraceFlush(k.comm, &k.dc, "/nonexistent/never-written.json") == ccoSuccess);
-    return ccoBarrierAll(k.comm) == ccoSuccess;
-  }), 0);
+  EXPECT_EQ(
+      RunGdaRanks(2, CCO_GDA_CONNECTION_FULL,
+                  [](Rank& k) {
+                    CHECK_OR_FAIL(k.dc.trace == 0);
+                    ccoGda<> gda(k.dc, 0, kTimeout);
+                    CHECK_OR_FAIL(ccoTraceClock(k.dc) == 0);
+                    CHECK_OR_FAIL(gda.signal(1 - k.rank, 0) == 0 && gda.wait_signal(0, 1) == 0);
+                    CHECK_OR_FAIL(ccoDevCommTraceFlush(k.comm, &k.dc, "/nonexistent/never-written.json") == ccoSuccess);
+                    return ccoBarrierAll(k.comm) == ccoSuccess;
+                  }),
+      0);
 }
 
 // A record count out of range is refused by name, on every rank.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every device wait is bounded, and an abort ends every wait (ranks as threads on the cpu
 // platform, the device API compiled for the host):
 //   - a wait whose call gives no timeout ends at the device communicator's bound
@@ -80,8 +81,8 @@ TEST(WaitBounds, AWaitWithoutATimeoutEndsAtTheDeviceCommunicatorsBound) {
                   ccoGda<> brief(k.dc, 0, 50'000'000ull);
                   CHECK_OR_FAIL(bounded("a GDA signal wait of 50 ms", Time([&] { return brief.wait_signal(0, 1); }), 50,
                                         kBoundMs));
-                  CHECK_OR_FAIL(bounded("an LSA barrier wait of 50 ms", Time([&] { return barrier.wait(50'000'000ull); }),
-                                        50, kBoundMs));
+                  CHECK_OR_FAIL(bounded("an LSA barrier wait of 50 ms",
+                                        Time([&] { return barrier.wait(50'000'000ull); }), 50, kBoundMs));
                   CHECK_OR_FAIL(ccoDevCommDestroy(k.comm, &withBarrier) == ccoSuccess);
                   // CCO_NO_TIMEOUT: no bound at all. Rank 1 signals well after the bound.
                   if (k.rank == 1) {
@@ -129,27 +130,37 @@ TEST(WaitBounds, AbortEndsEveryWaitOfEveryDeviceCommunicatorAndHostCall) {
                   };
                   // Every device wait without a timeout of its own (the communicator's, 20 s).
                   std::vector<Waiter> waiters(6);
-                  waiters[0] = {"GDA signal wait (first device communicator)", [&] {
+                  waiters[0] = {"GDA signal wait (first device communicator)",
+                                [&] {
                                   ccoGda<> gda(k.dc, 0);
                                   return gda.wait_signal(0, 1);
-                                }, CCO_DEVICE_STATUS_ABORTED};
-                  waiters[1] = {"GDA counter wait (second)", [&] {
+                                },
+                                CCO_DEVICE_STATUS_ABORTED};
+                  waiters[1] = {"GDA counter wait (second)",
+                                [&] {
                                   ccoGda<> gda(other, 0);
                                   return gda.wait_counter(0, 1);
-                                }, CCO_DEVICE_STATUS_ABORTED};
-                  waiters[2] = {"GDA barrier (second)", [&] {
+                                },
+                                CCO_DEVICE_STATUS_ABORTED};
+                  waiters[2] = {"GDA barrier (second)",
+                                [&] {
                                   ccoGda<> gda(other, 0);
                                   ccoGdaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), gda, 0);
                                   return barrier.sync();
-                                }, CCO_DEVICE_STATUS_ABORTED};
-                  waiters[3] = {"LSA barrier (second)", [&] {
+                                },
+                                CCO_DEVICE_STATUS_ABORTED};
+                  waiters[3] = {"LSA barrier (second)",
+                                [&] {
                                   ccoLsaBarrierSession<ccoCoopThread> barrier(ccoCoopThread(), other, 0);
                                   return barrier.sync();
-                                }, CCO_DEVICE_STATUS_ABORTED};
-                  waiters[4] = {"SDMA signal wait (first)", [&] {
+                                },
+                                CCO_DEVICE_STATUS_ABORTED};
+                  waiters[4] = {"SDMA signal wait (first)",
+                                [&] {
                                   ccoSdma sdma(k.dc);
                                   return sdma.wait_signal(peer, 0, 1);
-                                }, CCO_DEVICE_STATUS_ABORTED};
+                                },
+                                CCO_DEVICE_STATUS_ABORTED};
                   waiters[5] = {"ccoBarrierAll (host)", [&] { return static_cast<int32_t>(ccoBarrierAll(k.comm)); },
                                 static_cast<int32_t>(ccoAborted)};
                   // What each returned, and when: its thread's until joined.

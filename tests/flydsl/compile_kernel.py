@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Compiles one FlyDSL kernel ahead of time (COMPILE_ONLY=1, ARCH set by the caller) and
 writes its code object: compile_kernel.py KIND OUT.hsaco [PART PARTS], KIND one of
   every    a kernel that calls every function of the ABI table through cco.device.flydsl

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the FlyDSL tests share: FlyDSL's linker where it looks for it."""
 
 import os

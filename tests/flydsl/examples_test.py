@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's FlyDSL examples (examples/flydsl/03..07) compile ahead of time for gfx942 and
 gfx950 with FlyDSL 0.4.2 (COMPILE_ONLY=1), each linking the code-object-v6 bitcode of its
 chip, with every CCO call inlined (FlyDSL's final ISA has no call). Never run: no AMD GPU."""

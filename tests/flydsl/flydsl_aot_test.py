@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """FlyDSL (PyPI flydsl==0.4.2, no GPU: COMPILE_ONLY=1) compiles kernels that call the CCO
 device API through cco.device.flydsl for gfx942 and gfx950, linking the code-object-v6
 bitcode: every function of the ABI table, and the guide's put example through the handles.
@@ -19,8 +20,9 @@ ARCHS = ("gfx942", "gfx950")
 
 
 def tool(name):
-    return os.path.abspath(os.environ["CCO_LLVM22_BIN"] + "/" + name) if "CCO_LLVM22_BIN" in os.environ else shutil.which(
-        name + "-22")
+    if "CCO_LLVM22_BIN" in os.environ:
+        return os.path.abspath(os.environ["CCO_LLVM22_BIN"] + "/" + name)
+    return shutil.which(name + "-22")
 
 
 # The table's functions are compiled in PARTS kernels (compile_kernel.py says why).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: what an unauthenticated or authenticated peer can put on a CCO
 // connection: the three handshake messages in both roles, a frame header, and a whole
 // frame checked under a session key. Nothing may be accepted without the right key.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: every bootstrap message decoder and the check of a peer's RankInfo.
 // The first byte picks the decoder; the rest is the message. Decoders must reject what
 // they cannot read, never read past it, and round-trip what they accept.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: the unique id decoder on any 128 bytes (shorter inputs are padded with
 // zeros, longer ones cut). A decoded id must encode back to the same bytes.
 #include <stddef.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds each libFuzzer target with clang-19 (-fsanitize=fuzzer,address,undefined) and runs
 # it for a bounded time over its committed corpus (tests/fuzz/corpus/<target>). Exit status
 # non-zero when a target finds a crash, a leak or an abort. Usage:

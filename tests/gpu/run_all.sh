@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
 # Logs and results go to $OUT. NVLink multicast stays off.

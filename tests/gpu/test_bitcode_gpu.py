@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The foundation's GPU check: a Triton kernel links the sm_90 bitcode, calls cco_lsa_ptr
 and cco_devcomm_* on a window and a devcomm filled by hand in device memory (no host
 SDK involved), writes through the computed pointers, and the host verifies every value."""
@@ -21,8 +22,8 @@ PEER = 3
 def window_bytes(flat_base):
     # ccoWindowDevice: magic, abiVersion, flatBase, stride, offset, size, lsaRank, lsaSize,
     # rank, lsaWorldBase, id, reserved0, reserved[8] (abi/window.h)
-    return struct.pack("<IIQQQQiiiiII8Q", 0x574F4343, ABI_VERSION, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK, LSA_SIZE,
-                       WORLD_BASE + LSA_RANK, WORLD_BASE, 1, 0, *([0] * 8))
+    return struct.pack("<IIQQQQiiiiII8Q", 0x574F4343, ABI_VERSION, flat_base, SLICE, WIN_OFFSET, 65536, LSA_RANK,
+                       LSA_SIZE, WORLD_BASE + LSA_RANK, WORLD_BASE, 1, 0, *([0] * 8))
 
 
 def devcomm_bytes(abi_version=ABI_VERSION, abort_flag=0):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fail-bounded on the GPU (the phases of tests/device/fail_bounded_test.cc, with the waits in
 Triton kernels): one rank process is SIGKILLed inside ccoCommCreate, a window's registration,
 ccoDevCommCreate or ccoDevCommDestroy, or while the survivors' kernels wait on its GDA signal,
@@ -325,7 +326,8 @@ def test_abort_ends_kernels_waiting_on_two_device_communicators():
             comm = Communicator.init(2, r, uid, per_rank_vmm=64 << 20)
             comm.alloc_window(1 << 20)
             comms[r] = comm
-            dcs[r] = (comm.create_dev_comm(_requirements("gda-signal")), comm.create_dev_comm(_requirements("gda-signal")))
+            dcs[r] = (comm.create_dev_comm(_requirements("gda-signal")),
+                      comm.create_dev_comm(_requirements("gda-signal")))
             comm.barrier()
             ready.wait()
             done.wait(timeout=60)

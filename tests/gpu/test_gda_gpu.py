@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GDA on the GPU through Triton, the proxy and its local backend: a put with a signal around
 a ring of ranks, exact data; a signal ping-pong and a put+signal ping-pong between two ranks
 (round-trip times printed, not asserted: `cco perf` reports figures); puts a warp or block
@@ -207,8 +208,8 @@ class Rank:
         self.comm.barrier()
         start = time.perf_counter()
         with torch.cuda.stream(self.stream):
-            ping_pong[(1,)](self.dc.ptr, self.win.handle, status, times, 1 - self.rank, rounds, 1 if self.rank == 0 else 0,
-                            WITH_DATA=with_data, extern_libs=self.libs)
+            ping_pong[(1,)](self.dc.ptr, self.win.handle, status, times, 1 - self.rank, rounds,
+                            1 if self.rank == 0 else 0, WITH_DATA=with_data, extern_libs=self.libs)
         self.stream.synchronize()
         seconds = time.perf_counter() - start
         self.comm.barrier()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The host SDK on the cuda platform, ranks as processes on the one GPU: creation,
 symmetric memory, windows whose peers' copies are reached through the flat virtual range
 (each rank writes its right neighbour's copy with cuMemcpyHtoD to the flat VA and reads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """LSA on the GPU with ranks as threads of this process (one communicator and stream
 each, kernels running at once): the guide's lsa_copy, the one-shot all-reduce and the LSA
 barrier with 2, 4 and 8 ranks, exact results; 100 000 barrier rounds; a barrier whose

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops on the GPU: every operator against its torch reference with 1, 2 and 4 ranks as
 processes (on one GPU they share it under MPS, as tests/gpu/run_all.sh runs them), bf16 and
 fp16 (fp8 e4m3 where the GPU has it), shapes that are and are not multiples of the tiles,
@@ -114,8 +115,8 @@ def case_ops(comm, rank, world, dev, dtypes):
                                       for r in range(world)])
 
                 prods = [_mm(a_all[r], b_all[0], out_dtype) for r in range(world)]
-                _check(f"gemm_a2a {dtype} {splits}", ops.gemm_a2a(a_all[rank], b_all[0], splits[rank], comm), a2a(prods),
-                       rank)
+                _check(f"gemm_a2a {dtype} {splits}", ops.gemm_a2a(a_all[rank], b_all[0], splits[rank], comm),
+                       a2a(prods), rank)
                 _check(f"a2a_gemm {dtype} {splits}", ops.a2a_gemm(a_all[rank], b_all[rank], splits[rank], comm),
                        _mm(a2a(a_all), b_all[rank], out_dtype), rank)
                 _check(f"gemm_a2a out_splits {dtype}", ops.gemm_a2a(a_all[rank], b_all[0], splits[rank], comm,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The peers `cco perf --suites launch` measures CCO against (NCCL and torch SymmetricMemory
 through torch.distributed): their calls made as the suite makes them, in a one-process group,
 so the anchor code is exercised on a single GPU. The suite itself, with two processes, runs

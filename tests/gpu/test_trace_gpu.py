@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device-side trace on the GPU (docs/trace.md): two ranks as threads on GPU 0, GDA through
 the proxy (the direct path off, so that every post has the proxy's stamps).
 
@@ -21,7 +22,6 @@ import subprocess
 import sys
 import threading
 
-import pytest
 import torch
 import triton
 import triton.language as tl
@@ -149,7 +149,8 @@ def test_a_traced_kernel_on_the_gpu(tmp_path):
         assert len(flows) == 2 * 128  # every post to its issue, every issue to its flight
         for pair in flows.values():
             assert pair["s"]["ts"] <= pair["f"]["ts"]
-            assert slices[(pair["s"]["tid"], pair["s"]["ts"])]["ts"] <= slices[(pair["f"]["tid"], pair["f"]["ts"])]["ts"]
+            start, finish = pair["s"], pair["f"]
+            assert slices[(start["tid"], start["ts"])]["ts"] <= slices[(finish["tid"], finish["ts"])]["ts"]
     merged = trace_tool.merge([json.load(open(tmp_path / f"rank{r}.json", encoding="utf-8")) for r in (0, 1)])
     assert trace_format.problems(merged) == []
 

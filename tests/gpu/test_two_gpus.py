@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Several communicators on two GPUs (skipped with fewer), as the guide promises them: two
 and three communicators alive at once in each rank, ranks as one process per GPU and as one
 thread per GPU, the guide's lsa_copy on every communicator with exact data, in several

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The guide's C++ header pair as a C++ caller uses it: cco/cco_scale_out.hpp (which pulls in
 // cco/cco.hpp) compiles on its own, the size-only ccoWindowRegister allocates and registers,
 // and ccoGetLsaPeerPtr finds this rank's copy of the window (cpu platform: device memory is
@@ -27,7 +28,7 @@ TEST(CppHeaders, SizeOnlyRegisterAndPeerPointer) {
   EXPECT_EQ(peer, static_cast<unsigned char*>(ptr) + 16);
   *peer = 42;
   EXPECT_EQ(static_cast<unsigned char*>(ptr)[16], 42);
-  EXPECT_EQ(ccoGetLsaPeerPtr(win, 1, 0), nullptr);  // not an LSA rank of a 1-rank job
+  EXPECT_EQ(ccoGetLsaPeerPtr(win, 1, 0), nullptr);        // not an LSA rank of a 1-rank job
   EXPECT_EQ(ccoWindowDeregister(comm, win), ccoSuccess);  // frees what the overload allocated
   // The two-step form is still the C function.
   ASSERT_EQ(ccoMemAlloc(comm, 4096, &ptr), ccoSuccess);
@@ -42,8 +43,9 @@ TEST(CppHeaders, SizeOnlyRegisterAndPeerPointer) {
   static_assert(std::is_class<ccoGda<>>::value, "ccoGda");
   static_assert(std::is_class<ccoSdma>::value, "ccoSdma");
   // The doorbell mode is a ccoGdaDoorbellMode value, as the guide writes ccoGda<P, ccoGdaDoorbellMode>.
-  static_assert(std::is_same<ccoGda<ccoGdaProxy, ccoGdaDeferred>, ccoGda<ccoGdaProxy, CCO_GDA_DOORBELL_DEFERRED>>::value,
-                "ccoGda<P, ccoGdaDoorbellMode>");
+  static_assert(
+      std::is_same<ccoGda<ccoGdaProxy, ccoGdaDeferred>, ccoGda<ccoGdaProxy, CCO_GDA_DOORBELL_DEFERRED>>::value,
+      "ccoGda<P, ccoGdaDoorbellMode>");
 }
 
 }  // namespace

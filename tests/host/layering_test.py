@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The host SDK's layers: every #include under host/src points down or sideways, never up.
 
 A lower layer knows nothing of the ones built on it, so each can be read, tested and changed

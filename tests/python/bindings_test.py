@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ctypes layer of cco against the C side: declarations, struct layouts, constants, errors.
 
 One process, no communicator: what is checked here is that the Python mirrors say what
@@ -120,7 +121,8 @@ def test_requirements_mirror_and_its_defaults():
     assert [getattr(CCODevCommRequirements, f).offset
             for f in ("magic", "version", "gdaConnectionType", "gdaDirectGroupMaxBytes")] == [8, 12, 16, 48]
     assert (reqs.size, reqs.magic, reqs.version) == (56, _abi.DEV_COMM_REQUIREMENTS_MAGIC, _abi.ABI_VERSION)
-    assert [getattr(reqs, f) for f in CCODevCommRequirements.FIELDS] == [cco.GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1, -1]
+    assert [getattr(reqs, f) for f in CCODevCommRequirements.FIELDS] == [
+        cco.GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1, -1]
 
 
 def test_requirements_fields_by_attribute_and_keyword():

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's call form beside the ABI's order (cco.device.call_form): which argument each
 value lands in, the defaults, the names, and the calls that must be refused rather than
 shifted. Both DSL bindings bind through it; tests/triton checks the kernels they produce."""

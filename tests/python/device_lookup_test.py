@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.device: the ABI table as data, find_cco_bitcode's order (explicit path, JIT,
 prebuilt), the JIT build (byte-identical to Bazel's, cached, built once under a lock) and
 the refusal of a bitcode whose ABI version differs from the host library's."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tools/testing/doc_links_check.py: every relative link of README.md, docs/ and the results'
 READMEs leads to a file of this tree; and the checker finds a broken one."""
 

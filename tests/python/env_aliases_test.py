@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The guide's MORI_* spellings of CCO's variables: one alias table in the library and the
 package, and each alias honoured (the CCO_ name wins where both are set)."""
 

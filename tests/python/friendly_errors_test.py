@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Mistakes a user makes say what is wrong, and the examples say it without a traceback: a
 malformed or incomplete launcher environment, a launcher whose Python side is missing, a GPU
 example on a machine without torch, a missing libcco.so, sizes that do not fit."""
@@ -27,7 +28,8 @@ def launcher_env(monkeypatch):
     ({"CCO_UNIQUE_ID": UID_HEX, "CCO_RANK": "one", "CCO_WORLD_SIZE": "2"}, "CCO_RANK='one' is not a whole number"),
     ({"CCO_UNIQUE_ID": UID_HEX, "CCO_RANK": "2", "CCO_WORLD_SIZE": "2"}, "CCO_RANK=2 is not in [0, CCO_WORLD_SIZE=2)"),
     ({"CCO_UNIQUE_ID": UID_HEX, "CCO_RANK": "0", "CCO_WORLD_SIZE": "0"}, "CCO_WORLD_SIZE=0"),
-    ({"CCO_UNIQUE_ID": "xyz", "CCO_RANK": "0", "CCO_WORLD_SIZE": "1"}, "CCO_UNIQUE_ID='xyz' (3 characters) is not an id"),
+    ({"CCO_UNIQUE_ID": "xyz", "CCO_RANK": "0", "CCO_WORLD_SIZE": "1"},
+     "CCO_UNIQUE_ID='xyz' (3 characters) is not an id"),
     ({"CCO_UNIQUE_ID": UID_HEX[:-2], "CCO_RANK": "0", "CCO_WORLD_SIZE": "1"}, "must be the 256 hex digits"),
 ])
 def test_a_bad_launcher_environment_names_the_variable(launcher_env, env, says):
@@ -84,7 +86,8 @@ def test_an_example_ends_with_the_message_alone(env, says):
 def test_sizes_that_do_not_fit_say_their_range():
     from cco import _args
 
-    with pytest.raises(ValueError, match=r"size=18446744073709551616 is not a valid size \(must be in \[0, 2\*\*64\)\)"):
+    with pytest.raises(ValueError,
+                       match=r"size=18446744073709551616 is not a valid size \(must be in \[0, 2\*\*64\)\)"):
         _args.size_value(2**64, "size")
     with pytest.raises(ValueError, match=r"must be in \[0, 2\*\*64\)"):
         _args.size_value(-1, "size")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Python host API (cco.Communicator and friends) with ranks as real processes.
 
 Every rank is a forked process on the cpu platform (see rank_processes.py); a rank's

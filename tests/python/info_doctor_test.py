@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco info` and `cco doctor` (cco_tools.info, cco_tools.doctor) on this machine: the facts
 a user reports, and each finding with what to do about it."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tools/perf/issue_targets.py on reports written here: each target met, missed or not
 measured as its figures say, the report made on more GPUs preferred, n/a and NaN figures
 never taken for measurements."""
@@ -72,7 +73,8 @@ def test_one_gpu_and_na_are_not_measured(tmp_path):
     one = report(tmp_path / "one.json", 1, allreduce(symm="n/a"),
                  ("LSA barrier latency, 2 ranks", [{"coop": "block", "order": "acq_rel", "us/round": 1.2}]),
                  ("host control plane, 8 ranks as processes, cuda platform",
-                  [{"step": "ccoDevCommCreate", "median ms": 0.3}, {"step": "ccoWindowRegister 1GiB", "median ms": 16.0}]))
+                  [{"step": "ccoDevCommCreate", "median ms": 0.3},
+                   {"step": "ccoWindowRegister 1GiB", "median ms": 16.0}]))
     got = verdicts(one)
     assert got[AR][0] == "not measured"
     assert got["LSA barrier <= 2.0 us"][:2] == ("not measured", "made on 1 GPU(s): not over NVLink")

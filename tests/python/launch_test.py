@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """CCO's launcher, `cco launch` and `python -m cco.launch`: ranks that find each other, output
 led by the rank, the failed rank named with its exit status, signals forwarded to the ranks."""
 

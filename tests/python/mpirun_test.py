@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ranks launched by mpirun (Debian's Open MPI, with Debian's python3-mpi4py), as the guide
 launches them: the id travels over MPI (mpi4py's bcast), each process is one rank on the cpu
 platform. Debian's mpi4py belongs to Debian's python3, which runs the ranks. As root (CI),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops on the CPU: the host-side operand checks, the workspace layouts and per-call
 tables, and the tables driven through a model of each kernel's loops (numpy, tile by tile,
 the same index arithmetic as the Triton code) against the torch reference semantics: every
@@ -6,7 +7,6 @@ tile, and uneven all-to-all splits, empty ones included. Also: no program of the
 kernel waits before it has pushed everything it owes, and the pool's allocator."""
 
 import ctypes
-import os
 import shutil
 import sys
 import types

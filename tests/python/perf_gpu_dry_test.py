@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The GPU suites of `cco perf` run start to end on a stand-in torch, with the kernels' launches
 replaced by nothing (no GPU here): every suite's control flow, every table's rows as wide as
 its columns, the groups the orchestration builds, ranks as threads and as one launched

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The benchmark's Triton kernels (cco_tools.perf.kernels) and the examples' compiled ahead of
 time (no GPU) for every target CCO ships: no call survives the link, and the kernels launched
 with programmatic dependent launch touch no memory before they wait for the kernel before."""

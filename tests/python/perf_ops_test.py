@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites ops` without a GPU: the shapes it measures, how the ranks' rows become
 the slowest rank's, and the tables (one per operator, every row as wide as its columns, a
 failed operator named in its table). The measurement itself runs on a GPU

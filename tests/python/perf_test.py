@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf` (cco_tools.perf) on the cpu platform: its tables and JSON, ranks as threads, as
 its own processes and under a launcher, the plot, the targets, and every suite module (the GPU
 ones imported and their options parsed: no GPU here)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco._supervisor: rank processes (cco launch's, and the benchmark's own) are waited for
 together; the first that fails, or the deadline, stops the others and names the rank,
 instead of leaving them in a rendezvous. And cco_tools.perf.meta: what a report records about

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ranks as real processes for the Python host tests (the twin of tests/host/multiprocess).
 
 run_ranks forks one child per rank. Rank 0 mints the unique id and hands it to the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The type stubs of cco.ir.triton.cco (cco.pyi) are what tools/abi/gen_stubs.py makes of the
 committed ABI table, and they name every builtin and constant the module makes at import."""
 

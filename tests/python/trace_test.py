@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device-side trace from Python and the command line, on the cpu platform: `cco perf
 --trace DIR` writes a trace per rank (the tcp suite's pair of processes, GDA through the proxy
 over tcp and over the local backend), each file and their merge are what Perfetto takes
@@ -105,8 +106,10 @@ def test_merge_joins_the_ranks_into_one_valid_timeline(perf_trace, tmp_path):
 def _doc(rank, host, realtime, events, dev_comm=1):
     meta = {"version": 1, "rank": rank, "hostHash": host, "realtimeMinusMonotonicNs": realtime, "devComm": dev_comm,
             "flush": 0, "dropped": 0}
-    return {"traceEvents": [{"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": f"rank {rank}"}},
-                            {"ph": "M", "name": "thread_name", "pid": rank, "tid": 1, "args": {"name": "block 0 warp 0"}},
+    return {"traceEvents": [{"ph": "M", "name": "process_name", "pid": rank, "tid": 0,
+                             "args": {"name": f"rank {rank}"}},
+                            {"ph": "M", "name": "thread_name", "pid": rank, "tid": 1,
+                             "args": {"name": "block 0 warp 0"}},
                             *events],
             "displayTimeUnit": "ns", "otherData": {"cco": meta}}
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The wheel: installed into an empty folder (no checkout on the path), it carries the
 binding (cco) with the host library, every bitcode variant, the ABI table, the headers and the
 JIT sources, and the `cco` command (cco_tools), which runs `cco info` and `cco perf` on the
@@ -146,7 +147,8 @@ def test_manylinux_tag_is_what_auditwheel_finds():
     r = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     # auditwheel names the most compatible tag the files allow: at least as old as the one claimed.
-    found = re.search(r'consistent with the following platform tag: "manylinux_2_(\d+)_x86_64"', " ".join(r.stdout.split()))
+    found = re.search(r'consistent with the following platform tag: "manylinux_2_(\d+)_x86_64"',
+                      " ".join(r.stdout.split()))
     assert found and int(found.group(1)) <= 28, r.stdout
 
 
@@ -166,7 +168,8 @@ def test_plain_pip_install_into_a_fresh_venv(tmp_path):
     assert r.returncode == 0 and r.stdout.strip().startswith(str(venv)), r.stderr
     r = subprocess.run([str(venv / "bin" / "cco"), "info", "--json"], env=env, cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and json.loads(r.stdout)["host_abi_version"] == json.loads(r.stdout)["abi_version"], r.stderr
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["host_abi_version"] == json.loads(r.stdout)["abi_version"], r.stderr
     # The benchmark program it ships runs from there (pip drops execute bits: cco copes).
     env["CCO_CACHE"] = str(tmp_path / "cache")
     r = subprocess.run([python, "-c", "from cco import _resources; import subprocess, sys; "

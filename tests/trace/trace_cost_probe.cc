@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the device API's trace points cost, counted in instructions on the host arch: the same
 // calls built with the trace points compiled in (tracing off or on at run time) and built with
 // -DCCO_DEVICE_TRACE=0. trace_cost_test.py runs it under callgrind, which counts the
@@ -95,7 +96,8 @@ void Lay(Fake* f, bool traced, uint32_t posts) {
 
 // Everything callgrind counts. The device communicator is read through memory, as the bitcode's
 // wrappers hand it to the handles.
-extern "C" __attribute__((noinline)) int cco_trace_cost_workload(const ccoDevComm* dc, ccoWindow_t win, int iterations) {
+extern "C" __attribute__((noinline)) int cco_trace_cost_workload(const ccoDevComm* dc, ccoWindow_t win,
+                                                                 int iterations) {
   int failed = 0;
   for (int i = 0; i < iterations; ++i) {
     ccoGda<> gda(*dc, 0);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the device-side trace costs where it is off, against the same code built without it
 (-DCCO_DEVICE_TRACE=0):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Triton kernels that call the CCO device API, shared by the AOT tests (CPU) and the
 GPU tests. `every_function` calls every function of the ABI table once; `get_then_flush` and
 `matrix_cell` are the GPU GDA tests' (tests/gpu/test_gda_gpu.py), compiled in CI here."""
@@ -208,7 +209,8 @@ def matrix_cell(dc, win, mine, status, peer, word, theirs, their_word, active, O
     if active != 0:
         if MODE == 0:
             if OP == 0:
-                bad += cco.Gda.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP, thread_mode=TM, signal_op=SIG)
+                bad += cco.Gda.put(dc, 0, peer, win, DST, win, 0, NBYTES, 0, ADD, coop=COOP, thread_mode=TM,
+                                   signal_op=SIG)
             elif OP == 1:
                 bad += cco.Gda.put_value(dc, 0, peer, win, DST, word, 0, ADD, coop=COOP, thread_mode=TM, signal_op=SIG)
             elif OP == 2:
@@ -242,7 +244,8 @@ def matrix_cell(dc, win, mine, status, peer, word, theirs, their_word, active, O
             bad += cco.Gda.wait_signal(dc, 0, 0, LEAST, 64, coop=BLOCK)
             if OP == 0:
                 bad += (tl.load(mine + DST // 4, volatile=True) != theirs).to(tl.int32)
-                bad += (tl.load(mine + DST // 4 + NBYTES // 4 - 1, volatile=True) != theirs + NBYTES // 4 - 1).to(tl.int32)
+                last = tl.load(mine + DST // 4 + NBYTES // 4 - 1, volatile=True)
+                bad += (last != theirs + NBYTES // 4 - 1).to(tl.int32)
             elif OP == 1:
                 landed = tl.load((mine + DST // 4).to(tl.pointer_type(tl.int64)), volatile=True)
                 bad += (landed != their_word).to(tl.int32)

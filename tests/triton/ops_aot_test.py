@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops's kernels compiled (PyPI Triton, no GPU) for every target the bitcode has: each
 operator's kernel for sm_90, sm_100, gfx942 and gfx950, the CCO calls fully inlined, the
 flags' system-scope release / acquire in the code, and on NVIDIA the GEMM core's main loop
@@ -63,7 +64,8 @@ OFFSETS = ["off_counters", "off_status", "off_hello", "off_counts", "off_flags"]
 def gather(target, in_dtype, world=None, **over):
     ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "max_polls", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
-                  ES=planning.ITEMSIZE[in_dtype], **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
+                  ES=planning.ITEMSIZE[in_dtype],
+                  **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
     consts.update(over)
     return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Triton (PyPI, no GPU) compiles kernels calling the CCO device API for every target we
 ship, linking that target's bitcode variant; the bitcode is fully inlined (no call left)
 and its memory-model instructions appear in the kernel's code."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reads abi/functions.list and abi/enums.h: the single source of CCO's device ABI.
 
 Everything derived from the ABI (wrappers, C header, internalize list, JSON table) is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Derives CCO's device-ABI artifacts from abi/functions.list and abi/enums.h.
 
   gen_abi.py --list abi/functions.list --enums abi/enums.h \

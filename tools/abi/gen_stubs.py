@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the type stubs of cco.ir.triton.cco from the ABI table, so that an IDE (and a
 reader) can follow `cco.Gda.put` to its arguments: that module makes its builtins while it is
 imported, one per DSL name of abi/cco_abi_table.json, and has no source to jump to.

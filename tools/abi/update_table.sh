@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Regenerates the committed ABI table from abi/functions.list, abi/enums.h, abi/version.h and
 # the bitcode variants (device/variants.bzl), and the type stubs of cco.ir.triton.cco from it.
 # Run after changing the ABI; //tests/abi:abi_table_test fails until you do.

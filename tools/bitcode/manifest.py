@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the bitcode manifest: variant -> file, sha256, ABI version (and how it was built).
 
   manifest.py --version-header abi/version.h --out M.json \

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Stamps a bitcode file with its ABI version and variant (see cco/device/stamp.py).
 
   stamp.py STAMP_MODULE IN.bc OUT.bc --version-header abi/version.h --variant NAME

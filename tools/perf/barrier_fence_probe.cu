@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a block-wide LSA barrier round costs with each way of releasing it: two ranks, one
 // kernel each (a block of 4 warps), rounds of "arrive: store the round into the peer's inbox;
 // wait: poll this rank's own inbox for the peer's round", every variant on the same memory:
@@ -26,15 +27,20 @@
 
 enum Variant { kRelease, kRelaxed, kRotate2, kRotate4, kFenceRotate };
 
-__device__ void StoreRelease(unsigned* p, unsigned v) { asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); }
-__device__ void StoreRelaxed(unsigned* p, unsigned v) { asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory"); }
+__device__ void StoreRelease(unsigned* p, unsigned v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ void StoreRelaxed(unsigned* p, unsigned v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 __device__ unsigned LoadAcquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 
-template <Variant kVariant> __global__ void rounds(unsigned* theirs, const unsigned* mine, unsigned base, int count, int* stuck) {
+template <Variant kVariant>
+__global__ void rounds(unsigned* theirs, const unsigned* mine, unsigned base, int count, int* stuck) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int i = 1; i <= count; ++i) {
     const unsigned round = base + static_cast<unsigned>(i);
@@ -101,8 +107,15 @@ int main() {
   cudaEventCreate(&start);
   cudaEventCreate(&end);
   const int count = 100000;
-  const char* names[] = {"release", "relaxed", "rotate-2", "rotate-4", "fence-rotate", "session-acq_rel",
-                         "session-acquire", "kept-session-acq_rel", "kept-session-acquire"};
+  const char* names[] = {"release",
+                         "relaxed",
+                         "rotate-2",
+                         "rotate-4",
+                         "fence-rotate",
+                         "session-acq_rel",
+                         "session-acquire",
+                         "kept-session-acq_rel",
+                         "kept-session-acquire"};
   unsigned base = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (int v = 0; v < 9; ++v) {

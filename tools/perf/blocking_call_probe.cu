@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which driver calls a proxy thread may make while a kernel of the same context waits for it.
 //   blocking_call_probe              every call below, in turn
 //   blocking_call_probe first-copy   only the process's first copies (odd-sized, through
@@ -125,12 +126,10 @@ void FirstCopies(CUcontext ctx) {
 void FirstAllocations(CUcontext ctx) {
   void* first = nullptr;
   void* second = nullptr;
-  Probe(ctx, "first cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-    CHECK(cuMemHostAlloc(&first, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-  });
-  Probe(ctx, "next cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-    CHECK(cuMemHostAlloc(&second, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-  });
+  Probe(ctx, "first cuMemHostAlloc 4 MiB portable|devicemap",
+        [&] { CHECK(cuMemHostAlloc(&first, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)); });
+  Probe(ctx, "next cuMemHostAlloc 4 MiB portable|devicemap",
+        [&] { CHECK(cuMemHostAlloc(&second, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)); });
 }
 
 // The calls a proxy may make, while another thread waits inside the driver for the kernel.
@@ -147,16 +146,20 @@ void WhileTheHostWaits(CUcontext ctx) {
   Probe(ctx, "cuStreamWriteValue64 to pinned + sync", [&] { writeWord(k.hostDevice + 64); }, true);
   Probe(ctx, "cuStreamWriteValue64 to device + sync", [&] { writeWord(k.device + 64); }, true);
   static uint64_t word = 1;
-  Probe(ctx, "cuMemcpyAsync 8 B pageable -> device + sync",
-        [&] { k.Copy(k.device + 128, reinterpret_cast<CUdeviceptr>(&word), sizeof word); }, true);
-  Probe(ctx, "cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-    CHECK(cuMemHostAlloc(&more, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-  }, true);
+  Probe(
+      ctx, "cuMemcpyAsync 8 B pageable -> device + sync",
+      [&] { k.Copy(k.device + 128, reinterpret_cast<CUdeviceptr>(&word), sizeof word); }, true);
+  Probe(
+      ctx, "cuMemHostAlloc 4 MiB portable|devicemap",
+      [&] { CHECK(cuMemHostAlloc(&more, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)); }, true);
   Probe(ctx, "cuMemAlloc 4 MiB", [&] { CHECK(cuMemAlloc(&moreDevice, 4 << 20)); }, true);
-  Probe(ctx, "cuStreamCreate", [&] {
-    CUstream t;
-    CHECK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
-  }, true);
+  Probe(
+      ctx, "cuStreamCreate",
+      [&] {
+        CUstream t;
+        CHECK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+      },
+      true);
 }
 
 // Each call in turn, with nothing else waiting.
@@ -172,13 +175,10 @@ void EachCall(CUcontext ctx) {
   CUdeviceptr freedDevice = 0;
 
   Probe(ctx, "nothing (the baseline)", [] {});
-  Probe(ctx, "cuMemHostAlloc 4 MiB portable|devicemap", [&] {
-    CHECK(cuMemHostAlloc(&freed, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-  });
+  Probe(ctx, "cuMemHostAlloc 4 MiB portable|devicemap",
+        [&] { CHECK(cuMemHostAlloc(&freed, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)); });
   Probe(ctx, "cuMemFreeHost 4 MiB", [&] { CHECK(cuMemFreeHost(freed)); });
-  Probe(ctx, "cuMemHostAlloc 8 bytes devicemap", [&] {
-    CHECK(cuMemHostAlloc(&freed, 8, CU_MEMHOSTALLOC_DEVICEMAP));
-  });
+  Probe(ctx, "cuMemHostAlloc 8 bytes devicemap", [&] { CHECK(cuMemHostAlloc(&freed, 8, CU_MEMHOSTALLOC_DEVICEMAP)); });
   Probe(ctx, "cuMemFreeHost 8 bytes", [&] { CHECK(cuMemFreeHost(freed)); });
   Probe(ctx, "cuMemHostRegister 4 MiB", [&] { CHECK(cuMemHostRegister(pageable, sizeof pageable, 0)); });
   Probe(ctx, "cuMemHostUnregister 4 MiB", [&] { CHECK(cuMemHostUnregister(pageable)); });

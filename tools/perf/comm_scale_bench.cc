@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How long ccoCommCreate takes for many ranks: ranks as threads of this process on the cpu
 // platform, in hosts of k ranks (CCO_TEST_RANKS_PER_HOST), every thread started before the
 // clock, the time of the slowest rank reported; then ccoCommDestroy the same way.

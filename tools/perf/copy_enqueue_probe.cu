@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the GDA proxy's copies cost per operation: the host time to queue one copy on a
 // stream and the time per copy once queued, for the ways a proxy can queue a run of puts.
 //   copy_enqueue_probe [size_KiB=1024] [count=200] [plain]
@@ -76,7 +77,9 @@ int main(int argc, char** argv) {
   CUmemcpyAttributes attrs = {};
   attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   size_t attrsIndex = 0;
-  auto batch = [&] { CHECK(cuMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attrs, &attrsIndex, 1, stream)); };
+  auto batch = [&] {
+    CHECK(cuMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attrs, &attrsIndex, 1, stream));
+  };
 
   CUgraph graph;
   CUgraphExec exec;

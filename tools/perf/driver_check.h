@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the single-file probes of tools/perf that use the CUDA driver share (each is built
 // alone by nvcc in stage_device.sh):
 //   CHECK(call)          a driver call that must succeed, or the probe exits naming it

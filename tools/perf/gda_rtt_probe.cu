@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a GDA round trip's microseconds go: two ranks bounce a signal, one kernel each,
 // and every rank times its posts and its waits (SM cycles) apart, for
 //   thread / block    ccoGda::signal + wait_signal with ccoCoopThread / ccoCoopBlock (128),
@@ -20,7 +21,6 @@
 #include "cco/cco_scale_out.hpp"
 #include "examples/cpp/launch_env.h"
 
-
 struct Times {
   unsigned long long post, wait, total;
   int errors;
@@ -42,8 +42,9 @@ template <class Coop> __device__ void Bounce(const ccoDevComm& dc, int peer, int
     post += c - b;
     wait += (b - a) + (d - c);
   }
-  if (threadIdx.x == 0) *t = Times{static_cast<unsigned long long>(post), static_cast<unsigned long long>(wait),
-                                   static_cast<unsigned long long>(clock64() - start), errors};
+  if (threadIdx.x == 0)
+    *t = Times{static_cast<unsigned long long>(post), static_cast<unsigned long long>(wait),
+               static_cast<unsigned long long>(clock64() - start), errors};
 }
 template <class Coop> __global__ void bounce(ccoDevComm dc, int peer, int rounds, bool first, Times* t) {
   Bounce<Coop>(dc, peer, rounds, first, t);
@@ -58,7 +59,8 @@ template <int kWay> __device__ bool Reached(const uint64_t* mine, uint64_t least
   namespace arch = cco::arch;
   if (kWay == 0) return arch::load<cco::order::Acquire, cco::scope::System>(mine) >= least;
   uint64_t sum = 0;
-  for (int i = 0; i < (kWay == 1 ? 1 : 4); ++i) sum += arch::load<cco::order::Relaxed, cco::scope::System>(mine + 8 * i);
+  for (int i = 0; i < (kWay == 1 ? 1 : 4); ++i)
+    sum += arch::load<cco::order::Relaxed, cco::scope::System>(mine + 8 * i);
   if (sum < least) return false;
   arch::fence<cco::scope::System>();
   return true;
@@ -86,7 +88,6 @@ template <int kWay> __global__ void raw(uint64_t* theirs, const uint64_t* mine, 
   *t = Times{static_cast<unsigned long long>(post), static_cast<unsigned long long>(wait),
              static_cast<unsigned long long>(clock64() - start), 0};
 }
-
 
 int main() {
   int rank = 0, world = 0;
@@ -116,7 +117,7 @@ int main() {
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   const int rounds = 2000;
-  const double us = 1e3 / khz;  // per cycle
+  const double us = 1e3 / khz;                                   // per cycle
   ccoDevComm* dcGlobal = reinterpret_cast<ccoDevComm*>(dc.ptr);  // ccoDevCommCreate's device copy
   for (const char* variant : {"thread", "block", "global", "raw", "raw-fence", "raw-4", "thread", "block", "global",
                               "raw", "raw-fence", "raw-4"}) {

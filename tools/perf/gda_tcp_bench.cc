@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's benchmark, with its anchors measured by the same two processes between
 // the same endpoints (tools/perf/tcp_bench.py runs it, in two network namespaces or on
 // loopback, on the cpu platform):
@@ -58,9 +59,11 @@ void Figure(const char* suite, const char* what, uint64_t bytes, double value, c
 // A figure timed in blocks: the median block, and the fastest and slowest beside it.
 void Figure(const char* suite, const char* what, uint64_t bytes, std::vector<double> blocks, const char* unit) {
   std::sort(blocks.begin(), blocks.end());
-  printf("{\"suite\": \"%s\", \"what\": \"%s\", \"bytes\": %llu, \"value\": %.4f, \"min\": %.4f, \"max\": %.4f, "
-         "\"unit\": \"%s\"}\n", suite, what, static_cast<unsigned long long>(bytes), blocks[blocks.size() / 2],
-         blocks.front(), blocks.back(), unit);
+  printf(
+      "{\"suite\": \"%s\", \"what\": \"%s\", \"bytes\": %llu, \"value\": %.4f, \"min\": %.4f, \"max\": %.4f, "
+      "\"unit\": \"%s\"}\n",
+      suite, what, static_cast<unsigned long long>(bytes), blocks[blocks.size() / 2], blocks.front(), blocks.back(),
+      unit);
   fflush(stdout);
 }
 
@@ -107,7 +110,9 @@ std::vector<uint64_t> Sizes(uint64_t maxBytes) {
   return sizes;
 }
 
-int Reps(uint64_t size) { return static_cast<int>(std::max<uint64_t>(4, std::min<uint64_t>(2000, (256ull << 20) / size))); }
+int Reps(uint64_t size) {
+  return static_cast<int>(std::max<uint64_t>(4, std::min<uint64_t>(2000, (256ull << 20) / size)));
+}
 
 constexpr int kBlocks = 15;  // and one more first, to warm up
 
@@ -138,7 +143,9 @@ void BareStream(int fd, int rank, uint64_t maxBytes) {
 // answer): its mean in us.
 double GdaPingPong(ccoGda<>& gda, ccoWindow_t win, uint64_t maxBytes, int rank, bool signalOnly, int rounds) {
   const int peer = 1 - rank;
-  auto send = [&] { return signalOnly ? gda.signal(peer, 0) : gda.put(peer, win, maxBytes, win, 0, 8, CCO_SIGNAL_INC, 0); };
+  auto send = [&] {
+    return signalOnly ? gda.signal(peer, 0) : gda.put(peer, win, maxBytes, win, 0, 8, CCO_SIGNAL_INC, 0);
+  };
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < rounds; ++i) {
     if (rank == 0 && send() != CCO_DEVICE_STATUS_OK) Die("send");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A unique id handed between processes through a file: rank 0 mints it and writes it
 // (atomically, by rename), the others wait for it, bounded (30 s).
 #ifndef CCO_TOOLS_PERF_ID_FILE_H_

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Which benchmark targets of the open issues a set of `cco perf --json` reports meets.
 
   python3 tools/perf/issue_targets.py REPORT.json|FOLDER ...

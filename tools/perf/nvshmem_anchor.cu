@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The NVSHMEM anchor for `cco perf` (the peer we measure against, never a dependency of
 // libcco): built on the GPU machine with its nvcc and the NVSHMEM of its Python
 // environment, run as 2 PEs (processes) under MPS with the unique-id bootstrap:
@@ -11,13 +12,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CUDA_OK(x)                                                          \
-  do {                                                                      \
-    cudaError_t e_ = (x);                                                   \
-    if (e_ != cudaSuccess) {                                                \
-      fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));              \
-      exit(1);                                                              \
-    }                                                                       \
+#define CUDA_OK(x)                                             \
+  do {                                                         \
+    cudaError_t e_ = (x);                                      \
+    if (e_ != cudaSuccess) {                                   \
+      fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      exit(1);                                                 \
+    }                                                          \
   } while (0)
 
 __global__ void barrier_rounds(int rounds) {
@@ -113,9 +114,10 @@ int main() {
     gbps[k] = bytes / (best * 1e-3) / 1e9;
   }
   nvshmem_barrier_all();
-  printf("{\"pe\": %d, \"barrier_all_block_us\": %.3f, \"putmem_nbi_block_GBps_32\": %.1f, "
-         "\"putmem_nbi_block_GBps_264\": %.1f}\n",
-         me, barrier_us, gbps[0], gbps[1]);
+  printf(
+      "{\"pe\": %d, \"barrier_all_block_us\": %.3f, \"putmem_nbi_block_GBps_32\": %.1f, "
+      "\"putmem_nbi_block_GBps_264\": %.1f}\n",
+      me, barrier_us, gbps[0], gbps[1]);
   nvshmem_free(dst);
   nvshmem_free(src);
   nvshmem_finalize();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy ring's doorbell on a GPU (device/ring.hpp Doorbell): many warps ring one ring at
 // once, and the chain of marks the proxy follows must reach the device maximum; and what one
 // ring costs the thread that rings, against the ways it could be done.
@@ -17,13 +18,13 @@
 #include "abi/ring.h"
 #include "device/ring.hpp"
 
-#define RT_CHECK(call)                                                                  \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
+#define RT_CHECK(call)                                                                      \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
       fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                          \
-    }                                                                                   \
+      exit(1);                                                                              \
+    }                                                                                       \
   } while (0)
 
 using namespace cco;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a round trip over loopback TCP costs with each way a receiver can wait for bytes, and
 // what the calls a spinning proxy makes cost when they find nothing: the floor under the tcp
 // backend's round trip (net/tcp_backend.cc), measured on the machine that runs it.
@@ -143,8 +144,7 @@ double PingPong(const Mode& mode, int rounds) {
 }
 
 // What one call costs when it finds nothing, us.
-template <typename Call>
-double IdleCall(Call call, int count) {
+template <typename Call> double IdleCall(Call call, int count) {
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < count; ++i) call();
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / count;
@@ -161,7 +161,12 @@ int main(int argc, char** argv) {
   e.events = EPOLLIN;
   epoll_ctl(ep, EPOLL_CTL_ADD, idle[0], &e);
   char c;
-  printf("idle epoll_wait(0): %.3f us\n", IdleCall([&] { epoll_event out; (void)epoll_wait(ep, &out, 1, 0); }, 200000));
+  printf("idle epoll_wait(0): %.3f us\n", IdleCall(
+                                              [&] {
+                                                epoll_event out;
+                                                (void)epoll_wait(ep, &out, 1, 0);
+                                              },
+                                              200000));
   printf("idle recv(MSG_DONTWAIT): %.3f us\n", IdleCall([&] { (void)!recv(idle[0], &c, 1, MSG_DONTWAIT); }, 200000));
   printf("getppid (a bare syscall): %.3f us\n", IdleCall([] { (void)getppid(); }, 200000));
   printf("steady_clock::now: %.3f us\n", IdleCall([] { (void)Clock::now(); }, 200000));

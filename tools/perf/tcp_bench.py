@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites tcp` between two network namespaces (root): the same benchmark and
 anchors (cco_tools/perf/suites/tcp.py), with the two "hosts" in namespaces joined by veth and a bridge
 instead of on loopback; falls back to loopback where namespaces cannot be made.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What CUDA's VMM calls cost on this GPU: the figures behind ccoWindowRegister's budget.
 // One process stands in for 8 ranks of one GPU: each "peer" is an export/import of a
 // fresh allocation, mapped at its own place in one reservation, as registration does.
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
   printf("export                 %8.3f ms each\n", (Now() - t) / peers);
   t = Now();
   for (int p = 0; p < peers; ++p) {
-    CHECK(cuMemImportFromShareableHandle(&imported[p], (void*)(uintptr_t)fds[p], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CHECK(cuMemImportFromShareableHandle(&imported[p], (void*)(uintptr_t)fds[p],
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     close(fds[p]);
   }
   printf("import                 %8.3f ms each\n", (Now() - t) / peers);

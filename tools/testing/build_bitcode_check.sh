@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/build_cco_bitcode.sh leaves a variant in a <repo>/build*/lib folder, and
 # find_cco_bitcode() finds it there when the JIT is off (the guide's third place to look); an
 # unknown variant is refused by name. Uses a folder of its own, removed afterwards.

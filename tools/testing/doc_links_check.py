@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every relative link of the user documentation leads to a file or folder of the checkout.
 
   python3 tools/testing/doc_links_check.py [ROOT]      (default: the checkout this file is in)

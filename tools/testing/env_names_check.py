@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every CCO_*/MORI_* name the sources read is in cco._env.KNOWN, which `cco doctor` uses to
 name variables set by mistake: a variable added without its entry fails here, not silently in
 a user's doctor run. Run from the repository root (.ci/run)."""
@@ -12,7 +13,8 @@ os.chdir(REPO)
 sys.path.insert(0, str(REPO / "bindings" / "python"))
 from cco import _env  # noqa: E402
 
-ROOTS = ["host/src", "host/include", "bindings/python/cco", "bindings/python/cco_tools", "device", "tools", "examples", "tests", ".ci"]
+ROOTS = ["host/src", "host/include", "bindings/python/cco", "bindings/python/cco_tools", "device", "tools", "examples",
+         "tests", ".ci"]
 # A quoted name (getenv("X"), environ["X"]) or a shell expansion ($X, ${X...}) is a variable's.
 NAME = re.compile(r"[\"'`]((?:CCO|MORI)_[A-Z0-9_]+)[\"'`]|\$\{?((?:CCO|MORI)_[A-Z0-9_]+)")
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README's main command as a newcomer types it, on this checkout: `tools/cco perf --quick`
 # installs what it needs, builds, and prints every table of this machine's suites, row by row,
 # ending with its closing line. Fails on a non-zero exit or a table that did not print.

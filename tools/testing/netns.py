@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Network namespaces as hosts, for the tcp backend's tests and benchmark: `count` namespaces
 joined by veth pairs to a bridge in a namespace of its own; host k has address
 10.213.0.(k+1)/24 on its interface `cco0`. Addresses exist only inside these namespaces.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `pip install .` from this checkout into a fresh venv, as a user does (pyproject.toml's
 # backend runs the Bazel build), then `cco info` from that venv finds its own library;
 # `pip install -e .` into another, whose `cco` is the checkout's package and bazel-bin's library.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs pytest under Bazel: the project's Python (CCO_PYTHON, else the checkout's .venv that
 # tools/setup makes, else python3), one JUnit XML per test case so .ci/run counts cases, not targets.
 set -euo pipefail

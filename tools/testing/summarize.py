@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Counts test cases from one `bazel test` run: its console output names the targets it
 ran (and their status), their test.xml files hold the cases.
 
@@ -13,7 +14,8 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-STATUS = re.compile(r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)\b")
+STATUS = re.compile(
+    r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)\b")
 
 
 def count_cases(xml_path):

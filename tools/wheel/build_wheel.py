@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Builds the cco wheel: the Python packages (cco, the binding, with libcco.so, every bitcode
 variant and its manifest, the ABI table, the public headers, a pkg-config file, and the device
 sources the JIT build compiles; cco_tools, the `cco` command and its benchmark).
@@ -111,7 +112,8 @@ def write_wheel(path, files, tag, version, metadata_text, license_text=None):
     files[f"{info}/METADATA"] = metadata_text
     if license_text is not None:
         files[f"{info}/LICENSE"] = license_text
-    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+    files[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: cco build_wheel.py\nRoot-Is-Purelib: false\n"
+                              f"Tag: {tag}\n").encode()
     files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncco = cco_tools.__main__:main\n"
     record = [record_line(p, d) for p, d in sorted(files.items())] + [f"{info}/RECORD,,"]
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
@@ -129,7 +131,8 @@ def main(argv):
     ap.add_argument("--pyproject", required=True)
     ap.add_argument("--readme")
     ap.add_argument("--license", required=True)
-    ap.add_argument("--package", action="append", required=True, help="a package folder (each one's .py and .pyi files)")
+    ap.add_argument("--package", action="append", required=True,
+                    help="a package folder (each one's .py and .pyi files)")
     ap.add_argument("--lib", required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--manifest", required=True)
@@ -160,7 +163,8 @@ def main(argv):
             for n in sorted(names):
                 if n.endswith((".py", ".pyi")):
                     src = os.path.join(folder, n)
-                    files[os.path.join(os.path.basename(package), os.path.relpath(src, package))] = open(src, "rb").read()
+                    name = os.path.join(os.path.basename(package), os.path.relpath(src, package))
+                    files[name] = open(src, "rb").read()
     data = "cco/_data"
     files[f"{data}/libcco.so"] = open(opts.lib, "rb").read()
     files[f"{data}/cco_abi_table.json"] = open(opts.table, "rb").read()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A PEP 517 build backend for `pip install .` and `python -m build` from a checkout: the
 wheel is the one `bazel build //tools/wheel` makes (tools/setup installs Bazel), copied where
 the frontend asks; the sdist is the checkout's tracked files. `pip install -e .` (PEP 660)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The public headers: what the wheel installs under cco/_data/include (its path there -> the
 label of the file), what //tests/host:public_headers_test includes in one translation unit, and
 what //tests/compile compiles together as CUDA and as HIP.

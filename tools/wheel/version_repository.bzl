@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """@cco_version//:version.bzl: VERSION, read from cco.h's CCO_VERSION_MAJOR/MINOR/PATCH.
 
 cco.h is the one place the release is written: the library reports it (ccoGetVersion), and the

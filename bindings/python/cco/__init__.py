@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco: the host API of CCO (communicators, symmetric memory, windows, device communicators).
 
     from cco import Communicator, CCODevCommRequirements, GDA_CONNECTION_NONE
@@ -20,7 +21,7 @@ from cco.devcomm import DevCommHandle
 from cco.errors import CCOAbortedError, CCOError, CCOTimeoutError
 from cco.memory import AllocatedMemory, AllocatedWindow, RegisteredWindow
 from cco.requirements import CCODevCommRequirements
-from cco.versions import VERSION as __version__  # cco.h's CCO_VERSION_MAJOR.MINOR.PATCH
+from cco.versions import VERSION as __version__  # noqa: F401 (cco.h's CCO_VERSION_MAJOR.MINOR.PATCH)
 from cco.versions import versions
 
 __all__ = [

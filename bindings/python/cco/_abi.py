@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Numbers fixed by the C ABI (abi/version.h, abi/enums.h, cco.h), mirrored for ctypes.
 
 The ABI version is read from abi/version.h and the release from cco.h (the package's copies

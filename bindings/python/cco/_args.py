@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Argument checks for values that cross into C, where ctypes would wrap them silently.
 
 ctypes turns -1 into SIZE_MAX for a size_t and truncates a 40-bit int for a C int; the

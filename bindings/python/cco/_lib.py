@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """libcco.so through ctypes: found, loaded once, every function of cco.h declared.
 
 Loading is lazy (on the first call of load()), so `import cco` works where the library

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where CCO's files are: inside an installed wheel (cco/_data/) or in a source checkout.
 
 A wheel carries libcco.so, the ABI table and headers, the bitcode variants and their manifest

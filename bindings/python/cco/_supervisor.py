@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Rank processes started together and waited for together: `cco.launch` runs its ranks here,
 and so does the `cco perf` benchmark (its own rank processes and the helpers of its suites).
 
@@ -14,7 +15,6 @@ The ranks run in sessions of their own: a Ctrl-C at the terminal reaches this pr
 which forwards it once, instead of every rank getting it twice.
 """
 
-import os
 import signal
 import subprocess
 import sys

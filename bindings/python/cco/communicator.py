@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Communicator: the guide's host API over ccoComm.
 
 Resources made through a communicator (alloc_mem, register_window, alloc_window,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The device communicator: a ctypes mirror of ccoDevComm and the handle around it.
 
 ccoDevCommCreate fills a ccoDevComm in host memory; kernels take it by value (C++) or

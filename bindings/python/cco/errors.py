@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """CCOError: a failed C call as a Python exception, with the library's own explanation.
 
 Every ccoResult_t other than ccoSuccess becomes a CCOError carrying the code, its enum

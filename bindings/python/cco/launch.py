@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """CCO's launcher: `cco launch -n N [--] script.py|program args...` (or `-m module args...`),
 the same as `python -m cco.launch ...`.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the memory calls return: plain records of addresses the library handed out.
 
 They hold numbers only, no reference back to the communicator: the communicator tracks

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Views of symmetric memory as arrays, without copies.
 
 torch_view(ptr, shape, dtype) wraps device memory (cuda / hip platform) as a torch tensor

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """CCODevCommRequirements: what create_dev_comm should provide, as the C struct itself.
 
 The object is a ctypes mirror of ccoDevCommRequirements, so create_dev_comm hands the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Who am I: rank, world size and the unique id, from whatever launched this process.
 
   - `python -m cco.launch -n N script.py` (CCO's launcher): CCO_RANK, CCO_WORLD_SIZE and

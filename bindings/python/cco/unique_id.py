@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The 128-byte unique id: plain `bytes` in Python, ccoUniqueId at the C boundary.
 
 Python code sees the id as bytes so any out-of-band channel can carry it (pickle, MPI

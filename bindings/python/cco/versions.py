@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What this installation is made of, for `cco --version`, `cco info` and bug reports.
 
     >>> import cco

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco perf | cco info | cco doctor | cco trace | cco launch — see `cco -h` (or `python -m cco_tools -h`)."""
 
 import argparse

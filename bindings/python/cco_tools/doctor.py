@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco doctor`: whether this machine can run CCO, each finding with what to do about it.
 
 Checks, in order: the host library loads and speaks the package's ABI version; a one-rank

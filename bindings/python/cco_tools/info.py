@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco info`: versions, targets, where the bitcode and the host library are, and which
 backend GDA would use between ranks of different hosts."""
 

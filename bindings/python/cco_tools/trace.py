@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco trace merge` and `cco trace check`: the device-side trace's files (CCO_TRACE: one Chrome
 trace-event JSON file per device communicator and flush, pid = rank) joined into one timeline,
 and checked against what Perfetto takes (cco_tools.trace_format).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a Chrome trace-event JSON document must be for Perfetto (and chrome://tracing) to take
 every event of it, as CCO's traces use the format; `problems(doc)` lists what is not.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CCO host API: communicators, symmetric memory, windows and the device communicator.
  *
  * Plain C with a stable ABI. Every call returns a ccoResult_t; on failure,
@@ -72,32 +73,40 @@ typedef struct ccoComm ccoComm;
 /* What ccoDevCommCreate provides. Always start from CCO_DEV_COMM_REQUIREMENTS_INITIALIZER:
  * the header (size, magic, version) lets the library reject an uninitialised struct. */
 typedef struct ccoDevCommRequirements {
-  size_t size;       /* sizeof(ccoDevCommRequirements) */
-  uint32_t magic;    /* CCO_DEV_COMM_REQUIREMENTS_MAGIC */
-  uint32_t version;  /* CCO_ABI_VERSION */
-  int gdaConnectionType; /* ccoGdaConnectionType: which peers get GDA connections */
-  int gdaContextCount;   /* GDA contexts (queue sets) */
-  int gdaSignalCount;    /* GDA signal slots (completion signalling) */
-  int gdaCounterCount;   /* GDA counter slots (local completion) */
-  int lsaBarrierCount;   /* intra-node (LSA) barriers */
-  int sdmaQueueCount;    /* SDMA queues (0 = default) */
-  int gdaBarrierCount;   /* GDA barriers (ccoGdaBarrierSession), among the GDA team */
-  int gdaDirectMaxBytes; /* GDA to peers of the LSA team: signal, put_value, and puts and gets
-                          * a thread copies alone, of up to this many bytes by the device's own
-                          * stores when the ring is idle; 0: always through the proxy; -1:
-                          * CCO_GDA_DIRECT_MAX_BYTES, else 4096 (0 on hip) */
+  size_t size;                /* sizeof(ccoDevCommRequirements) */
+  uint32_t magic;             /* CCO_DEV_COMM_REQUIREMENTS_MAGIC */
+  uint32_t version;           /* CCO_ABI_VERSION */
+  int gdaConnectionType;      /* ccoGdaConnectionType: which peers get GDA connections */
+  int gdaContextCount;        /* GDA contexts (queue sets) */
+  int gdaSignalCount;         /* GDA signal slots (completion signalling) */
+  int gdaCounterCount;        /* GDA counter slots (local completion) */
+  int lsaBarrierCount;        /* intra-node (LSA) barriers */
+  int sdmaQueueCount;         /* SDMA queues (0 = default) */
+  int gdaBarrierCount;        /* GDA barriers (ccoGdaBarrierSession), among the GDA team */
+  int gdaDirectMaxBytes;      /* GDA to peers of the LSA team: signal, put_value, and puts and gets
+                               * a thread copies alone, of up to this many bytes by the device's own
+                               * stores when the ring is idle; 0: always through the proxy; -1:
+                               * CCO_GDA_DIRECT_MAX_BYTES, else 4096 (0 on hip) */
   int gdaDirectGroupMaxBytes; /* the same for a put or get whose copy a warp or block shares
                                * (the larger of the two bounds applies; none while
                                * gdaDirectMaxBytes is 0); -1: CCO_GDA_DIRECT_GROUP_MAX_BYTES,
                                * else 65536 (0 on hip) */
-} ccoDevCommRequirements;  /* a caller of an older header passes its shorter `size`: the
-                            * fields it lacks take the initializer's values */
+} ccoDevCommRequirements;     /* a caller of an older header passes its shorter `size`: the
+                               * fields it lacks take the initializer's values */
 
-#define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER                                             \
-  {                                                                                       \
-    sizeof(ccoDevCommRequirements), CCO_DEV_COMM_REQUIREMENTS_MAGIC, CCO_ABI_VERSION,     \
-        CCO_GDA_CONNECTION_CROSSNODE, 4, 16, 16, 0, 0, 1, -1, -1                          \
-  }
+#define CCO_DEV_COMM_REQUIREMENTS_INITIALIZER \
+  {sizeof(ccoDevCommRequirements),            \
+   CCO_DEV_COMM_REQUIREMENTS_MAGIC,           \
+   CCO_ABI_VERSION,                           \
+   CCO_GDA_CONNECTION_CROSSNODE,              \
+   4,                                         \
+   16,                                        \
+   16,                                        \
+   0,                                         \
+   0,                                         \
+   1,                                         \
+   -1,                                        \
+   -1}
 
 /* --- errors and versions --------------------------------------------------------------- */
 const char* ccoGetErrorString(ccoResult_t result);

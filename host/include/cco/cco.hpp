@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cco/cco.hpp: the guide's C++ entry header for host code and LSA kernels (its
  * "mori/cco/cco.hpp"): the host API (cco/cco.h) and the header-only device API (peer
  * pointers, the LSA barrier, teams, coop scopes; GDA and SDMA come along, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cco/cco_scale_out.hpp: the guide's header for GPU-initiated transfers (its
  * "mori/cco/cco_scale_out.hpp"): cco/cco.hpp, then GDA (ccoGda<Provider, DoorbellMode>, the
  * GDA barrier session) and SDMA (ccoSdma). */

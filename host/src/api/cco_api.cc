@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C entry points of cco.h: argument checks, the communicator lookup and lock, then
 // the work in comm/. Every path returns a ccoResult_t and leaves a detail for
 // ccoGetLastError; nothing here throws, exits or aborts.
@@ -17,7 +18,8 @@ using cco::Status;
 namespace {
 
 Status NotLive() {
-  return InvalidUsage("comm is not a live communicator (NULL, destroyed, never created, or not a handle ccoCommCreate gave)");
+  return InvalidUsage(
+      "comm is not a live communicator (NULL, destroyed, never created, or not a handle ccoCommCreate gave)");
 }
 
 // Runs `body` on the live communicator `handle` under its lock.
@@ -159,8 +161,8 @@ ccoResult_t ccoWindowAllocRegister(ccoComm* comm, size_t size, void** ptr, ccoWi
   return WithComm(__func__, comm, [&](ccoComm& c) {
     // Allocation failures are local; ranks agree on them before registering.
     void* mem = nullptr;
-    Status local = ptr == nullptr || win == nullptr ? InvalidArgument("an output pointer is NULL")
-                                                    : cco::AllocMem(c, size, &mem);
+    Status local =
+        ptr == nullptr || win == nullptr ? InvalidArgument("an output pointer is NULL") : cco::AllocMem(c, size, &mem);
     Status s = cco::Agree(c, "ccoWindowAllocRegister (allocation)", local);
     if (!s.ok()) {
       if (mem != nullptr) cco::FreeMem(c, mem);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "api/comm_registry.h"
 
 #include <stdint.h>

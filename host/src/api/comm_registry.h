@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicators alive in this process, by handle. A handle is a number that names one
 // communicator for the life of the process: not its address, and never given out twice, so
 // a destroyed, never-created or stale handle is an error, not a use-after-free and not a

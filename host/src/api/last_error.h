@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The calling thread's last error detail, and the helper every entry point ends with.
 #ifndef CCO_HOST_API_LAST_ERROR_H_
 #define CCO_HOST_API_LAST_ERROR_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "auth/crypto.h"
 
 #include <errno.h>
@@ -14,7 +15,7 @@ struct LibCrypto {
   const void* (*sha256)() = nullptr;  // EVP_sha256
   unsigned char* (*hmac)(const void* md, const void* key, int keyLength, const unsigned char* data, size_t size,
                          unsigned char* out, unsigned int* outLength) = nullptr;  // HMAC
-  int (*memcmp)(const void* a, const void* b, size_t size) = nullptr;            // CRYPTO_memcmp
+  int (*memcmp)(const void* a, const void* b, size_t size) = nullptr;             // CRYPTO_memcmp
 };
 
 Status Load(LibCrypto* crypto) {

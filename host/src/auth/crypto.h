@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cryptography CCO uses, none of it its own: HMAC-SHA-256 and a constant-time
 // comparison from OpenSSL's libcrypto (loaded with dlopen, so libcco.so links nothing
 // extra), random bytes from the kernel's CSPRNG (getrandom).
@@ -29,7 +30,7 @@ struct Bytes {
   size_t size;
   Bytes(const void* d, size_t n) : data(d), size(n) {}
   Bytes(const std::string& s) : data(s.data()), size(s.size()) {}  // NOLINT: implicit on purpose
-  Bytes(const char* s);                                             // NOLINT: a label
+  Bytes(const char* s);                                            // NOLINT: a label
   template <size_t N> Bytes(const std::array<uint8_t, N>& a) : data(a.data()), size(N) {}  // NOLINT
 };
 

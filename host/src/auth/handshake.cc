@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "auth/handshake.h"
 
 #include <string.h>
@@ -57,7 +58,8 @@ Status ServerHandshake::Answer(const std::string& clientProof, std::string* repl
   if (clientProof.size() != kClientProofBytes || WordAt(clientProof, 0) != kProofMagic)
     return RemoteError("a connection did not answer the CCO authentication challenge");
   if (WordAt(clientProof, 4) != kVersion)
-    return RemoteError(Fmt("a connection speaks CCO authentication version ", WordAt(clientProof, 4), ", not ", kVersion));
+    return RemoteError(
+        Fmt("a connection speaks CCO authentication version ", WordAt(clientProof, 4), ", not ", kVersion));
   Nonce clientNonce;
   Mac given, expected;
   BytesAt(clientProof, 8, &clientNonce);
@@ -91,8 +93,9 @@ Status ClientHandshake::Respond(const std::string& serverHello, std::string* pro
 Status ClientHandshake::Finish(const std::string& serverProof, SessionKeys* keys) {
   if (serverProof.size() != kServerProofBytes) return RemoteError("the peer's authentication reply is truncated");
   if (serverProof == RejectionReply())
-    return InvalidUsage("the server rejected this rank's proof: the unique id this rank holds is not the one the "
-                        "server was made with (a stale or foreign id?)");
+    return InvalidUsage(
+        "the server rejected this rank's proof: the unique id this rank holds is not the one the "
+        "server was made with (a stale or foreign id?)");
   Mac given, expected;
   BytesAt(serverProof, 0, &given);
   CCO_RETURN_IF_ERROR(Proof(secret_, "server", purpose_, serverNonce_, clientNonce_, &expected));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Mutual challenge-response authentication of one connection under a communicator's
 // secret, as pure message logic (no I/O: the blocking and the non-blocking callers, and the
 // fuzzer, drive it alike).

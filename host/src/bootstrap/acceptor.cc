@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/acceptor.h"
 
 #include <errno.h>
@@ -26,13 +27,13 @@ struct Acceptor::Pending {
   Pending(Fd socket, const Key& secret, const char* purpose, Deadline d)
       : fd(std::move(socket)), handshake(secret, purpose), deadline(d) {}
 
-  Fd fd;                 // until authenticated; then channel owns it
+  Fd fd;  // until authenticated; then channel owns it
   Channel channel;
   ServerHandshake handshake;
   Deadline deadline;
   Stage stage = Stage::kProof;
-  std::string out;       // bytes still to send
-  std::string in;        // bytes of the current stage
+  std::string out;  // bytes still to send
+  std::string in;   // bytes of the current stage
   size_t want = kClientProofBytes;
   PeerCredentials credentials{0, 0};
 
@@ -72,8 +73,8 @@ void Acceptor::AcceptNew() {
         restUntil_ = DeadlineIn(kRestMs);
         return;
       }
-      listenerStatus_ = (errno == EINVAL || errno == EBADF) ? Aborted("the listener was shut down")
-                                                            : ErrnoError("accept", errno);
+      listenerStatus_ =
+          (errno == EINVAL || errno == EBADF) ? Aborted("the listener was shut down") : ErrnoError("accept", errno);
       return;
     }
     ++stats_.accepted;

@@ -1,12 +1,12 @@
+// SPDX-License-Identifier: MIT
 // The server side of every CCO listener (rendezvous root, hub, descriptor mesh): it never
 // waits on one connection. Each accepted connection gets the server half of the
 // handshake (auth/handshake.h) and must then send one frame that says who it is, all
 // within `handshakeMs`; until then it is "pending". At most `maxPending` connections are
 // pending at once: a newer one pushes the oldest unauthenticated one out (an honest peer
-// authenticates in a round trip, and retries if it was pushed out before). When the process runs out of file descriptors,
-// the oldest pending connection is closed to make room and the listener rests for a moment
-// instead of spinning. Strangers, slow clients and floods therefore cost the job nothing
-// but their own connections.
+// authenticates in a round trip, and retries if it was pushed out before). When the process runs out of file
+// descriptors, the oldest pending connection is closed to make room and the listener rests for a moment instead of
+// spinning. Strangers, slow clients and floods therefore cost the job nothing but their own connections.
 #ifndef CCO_HOST_BOOTSTRAP_ACCEPTOR_H_
 #define CCO_HOST_BOOTSTRAP_ACCEPTOR_H_
 
@@ -22,11 +22,11 @@
 namespace cco {
 
 struct AcceptorOptions {
-  const char* purpose = "";      // the handshake's purpose ("root", "hub", "mesh")
-  int64_t handshakeMs = 5000;    // handshake plus first frame, per connection
+  const char* purpose = "";    // the handshake's purpose ("root", "hub", "mesh")
+  int64_t handshakeMs = 5000;  // handshake plus first frame, per connection
   size_t maxPending = 64;
-  size_t maxFirstFrame = 4096;   // the bound of the identifying frame
-  bool unixSameUid = false;      // Unix listeners: only this user's processes (SO_PEERCRED)
+  size_t maxFirstFrame = 4096;  // the bound of the identifying frame
+  bool unixSameUid = false;     // Unix listeners: only this user's processes (SO_PEERCRED)
 };
 
 // An authenticated connection and the frame it introduced itself with.

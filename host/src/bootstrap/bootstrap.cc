@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/bootstrap.h"
 
 #include <errno.h>
@@ -181,7 +182,8 @@ Status Bootstrap::HubGather(const std::string& op, const std::string& mine, std:
       std::vector<int> who;
       for (int r = 1; r < n_ranks_; ++r)
         if (!arrived[r]) who.push_back(r);
-      error = Timeout(Fmt(op, ": ", RanksPhrase(who), " did not reach it within ", timeout_ms_, " ms (CCO_TIMEOUT_MS)"));
+      error =
+          Timeout(Fmt(op, ": ", RanksPhrase(who), " did not reach it within ", timeout_ms_, " ms (CCO_TIMEOUT_MS)"));
       break;
     }
     int n = epoll_wait(ready_.get(), events.data(), static_cast<int>(events.size()),
@@ -237,7 +239,8 @@ Status Bootstrap::PeerCall(const std::string& op, const std::string& mine, size_
   if (!got.ok()) {
     if (aborted_) return Aborted(op + ": the communicator was aborted");
     if (got.code() == ccoTimeout)
-      return Timeout(Fmt(op, ": rank 0 did not answer within ", timeout_ms_, " ms (it is hung, or entered the call late)"));
+      return Timeout(
+          Fmt(op, ": rank 0 did not answer within ", timeout_ms_, " ms (it is hung, or entered the call late)"));
     if (IsConnectionLost(got))
       return RemoteError(Fmt(op, ": rank 0 left (its connection closed: did it exit or fail?)"));
     return RemoteError(Fmt(op, ": rank 0's answer was bad: ", got.message()));
@@ -292,10 +295,11 @@ Status Bootstrap::Agree(const std::string& op, const Status& local, const std::s
 }
 
 Status Bootstrap::ExchangeGrouped(const std::string& op, uint64_t group, const std::string& shared,
-                                  const std::string& grouped, std::string* allShared, std::vector<GroupMember>* members) {
+                                  const std::string& grouped, std::string* allShared,
+                                  std::vector<GroupMember>* members) {
   if (shared.size() > kMaxSharedPart || grouped.size() > kMaxGroupedPart)
-    return InternalError(Fmt(op, ": parts of ", shared.size(), " and ", grouped.size(), " bytes (limits ", kMaxSharedPart,
-                             " and ", kMaxGroupedPart, ")"));
+    return InternalError(Fmt(op, ": parts of ", shared.size(), " and ", grouped.size(), " bytes (limits ",
+                             kMaxSharedPart, " and ", kMaxGroupedPart, ")"));
   std::string answer;
   CCO_RETURN_IF_ERROR(Call(
       op, EncodeGroupedPart(GroupedPart{group, shared, grouped}),

@@ -1,13 +1,14 @@
+// SPDX-License-Identifier: MIT
 // The host-side collectives of one communicator, through a hub: every rank keeps one
 // authenticated connection to rank 0, which gathers each call's contributions and answers
 // everyone. What rank 0 answers is as small as each call allows: Agree and Barrier answer
 // one verdict (rank 0 reads every report, so a call moves O(nRanks) bytes in all), and
 // ExchangeGrouped sends each rank every rank's small shared part but only its own group's
-// larger parts; only Exchange and AllGather hand every rank everything (O(nRanks^2) bytes). Because rank 0 sees every rank, every failure becomes one message all ranks get,
-// naming the rank at fault: a rank that never arrives (CCO_TIMEOUT_MS), exits (its socket
-// closes), stalls mid-message, or is in another collective call than the rest. A rank waits
-// for rank 0 at most CCO_TIMEOUT_MS plus a small margin (root.h's AnswerMarginMs), so that
-// rank 0's verdict, given at the bound, arrives first.
+// larger parts; only Exchange and AllGather hand every rank everything (O(nRanks^2) bytes). Because rank 0 sees every
+// rank, every failure becomes one message all ranks get, naming the rank at fault: a rank that never arrives
+// (CCO_TIMEOUT_MS), exits (its socket closes), stalls mid-message, or is in another collective call than the rest. A
+// rank waits for rank 0 at most CCO_TIMEOUT_MS plus a small margin (root.h's AnswerMarginMs), so that rank 0's verdict,
+// given at the bound, arrives first.
 #ifndef CCO_HOST_BOOTSTRAP_BOOTSTRAP_H_
 #define CCO_HOST_BOOTSTRAP_BOOTSTRAP_H_
 
@@ -81,13 +82,13 @@ class Bootstrap {
   const int n_ranks_;
   const int rank_;
   const int64_t timeout_ms_;
-  std::mutex mu_;                 // one collective at a time per communicator
+  std::mutex mu_;  // one collective at a time per communicator
   uint64_t seq_ = 0;
-  Status broken_;                 // once a collective failed, every later one fails the same way
+  Status broken_;  // once a collective failed, every later one fails the same way
   std::atomic<bool> aborted_{false};
-  std::vector<Channel> peers_;    // rank 0: peers_[r] is rank r's connection
-  Fd ready_;                      // rank 0: an epoll set of peers_, each armed once per call
-  Channel hub_;                   // other ranks: the connection to rank 0
+  std::vector<Channel> peers_;  // rank 0: peers_[r] is rank r's connection
+  Fd ready_;                    // rank 0: an epoll set of peers_, each armed once per call
+  Channel hub_;                 // other ranks: the connection to rank 0
 };
 
 }  // namespace cco

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/channel.h"
 
 #include <string.h>
@@ -125,7 +126,8 @@ Status Channel::Open(const std::string& frame, size_t maxSize, std::string* payl
   if (frame.size() < kFrameHeaderBytes + kFrameTagBytes) return RemoteError("a truncated CCO message");
   uint64_t length = 0;
   CCO_RETURN_IF_ERROR(ParseFrameHeader(frame.data(), maxSize, &length));
-  if (frame.size() != kFrameHeaderBytes + length + kFrameTagBytes) return RemoteError("a CCO message of the wrong size");
+  if (frame.size() != kFrameHeaderBytes + length + kFrameTagBytes)
+    return RemoteError("a CCO message of the wrong size");
   std::string body = frame.substr(kFrameHeaderBytes, length);
   Mac given, expected;
   memcpy(given.data(), frame.data() + kFrameHeaderBytes + length, given.size());

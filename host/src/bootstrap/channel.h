@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An authenticated connection: the client and server halves of the handshake
 // (auth/handshake.h) over a socket, then frames that each carry a MAC.
 //

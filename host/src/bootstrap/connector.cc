@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/connector.h"
 
 #include <errno.h>

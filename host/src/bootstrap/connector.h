@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The client side of many authenticated Unix-socket connections at once, driven by the
 // caller's poll loop, so that a rank serves its own listener meanwhile (the descriptor mesh:
 // each rank connects to some peers and is connected to by the others, all at the same time).

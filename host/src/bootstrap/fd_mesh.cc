@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/fd_mesh.h"
 
 #include <errno.h>
@@ -35,12 +36,13 @@ Status FdMesh::CheckPeer(int fd, int member) const {
   CCO_RETURN_IF_ERROR(GetPeerCredentials(fd, &cred));
   const Member& m = team_[member];
   if (cred.uid != geteuid())
-    return RemoteError(Fmt("the process at LSA rank ", member, "'s socket belongs to user ", cred.uid, ", not to ", geteuid()));
+    return RemoteError(
+        Fmt("the process at LSA rank ", member, "'s socket belongs to user ", cred.uid, ", not to ", geteuid()));
   // Pids mean something only inside one pid namespace (containers sharing a network).
   const uint64_t ns = PidNamespace();
   if (ns != 0 && m.pidNamespace == ns && cred.pid != m.pid)
-    return RemoteError(Fmt("the process at LSA rank ", member, "'s socket is pid ", cred.pid, ", but that rank announced pid ",
-                           m.pid, " (another process on this host?)"));
+    return RemoteError(Fmt("the process at LSA rank ", member, "'s socket is pid ", cred.pid,
+                           ", but that rank announced pid ", m.pid, " (another process on this host?)"));
   return Status::Ok();
 }
 
@@ -62,8 +64,9 @@ Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int m
   for (size_t i = myIndex + 1; i < team_.size(); ++i)
     if (!team_[i].inThisProcess) incoming.push_back(static_cast<int>(i));
   // Each member of the team may be mid-handshake with this rank at once.
-  Acceptor acceptor(listener_.get(), secret,
-                    AcceptorOptions{"mesh", HandshakeMs(timeoutMs), std::max<size_t>(64, team_.size()), kMaxJoinBytes, true});
+  Acceptor acceptor(
+      listener_.get(), secret,
+      AcceptorOptions{"mesh", HandshakeMs(timeoutMs), std::max<size_t>(64, team_.size()), kMaxJoinBytes, true});
   size_t joined = 0;
   std::vector<pollfd> fds;
   while (outgoing.busy() || joined < incoming.size()) {
@@ -92,8 +95,9 @@ Status FdMesh::Connect(const Key& secret, const std::vector<Member>& team, int m
     }
     MeshJoin join;
     if (!DecodeMeshJoin(a.firstFrame, &join).ok() || join.member <= myIndex ||
-        join.member >= static_cast<int32_t>(team_.size()) || team_[join.member].inThisProcess || peers_[join.member].valid())
-      continue;  // not a member this rank waits for: dropped
+        join.member >= static_cast<int32_t>(team_.size()) || team_[join.member].inThisProcess ||
+        peers_[join.member].valid())
+      continue;                                                  // not a member this rank waits for: dropped
     if (!CheckPeer(a.channel.fd(), join.member).ok()) continue;  // a member's name in another process's mouth
     peers_[join.member] = std::move(a.channel);
     ++joined;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // File descriptors between the processes of one LSA team: a mesh of authenticated Unix
 // sockets (abstract namespace, random names, one connection per pair of ranks in different
 // processes) over which each rank hands its peers the descriptor of a physical allocation
@@ -24,7 +25,7 @@ class FdMesh {
  public:
   // A member of the LSA team, as its rank announced itself.
   struct Member {
-    std::string name;        // its listener
+    std::string name;  // its listener
     int32_t pid = 0;
     uint64_t pidNamespace = 0;
     bool inThisProcess = false;

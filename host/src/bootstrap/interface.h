@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which local address the bootstrap listens on: CCO_SOCKET_IFNAME (alias
 // MORI_SOCKET_IFNAME), as NCCL spells it: a comma-separated list of interface-name
 // prefixes ("eth,ib"), "=name" for an exact name, a leading "^" to exclude instead.

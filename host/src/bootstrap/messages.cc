@@ -1,7 +1,7 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/messages.h"
 
 #include <netinet/in.h>
-
 
 namespace cco {
 namespace {
@@ -11,7 +11,8 @@ Status GetAddress(WireReader& r, SockAddr* a) {
   CCO_RETURN_IF_ERROR(r.Get(a));
   const int family = a->storage.ss_family;
   if (family == AF_UNSPEC && a->length == 0) return Status::Ok();  // "none"
-  if ((family == AF_INET && a->length == sizeof(sockaddr_in)) || (family == AF_INET6 && a->length == sizeof(sockaddr_in6)))
+  if ((family == AF_INET && a->length == sizeof(sockaddr_in)) ||
+      (family == AF_INET6 && a->length == sizeof(sockaddr_in6)))
     return Status::Ok();
   return RemoteError("a message carried a malformed socket address");
 }
@@ -213,7 +214,8 @@ Status DecodeGroupAnswer(const std::string& bytes, int nRanks, std::string* shar
   const uint64_t n = static_cast<uint64_t>(nRanks > 0 ? nRanks : 0);
   uint64_t size = 0, count = 0;
   CCO_RETURN_IF_ERROR(r.Get(&size));
-  if (size > kMaxSharedPart) return RemoteError(Fmt("the hub announced ", size, "-byte shared parts (limit ", kMaxSharedPart, ")"));
+  if (size > kMaxSharedPart)
+    return RemoteError(Fmt("the hub announced ", size, "-byte shared parts (limit ", kMaxSharedPart, ")"));
   CCO_RETURN_IF_ERROR(r.GetString(shared, n * size));
   if (shared->size() != n * size) return RemoteError("the hub answered for a different number of ranks");
   CCO_RETURN_IF_ERROR(r.Get(&count));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The bootstrap's messages and their encodings, apart from the I/O so that each decoder
 // can be fuzzed on its own. Every decoder reads through bounds-checked WireReader calls,
 // refuses trailing bytes, and bounds every string and count it reads.
@@ -35,9 +36,9 @@ constexpr int kMaxRanks = 1 << 20;
 constexpr size_t kMaxHelloBytes = 256;
 constexpr size_t kMaxWelcomeBytes = 8192;
 constexpr size_t kMaxJoinBytes = 64;
-constexpr size_t kMaxStatusText = 4096;       // an error message travelling between ranks
-constexpr size_t kMaxOpName = 128;            // a collective call's name
-constexpr size_t kMaxContribution = 64 << 10; // one rank's payload in one collective call
+constexpr size_t kMaxStatusText = 4096;        // an error message travelling between ranks
+constexpr size_t kMaxOpName = 128;             // a collective call's name
+constexpr size_t kMaxContribution = 64 << 10;  // one rank's payload in one collective call
 constexpr size_t kMaxContributionBytes = kMaxContribution + kMaxOpName + 64;
 // What the payload carries, by call, so that it stays within kMaxContribution: Agree's
 // value beside a status, ExchangeGrouped's parts beside the group.

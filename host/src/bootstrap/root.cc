@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/root.h"
 
 #include <errno.h>
@@ -129,8 +130,8 @@ class RootServer {
     if (n_ranks < 0) return Timeout(Fmt("no rank called ccoCommCreate within ", timeout_ms_, " ms"));
     std::vector<int> missing, present;
     for (int r = 0; r < n_ranks; ++r) (owner[r] < 0 ? missing : present).push_back(r);
-    return Timeout(Fmt("ccoCommCreate: ", RanksPhrase(missing),
-                       " did not arrive within ", timeout_ms_, " ms (CCO_TIMEOUT_MS); arrived: ", RankList(present)));
+    return Timeout(Fmt("ccoCommCreate: ", RanksPhrase(missing), " did not arrive within ", timeout_ms_,
+                       " ms (CCO_TIMEOUT_MS); arrived: ", RankList(present)));
   }
 
   Fd listener_;
@@ -182,7 +183,8 @@ class RootWatch {
     return *watch;
   }
 
-  Status Add(std::shared_ptr<RootServer> server, std::shared_ptr<RootDone> done, std::string key, Deadline unusedUntil) {
+  Status Add(std::shared_ptr<RootServer> server, std::shared_ptr<RootDone> done, std::string key,
+             Deadline unusedUntil) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!wake_.valid()) {
       wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -258,7 +260,7 @@ class RootWatch {
         }
       }
       for (const Waiting& w : start) (void)Serve(w.server, w.done, w.key);  // a failure marks it done
-      for (const Waiting& w : expired) Answered(w.key, w.done);  // its listener closes with it
+      for (const Waiting& w : expired) Answered(w.key, w.done);             // its listener closes with it
     }
   }
 

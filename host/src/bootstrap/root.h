@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The rendezvous root: a short-lived thread of the process that minted a unique id. It
 // admits only connections that prove the id's secret, waits for every rank to say hello
 // (bounded by CCO_TIMEOUT_MS), checks that they agree (one nRanks, no rank twice), tells

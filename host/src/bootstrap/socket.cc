@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/socket.h"
 
 #include <arpa/inet.h>
@@ -230,7 +231,6 @@ Status GetPeerCredentials(int fd, PeerCredentials* credentials) {
   credentials->uid = cred.uid;
   return Status::Ok();
 }
-
 
 namespace {
 sockaddr_un AbstractAddress(const std::string& name, socklen_t* length) {

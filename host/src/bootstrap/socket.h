@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sockets with deadlines: every connect, send and receive is bounded, and a closed or
 // shut-down peer is an error the caller can name, never a hang.
 #ifndef CCO_HOST_BOOTSTRAP_SOCKET_H_

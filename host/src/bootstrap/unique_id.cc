@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "bootstrap/unique_id.h"
 
 #include <netinet/in.h>
@@ -10,7 +11,7 @@ namespace cco {
 namespace {
 
 constexpr uint32_t kMagic = 0x49434343;  // "CCCI"
-constexpr uint32_t kVersion = 2;          // 2: a 256-bit secret instead of a public nonce
+constexpr uint32_t kVersion = 2;         // 2: a 256-bit secret instead of a public nonce
 
 // Layout inside ccoUniqueId::internal.
 struct Layout {
@@ -18,8 +19,8 @@ struct Layout {
   uint32_t version;
   uint8_t secret[32];
   uint16_t family;
-  uint16_t port;      // network order, as in sockaddr
-  uint32_t scope;     // IPv6 scope id
+  uint16_t port;   // network order, as in sockaddr
+  uint32_t scope;  // IPv6 scope id
   uint8_t address[16];
   uint8_t reserved[56];
   uint64_t checksum;  // FNV-1a of everything before it (catches accidents, not attacks)
@@ -66,7 +67,8 @@ Status DecodeUniqueId(const ccoUniqueId& id, UniqueIdContents* contents) {
   memcpy(&l, id.internal, sizeof(l));
   if (l.magic != kMagic)
     return InvalidArgument("the unique id is not a CCO id (bad magic): pass the bytes ccoGetUniqueId made, unchanged");
-  if (l.version != kVersion) return InvalidArgument(Fmt("the unique id has format version ", l.version, ", this CCO reads ", kVersion));
+  if (l.version != kVersion)
+    return InvalidArgument(Fmt("the unique id has format version ", l.version, ", this CCO reads ", kVersion));
   if (l.checksum != Fnv1a(&l, offsetof(Layout, checksum)))
     return InvalidArgument("the unique id is corrupted (checksum mismatch)");
   memcpy(contents->secret.bytes.data(), l.secret, sizeof(l.secret));

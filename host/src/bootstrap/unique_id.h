@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The 128-byte unique id: where the rendezvous root listens and the communicator's secret,
 // a 256-bit random key. Every connection of the communicator proves knowledge of the secret
 // (auth/handshake.h); it never appears in a socket name, a file name or on the wire. A

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Byte-level encoding of bootstrap messages: trivially copyable values and strings,
 // appended in order and read back with bounds checks (a short or corrupt message is an
 // error, never an overread).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Agreement between the ranks of a communicator on a collective call: every rank reports
 // how its part went, with a value (a proposal) when the call needs the ranks to match.
 #ifndef CCO_HOST_COMM_AGREE_H_
@@ -63,7 +64,8 @@ Status AgreeOnSame(ccoComm& c, const std::string& op, const Status& local, const
   if (v.failedRank >= 0) return PeerFailed(op, v.failedRank, v.failure);
   *difference = Difference<T>{};
   if (v.value.size() != sizeof(T) || (v.differentRank >= 0 && v.differentValue.size() != sizeof(T)))
-    return RemoteError(Fmt(op, ": rank ", v.value.size() != sizeof(T) ? 0 : v.differentRank, " sent a malformed report"));
+    return RemoteError(
+        Fmt(op, ": rank ", v.value.size() != sizeof(T) ? 0 : v.differentRank, " sent a malformed report"));
   memcpy(&difference->zero, v.value.data(), sizeof(T));
   if (v.differentRank < 0) return Status::Ok();
   difference->rank = v.differentRank;

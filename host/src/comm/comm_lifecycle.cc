@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Creation, agreement, abort and destruction of a communicator.
 #include <stdio.h>
 #include <string.h>
@@ -130,8 +131,7 @@ Status Agree(ccoComm& c, const std::string& op, const Status& local) {
   return Status::Ok();
 }
 
-Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
-                  std::shared_ptr<ccoComm>* out) {
+Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize, std::shared_ptr<ccoComm>* out) {
   if (nRanks < 1 || nRanks > kMaxRanks)
     return InvalidArgument(Fmt("nRanks=", nRanks, " (must be in [1, ", kMaxRanks, "])"));
   if (rank < 0 || rank >= nRanks) return InvalidArgument(Fmt("rank=", rank, " is not in [0, nRanks=", nRanks, ")"));
@@ -154,10 +154,10 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   // Room for what the bootstrap opens (rank 0: a connection from every rank): a table that
   // grew inside a collective step would stall every peer. The host's steps reserve theirs
   // once the host is known, the network backend its own.
-  CCO_RETURN_IF_ERROR(ReserveFdHeadroom((rank == 0 ? nRanks : 0) + kFdSlack,
-                                        rank == 0 ? "ccoCommCreate (rank 0: a connection from every rank)"
-                                                  : "ccoCommCreate")
-                          .Prefixed(Fmt("rank ", rank)));
+  CCO_RETURN_IF_ERROR(
+      ReserveFdHeadroom((rank == 0 ? nRanks : 0) + kFdSlack,
+                        rank == 0 ? "ccoCommCreate (rank 0: a connection from every rank)" : "ccoCommCreate")
+          .Prefixed(Fmt("rank ", rank)));
   trace.Mark("descriptor table");
   CCO_RETURN_IF_ERROR(FdMesh::Listen(&c->mesh));
   trace.Mark("mesh listener");
@@ -174,7 +174,8 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
   CCO_RETURN_IF_ERROR(
       ComputeTopologyOfHosts(hostOfRank, rank, static_cast<int>(env::Int("CCO_TEST_NODES_PER_HOST", 1)), &c->topo));
   // The host the topology found is the group the whole records came from (both by host hash).
-  if (hostRanks != c->topo.hostMembers) return InternalError("ccoCommCreate: the host's ranks differ from its records'");
+  if (hostRanks != c->topo.hostMembers)
+    return InternalError("ccoCommCreate: the host's ranks differ from its records'");
   CCO_RETURN_IF_ERROR(ResolveStride(summaries, &c->stride, &c->granularity));
   trace.Mark("topology");
 
@@ -185,9 +186,11 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     int elsewhere = 0;
     for (int i = 0; i < c->HostSize(); ++i) elsewhere += c->InThisProcess(i) ? 0 : 1;
     CCO_RETURN_IF_ERROR(ReserveFdHeadroom(
-        2 * elsewhere + kFdSlack, "the descriptor mesh (a socket and a memory descriptor per rank of this host in another process)"));
+        2 * elsewhere + kFdSlack,
+        "the descriptor mesh (a socket and a memory descriptor per rank of this host in another process)"));
     c->reserved = c->stride * static_cast<size_t>(c->HostSize());
-    if (c->reserved / c->HostSize() != c->stride) return InvalidArgument("perRankVmmSize x ranks on this host overflows");
+    if (c->reserved / c->HostSize() != c->stride)
+      return InvalidArgument("perRankVmmSize x ranks on this host overflows");
     CCO_RETURN_IF_ERROR(c->platform->Reserve(c->device, c->reserved, c->granularity, &c->flatBase)
                             .Prefixed(Fmt("reserving ", c->HostSize(), " x ", c->stride, " bytes of address space")));
     trace.Mark("reserve");
@@ -195,7 +198,8 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     c->descriptors.reset(new DescriptorPool(c->platform, c->device));
     c->devCommCopies.reset(new DescriptorPool(c->platform, c->device, sizeof(ccoDevComm)));
     void* host = nullptr;
-    CCO_RETURN_IF_ERROR(c->platform->HostMappedAlloc(c->device, sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
+    CCO_RETURN_IF_ERROR(
+        c->platform->HostMappedAlloc(c->device, sizeof(uint32_t), &host, &c->abortDevice).Prefixed("abort flag"));
     c->abortHost = static_cast<uint32_t*>(host);
     return AllocateResourcePool(*c);
   }();
@@ -244,7 +248,7 @@ void DestroyComm(ccoComm& c) {
     proxy = std::move(c.proxy);
   }
   if (proxy) proxy->Leaving();  // host peers that see this process end know it left
-  proxy.reset();  // joins its thread: outside the lock, which an abort may need meanwhile
+  proxy.reset();                // joins its thread: outside the lock, which an abort may need meanwhile
   for (auto& entry : c.devComms) {
     if (entry.second.gda) DestroyGdaResources(c, *entry.second.gda);
     if (entry.second.sdma) DestroySdmaResources(c, *entry.second.sdma);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ccoComm: one communicator's state, and the operations the C API runs on it.
 //
 // Locking: `mu` serialises the calls on one communicator (different communicators run
@@ -40,11 +41,11 @@ struct Allocation {
   size_t offset = 0;
   size_t size = 0;
   MemHandle handle = 0;
-  int windows = 0;                 // live windows over it
+  int windows = 0;  // live windows over it
   bool peersMapped = false;
-  std::vector<MemHandle> peers;    // each host peer's physical memory, by host index (own slot unused)
-  std::vector<bool> ownsPeer;      // false: an in-process peer's own handle, not ours to release
-  std::vector<Piece> pieces;       // what is mapped of every peer's copy
+  std::vector<MemHandle> peers;  // each host peer's physical memory, by host index (own slot unused)
+  std::vector<bool> ownsPeer;    // false: an in-process peer's own handle, not ours to release
+  std::vector<Piece> pieces;     // what is mapped of every peer's copy
 };
 // Where device communicators' resources come from (comm/resource_pool.h).
 struct ResourcePool {
@@ -58,10 +59,10 @@ class VerbsBackend;
 class DevCommTrace;
 
 struct DevCommRecord {
-  ccoWindow_t resourceWindow = 0;  // the pool's window, or one of its own
-  bool pooled = false;             // resources carved from the pool at resourceOffset
-  size_t resourceOffset = 0;       // inside every slice
-  uint32_t serial = 0;             // ccoDevComm.hostSerial (ccoComm::devCommSerial when it was made)
+  ccoWindow_t resourceWindow = 0;       // the pool's window, or one of its own
+  bool pooled = false;                  // resources carved from the pool at resourceOffset
+  size_t resourceOffset = 0;            // inside every slice
+  uint32_t serial = 0;                  // ccoDevComm.hostSerial (ccoComm::devCommSerial when it was made)
   std::shared_ptr<GdaResources> gda;    // null without GDA
   std::shared_ptr<SdmaResources> sdma;  // null without SDMA
   std::shared_ptr<DevCommTrace> trace;  // null unless CCO_TRACE (comm/devcomm_trace.h)
@@ -79,8 +80,8 @@ struct ccoComm {
   cco::Platform* platform = nullptr;
   int device = 0;
   int64_t timeoutMs = 0;
-  cco::Key secret{};         // the unique id's: every connection of this communicator proves it
-  std::string idTag;         // a public name derived from it (process-local bookkeeping)
+  cco::Key secret{};  // the unique id's: every connection of this communicator proves it
+  std::string idTag;  // a public name derived from it (process-local bookkeeping)
   cco::Topology topo;
   std::vector<cco::RankInfo> hostInfos;  // what this host's ranks announced at creation, by host index
   std::unique_ptr<cco::Bootstrap> bootstrap;
@@ -93,15 +94,15 @@ struct ccoComm {
   size_t reserved = 0;
   size_t granularity = 0;
   cco::SlotAllocator slots;
-  std::map<size_t, cco::Allocation> allocations;   // by offset
-  cco::WindowTable windows;  // the proxy asks it too, from its thread (comm/window_table.h)
+  std::map<size_t, cco::Allocation> allocations;    // by offset
+  cco::WindowTable windows;                         // the proxy asks it too, from its thread (comm/window_table.h)
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   cco::ResourcePool pool;
   std::unique_ptr<cco::DescriptorPool> descriptors;    // window descriptors (window handles)
   std::unique_ptr<cco::DescriptorPool> devCommCopies;  // device copies of ccoDevComm (devComm.ptr)
-  uint64_t registrations = 0;  // ccoWindowRegister calls so far: the same count on every rank
-  uint32_t devCommSerial = 0;  // ccoDevComm.hostSerial of the last made here (a local count)
-  uint32_t devCommCalls = 0;   // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire
+  uint64_t registrations = 0;                          // ccoWindowRegister calls so far: the same count on every rank
+  uint32_t devCommSerial = 0;                          // ccoDevComm.hostSerial of the last made here (a local count)
+  uint32_t devCommCalls = 0;  // ccoDevCommCreate calls so far: alike on every rank, names GDA's on the wire
   // The GDA and SDMA progress (made at ccoCommCreate; its thread starts with the first device
   // communicator that has rings).
   std::unique_ptr<cco::Proxy> proxy;
@@ -126,8 +127,7 @@ struct ccoComm {
 
 namespace cco {
 
-Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize,
-                  std::shared_ptr<ccoComm>* out);
+Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize, std::shared_ptr<ccoComm>* out);
 // Local: frees every mapping, handle, descriptor and socket of this rank.
 void DestroyComm(ccoComm& comm);
 void AbortComm(ccoComm& comm);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ccoDevCommCreate / ccoDevCommDestroy: the resources (a carve of the communicator's pool,
 // comm/resource_pool.h, or a window of their own), the device copy of ccoDevComm (apart from
 // them, in this rank's own descriptor memory: peers write into the resources, and nothing a
@@ -79,10 +80,15 @@ constexpr int kCounts = 9;
 struct RequirementCounts {
   int32_t values[kCounts];
 };
-constexpr const char* kRequirementNames[kCounts] = {
-    "gdaConnectionType", "gdaContextCount", "gdaSignalCount",  "gdaCounterCount",
-    "lsaBarrierCount",   "sdmaQueueCount",  "gdaBarrierCount", "SDMA queues in use (CCO_ENABLE_SDMA)",
-    "the network backend (CCO_NET)"};
+constexpr const char* kRequirementNames[kCounts] = {"gdaConnectionType",
+                                                    "gdaContextCount",
+                                                    "gdaSignalCount",
+                                                    "gdaCounterCount",
+                                                    "lsaBarrierCount",
+                                                    "sdmaQueueCount",
+                                                    "gdaBarrierCount",
+                                                    "SDMA queues in use (CCO_ENABLE_SDMA)",
+                                                    "the network backend (CCO_NET)"};
 
 RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
   NetChoice net = NetChoice::kAuto;
@@ -95,8 +101,8 @@ RequirementCounts CountsOf(const ccoDevCommRequirements& r) {
 Status SameCounts(const char* op, const RequirementCounts& zero, const RequirementCounts& theirs, int rank) {
   for (int i = 0; i < kCounts; ++i) {
     if (theirs.values[i] != zero.values[i])
-      return InvalidUsage(Fmt(op, ": ranks disagree on the requirements: rank ", rank, " has ", kRequirementNames[i], "=",
-                              theirs.values[i], ", rank 0 has ", zero.values[i]));
+      return InvalidUsage(Fmt(op, ": ranks disagree on the requirements: rank ", rank, " has ", kRequirementNames[i],
+                              "=", theirs.values[i], ", rank 0 has ", zero.values[i]));
   }
   return Status::Ok();
 }
@@ -105,9 +111,9 @@ Status SameCounts(const char* op, const RequirementCounts& zero, const Requireme
 // what the pool has left) an allocation and window of its own.
 struct Placement {
   bool pooled = false;
-  uint64_t base = 0;           // this rank's copy
-  ccoWindow_t window = 0;      // the window holding them
-  uint64_t windowOffset = 0;   // where they start inside that window
+  uint64_t base = 0;          // this rank's copy
+  ccoWindow_t window = 0;     // the window holding them
+  uint64_t windowOffset = 0;  // where they start inside that window
 };
 
 // An allocation and window of its own, zeroed before any peer can map it.
@@ -251,15 +257,15 @@ struct DevCommPlan {
   ResourceLayout layout;
   Placement place;
   std::shared_ptr<DevCommTrace> trace;  // CCO_TRACE: this rank's own, not agreed
-  uint64_t copy = 0;     // the device copy of ccoDevComm (0: none taken yet)
+  uint64_t copy = 0;                    // the device copy of ccoDevComm (0: none taken yet)
   int sdmaQueues = 0;
-  int gdaPeers = 0;      // peers GDA connects (0: no GDA)
-  uint32_t serial = 0;   // ccoDevComm.hostSerial: tells a stale copy from a live one
+  int gdaPeers = 0;     // peers GDA connects (0: no GDA)
+  uint32_t serial = 0;  // ccoDevComm.hostSerial: tells a stale copy from a live one
   // A pooled device communicator without rings is complete before the round: its ccoDevComm
   // is uploaded (its words read zero already: the pool's promise), and the round then tells
   // every rank whether all got that far.
   bool early = false;
-  ccoDevComm dc = {};    // the early one's
+  ccoDevComm dc = {};  // the early one's
   Proposal mine;
 };
 
@@ -268,7 +274,7 @@ struct DevCommPlan {
 // round where all agree on the requirements (exactly, not only on the sizes they round to)
 // and on the carve. Returns this rank's verdict for that round.
 Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const ccoDevComm* out, DevCommPlan* plan) {
-  ++c.devCommCalls;  // every rank counts every call; the round makes rank 0's count everyone's
+  ++c.devCommCalls;                  // every rank counts every call; the round makes rank 0's count everyone's
   plan->serial = ++c.devCommSerial;  // this rank's own count
   memset(&plan->mine, 0, sizeof(plan->mine));
   plan->mine.id = c.devCommCalls;
@@ -306,7 +312,8 @@ Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const cco
 
 // Agree, collective: the one round. Fails on every rank where one failed to plan or the
 // requirements differ; else *all holds every rank's proposal.
-Status AgreeOnPlan(ccoComm& c, const char* op, const Status& local, const DevCommPlan& plan, std::vector<Proposal>* all) {
+Status AgreeOnPlan(ccoComm& c, const char* op, const Status& local, const DevCommPlan& plan,
+                   std::vector<Proposal>* all) {
   CCO_RETURN_IF_ERROR(AgreeOn(c, op, local, plan.mine, all));
   for (size_t r = 1; r < all->size(); ++r)
     CCO_RETURN_IF_ERROR(SameCounts(op, (*all)[0].counts, (*all)[r].counts, static_cast<int>(r)));
@@ -399,8 +406,8 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
     ReleasePlacement(c, plan.place);
     plan.place = Placement{};
   } else if (plan.early) {
-    c.devComms[plan.dc.ptr] = DevCommRecord{plan.place.window, true, plan.place.base - c.MySlice(), plan.serial,
-                                            nullptr, nullptr, plan.trace};
+    c.devComms[plan.dc.ptr] = DevCommRecord{
+        plan.place.window, true, plan.place.base - c.MySlice(), plan.serial, nullptr, nullptr, plan.trace};
     *out = plan.dc;
     return Status::Ok();
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/devcomm_layout.h"
 
 #include <string.h>
@@ -23,10 +24,12 @@ Status ReadRequirements(const ccoDevCommRequirements* user, ccoDevCommRequiremen
   if (user->magic != CCO_DEV_COMM_REQUIREMENTS_MAGIC)
     return InvalidArgument("reqs has a wrong magic: initialise it with CCO_DEV_COMM_REQUIREMENTS_INITIALIZER");
   if (user->size < kRequirementsMinSize)
-    return InvalidArgument(Fmt("reqs->size=", user->size, " is smaller than any ccoDevCommRequirements this library takes (",
-                               kRequirementsMinSize, ")"));
+    return InvalidArgument(Fmt("reqs->size=", user->size,
+                               " is smaller than any ccoDevCommRequirements this library takes (", kRequirementsMinSize,
+                               ")"));
   if (user->version != CCO_ABI_VERSION)
-    return InvalidArgument(Fmt("reqs->version=", user->version, " but this library speaks ABI version ", CCO_ABI_VERSION));
+    return InvalidArgument(
+        Fmt("reqs->version=", user->version, " but this library speaks ABI version ", CCO_ABI_VERSION));
   const ccoDevCommRequirements defaults = CCO_DEV_COMM_REQUIREMENTS_INITIALIZER;
   *out = defaults;
   memcpy(out, user, std::min<size_t>(user->size, sizeof(*out)));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/devcomm_trace.h"
 
 #include <errno.h>
@@ -60,8 +61,8 @@ Status DevCommTrace::Create(Platform* platform, int device, std::shared_ptr<DevC
   if (folder.empty()) return Status::Ok();
   const int64_t events = env::Int("CCO_TRACE_EVENTS", CCO_TRACE_EVENTS_DEFAULT);
   if (events < 1 || events > kMaxEvents)
-    return InvalidUsage(Fmt("CCO_TRACE_EVENTS=\"", env::Get("CCO_TRACE_EVENTS"), "\": a count of records from 1 to ",
-                            kMaxEvents));
+    return InvalidUsage(
+        Fmt("CCO_TRACE_EVENTS=\"", env::Get("CCO_TRACE_EVENTS"), "\": a count of records from 1 to ", kMaxEvents));
   CCO_RETURN_IF_ERROR(MakeFolders(folder));
   std::shared_ptr<DevCommTrace> t(new DevCommTrace(platform, device));
   t->folder_ = folder;
@@ -70,8 +71,8 @@ Status DevCommTrace::Create(Platform* platform, int device, std::shared_ptr<DevC
   const uint64_t bytes = cco_trace_buffer_bytes(t->capacity_, t->sampleCapacity_);
   CCO_RETURN_IF_ERROR(platform->DeviceAlloc(device, bytes, &t->buffer_).Prefixed("the trace buffer"));
   CCO_RETURN_IF_ERROR(platform->Memset(device, t->buffer_, 0, bytes).Prefixed("the trace buffer"));
-  CCO_RETURN_IF_ERROR(
-      platform->HostMappedAlloc(device, sizeof(uint64_t), &t->clockHost_, &t->clockDevice_).Prefixed("the trace clock"));
+  CCO_RETURN_IF_ERROR(platform->HostMappedAlloc(device, sizeof(uint64_t), &t->clockHost_, &t->clockDevice_)
+                          .Prefixed("the trace clock"));
   uint64_t* clock = static_cast<uint64_t*>(t->clockHost_);
   __atomic_store_n(clock, TraceNow(), __ATOMIC_RELAXED);
   ccoTraceBuffer header = {};
@@ -98,12 +99,14 @@ std::shared_ptr<RingTrace> DevCommTrace::ForRings(uint32_t rings) const {
 
 Status DevCommTrace::Take(TraceCapture* out) {
   ccoTraceBuffer header;
-  CCO_RETURN_IF_ERROR(platform_->CopyFromDevice(device_, &header, buffer_, sizeof(header)).Prefixed("the trace buffer"));
+  CCO_RETURN_IF_ERROR(
+      platform_->CopyFromDevice(device_, &header, buffer_, sizeof(header)).Prefixed("the trace buffer"));
   const uint64_t kept = header.next < capacity_ ? header.next : capacity_;
   const uint64_t sampled = header.samplesNext < sampleCapacity_ ? header.samplesNext : sampleCapacity_;
   std::vector<ccoTraceRecord> records(kept);
   std::vector<ccoTraceClockSample> samples(sampled);
-  const uint64_t recordsAt = cco_trace_record_address(buffer_, 0), samplesAt = cco_trace_sample_address(buffer_, capacity_, 0);
+  const uint64_t recordsAt = cco_trace_record_address(buffer_, 0),
+                 samplesAt = cco_trace_sample_address(buffer_, capacity_, 0);
   if (kept > 0)
     CCO_RETURN_IF_ERROR(platform_->CopyFromDevice(device_, records.data(), recordsAt, kept * sizeof(ccoTraceRecord)));
   if (sampled > 0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A device communicator's device-side trace on the host (abi/trace.h, device/trace.hpp): made
 // at ccoDevCommCreate where CCO_TRACE names a folder, written out as a trace-event JSON file
 // (comm/trace_json.h) by ccoDevCommTraceFlush, and when the device communicator, or its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/gda_setup.h"
 
 #include "comm/agree.h"
@@ -71,7 +72,8 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   ResolvePeers(c, net, *g);
   if (anyNet) g->received.assign(static_cast<size_t>(g->signalIds) * c.topo.nRanks, 0);
   if (local.ok())
-    local = AllocateRings(c.platform, c.device, static_cast<uint32_t>(g->contexts * g->peerCount), CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
+    local = AllocateRings(c.platform, c.device, static_cast<uint32_t>(g->contexts * g->peerCount),
+                          CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
                 .Prefixed("GDA");
   Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
   if (!s.ok()) {

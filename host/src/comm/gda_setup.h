@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A device communicator's GDA on the host (proxy/gda_resources.h): which peers it connects,
 // and the rings, peers and network backend made for them, collectively.
 #ifndef CCO_HOST_COMM_GDA_SETUP_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ccoMemAlloc / ccoMemFree: this rank's own memory in its slice (local calls).
 #include "comm/communicator.h"
 #include "common/phase_trace.h"
@@ -35,8 +36,8 @@ Status FreeMem(ccoComm& c, void* ptr) {
   if (it == c.allocations.end())
     return InvalidArgument(Fmt("ptr ", ptr, " is not the start of a live ccoMemAlloc allocation (freed twice?)"));
   if (it->second.windows > 0)
-    return InvalidUsage(Fmt("ptr ", ptr, " still has ", it->second.windows,
-                            " registered window(s): ccoWindowDeregister them first"));
+    return InvalidUsage(
+        Fmt("ptr ", ptr, " still has ", it->second.windows, " registered window(s): ccoWindowDeregister them first"));
   Allocation& a = it->second;
   // Peers' copies stay mapped only while a window covers them, so none remain here.
   CCO_RETURN_IF_ERROR(c.platform->Unmap(c.device, slice + a.offset, a.size));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/net_setup.h"
 
 #include <string.h>
@@ -14,7 +15,8 @@ namespace {
 
 // Collective: every rank's listener address through the bootstrap, then the connections of
 // every pair the network serves (net/tcp_mesh.h), all ranks failing together.
-Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<Fd>* outgoing, std::vector<Fd>* incoming) {
+Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<Fd>* outgoing,
+                      std::vector<Fd>* incoming) {
   const int n = c.topo.nRanks;
   // Two connections per peer the network serves, opened in the collective step below.
   int peers = 0;
@@ -31,8 +33,9 @@ Status ConnectTcpMesh(ccoComm& c, const std::vector<bool>& remote, std::vector<F
     joinKeys[q] = all[q].joinKey;
     if (remote[q]) CCO_RETURN_IF_ERROR(CheckListenAddress(all[q].address, q, &addresses[q]));
   }
-  return Agree(c, "GDA tcp connections", ConnectTcpPeers(c.secret, c.topo.rank, remote, addresses, joinKeys,
-                                                         listener.get(), c.timeoutMs, outgoing, incoming));
+  return Agree(c, "GDA tcp connections",
+               ConnectTcpPeers(c.secret, c.topo.rank, remote, addresses, joinKeys, listener.get(), c.timeoutMs,
+                               outgoing, incoming));
 }
 
 Status CreateTcp(ccoComm& c, const std::vector<bool>& remote) {
@@ -63,8 +66,8 @@ Status CreateVerbs(ccoComm& c, const std::vector<bool>& remote, const VerbsApi* 
     return platform->ExportDmaBuf(gpu, va, size, fd, offset);
   };
   // Create owns the device from here on (its backend closes it, also when Create fails).
-  Status local = VerbsBackend::Create(api, options, device, c.topo.rank, remote, TcpOptionsFromEnv(c.timeoutMs).timeoutMs,
-                                      exporter, &made);
+  Status local = VerbsBackend::Create(api, options, device, c.topo.rank, remote,
+                                      TcpOptionsFromEnv(c.timeoutMs).timeoutMs, exporter, &made);
   CCO_RETURN_IF_ERROR(Agree(c, "GDA verbs backend", local));
   std::shared_ptr<VerbsBackend> verbs(std::move(made));
   // This rank's end of every queue pair, [peer][lane]; each connects to the peers' ends for it.
@@ -83,7 +86,8 @@ Status CreateVerbs(ccoComm& c, const std::vector<bool>& remote, const VerbsApi* 
   local = Status::Ok();
   for (int q = 0; q < n && local.ok(); ++q)
     if (remote[q])
-      for (int l = 0; l < lanes && local.ok(); ++l) local = verbs->Connect(q, l, theirs[static_cast<size_t>(q) * lanes + l]);
+      for (int l = 0; l < lanes && local.ok(); ++l)
+        local = verbs->Connect(q, l, theirs[static_cast<size_t>(q) * lanes + l]);
   CCO_RETURN_IF_ERROR(Agree(c, "GDA verbs connections", local));
   c.verbs = verbs;
   Status windows = RegisterExistingWindows(c);

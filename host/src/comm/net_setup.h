@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which backend carries GDA between two ranks: `local` within a node; across nodes, `local`
 // again when both are on this host (the flat range maps every rank of the host), else the
 // network: `verbs` when every rank has a usable RDMA device (net/verbs_device.h), else `tcp`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/rank_exchange.h"
 
 #include <string.h>
@@ -27,8 +28,8 @@ Status ValidateSummary(const RankSummary& s, int rank, int32_t platform) {
   if (s.platform < ccoPlatformCpu || s.platform > ccoPlatformHip)
     return RemoteError(Fmt("rank ", rank, " announced an unknown platform ", s.platform));
   if (s.platform != platform)
-    return InvalidUsage(Fmt("rank ", rank, " runs platform ", s.platform, " but rank 0 runs ", platform,
-                            " (CCO_PLATFORM must agree)"));
+    return InvalidUsage(
+        Fmt("rank ", rank, " runs platform ", s.platform, " but rank 0 runs ", platform, " (CCO_PLATFORM must agree)"));
   const uint64_t g = s.granularity;
   if (g < 4096 || g > (uint64_t{1} << 30) || (g & (g - 1)) != 0 || s.totalMemory == 0)
     return RemoteError(Fmt("rank ", rank, " announced granularity ", g, " and memory ", s.totalMemory));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the ranks tell each other at ccoCommCreate, in one call (Bootstrap::ExchangeGrouped).
 // Every rank learns every rank's summary: its host and what the slice size depends on
 // (the topology and the slice size need no more of other hosts). Only the ranks of its own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/resource_pool.h"
 
 namespace cco {
@@ -60,7 +61,8 @@ Status FindCarve(const ccoComm& c, size_t offset, size_t* start, size_t* size) {
 Status ZeroResources(ccoComm& c, size_t offset) {
   size_t start = 0, size = 0;
   CCO_RETURN_IF_ERROR(FindCarve(c, offset, &start, &size));
-  return c.platform->Memset(c.device, c.MySlice() + offset, 0, size).Prefixed("zeroing a device communicator's resources");
+  return c.platform->Memset(c.device, c.MySlice() + offset, 0, size)
+      .Prefixed("zeroing a device communicator's resources");
 }
 
 Status ReleaseResources(ccoComm& c, size_t offset) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The communicator's resource pool: one allocation, registered as a window while the
 // communicator is created, that device communicators' resources (barrier inboxes, signal
 // words, counters, shadows) are carved from. ccoDevCommCreate then allocates, exports, imports
@@ -10,10 +11,10 @@
 // and it holds no pointer the device follows: the device copies of ccoDevComm lie apart.
 //
 // Its first 256 bytes hold the rank's status word (proxy/proxy_context.h), which its host
-// peers read when they see its process end. Free pool memory is zero on every rank: the pool is zeroed before its registration and a
-// carve when it is given back (after every rank has destroyed its device communicator), so a
-// new device communicator's words read zero before any peer can write them, without a
-// closing agreement. A device communicator too large for what is left gets a window of its own.
+// peers read when they see its process end. Free pool memory is zero on every rank: the pool is zeroed before its
+// registration and a carve when it is given back (after every rank has destroyed its device communicator), so a new
+// device communicator's words read zero before any peer can write them, without a closing agreement. A device
+// communicator too large for what is left gets a window of its own.
 #ifndef CCO_HOST_COMM_RESOURCE_POOL_H_
 #define CCO_HOST_COMM_RESOURCE_POOL_H_
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/sdma_setup.h"
 
 #include "comm/agree.h"

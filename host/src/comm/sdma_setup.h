@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A device communicator's SDMA on the host (proxy/sdma_resources.h): whether this process
 // enables it (CCO_ENABLE_SDMA, or MORI_ENABLE_SDMA), how many queues, and the rings and streams
 // made for them, collectively.

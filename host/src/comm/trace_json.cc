@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/trace_json.h"
 
 #include <stdio.h>
@@ -218,7 +219,8 @@ ClockOffset EstimateClockOffset(const TraceCapture& capture, bool sameClock) {
     ++o.samples;
   }
   if (sameClock) o.deviceMinusHostNs = 0;
-  else if (o.haveLower && o.haveUpper) o.deviceMinusHostNs = o.lowerNs <= o.upperNs ? o.lowerNs + (o.upperNs - o.lowerNs) / 2 : o.lowerNs;
+  else if (o.haveLower && o.haveUpper)
+    o.deviceMinusHostNs = o.lowerNs <= o.upperNs ? o.lowerNs + (o.upperNs - o.lowerNs) / 2 : o.lowerNs;
   else if (o.haveLower) o.deviceMinusHostNs = o.lowerNs;
   else if (o.haveUpper) o.deviceMinusHostNs = o.upperNs;
   return o;
@@ -263,8 +265,11 @@ std::string TraceJson(const TraceMeta& meta, const TraceCapture& capture, const 
     issue.end = std::max(st.taken, st.queued);
     issue.name = "issue " + name;
     issue.cat = "proxy";
-    issue.args = Args().Num("record", static_cast<int64_t>(i)).Num("ring", r.ring)
-                     .Num("ticket", static_cast<int64_t>(r.ticket)).Done();
+    issue.args = Args()
+                     .Num("record", static_cast<int64_t>(i))
+                     .Num("ring", r.ring)
+                     .Num("ticket", static_cast<int64_t>(r.ticket))
+                     .Done();
     issue.group = proxyIssue;
     slices.push_back(issue);
     flows.push_back(Flow{2 * i + 1, devIndex, slices.size() - 1});
@@ -296,12 +301,13 @@ std::string TraceJson(const TraceMeta& meta, const TraceCapture& capture, const 
   for (const Flow& f : flows) {
     const Slice &from = slices[f.from], &to = slices[f.to];
     out += ",\n" + Event("s", "op", "flow", pid, from.tid, from.begin) + ",\"id\":" + std::to_string(f.id) + "}";
-    out += ",\n" + Event("f", "op", "flow", pid, to.tid, to.begin) + ",\"id\":" + std::to_string(f.id) + ",\"bp\":\"e\"}";
+    out +=
+        ",\n" + Event("f", "op", "flow", pid, to.tid, to.begin) + ",\"id\":" + std::to_string(f.id) + ",\"bp\":\"e\"}";
   }
   if (capture.dropped() > 0)
     out += ",\n" + Event("i", "trace buffer full", "trace", pid, 0, lastTs) + ",\"s\":\"p\",\"args\":" +
-           Args().Num("dropped", static_cast<int64_t>(capture.dropped()))
-               .Num("capacity", capture.capacity).Done() + "}";
+           Args().Num("dropped", static_cast<int64_t>(capture.dropped())).Num("capacity", capture.capacity).Done() +
+           "}";
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"cco\":";
   Args clock;
   clock.Num("deviceMinusHostNs", offset.deviceMinusHostNs)

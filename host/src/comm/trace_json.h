@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A device communicator's trace as a Chrome trace-event JSON file (the JSON object form:
 // {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {"cco": {...}}}), which
 // Perfetto and chrome://tracing open. One process per rank (pid = rank), named "rank R";
@@ -32,11 +33,11 @@ namespace cco {
 // What one flush took out of a device communicator's trace buffer.
 struct TraceCapture {
   uint32_t capacity = 0;
-  uint64_t taken = 0;       // record slots taken since the last flush (kept and dropped)
-  uint64_t incomplete = 0;  // slots taken but never finished (a kernel that died or still runs)
-  std::vector<ccoTraceRecord> records;          // the finished ones, in slot order
-  std::vector<TraceStamps::Stamp> stamps;       // the proxy's, beside each record
-  std::vector<ccoTraceClockSample> samples;     // the finished ones
+  uint64_t taken = 0;                        // record slots taken since the last flush (kept and dropped)
+  uint64_t incomplete = 0;                   // slots taken but never finished (a kernel that died or still runs)
+  std::vector<ccoTraceRecord> records;       // the finished ones, in slot order
+  std::vector<TraceStamps::Stamp> stamps;    // the proxy's, beside each record
+  std::vector<ccoTraceClockSample> samples;  // the finished ones
   uint64_t dropped() const { return taken > capacity ? taken - capacity : 0; }
 };
 
@@ -60,8 +61,8 @@ struct TraceMeta {
   std::string host;       // the host's name
   uint64_t hostHash = 0;  // the communicator's identity of the host (CCO_HOSTID where set)
   int pid = 0;
-  uint32_t devComm = 0;   // ccoDevComm.hostSerial
-  uint32_t flush = 0;     // this device communicator's flushes before this one
+  uint32_t devComm = 0;                  // ccoDevComm.hostSerial
+  uint32_t flush = 0;                    // this device communicator's flushes before this one
   int64_t realtimeMinusMonotonicNs = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC when written
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Windows: registration maps every host peer's copy of the window's granules into the peer's
 // slice of this rank's flat range (the LSA team's slices are consecutive in it; peers of the
 // host's other virtual nodes are there for the GDA proxy), and publishes a device descriptor.
@@ -36,8 +37,8 @@ Status CheckProposals(const std::string& op, const Difference<Region>& d) {
   const Region& zero = d.zero;
   const Region& region = d.theirs;
   if (region.offset != zero.offset || region.size != zero.size) {
-    return InvalidUsage(Fmt(op, ": ranks disagree: rank ", d.rank, " has size ", region.size, " at offset ", region.offset,
-                            ", rank 0 has size ", zero.size, " at offset ", zero.offset,
+    return InvalidUsage(Fmt(op, ": ranks disagree: rank ", d.rank, " has size ", region.size, " at offset ",
+                            region.offset, ", rank 0 has size ", zero.size, " at offset ", zero.offset,
                             " (every rank must allocate and register in the same order, with the same sizes)"));
   }
   return InvalidUsage(Fmt(op, ": ranks disagree on the allocation behind the window: rank ", d.rank, "'s is ",
@@ -63,7 +64,8 @@ Allocation::Piece SpanOf(const ccoComm& c, const Allocation& a, const Region& r)
 // The parts of `span` that no piece covers yet.
 std::vector<Allocation::Piece> Uncovered(const std::vector<Allocation::Piece>& pieces, Allocation::Piece span) {
   std::vector<Allocation::Piece> sorted = pieces, out;
-  std::sort(sorted.begin(), sorted.end(), [](const Allocation::Piece& x, const Allocation::Piece& y) { return x.begin < y.begin; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Allocation::Piece& x, const Allocation::Piece& y) { return x.begin < y.begin; });
   size_t at = span.begin;
   for (const auto& p : sorted) {
     if (p.end <= at || p.begin >= span.end) continue;
@@ -77,7 +79,8 @@ std::vector<Allocation::Piece> Uncovered(const std::vector<Allocation::Piece>& p
 void UnmapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
   for (int p = 0; p < c.HostSize(); ++p) {
     if (p == c.topo.hostRank) continue;
-    for (const auto& piece : pieces) c.platform->Unmap(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin);
+    for (const auto& piece : pieces)
+      c.platform->Unmap(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin);
   }
 }
 
@@ -88,13 +91,15 @@ Status MapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>
   for (int p = 0; p < c.HostSize() && s.ok(); ++p) {
     if (p == c.topo.hostRank) continue;
     for (const auto& piece : pieces) {
-      s = c.platform->Map(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin, a.peers[p], piece.begin);
+      s = c.platform->Map(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin, a.peers[p],
+                          piece.begin);
       if (!s.ok()) break;
       done.emplace_back(p, piece);
     }
   }
   if (!s.ok()) {
-    for (const auto& d : done) c.platform->Unmap(c.device, c.HostSlice(d.first) + a.offset + d.second.begin, d.second.end - d.second.begin);
+    for (const auto& d : done)
+      c.platform->Unmap(c.device, c.HostSlice(d.first) + a.offset + d.second.begin, d.second.end - d.second.begin);
     return s.Prefixed("mapping the copies of this host's ranks");
   }
   a.pieces.insert(a.pieces.end(), pieces.begin(), pieces.end());
@@ -155,7 +160,8 @@ Status Locate(ccoComm& c, const void* ptr, size_t size, Allocation** found, Regi
   if (ptr == nullptr) return InvalidArgument("ptr is NULL");
   if (size == 0) return InvalidArgument("size is 0");
   if (address % kWindowAlign != 0)
-    return InvalidArgument(Fmt("ptr ", ptr, " is not ", kWindowAlign, "-byte aligned (a window's first byte must be: "
+    return InvalidArgument(Fmt("ptr ", ptr, " is not ", kWindowAlign,
+                               "-byte aligned (a window's first byte must be: "
                                "device code moves 16 bytes at a time through window pointers)"));
   if (address < c.MySlice() || address >= c.MySlice() + c.stride)
     return InvalidArgument(Fmt("ptr ", ptr, " is not memory of this communicator (use ccoMemAlloc)"));
@@ -164,8 +170,8 @@ Status Locate(ccoComm& c, const void* ptr, size_t size, Allocation** found, Regi
   if (!c.slots.Find(offset, &start, &slot))
     return InvalidArgument(Fmt("ptr ", ptr, " is not inside a live ccoMemAlloc allocation"));
   if (size > slot - (offset - start))
-    return InvalidArgument(Fmt("size ", size, " runs past the end of its allocation (", slot - (offset - start),
-                               " bytes left from ptr)"));
+    return InvalidArgument(
+        Fmt("size ", size, " runs past the end of its allocation (", slot - (offset - start), " bytes left from ptr)"));
   *found = &c.allocations.at(start);
   *region = Region{offset, size, start, (*found)->size};
   return Status::Ok();
@@ -187,7 +193,8 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   const uint64_t registration = ++c.registrations;  // every rank counts every call
   Allocation* a = nullptr;
   Region region{};
-  Status local = win == nullptr ? InvalidArgument("win (the output pointer) is NULL") : Locate(c, ptr, size, &a, &region);
+  Status local =
+      win == nullptr ? InvalidArgument("win (the output pointer) is NULL") : Locate(c, ptr, size, &a, &region);
   const bool first = local.ok() && !a->peersMapped;
   const local_handles::Key mine = HandleKey(c, registration, c.topo.hostRank);
   if (first) local_handles::Publish(mine, a->handle, a->size);
@@ -259,8 +266,9 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
                      ? InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"))
                      : Status::Ok();
   if (local.ok() && found->internal && !internal)
-    local = InvalidArgument(Fmt("window 0x", std::hex, win,
-                                " holds device communicators' resources: ccoDevCommDestroy (or ccoCommDestroy) releases it"));
+    local = InvalidArgument(
+        Fmt("window 0x", std::hex, win,
+            " holds device communicators' resources: ccoDevCommDestroy (or ccoCommDestroy) releases it"));
   Region region{};
   if (local.ok()) {
     const Allocation& a = c.allocations.at(found->allocOffset);
@@ -287,7 +295,8 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
 
 Status PeerPointer(ccoComm& c, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr) {
   const WindowRecord* w = c.windows.Find(win);
-  if (w == nullptr) return InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"));
+  if (w == nullptr)
+    return InvalidArgument(Fmt("window 0x", std::hex, win, " is not a live window of this communicator"));
   if (lsaPeer < 0 || lsaPeer >= c.topo.lsaSize)
     return InvalidArgument(Fmt("lsaPeer=", lsaPeer, " is not in [0, lsaSize=", c.topo.lsaSize, ")"));
   if (offset >= w->size) return InvalidArgument(Fmt("offset ", offset, " is past the window's ", w->size, " bytes"));

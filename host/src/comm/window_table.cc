@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "comm/window_table.h"
 
 namespace cco {

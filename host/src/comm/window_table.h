@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The windows of one communicator: the one table that registration fills, deregistration
 // empties, the C API reads, and the proxy asks about (WindowLookup) from its own thread.
 //
@@ -20,13 +21,13 @@ namespace cco {
 
 struct WindowRecord {
   ccoWindow_t handle = 0;
-  uint32_t id = 0;                 // ccoWindowDevice.id
-  size_t offset = 0;               // window start inside the slice
+  uint32_t id = 0;    // ccoWindowDevice.id
+  size_t offset = 0;  // window start inside the slice
   size_t size = 0;
-  size_t allocOffset = 0;          // the allocation it lies in
-  bool ownsAllocation = false;     // made by ccoWindowAllocRegister: deregistration frees it
-  bool internal = false;           // the communicator's own (resources): users cannot deregister it,
-                                   // and no request may name it (Resolve, Covers)
+  size_t allocOffset = 0;       // the allocation it lies in
+  bool ownsAllocation = false;  // made by ccoWindowAllocRegister: deregistration frees it
+  bool internal = false;        // the communicator's own (resources): users cannot deregister it,
+                                // and no request may name it (Resolve, Covers)
 };
 
 class WindowTable final : public WindowLookup {

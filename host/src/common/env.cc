@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/env.h"
 
 #include <stdlib.h>
@@ -94,10 +95,9 @@ bool IsWholeNumber(const char* v) {
 }  // namespace
 
 Status CheckValues() {
-  static const char* const kNumbers[] = {"CCO_TIMEOUT_MS",       "CCO_NET_TIMEOUT_MS",    "CCO_NET_REPLY_WAIT_US",
-                                         "CCO_TCP_ACK_DELAY_US", "CCO_TCP_CHUNK_BYTES",   "CCO_TCP_STAGING_BYTES",
-                                         "CCO_TEST_NODES_PER_HOST", "CCO_TEST_RANKS_PER_HOST",
-                                         "CCO_TRACE_EVENTS"};
+  static const char* const kNumbers[] = {"CCO_TIMEOUT_MS",          "CCO_NET_TIMEOUT_MS",      "CCO_NET_REPLY_WAIT_US",
+                                         "CCO_TCP_ACK_DELAY_US",    "CCO_TCP_CHUNK_BYTES",     "CCO_TCP_STAGING_BYTES",
+                                         "CCO_TEST_NODES_PER_HOST", "CCO_TEST_RANKS_PER_HOST", "CCO_TRACE_EVENTS"};
   static const char* const kFlags[] = {"CCO_ENABLE_SDMA", "CCO_IGNORE_CPU_AFFINITY", "CCO_CPU_AFFINITY_NO_SPLIT",
                                        "CCO_GDA_TRACE", "CCO_TRACE_PHASES"};
   for (const char* name : kNumbers) {
@@ -108,7 +108,8 @@ Status CheckValues() {
   for (const char* name : kFlags) {
     const char* v = Raw(name);
     if (v != nullptr && !OneOf(v, kOn) && !OneOf(v, kOff))
-      return InvalidArgument(SetAs(name) + "=\"" + v + "\" is neither on (1, true, yes, on) nor off (0, false, no, off)");
+      return InvalidArgument(SetAs(name) + "=\"" + v +
+                             "\" is neither on (1, true, yes, on) nor off (0, false, no, off)");
   }
   // The verbs backend's numbers, checked here too: a wrong value is wrong on every machine, so
   // it is refused at creation, not only where an RDMA device makes the backend read it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Environment variables: CCO_* names, with the guide's MORI_* spellings as aliases.
 #ifndef CCO_HOST_COMMON_ENV_H_
 #define CCO_HOST_COMMON_ENV_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/fd_table.h"
 
 #include <dirent.h>
@@ -97,8 +98,9 @@ Status ReserveFdHeadroom(int headroom, const char* what) {
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   }
   if (limit.rlim_cur != RLIM_INFINITY && static_cast<rlim_t>(highest + headroom) >= limit.rlim_cur)
-    return SystemError(Fmt(what, " needs ", headroom, " more file descriptors in this process, whose highest open one is ",
-                           highest, ": ", DescriptorLimitNote()));
+    return SystemError(Fmt(what, " needs ", headroom,
+                           " more file descriptors in this process, whose highest open one is ", highest, ": ",
+                           DescriptorLimitNote()));
   if (limit.rlim_cur != RLIM_INFINITY && static_cast<rlim_t>(want) >= limit.rlim_cur)
     want = static_cast<long>(limit.rlim_cur) - 1;
   // A descriptor at `want` makes the kernel grow the table to hold it; closing it keeps the size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Room in the process's descriptor table before a collective call needs it.
 //
 // Linux grows a process's descriptor table in powers of two, and in a multi-threaded process

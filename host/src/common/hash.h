@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // FNV-1a, 64-bit: a stable hash for identities and checksums (not for security).
 #ifndef CCO_HOST_COMMON_HASH_H_
 #define CCO_HOST_COMMON_HASH_H_

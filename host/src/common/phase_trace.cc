@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/phase_trace.h"
 
 #include <stdio.h>
@@ -35,7 +36,8 @@ PhaseTrace::~PhaseTrace() {
   if (!on_) return;
   Record("rest");
   // One write per line, so that ranks sharing a terminal do not interleave mid-line.
-  fprintf(stderr, "cco rank %d: %s %zu B: %.3f ms = %s\n", rank_, op_, bytes_, MsBetween(start_, last_), phases_.c_str());
+  fprintf(stderr, "cco rank %d: %s %zu B: %.3f ms = %s\n", rank_, op_, bytes_, MsBetween(start_, last_),
+          phases_.c_str());
 }
 
 }  // namespace cco

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Where a control-plane call spends its time. With CCO_TRACE_PHASES=1, each traced call
 // prints one line to stderr when it returns, e.g.
 //   cco rank 3: ccoWindowRegister 1073741824 B: 41.20 ms = agree 0.31 + import 2.10 + map 38.02 + ...

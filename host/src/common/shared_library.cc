@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/shared_library.h"
 
 #include <dlfcn.h>

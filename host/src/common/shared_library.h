@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A library opened with dlopen (GPU drivers, libcrypto), so that libcco.so has no
 // link-time dependency on it: a machine without it gets a clear ccoUnsupported, not a
 // loader error at import.

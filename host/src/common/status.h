@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Status: a ccoResult_t and the sentence that explains it. Internal functions return a
 // Status; the C entry points turn it into a result and the thread's last-error detail.
 #ifndef CCO_HOST_COMMON_STATUS_H_
@@ -21,9 +22,7 @@ class Status {
   const std::string& message() const { return message_; }
 
   // The same failure, with what the caller was doing in front: "ccoWindowRegister: ...".
-  Status Prefixed(const std::string& context) const {
-    return ok() ? *this : Status(code_, context + ": " + message_);
-  }
+  Status Prefixed(const std::string& context) const { return ok() ? *this : Status(code_, context + ": " + message_); }
 
  private:
   ccoResult_t code_ = ccoSuccess;
@@ -53,9 +52,9 @@ std::string DescriptorLimitNote();
 // to do; empty otherwise (an ENOMEM that is something else).
 std::string MappingLimitNote();
 
-#define CCO_RETURN_IF_ERROR(expr)          \
-  do {                                     \
-    ::cco::Status cco_status_ = (expr);    \
+#define CCO_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::cco::Status cco_status_ = (expr);        \
     if (!cco_status_.ok()) return cco_status_; \
   } while (0)
 

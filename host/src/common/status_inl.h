@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Template bodies of common/status.h.
 #ifndef CCO_HOST_COMMON_STATUS_INL_H_
 #define CCO_HOST_COMMON_STATUS_INL_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sentences about ranks for error messages, the same wording everywhere.
 #ifndef CCO_HOST_COMMON_TEXT_H_
 #define CCO_HOST_COMMON_TEXT_H_

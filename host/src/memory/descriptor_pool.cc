@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "memory/descriptor_pool.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Device memory for the small descriptors kernels read by address: window descriptors
 // (ccoWindowDevice: a window handle is the device address of its descriptor) and the device
 // copies of ccoDevComm (what kernels get as `dc`). Plain device memory of this rank's own,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "memory/local_handles.h"
 
 #include <map>

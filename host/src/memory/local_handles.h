@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The physical memory of ranks that share this process, for one another. Before a window
 // registration's first agreement a rank publishes its allocation's handle under
 // (communicator, registration, world rank); after it, its in-process peers take a reference

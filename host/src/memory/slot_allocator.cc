@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "memory/slot_allocator.h"
 
 namespace cco {
@@ -10,8 +11,8 @@ SlotAllocator::SlotAllocator(size_t capacity, size_t granularity)
 Status SlotAllocator::Allocate(size_t size, size_t* offset, size_t* slotSize) {
   if (size == 0) return InvalidArgument("size is 0");
   if (size > capacity_) {
-    return OutOfMemory(Fmt(size, " bytes exceed the whole per-rank slice of ", capacity_,
-                           " bytes (raise perRankVmmSize)"));
+    return OutOfMemory(
+        Fmt(size, " bytes exceed the whole per-rank slice of ", capacity_, " bytes (raise perRankVmmSize)"));
   }
   const size_t rounded = (size + granularity_ - 1) / granularity_ * granularity_;
   for (auto it = free_.begin(); it != free_.end(); ++it) {

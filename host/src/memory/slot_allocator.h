@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The slot allocator of one rank's slice of the flat virtual range: offsets in
 // [0, capacity), every slot a multiple of the granularity. First fit, freed neighbours
 // merge. Deterministic, so ranks that allocate in the same order get the same offsets.

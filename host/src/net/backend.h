@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy's network backends: how a GDA operation reaches a rank of another node, and how
 // the operations of such ranks land in this rank's memory.
 //
@@ -28,30 +29,30 @@ enum class NetOpKind : uint8_t { kPut = 1, kPutValue = 2, kSignal = 3, kGet = 4 
 
 struct NetOp {
   NetOpKind kind = NetOpKind::kPut;
-  int32_t peer = -1;        // world rank
-  uint32_t gdaId = 0;       // the device communicator (GdaResources::id: alike on every rank)
-  uint32_t window = 0;      // at the peer: put and put_value's destination, get's source
-  uint64_t offset = 0;      // ... and where in it
-  uint64_t bytes = 0;       // put, get; put_value: 1 to 8
-  uint64_t local = 0;       // in this rank's flat range: put's source, get's destination
-  uint64_t value = 0;       // put_value's bytes, little-endian
-  bool signal = false;      // then signal signalId at the peer gains signalAdd, after the data
+  int32_t peer = -1;    // world rank
+  uint32_t gdaId = 0;   // the device communicator (GdaResources::id: alike on every rank)
+  uint32_t window = 0;  // at the peer: put and put_value's destination, get's source
+  uint64_t offset = 0;  // ... and where in it
+  uint64_t bytes = 0;   // put, get; put_value: 1 to 8
+  uint64_t local = 0;   // in this rank's flat range: put's source, get's destination
+  uint64_t value = 0;   // put_value's bytes, little-endian
+  bool signal = false;  // then signal signalId at the peer gains signalAdd, after the data
   uint32_t signalId = 0;
   uint64_t signalAdd = 0;
   // Where that word is at the peer, for backends that write it themselves (verbs): in the
   // window that holds the device communicator's resources (the resource pool), at this byte offset.
   uint32_t signalWindow = 0;
   uint64_t signalWindowOffset = 0;
-  uint32_t localWindow = 0; // the window `local` lies in
-  uint64_t localOffset = 0; // ... and where in it
-  int context = 0;          // the GDA context that posted it
-  uint64_t cookie = 0;      // handed back in the completion
+  uint32_t localWindow = 0;  // the window `local` lies in
+  uint64_t localOffset = 0;  // ... and where in it
+  int context = 0;           // the GDA context that posted it
+  uint64_t cookie = 0;       // handed back in the completion
 };
 
 struct NetCompletion {
   uint64_t cookie = 0;
-  Status status;            // refused by the target, or the peer was lost
-  bool peerLost = false;    // the connection is gone: later ops to the peer fail at once
+  Status status;          // refused by the target, or the peer was lost
+  bool peerLost = false;  // the connection is gone: later ops to the peer fail at once
 };
 
 // A peer the backend gave up on, and why.

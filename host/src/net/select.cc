@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/select.h"
 
 #include <algorithm>
@@ -41,12 +42,13 @@ Status ExchangeEndpoints(int nRanks, int me, int lanes, const std::vector<VerbsE
   for (int first = 0; first < nRanks; first += chunk) {
     const int count = std::min(chunk, nRanks - first);
     round.resize(static_cast<size_t>(nRanks) * count * lanes);  // [rank][peer - first][lane]
-    CCO_RETURN_IF_ERROR(gather(Fmt("GDA verbs endpoints for ranks ", first, "+"), mine.data() + static_cast<size_t>(first) * lanes,
-                               count * perPeer, round.data()));
+    CCO_RETURN_IF_ERROR(gather(Fmt("GDA verbs endpoints for ranks ", first, "+"),
+                               mine.data() + static_cast<size_t>(first) * lanes, count * perPeer, round.data()));
     if (me < first || me >= first + count) continue;
     for (int q = 0; q < nRanks; ++q)
       for (int l = 0; l < lanes; ++l)
-        (*theirs)[static_cast<size_t>(q) * lanes + l] = round[(static_cast<size_t>(q) * count + (me - first)) * lanes + l];
+        (*theirs)[static_cast<size_t>(q) * lanes + l] =
+            round[(static_cast<size_t>(q) * count + (me - first)) * lanes + l];
   }
   return Status::Ok();
 }

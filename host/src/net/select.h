@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pieces of choosing a network backend that need no communicator: what CCO_NET asks
 // for, which pairs of ranks the network serves, whether this process can use
 // verbs, and the exchange of verbs endpoints in rounds. The choice itself, collective over a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/staging.h"
 
 #include "common/text.h"
@@ -13,7 +14,8 @@ StreamFence::~StreamFence() {
 
 Status StreamFence::Init() {
   void* host = nullptr;
-  CCO_RETURN_IF_ERROR(platform_->HostMappedAlloc(device_, sizeof(uint64_t), &host, &wordDevice_).Prefixed("a stream fence"));
+  CCO_RETURN_IF_ERROR(
+      platform_->HostMappedAlloc(device_, sizeof(uint64_t), &host, &wordDevice_).Prefixed("a stream fence"));
   word_ = static_cast<volatile uint64_t*>(host);
   *word_ = 0;
   return Status::Ok();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host memory between the network and device memory, for the proxy's network backends.
 //
 // Bytes leave device memory through a copy into a pinned chunk and arrive through a copy out
@@ -19,7 +20,8 @@ namespace cco {
 
 class StreamFence {
  public:
-  StreamFence(Platform* platform, int device, uint64_t stream) : platform_(platform), device_(device), stream_(stream) {}
+  StreamFence(Platform* platform, int device, uint64_t stream)
+      : platform_(platform), device_(device), stream_(stream) {}
   ~StreamFence();
   StreamFence(const StreamFence&) = delete;
   StreamFence& operator=(const StreamFence&) = delete;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's connections, reading and writing, and the initiator's side; the target's
 // side (requests in, answers out) is in tcp_target.cc.
 #include "net/tcp_backend.h"
@@ -102,7 +103,8 @@ TcpOptions TcpOptionsFromEnv(int64_t timeoutMs) {
   o.chunkBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(chunk, 4096), 1 << 20)) & ~size_t{7};
   o.ackDelayUs = std::min<int64_t>(env::Int("CCO_TCP_ACK_DELAY_US", o.ackDelayUs), 10000);  // env::Int: never negative
   const int64_t staging = env::Int("CCO_TCP_STAGING_BYTES", static_cast<int64_t>(o.stagingBytes));
-  o.stagingBytes = static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(staging, int64_t{1} << 20), int64_t{64} << 30));
+  o.stagingBytes =
+      static_cast<size_t>(std::min<int64_t>(std::max<int64_t>(staging, int64_t{1} << 20), int64_t{64} << 30));
   return o;
 }
 
@@ -255,7 +257,8 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
   for (auto& peer : peers_) {
     if (peer == nullptr || peer->lost || peer->requests.out.empty()) continue;
     Status error;
-    if (!Write(*peer, peer->requests, false, map, &did, &error)) FailPeer(*peer, error.Prefixed(Fmt("rank ", peer->rank)), done);
+    if (!Write(*peer, peer->requests, false, map, &did, &error))
+      FailPeer(*peer, error.Prefixed(Fmt("rank ", peer->rank)), done);
   }
   // Which sockets to read: with few peers every socket (TcpOptions::pollEverySocketPeers),
   // else those epoll reports.
@@ -277,10 +280,8 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     Socket& s = target ? p.answers : p.requests;
     s.in.drained = false;  // bytes came in since (or may have: read it)
     Status error;
-    if (!Read(p, s, target, map, &did, &error))
-      FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
-    else
-      moreInput |= s.in.buffered() || !s.in.drained || (s.in.headerGot == kHeader && !s.in.payload);
+    if (!Read(p, s, target, map, &did, &error)) FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
+    else moreInput |= s.in.buffered() || !s.in.drained || (s.in.headerGot == kHeader && !s.in.payload);
   }
   // epoll may have had more ready sockets than the pass reads.
   if (!pollEverySocket_ && n == static_cast<int>(std::size(events))) moreInput = true;
@@ -465,14 +466,14 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   if (first == nullptr || first->seq != h.seq) return RemoteError(Fmt("it answered request ", h.seq, " out of order"));
   if (h.type == kTcpRefused) {
     first->done = true;
-    first->status = InvalidArgument(Fmt("rank ", p.rank, " refused ", first->get ? "a get" : "a request", ": ",
-                                        RefusalText(h.value)));
+    first->status = InvalidArgument(
+        Fmt("rank ", p.rank, " refused ", first->get ? "a get" : "a request", ": ", RefusalText(h.value)));
     return Status::Ok();
   }
   // kTcpGetData
   if (!first->get || h.bytes != first->bytes)
-    return RemoteError(Fmt("it sent ", h.bytes, " bytes for request ", h.seq, ", which asked for ",
-                           first->get ? first->bytes : 0));
+    return RemoteError(
+        Fmt("it sent ", h.bytes, " bytes for request ", h.seq, ", which asked for ", first->get ? first->bytes : 0));
   if (h.bytes == 0) {
     first->done = true;
     return Status::Ok();

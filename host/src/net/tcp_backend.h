@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend (net/backend.h): GDA between ranks of different hosts over TCP, on the
 // connections of net/tcp_mesh.h, with the protocol of net/tcp_wire.h.
 //
@@ -38,9 +39,9 @@ struct Socket;
 }  // namespace tcp
 
 struct TcpOptions {
-  int64_t timeoutMs = 120000;         // dead-peer bound (CCO_NET_TIMEOUT_MS, else CCO_TIMEOUT_MS)
+  int64_t timeoutMs = 120000;           // dead-peer bound (CCO_NET_TIMEOUT_MS, else CCO_TIMEOUT_MS)
   size_t chunkBytes = size_t{1} << 20;  // CCO_TCP_CHUNK_BYTES, 4 KiB to 1 MiB
-  int chunks = 4;                     // per socket and direction
+  int chunks = 4;                       // per socket and direction
   // The pinned chunks of every peer together, allocated when the backend is made (never while
   // kernels run: net/staging.h). With more peers than fit at chunkBytes, chunks shrink, to
   // 4 KiB at the least: past 1024 peers at the default the chunks need more (64 KiB a peer).
@@ -78,7 +79,7 @@ class TcpBackend : public NetBackend {
   bool Progress(NetTargetMap& map, std::vector<NetCompletion>* done) override;
   std::string lastError() const override;
   bool AwaitsReply() const override { return awaitReply_; }
-  int InputFd() const override { return epoll_.get(); }  // every socket, level-triggered
+  int InputFd() const override { return epoll_.get(); }       // every socket, level-triggered
   bool readsEverySocket() const { return pollEverySocket_; }  // rather than asking epoll
   void Drain() override;
 
@@ -123,17 +124,17 @@ class TcpBackend : public NetBackend {
   std::unique_ptr<StreamFence> fence_;
   PinnedSlab slab_;  // every peer's chunks (their pools point into it)
   Fd epoll_;
-  bool pollEverySocket_ = false;  // few peers: every socket is read each pass, not epoll's
+  bool pollEverySocket_ = false;              // few peers: every socket is read each pass, not epoll's
   std::vector<std::unique_ptr<Peer>> peers_;  // by world rank; null where unused
-  std::vector<NetCompletion> refusedAtPost_;   // ops posted to a lost peer
-  uint64_t pass_ = 0;                          // Progress calls so far
-  bool appliedThisPass_ = false;               // a request was applied in this pass
-  bool answerableThisPass_ = false;            // ... one with a signal, or a put_value
-  bool deferredLast_ = false;                  // the last pass left its bookkeeping to this one
-  bool awaitReply_ = false;                    // and applied an answerable request and read
-                                               // every socket it read empty
-  Clock::time_point now_ = Clock::now();       // read once per Progress
-  mutable std::mutex errorMu_;  // lastError is read from other threads
+  std::vector<NetCompletion> refusedAtPost_;  // ops posted to a lost peer
+  uint64_t pass_ = 0;                         // Progress calls so far
+  bool appliedThisPass_ = false;              // a request was applied in this pass
+  bool answerableThisPass_ = false;           // ... one with a signal, or a put_value
+  bool deferredLast_ = false;                 // the last pass left its bookkeeping to this one
+  bool awaitReply_ = false;                   // and applied an answerable request and read
+                                              // every socket it read empty
+  Clock::time_point now_ = Clock::now();      // read once per Progress
+  mutable std::mutex errorMu_;                // lastError is read from other threads
   std::string lastError_;
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's state of one peer (private to net/tcp_*.cc): its two sockets, the bytes
 // on their way out and in, the initiator's requests awaiting answers and the target's
 // answers owed.
@@ -18,7 +19,6 @@
 namespace cco {
 
 namespace tcp {
-
 
 constexpr size_t kHeader = sizeof(TcpHeader);
 // Small reads go through a buffer, so that one recv takes a header, its payload and the next
@@ -59,9 +59,9 @@ struct Inbound {
   bool drained = false;
   TcpHeader header;
   size_t headerGot = 0;
-  bool payload = false;    // reading the payload of `header`
-  bool discard = false;    // ... to drop it (refused, or its window went away)
-  uint32_t window = 0;     // where the payload goes: window and offset in this rank's memory
+  bool payload = false;  // reading the payload of `header`
+  bool discard = false;  // ... to drop it (refused, or its window went away)
+  uint32_t window = 0;   // where the payload goes: window and offset in this rank's memory
   uint64_t offset = 0;
   uint64_t left = 0, done = 0;
   int chunk = -1;
@@ -82,7 +82,7 @@ struct Socket {
     int chunk;
     uint64_t token;
   };
-  std::deque<Landing> landing;  // chunks whose copy into device memory is queued
+  std::deque<Landing> landing;        // chunks whose copy into device memory is queued
   Clock::time_point lastPayloadSend;  // payload bytes last left (epoch: never)
 };
 
@@ -123,10 +123,10 @@ struct Peer {
   // Target: answers owed, in request order.
   struct Answer {
     uint64_t seq;
-    uint16_t type;        // kTcpAck, kTcpGetData, kTcpRefused
-    uint64_t token;       // the request's work on the stream
-    uint64_t value;       // a refusal's reason
-    uint32_t window;      // a get's data
+    uint16_t type;    // kTcpAck, kTcpGetData, kTcpRefused
+    uint64_t token;   // the request's work on the stream
+    uint64_t value;   // a refusal's reason
+    uint32_t window;  // a get's data
     uint64_t offset, bytes;
   };
   std::deque<Answer> owed;
@@ -136,9 +136,9 @@ struct Peer {
   uint64_t ackDue = 0;
   uint64_t ackDuePass = 0;
   Clock::time_point ackDueSince;
-  bool ackHeld = false;  // this rank was talking to the peer: the ack waits out the delay
+  bool ackHeld = false;            // this rank was talking to the peer: the ack waits out the delay
   uint64_t lastOrderedAnswer = 0;  // the last GET_DATA or REFUSED queued (its seq)
-  int unstagedGets = 0;  // GET_DATA answers whose bytes are not all copied out yet
+  int unstagedGets = 0;            // GET_DATA answers whose bytes are not all copied out yet
 
   Pending* Find(uint64_t seq) {
     if (pending.empty() || seq < pending.front().seq || seq - pending.front().seq >= pending.size()) return nullptr;

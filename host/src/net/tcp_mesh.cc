@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/tcp_mesh.h"
 
 #include <netinet/in.h>
@@ -16,11 +17,12 @@ namespace {
 
 constexpr const char* kPurpose = "gda-tcp";
 constexpr uint32_t kJoinMagic = 0x4a4e4343;  // "CCNJ"
-constexpr size_t kMaxJoinBytes = 64;  // magic, rank, proof: 40
+constexpr size_t kMaxJoinBytes = 64;         // magic, rank, proof: 40
 
 // Rank `rank`'s proof, to rank `target`, that it holds its join key.
 Status JoinProof(const Key& joinKey, int32_t rank, int32_t target, Mac* proof) {
-  return Hmac(joinKey, {Bytes("cco/1 gda-tcp join"), Bytes(&rank, sizeof(rank)), Bytes(&target, sizeof(target))}, proof);
+  return Hmac(joinKey, {Bytes("cco/1 gda-tcp join"), Bytes(&rank, sizeof(rank)), Bytes(&target, sizeof(target))},
+              proof);
 }
 
 Status JoinFrame(const Key& joinKey, int32_t rank, int32_t target, std::string* frame) {
@@ -37,7 +39,8 @@ bool ParseJoin(const std::string& frame, const std::vector<Key>& joinKeys, int32
   WireReader r(frame);
   uint32_t magic = 0;
   Mac proof, expected;
-  if (!r.Get(&magic).ok() || !r.Get(rank).ok() || !r.Get(&proof).ok() || !r.AtEnd() || magic != kJoinMagic) return false;
+  if (!r.Get(&magic).ok() || !r.Get(rank).ok() || !r.Get(&proof).ok() || !r.AtEnd() || magic != kJoinMagic)
+    return false;
   if (*rank < 0 || static_cast<size_t>(*rank) >= joinKeys.size()) return false;
   return JoinProof(joinKeys[*rank], *rank, me, &expected).ok() && MacEqual(proof, expected);
 }
@@ -80,7 +83,8 @@ Status ListenForTcpMesh(Fd* listener, TcpMeshAnnouncement* mine) {
 Status CheckListenAddress(const TcpListenAddress& a, int rank, SockAddr* out) {
   const int family = a.storage.ss_family;
   const uint32_t expected = family == AF_INET ? sizeof(sockaddr_in) : family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
-  if (expected == 0 || a.length != expected) return RemoteError(Fmt("rank ", rank, " announced a malformed listener address"));
+  if (expected == 0 || a.length != expected)
+    return RemoteError(Fmt("rank ", rank, " announced a malformed listener address"));
   const uint16_t port = family == AF_INET ? reinterpret_cast<const sockaddr_in&>(a.storage).sin_port
                                           : reinterpret_cast<const sockaddr_in6&>(a.storage).sin6_port;
   if (port == 0) return RemoteError(Fmt("rank ", rank, " announced a listener without a port"));

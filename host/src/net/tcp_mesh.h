@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's connections: for every ordered pair of ranks that the network serves,
 // one TCP connection from the first (the initiator of that pair's requests) to the second.
 // Each is authenticated with the communicator's secret (the handshake of auth/handshake.h,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's target side: a peer's requests checked and applied (data, then signal, on
 // the backend's stream), and the answers owed to it, in request order.
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/tcp_wire.h"
 
 #include <string.h>

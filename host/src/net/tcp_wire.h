@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The tcp backend's protocol: fixed 80-byte headers, each possibly followed by payload, on
 // one connection per ordered pair of ranks. The rank that connected (the initiator) sends
 // requests; the rank that accepted (the target) answers them, in order.
@@ -52,8 +53,8 @@ enum TcpFlag : uint16_t {
 
 // Why a target refused a request (REFUSED's value).
 enum TcpRefusal : uint64_t {
-  kRefusedWindow = 1,      // no such window, or the range runs past it
-  kRefusedSignal = 2,      // no such device communicator or signal
+  kRefusedWindow = 1,  // no such window, or the range runs past it
+  kRefusedSignal = 2,  // no such device communicator or signal
 };
 
 struct TcpHeader {

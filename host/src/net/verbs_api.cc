@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/verbs_api.h"
 
 #include <mutex>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rdma-core's verbs, as the verbs backend calls them: a table of the library's exported
 // functions, loaded with dlopen from libibverbs.so.1 (libcco.so has no link-time dependency
 // on it; Debian's libibverbs-dev provides the header at build time). ibv_post_send and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/verbs_backend.h"
 
 #include <string.h>
@@ -10,7 +11,8 @@ namespace cco {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 // A window of resources: the signals' atomics only (remote atomics need local write).
 constexpr int kSignalsAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr int kMaxInline = 64;
@@ -64,13 +66,18 @@ struct VerbsBackend::Work {
 
 VerbsBackend::VerbsBackend(const VerbsApi* api, const VerbsOptions& options, VerbsDevice device, int rank,
                            int64_t timeoutMs, DmaBufExporter exporter)
-    : api_(api), options_(options), device_(std::move(device)), rank_(rank), timeoutMs_(timeoutMs),
+    : api_(api),
+      options_(options),
+      device_(std::move(device)),
+      rank_(rank),
+      timeoutMs_(timeoutMs),
       exporter_(std::move(exporter)) {}
 
 Status VerbsBackend::Create(const VerbsApi* api, const VerbsOptions& options, VerbsDevice device, int rank,
                             const std::vector<bool>& peers, int64_t timeoutMs, DmaBufExporter exporter,
                             std::unique_ptr<VerbsBackend>* out) {
-  std::unique_ptr<VerbsBackend> b(new VerbsBackend(api, options, std::move(device), rank, timeoutMs, std::move(exporter)));
+  std::unique_ptr<VerbsBackend> b(
+      new VerbsBackend(api, options, std::move(device), rank, timeoutMs, std::move(exporter)));
   const std::string where = Fmt("RDMA device ", b->device_.name);
   b->pd_ = api->allocPd(b->device_.context);
   if (b->pd_ == nullptr) return SystemError(Fmt(where, ": ibv_alloc_pd failed"));
@@ -143,7 +150,8 @@ VerbsEndpoint VerbsBackend::Endpoint(int peer, int lane) const {
 }
 
 Status VerbsBackend::Connect(int peer, int lane, const VerbsEndpoint& theirs) {
-  if (peer < 0 || static_cast<size_t>(peer) >= lanes_.size() || lane < 0 || lane >= static_cast<int>(lanes_[peer].size()))
+  if (peer < 0 || static_cast<size_t>(peer) >= lanes_.size() || lane < 0 ||
+      lane >= static_cast<int>(lanes_[peer].size()))
     return InvalidArgument(Fmt("no queue pair for rank ", peer, " lane ", lane));
   if (theirs.mtu < IBV_MTU_256 || theirs.mtu > IBV_MTU_4096 || theirs.reserved != 0)
     return RemoteError(Fmt("rank ", peer, " announced a malformed queue pair"));
@@ -207,8 +215,8 @@ Status VerbsBackend::RegisterWindow(uint32_t id, uint64_t address, uint64_t size
   // By address: host memory, or device memory through the driver's peer-memory module.
   if (mr == nullptr) mr = api_->regMr(pd_, reinterpret_cast<void*>(address), size, access);
   if (mr == nullptr)
-    return SystemError(Fmt("registering window ", id, " (", size, " bytes) with ", device_.name, " failed (dma-buf: ",
-                           dmabuf, "; by address: refused)"));
+    return SystemError(Fmt("registering window ", id, " (", size, " bytes) with ", device_.name,
+                           " failed (dma-buf: ", dmabuf, "; by address: refused)"));
   std::lock_guard<std::mutex> lock(windowsMu_);
   auto it = localWindows_.find(id);
   if (it != localWindows_.end()) api_->deregMr(it->second);
@@ -252,7 +260,8 @@ Status VerbsBackend::Build(const NetOp& op, Work* w) {
     auto it = peerWindows_.find({op.peer, window});
     if (it == peerWindows_.end()) return InvalidArgument(Fmt("window ", window, " has no key from rank ", op.peer));
     if (data && (it->second.flags & kVerbsKeySignalsOnly))
-      return InvalidArgument(Fmt("window ", window, " of rank ", op.peer, " holds device communicators' resources, not data"));
+      return InvalidArgument(
+          Fmt("window ", window, " of rank ", op.peer, " holds device communicators' resources, not data"));
     if (offset > it->second.size || bytes > it->second.size - offset)
       return InvalidArgument(Fmt(bytes, " bytes at offset ", offset, " run past rank ", op.peer, "'s window ", window));
     *address = it->second.address + offset;
@@ -281,12 +290,14 @@ Status VerbsBackend::Build(const NetOp& op, Work* w) {
       first.opcode = IBV_WR_RDMA_WRITE;
       CCO_RETURN_IF_ERROR(remote(op.window, op.offset, op.bytes, &first.wr.rdma.remote_addr, &first.wr.rdma.rkey));
       if (op.kind == NetOpKind::kPutValue) {
-        if (op.bytes < 1 || op.bytes > sizeof(uint64_t)) return InvalidArgument(Fmt("put_value of ", op.bytes, " bytes"));
+        if (op.bytes < 1 || op.bytes > sizeof(uint64_t))
+          return InvalidArgument(Fmt("put_value of ", op.bytes, " bytes"));
         w->inlineValue = op.value;
         w->sge[0].length = static_cast<uint32_t>(op.bytes);
         first.send_flags = IBV_SEND_INLINE;  // the bytes are copied when posted
       } else if (op.bytes > 0) {
-        if (op.bytes > UINT32_MAX) return InvalidArgument(Fmt("a put of ", op.bytes, " bytes (at most 4 GiB - 1 per request)"));
+        if (op.bytes > UINT32_MAX)
+          return InvalidArgument(Fmt("a put of ", op.bytes, " bytes (at most 4 GiB - 1 per request)"));
         w->sge[0].addr = op.local;
         w->sge[0].length = static_cast<uint32_t>(op.bytes);
         CCO_RETURN_IF_ERROR(local(op.local, op.bytes, &w->sge[0].lkey));
@@ -297,7 +308,8 @@ Status VerbsBackend::Build(const NetOp& op, Work* w) {
     }
     case NetOpKind::kSignal: break;
     case NetOpKind::kGet: {
-      if (op.bytes > UINT32_MAX) return InvalidArgument(Fmt("a get of ", op.bytes, " bytes (at most 4 GiB - 1 per request)"));
+      if (op.bytes > UINT32_MAX)
+        return InvalidArgument(Fmt("a get of ", op.bytes, " bytes (at most 4 GiB - 1 per request)"));
       first.opcode = IBV_WR_RDMA_READ;
       CCO_RETURN_IF_ERROR(remote(op.window, op.offset, op.bytes, &first.wr.rdma.remote_addr, &first.wr.rdma.rkey));
       w->sge[0].addr = op.local;
@@ -394,7 +406,8 @@ bool VerbsBackend::Progress(NetTargetMap&, std::vector<NetCompletion>* done) {
     c.cookie = p.cookie;
     if (wcs[i].status != IBV_WC_SUCCESS) {
       c.peerLost = true;
-      c.status = RemoteError(Fmt("rank ", lane->peer, ": ", StatusName(wcs[i].status), " (ibv_wc_status ", wcs[i].status, ")"));
+      c.status = RemoteError(
+          Fmt("rank ", lane->peer, ": ", StatusName(wcs[i].status), " (ibv_wc_status ", wcs[i].status, ")"));
       if (!lost_[lane->peer]) FailPeer(lane->peer, c.status, done);
     }
     done->push_back(c);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The verbs backend (net/backend.h): GDA between hosts over RDMA (rdma-core, loaded at run
 // time: net/verbs_api.h). One RC queue pair per (lane, peer), lanes = GDA contexts modulo
 // VerbsOptions::lanes; every window registered with the NIC (dma-buf for GPU memory where the
@@ -41,8 +42,8 @@ struct VerbsEndpoint {
   uint32_t qpn;
   uint32_t psn;
   uint16_t lid;
-  uint8_t global;    // 1: address by GID (RoCE)
-  uint8_t mtu;       // ibv_mtu of the port
+  uint8_t global;  // 1: address by GID (RoCE)
+  uint8_t mtu;     // ibv_mtu of the port
   uint8_t gid[16];
   uint32_t reserved;
 };

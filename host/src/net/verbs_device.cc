@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "net/verbs_device.h"
 
 #include <stdlib.h>
@@ -39,9 +40,12 @@ Status VerbsOptionsFromEnv(VerbsOptions* options) {
     const size_t colon = item.find(':');
     std::string name = item.substr(0, colon);
     int port = 1;
-    if (name.empty() || name.size() > 63 || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != std::string::npos ||
+    if (name.empty() || name.size() > 63 ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+            std::string::npos ||
         (colon != std::string::npos && (!Number(item.substr(colon + 1), 255, &port) || port == 0)))
-      return InvalidArgument(Fmt("CCO_RDMA_DEVICES: \"", item, "\" is not a device name with an optional :port (1-255)"));
+      return InvalidArgument(
+          Fmt("CCO_RDMA_DEVICES: \"", item, "\" is not a device name with an optional :port (1-255)"));
     o.devices.emplace_back(name, port);
   }
   CCO_RETURN_IF_ERROR(NumberFromEnv("CCO_RDMA_TC", 255, &o.trafficClass));

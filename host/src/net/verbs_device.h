@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The verbs backend's choice of RDMA device, port and path settings:
 //   CCO_RDMA_DEVICES  (MORI_RDMA_DEVICES)  "mlx5_0:1,mlx5_1": devices in order of preference,
 //                                          each with its port (default 1); unset: every device
@@ -21,7 +22,7 @@ struct VerbsOptions {
   int trafficClass = 0;
   int serviceLevel = 0;
   int gidIndex = 0;
-  int lanes = 2;        // queue pairs per peer; a GDA context uses lane context % lanes
+  int lanes = 2;  // queue pairs per peer; a GDA context uses lane context % lanes
 };
 
 Status VerbsOptionsFromEnv(VerbsOptions* options);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cpu platform: host memory stands in for device memory, so the whole host SDK runs
 // on machines without a GPU (CI, laptops). Physical memory is a memfd; a file descriptor
 // is the shareable handle itself, so the cross-process path is the real one.
@@ -111,8 +112,8 @@ class CpuPlatform final : public Platform {
   bool MapsAtOffset(int) override { return true; }
   Status Unmap(int, uint64_t va, size_t size) override {
     // Put the reservation back in place of the mapping.
-    void* p = mmap(reinterpret_cast<void*>(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-                   -1, 0);
+    void* p = mmap(reinterpret_cast<void*>(va), size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (p == MAP_FAILED) return ErrnoError("mmap re-reserving an unmapped range", errno);
     return Status::Ok();
   }
@@ -151,14 +152,18 @@ class CpuPlatform final : public Platform {
     return Status::Ok();
   }
   Status StreamWriteValue64(int, uint64_t, uint64_t address, uint64_t value) override {
-    if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("StreamWriteValue64: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
+    if (address % sizeof(uint64_t) != 0)
+      return InvalidArgument(
+          Fmt("StreamWriteValue64: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
     __atomic_store_n(reinterpret_cast<uint64_t*>(address), value, __ATOMIC_RELEASE);
     return Status::Ok();
   }
   Status StreamSynchronize(int, uint64_t) override { return Status::Ok(); }
   // "Device" code runs on host threads here: an atomic store, not a copy they would race with.
   Status WriteDeviceWord(int, uint64_t address, uint64_t value) override {
-    if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("WriteDeviceWord: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
+    if (address % sizeof(uint64_t) != 0)
+      return InvalidArgument(
+          Fmt("WriteDeviceWord: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
     __atomic_store_n(reinterpret_cast<uint64_t*>(address), value, __ATOMIC_RELEASE);
     return Status::Ok();
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CUDA platform: GpuVmmPlatform over libcuda.so.1, loaded with dlopen. No CUDA header
 // is included; the types below are cuda.h's, as the driver's ABI fixes them.
 #include <stdint.h>
@@ -76,8 +77,8 @@ Status CudaCallFailed(const char* call, DriverResult result, const std::string& 
 Status PrimaryContext(int device, CUcontext* context) {
   CudaDriver& driver = Driver();
   if (device < 0 || static_cast<size_t>(device) >= driver.devices.size()) {
-    return InvalidArgument(Fmt("cuda device ", device, " does not exist (this process sees ",
-                               driver.devices.size(), ")"));
+    return InvalidArgument(
+        Fmt("cuda device ", device, " does not exist (this process sees ", driver.devices.size(), ")"));
   }
   std::lock_guard<std::mutex> lock(driver.contextMutex);
   CUcontext& slot = driver.primaryContexts[device];
@@ -132,8 +133,8 @@ Status CurrentCudaDevice(int* device) {
       return Status::Ok();
     }
   }
-  return PlatformError(Fmt("cuCtxGetDevice gave device handle ", handle, ", which no ordinal of ",
-                           driver.devices.size(), " maps to"));
+  return PlatformError(
+      Fmt("cuCtxGetDevice gave device handle ", handle, ", which no ordinal of ", driver.devices.size(), " maps to"));
 }
 
 // --- adapters: the table speaks ordinals and POSIX descriptors -------------------------
@@ -233,8 +234,8 @@ Status InitializeDevices(CudaDriver* driver) {
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     result = driver->deviceGet(&driver->devices[ordinal], ordinal);
     if (result != kDriverSuccess) {
-      return Unsupported(Fmt("libcuda.so.1 is unusable: cuDeviceGet(ordinal=", ordinal,
-                             ") failed: ", DescribeCudaError(result)));
+      return Unsupported(
+          Fmt("libcuda.so.1 is unusable: cuDeviceGet(ordinal=", ordinal, ") failed: ", DescribeCudaError(result)));
     }
   }
   driver->primaryContexts.assign(count, nullptr);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU driver libraries are shared libraries opened with dlopen; a table entry is resolved
 // from the symbol of the same name, which error messages then quote.
 #ifndef CCO_HOST_PLATFORM_DRIVER_LIBRARY_H_

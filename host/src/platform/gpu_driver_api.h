@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU driver calls the virtual-memory platform is built from, as a table of entry
 // points. CUDA and HIP fill it from their libraries (cuda_platform.cc, hip_platform.cc);
 // GpuVmmPlatform holds every piece of logic on top of it. The table speaks CUDA's shapes
@@ -64,14 +65,14 @@ static_assert(sizeof(MemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
 static_assert(offsetof(MemAccessDesc, flags) == 8, "CUmemAccessDesc layout");
 
 // Enum values shared by cuda.h and HIP's headers.
-constexpr int kMemAllocationTypePinned = 1;          // CU_MEM_ALLOCATION_TYPE_PINNED
+constexpr int kMemAllocationTypePinned = 1;           // CU_MEM_ALLOCATION_TYPE_PINNED
 constexpr int kMemHandleTypePosixFileDescriptor = 1;  // CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-constexpr int kMemLocationTypeDevice = 1;            // CU_MEM_LOCATION_TYPE_DEVICE
-constexpr int kMemAccessProtReadWrite = 3;           // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-constexpr int kMemAllocGranularityMinimum = 0;       // CU_MEM_ALLOC_GRANULARITY_MINIMUM
-constexpr unsigned kHostAllocPortable = 1;           // CU_MEMHOSTALLOC_PORTABLE, hipHostMallocPortable
-constexpr unsigned kHostAllocDeviceMap = 2;          // CU_MEMHOSTALLOC_DEVICEMAP, hipHostMallocMapped
-constexpr unsigned kStreamNonBlocking = 1;           // CU_STREAM_NON_BLOCKING, hipStreamNonBlocking
+constexpr int kMemLocationTypeDevice = 1;             // CU_MEM_LOCATION_TYPE_DEVICE
+constexpr int kMemAccessProtReadWrite = 3;            // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+constexpr int kMemAllocGranularityMinimum = 0;        // CU_MEM_ALLOC_GRANULARITY_MINIMUM
+constexpr unsigned kHostAllocPortable = 1;            // CU_MEMHOSTALLOC_PORTABLE, hipHostMallocPortable
+constexpr unsigned kHostAllocDeviceMap = 2;           // CU_MEMHOSTALLOC_DEVICEMAP, hipHostMallocMapped
+constexpr unsigned kStreamNonBlocking = 1;            // CU_STREAM_NON_BLOCKING, hipStreamNonBlocking
 
 // One driver function and the name error messages give it (the symbol it came from).
 template <class Fn> struct DriverEntry {
@@ -102,8 +103,7 @@ struct GpuDriverApi {
   DriverEntry<DriverResult (*)(int* count)> deviceCount;
   DriverEntry<DriverResult (*)(char* busId, int length, int device)> pciBusId;
   DriverEntry<DriverResult (*)(size_t* bytes, int device)> totalMemory;
-  DriverEntry<DriverResult (*)(size_t* granularity, const MemAllocationProp* prop, int option)>
-      allocationGranularity;
+  DriverEntry<DriverResult (*)(size_t* granularity, const MemAllocationProp* prop, int option)> allocationGranularity;
 
   DriverEntry<DriverResult (*)(DeviceAddress* va, size_t size, size_t alignment, DeviceAddress hint,
                                unsigned long long flags)>
@@ -123,8 +123,7 @@ struct GpuDriverApi {
                                unsigned long long flags)>
       memMap;
   DriverEntry<DriverResult (*)(DeviceAddress va, size_t size)> memUnmap;
-  DriverEntry<DriverResult (*)(DeviceAddress va, size_t size, const MemAccessDesc* desc, size_t count)>
-      memSetAccess;
+  DriverEntry<DriverResult (*)(DeviceAddress va, size_t size, const MemAccessDesc* desc, size_t count)> memSetAccess;
 
   DriverEntry<DriverResult (*)(DeviceAddress va, unsigned char value, size_t size)> memsetD8;
   DriverEntry<DriverResult (*)(DeviceAddress va, unsigned char value, size_t size, void* stream)> memsetD8Async;
@@ -152,8 +151,7 @@ struct GpuDriverApi {
 };
 
 // "cuMemCreate(size=4096, device=1) failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
-inline Status DriverCallFailed(const char* call, const std::string& arguments,
-                               const std::string& error) {
+inline Status DriverCallFailed(const char* call, const std::string& arguments, const std::string& error) {
   return PlatformError(Fmt(call, "(", arguments, ") failed: ", error));
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "platform/gpu_vmm_platform.h"
 
 #include <stdio.h>
@@ -68,16 +69,16 @@ class GpuVmmPlatform::DeviceScope {
 };
 
 // Binds `device` for the rest of the enclosing scope, or returns why it cannot.
-#define CCO_BIND_DEVICE_FOR_SCOPE(device)         \
-  DeviceScope device_scope_(this, (device));      \
+#define CCO_BIND_DEVICE_FOR_SCOPE(device)    \
+  DeviceScope device_scope_(this, (device)); \
   CCO_RETURN_IF_ERROR(device_scope_.status())
 
 Status GpuVmmPlatform::CheckOrdinal(int device) {
   int count = 0;
   CCO_RETURN_IF_ERROR(DeviceCount(&count));
   if (device < 0 || device >= count) {
-    return InvalidArgument(Fmt(api_.platformName, " device ", device, " does not exist (this process sees ",
-                               count, ")"));
+    return InvalidArgument(
+        Fmt(api_.platformName, " device ", device, " does not exist (this process sees ", count, ")"));
   }
   return Status::Ok();
 }
@@ -293,9 +294,8 @@ Status GpuVmmPlatform::Map(int device, uint64_t va, size_t size, MemHandle handl
   access.flags = kMemAccessProtReadWrite;
   result = api_.memSetAccess.fn(va, size, &access, 1);
   if (result != kDriverSuccess) {
-    Status failure = Failed(api_.memSetAccess, result,
-                            Fmt("va=", Hex(va), ", size=", size, ", device=", device,
-                                ", read/write"));
+    Status failure =
+        Failed(api_.memSetAccess, result, Fmt("va=", Hex(va), ", size=", size, ", device=", device, ", read/write"));
     api_.memUnmap.fn(va, size);
     return failure;
   }
@@ -331,8 +331,9 @@ bool GpuVmmPlatform::ProbeOffsetMapping(int device) {
     const bool mappedPart = mappedWhole && api_.memMap.fn(part, g, g, handle, 0) == kDriverSuccess;
     unsigned char seen = 0;
     works = mappedPart && api_.memSetAccess.fn(whole, 3 * g, &access, 1) == kDriverSuccess &&
-            api_.memsetD8.fn(whole, 0x11, g) == kDriverSuccess && api_.memsetD8.fn(whole + g, 0xab, g) == kDriverSuccess &&
-            api_.synchronize.fn() == kDriverSuccess && api_.copyDtoH.fn(&seen, part, 1) == kDriverSuccess && seen == 0xab;
+            api_.memsetD8.fn(whole, 0x11, g) == kDriverSuccess &&
+            api_.memsetD8.fn(whole + g, 0xab, g) == kDriverSuccess && api_.synchronize.fn() == kDriverSuccess &&
+            api_.copyDtoH.fn(&seen, part, 1) == kDriverSuccess && seen == 0xab;
     if (mappedPart) api_.memUnmap.fn(part, g);
     if (mappedWhole) api_.memUnmap.fn(whole, 2 * g);
     api_.addressFree.fn(whole, 3 * g);
@@ -353,8 +354,7 @@ Status GpuVmmPlatform::Unmap(int device, uint64_t va, size_t size) {
 
 // --- copies and fills ------------------------------------------------------------------
 
-template <class Work>
-Status GpuVmmPlatform::OnControlStream(int device, const char* what, Work work) {
+template <class Work> Status GpuVmmPlatform::OnControlStream(int device, const char* what, Work work) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   std::lock_guard<std::mutex> lock(controlMutex_);
   void*& stream = controlStreams_[device];
@@ -402,7 +402,8 @@ Status GpuVmmPlatform::WriteDeviceWord(int device, uint64_t address, uint64_t va
   return OnControlStream(device, "device word", [&](void* stream) {
     DriverResult result = api_.streamWriteValue64.fn(stream, address, value, 0);
     if (result != kDriverSuccess)
-      return Failed(api_.streamWriteValue64, result, Fmt("address=", Hex(address), ", value=", value, ", device=", device));
+      return Failed(api_.streamWriteValue64, result,
+                    Fmt("address=", Hex(address), ", value=", value, ", device=", device));
     return Status::Ok();
   });
 }
@@ -413,8 +414,7 @@ Status GpuVmmPlatform::CopyFromDevice(int device, void* dst, uint64_t src, size_
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result = api_.copyDtoH.fn(dst, src, size);
   if (result != kDriverSuccess) {
-    return Failed(api_.copyDtoH, result,
-                  Fmt("dst=", dst, ", src=", Hex(src), ", size=", size, ", device=", device));
+    return Failed(api_.copyDtoH, result, Fmt("dst=", dst, ", src=", Hex(src), ", size=", size, ", device=", device));
   }
   return Status::Ok();
 }
@@ -479,12 +479,14 @@ Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, u
 }
 
 Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) {
-  if (address % sizeof(uint64_t) != 0) return InvalidArgument(Fmt("StreamWriteValue64: address ", Hex(address), " is not 8-byte aligned"));
+  if (address % sizeof(uint64_t) != 0)
+    return InvalidArgument(Fmt("StreamWriteValue64: address ", Hex(address), " is not 8-byte aligned"));
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   // Flags 0: the write waits for the stream's earlier work and is ordered after its writes.
   DriverResult result = api_.streamWriteValue64.fn(reinterpret_cast<void*>(stream), address, value, 0);
   if (result != kDriverSuccess)
-    return Failed(api_.streamWriteValue64, result, Fmt("stream=", Hex(stream), ", address=", Hex(address), ", value=", value));
+    return Failed(api_.streamWriteValue64, result,
+                  Fmt("stream=", Hex(stream), ", address=", Hex(address), ", value=", value));
   return Status::Ok();
 }
 

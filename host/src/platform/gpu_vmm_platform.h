@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Platform of a GPU with driver virtual-memory management (CUDA, HIP), written once
 // over a GpuDriverApi table: reservations, physical allocations shared as POSIX file
 // descriptors, mappings with device access, synchronous copies and fills, host-mapped and
@@ -92,13 +93,12 @@ class GpuVmmPlatform : public Platform {
   // Fills and uploads go there, never to the legacy default stream and never followed by a
   // context-wide synchronize: either would wait for every kernel of the process, including
   // one of another rank (ranks as threads) that waits for this rank's call to return.
-  template <class Work>
-  Status OnControlStream(int device, const char* what, Work work);
+  template <class Work> Status OnControlStream(int device, const char* what, Work work);
 
   const GpuDriverApi api_;
   std::once_flag offsetProbe_;
   bool mapsAtOffset_ = false;
-  std::mutex controlMutex_;  // held across one piece of control work: the stream is shared
+  std::mutex controlMutex_;              // held across one piece of control work: the stream is shared
   std::map<int, void*> controlStreams_;  // by device, made on first use, kept for the process
   std::mutex paddedMutex_;
   std::map<uint64_t, PaddedReservation> padded_;  // by the aligned address handed out

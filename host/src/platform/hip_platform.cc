@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The HIP platform: GpuVmmPlatform over libamdhip64.so, loaded with dlopen. HIP spells
 // addresses and allocation handles as pointers where the table uses 64-bit integers, so
 // most entries are small adapters; the structs and enum values are CUDA's (gpu_driver_api.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "platform/memfd.h"
 
 #include <errno.h>
@@ -27,7 +28,8 @@ Status CheckSealedMemfd(int fd, size_t size) {
   const int seals = fcntl(fd, F_GET_SEALS);
   if (fstat(fd, &st) != 0) return ErrnoError("fstat of a peer's memory descriptor", errno);
   if (!S_ISREG(st.st_mode) || seals < 0) return RemoteError("a peer's memory descriptor is not a memfd");
-  if ((seals & MemfdSeals()) != MemfdSeals()) return RemoteError("a peer's memory descriptor is not sealed against resizing");
+  if ((seals & MemfdSeals()) != MemfdSeals())
+    return RemoteError("a peer's memory descriptor is not sealed against resizing");
   if (static_cast<uint64_t>(st.st_size) != size)
     return RemoteError(Fmt("a peer's memory descriptor holds ", st.st_size, " bytes, not the ", size, " agreed"));
   return Status::Ok();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Sealed memfds: host memory that can travel to another process as a descriptor, sized once
 // and sealed so that no holder of the descriptor can shrink or grow it under another's
 // mapping (a shrink would kill the mapping process with SIGBUS).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Platform: the memory a communicator is made of, behind one interface.
 //
 //   cuda  libcuda.so.1 (dlopen), driver virtual-memory management
@@ -25,9 +26,9 @@ using MemHandle = uint64_t;
 
 struct DeviceInfo {
   int ordinal = 0;
-  std::string pciBusId;      // "0000:18:00.0"; empty on the cpu platform
-  size_t totalMemory = 0;    // bytes
-  size_t granularity = 0;    // physical allocation and mapping granularity, bytes
+  std::string pciBusId;    // "0000:18:00.0"; empty on the cpu platform
+  size_t totalMemory = 0;  // bytes
+  size_t granularity = 0;  // physical allocation and mapping granularity, bytes
 };
 
 class Platform {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GetPlatform: which platform this process uses, decided once.
 #include <mutex>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/copy_queue.h"
 
 #include "platform/platform.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the proxy queues on one stream while it drains one ring: copies, and words written
 // behind them. A copy that continues the one before it (its destination and its source
 // both start where the other's end, as the pieces of a put cut up by a kernel or the lanes

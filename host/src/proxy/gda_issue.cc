@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A GDA descriptor for a rank of this host: checked, its windows resolved and bounded, then
 // its copy and its signal word queued on the proxy's stream; a marker's counter behind them.
 #include <stdio.h>
@@ -89,9 +90,11 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
     CCO_RETURN_IF_ERROR(stream.WriteValue64(signalAddress, sum));
   }
   if (trace_)
-    fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d peer %d (host %d) dst 0x%llx src 0x%llx bytes %llu, "
-            "signal %u op %d: word 0x%llx = %llu\n", c.topo.rank, ring, static_cast<unsigned long long>(ticket), d.op, peer,
-            host, static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src),
+    fprintf(stderr,
+            "cco proxy rank %d: ring %u ticket %llu op %d peer %d (host %d) dst 0x%llx src 0x%llx bytes %llu, "
+            "signal %u op %d: word 0x%llx = %llu\n",
+            c.topo.rank, ring, static_cast<unsigned long long>(ticket), d.op, peer, host,
+            static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src),
             static_cast<unsigned long long>(d.bytes), d.signalId, d.signalOp,
             static_cast<unsigned long long>(signalAddress), static_cast<unsigned long long>(sum));
   // Everything issued before is ahead of it on the stream.

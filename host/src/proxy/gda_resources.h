@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one device communicator's GDA needs on the host: the rings (abi/gda.h), where the
 // signal and counter words sit, and the proxy's running sums. Made collectively with the
 // device communicator (comm/gda_setup.h), freed locally.
@@ -23,14 +24,14 @@ namespace cco {
 struct GdaResources : std::enable_shared_from_this<GdaResources> {
   int connectionType = CCO_GDA_CONNECTION_NONE;
   int contexts = 0;
-  int peerCount = 0;      // rings per context
+  int peerCount = 0;  // rings per context
   ccoGdaTopo topo{};
-  std::vector<int> peerRank;  // by peer index (ring % peerCount): the world rank it connects
-  std::vector<int> peerHost;  // ... and that rank's host index (-1: on another host)
+  std::vector<int> peerRank;     // by peer index (ring % peerCount): the world rank it connects
+  std::vector<int> peerHost;     // ... and that rank's host index (-1: on another host)
   std::vector<uint8_t> peerNet;  // ... and whether the network backend serves it
-  uint32_t id = 0;            // names this device communicator on the wire (alike on every rank)
-  uint32_t signalWindow = 0;  // the id of the window that holds its signal words
-  uint32_t signalIds = 0;     // user signals, then barrier signals; each has worldSize words
+  uint32_t id = 0;               // names this device communicator on the wire (alike on every rank)
+  uint32_t signalWindow = 0;     // the id of the window that holds its signal words
+  uint32_t signalIds = 0;        // user signals, then barrier signals; each has worldSize words
   uint32_t counterWords = 0;
 
   RingSet rings;  // contexts * peerCount, ring [context * peerCount + peer index]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ranks lost, and the communicator's failure: a host peer whose process ended (its
 // descriptor-mesh socket hangs up), or a network peer the backend gave up on. Every ring to a
 // lost rank fails, now and in device communicators attached later; the first loss fails the
@@ -42,10 +43,12 @@ std::string Verdict(const std::vector<Ending>& ended, int32_t* blamed) {
   for (const Ending& e : ended)
     if ((e.status & ~uint64_t{0xffffffff}) == kRankFailedAfter) {
       *blamed = static_cast<int32_t>(e.status & 0xffffffff);
-      return Fmt("rank ", *blamed, " was lost (rank ", e.rank, ", a process on this host, failed because of it and ended)");
+      return Fmt("rank ", *blamed, " was lost (rank ", e.rank,
+                 ", a process on this host, failed because of it and ended)");
     }
   *blamed = ended.front().rank;
-  return Fmt("rank ", ended.front().rank, " (a process on this host) left: it destroyed its communicator while this one "
+  return Fmt("rank ", ended.front().rank,
+             " (a process on this host) left: it destroyed its communicator while this one "
              "was still in use");
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A GDA descriptor for a rank the network backend serves: handed to the backend, its ring
 // slot held until the backend reports it done at the target, and the completions applied.
 #include <stdio.h>
@@ -28,7 +29,8 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
       // A put reads this rank's source and writes the peer's destination; a get the reverse.
       const bool put = d.op == CCO_GDA_OP_PUT;
       op.kind = put ? NetOpKind::kPut : NetOpKind::kGet;
-      CCO_RETURN_IF_ERROR(Resolve(d.srcWindow, d.srcOffset, d.bytes, put ? &localOffset : &theirs).Prefixed("the source"));
+      CCO_RETURN_IF_ERROR(
+          Resolve(d.srcWindow, d.srcOffset, d.bytes, put ? &localOffset : &theirs).Prefixed("the source"));
       CCO_RETURN_IF_ERROR(
           Resolve(d.dstWindow, d.dstOffset, d.bytes, put ? &theirs : &localOffset).Prefixed("the destination"));
       op.window = put ? d.dstWindow : d.srcWindow;
@@ -59,11 +61,12 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
   // Nothing to write and no signal (a marker alone): an empty put, which completes in order.
   if (op.kind == NetOpKind::kSignal && !op.signal) op.kind = NetOpKind::kPut, op.bytes = 0;
   op.cookie = nextCookie_++;
-  netPending_[op.cookie] = NetPending{g.shared_from_this(), ring, ticket, (d.flags & CCO_GDA_DESC_MARKER) != 0,
-                                      d.counterId};
+  netPending_[op.cookie] =
+      NetPending{g.shared_from_this(), ring, ticket, (d.flags & CCO_GDA_DESC_MARKER) != 0, d.counterId};
   ++g.netInFlight;
   if (trace_)
-    fprintf(stderr, "cco proxy rank %d: ring %u ticket %llu op %d to rank %d over %s, window %u offset %llu bytes %llu\n",
+    fprintf(stderr,
+            "cco proxy rank %d: ring %u ticket %llu op %d to rank %d over %s, window %u offset %llu bytes %llu\n",
             c.topo.rank, ring, static_cast<unsigned long long>(ticket), d.op, op.peer, threadNet_->name(), op.window,
             static_cast<unsigned long long>(op.offset), static_cast<unsigned long long>(op.bytes));
   threadNet_->Post(op, *this);

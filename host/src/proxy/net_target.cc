@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a peer's request may reach here (NetTargetMap): bytes of a live window, and the
 // sender's own word of a signal of a device communicator the thread serves. The backend asks
 // from the proxy's thread, again for every chunk, so nothing lands in a window that went away.

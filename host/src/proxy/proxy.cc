@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/proxy.h"
 
 #include <poll.h>
@@ -135,7 +136,6 @@ void Proxy::Detach(const GdaResources* g) {
   WaitNetIdle(g);
   Quiesce();  // the counters and ring words the completions wrote
 }
-
 
 void Proxy::SetNet(std::shared_ptr<NetBackend> net) {
   {
@@ -337,7 +337,6 @@ bool Proxy::Pass(SdmaResources& s) {
       [&](uint32_t ring) { return Fmt("SDMA queue ", ring % s.queues); });
 }
 
-
 // The host words say why (posters' waits read them); the device-side mirror makes the
 // direct path (device/gda_direct.hpp), which reads no host memory while a ring is idle,
 // take the ring and meet the error too. The mirror is written first, at once (not behind
@@ -350,7 +349,6 @@ void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32
     if (lastError_.empty()) lastError_ = Fmt("marking a failed ring on the device: ", s.message());
   }
 }
-
 
 void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string& where, const Status& why) {
   {

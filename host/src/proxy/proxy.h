@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy of one communicator: a progress thread that consumes the GDA and SDMA rings of
 // every device communicator attached to it, moves the bytes through a backend and applies
 // signals and counters after the data (abi/gda.h has the ring; this file the work).
@@ -158,7 +159,7 @@ class Proxy : private NetTargetMap {
   static uint64_t WindowPair(const ccoGdaDesc& d) { return uint64_t{d.dstWindow} << 32 | d.srcWindow; }
 
   const ProxyContext ctx_;
-  bool trace_ = false;  // CCO_GDA_TRACE: every descriptor carried out, on stderr
+  bool trace_ = false;                  // CCO_GDA_TRACE: every descriptor carried out, on stderr
   std::chrono::nanoseconds replyWait_;  // CCO_NET_REPLY_WAIT_US
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -190,7 +191,7 @@ class Proxy : private NetTargetMap {
   std::vector<NetLoss> netLosses_;
   bool failed_ = false;   // FailCommunicator ran (under mu_)
   bool leaving_ = false;  // Leaving ran (under mu_)
-  int wake_ = -1;        // an eventfd: Wake() makes IdleWait return
+  int wake_ = -1;         // an eventfd: Wake() makes IdleWait return
   std::chrono::steady_clock::time_point nextWatch_{};
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a proxy knows of the communicator it serves, and no more: the device it queues work
 // on, who is where, where every host rank's slice lies in this rank's flat range, the host
 // peers whose end it watches for, and a way to ask about windows. comm/ builds it once the

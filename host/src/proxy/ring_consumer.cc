@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/ring_consumer.h"
 
 #include <string.h>

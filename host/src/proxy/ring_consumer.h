@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The consumer side of one GDA ring (abi/ring.h, the producer is device/ring.hpp): follows
 // the doorbell's chain of marks, hands out released, complete descriptors in ticket order, and
 // tracks the prefix of tickets whose work is done (work may finish out of order). Publishing
@@ -54,10 +55,10 @@ class RingConsumer {
   void FollowMarks();
 
   RingMemory ring_{};
-  uint64_t next_ = 0;       // the next ticket to hand out
-  uint64_t released_ = 0;   // every ticket below is released
-  uint64_t consumed_ = 0;   // every ticket below is done
-  uint64_t published_ = 0;  // consumed_ when Unpublished last said so
+  uint64_t next_ = 0;          // the next ticket to hand out
+  uint64_t released_ = 0;      // every ticket below is released
+  uint64_t consumed_ = 0;      // every ticket below is done
+  uint64_t published_ = 0;     // consumed_ when Unpublished last said so
   std::vector<uint8_t> done_;  // by slot, for tickets in [consumed_, next_)
   bool failed_ = false;
 };

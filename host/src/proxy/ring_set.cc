@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/ring_set.h"
 
 #include "platform/platform.h"
@@ -24,8 +25,8 @@ Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t de
   CCO_RETURN_IF_ERROR(platform->HostMappedAlloc(device, sizeof(uint64_t) * count * depth, &staging, &r.stagingDevice)
                           .Prefixed("proxy staging words"));
   r.staging = static_cast<uint64_t*>(staging);
-  CCO_RETURN_IF_ERROR(platform->DeviceAlloc(device, count * sizeof(ccoGdaRingDevice), &r.device)
-                          .Prefixed("proxy ring state"));
+  CCO_RETURN_IF_ERROR(
+      platform->DeviceAlloc(device, count * sizeof(ccoGdaRingDevice), &r.device).Prefixed("proxy ring state"));
   return platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice));
 }
 

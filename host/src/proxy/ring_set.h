@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory of a set of proxy rings (abi/gda.h), as GDA and SDMA both use it: descriptors
 // and host-side words in one host-mapped block, device-side words in device memory, one
 // consumer per ring, and a staging word per ring slot (a copy source for put_value that
@@ -23,10 +24,10 @@ class Platform;
 struct RingSet {
   uint32_t count = 0;
   uint32_t depth = 0;
-  void* host = nullptr;       // descriptors, doorbell marks, then the host-side words
-  uint64_t hostDevice = 0;    // ... as the device addresses them
+  void* host = nullptr;     // descriptors, doorbell marks, then the host-side words
+  uint64_t hostDevice = 0;  // ... as the device addresses them
   size_t hostBytes = 0;
-  uint64_t device = 0;        // device-side words
+  uint64_t device = 0;  // device-side words
   uint64_t* staging = nullptr;
   uint64_t stagingDevice = 0;
   std::vector<RingConsumer> consumers;
@@ -40,7 +41,8 @@ struct RingSet {
   // `ring`'s host-side words, as this process addresses them.
   const ccoGdaRingHost* hostWords(uint32_t ring) const {
     return reinterpret_cast<const ccoGdaRingHost*>(static_cast<const char*>(host) +
-                                                   cco_gda_host_words_offset(count, depth)) + ring;
+                                                   cco_gda_host_words_offset(count, depth)) +
+           ring;
   }
   uint64_t failedAddress(uint32_t ring) const {
     return cco_gda_ring_device_address(device, ring) + offsetof(ccoGdaRingDevice, failed);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An SDMA descriptor: both ends checked against the live windows, then a copy on its queue's
 // stream and the pool slots it counts in.
 #include <stdio.h>
@@ -36,7 +37,8 @@ Status Proxy::FlatEndpoints(const ccoGdaDesc& d, int32_t peer, uint64_t* dst, ui
 Status Proxy::Issue(SdmaResources& s, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, CopyQueue& stream) {
   const ProxyContext& c = ctx_;
   const int32_t peer = static_cast<int32_t>(ring / s.queues), queue = static_cast<int32_t>(ring % s.queues);
-  if (d.op != CCO_GDA_OP_PUT && d.op != CCO_GDA_OP_GET) return InvalidArgument(Fmt("unknown SDMA operation ", int{d.op}));
+  if (d.op != CCO_GDA_OP_PUT && d.op != CCO_GDA_OP_GET)
+    return InvalidArgument(Fmt("unknown SDMA operation ", int{d.op}));
   if (d.signalOp != CCO_SIGNAL_NONE && d.signalOp != CCO_SIGNAL_INC)
     return InvalidArgument(Fmt("SDMA signal operation ", int{d.signalOp}, " (only INC)"));
   const bool put = d.op == CCO_GDA_OP_PUT;

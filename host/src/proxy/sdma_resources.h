@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What one device communicator's SDMA needs on the host (abi/sdma.h): a ring per (LSA peer,
 // queue), a copy-engine stream per queue, where the signal pools sit, and the proxy's running
 // counts. Made with the device communicator when SDMA is enabled (comm/sdma_setup.h); freed
@@ -21,8 +22,8 @@ struct SdmaResources {
   RingSet rings;                  // lsaSize * queues, ring cco_sdma_slot(peer, queue)
   std::vector<uint64_t> streams;  // by queue: each queue's work, in order, on a copy engine
   // Offsets of the pools in a rank's slice of the flat range (set by ccoDevCommCreate).
-  uint64_t signalOffset = 0;      // remote pool
-  uint64_t localOffset = 0;       // local pool
+  uint64_t signalOffset = 0;  // remote pool
+  uint64_t localOffset = 0;   // local pool
   // Proxy state, by slot: what this rank has counted into each peer's remote pool slot, and
   // into its own local pool slot.
   std::vector<uint64_t> sent;

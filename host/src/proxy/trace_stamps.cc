@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "proxy/trace_stamps.h"
 
 #include <time.h>

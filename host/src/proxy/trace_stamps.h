@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The proxy's part of a device communicator's trace (abi/trace.h). A traced descriptor names
 // its trace record (ccoGdaDesc.traceRecord); the proxy stamps, on the host's CLOCK_MONOTONIC,
 // when it took the descriptor, when its work was queued (on a stream, or with the network

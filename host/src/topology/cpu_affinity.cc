@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "topology/cpu_affinity.h"
 
 #include <ctype.h>
@@ -156,8 +157,7 @@ std::string NodeName(const GpuLocality& gpu) {
 // `cpus` grouped into physical cores: each CPU with those of its thread siblings that are
 // also in `cpus`, ordered by lowest CPU id. A CPU without topology information is a core
 // of its own.
-Status GroupIntoCores(const std::string& root, const CpuList& cpus,
-                      std::vector<CpuList>* cores) {
+Status GroupIntoCores(const std::string& root, const CpuList& cpus, std::vector<CpuList>* cores) {
   cores->clear();
   std::set<int> placed;
   for (int cpu : cpus) {
@@ -165,13 +165,11 @@ Status GroupIntoCores(const std::string& root, const CpuList& cpus,
     if (placed.count(cpu) != 0) continue;
     CpuList siblings;
     bool present = false;
-    CCO_RETURN_IF_ERROR(ReadCpuListFile(
-        Fmt(root, "/devices/system/cpu/cpu", cpu, "/topology/thread_siblings_list"), &siblings,
-        &present));
+    CCO_RETURN_IF_ERROR(ReadCpuListFile(Fmt(root, "/devices/system/cpu/cpu", cpu, "/topology/thread_siblings_list"),
+                                        &siblings, &present));
     CpuList core = {cpu};
     for (int sibling : siblings) {
-      if (sibling != cpu && placed.count(sibling) == 0 &&
-          std::binary_search(cpus.begin(), cpus.end(), sibling))
+      if (sibling != cpu && placed.count(sibling) == 0 && std::binary_search(cpus.begin(), cpus.end(), sibling))
         core.push_back(sibling);
     }
     std::sort(core.begin(), core.end());
@@ -189,16 +187,14 @@ CpuList CoreSlice(const std::vector<CpuList>& cores, size_t index, size_t count)
   const size_t begin = index * base + std::min(index, extra);
   const size_t size = base + (index < extra ? 1 : 0);
   CpuList cpus;
-  for (size_t i = begin; i < begin + size; ++i)
-    cpus.insert(cpus.end(), cores[i].begin(), cores[i].end());
+  for (size_t i = begin; i < begin + size; ++i) cpus.insert(cpus.end(), cores[i].begin(), cores[i].end());
   std::sort(cpus.begin(), cpus.end());
   return cpus;
 }
 
 bool IsHex(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return isxdigit(static_cast<unsigned char>(c)) != 0;
-  });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return isxdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -243,9 +239,7 @@ Status SetThreadCpus(const CpuList& cpus) {
 
 }  // namespace
 
-Status ParseCpuList(const std::string& text, CpuList* cpus) {
-  return CpuListParser(text).Parse(cpus);
-}
+Status ParseCpuList(const std::string& text, CpuList* cpus) { return CpuListParser(text).Parse(cpus); }
 
 std::string FormatCpuList(const CpuList& cpus) {
   std::string out;
@@ -275,8 +269,8 @@ Status NormalizePciBusId(const std::string& busId, std::string* normalized) {
   const std::string bus = id.substr(colon1 + 1, colon2 - colon1 - 1);
   const std::string device = id.substr(colon2 + 1, dot - colon2 - 1);
   const std::string function = id.substr(dot + 1);
-  if (!IsHex(domain) || bus.size() != 2 || !IsHex(bus) || device.size() != 2 ||
-      !IsHex(device) || function.size() != 1 || !IsHex(function))
+  if (!IsHex(domain) || bus.size() != 2 || !IsHex(bus) || device.size() != 2 || !IsHex(device) ||
+      function.size() != 1 || !IsHex(function))
     return InvalidArgument(Fmt("\"", busId, "\" is not a PCI bus id like 0000:18:00.0"));
   while (domain.size() > 4 && domain[0] == '0') domain.erase(0, 1);
   while (domain.size() < 4) domain.insert(0, 1, '0');
@@ -297,28 +291,27 @@ Status DecideCpuAffinity(const CpuAffinityQuery& query, CpuAffinityDecision* dec
   GpuLocality gpu;
   CCO_RETURN_IF_ERROR(ReadGpuLocality(query.sysfsRoot, self, &gpu));
   if (!gpu.known) {
-    decision->description = Fmt("GPU ", self, ": no ", PciDevicePath(query.sysfsRoot, self),
-                                "/local_cpulist, CPU affinity left as it is");
+    decision->description =
+        Fmt("GPU ", self, ": no ", PciDevicePath(query.sysfsRoot, self), "/local_cpulist, CPU affinity left as it is");
     return Status::Ok();
   }
   const std::string where = Fmt("GPU ", self, " (", NodeName(gpu));
 
   // Respect the cgroup's cpuset and any outer binding (taskset, numactl, the launcher).
   CpuList allowed;
-  std::set_intersection(gpu.localCpus.begin(), gpu.localCpus.end(), current.begin(),
-                        current.end(), std::back_inserter(allowed));
+  std::set_intersection(gpu.localCpus.begin(), gpu.localCpus.end(), current.begin(), current.end(),
+                        std::back_inserter(allowed));
   if (allowed.empty()) {
     decision->description =
-        Fmt(where, "): its local CPUs ", FormatCpuList(gpu.localCpus),
-            " are all outside the allowed CPUs ", FormatCpuList(current),
-            ", CPU affinity left as it is");
+        Fmt(where, "): its local CPUs ", FormatCpuList(gpu.localCpus), " are all outside the allowed CPUs ",
+            FormatCpuList(current), ", CPU affinity left as it is");
     return Status::Ok();
   }
   decision->bind = true;
   decision->cpus = allowed;
   if (query.noSplit) {
-    decision->description = Fmt(where, "): bound to its local CPUs ", FormatCpuList(allowed),
-                                " (CCO_CPU_AFFINITY_NO_SPLIT)");
+    decision->description =
+        Fmt(where, "): bound to its local CPUs ", FormatCpuList(allowed), " (CCO_CPU_AFFINITY_NO_SPLIT)");
     return Status::Ok();
   }
 
@@ -334,8 +327,8 @@ Status DecideCpuAffinity(const CpuAffinityQuery& query, CpuAffinityDecision* dec
     if (SharesNode(gpu, peer)) nodeGpus.insert(id);
   }
   if (nodeGpus.size() == 1) {
-    decision->description = Fmt(where, ", the process's only GPU there): bound to its local CPUs ",
-                                FormatCpuList(allowed));
+    decision->description =
+        Fmt(where, ", the process's only GPU there): bound to its local CPUs ", FormatCpuList(allowed));
     return Status::Ok();
   }
 
@@ -343,24 +336,21 @@ Status DecideCpuAffinity(const CpuAffinityQuery& query, CpuAffinityDecision* dec
   std::vector<CpuList> cores;
   CCO_RETURN_IF_ERROR(GroupIntoCores(query.sysfsRoot, allowed, &cores));
   if (cores.size() < nodeGpus.size()) {
-    decision->description = Fmt(where, ", ", nodeGpus.size(), " GPUs but ", cores.size(),
-                                " physical cores): too few cores to split, bound to its local CPUs ",
-                                FormatCpuList(allowed));
+    decision->description =
+        Fmt(where, ", ", nodeGpus.size(), " GPUs but ", cores.size(),
+            " physical cores): too few cores to split, bound to its local CPUs ", FormatCpuList(allowed));
     return Status::Ok();
   }
-  const size_t index =
-      static_cast<size_t>(std::distance(nodeGpus.begin(), nodeGpus.find(self)));
+  const size_t index = static_cast<size_t>(std::distance(nodeGpus.begin(), nodeGpus.find(self)));
   decision->cpus = CoreSlice(cores, index, nodeGpus.size());
   decision->description =
-      Fmt(where, ", GPU ", index + 1, " of ", nodeGpus.size(), "): bound to CPUs ",
-          FormatCpuList(decision->cpus), ", its share of the ", cores.size(),
-          " physical cores in ", FormatCpuList(allowed));
+      Fmt(where, ", GPU ", index + 1, " of ", nodeGpus.size(), "): bound to CPUs ", FormatCpuList(decision->cpus),
+          ", its share of the ", cores.size(), " physical cores in ", FormatCpuList(allowed));
   return Status::Ok();
 }
 
 Status ApplyCpuAffinityFromSysfs(const std::string& sysfsRoot, const std::string& busId,
-                                 const std::vector<std::string>& allBusIds,
-                                 std::string* description) {
+                                 const std::vector<std::string>& allBusIds, std::string* description) {
   std::string ignored;
   if (description == nullptr) description = &ignored;
   if (env::Flag("CCO_IGNORE_CPU_AFFINITY")) {
@@ -388,8 +378,7 @@ Status ApplyCpuAffinityFromSysfs(const std::string& sysfsRoot, const std::string
   return SetThreadCpus(decision.cpus).Prefixed(Fmt("CPU affinity (", decision.description, ")"));
 }
 
-Status ApplyCpuAffinity(const std::string& busId, const std::vector<std::string>& allBusIds,
-                        std::string* description) {
+Status ApplyCpuAffinity(const std::string& busId, const std::vector<std::string>& allBusIds, std::string* description) {
   return ApplyCpuAffinityFromSysfs("/sys", busId, allBusIds, description);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CPU affinity at communicator creation: the calling thread is pinned to the CPUs near its
 // GPU before the bootstrap and any worker thread start, so those threads inherit the binding.
 //
@@ -56,13 +57,11 @@ Status DecideCpuAffinity(const CpuAffinityQuery& query, CpuAffinityDecision* dec
 // CPUs DecideCpuAffinity picks from /sys. CCO_IGNORE_CPU_AFFINITY skips it entirely;
 // CCO_CPU_AFFINITY_NO_SPLIT binds to the whole GPU-local set. `description` (may be null)
 // receives the decision's one-line explanation. Failed system calls become SystemError.
-Status ApplyCpuAffinity(const std::string& busId, const std::vector<std::string>& allBusIds,
-                        std::string* description);
+Status ApplyCpuAffinity(const std::string& busId, const std::vector<std::string>& allBusIds, std::string* description);
 
 // ApplyCpuAffinity reading the topology under `sysfsRoot` instead of /sys (for tests).
 Status ApplyCpuAffinityFromSysfs(const std::string& sysfsRoot, const std::string& busId,
-                                 const std::vector<std::string>& allBusIds,
-                                 std::string* description);
+                                 const std::vector<std::string>& allBusIds, std::string* description);
 
 }  // namespace cco
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "topology/topology.h"
 
 #include <string.h>
@@ -151,8 +152,8 @@ Status ComputeTopologyOfHosts(const std::vector<uint64_t>& hostOfRank, int rank,
   for (int k = 0; k < nNodes; ++k) {
     for (int i = nodeBegin[k]; i < nodeBegin[k + 1]; ++i) {
       if (i > nodeBegin[k] && byHost[i] != byHost[i - 1] + 1)
-        return InvalidUsage(Fmt("the ranks of one node must be contiguous, but ranks ", byHost[i - 1], " and ", byHost[i],
-                                " share a node while rank ", byHost[i - 1] + 1, " is elsewhere"));
+        return InvalidUsage(Fmt("the ranks of one node must be contiguous, but ranks ", byHost[i - 1], " and ",
+                                byHost[i], " share a node while rank ", byHost[i - 1] + 1, " is elsewhere"));
       t.nodeOfRank[byHost[i]] = k;
     }
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Who is where: nodes, the LSA team, and the teams of ccoDevComm, from what every rank
 // reported at creation. Pure functions of their inputs, so every rank computes the same.
 #ifndef CCO_HOST_TOPOLOGY_TOPOLOGY_H_
@@ -23,11 +24,11 @@ struct RankInfo {
   uint64_t granularity;
   uint64_t totalMemory;
   int32_t pid;
-  int32_t platform;         // ccoPlatform_t
+  int32_t platform;  // ccoPlatform_t
   int32_t device;
   int32_t reserved;
-  char busId[32];           // NUL-terminated
-  char meshName[64];        // this rank's Unix listener for descriptor passing, NUL-terminated
+  char busId[32];     // NUL-terminated
+  char meshName[64];  // this rank's Unix listener for descriptor passing, NUL-terminated
 };
 
 // Whether `info`, as rank `rank` sent it, is well formed: terminated strings of the expected
@@ -45,12 +46,12 @@ struct Topology {
   int nNodes = 1;
   int lsaRank = 0;
   int lsaSize = 1;
-  int lsaWorldBase = 0;       // world rank of LSA rank 0 (teams are contiguous)
+  int lsaWorldBase = 0;  // world rank of LSA rank 0 (teams are contiguous)
   // The ranks of this host (all virtual nodes of it), in rank order: the flat range and the
   // descriptor mesh span them, so the proxy reaches same-host peers of other nodes too.
   std::vector<int> hostMembers;
-  int hostRank = 0;           // this rank's index in hostMembers
-  int lsaHostBase = 0;        // the host index of LSA rank 0 (a node is a run of its host)
+  int hostRank = 0;     // this rank's index in hostMembers
+  int lsaHostBase = 0;  // the host index of LSA rank 0 (a node is a run of its host)
   std::vector<int> nodeOfRank;
   ccoTeam world{};
   ccoTeam lsa{};

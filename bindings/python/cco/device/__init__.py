@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.device: the device ABI as data, and where its bitcode is.
 
 CCO_DEVICE_FUNCTIONS is read from the committed ABI table (abi/cco_abi_table.json): one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The committed ABI table, loaded once."""
 
 import functools

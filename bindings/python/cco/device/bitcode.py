@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """find_cco_bitcode: the device library for one GPU target, in the guide's order.
 
   1. CCO_DEVICE_BC (alias MORI_CCO_BC): an explicit path;

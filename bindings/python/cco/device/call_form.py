@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """How a DSL call names its arguments, shared by the Triton and FlyDSL bindings.
 
 The ABI passes every argument by position, a GDA operation's context second:

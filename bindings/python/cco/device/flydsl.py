@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The CCO device API inside FlyDSL kernels (AMD, code-object version 6), generated from the
 ABI table: the guide's `mori.cco.device.flydsl`.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """JIT build of the device bitcode for one variant, with clang-19, cached by content.
 
 The same steps as the Bazel rule (device/bitcode.bzl) — clang with the flags of

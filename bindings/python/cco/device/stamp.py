@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The stamp on every CCO bitcode: which ABI version and variant it is.
 
 LLVM bitcode may sit inside a wrapper (magic 0x0B17C0DE, version, offset, size, cputype);

@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: MIT
 """DSL bindings of the CCO device ABI, generated from the ABI table."""

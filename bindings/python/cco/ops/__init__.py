@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cco.ops: GEMMs fused with the collective that follows or precedes them.
 
     from cco import ops

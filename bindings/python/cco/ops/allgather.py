@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The all-gather pair: ag_gemm (all-gather, then GEMM) and gemm_ag (GEMM, then all-gather)."""
 
 from cco.ops import planning
@@ -78,6 +79,7 @@ def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
                 BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=planning.ITEMSIZE[pb.out_dtype],
                 **offsets, **gemm_constexprs(plan, pb.k, pb.n))
     args = (ctx.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
-            b.stride(0), b.stride(1), *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots"),
+            b.stride(0), b.stride(1),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots"),
             ctx.max_polls, 1)
     launch(ctx, plan, gemm_scatter, args, meta)

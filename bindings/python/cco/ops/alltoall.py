@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The all-to-all pair: gemm_a2a (GEMM, then all-to-all of its rows) and a2a_gemm
 (all-to-all of a's rows, then GEMM), with torch.distributed.all_to_all_single's semantics:
 splits[j] consecutive rows of this rank's matrix go to rank j, and the result is the rows

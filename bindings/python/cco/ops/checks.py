@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What an operator's operands must be, checked on the host before any kernel runs.
 
 Pure Python over shapes and dtype names (no torch, no GPU), so the rules are unit-tested

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What every operator does around its kernel: check and prepare operands, find the plan,
 allocate the result, launch."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the operators keep per communicator: a device communicator, a small window through
 which ranks agree once per shape, the plans (one workspace window each), and the launch.
 
@@ -9,8 +10,6 @@ launch one kernel: no host synchronisation, no collective, nothing a CUDA graph 
 capture.
 """
 
-import ctypes
-import os
 import pickle
 import threading
 import weakref
@@ -212,7 +211,8 @@ def check(comm):
     gave_up, mismatch = ctx.status()
     if gave_up:
         comm.check_async_error()
-        raise CCOTimeoutError(RESULT_CODES["ccoTimeout"], "cco.ops: a call gave up waiting for a peer's tiles (a rank that never made the "
-                                 "same call, or the communicator was aborted); its result and every later one are void")
+        raise CCOTimeoutError(RESULT_CODES["ccoTimeout"],
+                              "cco.ops: a call gave up waiting for a peer's tiles (a rank that never made the "
+                              "same call, or the communicator was aborted); its result and every later one are void")
     if mismatch:
         raise OperandError("cco.ops: a peer sent another number of rows than out_splits said")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tiles, programs, workspace layouts and the per-call tables of the operators: pure
 arithmetic (no torch, no GPU), shared by the host side and the unit tests.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """symmetric_pool(comm): a torch.cuda.MemPool whose blocks are CCO symmetric memory.
 
     pool = ops.symmetric_pool(comm)
@@ -7,8 +8,8 @@
 The pool is one window of `nbytes` (collective: every rank calls symmetric_pool together,
 with the same size), handed to PyTorch's caching allocator through CUDAPluggableAllocator
 over a small C allocator (pool_alloc.c, compiled on first use with the system's C compiler
-into CCO_CACHE or ~/.cache/cco; its source is ALLOCATOR_SOURCE below). A tensor allocated under torch.cuda.use_mem_pool(pool)
-is inside the window: window_offset(t) says where, and peers reach it at that offset of
+into CCO_CACHE or ~/.cache/cco; its source is ALLOCATOR_SOURCE below). A tensor allocated under
+torch.cuda.use_mem_pool(pool) is inside the window: window_offset(t) says where, and peers reach it at that offset of
 their view of the window. Limits: the pool never grows (an allocation that does not fit
 fails like an out-of-memory); a tensor's offset is the same on every rank only if every rank
 made the same allocations in the same order; the pool lives as long as the communicator.

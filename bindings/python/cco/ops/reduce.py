@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The reducing pair: gemm_ar (all-reduce of a @ b: the row-parallel linear) and gemm_rs
 (reduce-scatter of a @ b over M: torch's fused_matmul_reduce_scatter)."""
 

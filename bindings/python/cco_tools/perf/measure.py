@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """How `cco perf` turns repeated runs into a figure: the sizes a sweep goes through, and the
 time of an operation measured over several trials (each trial one timed run of many
 operations), of which the figure is the median and the spread the distance between the

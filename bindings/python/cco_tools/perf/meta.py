@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a `cco perf` report records about the run that made it, so that a figure can be
 checked against its machine, versions, settings and command without a hand-written note."""
 
@@ -37,7 +38,8 @@ def _mps_running():
     if os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
         return True
     try:
-        return subprocess.run(["pgrep", "-x", "nvidia-cuda-mps-control"], capture_output=True, timeout=5).returncode == 0
+        found = subprocess.run(["pgrep", "-x", "nvidia-cuda-mps-control"], capture_output=True, timeout=5)
+        return found.returncode == 0
     except (OSError, subprocess.SubprocessError):
         return None
 

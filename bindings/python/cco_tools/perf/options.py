@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf`'s options: the command line, read once into a frozen Options with every derived
 value (the platform, the suites, the sizes after --quick's caps) settled here; nothing changes
 them afterwards."""

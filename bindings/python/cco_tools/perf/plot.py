@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --plot FILE.png`: every table of a report drawn, one panel per table and unit,
 with the anchors measured in the same run (every other figure column) beside CCO's:
 

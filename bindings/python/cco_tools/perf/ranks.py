@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where `cco perf`'s ranks run, and how they agree on a figure.
 
   threads    every rank is a thread of this process with its own communicator. Ranks that

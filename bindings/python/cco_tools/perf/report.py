@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Results of `cco perf`: tables in the style of nccl-tests, or one JSON document.
 
 A table is a title, its note, the heading lines (the column names, then their units) and one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf`: nccl-tests for CCO, with each figure's anchor measured in the same run.
 
 Where the ranks run (perf/ranks.py):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The project's own benchmark targets (issues #9, #11, #13), judged on `cco perf` reports:
 met, missed, or not measured (no such table, its anchors read n/a, or a target over NVLink
 judged on one GPU). `cco perf --targets` judges its own run; tools/perf/issue_targets.py

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A stand-in for torch, for FlyDSL's ahead-of-time compiles where torch is not installed.
 
 FlyDSL 0.4.2 imports torch at import time without declaring it, and only registers argument

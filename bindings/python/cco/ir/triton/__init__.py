@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: MIT
 """Triton bindings: `from cco.ir.triton import cco`."""

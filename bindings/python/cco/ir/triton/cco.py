@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The CCO device API inside Triton kernels, generated from the ABI table.
 
     from cco.ir.triton import cco

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The GEMM core every operator shares, and the signalling its tiles use.
 
 Everything is made of plain Triton plus CCO calls for what only CCO knows: this rank's LSA

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Gather, then multiply: ag_gemm (every rank's a to every rank) and a2a_gemm (rows of a to
 the rank its split names), fused into one persistent kernel.
 
@@ -117,8 +118,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             store_tile(out + first_out.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN)
             trace_end(dc, cco.TraceTag.TILE, g, traced)
         while pushed < my_units:
-            _push_unit(dc, pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
-                       WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
+            _push_unit(dc, pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K,
+                       epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
             pushed += 1
 
         if RETURN_GATHERED:

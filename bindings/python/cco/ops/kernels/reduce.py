@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Multiply, then reduce: gemm_rs (each rank gets the sum of its M/W rows) and gemm_ar
 (every rank gets the whole sum), fused into one persistent kernel of three phases.
 

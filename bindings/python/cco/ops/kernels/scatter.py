@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Multiply, then scatter: gemm_ag (every result row to every rank) and gemm_a2a (each
 result row to the rank its split names), fused into one persistent kernel.
 

@@ -1,5 +1,7 @@
+# SPDX-License-Identifier: MIT
 """GDA kernels in Triton for `cco perf`: a ping-pong of signals, puts or put_values with a
-signal (the round trip through two proxies) and a put-then-flush loop (one transfer's latency, or bandwidth at large sizes).
+signal (the round trip through two proxies) and a put-then-flush loop (one transfer's latency, or bandwidth at
+large sizes).
 
 Every CCO call is made by all threads of the program with coop=BLOCK; statuses add up into
 one word, so any failed call shows. Runtime integers are not specialised: a value of 1 or a

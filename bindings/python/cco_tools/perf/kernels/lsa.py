@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """LSA kernels in Triton: put / get through peer pointers, barrier loops, one-shot and
 two-shot all-reduces, and the raw anchors they are measured against (a raw-pointer copy twin and a
 flag ping-pong that uses no CCO at all).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A one-shot all-reduce without barriers: every rank pushes its input into a receive slot of
 every peer's window, and each element is its own flag.
 

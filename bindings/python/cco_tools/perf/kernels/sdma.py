@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SDMA kernels in Triton for `cco perf` and the SDMA example: a put+signal ping-pong through
 two ranks' copy-engine queues, and a put-then-quiet loop (one copy's latency, or bandwidth at
 large sizes). Peers are LSA ranks. Every CCO call is made by all threads of the program with

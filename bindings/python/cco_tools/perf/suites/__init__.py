@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The suites of `cco perf`, one module each, every one `run(ctx)`: it adds its tables to
 ctx.report, reads its settings from ctx.options, measures on ctx.group (the job's ranks,
 perf/ranks.py; None for the suites that start processes of their own) and says what it is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites allreduce`: the one-shot all-reduce kernel (float32 sum) in a kernel loop
 over sizes, a micro-benchmark (per launch against NCCL and SymmetricMemory: the launch
 suite); anchor: torch.sum over as many buffers as ranks on one GPU, no communication (the

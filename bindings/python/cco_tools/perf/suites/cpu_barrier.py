@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites barrier` on the cpu platform: the host barrier (ccoBarrierAll) of every
 rank, `rounds` of them per trial, the slowest rank counting."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites put` on the cpu platform: rank 0 copies its [0, S) into rank 1's [S, 2S)
 through peer pointers (the kernel's job on a GPU), against the anchor memmove between two
 local buffers of the same sizes; at the end, rank 1 checks that rank 0's bytes arrived."""

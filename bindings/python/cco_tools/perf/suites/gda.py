@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites gda`: GDA between ranks 0 and 1 through their proxies (the `local`
 backend), with the anchors measured in the same run: the LSA flag ping-pong (two kernels
 bouncing a flag by stores, the floor of any round trip between the two GPUs) and a

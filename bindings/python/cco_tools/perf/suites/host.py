@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites host`: the host-side figures, per rank, in fresh processes:
   - the first ccoCommCreate of the process (the GPU context already exists, as it does
     in a framework process) and a second one,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf` suite "launch": the all-reduce as users call it, one launch per step, with the
 peers they would call instead measured in the same run.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites barrier` on GPUs: the LSA barrier's latency per coop scope and memory
 order, every rank in a kernel that loops over the rounds; anchor: a flag ping-pong between
 ranks 0 and 1 through their windows (no CCO call, one round trip per round)."""

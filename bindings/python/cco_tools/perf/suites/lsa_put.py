@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites put` on GPUs: LSA put bandwidth, rank 0's [0, S) -> rank 1's [S, 2S)
 through peer pointers by a Triton kernel, then ranks 0 and 1 both at once, each with the
 other; anchors: a raw-pointer twin of the kernel (no CCO call) and cudaMemcpyAsync of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites ops`: the fused GEMM + collective operators (cco.ops), one table per
 operator, each figure with its anchors measured in the same run: torch.matmul (cuBLAS) of the
 same local GEMM, the exposed communication (fused minus that matmul), and matmul followed by
@@ -172,7 +173,8 @@ def _worker():
 
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         torch.distributed.init_process_group("nccl", init_method=os.environ["CCO_PERF_OPS_NCCL"], rank=rank,
-                                             world_size=world, device_id=torch.device("cuda", torch.cuda.current_device()))
+                                             world_size=world,
+                                             device_id=torch.device("cuda", torch.cuda.current_device()))
         dist = torch.distributed
     comm = Communicator.init(world, rank, uid)
     try:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the GDA and SDMA perf suites share: ranks 0 and 1 as a pair, per-rank status words,
 a recognisable pattern in rank 0's window, the memcpy anchor between the two windows, the LSA
 flag ping-pong anchor, and the final check that a put of the whole span landed."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites sdma`: SDMA between ranks 0 and 1 (LSA ranks) through their copy-engine
 queues, with the anchors measured in the same run: cudaMemcpyAsync of the same bytes between
 the two ranks' windows, and the LSA put (a Triton kernel storing into the peer's memory), for
@@ -39,8 +40,8 @@ def _bandwidth(ctx):
     P.fill_sources(group, span)
 
     def puts(size, count, each=False):
-        return lambda rk: lambda: S.put_quiet[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size, 0,
-                                                    EACH=each, num_warps=4, extern_libs=group.libs)
+        return lambda rk: lambda: S.put_quiet[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
+                                                    0, EACH=each, num_warps=4, extern_libs=group.libs)
 
     def lsa(size):
         def make(rk):
@@ -79,8 +80,8 @@ def _round_trip(ctx):
     status = P.status_words(group)
 
     def kernels(nbytes, count):
-        return lambda rk: lambda: S.pingpong[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1 - rk.rank, count, nbytes,
-                                                   0, FIRST=rk.rank == 0, num_warps=4, extern_libs=group.libs)
+        return lambda rk: lambda: S.pingpong[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1 - rk.rank, count,
+                                                   nbytes, 0, FIRST=rk.rank == 0, num_warps=4, extern_libs=group.libs)
 
     for r in P.PAIR:  # each side is its own binary: load both before either waits
         group.run_once(group.on([r], kernels(8, 0)))

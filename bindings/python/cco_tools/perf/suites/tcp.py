@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`cco perf --suites tcp`: the tcp backend against its anchors, measured in the same run by
 the same two processes between the same endpoints (gda_tcp_bench, shipped with the package):
 

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: MIT
+// The CUDA and HIP platforms. Without their driver (this CI machine) they must refuse
+// cleanly, naming the missing library; with a driver and a device (the GPU machine) the
+// same test drives a full virtual-memory round trip through the Platform interface. The
+// logic they share is also driven everywhere over a fake driver table.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "platform/gpu_vmm_platform.h"
+#include "platform/platform.h"
+
+namespace cco {
+namespace {
+
+#define ASSERT_OK(expr)                                                \
+  do {                                                                 \
+    ::cco::Status status_ = (expr);                                    \
+    ASSERT_TRUE(status_.ok()) << #expr << " -> " << status_.message(); \
+  } while (0)
+
+const char* const kCudaLibraries[] = {"libcuda.so.1", nullptr};
+const char* const kHipLibraries[] = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", nullptr};
+
+// Whether the driver library exists here, asked the way the platform asks.
+bool AnyLibraryLoads(const char* const* names) {
+  for (const char* const* name = names; *name != nullptr; ++name) {
+    // Left open: the platform under test loads the same library anyway.
+    if (dlopen(*name, RTLD_NOW | RTLD_LOCAL) != nullptr) return true;
+  }
+  return false;
+}
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+bool AllBytesAre(const std::vector<unsigned char>& bytes, unsigned char value) {
+  return std::all_of(bytes.begin(), bytes.end(), [value](unsigned char b) { return b == value; });
+}
+
+void ExpectUnsupportedNaming(Status (*create)(Platform**), const char* library) {
+  Platform* platform = nullptr;
+  Status status = create(&platform);
+  EXPECT_EQ(status.code(), ccoUnsupported) << status.message();
+  EXPECT_TRUE(Contains(status.message(), library)) << status.message();
+  EXPECT_EQ(platform, nullptr);
+  // Loading is attempted once; asking again gives the same answer, still without crashing.
+  Status again = create(&platform);
+  EXPECT_EQ(again.code(), ccoUnsupported);
+  EXPECT_EQ(again.message(), status.message());
+}
+
+// --- the round trip, for whichever driver is present -----------------------------------
+
+void ExpectDeviceInfo(Platform* platform, int* device, size_t* granularity) {
+  ASSERT_OK(platform->CurrentDevice(device));
+  int count = 0;
+  ASSERT_OK(platform->DeviceCount(&count));
+  ASSERT_GE(*device, 0);
+  ASSERT_LT(*device, count);
+  DeviceInfo info;
+  ASSERT_OK(platform->GetDeviceInfo(*device, &info));
+  EXPECT_EQ(info.ordinal, *device);
+  EXPECT_FALSE(info.pciBusId.empty());
+  EXPECT_GT(info.totalMemory, 0u);
+  ASSERT_GT(info.granularity, 0u);
+  EXPECT_EQ(info.granularity & (info.granularity - 1), 0u) << "granularity " << info.granularity;
+  *granularity = info.granularity;
+}
+
+void ExpectVirtualMemoryRoundTrip(Platform* platform, int device, size_t granule) {
+  // Two granules, aligned to two: the alignment argument is honoured.
+  uint64_t va = 0;
+  ASSERT_OK(platform->Reserve(device, 2 * granule, 2 * granule, &va));
+  EXPECT_EQ(va % (2 * granule), 0u);
+  const uint64_t second = va + granule;
+
+  MemHandle handle = 0;
+  ASSERT_OK(platform->Create(device, granule, &handle));
+  ASSERT_OK(platform->Map(device, va, granule, handle, 0));
+
+  std::vector<unsigned char> read(granule);
+  ASSERT_OK(platform->Memset(device, va, 0x5a, granule));
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
+  EXPECT_TRUE(AllBytesAre(read, 0x5a));
+
+  std::vector<unsigned char> pattern(granule);
+  for (size_t i = 0; i < granule; ++i) pattern[i] = static_cast<unsigned char>(i * 131 + 7);
+  ASSERT_OK(platform->CopyToDevice(device, va, pattern.data(), granule));
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
+  EXPECT_EQ(read, pattern);
+
+  // The same physical memory, exported and imported again, mapped at a second address.
+  int fd = -1;
+  ASSERT_OK(platform->Export(device, handle, &fd));
+  ASSERT_GE(fd, 0);
+  MemHandle imported = 0;
+  ASSERT_OK(platform->Import(device, fd, granule, &imported));
+  ASSERT_OK(platform->Map(device, second, granule, imported, 0));
+  std::fill(read.begin(), read.end(), 0);
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), second, granule));
+  EXPECT_EQ(read, pattern);
+
+  // A write through one mapping shows through the other.
+  std::vector<unsigned char> head(64);
+  ASSERT_OK(platform->Memset(device, second, 0x11, head.size()));
+  ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
+  EXPECT_TRUE(AllBytesAre(head, 0x11));
+
+  ASSERT_OK(platform->Unmap(device, second, granule));
+  ASSERT_OK(platform->Unmap(device, va, granule));
+
+  // Unmap left the range reserved: it can be mapped again, and the memory kept its bytes.
+  ASSERT_OK(platform->Map(device, va, granule, imported, 0));
+  ASSERT_OK(platform->CopyFromDevice(device, head.data(), va, head.size()));
+  EXPECT_TRUE(AllBytesAre(head, 0x11));
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), va, granule));
+  EXPECT_TRUE(std::equal(pattern.begin() + head.size(), pattern.end(), read.begin() + head.size()));
+  ASSERT_OK(platform->Unmap(device, va, granule));
+
+  ASSERT_OK(platform->Destroy(device, imported));
+  ASSERT_OK(platform->Destroy(device, handle));
+  ASSERT_OK(platform->Release(device, va, 2 * granule));
+}
+
+void ExpectHostMappedMemory(Platform* platform, int device) {
+  const size_t size = 4096;
+  void* host = nullptr;
+  uint64_t deviceAddress = 0;
+  ASSERT_OK(platform->HostMappedAlloc(device, size, &host, &deviceAddress));
+  ASSERT_NE(host, nullptr);
+  EXPECT_NE(deviceAddress, 0u);
+  const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(host);
+  EXPECT_EQ(bytes[0], 0) << "host-mapped memory starts zeroed";
+
+  // The device writes it; the host sees the bytes.
+  ASSERT_OK(platform->Memset(device, deviceAddress, 0x44, size));
+  EXPECT_EQ(bytes[0], 0x44);
+  EXPECT_EQ(bytes[size - 1], 0x44);
+  std::vector<unsigned char> read(size);
+  ASSERT_OK(platform->CopyFromDevice(device, read.data(), deviceAddress, size));
+  EXPECT_TRUE(AllBytesAre(read, 0x44));
+  ASSERT_OK(platform->HostMappedFree(device, host));
+}
+
+// The GDA proxy's stream: a copy, then words written behind it into device memory and into
+// host-mapped memory; all land by the synchronise, and a misaligned word is refused; then a flag
+// word written at once (WriteDeviceWord; a stream write on the GPU platforms), misaligned refused.
+void ExpectStreamWork(Platform* platform, int device) {
+  uint64_t va = 0;
+  void* host = nullptr;
+  uint64_t hostDevice = 0;
+  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));
+  ASSERT_OK(platform->HostMappedAlloc(device, 256, &host, &hostDevice));
+  std::vector<unsigned char> bytes(64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
+  ASSERT_OK(platform->CopyToDevice(device, va, bytes.data(), bytes.size()));
+  uint64_t stream = 0;
+  ASSERT_OK(platform->StreamCreate(device, &stream));
+  ASSERT_OK(platform->CopyOnStream(device, stream, hostDevice, va, bytes.size()));
+  ASSERT_OK(platform->StreamWriteValue64(device, stream, hostDevice + 128, 0x0123456789abcdefull));
+  ASSERT_OK(platform->StreamWriteValue64(device, stream, va + 128, ~0ull - 5));
+  ASSERT_OK(platform->StreamSynchronize(device, stream));
+  EXPECT_EQ(memcmp(host, bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(static_cast<const volatile uint64_t*>(host)[16], 0x0123456789abcdefull);
+  uint64_t word = 0;
+  ASSERT_OK(platform->CopyFromDevice(device, &word, va + 128, sizeof(word)));
+  EXPECT_EQ(word, ~0ull - 5);
+  Status status = platform->StreamWriteValue64(device, stream, va + 4, 1);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+  // A flag word for running kernels (a failed ring's mirror): written at once, whole.
+  ASSERT_OK(platform->WriteDeviceWord(device, va + 136, 0xfeedfacecafef00dull));
+  ASSERT_OK(platform->CopyFromDevice(device, &word, va + 136, sizeof(word)));
+  EXPECT_EQ(word, 0xfeedfacecafef00dull);
+  status = platform->WriteDeviceWord(device, va + 4, 1);  // a single store needs an aligned word
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+  ASSERT_OK(platform->StreamDestroy(device, stream));
+  ASSERT_OK(platform->HostMappedFree(device, host));
+  ASSERT_OK(platform->DeviceFree(device, va));
+}
+
+void ExpectDeviceMemoryFromAnotherThread(Platform* platform, int device) {
+  uint64_t va = 0;
+  const std::vector<unsigned char> data = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));
+  EXPECT_NE(va, 0u);
+  ASSERT_OK(platform->CopyToDevice(device, va, data.data(), data.size()));
+
+  // A fresh thread has no device bound yet: every call binds it itself.
+  Status threadStatus;
+  std::vector<unsigned char> read(data.size());
+  std::thread reader([&] {
+    int current = -1;
+    threadStatus = platform->CurrentDevice(&current);
+    if (threadStatus.ok()) threadStatus = platform->CopyFromDevice(device, read.data(), va, read.size());
+  });
+  reader.join();
+  ASSERT_TRUE(threadStatus.ok()) << threadStatus.message();
+  EXPECT_EQ(read, data);
+  ASSERT_OK(platform->DeviceFree(device, va));
+}
+
+// Failures are statuses that say what was asked, and Import owns its descriptor even
+// when the driver refuses it.
+void ExpectCleanFailures(Platform* platform, int device, size_t granule) {
+  int count = 0;
+  ASSERT_OK(platform->DeviceCount(&count));
+  MemHandle handle = 0;
+  Status status = platform->Create(count, granule, &handle);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+
+  uint64_t va = 0;
+  status = platform->Reserve(device, granule, 3, &va);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+
+  status = platform->Import(device, -1, granule, &handle);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+
+  // A pipe is no memory handle. Once Import has closed the write end, the read end sees
+  // end-of-file rather than "would block".
+  int ends[2];
+  ASSERT_EQ(pipe2(ends, O_NONBLOCK | O_CLOEXEC), 0);
+  status = platform->Import(device, ends[1], granule, &handle);
+  EXPECT_EQ(status.code(), ccoPlatformError) << status.message();
+  EXPECT_TRUE(Contains(status.message(), "ImportFromShareableHandle")) << status.message();
+  char byte = 0;
+  EXPECT_EQ(read(ends[0], &byte, 1), 0) << "Import left the descriptor open (errno " << errno << ")";
+  close(ends[0]);
+}
+
+void ExpectCudaSizeErrorNamesTheCall(Platform* platform, int device, size_t granule) {
+  MemHandle handle = 0;
+  Status status = platform->Create(device, granule + 1, &handle);
+  EXPECT_EQ(status.code(), ccoPlatformError) << status.message();
+  EXPECT_TRUE(Contains(status.message(), "cuMemCreate")) << status.message();
+  EXPECT_TRUE(Contains(status.message(), Fmt("size=", granule + 1))) << status.message();
+  EXPECT_TRUE(Contains(status.message(), Fmt("device=", device))) << status.message();
+}
+
+// The platform, or a skip when the driver is missing here or sees no device.
+void CreateOrSkip(Status (*create)(Platform**), const char* const* libraries, Platform** platform, bool* skipped) {
+  *skipped = true;
+  if (!AnyLibraryLoads(libraries)) GTEST_SKIP() << libraries[0] << " is not installed here";
+  Status status = create(platform);
+  if (status.code() == ccoUnsupported && Contains(status.message(), "sees no device")) {
+    GTEST_SKIP() << status.message();
+  }
+  ASSERT_TRUE(status.ok()) << status.message();
+  *skipped = false;
+}
+
+void RunRoundTrip(Platform* platform) {
+  int device = -1;
+  size_t granule = 0;
+  ASSERT_NO_FATAL_FAILURE(ExpectDeviceInfo(platform, &device, &granule));
+  ASSERT_NO_FATAL_FAILURE(ExpectVirtualMemoryRoundTrip(platform, device, granule));
+  ASSERT_NO_FATAL_FAILURE(ExpectHostMappedMemory(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectStreamWork(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectDeviceMemoryFromAnotherThread(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectCleanFailures(platform, device, granule));
+}
+
+// --- cpu (what CI runs the proxy on) ------------------------------------------------------
+
+TEST(CpuPlatformTest, StreamWorkLandsAtOnce) {
+  Platform* platform = nullptr;
+  ASSERT_OK(CreateCpuPlatform(&platform));
+  ExpectStreamWork(platform, 0);
+  delete platform;
+}
+
+// --- CUDA -------------------------------------------------------------------------------
+
+TEST(CudaPlatformTest, MissingDriverIsUnsupported) {
+  if (AnyLibraryLoads(kCudaLibraries)) GTEST_SKIP() << "libcuda.so.1 is installed here";
+  ExpectUnsupportedNaming(&CreateCudaPlatform, "libcuda.so.1");
+}
+
+TEST(CudaPlatformTest, VirtualMemoryRoundTrip) {
+  Platform* platform = nullptr;
+  bool skipped = true;
+  CreateOrSkip(&CreateCudaPlatform, kCudaLibraries, &platform, &skipped);
+  if (skipped) return;
+  EXPECT_EQ(platform->kind(), ccoPlatformCuda);
+  EXPECT_STREQ(platform->name(), "cuda");
+  RunRoundTrip(platform);
+  int device = 0;
+  DeviceInfo info;
+  ASSERT_OK(platform->CurrentDevice(&device));
+  ASSERT_OK(platform->GetDeviceInfo(device, &info));
+  ExpectCudaSizeErrorNamesTheCall(platform, device, info.granularity);
+  delete platform;
+}
+
+// --- HIP --------------------------------------------------------------------------------
+
+TEST(HipPlatformTest, MissingDriverIsUnsupported) {
+  if (AnyLibraryLoads(kHipLibraries)) GTEST_SKIP() << "libamdhip64 is installed here";
+  ExpectUnsupportedNaming(&CreateHipPlatform, "libamdhip64.so");
+}
+
+TEST(HipPlatformTest, VirtualMemoryRoundTrip) {
+  Platform* platform = nullptr;
+  bool skipped = true;
+  CreateOrSkip(&CreateHipPlatform, kHipLibraries, &platform, &skipped);
+  if (skipped) return;
+  EXPECT_EQ(platform->kind(), ccoPlatformHip);
+  EXPECT_STREQ(platform->name(), "hip");
+  RunRoundTrip(platform);
+  delete platform;
+}
+
+// --- the shared logic over a fake driver --------------------------------------------------
+
+// What the fake driver was asked; the table's entries are plain functions, so it is global.
+struct FakeDriver {
+  int boundDevice = -1;          // the thread's binding as the fake driver keeps it (-1: none)
+  std::vector<int> devicesUsed;  // every device a call bound, in order
+  uint64_t nextVa = 0;
+  std::vector<std::pair<uint64_t, size_t>> reserved;
+  std::vector<std::pair<uint64_t, size_t>> freed;
+  gpu::MemAllocationProp createdProp = {};
+  bool failSetAccess = false;
+  bool refuseOffsets = false;   // a driver that maps only from a handle's first byte
+  bool ignoresOffsets = false;  // one that says yes and maps from the first byte anyway
+  int maps = 0;
+  int unmaps = 0;
+};
+FakeDriver fake;
+
+std::string FakeDescribe(gpu::DriverResult result) { return Fmt("FAKE_ERROR_", result); }
+Status FakeEnter(int device, uint64_t* saved) {
+  *saved = static_cast<uint64_t>(fake.boundDevice);
+  fake.boundDevice = device;
+  fake.devicesUsed.push_back(device);
+  return Status::Ok();
+}
+void FakeLeave(uint64_t saved) { fake.boundDevice = static_cast<int>(saved); }
+Status FakeCurrent(int* device) {
+  *device = fake.boundDevice < 0 ? 0 : fake.boundDevice;
+  return Status::Ok();
+}
+gpu::DriverResult FakeCount(int* count) {
+  *count = 2;
+  return 0;
+}
+// Ignores the alignment, like drivers that take it as a hint: every address it hands out
+// is 4 KiB past a 2 MiB boundary.
+gpu::DriverResult FakeReserve(uint64_t* va, size_t size, size_t, uint64_t, unsigned long long) {
+  *va = fake.nextVa;
+  fake.reserved.emplace_back(*va, size);
+  fake.nextVa += ((size + (2u << 20) - 1) / (2u << 20) + 1) * (2u << 20);
+  return 0;
+}
+gpu::DriverResult FakeFree(uint64_t va, size_t size) {
+  fake.freed.emplace_back(va, size);
+  return 0;
+}
+gpu::DriverResult FakeCreate(uint64_t* handle, size_t, const gpu::MemAllocationProp* prop, unsigned long long) {
+  fake.createdProp = *prop;
+  *handle = 0x1234;
+  return 0;
+}
+gpu::DriverResult FakeImportRefuses(uint64_t*, int) { return 1; }
+gpu::DriverResult FakeBusId(char* busId, int length, int device) {
+  snprintf(busId, length, "0000:%02x:00.0", 0x18 + device);
+  return 0;
+}
+gpu::DriverResult FakeMap(uint64_t, size_t, size_t offset, uint64_t, unsigned long long) {
+  ++fake.maps;
+  return fake.refuseOffsets && offset != 0 ? 1 : 0;
+}
+gpu::DriverResult FakeGranularity(size_t* g, const gpu::MemAllocationProp*, int) {
+  *g = 2 << 20;
+  return 0;
+}
+gpu::DriverResult FakeRelease(uint64_t) { return 0; }
+gpu::DriverResult FakeMemset(uint64_t, unsigned char, size_t) { return 0; }
+gpu::DriverResult FakeSync() { return 0; }
+// What a read returns: the byte the probe wrote at the offset, or (a driver that ignores
+// the offset) the one it wrote before it.
+gpu::DriverResult FakeCopyDtoH(void* dst, uint64_t, size_t) {
+  *static_cast<unsigned char*>(dst) = fake.ignoresOffsets ? 0x11 : 0xab;
+  return 0;
+}
+gpu::DriverResult FakeSetAccess(uint64_t, size_t, const gpu::MemAccessDesc*, size_t) {
+  return fake.failSetAccess ? 2 : 0;
+}
+gpu::DriverResult FakeUnmap(uint64_t, size_t) {
+  ++fake.unmaps;
+  return 0;
+}
+
+class FakeDriverTest : public ::testing::Test {
+ protected:
+  FakeDriverTest() : platform_(FakeApi()) {
+    fake = FakeDriver();
+    fake.nextVa = (64u << 20) + 4096;
+  }
+
+  static gpu::GpuDriverApi FakeApi() {
+    gpu::GpuDriverApi api;
+    api.platformName = "fake";
+    api.describeError = &FakeDescribe;
+    api.enterDevice = &FakeEnter;
+    api.leaveDevice = &FakeLeave;
+    api.currentDevice = &FakeCurrent;
+    api.deviceCount = {&FakeCount, "fakeDeviceCount"};
+    api.pciBusId = {&FakeBusId, "fakePciBusId"};
+    api.addressReserve = {&FakeReserve, "fakeAddressReserve"};
+    api.addressFree = {&FakeFree, "fakeAddressFree"};
+    api.memCreate = {&FakeCreate, "fakeMemCreate"};
+    api.importFd = {&FakeImportRefuses, "fakeImport"};
+    api.memMap = {&FakeMap, "fakeMemMap"};
+    api.allocationGranularity = {&FakeGranularity, "fakeGranularity"};
+    api.memRelease = {&FakeRelease, "fakeMemRelease"};
+    api.memsetD8 = {&FakeMemset, "fakeMemset"};
+    api.synchronize = {&FakeSync, "fakeSync"};
+    api.copyDtoH = {&FakeCopyDtoH, "fakeCopyDtoH"};
+    api.memSetAccess = {&FakeSetAccess, "fakeMemSetAccess"};
+    api.memUnmap = {&FakeUnmap, "fakeMemUnmap"};
+    return api;
+  }
+
+  gpu::GpuVmmPlatform platform_;
+};
+
+TEST_F(FakeDriverTest, ReserveAlignsWhereTheDriverDoesNot) {
+  const size_t size = 16 << 10;
+  const size_t alignment = 2 << 20;
+  uint64_t va = 0;
+  ASSERT_OK(platform_.Reserve(1, size, alignment, &va));
+  EXPECT_EQ(va % alignment, 0u);
+  // The misaligned first try was given back; the padded one holds the aligned range.
+  ASSERT_EQ(fake.reserved.size(), 2u);
+  ASSERT_EQ(fake.freed.size(), 1u);
+  EXPECT_EQ(fake.freed[0], fake.reserved[0]);
+  const uint64_t base = fake.reserved[1].first;
+  const size_t padded = fake.reserved[1].second;
+  EXPECT_GE(va, base);
+  EXPECT_LE(va + size, base + padded);
+
+  ASSERT_OK(platform_.Release(1, va, size));
+  ASSERT_EQ(fake.freed.size(), 2u);
+  EXPECT_EQ(fake.freed[1], fake.reserved[1]);
+}
+
+TEST_F(FakeDriverTest, ReserveRejectsAnAlignmentThatIsNoPowerOfTwo) {
+  uint64_t va = 0;
+  EXPECT_EQ(platform_.Reserve(1, 4096, 3 << 20, &va).code(), ccoInvalidArgument);
+  EXPECT_TRUE(fake.reserved.empty());
+}
+
+TEST_F(FakeDriverTest, CreateAsksForShareableMemoryOnTheGivenDevice) {
+  MemHandle handle = 0;
+  ASSERT_OK(platform_.Create(1, 2 << 20, &handle));
+  EXPECT_EQ(handle, 0x1234u);
+  EXPECT_EQ(fake.devicesUsed, std::vector<int>{1});
+  EXPECT_EQ(fake.createdProp.type, gpu::kMemAllocationTypePinned);
+  EXPECT_EQ(fake.createdProp.requestedHandleTypes, gpu::kMemHandleTypePosixFileDescriptor);
+  EXPECT_EQ(fake.createdProp.location.type, gpu::kMemLocationTypeDevice);
+  EXPECT_EQ(fake.createdProp.location.id, 1);
+  EXPECT_EQ(platform_.Create(2, 2 << 20, &handle).code(), ccoInvalidArgument);
+}
+
+// The defect behind "two communicators on two GPUs fault": a call that bound its device
+// and left it bound moved the caller's next kernel launch to another GPU.
+TEST_F(FakeDriverTest, EveryCallGivesTheCallersDeviceBack) {
+  for (int caller : {-1, 0}) {
+    fake.boundDevice = caller;
+    uint64_t va = 0;
+    MemHandle handle = 0;
+    ASSERT_OK(platform_.Reserve(1, 4096, 0, &va));
+    EXPECT_EQ(fake.boundDevice, caller);
+    ASSERT_OK(platform_.Create(1, 2 << 20, &handle));
+    EXPECT_EQ(fake.boundDevice, caller);
+    ASSERT_OK(platform_.Map(1, 64 << 20, 2 << 20, handle, 0));
+    EXPECT_EQ(fake.boundDevice, caller);
+    ASSERT_OK(platform_.Unmap(1, 64 << 20, 2 << 20));
+    EXPECT_EQ(fake.boundDevice, caller);
+    EXPECT_EQ(platform_.Map(5, 64 << 20, 2 << 20, handle, 0).code(), ccoInvalidArgument);
+    EXPECT_EQ(fake.boundDevice, caller);
+  }
+  EXPECT_EQ(fake.devicesUsed, std::vector<int>(8, 1));
+}
+
+// Learning every GPU's bus id (CPU affinity) must not bind, and so create a context on,
+// any of them: each costs hundreds of milliseconds on a real driver.
+TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
+  fake.boundDevice = 1;
+  int device = -1;
+  ASSERT_OK(platform_.CurrentDevice(&device));
+  EXPECT_EQ(device, 1);
+  std::string bus0, bus1;
+  ASSERT_OK(platform_.BusId(0, &bus0));
+  ASSERT_OK(platform_.BusId(1, &bus1));
+  EXPECT_EQ(bus0, "0000:18:00.0");
+  EXPECT_EQ(bus1, "0000:19:00.0");
+  EXPECT_EQ(platform_.BusId(2, &bus0).code(), ccoInvalidArgument);
+  EXPECT_TRUE(fake.devicesUsed.empty());
+  EXPECT_EQ(fake.boundDevice, 1);
+}
+
+// Whether a driver maps at an offset into a handle is learned by trying, once.
+TEST_F(FakeDriverTest, OffsetMappingIsProbedOnce) {
+  EXPECT_TRUE(platform_.MapsAtOffset(1));
+  EXPECT_EQ(fake.maps, 2);
+  EXPECT_EQ(fake.unmaps, 2);
+  EXPECT_TRUE(platform_.MapsAtOffset(1));
+  EXPECT_EQ(fake.maps, 2);
+  EXPECT_EQ(fake.boundDevice, -1);  // the probe gave the binding back
+  gpu::GpuVmmPlatform refusing(FakeApi());
+  fake.refuseOffsets = true;
+  EXPECT_FALSE(refusing.MapsAtOffset(1));
+  gpu::GpuVmmPlatform ignoring(FakeApi());
+  fake.refuseOffsets = false;
+  fake.ignoresOffsets = true;
+  EXPECT_FALSE(ignoring.MapsAtOffset(1));
+}
+
+TEST_F(FakeDriverTest, MapUndoesTheMappingWhenAccessIsRefused) {
+  fake.failSetAccess = true;
+  Status status = platform_.Map(1, 64 << 20, 2 << 20, 0x1234, 0);
+  EXPECT_EQ(status.code(), ccoPlatformError);
+  EXPECT_EQ(status.message(),
+            "fakeMemSetAccess(va=0x4000000, size=2097152, device=1, read/write) failed: FAKE_ERROR_2");
+  EXPECT_EQ(fake.unmaps, 1);
+}
+
+TEST_F(FakeDriverTest, ImportClosesTheDescriptorWhenTheDriverRefusesIt) {
+  int ends[2];
+  ASSERT_EQ(pipe2(ends, O_NONBLOCK | O_CLOEXEC), 0);
+  MemHandle handle = 0;
+  Status status = platform_.Import(1, ends[1], 4096, &handle);
+  EXPECT_EQ(status.code(), ccoPlatformError);
+  EXPECT_TRUE(Contains(status.message(), Fmt("fakeImport(fd=", ends[1], ", size=4096"))) << status.message();
+  char byte = 0;
+  EXPECT_EQ(read(ends[0], &byte, 1), 0) << "the write end is still open";
+  close(ends[0]);
+}
+
+}  // namespace
+}  // namespace cco

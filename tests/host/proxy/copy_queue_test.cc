@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// The proxy's CopyQueue on the cpu platform (copies and writes land at once, in call order):
+// pieces that continue each other between the same windows become one copy, nothing is
+// reordered around a write, pieces that would overlap once joined stay apart, and after a
+// failed submission nothing more is submitted.
+#include <gtest/gtest.h>
+#include <stdint.h>
+
+#include <numeric>
+#include <vector>
+
+#include "platform/platform.h"
+#include "proxy/copy_queue.h"
+
+namespace cco {
+namespace {
+
+class CopyQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(CreateCpuPlatform(&platform_).ok()); }
+  void TearDown() override { delete platform_; }
+  uint64_t At(std::vector<uint64_t>& v, size_t word) { return reinterpret_cast<uint64_t>(v.data() + word); }
+  Platform* platform_ = nullptr;
+};
+
+constexpr uint64_t kPair = uint64_t{3} << 32 | 4;  // windows 3 and 4
+
+std::vector<uint64_t> Words(size_t n, uint64_t first) {
+  std::vector<uint64_t> v(n);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+TEST_F(CopyQueueTest, PiecesThatContinueEachOtherAreOneCopy) {
+  std::vector<uint64_t> src = Words(64, 1000), dst(64, 0);
+  CopyQueue q(platform_, 0, 0);
+  for (size_t piece = 0; piece < 8; ++piece)  // 8 pieces of 8 words, in order
+    ASSERT_TRUE(q.Copy(At(dst, 8 * piece), At(src, 8 * piece), 64, kPair).ok());
+  EXPECT_EQ(dst[0], 0u);  // held back until something else needs the stream
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 1u);
+  EXPECT_EQ(dst, src);
+}
+
+TEST_F(CopyQueueTest, PiecesOutOfOrderOrApartAreCopiesOfTheirOwn) {
+  std::vector<uint64_t> src = Words(64, 1000), dst(64, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());    // before the first: not a continuation
+  ASSERT_TRUE(q.Copy(At(dst, 24), At(src, 16), 64, kPair).ok());  // the source continues, the destination does not
+  ASSERT_TRUE(q.Copy(At(dst, 32), At(src, 32), 0, kPair).ok());   // nothing to copy: no submission
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 3u);
+  for (size_t w = 0; w < 16; ++w) EXPECT_EQ(dst[w], src[w]) << w;
+  for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[24 + w], src[16 + w]) << w;
+  EXPECT_EQ(dst[16], 0u);
+}
+
+// A write queued after copies lands after them: here it overwrites a word the held-back copy
+// writes, so issuing the copy later would undo it.
+TEST_F(CopyQueueTest, AWriteComesAfterTheCopiesBeforeIt) {
+  std::vector<uint64_t> src = Words(16, 1000), dst(16, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 3), 7).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(dst[3], 7u);
+  EXPECT_EQ(dst[15], src[15]);
+  EXPECT_EQ(q.submissions(), 2u);  // the joined copy, then the write
+}
+
+// A chain where each piece reads what the one before wrote: joined it would be one
+// overlapping copy (another result), so the pieces stay apart.
+TEST_F(CopyQueueTest, PiecesThatWouldOverlapOnceJoinedStayApart) {
+  std::vector<uint64_t> v = Words(32, 1000);
+  const std::vector<uint64_t> before = v;
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(v, 8), At(v, 0), 64, kPair).ok());   // [0, 8) -> [8, 16)
+  ASSERT_TRUE(q.Copy(At(v, 16), At(v, 8), 64, kPair).ok());  // [8, 16) -> [16, 24): reads the first's result
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 2u);
+  for (size_t w = 0; w < 8; ++w) {
+    EXPECT_EQ(v[8 + w], before[w]) << w;
+    EXPECT_EQ(v[16 + w], before[w]) << w;  // the chain's result, not [8, 16)'s old words
+  }
+}
+
+// Pieces that continue each other but run between other windows (neighbours in the flat
+// range, separately mapped) are not joined, nor are copies that name no windows.
+TEST_F(CopyQueueTest, OnlyCopiesBetweenTheSameWindowsJoin) {
+  std::vector<uint64_t> src = Words(32, 1000), dst(32, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 8), At(src, 8), 64, kPair + 1).ok());  // another source window
+  ASSERT_TRUE(q.Copy(At(dst, 16), At(src, 16), 64, 0).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 24), At(src, 24), 64, 0).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 4u);
+  EXPECT_EQ(dst, src);
+}
+
+// A write that fails (the cpu platform refuses an unaligned word) fails every call after it,
+// and nothing more is submitted: its owner must not count what followed as done.
+TEST_F(CopyQueueTest, AfterAFailedSubmissionNothingMoreIsSubmitted) {
+  std::vector<uint64_t> src = Words(16, 1000), dst(16, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  EXPECT_FALSE(q.WriteValue64(At(dst, 0) + 4, 7).ok());
+  for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[w], src[w]) << w;  // the copy before it was issued
+  EXPECT_FALSE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());
+  EXPECT_FALSE(q.Flush().ok());
+  EXPECT_FALSE(q.WriteValue64(At(dst, 15), 9).ok());
+  EXPECT_EQ(dst[8], 0u);
+  EXPECT_EQ(dst[15], 0u);
+  EXPECT_EQ(q.submissions(), 2u);
+}
+
+TEST_F(CopyQueueTest, ACopyHeldBackIsIssuedWhenTheQueueGoes) {
+  std::vector<uint64_t> src = Words(8, 1000), dst(8, 0);
+  {
+    CopyQueue q(platform_, 0, 0);
+    ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  }
+  EXPECT_EQ(dst, src);
+}
+
+}  // namespace
+}  // namespace cco
