@@ -268,7 +268,7 @@ TEST_F(LifecycleTest, AbortWakesABlockedBarrier) {
       RANK_OK(ccoCommDestroy(comm));
       return 0;
     }
-    RANK_CHECK(*reinterpret_cast<volatile uint32_t*>(dc.abortFlag) == 0);
+    RANK_CHECK(__atomic_load_n(reinterpret_cast<uint32_t*>(dc.abortFlag), __ATOMIC_ACQUIRE) == 0);
     std::thread aborter([comm] {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       ccoCommAbort(comm);
@@ -279,7 +279,7 @@ TEST_F(LifecycleTest, AbortWakesABlockedBarrier) {
     aborter.join();
     RANK_CHECK(r == ccoAborted);
     RANK_CHECK(waited < 2.0);
-    RANK_CHECK(*reinterpret_cast<volatile uint32_t*>(dc.abortFlag) == 1);
+    RANK_CHECK(__atomic_load_n(reinterpret_cast<uint32_t*>(dc.abortFlag), __ATOMIC_ACQUIRE) == 1);
     RANK_CHECK(ccoBarrierAll(comm) == ccoAborted);  // and every later call
     RANK_OK(ccoCommDestroy(comm));
     return 0;
