@@ -393,6 +393,9 @@ int Child(Phase p, int rank, int victim, int delayUs, Shared* s) {
   setenv("CCO_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
   if (OverTcp(p)) setenv("CCO_HOSTID", ("fail-bounded-host-" + std::to_string(rank)).c_str(), 1);
   if (p == Phase::kSdmaQuiet) setenv("CCO_ENABLE_SDMA", "1", 1);
+  // A sanitizer's runtime starts a thread of its own at the process's first thread (TSan's
+  // background thread, again in a forked child): started here, it is in both counts.
+  std::thread([] {}).join();
   const Census before = Take();
   if (rank == 0) {
     RANK_OK(ccoGetUniqueId(&s->id));
