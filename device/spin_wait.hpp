@@ -6,8 +6,9 @@
 //   - every Policy::kCheckInterval polls, looks at the communicator's abort flag, at what
 //     else the wait depends on (`failed`: a ring the proxy failed), and at the clock for its
 //     timeout. The abort flag and a ring's words are host memory, a bus trip each: not at
-//     every poll. Where the arch's pauses are sleeps (the host's, arch::kSpinsBeforeSleep),
-//     at every poll from then on: a sleep costs far more than the look;
+//     every poll. Where the arch's pauses may take long (the host's yields and sleeps,
+//     arch::kSpinsBeforeLongPauses), at every poll from then on: a pause costs far more than
+//     the look, and a timeout is not overrun by a check interval of long pauses;
 //   - after Policy::kSpinsBeforeBackoff polls, pauses Policy::kBackoffNs before each poll
 //     (arch::spin_backoff; the host arch gives its core away much sooner).
 // A wait returns a ccoDeviceStatus: OK, ABORTED (the abort flag, which the host also raises
@@ -95,7 +96,7 @@ template <class Policy, class Done, class Failed>
 CCO_DEVICE_API int32_t spin_wait(Done done, Failed failed, const WaitLimits& limits, WaitStart& start) {
   for (uint32_t spins = 1;; ++spins) {
     if (done()) return CCO_DEVICE_STATUS_OK;
-    if (spins % Policy::kCheckInterval == 0 || spins >= arch::kSpinsBeforeSleep) {
+    if (spins % Policy::kCheckInterval == 0 || spins >= arch::kSpinsBeforeLongPauses) {
       if (aborted(limits.abortFlag)) return CCO_DEVICE_STATUS_ABORTED;
       if (failed()) return CCO_DEVICE_STATUS_ABORTED;
       if (timed_out(limits, start)) return CCO_DEVICE_STATUS_TIMEOUT;

@@ -206,7 +206,7 @@ CCO_DEVICE_API void nanosleep(uint32_t ns) {
 // A spinning wait's pause before its next poll (device/spin_wait.hpp): none for the first
 // `spinsBeforeBackoff` polls, then a `backoffNs` sleep, which frees the CU's issue slots.
 // Its pauses stay short (no spin count makes them sleeps of the host's kind).
-constexpr uint32_t kSpinsBeforeSleep = 0xffffffffu;
+constexpr uint32_t kSpinsBeforeLongPauses = 0xffffffffu;
 CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
   if (spins >= spinsBeforeBackoff) nanosleep(backoffNs);
 }

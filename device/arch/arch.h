@@ -32,10 +32,10 @@
 //                   timer_ns() (a clock that is comparable across the device's threads);
 //                   spin_backoff(spins, spinsBeforeBackoff, backoffNs): the pause a spinning
 //                   wait makes before its next poll (GPUs: a sleep once the count is reached;
-//                   the host: gives its core away early, see host.h); kSpinsBeforeSleep:
-//                   the spin count from which every pause is a sleep of tens of microseconds
-//                   (the host's), so that a wait looks at its limits at every poll (GPUs:
-//                   0xffffffff, never)
+//                   the host: gives its core away early, see host.h); kSpinsBeforeLongPauses:
+//                   the spin count from which a pause may take long (the host's yields and
+//                   sleeps: under load a yield can wait out a whole timeslice), so that a wait
+//                   looks at its limits at every poll (GPUs: 0xffffffff, never)
 //
 // Lane width is queried, never assumed: 32 on nvptx, 64 on our amdgcn targets, 1 on host.
 //

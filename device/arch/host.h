@@ -161,7 +161,8 @@ constexpr uint32_t kSpinsBeforeSleep = 64 + 1024;
 constexpr long kSleepNs = 20000;
 constexpr unsigned long kTimerSlackNs = 1000;
 }  // namespace host_detail
-constexpr uint32_t kSpinsBeforeSleep = host_detail::kSpinsBeforeSleep;
+// A yield may wait out a timeslice of every runnable thread: long, from the first one on.
+constexpr uint32_t kSpinsBeforeLongPauses = host_detail::kSpinsBeforeYield;
 CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t, uint32_t) {
   if (spins < host_detail::kSpinsBeforeYield) return;
   if (spins < host_detail::kSpinsBeforeSleep) {
