@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "common/env.h"
+#include "topology/cpu_affinity.h"
 
 namespace cco {
 namespace {
@@ -30,12 +31,6 @@ constexpr auto kShortSpin = std::chrono::microseconds(20);  // with fewer
 constexpr auto kNap = std::chrono::microseconds(20);
 constexpr unsigned long kTimerSlackNs = 1000;
 
-// The CPUs this process may run on.
-int CpusAvailable() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return CPU_COUNT(&set);
-}
 // After the network backend applied a request, how long the rings alone are polled for the
 // kernel's answer: a ping-pong's reply is usually posted sooner after its signal lands than a
 // whole pass (an epoll and the backend's bookkeeping) would come back to the rings.
@@ -208,7 +203,8 @@ void Proxy::Loop() {
   uint64_t passes = 0;
   Clock::time_point idleSince = Clock::now();
   watched_ = ctx_.peerSockets;
-  const bool spinsLong = CpusAvailable() >= kCpusToKeepSpinning;
+  CpuList cpus;  // where it cannot be read, nap: the cautious choice
+  const bool spinsLong = GetThreadCpus(&cpus).ok() && static_cast<int>(cpus.size()) >= kCpusToKeepSpinning;
   prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // this thread's
   while (!stop_) {
     // The list is copied only when Attach or Detach changed it: the hot loop takes no lock.

@@ -206,6 +206,21 @@ struct CpuMaskFree {
 };
 using CpuMask = std::unique_ptr<cpu_set_t, CpuMaskFree>;
 
+Status SetThreadCpus(const CpuList& cpus) {
+  const int capacity = cpus.empty() ? 1 : cpus.back() + 1;
+  CpuMask mask(CPU_ALLOC(capacity));
+  if (!mask) return OutOfMemory(Fmt("CPU mask for ", capacity, " CPUs"));
+  const size_t bytes = CPU_ALLOC_SIZE(capacity);
+  CPU_ZERO_S(bytes, mask.get());
+  for (int cpu : cpus) CPU_SET_S(cpu, bytes, mask.get());
+  // pid 0 is the calling thread only, not the whole process.
+  if (sched_setaffinity(0, bytes, mask.get()) != 0)
+    return ErrnoError(Fmt("sched_setaffinity(", FormatCpuList(cpus), ")"), errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status GetThreadCpus(CpuList* cpus) {
   for (int capacity = 1024;; capacity *= 2) {
     CpuMask mask(CPU_ALLOC(capacity));
@@ -223,21 +238,6 @@ Status GetThreadCpus(CpuList* cpus) {
     if (err != EINVAL || capacity > kMaxCpuId) return ErrnoError("sched_getaffinity", err);
   }
 }
-
-Status SetThreadCpus(const CpuList& cpus) {
-  const int capacity = cpus.empty() ? 1 : cpus.back() + 1;
-  CpuMask mask(CPU_ALLOC(capacity));
-  if (!mask) return OutOfMemory(Fmt("CPU mask for ", capacity, " CPUs"));
-  const size_t bytes = CPU_ALLOC_SIZE(capacity);
-  CPU_ZERO_S(bytes, mask.get());
-  for (int cpu : cpus) CPU_SET_S(cpu, bytes, mask.get());
-  // pid 0 is the calling thread only, not the whole process.
-  if (sched_setaffinity(0, bytes, mask.get()) != 0)
-    return ErrnoError(Fmt("sched_setaffinity(", FormatCpuList(cpus), ")"), errno);
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status ParseCpuList(const std::string& text, CpuList* cpus) { return CpuListParser(text).Parse(cpus); }
 

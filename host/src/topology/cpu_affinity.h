@@ -26,6 +26,9 @@ Status ParseCpuList(const std::string& text, CpuList* cpus);
 // The same format back, with runs collapsed into ranges; "" for the empty set.
 std::string FormatCpuList(const CpuList& cpus);
 
+// The CPUs the calling thread may run on now (its affinity: cgroup, taskset, a binding).
+Status GetThreadCpus(CpuList* cpus);
+
 // "0000:18:00.0" as sysfs names it: lower case, and a zero-padded 8-digit domain (NVML's
 // spelling) cut to sysfs's 4 digits. InvalidArgument unless it looks like a PCI address,
 // which also keeps path pieces ("/", "..") out of the sysfs paths built from it.
