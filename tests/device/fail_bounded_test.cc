@@ -90,6 +90,7 @@ struct Shared {
   ccoUniqueId id;
   std::atomic<int> secondReady;
   ccoUniqueId second;
+  std::atomic<int> survivorsDone;  // survivors whose failed calls and teardown have ended
   std::atomic<uint64_t> deathNs;
   std::atomic<int> observerPid;
 };
@@ -283,6 +284,11 @@ int Teardown(int rank, Built& k) {
 // included.
 int Afterwards(Phase p, int rank, int victim, Shared* s) {
   const int me = rank < victim ? rank : rank - 1, n = kRanks - 1;
+  // Each survivor's failure ends at its own time (one at once, another only at its timeout),
+  // and a new communicator's ranks must all arrive within one timeout of the first: like a
+  // launcher would, the survivors start again together.
+  s->survivorsDone.fetch_add(1);
+  RANK_CHECK(Await([&] { return s->survivorsDone.load() == n; }, 10000));
   if (me == 0) {
     RANK_OK(ccoGetUniqueId(&s->second));
     s->secondReady = 1;

@@ -10,12 +10,13 @@
 namespace cco {
 namespace {
 
-// The three libcrypto entry points used, with the signatures OpenSSL 1.1 and 3 share.
+// The libcrypto entry points used, with the signatures OpenSSL 1.1 and 3 share.
 struct LibCrypto {
   const void* (*sha256)() = nullptr;  // EVP_sha256
   unsigned char* (*hmac)(const void* md, const void* key, int keyLength, const unsigned char* data, size_t size,
                          unsigned char* out, unsigned int* outLength) = nullptr;  // HMAC
   int (*memcmp)(const void* a, const void* b, size_t size) = nullptr;             // CRYPTO_memcmp
+  void (*threadStop)() = nullptr;  // OPENSSL_thread_stop: frees this thread's state (optional)
 };
 
 Status Load(LibCrypto* crypto) {
@@ -24,6 +25,7 @@ Status Load(LibCrypto* crypto) {
   CCO_RETURN_IF_ERROR(SharedLibrary::Open(kNames, "OpenSSL's libcrypto (needed to authenticate peers)", &library));
   CCO_RETURN_IF_ERROR(library.Resolve("EVP_sha256", &crypto->sha256));
   CCO_RETURN_IF_ERROR(library.Resolve("HMAC", &crypto->hmac));
+  (void)library.ResolveOptional("OPENSSL_thread_stop", &crypto->threadStop);
   return library.Resolve("CRYPTO_memcmp", &crypto->memcmp);
 }
 
@@ -77,6 +79,12 @@ Status DeriveKey(const Key& key, const char* label, std::initializer_list<Bytes>
   CCO_RETURN_IF_ERROR(Hmac(key, {Bytes(label), Bytes("\0", 1), Bytes(joined)}, &mac));
   out->bytes = mac;
   return Status::Ok();
+}
+
+void ReleaseThreadCryptoState() {
+  Status status;
+  const LibCrypto* crypto = Crypto(&status);
+  if (crypto != nullptr && crypto->threadStop != nullptr) crypto->threadStop();
 }
 
 bool MacEqual(const Mac& a, const Mac& b) {

@@ -48,6 +48,12 @@ Status DeriveKey(const Key& key, const char* label, std::initializer_list<Bytes>
 // Equality in time that does not depend on where the inputs differ.
 bool MacEqual(const Mac& a, const Mac& b);
 
+// Frees what libcrypto keeps for the calling thread (its error queue, 904 bytes with OpenSSL 3).
+// libcrypto frees it itself when the thread ends, unless the process is exiting at the same
+// time (its cleanup at exit drops the thread keys first): a detached thread that may outlive
+// its caller calls this once its last HMAC is done. Later calls to Hmac still work.
+void ReleaseThreadCryptoState();
+
 // Whether libcrypto is usable here (ccoUnsupported with the reason if not).
 Status CryptoAvailable();
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/crypto.h"
 #include "bootstrap/acceptor.h"
 #include "bootstrap/interface.h"
 #include "common/env.h"
@@ -67,6 +68,9 @@ class RootServer {
     RootWelcome welcome{verdict, hub_};
     const std::string reply = EncodeWelcome(welcome);
     for (auto& g : greeted_) g.arrival.channel.Send(reply, DeadlineIn(HandshakeMs(timeout_ms_)));  // a rank may be gone
+    // This detached thread may still be ending when the process exits: nothing of libcrypto's
+    // may be left to it by then.
+    ReleaseThreadCryptoState();
     answered();
     if (verdict.ok()) return;
     // A failed rendezvous: ranks still on their way (mid-handshake, or not yet connected)
@@ -75,6 +79,7 @@ class RootServer {
     const std::string lateReply = EncodeWelcome(RootWelcome{verdict, SockAddr{}});
     Arrival a;
     while (acceptor_.Next(deadline_, &a).ok()) a.channel.Send(lateReply, DeadlineIn(100));
+    ReleaseThreadCryptoState();
   }
 
  private:
