@@ -115,32 +115,34 @@ def wait_flag(address, epoch, status, dc, max_polls):
 
 
 @triton.jit
-def say_hello(base, stride, me, off_hello, off_counts, counts_for, epoch, WORLD: tl.constexpr):
-    """Program 0 raises this call's start flag on every peer, with the rows it sends each
-    (counts_for: a pointer to W int32 by receiver rank, or None for no counts)."""
+def say_hello(base, stride, me, off_hello, off_counts, counts_for, epoch, WORLD: tl.constexpr,
+              SEND_COUNTS: tl.constexpr):
+    """Program 0 raises this call's start flag on every peer, with the rows it sends each where
+    SEND_COUNTS (counts_for: a pointer to W int32 by receiver rank; not read otherwise)."""
     if tl.program_id(0) == 0:
         par = (epoch % 2).to(tl.int64)
         for d in tl.static_range(1, WORLD):
             peer = (me + d) % WORLD
             there = base + peer.to(tl.int64) * stride
             slot = (par * WORLD + me) * 4
-            if counts_for is not None:
+            if SEND_COUNTS:
                 tl.store(ptr_at(there + off_counts, tl.int32) + (par * WORLD + me), tl.load(counts_for + peer))
             raise_flag(there + off_hello + slot, epoch)
 
 
 @triton.jit
-def open_call(dc, ws, off_counters, off_status, off_hello, off_counts, counts_for, WORLD: tl.constexpr):
+def open_call(dc, ws, off_counters, off_status, off_hello, off_counts, counts_for, WORLD: tl.constexpr,
+              SEND_COUNTS: tl.constexpr):
     """What every operator's kernel does first: (this rank's LSA index, rank 0's copy of the
     workspace, the distance between copies, this rank's copy, this call's epoch, its parity (which
     half of the workspace the call uses), the status word), with this call's start flag raised on
-    every peer (counts_for: the rows sent to each, or None)."""
+    every peer (with counts_for[peer], the rows sent to it, where SEND_COUNTS)."""
     me, base, stride = rank_bases(dc, ws, WORLD)
     mine = base + me.to(tl.int64) * stride
     epoch = begin_call(mine, off_counters)
     par = (epoch % 2).to(tl.int64)
     status = ptr_at(mine + off_status, tl.int32)
-    say_hello(base, stride, me, off_hello, off_counts, counts_for, epoch, WORLD)
+    say_hello(base, stride, me, off_hello, off_counts, counts_for, epoch, WORLD, SEND_COUNTS)
     return me, base, stride, mine, epoch, par, status
 
 

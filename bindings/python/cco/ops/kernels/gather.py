@@ -67,12 +67,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         DT: tl.constexpr = a.dtype.element_ty
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
-        if CHECK_COUNTS:
-            me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                                   off_counts, table + T_SENDR, WORLD)
-        else:
-            me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                                   off_counts, None, WORLD)
+        me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
+                                                               off_counts, table + T_SENDR, WORLD, CHECK_COUNTS)
 
         tiles = _field(table, T_TPRE, WORLD)
         own_tiles = _field(table, T_TPRE, 1)

@@ -48,7 +48,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                               off_counts, None, WORLD)
+                                                               off_counts, None, WORLD, False)
         M_OWN = M // WORLD
         OWNED: tl.constexpr = OWNED_MT * NT
         slot_elems = N.to(tl.int64) * SLOT_ROWS

@@ -38,12 +38,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
         OT: tl.constexpr = out.dtype.element_ty
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
-        if CHECK_COUNTS:
-            me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                                   off_counts, table + T_SENDR, WORLD)
-        else:
-            me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                                   off_counts, None, WORLD)
+        me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
+                                                               off_counts, table + T_SENDR, WORLD, CHECK_COUNTS)
         slot_elems = N.to(tl.int64) * CAP   # one sender's slot
         slot_bytes = slot_elems * ES
 
