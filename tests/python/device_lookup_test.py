@@ -3,6 +3,7 @@
 prebuilt), the JIT build (byte-identical to Bazel's, cached, built once under a lock) and
 the refusal of a bitcode whose ABI version differs from the host library's."""
 
+import concurrent.futures
 import json
 import multiprocessing
 import os
@@ -51,20 +52,43 @@ def test_explicit_path_wins(monkeypatch):
         find_cco_bitcode(NV)
 
 
-@pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
-def test_jit_builds_every_variant_identical_to_prebuilt(tmp_path):
-    for target in TARGETS:
-        built = jit.build(target["name"])
-        assert built.startswith(str(tmp_path / "jit"))
-        with open(built, "rb") as a, open(prebuilt(target["name"]), "rb") as b:
-            assert a.read() == b.read(), target["name"]
-        assert read_stamp(built) == (ABI_VERSION, target["name"])
+NEEDS_CLANG = pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
 
 
-@pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
-def test_lookup_order_jit_then_prebuilt(monkeypatch, tmp_path):
+@pytest.fixture(scope="module")
+def jit_cache(tmp_path_factory):
+    """Every variant JIT-built once into one cache, as many at a time as there are cores
+    (each build is a clang and an opt process): the tests below look at the same files."""
+    cache = str(tmp_path_factory.mktemp("jit"))
+    old = os.environ.get("CCO_JIT_CACHE")
+    os.environ["CCO_JIT_CACHE"] = cache
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            built = dict(zip([t["name"] for t in TARGETS], pool.map(jit.build, [t["name"] for t in TARGETS])))
+    finally:
+        if old is None:
+            os.environ.pop("CCO_JIT_CACHE")
+        else:
+            os.environ["CCO_JIT_CACHE"] = old
+    return cache, built
+
+
+@NEEDS_CLANG
+def test_jit_builds_every_variant_identical_to_prebuilt(jit_cache):
+    cache, built = jit_cache
+    for name, path in built.items():
+        assert path.startswith(cache)
+        with open(path, "rb") as a, open(prebuilt(name), "rb") as b:
+            assert a.read() == b.read(), name
+        assert read_stamp(path) == (ABI_VERSION, name)
+
+
+@NEEDS_CLANG
+def test_lookup_order_jit_then_prebuilt(monkeypatch, jit_cache):
+    cache, built = jit_cache
+    monkeypatch.setenv("CCO_JIT_CACHE", cache)
     path = find_cco_bitcode(NV)
-    assert path.startswith(str(tmp_path / "jit")) and path.endswith("libcco_device-nvptx-sm_90-proxy.bc")
+    assert path == built["nvptx-sm_90-proxy"] and path.endswith("libcco_device-nvptx-sm_90-proxy.bc")
     mtime = os.path.getmtime(path)
     assert find_cco_bitcode(NV) == path and os.path.getmtime(path) == mtime  # cached, not rebuilt
     monkeypatch.setenv("CCO_DISABLE_JIT", "1")
@@ -80,7 +104,7 @@ def _build_in_child(args):
     return jit.build(variant)
 
 
-@pytest.mark.skipif(jit.clang() is None or jit.source_roots() is None, reason="no clang-19 here")
+@NEEDS_CLANG
 def test_concurrent_builds_make_one_file(tmp_path):
     cache = str(tmp_path / "shared")
     with multiprocessing.get_context("spawn").Pool(4) as pool:
