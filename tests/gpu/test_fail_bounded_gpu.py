@@ -240,14 +240,16 @@ def _afterwards(rank, victim, uid2, phase):
 
 
 def _warm_up():
-    """Compiles every kernel before the census: the compiler's own threads and files are not
-    the communicator's."""
+    """Compiles and loads every kernel before the census: the compiler's own threads and files
+    are not the communicator's, and loading a module waits for the kernels running on the
+    device (under MPS, other ranks' too), which would stretch the times measured."""
     libs = cco.get_extern_libs()
     status = torch.zeros(1, dtype=torch.int32, device="cuda")
-    wait_gda_signal.warmup(0, status, grid=(1,), extern_libs=libs)
-    lsa_barrier.warmup(0, status, grid=(1,), extern_libs=libs)
-    sdma_quiet_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs)
-    gda_flush_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs)
+    for compiled in (wait_gda_signal.warmup(0, status, grid=(1,), extern_libs=libs),
+                     lsa_barrier.warmup(0, status, grid=(1,), extern_libs=libs),
+                     sdma_quiet_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs),
+                     gda_flush_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs)):
+        compiled._init_handles()
 
 
 def _rank_process(phase, rank, victim, uid, uid2, death, delay_s, queue):
@@ -260,19 +262,22 @@ def _rank_process(phase, rank, victim, uid, uid2, death, delay_s, queue):
         if rank == victim:
             _victim(phase, rank, uid, death, delay_s)
         _survivor(phase, rank, victim, uid, death)
+        torch.cuda.synchronize()
+        stages = {"after the failed communicator's teardown": _census()}  # where a difference starts
         _afterwards(rank, victim, uid2, phase)
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+        stages["after the second communicator"] = _census()
         deadline = time.monotonic() + TIMEOUT_MS / 1000 + 3
         after = _census()
         while after != before and time.monotonic() < deadline:
             time.sleep(0.05)
             after = _census()
-        assert after["fds"] == before["fds"] and after["threads"] == before["threads"], (before, after)
+        assert after["fds"] == before["fds"] and after["threads"] == before["threads"], (before, after, stages)
         if before["gpu_mib"] is None or after["gpu_mib"] is None:
             print(f"fail_bounded: rank {rank}: the driver lists no GPU memory for this process: not compared")
         else:
-            assert abs(after["gpu_mib"] - before["gpu_mib"]) <= 2, (before, after)  # a granule of slack
+            assert abs(after["gpu_mib"] - before["gpu_mib"]) <= 2, (before, after, stages)  # a granule of slack
         queue.put((rank, "ok"))
     except BaseException as e:
         queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"))
@@ -343,6 +348,10 @@ def test_abort_ends_kernels_waiting_on_two_device_communicators():
     libs = cco.get_extern_libs()
     statuses = [torch.full((1,), -1, dtype=torch.int32, device="cuda:0") for _ in range(2)]
     streams = [torch.cuda.Stream(device=0) for _ in range(2)]
+    # Both kernels' modules loaded before either runs: loading a module waits for the kernels
+    # running on the device, so a second kernel's first launch would wait out the first's wait.
+    for kernel, args in ((wait_gda_signal, (dcs[0][0].ptr, statuses[0])), (lsa_barrier, (dcs[0][1].ptr, statuses[1]))):
+        kernel.warmup(*args, grid=(1,), extern_libs=libs)._init_handles()
     with torch.cuda.stream(streams[0]):
         wait_gda_signal[(1,)](dcs[0][0].ptr, statuses[0], extern_libs=libs)
     with torch.cuda.stream(streams[1]):
