@@ -7,6 +7,7 @@ call left (FlyDSL inlined everything), and the memory model's cache controls pre
 must fail does: a code-object-v5 bitcode, a coop that is not a compile-time constant, a
 function the table does not have. FlyDSL has never run a kernel here (no AMD GPU)."""
 
+import concurrent.futures
 import os
 import re
 import shutil
@@ -46,8 +47,11 @@ def every(request, rocm, tmp_path_factory):
     """(arch, the parts' code objects, every symbol the parts linked)."""
     arch = request.param
     paths, linked = [], set()
-    for part in range(PARTS):
-        r, out = compile_kernel("every", arch, rocm, tmp_path_factory.mktemp(arch), part=part)
+    # Each part is a compiler process of its own: as many at once as there are cores.
+    folders = [tmp_path_factory.mktemp(arch) for _ in range(PARTS)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        built = list(pool.map(lambda part: compile_kernel("every", arch, rocm, folders[part], part=part), range(PARTS)))
+    for r, out in built:
         assert r.returncode == 0, r.stderr[-4000:]
         linked |= set(next(line for line in r.stdout.splitlines() if line.startswith("linked:")).split()[1:])
         paths.append(str(out))
