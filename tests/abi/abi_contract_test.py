@@ -9,6 +9,7 @@
 - the manifest lists every variant of the table with the file's sha256 and ABI version.
 """
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -146,16 +147,36 @@ def test_bitcode_sha256_and_stamp(request, variant, table):
                      f"CCO_BITCODE_VARIANT={variant['name']}".encode()]
 
 
-def test_llc_generates_code(request, variant, table, tmp_path):
+def llc_runs_of(request, variant):
     """llc-19 for the arch the bitcode was compiled for (llc-22 where LLVM 22 built it); llc-22
     also for the named arch where LLVM 19 does not know it (sm_100, gfx950)."""
     runs = [(opt(request, "llc22" if built_by_llvm22(request, variant) else "llc"), variant["compiled_for"])]
     if variant["arch"] in opt(request, "llc22_archs").split(",") and variant["compiled_for"] != variant["arch"]:
         runs.append((opt(request, "llc22"), variant["arch"]))
-    for llc, cpu in runs:
-        out = tmp_path / f"{cpu}.s"
-        result = subprocess.run([llc, f"-mcpu={cpu}", bitcode_path(request, variant), "-o", str(out)],
-                                capture_output=True, text=True)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def llc_results(request, manifest, tmp_path_factory):
+    """{(variant name, cpu): (llc, its result, the assembly's path)} for every variant's llc
+    runs, made at once, as many as there are cores."""
+    folder = tmp_path_factory.mktemp("llc")
+    jobs = [(v, llc, cpu) for v in manifest["variants"] for llc, cpu in llc_runs_of(request, v)]
+
+    def one(job):
+        v, llc, cpu = job
+        out = folder / f"{v['name']}-{cpu}.s"
+        return subprocess.run([llc, f"-mcpu={cpu}", bitcode_path(request, v), "-o", str(out)],
+                              capture_output=True, text=True), out
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        done = list(pool.map(one, jobs))
+    return {(v["name"], cpu): (llc, result, out) for (v, llc, cpu), (result, out) in zip(jobs, done)}
+
+
+def test_llc_generates_code(request, variant, table, llc_results):
+    for _, cpu in llc_runs_of(request, variant):
+        llc, result, out = llc_results[(variant["name"], cpu)]
         assert result.returncode == 0, f"{llc} -mcpu={cpu}: {result.stderr}"
         asm = out.read_text()
         for sym in ("cco_lsa_ptr", "cco_system_fence", "cco_devcomm_lsa_rank"):
