@@ -6,7 +6,8 @@ in an LSA barrier, quieting an SDMA queue to it, or flushing GDA puts to it over
 survivor's kernel must end with CCO_DEVICE_STATUS_ABORTED (2) soon after the death (target
 100 ms; asserted below 1 s, and printed), its host calls within CCO_TIMEOUT_MS, its async error
 must name the dead rank, and once its communicator is destroyed it must hold no more GPU memory,
-descriptors or threads than after a first communicator's whole life (the driver's own first-use growth), and make a new communicator with the other survivors.
+descriptors or threads than after a first communicator's whole life (the driver's own first-use
+growth), and make a new communicator with the other survivors.
 
 Also on the GPU: ccoCommAbort from another thread ends kernels waiting on two device
 communicators, and a kernel's wait without a timeout of its own ends TIMEOUT (1) at
@@ -221,12 +222,12 @@ def _victim(phase, rank, uid, death, delay_s):
     _die(death)
 
 
-def _afterwards(rank, victim, uid2, phase):
-    """The survivors make and use a communicator of their own."""
+def _communicator_life(nranks, rank, uid, phase):
+    """A communicator made and used: a window, the phase's device communicator, a barrier
+    kernel on it, a host barrier, then destroyed."""
     from cco import Communicator
 
-    me = rank if rank < victim else rank - 1
-    comm = Communicator.init(WORLD - 1, me, uid2, per_rank_vmm=64 << 20)
+    comm = Communicator.init(nranks, rank, uid, per_rank_vmm=64 << 20)
     try:
         comm.alloc_window(1 << 20)
         dc = comm.create_dev_comm(_requirements(phase))
@@ -237,6 +238,11 @@ def _afterwards(rank, victim, uid2, phase):
         comm.barrier()
     finally:
         comm.destroy()
+
+
+def _afterwards(rank, victim, uid2, phase):
+    """The survivors make and use a communicator of their own."""
+    _communicator_life(WORLD - 1, rank if rank < victim else rank - 1, uid2, phase)
 
 
 def _warm_up():
@@ -253,22 +259,10 @@ def _warm_up():
 
 
 def _warm_communicator(rank, uid0, phase):
-    """One whole communicator's life (a window, the phase's device communicator, a barrier
-    kernel on it) before the census: what the driver keeps for a process's first streams,
-    copies and launches of this kind stays with the process and is no leak of CCO's."""
-    from cco import Communicator
-
-    comm = Communicator.init(WORLD, rank, uid0, per_rank_vmm=64 << 20)
-    try:
-        comm.alloc_window(1 << 20)
-        dc = comm.create_dev_comm(_requirements(phase))
-        status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
-        lsa_barrier[(1,)](dc.ptr, status, extern_libs=cco.get_extern_libs())
-        torch.cuda.synchronize()
-        assert int(status.item()) == 0
-        comm.barrier()
-    finally:
-        comm.destroy()
+    """One whole communicator's life before the census: what the driver keeps for a process's
+    first streams, copies and launches of this kind stays with the process and is no leak of
+    CCO's."""
+    _communicator_life(WORLD, rank, uid0, phase)
 
 
 def _rank_process(phase, rank, victim, uid0, uid, uid2, death, delay_s, queue):
