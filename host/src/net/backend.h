@@ -59,6 +59,7 @@ struct NetCompletion {
 struct NetLoss {
   int32_t peer = -1;  // world rank
   Status why;
+  int32_t blamedByPeer = -1;  // the rank the peer said its communicator failed because of (-1: none)
 };
 
 // What a backend asks the proxy, from the proxy's thread: where bytes of a window are
@@ -109,9 +110,20 @@ class NetBackend {
   // or device communicator is going away).
   virtual void Drain() {}
 
+  // This rank's communicator failed because of world rank `blamed`: each live peer is told,
+  // so that when this rank's connections close it blames `blamed`, not this rank (NetLoss).
+  // From the proxy's thread; a backend that cannot tell them says nothing.
+  virtual void SayFailed(int32_t blamed, NetTargetMap& map) {
+    (void)blamed;
+    (void)map;
+  }
+
  protected:
-  // A backend's FailPeer notes each peer it gives up on here.
-  void NoteLost(int32_t peer, const Status& why) { lostPeers_.push_back(NetLoss{peer, why}); }
+  // A backend's FailPeer notes each peer it gives up on here, with the rank the peer said it
+  // failed because of (-1: it said nothing).
+  void NoteLost(int32_t peer, const Status& why, int32_t blamedByPeer = -1) {
+    lostPeers_.push_back(NetLoss{peer, why, blamedByPeer});
+  }
 
  private:
   std::vector<NetLoss> lostPeers_;

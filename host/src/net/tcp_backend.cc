@@ -179,6 +179,22 @@ TcpBackend::~TcpBackend() {
   if (streamMade_) platform_->StreamDestroy(device_, stream_);
 }
 
+void TcpBackend::SayFailed(int32_t blamed, NetTargetMap& map) {
+  for (auto& p : peers_) {
+    if (!p || p->lost || !p->answers.fd.valid()) continue;
+    tcp::Outbound o;
+    o.header = TcpAnswerHeader(kTcpFailed, 0);
+    o.header.value = static_cast<uint64_t>(blamed);
+    // Sent now, behind whatever is queued before it: this rank may be about to exit, and
+    // the notice must not wait for a pass that never comes.
+    p->answers.out.push_back(o);
+    Status error;
+    bool did = false;
+    if (!Write(*p, p->answers, true, map, &did, &error))
+      LosePeer(*p, error.Prefixed(Fmt("rank ", p->rank)), &refusedAtPost_, map);
+  }
+}
+
 void TcpBackend::Drain() {
   if (streamMade_) platform_->StreamSynchronize(device_, stream_);
 }
@@ -242,7 +258,7 @@ void TcpBackend::Post(const NetOp& op, NetTargetMap& map) {
   Status error;
   bool did = false;
   if (alone && !Write(p, p.requests, false, map, &did, &error))
-    FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), &refusedAtPost_);
+    LosePeer(p, error.Prefixed(Fmt("rank ", p.rank)), &refusedAtPost_, map);
 }
 
 bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
@@ -258,7 +274,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     if (peer == nullptr || peer->lost || peer->requests.out.empty()) continue;
     Status error;
     if (!Write(*peer, peer->requests, false, map, &did, &error))
-      FailPeer(*peer, error.Prefixed(Fmt("rank ", peer->rank)), done);
+      LosePeer(*peer, error.Prefixed(Fmt("rank ", peer->rank)), done, map);
   }
   // Which sockets to read: with few peers every socket (TcpOptions::pollEverySocketPeers),
   // else those epoll reports.
@@ -280,7 +296,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
     Socket& s = target ? p.answers : p.requests;
     s.in.drained = false;  // bytes came in since (or may have: read it)
     Status error;
-    if (!Read(p, s, target, map, &did, &error)) FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
+    if (!Read(p, s, target, map, &did, &error)) LosePeer(p, error.Prefixed(Fmt("rank ", p.rank)), done, map);
     else moreInput |= s.in.buffered() || !s.in.drained || (s.in.headerGot == kHeader && !s.in.payload);
   }
   // epoll may have had more ready sockets than the pass reads.
@@ -314,7 +330,7 @@ bool TcpBackend::Progress(NetTargetMap& map, std::vector<NetCompletion>* done) {
       alive = Write(p, p.requests, false, map, &did, &error) && Write(p, p.answers, true, map, &did, &error);
     }
     if (!alive) {
-      FailPeer(p, error.Prefixed(Fmt("rank ", p.rank)), done);
+      LosePeer(p, error.Prefixed(Fmt("rank ", p.rank)), done, map);
       continue;
     }
     error = ApplyCarriedAck(p);
@@ -454,6 +470,10 @@ Status TcpBackend::OnAnswer(Peer& p, Socket& s) {
   const TcpHeader& h = in.header;
   CCO_RETURN_IF_ERROR(CheckAnswer(h, p.lastSent));
   if (h.type == kTcpAck) return AckUpTo(p, h.seq);
+  if (h.type == kTcpFailed) {
+    if (p.failedBecause < 0) p.failedBecause = static_cast<int32_t>(h.value);
+    return Status::Ok();
+  }
   // Earlier requests still open were acknowledged by acks carried on the other connection,
   // which may not have arrived yet.
   CCO_RETURN_IF_ERROR(AckUpTo(p, h.seq - 1));
@@ -616,9 +636,21 @@ bool TcpBackend::Complete(Peer& p, std::vector<NetCompletion>* done) {
   return did;
 }
 
+void TcpBackend::LosePeer(Peer& p, const Status& why, std::vector<NetCompletion>* done, NetTargetMap& map) {
+  // A peer's connections end together: what it sent before its end (a failure notice,
+  // answers) is read first from both, so that a notice is not lost to which socket, read or
+  // written, showed the end first.
+  bool did = false;
+  for (Socket* s : {&p.requests, &p.answers}) {
+    Status ignored;
+    if (s->fd.valid()) (void)Read(p, *s, s == &p.answers, map, &did, &ignored);
+  }
+  FailPeer(p, why, done);
+}
+
 void TcpBackend::FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>* done) {
   p.lost = true;
-  NoteLost(p.rank, why);
+  NoteLost(p.rank, why, p.failedBecause);
   {
     std::lock_guard<std::mutex> lock(errorMu_);
     if (lastError_.empty()) lastError_ = why.message();

@@ -82,6 +82,7 @@ class TcpBackend : public NetBackend {
   int InputFd() const override { return epoll_.get(); }       // every socket, level-triggered
   bool readsEverySocket() const { return pollEverySocket_; }  // rather than asking epoll
   void Drain() override;
+  void SayFailed(int32_t blamed, NetTargetMap& map) override;
 
  private:
   using Peer = tcp::Peer;
@@ -114,6 +115,8 @@ class TcpBackend : public NetBackend {
   // Initiator: requests done, in order, become completions.
   bool Complete(Peer& p, std::vector<NetCompletion>* done);
   void CheckAlive(Peer& p, Clock::time_point now, std::vector<NetCompletion>* done);
+  // FailPeer, once what the peer sent before its end is read (a notice it failed, answers).
+  void LosePeer(Peer& p, const Status& why, std::vector<NetCompletion>* done, NetTargetMap& map);
   void FailPeer(Peer& p, const Status& why, std::vector<NetCompletion>* done);
 
   Platform* platform_;

@@ -99,6 +99,7 @@ struct Peer {
   Socket requests;  // this rank's requests out, the peer's answers in
   Socket answers;   // the peer's requests in, this rank's answers out
   bool lost = false;
+  int32_t failedBecause = -1;                   // what its kTcpFailed notice said (-1: none came)
   Clock::time_point lastAnswer = Clock::now();  // bytes of the peer's answers arrived
   Clock::time_point lastSend = Clock::now();    // bytes of this rank's requests left
 

@@ -56,6 +56,10 @@ Status CheckRequest(const TcpHeader& h, uint64_t expectedSeq, uint64_t lastSent)
 Status CheckAnswer(const TcpHeader& h, uint64_t lastSent) {
   if (h.magic != kTcpMagic) return Malformed(h, "not a CCO header");
   if (h.flags != 0 || h.reserved != 0 || h.ackSeq != 0 || h.ackAfter != 0) return Malformed(h, "unknown flags");
+  if (h.type == kTcpFailed) {  // answers no request; the rank is checked against the world by the proxy
+    if (h.seq != 0 || h.bytes != 0 || h.value > static_cast<uint64_t>(INT32_MAX)) return Malformed(h, "a bad notice");
+    return Status::Ok();
+  }
   if (h.seq == 0 || h.seq > lastSent) return Malformed(h, "an answer to a request never sent");
   switch (h.type) {
     case kTcpAck: break;

@@ -44,6 +44,10 @@ enum TcpType : uint16_t {
   kTcpAck = 16,
   kTcpGetData = 17,
   kTcpRefused = 18,
+  // Not an answer (seq 0), on the answers connection: the sender's communicator failed because
+  // of world rank `value`, and its connections may close soon; the receiver then blames that
+  // rank, not the sender (the sender's peers on its own host read its status word instead).
+  kTcpFailed = 19,
 };
 
 enum TcpFlag : uint16_t {

@@ -119,18 +119,53 @@ void Proxy::FailNetPeer(int32_t rank) {
     }
 }
 
+// Of several network peers lost together (the rank that died, and others that failed because
+// of it and closed their connections soon after), the cause is one that did not fail first,
+// else the rank one of them blamed: a peer says so in its kTcpFailed notice (net/tcp_wire.h),
+// or, a process on this host, in its status word.
 void Proxy::TakeNetLosses(NetBackend& net) {
   netLosses_.clear();
   net.TakeLostPeers(&netLosses_);
+  if (netLosses_.empty()) return;
+  const NetLoss* cause = nullptr;
+  int32_t blamedByPeer = -1;
+  for (const NetLoss& loss : netLosses_) {
+    uint64_t status = HostPeerStatus(loss.peer);
+    if (loss.blamedByPeer >= 0 && loss.blamedByPeer < ctx_.topo.nRanks)
+      status = kRankFailedAfter | static_cast<uint32_t>(loss.blamedByPeer);
+    if (status == kRankRunning && cause == nullptr) cause = &loss;
+    if ((status & ~uint64_t{0xffffffff}) == kRankFailedAfter && blamedByPeer < 0)
+      blamedByPeer = static_cast<int32_t>(status & 0xffffffff);
+  }
+  if (cause != nullptr)
+    FailCommunicator(cause->peer, Fmt("rank ", cause->peer, " was lost (", net.name(), "): ", cause->why.message(),
+                                      "; its rings fail, its signals will not come"));
+  else if (blamedByPeer >= 0)
+    FailCommunicator(blamedByPeer, Fmt("rank ", blamedByPeer, " was lost (rank ", netLosses_.front().peer,
+                                       " failed because of it and closed its ", net.name(), " connection)"));
+  else
+    FailCommunicator(netLosses_.front().peer, Fmt("rank ", netLosses_.front().peer, " left (", net.name(),
+                                                  "): it destroyed its communicator while this one was still in use"));
   for (const NetLoss& loss : netLosses_) {
     lostNetPeers_.push_back(loss.peer);
-    FailCommunicator(loss.peer, Fmt("rank ", loss.peer, " was lost (", net.name(), "): ", loss.why.message(),
-                                    "; its rings fail, its signals will not come"));
     FailNetPeer(loss.peer);
   }
 }
 
+uint64_t Proxy::HostPeerStatus(int32_t rank) const {
+  if (!ctx_.statusWords) return kRankRunning;
+  for (const auto& peer : ctx_.peerSockets) {  // the host peers in other processes
+    if (ctx_.topo.hostMembers[peer.first] != rank) continue;
+    uint64_t status = kRankRunning;
+    (void)ctx_.platform->CopyFromDevice(ctx_.device, &status, ctx_.hostSlices[peer.first] + ctx_.statusOffset,
+                                        sizeof(status));
+    return status;
+  }
+  return kRankRunning;
+}
+
 void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (lastError_.empty()) lastError_ = why;
@@ -139,8 +174,11 @@ void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
     if (!failed_ && !leaving_ && ctx_.statusWords)
       (void)ctx_.platform->WriteDeviceWord(ctx_.device, ctx_.MySlice() + ctx_.statusOffset,
                                            kRankFailedAfter | static_cast<uint32_t>(blamed));
+    first = !failed_ && !leaving_;
     failed_ = true;
   }
+  // The network peers hear it too (before any wait ends), for the same reason.
+  if (first && threadNet_) threadNet_->SayFailed(blamed, *this);
   if (ctx_.abortWord == nullptr) return;
   uint32_t live = kAbortWordLive;  // an abort already raised it: it stays an abort
   __atomic_compare_exchange_n(ctx_.abortWord, &live, kAbortWordFailed, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);

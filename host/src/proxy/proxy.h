@@ -126,6 +126,9 @@ class Proxy : private NetTargetMap {
   void FailNetPeer(int32_t rank);
   // The network backend's lost peers: their rings fail, and the communicator.
   void TakeNetLosses(NetBackend& net);
+  // The status word of world rank `rank` where it is a host peer in another process (what it
+  // wrote before it ended), else kRankRunning.
+  uint64_t HostPeerStatus(int32_t rank) const;
   // The communicator has failed because of world rank `blamed`: `why` is kept (the first
   // error), this rank's status word says so, and the abort word rises.
   void FailCommunicator(int32_t blamed, const std::string& why);

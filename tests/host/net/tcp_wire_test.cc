@@ -88,6 +88,23 @@ TEST(TcpWire, AnswersOnlyToRequestsSent) {
   EXPECT_FALSE(CheckAnswer(Put(1, 8), 1).ok());  // a request where an answer belongs
 }
 
+// A peer's notice that its communicator failed because of a rank: no request's answer (seq 0),
+// no payload, a rank that fits an int32 (the proxy checks it against the world).
+TEST(TcpWire, AFailureNoticeAnswersNoRequest) {
+  TcpHeader n = TcpAnswerHeader(kTcpFailed, 0);
+  n.value = 3;
+  EXPECT_TRUE(CheckAnswer(n, 0).ok());  // even before any request was sent
+  n.seq = 1;
+  EXPECT_FALSE(CheckAnswer(n, 1).ok());
+  n.seq = 0;
+  n.bytes = 8;
+  EXPECT_FALSE(CheckAnswer(n, 1).ok());
+  n.bytes = 0;
+  n.value = uint64_t{INT32_MAX} + 1;
+  EXPECT_FALSE(CheckAnswer(n, 1).ok());
+  EXPECT_FALSE(CheckRequest(TcpAnswerHeader(kTcpFailed, 1), 1, 5).ok());  // not a request
+}
+
 // Random headers: the checks never accept one that breaks a bound the backend relies on.
 TEST(TcpWire, RandomHeadersKeepTheirBounds) {
   std::mt19937_64 rng(7);
@@ -124,8 +141,12 @@ TEST(TcpWire, RandomHeadersKeepTheirBounds) {
     }
     if (CheckAnswer(h, 1).ok()) {
       ++accepted;
-      ASSERT_EQ(h.seq, 1u);
-      ASSERT_TRUE(h.type == kTcpAck || h.type == kTcpGetData || h.type == kTcpRefused);
+      if (h.type == kTcpFailed) {
+        ASSERT_TRUE(h.seq == 0 && h.bytes == 0 && h.value <= uint64_t{INT32_MAX});
+      } else {
+        ASSERT_EQ(h.seq, 1u);
+        ASSERT_TRUE(h.type == kTcpAck || h.type == kTcpGetData || h.type == kTcpRefused);
+      }
     }
   }
   EXPECT_GT(accepted, 100);  // the generator reaches well-formed headers too
