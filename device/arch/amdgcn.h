@@ -34,20 +34,6 @@ template <> struct ScopeId<scope::System> {
   static constexpr int value = __HIP_MEMORY_SCOPE_SYSTEM;
 };
 
-template <class O> struct OrderId;
-template <> struct OrderId<order::Relaxed> {
-  static constexpr int value = __ATOMIC_RELAXED;
-};
-template <> struct OrderId<order::Acquire> {
-  static constexpr int value = __ATOMIC_ACQUIRE;
-};
-template <> struct OrderId<order::Release> {
-  static constexpr int value = __ATOMIC_RELEASE;
-};
-template <> struct OrderId<order::AcqRel> {
-  static constexpr int value = __ATOMIC_ACQ_REL;
-};
-
 // The HSA kernel dispatch packet (hsa_kernel_dispatch_packet_t): what the launch said.
 typedef __attribute__((address_space(4))) const uint16_t* DispatchU16;
 typedef __attribute__((address_space(4))) const uint32_t* DispatchU32;
@@ -149,27 +135,27 @@ CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
 
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_AMDGCN_CHECK("load", IsLoadOrder);
-  return __hip_atomic_load(p, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+  return __hip_atomic_load(p, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API void store(T* p, T v) {
   CCO_AMDGCN_CHECK("store", IsStoreOrder);
-  __hip_atomic_store(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+  __hip_atomic_store(p, v, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T* p, T v) {
   CCO_AMDGCN_CHECK("fetch_add", IsRmwOrder);
-  return __hip_atomic_fetch_add(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+  return __hip_atomic_fetch_add(p, v, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API void add(T* p, T v) {
   CCO_AMDGCN_CHECK("add", IsStoreOrder);
-  (void)__hip_atomic_fetch_add(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+  (void)__hip_atomic_fetch_add(p, v, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T exchange(T* p, T v) {
   CCO_AMDGCN_CHECK("exchange", IsRmwOrder);
-  return __hip_atomic_exchange(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+  return __hip_atomic_exchange(p, v, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T fetch_max(T* p, T v) {
   CCO_AMDGCN_CHECK("fetch_max", IsRmwOrder);
-  return __hip_atomic_fetch_max(p, v, amdgcn_detail::OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
+  return __hip_atomic_fetch_max(p, v, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T* p, T expected, T desired) {
   CCO_AMDGCN_CHECK("compare_exchange", IsRmwOrder);
@@ -177,7 +163,7 @@ template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T* p, T e
   constexpr int kFailure = detail::IsSame<O, order::Acquire>::value || detail::IsSame<O, order::AcqRel>::value
                                ? __ATOMIC_ACQUIRE
                                : __ATOMIC_RELAXED;
-  __hip_atomic_compare_exchange_strong(p, &expected, desired, amdgcn_detail::OrderId<O>::value, kFailure,
+  __hip_atomic_compare_exchange_strong(p, &expected, desired, OrderId<O>::value, kFailure,
                                        amdgcn_detail::ScopeId<S>::value);
   return expected;  // holds the old value whether or not the exchange happened
 }

@@ -16,20 +16,6 @@
 namespace cco {
 namespace arch {
 namespace host_detail {
-template <class O> struct OrderId;
-template <> struct OrderId<order::Relaxed> {
-  static constexpr int value = __ATOMIC_RELAXED;
-};
-template <> struct OrderId<order::Acquire> {
-  static constexpr int value = __ATOMIC_ACQUIRE;
-};
-template <> struct OrderId<order::Release> {
-  static constexpr int value = __ATOMIC_RELEASE;
-};
-template <> struct OrderId<order::AcqRel> {
-  static constexpr int value = __ATOMIC_ACQ_REL;
-};
-
 template <class T> struct IsAtomicWord {
   static constexpr bool value = false;
 };
@@ -83,30 +69,29 @@ CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) { return *p; }
 
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_HOST_CHECK("load", IsLoadOrder);
-  return __atomic_load_n(p, host_detail::OrderId<O>::value);
+  return __atomic_load_n(p, OrderId<O>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API void store(T* p, T v) {
   CCO_HOST_CHECK("store", IsStoreOrder);
-  __atomic_store_n(p, v, host_detail::OrderId<O>::value);
+  __atomic_store_n(p, v, OrderId<O>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T fetch_add(T* p, T v) {
   CCO_HOST_CHECK("fetch_add", IsRmwOrder);
-  return __atomic_fetch_add(p, v, host_detail::OrderId<O>::value);
+  return __atomic_fetch_add(p, v, OrderId<O>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API void add(T* p, T v) {
   CCO_HOST_CHECK("add", IsStoreOrder);
-  (void)__atomic_fetch_add(p, v, host_detail::OrderId<O>::value);
+  (void)__atomic_fetch_add(p, v, OrderId<O>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T exchange(T* p, T v) {
   CCO_HOST_CHECK("exchange", IsRmwOrder);
-  return __atomic_exchange_n(p, v, host_detail::OrderId<O>::value);
+  return __atomic_exchange_n(p, v, OrderId<O>::value);
 }
 template <class O, class S, class T> CCO_DEVICE_API T fetch_max(T* p, T v) {
   CCO_HOST_CHECK("fetch_max", IsRmwOrder);
   // A true read-modify-write with order O even when v does not win: it stores max(old, v).
   T seen = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &seen, seen < v ? v : seen, true, host_detail::OrderId<O>::value,
-                                      __ATOMIC_RELAXED)) {
+  while (!__atomic_compare_exchange_n(p, &seen, seen < v ? v : seen, true, OrderId<O>::value, __ATOMIC_RELAXED)) {
   }
   return seen;
 }
@@ -115,7 +100,7 @@ template <class O, class S, class T> CCO_DEVICE_API T compare_exchange(T* p, T e
   constexpr int kFailure = detail::IsSame<O, order::Acquire>::value || detail::IsSame<O, order::AcqRel>::value
                                ? __ATOMIC_ACQUIRE
                                : __ATOMIC_RELAXED;
-  __atomic_compare_exchange_n(p, &expected, desired, false, host_detail::OrderId<O>::value, kFailure);
+  __atomic_compare_exchange_n(p, &expected, desired, false, OrderId<O>::value, kFailure);
   return expected;
 }
 #undef CCO_HOST_CHECK

@@ -42,6 +42,22 @@ template <class O> struct IsRmwOrder {
   static constexpr bool value =
       IsLoadOrder<O>::value || IsStoreOrder<O>::value || detail::IsSame<O, order::AcqRel>::value;
 };
+// The compiler's __ATOMIC_* value of an order tag, for the targets whose atomics are the
+// compiler's builtins (amdgcn's __hip_atomic_*, the host's __atomic_*; nvptx writes PTX).
+template <class O> struct OrderId;
+template <> struct OrderId<order::Relaxed> {
+  static constexpr int value = __ATOMIC_RELAXED;
+};
+template <> struct OrderId<order::Acquire> {
+  static constexpr int value = __ATOMIC_ACQUIRE;
+};
+template <> struct OrderId<order::Release> {
+  static constexpr int value = __ATOMIC_RELEASE;
+};
+template <> struct OrderId<order::AcqRel> {
+  static constexpr int value = __ATOMIC_ACQ_REL;
+};
+
 template <class S> struct IsScope {
   static constexpr bool value = detail::IsSame<S, scope::Block>::value || detail::IsSame<S, scope::Device>::value ||
                                 detail::IsSame<S, scope::System>::value;
