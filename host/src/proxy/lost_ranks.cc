@@ -25,29 +25,47 @@ constexpr auto kWatchEvery = std::chrono::milliseconds(2);
 // How long an idle proxy blocks at most (Wake and the sockets end it sooner).
 constexpr int kIdleWaitMs = 100;
 
-// How a host peer that ended went, from its status word.
+// How a peer that ended went: its status word (a host peer), or its notice (a network peer).
 struct Ending {
-  int host = -1;      // its host index
+  int host = -1;      // its host index (-1: a network peer)
   int32_t rank = -1;  // its world rank
   uint64_t status = kRankRunning;
 };
 
-// The rank at fault among host peers seen ended together, and what to say.
-std::string Verdict(const std::vector<Ending>& ended, int32_t* blamed) {
-  // Ended on its own (no word): the cause. Lowest rank first where several did.
+// Of peers seen ended together (the rank that died, and others that failed because of it and
+// ended soon after), which says who is at fault: one that ended on its own (no word), lowest
+// first; else one that failed because of a rank it named; else (every one left) the first.
+enum class Fault { kEndedOnItsOwn, kFailedBecauseOf, kLeft };
+Fault FaultOf(const std::vector<Ending>& ended, const Ending** teller, int32_t* blamed) {
   for (const Ending& e : ended)
     if (e.status == kRankRunning) {
+      *teller = &e;
       *blamed = e.rank;
-      return Fmt("rank ", e.rank, " (a process on this host) ended: its rings fail, its signals will not come");
+      return Fault::kEndedOnItsOwn;
     }
   for (const Ending& e : ended)
     if ((e.status & ~uint64_t{0xffffffff}) == kRankFailedAfter) {
+      *teller = &e;
       *blamed = static_cast<int32_t>(e.status & 0xffffffff);
-      return Fmt("rank ", *blamed, " was lost (rank ", e.rank,
-                 ", a process on this host, failed because of it and ended)");
+      return Fault::kFailedBecauseOf;
     }
+  *teller = &ended.front();
   *blamed = ended.front().rank;
-  return Fmt("rank ", ended.front().rank,
+  return Fault::kLeft;
+}
+
+// The rank at fault among host peers seen ended together, and what to say.
+std::string Verdict(const std::vector<Ending>& ended, int32_t* blamed) {
+  const Ending* e = nullptr;
+  switch (FaultOf(ended, &e, blamed)) {
+    case Fault::kEndedOnItsOwn:
+      return Fmt("rank ", e->rank, " (a process on this host) ended: its rings fail, its signals will not come");
+    case Fault::kFailedBecauseOf:
+      return Fmt("rank ", *blamed, " was lost (rank ", e->rank,
+                 ", a process on this host, failed because of it and ended)");
+    case Fault::kLeft: break;
+  }
+  return Fmt("rank ", e->rank,
              " (a process on this host) left: it destroyed its communicator while this one "
              "was still in use");
 }
@@ -127,25 +145,32 @@ void Proxy::TakeNetLosses(NetBackend& net) {
   netLosses_.clear();
   net.TakeLostPeers(&netLosses_);
   if (netLosses_.empty()) return;
-  const NetLoss* cause = nullptr;
-  int32_t blamedByPeer = -1;
+  std::vector<Ending> ended;
   for (const NetLoss& loss : netLosses_) {
-    uint64_t status = HostPeerStatus(loss.peer);
+    Ending e;
+    e.rank = loss.peer;
+    e.status = HostPeerStatus(loss.peer);
     if (loss.blamedByPeer >= 0 && loss.blamedByPeer < ctx_.topo.nRanks)
-      status = kRankFailedAfter | static_cast<uint32_t>(loss.blamedByPeer);
-    if (status == kRankRunning && cause == nullptr) cause = &loss;
-    if ((status & ~uint64_t{0xffffffff}) == kRankFailedAfter && blamedByPeer < 0)
-      blamedByPeer = static_cast<int32_t>(status & 0xffffffff);
+      e.status = kRankFailedAfter | static_cast<uint32_t>(loss.blamedByPeer);
+    ended.push_back(e);
   }
-  if (cause != nullptr)
-    FailCommunicator(cause->peer, Fmt("rank ", cause->peer, " was lost (", net.name(), "): ", cause->why.message(),
-                                      "; its rings fail, its signals will not come"));
-  else if (blamedByPeer >= 0)
-    FailCommunicator(blamedByPeer, Fmt("rank ", blamedByPeer, " was lost (rank ", netLosses_.front().peer,
-                                       " failed because of it and closed its ", net.name(), " connection)"));
-  else
-    FailCommunicator(netLosses_.front().peer, Fmt("rank ", netLosses_.front().peer, " left (", net.name(),
-                                                  "): it destroyed its communicator while this one was still in use"));
+  const Ending* e = nullptr;
+  int32_t blamed = -1;
+  switch (FaultOf(ended, &e, &blamed)) {
+    case Fault::kEndedOnItsOwn:
+      FailCommunicator(
+          blamed, Fmt("rank ", blamed, " was lost (", net.name(), "): ", netLosses_[e - ended.data()].why.message(),
+                      "; its rings fail, its signals will not come"));
+      break;
+    case Fault::kFailedBecauseOf:
+      FailCommunicator(blamed, Fmt("rank ", blamed, " was lost (rank ", e->rank,
+                                   " failed because of it and closed its ", net.name(), " connection)"));
+      break;
+    case Fault::kLeft:
+      FailCommunicator(blamed, Fmt("rank ", blamed, " left (", net.name(),
+                                   "): it destroyed its communicator while this one was still in use"));
+      break;
+  }
   for (const NetLoss& loss : netLosses_) {
     lostNetPeers_.push_back(loss.peer);
     FailNetPeer(loss.peer);
