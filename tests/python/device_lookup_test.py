@@ -60,16 +60,10 @@ def jit_cache(tmp_path_factory):
     """Every variant JIT-built once into one cache, as many at a time as there are cores
     (each build is a clang and an opt process): the tests below look at the same files."""
     cache = str(tmp_path_factory.mktemp("jit"))
-    old = os.environ.get("CCO_JIT_CACHE")
-    os.environ["CCO_JIT_CACHE"] = cache
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            built = dict(zip([t["name"] for t in TARGETS], pool.map(jit.build, [t["name"] for t in TARGETS])))
-    finally:
-        if old is None:
-            os.environ.pop("CCO_JIT_CACHE")
-        else:
-            os.environ["CCO_JIT_CACHE"] = old
+    names = [t["name"] for t in TARGETS]
+    with pytest.MonkeyPatch.context() as env, concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        env.setenv("CCO_JIT_CACHE", cache)
+        built = dict(zip(names, pool.map(jit.build, names)))
     return cache, built
 
 
