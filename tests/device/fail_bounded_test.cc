@@ -515,6 +515,7 @@ TEST(FailBounded, KilledDuringDevCommDestroy) {
 // over tcp between hosts, the follower's kTcpFailed notice says so, waiting in the socket
 // before its end.
 constexpr int kObserver = 0;
+constexpr int kPutsInFlight = 128;  // of kWindow bytes each
 std::string TheRankThatDiedIsNamed(Phase p, int victim, int follower) {
   return RunRanks(victim, [p, victim, follower](int rank, Shared* s) {
     setenv("CCO_PLATFORM", "cpu", 1);
@@ -529,11 +530,16 @@ std::string TheRankThatDiedIsNamed(Phase p, int victim, int follower) {
     if (Build(p, rank, s->id, &k) != 0) return 1;
     RANK_OK(ccoBarrierAll(k.comm));
     if (rank == kObserver) {
+      if (OverTcp(p)) {
+        // Puts to the follower still in flight when it leaves (more than the sockets hold):
+        // their failures must not name it before the verdict does.
+        ccoGda<> gda(k.dc, 0);
+        for (int i = 0; i < kPutsInFlight; ++i) RANK_CHECK(gda.put(follower, k.win, 0, k.win, 0, kWindow) == 0);
+      }
       s->observerPid = getpid();
       kill(getpid(), SIGSTOP);  // the whole process, its proxy too, until the follower is gone
       ccoResult_t async = ccoSuccess;
-      // The proxy's verdict (for the moment between a loss and the proxy's look at it, the
-      // async error is the backend's first loss as it saw it).
+      // The proxy's verdict, once its thread runs again.
       std::string error;
       RANK_CHECK(Await(
           [&] {
@@ -544,8 +550,10 @@ std::string TheRankThatDiedIsNamed(Phase p, int victim, int follower) {
           5000));
       printf("fail_bounded: %s: the observer's async error: %s\n", Name(p), error.c_str());
       const std::string v = "rank " + std::to_string(victim), f = "rank " + std::to_string(follower);
-      RANK_CHECK(error.find(v + (OverTcp(p) ? " was lost (tcp)" : " (a process on this host) ended")) !=
-                 std::string::npos);
+      // (" was lost (tcp)": the victim's end was seen first; " was lost (rank F failed because
+      // of it": the follower's, with its notice or status word)
+      RANK_CHECK(error.find(v + " was lost (") != std::string::npos ||
+                 error.find(v + " (a process on this host) ended") != std::string::npos);
       RANK_CHECK(error.find(f + " (a process") == std::string::npos);
       RANK_CHECK(error.find(f + " was lost") == std::string::npos);
       return Teardown(rank, k);

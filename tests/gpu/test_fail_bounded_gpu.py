@@ -144,7 +144,9 @@ def _bounded(what, call):
 
 
 def _wait_kernel(phase, comm, dc, win, victim, stream, death):
-    """Launches the phase's waiting kernel; returns (status, seconds from the death to its end)."""
+    """Launches the phase's waiting kernel; returns (status, seconds from the death to its end,
+    seconds from the death until this rank's host reported the loss, or None): the second
+    figure tells a loss seen late from a wait that ended late."""
     status = torch.full((1,), -1, dtype=torch.int32, device="cuda")
     libs = cco.get_extern_libs()
     with torch.cuda.stream(stream):
@@ -156,13 +158,28 @@ def _wait_kernel(phase, comm, dc, win, victim, stream, death):
             sdma_quiet_until_failed[(1,)](dc.ptr, win.handle, status, victim, 1 << 30, extern_libs=libs)
         else:
             gda_flush_until_failed[(1,)](dc.ptr, win.handle, status, victim, 1 << 30, extern_libs=libs)
+    seen = []  # when this rank's host first reports the loss (ccoCommGetAsyncError)
+
+    def watch():
+        give_up = time.monotonic() + 30
+        while time.monotonic() < give_up:
+            try:
+                comm.check_async_error()
+            except Exception:
+                seen.append(time.monotonic())
+                return
+            time.sleep(0.0002)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     while not stream.query():
         time.sleep(0.0001)
     ended = time.monotonic()
-    return int(status.item()), ended - death.value
+    watcher.join(timeout=31)
+    return int(status.item()), ended - death.value, (seen[0] - death.value) if seen else None
 
 
-def _survivor(phase, rank, victim, uid, death):
+def _survivor(phase, rank, victim, uid, death, stages):
     from cco import Communicator
 
     comm = dc = win = None
@@ -187,12 +204,14 @@ def _survivor(phase, rank, victim, uid, death):
         dc = comm.create_dev_comm(_requirements(phase))
         stream = torch.cuda.Stream()
         comm.barrier()
+        stages["with the device communicator"] = _census()
         if phase == "devcomm-destroy":
             _bounded("ccoDevCommDestroy", lambda: comm.destroy_dev_comm(dc))
             return
-        status, after = _wait_kernel(phase, comm, dc, win, victim, stream, death)
+        status, after, host_saw = _wait_kernel(phase, comm, dc, win, victim, stream, death)
         print(f"fail_bounded_gpu: phase {phase}, victim {victim}: rank {rank}'s kernel ended {after * 1000:.1f} ms "
-              f"after the death (status {status})")
+              f"after the death (status {status}); its host reported the loss "
+              f"{'never' if host_saw is None else f'{host_saw * 1000:.1f} ms after the death'}")
         assert status == ABORTED, f"status {status}"
         assert after < DEVICE_BOUND_S, f"{after:.3f} s"
         with pytest.raises(Exception, match=f"rank {victim}"):
@@ -276,9 +295,10 @@ def _rank_process(phase, rank, victim, uid0, uid, uid2, death, delay_s, queue):
         before = _census()
         if rank == victim:
             _victim(phase, rank, uid, death, delay_s)
-        _survivor(phase, rank, victim, uid, death)
+        stages = {}  # where a difference starts
+        _survivor(phase, rank, victim, uid, death, stages)
         torch.cuda.synchronize()
-        stages = {"after the failed communicator's teardown": _census()}  # where a difference starts
+        stages["after the failed communicator's teardown"] = _census()
         _afterwards(rank, victim, uid2, phase)
         torch.cuda.synchronize()
         torch.cuda.empty_cache()

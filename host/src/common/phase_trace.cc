@@ -36,8 +36,11 @@ PhaseTrace::~PhaseTrace() {
   if (!on_) return;
   Record("rest");
   // One write per line, so that ranks sharing a terminal do not interleave mid-line.
-  fprintf(stderr, "cco rank %d: %s %zu B: %.3f ms = %s\n", rank_, op_, bytes_, MsBetween(start_, last_),
-          phases_.c_str());
+  // Where it began on the monotonic clock (seconds, as CLOCK_MONOTONIC): events of other
+  // processes can be set beside it.
+  const double began = std::chrono::duration<double>(start_.time_since_epoch()).count();
+  fprintf(stderr, "cco rank %d: %s %zu B: %.3f ms = %s (began at %.6f s)\n", rank_, op_, bytes_,
+          MsBetween(start_, last_), phases_.c_str(), began);
 }
 
 }  // namespace cco

@@ -96,7 +96,7 @@ class NetBackend {
   // A descriptor that polls readable when a peer's bytes wait to be read (-1: none): an idle
   // proxy naps on it, so that a request or an answer wakes it at once.
   virtual int InputFd() const { return -1; }
-  // The first peer failure, "" if none (for the proxy's lastError). From any thread.
+  // The first peer failure, "" if none. From any thread.
   virtual std::string lastError() const = 0;
   // The peers lost since the last call, each once, whether or not ops were in flight to them:
   // nothing they owe will come (their signals included), so whoever waits for it must stop.

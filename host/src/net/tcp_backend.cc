@@ -643,6 +643,7 @@ void TcpBackend::LosePeer(Peer& p, const Status& why, std::vector<NetCompletion>
   bool did = false;
   for (Socket* s : {&p.requests, &p.answers}) {
     Status ignored;
+    s->in.drained = false;  // (a socket written when the end showed was not read this pass)
     if (s->fd.valid()) (void)Read(p, *s, s == &p.answers, map, &did, &ignored);
   }
   FailPeer(p, why, done);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "proxy/proxy.h"
 
@@ -79,9 +80,11 @@ void Proxy::WatchHostPeers() {
   std::vector<pollfd> fds;
   for (const auto& w : watched_) fds.push_back(pollfd{w.second, 0, 0});
   std::vector<Ending> ended;
+  std::optional<PhaseTrace> trace;  // CCO_TRACE_PHASES: how long a loss takes to reach the waits
   if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) continue;
+      if (!trace) trace.emplace(ctx_.topo.rank, "losing host peers");
       Ending e;
       e.host = watched_[i].first;
       e.rank = ctx_.topo.hostMembers[e.host];
@@ -98,11 +101,13 @@ void Proxy::WatchHostPeers() {
   }
   // The error first: whoever sees a wait end (a ring failed, the abort word) finds it said.
   if (!ended.empty()) {
+    trace->Mark("their status words read");
     int32_t blamed = -1;
     const std::string why = Verdict(ended, &blamed);
-    FailCommunicator(blamed, why);
+    FailCommunicator(blamed, why, &*trace);
   }
   FailLostPeers();
+  if (trace) trace->Mark("their rings failed");
 }
 
 void Proxy::FailLostPeers() {
@@ -145,6 +150,7 @@ void Proxy::TakeNetLosses(NetBackend& net) {
   netLosses_.clear();
   net.TakeLostPeers(&netLosses_);
   if (netLosses_.empty()) return;
+  PhaseTrace trace(ctx_.topo.rank, "losing network peers");  // CCO_TRACE_PHASES
   std::vector<Ending> ended;
   for (const NetLoss& loss : netLosses_) {
     Ending e;
@@ -158,23 +164,29 @@ void Proxy::TakeNetLosses(NetBackend& net) {
   int32_t blamed = -1;
   switch (FaultOf(ended, &e, &blamed)) {
     case Fault::kEndedOnItsOwn:
-      FailCommunicator(
-          blamed, Fmt("rank ", blamed, " was lost (", net.name(), "): ", netLosses_[e - ended.data()].why.message(),
-                      "; its rings fail, its signals will not come"));
+      FailCommunicator(blamed,
+                       Fmt("rank ", blamed, " was lost (", net.name(), "): ",
+                           netLosses_[e - ended.data()].why.message(), "; its rings fail, its signals will not come"),
+                       &trace);
       break;
     case Fault::kFailedBecauseOf:
-      FailCommunicator(blamed, Fmt("rank ", blamed, " was lost (rank ", e->rank,
-                                   " failed because of it and closed its ", net.name(), " connection)"));
+      FailCommunicator(blamed,
+                       Fmt("rank ", blamed, " was lost (rank ", e->rank, " failed because of it and closed its ",
+                           net.name(), " connection)"),
+                       &trace);
       break;
     case Fault::kLeft:
-      FailCommunicator(blamed, Fmt("rank ", blamed, " left (", net.name(),
-                                   "): it destroyed its communicator while this one was still in use"));
+      FailCommunicator(blamed,
+                       Fmt("rank ", blamed, " left (", net.name(),
+                           "): it destroyed its communicator while this one was still in use"),
+                       &trace);
       break;
   }
   for (const NetLoss& loss : netLosses_) {
     lostNetPeers_.push_back(loss.peer);
     FailNetPeer(loss.peer);
   }
+  trace.Mark("their rings failed");
 }
 
 uint64_t Proxy::HostPeerStatus(int32_t rank) const {
@@ -189,7 +201,7 @@ uint64_t Proxy::HostPeerStatus(int32_t rank) const {
   return kRankRunning;
 }
 
-void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
+void Proxy::FailCommunicator(int32_t blamed, const std::string& why, PhaseTrace* trace) {
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,11 +214,14 @@ void Proxy::FailCommunicator(int32_t blamed, const std::string& why) {
     first = !failed_ && !leaving_;
     failed_ = true;
   }
+  if (trace) trace->Mark("own status word written");
   // The network peers hear it too (before any wait ends), for the same reason.
   if (first && threadNet_) threadNet_->SayFailed(blamed, *this);
+  if (trace && first && threadNet_) trace->Mark("network peers told");
   if (ctx_.abortWord == nullptr) return;
   uint32_t live = kAbortWordLive;  // an abort already raised it: it stays an abort
   __atomic_compare_exchange_n(ctx_.abortWord, &live, kAbortWordFailed, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  if (trace) trace->Mark("abort word raised");
 }
 
 void Proxy::Leaving() {

@@ -76,6 +76,10 @@ Status Proxy::IssueNet(GdaResources& g, uint32_t ring, uint64_t ticket, const cc
 bool Proxy::ProgressNet(NetBackend& net) {
   netDone_.clear();
   const bool did = net.Progress(*this, &netDone_);
+  // The peers lost in it first: the verdict (which rank is at fault) is the communicator's
+  // error before any op to them fails, or an op in flight to a rank that failed because of
+  // the death and left would name that rank instead.
+  TakeNetLosses(net);
   for (const NetCompletion& done : netDone_) {
     auto it = netPending_.find(done.cookie);
     if (it == netPending_.end()) continue;
@@ -99,11 +103,8 @@ bool Proxy::ProgressNet(NetBackend& net) {
     if (!s.ok()) {
       const std::string where = Fmt("GDA context ", p.ring / g.peerCount, " over ", net.name());
       if (done.peerLost) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);  // said before a wait can end on the ring
-          if (lastError_.empty()) lastError_ = Fmt(where, ", peer rank ", peer, ": ", s.message());
-        }
-        FailRing(g.rings, p.ring, CCO_GDA_RING_PEER_FAILED, peer);
+        // Its loss was taken above: the error is said and the rings to the peer failed.
+        if (!g.rings.consumers[p.ring].failed()) FailRing(g.rings, p.ring, CCO_GDA_RING_PEER_FAILED, peer);
       } else {
         Fail(g.rings, p.ring, peer, where, s);
       }

@@ -188,9 +188,10 @@ void Proxy::Synchronize(uint64_t stream, const char* what) {
 
 Status Proxy::AsyncError() const {
   std::lock_guard<std::mutex> lock(mu_);
+  // Not the network backend's own first error: every failure it meets is a peer it lost, which
+  // this thread turns into the verdict (naming the rank at fault) in the same pass; read
+  // before that, it could name a rank that only followed the death.
   if (!lastError_.empty()) return RemoteError(Fmt("the proxy: ", lastError_));
-  const std::string net = net_ ? net_->lastError() : std::string();
-  if (!net.empty()) return RemoteError(Fmt("the ", net_->name(), " backend: ", net));
   return Status::Ok();
 }
 
@@ -220,8 +221,7 @@ void Proxy::Loop() {
     for (auto& g : work) did |= Pass(*g);
     for (auto& s : sdmaWork) did |= Pass(*s);
     if (threadNet_) {
-      did |= ProgressNet(*threadNet_);
-      TakeNetLosses(*threadNet_);
+      did |= ProgressNet(*threadNet_);  // with the peers it lost
       if (threadNet_->AwaitsReply()) AwaitReply();
     }
     // The clock is read every kWatchPasses passes only: a busy pass costs a few ring polls.

@@ -52,6 +52,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/phase_trace.h"
 #include "net/backend.h"
 #include "proxy/copy_queue.h"
 #include "proxy/gda_resources.h"
@@ -131,7 +132,7 @@ class Proxy : private NetTargetMap {
   uint64_t HostPeerStatus(int32_t rank) const;
   // The communicator has failed because of world rank `blamed`: `why` is kept (the first
   // error), this rank's status word says so, and the abort word rises.
-  void FailCommunicator(int32_t blamed, const std::string& why);
+  void FailCommunicator(int32_t blamed, const std::string& why, PhaseTrace* trace = nullptr);
   // With nothing to serve, blocks until a host peer's socket has news, Wake is called, or a
   // while has passed.
   void IdleWait();
