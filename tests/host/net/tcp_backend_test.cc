@@ -596,6 +596,75 @@ TEST_P(TcpPeer, ACarriedAckOfRequestsNeverSentBreaksTheConnection) {
   EXPECT_EQ(map_.word, 0u);
 }
 
+// A peer's kTcpFailed notice (net/tcp_wire.h) names the rank it blames. It comes from an
+// authenticated peer, which may still lie: it changes nothing but what the loss of that peer
+// reports (the proxy takes the rank only within the world), and out of bounds it breaks the
+// connection.
+TcpHeader Notice(uint64_t blamed) {
+  TcpHeader h = TcpAnswerHeader(kTcpFailed, 0);
+  h.value = blamed;
+  return h;
+}
+std::vector<NetLoss> LostPeers(TcpBackend& b) {
+  std::vector<NetLoss> lost;
+  b.TakeLostPeers(&lost);
+  return lost;
+}
+// Their ends of both connections, closed with a reset (as a process that exits with bytes
+// unread): this rank's next send fails.
+void Reset(Fd* fd) {
+  linger l{1, 0};
+  setsockopt(fd->get(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  fd->Reset();
+}
+
+TEST_P(TcpPeer, AFailureNoticeChangesNothingButWhatThePeersLossSays) {
+  SendAnswer(Notice(999999));  // no such rank: the proxy will not take it
+  SendRequest(Signal(1));
+  EXPECT_EQ(ReadAnswer().type, kTcpAck);  // the connection lives on
+  EXPECT_EQ(map_.word, 1u);
+  EXPECT_TRUE(backend_->lastError().empty()) << backend_->lastError();
+  EXPECT_TRUE(LostPeers(*backend_).empty());
+  requestsOfMine_.Reset();
+  requestsOfTheirs_.Reset();
+  ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
+  const std::vector<NetLoss> lost = LostPeers(*backend_);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].peer, 1);
+  EXPECT_EQ(lost[0].blamedByPeer, 999999);
+}
+
+TEST_P(TcpPeer, ANoticeOutOfBoundsBreaksTheConnection) {
+  for (const TcpHeader& bad : {Notice(uint64_t{1} << 31), [] {
+                                 TcpHeader h = Notice(2);
+                                 h.seq = 1;  // a notice answers no request
+                                 return h;
+                               }()}) {
+    ASSERT_NO_FATAL_FAILURE(Connect(TcpOptions{}));
+    SendAnswer(bad);
+    ASSERT_TRUE(Run([&] { return !backend_->lastError().empty(); }));
+    EXPECT_NE(backend_->lastError().find("a bad notice"), std::string::npos) << backend_->lastError();
+    const std::vector<NetLoss> lost = LostPeers(*backend_);
+    ASSERT_EQ(lost.size(), 1u);
+    EXPECT_EQ(lost[0].blamedByPeer, -1);  // what it said is not taken
+  }
+}
+
+// The end shows first where this rank writes (a post to the peer fails on the reset), on a
+// connection an earlier pass read empty: the notice waiting there is still read.
+TEST_P(TcpPeer, ANoticeBeforeTheEndIsReadWhenASendShowsTheEnd) {
+  for (int i = 0; i < 4; ++i) backend_->Progress(map_, &done_);  // both sockets read empty
+  SendAnswer(Notice(2));
+  Reset(&requestsOfMine_);
+  Reset(&requestsOfTheirs_);
+  PostPut(5, 8);  // written at once: the connection is idle
+  ASSERT_TRUE(Run([&] { return Completion(5) != nullptr; }));
+  EXPECT_TRUE(Completion(5)->peerLost);
+  const std::vector<NetLoss> lost = LostPeers(*backend_);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].blamedByPeer, 2) << lost[0].why.message();
+}
+
 INSTANTIATE_TEST_SUITE_P(Polling, TcpPeer, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "EverySocket" : "Epoll"; });
 
