@@ -215,6 +215,24 @@ def test_every_gpu_suite_runs_on_threads(gpu):
     assert report.to_json()  # every value is JSON
 
 
+def test_the_suites_with_processes_of_their_own_run_where_cco_perf_starts_the_job(gpu, monkeypatch, capsys):
+    """`--suites ops` once ran nothing (0 tables): no path called it."""
+    from cco_tools.perf import run
+    from cco_tools.perf.suites import host, ops
+
+    calls = []
+    monkeypatch.setattr(ops, "run", lambda ctx: calls.append(("ops", ctx.options.world)))
+    monkeypatch.setattr(host, "run", lambda ctx: calls.append(("host", ctx.options.world)))
+    assert run.main(options("--launch", "threads", "--suites", "ops,host", "-n", "2", "--json", "-")) == 0
+    assert calls == [("host", 2), ("ops", 2)]
+    calls.clear()
+    import cco.runtime
+
+    monkeypatch.setattr(cco.runtime, "launched", lambda: (0, 2, b"id"))
+    assert run.main(options("--suites", "ops", "--json", "-")) == 0  # a rank of someone else's launch
+    assert calls == [] and "the ops suite runs only when cco perf starts the ranks itself" in capsys.readouterr().err
+
+
 def test_the_launch_suite_runs_in_a_launched_process(gpu, monkeypatch):
     monkeypatch.delenv("MASTER_ADDR", raising=False)  # the peers say why they read n/a
     opts = options("--suites", "launch,allreduce,barrier")

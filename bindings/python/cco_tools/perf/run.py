@@ -31,6 +31,7 @@ import time
 
 from cco_tools.perf import suites as S
 from cco_tools.perf.meta import run_meta
+from cco_tools.perf.options import OWN_PROCESSES
 from cco_tools.perf.report import Report
 
 LEGEND = ("sizes in bytes; each figure is the median of {trials} timed runs (a run: many operations, "
@@ -64,11 +65,11 @@ def main(options):
                 _warn_about_shared_gpus(options, world)
     measure = _cpu if options.platform == "cpu" else _gpu
     report = measure(options, joined, live, progress)
-    if "host" in options.suites:
-        if joined is None:
-            S.module(options.platform, "host").run(S.Context(options, report, progress=progress))
-        elif leads and options.report_to is None:
-            print("cco perf: the host suite runs only when cco perf starts the ranks itself", file=sys.stderr)
+    if joined is None:
+        _run_own_process_suites(options, report, progress)
+    elif leads and options.report_to is None:
+        for name in _own_process_suites(options):
+            print(f"cco perf: the {name} suite runs only when cco perf starts the ranks itself", file=sys.stderr)
     if leads:
         _finish(report, options, started)
     return 0
@@ -178,11 +179,23 @@ def _start_processes(options, started):
         with open(path, encoding="utf-8") as f:
             report = Report.from_dict(json.load(f))
     if not options.json_on_stdout:
-        report.go_live(sys.stdout)  # rank 0 printed its tables; the host suite's rows follow
-    if "host" in options.suites:
-        S.module(options.platform, "host").run(S.Context(options, report))
+        report.go_live(sys.stdout)  # rank 0 printed its tables; those of the suites with processes of their own follow
+    _run_own_process_suites(options, report, S.Progress())
     _finish(report, options, started)
     return 0
+
+
+def _own_process_suites(options):
+    """The chosen suites that start rank processes of their own (the host suite, the fused
+    operators'), in the order they run: once per job, in the process `cco perf` was started as
+    (tcp, on the cpu platform, runs with the others)."""
+    return [name for name in OWN_PROCESSES
+            if name != "tcp" and name in options.suites and name in S.MODULES[options.platform]]
+
+
+def _run_own_process_suites(options, report, progress):
+    for name in _own_process_suites(options):
+        S.module(options.platform, name).run(S.Context(options, report, progress=progress))
 
 
 def _finish(report, options, started):
