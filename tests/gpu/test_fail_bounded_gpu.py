@@ -3,8 +3,8 @@
 Triton kernels): one rank process is SIGKILLed inside ccoCommCreate, a window's registration,
 ccoDevCommCreate or ccoDevCommDestroy, or while the survivors' kernels wait on its GDA signal,
 in an LSA barrier, quieting an SDMA queue to it, or flushing GDA puts to it over tcp. Every
-survivor's kernel must end with CCO_DEVICE_STATUS_ABORTED (2) soon after the death (target
-100 ms; asserted below 1 s, and printed), its host calls within CCO_TIMEOUT_MS, its async error
+survivor's kernel must end with CCO_DEVICE_STATUS_ABORTED (2) within 100 ms of its host seeing
+the death (and below 1 s of the kill; both printed), its host calls within CCO_TIMEOUT_MS, its async error
 must name the dead rank, and once its communicator is destroyed it must hold no more GPU memory,
 descriptors or threads than after a first communicator's whole life (the driver's own first-use
 growth), and make a new communicator with the other survivors.
@@ -33,7 +33,8 @@ from cco.ir.triton import cco
 
 WORLD = 3
 TIMEOUT_MS = 5000            # CCO_TIMEOUT_MS of these runs
-DEVICE_BOUND_S = 1.0         # a kernel's wait after the death (target: 0.1 s)
+DEVICE_BOUND_S = 1.0         # a kernel's wait after the death
+LOSS_TO_WAIT_S = 0.1         # ... after this rank's host saw it (the target)
 HOST_BOUND_S = TIMEOUT_MS / 1000 + 2.0
 ABORTED, TIMEOUT = 2, 1
 
@@ -214,6 +215,9 @@ def _survivor(phase, rank, victim, uid, death, stages):
               f"{'never' if host_saw is None else f'{host_saw * 1000:.1f} ms after the death'}")
         assert status == ABORTED, f"status {status}"
         assert after < DEVICE_BOUND_S, f"{after:.3f} s"
+        # The target: 100 ms from the death being observable. When the socket closes is the
+        # dying process's teardown (SIGKILL closes its descriptors last), not CCO's.
+        assert host_saw is not None and after - host_saw < LOSS_TO_WAIT_S, (after, host_saw)
         with pytest.raises(Exception, match=f"rank {victim}"):
             comm.check_async_error()
     finally:
@@ -308,6 +312,8 @@ def _rank_process(phase, rank, victim, uid0, uid, uid2, death, delay_s, queue):
         while after != before and time.monotonic() < deadline:
             time.sleep(0.05)
             after = _census()
+        if after != before:  # in full (an assertion's message is cut short in the report)
+            print(f"fail_bounded_gpu: rank {rank}: census before {before}, after {after}, by stage {stages}")
         assert after["fds"] == before["fds"] and after["threads"] == before["threads"], (before, after, stages)
         if before["gpu_mib"] is None or after["gpu_mib"] is None:
             print(f"fail_bounded: rank {rank}: the driver lists no GPU memory for this process: not compared")
