@@ -9,6 +9,9 @@
 // newer systems are served as well):
 //   dlopen, dlsym, dlerror, pthread_once   GLIBC_2.34 (moved into libc) -> GLIBC_2.2.5, found
 //                                          in libdl.so.2 / libpthread.so.0 before 2.34 (linked)
+//   pthread_mutexattr_{init,destroy,       GLIBC_2.34 (moved into libc) -> GLIBC_2.2.5, and
+//   setpshared,setrobust},                 GLIBC_2.12 for the robust ones, in libpthread.so.0
+//   pthread_mutex_consistent               before 2.34 (the liveness word's robust mutex)
 //   stat, fstat                            GLIBC_2.33 -> __xstat/__fxstat@GLIBC_2.2.5, what
 //                                          older headers called them through
 //   pthread_cond_clockwait                 GLIBC_2.30 (libstdc++'s steady-clock waits) ->
@@ -36,13 +39,25 @@ __asm__(".symver cco_compat_dlsym, dlsym@GLIBC_2.2.5");
 __asm__(".symver cco_compat_dlerror, dlerror@GLIBC_2.2.5");
 __asm__(".symver cco_compat_pthread_once, pthread_once@GLIBC_2.2.5");
 
+union pthread_mutexattr_t;
+union pthread_mutex_t;
+int cco_compat_pthread_mutexattr_init(pthread_mutexattr_t* attr);
+int cco_compat_pthread_mutexattr_destroy(pthread_mutexattr_t* attr);
+int cco_compat_pthread_mutexattr_setpshared(pthread_mutexattr_t* attr, int shared);
+int cco_compat_pthread_mutexattr_setrobust(pthread_mutexattr_t* attr, int robust);
+int cco_compat_pthread_mutex_consistent(pthread_mutex_t* mutex);
+__asm__(".symver cco_compat_pthread_mutexattr_init, pthread_mutexattr_init@GLIBC_2.2.5");
+__asm__(".symver cco_compat_pthread_mutexattr_destroy, pthread_mutexattr_destroy@GLIBC_2.2.5");
+__asm__(".symver cco_compat_pthread_mutexattr_setpshared, pthread_mutexattr_setpshared@GLIBC_2.2.5");
+__asm__(".symver cco_compat_pthread_mutexattr_setrobust, pthread_mutexattr_setrobust@GLIBC_2.12");
+__asm__(".symver cco_compat_pthread_mutex_consistent, pthread_mutex_consistent@GLIBC_2.12");
+
 int __xstat(int version, const char* path, struct stat* out);
 int __fxstat(int version, int fd, struct stat* out);
 // _STAT_VER on x86-64: the struct stat layout the caller passes (the one glibc 2.36 uses too).
 constexpr int kStatVersion = 1;
 
 union pthread_cond_t;
-union pthread_mutex_t;
 int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const struct timespec* abstime);
 
 CCO_COMPAT_HIDDEN char __libc_single_threaded = 0;
@@ -51,6 +66,21 @@ CCO_COMPAT_HIDDEN void* dlopen(const char* file, int mode) { return cco_compat_d
 CCO_COMPAT_HIDDEN void* dlsym(void* handle, const char* name) { return cco_compat_dlsym(handle, name); }
 CCO_COMPAT_HIDDEN char* dlerror(void) { return cco_compat_dlerror(); }
 CCO_COMPAT_HIDDEN int pthread_once(int* once, void (*init)(void)) { return cco_compat_pthread_once(once, init); }
+CCO_COMPAT_HIDDEN int pthread_mutexattr_init(pthread_mutexattr_t* attr) {
+  return cco_compat_pthread_mutexattr_init(attr);
+}
+CCO_COMPAT_HIDDEN int pthread_mutexattr_destroy(pthread_mutexattr_t* attr) {
+  return cco_compat_pthread_mutexattr_destroy(attr);
+}
+CCO_COMPAT_HIDDEN int pthread_mutexattr_setpshared(pthread_mutexattr_t* attr, int shared) {
+  return cco_compat_pthread_mutexattr_setpshared(attr, shared);
+}
+CCO_COMPAT_HIDDEN int pthread_mutexattr_setrobust(pthread_mutexattr_t* attr, int robust) {
+  return cco_compat_pthread_mutexattr_setrobust(attr, robust);
+}
+CCO_COMPAT_HIDDEN int pthread_mutex_consistent(pthread_mutex_t* mutex) {
+  return cco_compat_pthread_mutex_consistent(mutex);
+}
 CCO_COMPAT_HIDDEN int stat(const char* path, struct stat* out) { return __xstat(kStatVersion, path, out); }
 CCO_COMPAT_HIDDEN int fstat(int fd, struct stat* out) { return __fxstat(kStatVersion, fd, out); }
 

@@ -122,6 +122,8 @@ ccoResult_t ccoGetUniqueId(ccoUniqueId* id);
 /* perRankVmmSize: virtual space of each rank's slice (rounded up to the granularity);
  * 0 picks the platform default (the device's memory size, 1 GiB on the cpu platform). */
 ccoResult_t ccoCommCreate(ccoUniqueId id, int nRanks, int rank, size_t perRankVmmSize, ccoComm** comm);
+/* Frees everything of this rank's (local, see above). comm is gone when it returns, whatever it
+ * returns: an error says a driver call refused to free something (the first such, named). */
 ccoResult_t ccoCommDestroy(ccoComm* comm);
 /* Makes every blocking call on comm, host or device (every device communicator's waits),
  * return ccoAborted / CCO_DEVICE_STATUS_ABORTED; the communicator can then only be destroyed.

@@ -84,8 +84,8 @@ ccoResult_t ccoCommDestroy(ccoComm* handle) {
   std::shared_ptr<ccoComm> comm = cco::UnregisterComm(handle);
   if (!comm) return Report(__func__, NotLive());
   std::lock_guard<std::mutex> lock(comm->mu);  // waits for a call in flight on another thread
-  cco::DestroyComm(*comm);
-  return ccoSuccess;
+  const cco::Status s = cco::DestroyComm(*comm);
+  return s.ok() ? ccoSuccess : Report(__func__, s);  // the communicator is gone either way
 }
 
 ccoResult_t ccoCommAbort(ccoComm* handle) {

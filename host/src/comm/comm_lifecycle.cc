@@ -101,6 +101,21 @@ Status ResolveStride(const std::vector<RankSummary>& infos, size_t* stride, size
   return Status::Ok();
 }
 
+// Each rank's liveness word (proxy/liveness.h) to the host peers in other processes, and
+// theirs mapped here; collective over the host (a rank whose word could not be made takes
+// part without one, so that its peers fail at once).
+constexpr uint64_t kLivenessTag = ~uint64_t{0};  // (windows' exchanges count from 1)
+Status ExchangeLiveness(ccoComm& c) {
+  const Status own = OwnLiveness::Create(&c.liveness);
+  c.peerLiveness.clear();
+  c.peerLiveness.resize(c.HostSize());
+  const Status s = c.mesh->AllExchange(own.ok() ? c.liveness->fd() : -1, kLivenessTag, [&](int member, int fd) {
+    return PeerLiveness::Map(fd, &c.peerLiveness[member])
+        .Prefixed(Fmt("rank ", c.topo.hostMembers[member], "'s liveness word"));
+  });
+  return own.ok() ? s : own;
+}
+
 // What the proxy uses of the communicator (proxy/proxy_context.h): once the flat range is
 // reserved and the host mesh connected, none of it changes but the windows, which the proxy
 // asks their table about.
@@ -113,6 +128,8 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
   for (int h = 0; h < c.HostSize(); ++h) x.hostSlices.push_back(c.HostSlice(h));
   x.stride = c.stride;
   x.peerSockets = c.mesh->PeerSockets();
+  x.liveness = c.liveness.get();
+  for (const auto& peer : c.peerLiveness) x.peerLiveness.push_back(peer.get());
   x.windows = &c.windows;
   x.abortWord = c.abortHost;
   x.aborted = &c.aborted;
@@ -217,12 +234,14 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     agreed = Agree(*c, "ccoCommCreate (host mesh)", connected);
     trace.Mark("agree mesh");
   }
+  if (agreed.ok()) agreed = Agree(*c, "ccoCommCreate (liveness words)", ExchangeLiveness(*c));
+  trace.Mark("liveness words");
   if (agreed.ok()) c->proxy.reset(new Proxy(ProxyContextOf(*c)));  // its thread starts with the first rings
   trace.Mark("proxy");
   if (agreed.ok()) agreed = RegisterResourcePool(*c);
   trace.Mark("pool window");
   if (!agreed.ok()) {
-    DestroyComm(*c);
+    (void)DestroyComm(*c);  // the failure that came first is the one to report
     return agreed;
   }
   *out = std::move(c);
@@ -237,10 +256,12 @@ void AbortComm(ccoComm& c) {
   if (c.mesh) c.mesh->Abort();
 }
 
-void DestroyComm(ccoComm& c) {
+Status DestroyComm(ccoComm& c) {
   // Local teardown, in reverse: the traces of device communicators still alive (while the
   // proxy can still finish their stamps), the proxy, GDA resources, descriptors, peers'
-  // mappings, own memory, the range.
+  // mappings, own memory, the range. A driver call that fails does not stop the others, and
+  // is reported: memory the driver would not let go of is not lost silently.
+  Failures failures;
   for (auto& entry : c.devComms) WriteTraceAtEnd(c, entry.second);
   std::unique_ptr<Proxy> proxy;
   {
@@ -250,8 +271,8 @@ void DestroyComm(ccoComm& c) {
   if (proxy) proxy->Leaving();  // host peers that see this process end know it left
   proxy.reset();                // joins its thread: outside the lock, which an abort may need meanwhile
   for (auto& entry : c.devComms) {
-    if (entry.second.gda) DestroyGdaResources(c, *entry.second.gda);
-    if (entry.second.sdma) DestroySdmaResources(c, *entry.second.sdma);
+    if (entry.second.gda) failures.Note(DestroyGdaResources(c, *entry.second.gda));
+    if (entry.second.sdma) failures.Note(DestroySdmaResources(c, *entry.second.sdma));
   }
   c.devComms.clear();
   c.windows.Clear();
@@ -259,18 +280,24 @@ void DestroyComm(ccoComm& c) {
   c.devCommCopies.reset();
   for (auto& entry : c.allocations) {
     Allocation& a = entry.second;
-    ReleasePeers(c, a);
-    c.platform->Unmap(c.device, c.MySlice() + a.offset, a.size);
-    c.platform->Destroy(c.device, a.handle);
+    failures.Note(ReleasePeers(c, a));
+    failures.Note(c.platform->Unmap(c.device, c.MySlice() + a.offset, a.size).Prefixed("unmapping this rank's memory"));
+    failures.Note(c.platform->Destroy(c.device, a.handle).Prefixed("freeing this rank's memory"));
   }
   c.allocations.clear();
-  if (c.flatBase != 0) c.platform->Release(c.device, c.flatBase, c.reserved);
+  if (c.flatBase != 0) failures.Note(c.platform->Release(c.device, c.flatBase, c.reserved).Prefixed("the flat range"));
   c.flatBase = 0;
-  std::lock_guard<std::mutex> lock(c.abortMu);  // an abort from another thread is done with them
-  if (c.abortHost != nullptr) c.platform->HostMappedFree(c.device, c.abortHost);
-  c.abortHost = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(c.abortMu);  // an abort from another thread is done with them
+    if (c.abortHost != nullptr)
+      failures.Note(c.platform->HostMappedFree(c.device, c.abortHost).Prefixed("the abort flag"));
+    c.abortHost = nullptr;
+  }
+  c.peerLiveness.clear();  // (the proxy, which read them, is gone)
+  c.liveness.reset();
   c.mesh.reset();
   c.bootstrap.reset();
+  return failures.Summary("ccoCommDestroy (every resource was let go of, but the driver refused)");
 }
 
 }  // namespace cco

@@ -24,6 +24,7 @@
 #include "memory/descriptor_pool.h"
 #include "memory/slot_allocator.h"
 #include "platform/platform.h"
+#include "proxy/liveness.h"
 #include "proxy/proxy.h"
 #include "topology/topology.h"
 
@@ -86,6 +87,10 @@ struct ccoComm {
   std::vector<cco::RankInfo> hostInfos;  // what this host's ranks announced at creation, by host index
   std::unique_ptr<cco::Bootstrap> bootstrap;
   std::unique_ptr<cco::FdMesh> mesh;
+  // This rank's liveness word, and each host peer's in another process (by host index; null
+  // for the others): the proxy sees a peer die by its word before its sockets close.
+  std::unique_ptr<cco::OwnLiveness> liveness;
+  std::vector<std::unique_ptr<cco::PeerLiveness>> peerLiveness;
 
   // The flat virtual range: host rank h's slice starts at flatBase + h * stride (LSA rank p
   // is host rank lsaHostBase + p, so LSA peers' slices are consecutive).
@@ -128,8 +133,9 @@ struct ccoComm {
 namespace cco {
 
 Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmmSize, std::shared_ptr<ccoComm>* out);
-// Local: frees every mapping, handle, descriptor and socket of this rank.
-void DestroyComm(ccoComm& comm);
+// Local: frees every mapping, handle, descriptor and socket of this rank. A driver call that
+// fails does not stop the others; the first such failure is returned (nothing else is left).
+Status DestroyComm(ccoComm& comm);
 void AbortComm(ccoComm& comm);
 
 Status AllocMem(ccoComm& comm, size_t size, void** ptr);
@@ -141,8 +147,9 @@ Status RegisterWindow(ccoComm& comm, void* ptr, size_t size, bool ownsAllocation
 // `internal`: the communicator's own windows may be deregistered too (never at a user's call).
 Status DeregisterWindow(ccoComm& comm, ccoWindow_t win, bool internal = false);
 Status PeerPointer(ccoComm& comm, ccoWindow_t win, int lsaPeer, size_t offset, void** ptr);
-// Unmaps every peer's copy of `a` and lets go of the peers' memory (local).
-void ReleasePeers(ccoComm& comm, Allocation& a);
+// Unmaps every peer's copy of `a` and lets go of the peers' memory (local); every call is made,
+// the first failure returned.
+Status ReleasePeers(ccoComm& comm, Allocation& a);
 
 Status CreateDevComm(ccoComm& comm, const ccoDevCommRequirements* reqs, ccoDevComm* devComm);
 Status DestroyDevComm(ccoComm& comm, ccoDevComm* devComm);

@@ -328,9 +328,9 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
   Placement& place = plan.place;
   std::shared_ptr<GdaResources> gda;
   std::shared_ptr<SdmaResources> sdma;
-  auto undo = [&] {
-    if (gda) DestroyGdaResources(c, *gda);
-    if (sdma) DestroySdmaResources(c, *sdma);
+  auto undo = [&] {  // (the failure that came first is the one to report)
+    if (gda) (void)DestroyGdaResources(c, *gda);
+    if (sdma) (void)DestroySdmaResources(c, *sdma);
     ReleasePlacement(c, place);
     ReleaseCopy(c, &plan.copy);
   };
@@ -439,8 +439,10 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
     if (record.gda) c.proxy->Detach(record.gda.get());
     if (record.sdma) c.proxy->Detach(record.sdma.get());
     Status s = Agree(c, "ccoDevCommDestroy (proxies idle)", Status::Ok());
-    if (record.gda) DestroyGdaResources(c, *record.gda);
-    if (record.sdma) DestroySdmaResources(c, *record.sdma);
+    Failures freed;
+    if (record.gda) freed.Note(DestroyGdaResources(c, *record.gda));
+    if (record.sdma) freed.Note(DestroySdmaResources(c, *record.sdma));
+    if (s.ok()) s = freed.Summary("freeing its proxy resources");
     if (!s.ok()) return s.Prefixed(op);
   }
   if (!record.pooled) return DeregisterWindow(c, record.resourceWindow, /*internal=*/true).Prefixed(op);

@@ -77,13 +77,13 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
                 .Prefixed("GDA");
   Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
   if (!s.ok()) {
-    DestroyGdaResources(c, *g);
+    (void)DestroyGdaResources(c, *g);  // the failure that came first is the one to report
     return s;
   }
   *out = std::move(g);
   return Status::Ok();
 }
 
-void DestroyGdaResources(ccoComm& c, GdaResources& g) { FreeRings(c.platform, c.device, &g.rings); }
+Status DestroyGdaResources(ccoComm& c, GdaResources& g) { return FreeRings(c.platform, c.device, &g.rings); }
 
 }  // namespace cco

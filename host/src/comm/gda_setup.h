@@ -18,7 +18,7 @@ int GdaPeerCount(const ccoComm& c, const ccoDevCommRequirements& reqs);
 // the communicator's network backend first where a peer is reached through it.
 Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<GdaResources>* out);
 // Local: frees them (the proxy has let go of them).
-void DestroyGdaResources(ccoComm& c, GdaResources& g);
+Status DestroyGdaResources(ccoComm& c, GdaResources& g);
 
 }  // namespace cco
 

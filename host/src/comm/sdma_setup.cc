@@ -28,20 +28,22 @@ Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::
   }
   Status agreed = Agree(c, "ccoDevCommCreate (SDMA resources)", local);
   if (!agreed.ok()) {
-    DestroySdmaResources(c, *s);
+    (void)DestroySdmaResources(c, *s);  // the failure that came first is the one to report
     return agreed;
   }
   *out = std::move(s);
   return Status::Ok();
 }
 
-void DestroySdmaResources(ccoComm& c, SdmaResources& s) {
+Status DestroySdmaResources(ccoComm& c, SdmaResources& s) {
+  Failures failures;
   for (uint64_t stream : s.streams) {
-    c.platform->StreamSynchronize(c.device, stream);
-    c.platform->StreamDestroy(c.device, stream);
+    failures.Note(c.platform->StreamSynchronize(c.device, stream));
+    failures.Note(c.platform->StreamDestroy(c.device, stream));
   }
   s.streams.clear();
-  FreeRings(c.platform, c.device, &s.rings);
+  failures.Note(FreeRings(c.platform, c.device, &s.rings));
+  return failures.Summary("freeing SDMA queues");
 }
 
 }  // namespace cco

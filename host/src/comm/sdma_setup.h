@@ -19,7 +19,7 @@ int SdmaQueues(const ccoDevCommRequirements& reqs);
 
 // Collective over the communicator: allocates and initialises the SDMA resources.
 Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::shared_ptr<SdmaResources>* out);
-void DestroySdmaResources(ccoComm& c, SdmaResources& s);
+Status DestroySdmaResources(ccoComm& c, SdmaResources& s);
 
 }  // namespace cco
 

@@ -76,12 +76,14 @@ std::vector<Allocation::Piece> Uncovered(const std::vector<Allocation::Piece>& p
   return out;
 }
 
-void UnmapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
+Status UnmapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>& pieces) {
+  Failures failures;
   for (int p = 0; p < c.HostSize(); ++p) {
     if (p == c.topo.hostRank) continue;
     for (const auto& piece : pieces)
-      c.platform->Unmap(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin);
+      failures.Note(c.platform->Unmap(c.device, c.HostSlice(p) + a.offset + piece.begin, piece.end - piece.begin));
   }
+  return failures.Summary("unmapping this host's ranks' copies");
 }
 
 // Maps `pieces` of every peer's copy; all or nothing.
@@ -106,12 +108,15 @@ Status MapPieces(ccoComm& c, Allocation& a, const std::vector<Allocation::Piece>
   return Status::Ok();
 }
 
-void DropPeerHandles(ccoComm& c, Allocation& a) {
+Status DropPeerHandles(ccoComm& c, Allocation& a) {
+  Failures failures;
   for (int p = 0; p < c.HostSize(); ++p) {
-    if (p != c.topo.hostRank && a.ownsPeer[p] && a.peers[p] != 0) c.platform->Destroy(c.device, a.peers[p]);
+    if (p != c.topo.hostRank && a.ownsPeer[p] && a.peers[p] != 0)
+      failures.Note(c.platform->Destroy(c.device, a.peers[p]));
     a.peers[p] = 0;
     a.ownsPeer[p] = false;
   }
+  return failures.Summary("letting go of this host's ranks' memory");
 }
 
 // Each LSA peer's physical memory behind allocation `a` (its first window): descriptors
@@ -146,7 +151,7 @@ Status ObtainPeers(ccoComm& c, Allocation& a, uint64_t registration, PhaseTrace&
       a.ownsPeer[p] = s.ok() && owned;
     }
   }
-  if (!s.ok()) DropPeerHandles(c, a);
+  if (!s.ok()) (void)DropPeerHandles(c, a);  // the failure that came first is the one to report
   return s;
 }
 
@@ -179,12 +184,14 @@ Status Locate(ccoComm& c, const void* ptr, size_t size, Allocation** found, Regi
 
 }  // namespace
 
-void ReleasePeers(ccoComm& c, Allocation& a) {
-  if (!a.peersMapped) return;
-  UnmapPieces(c, a, a.pieces);
+Status ReleasePeers(ccoComm& c, Allocation& a) {
+  if (!a.peersMapped) return Status::Ok();
+  Failures failures;
+  failures.Note(UnmapPieces(c, a, a.pieces));
   a.pieces.clear();
-  DropPeerHandles(c, a);
+  failures.Note(DropPeerHandles(c, a));
   a.peersMapped = false;
+  return failures.Summary("releasing this host's ranks' copies");
 }
 
 Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, ccoWindow_t* win, bool internal) {
@@ -213,7 +220,7 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
   if (s.ok()) {
     s = MapPieces(c, *a, Uncovered(a->pieces, SpanOf(c, *a, region)));
     if (s.ok()) a->peersMapped = true;
-    else if (first) DropPeerHandles(c, *a);
+    else if (first) (void)DropPeerHandles(c, *a);
   }
   trace.Mark("map");
   ccoWindow_t handle = 0;
@@ -244,10 +251,10 @@ Status RegisterWindow(ccoComm& c, void* ptr, size_t size, bool ownsAllocation, c
     s = ExchangeWindowKeys(c, static_cast<uint32_t>(registration), c.MySlice() + region.offset, region.size, internal);
   if (!s.ok()) {
     if (handle != 0) c.descriptors->Remove(handle);
-    if (first) {
-      ReleasePeers(c, *a);
+    if (first) {  // (the failure that came first is the one to report)
+      (void)ReleasePeers(c, *a);
     } else {  // only what this call mapped
-      UnmapPieces(c, *a, std::vector<Allocation::Piece>(a->pieces.begin() + piecesBefore, a->pieces.end()));
+      (void)UnmapPieces(c, *a, std::vector<Allocation::Piece>(a->pieces.begin() + piecesBefore, a->pieces.end()));
       a->pieces.resize(piecesBefore);
     }
     return s;
@@ -285,7 +292,10 @@ Status DeregisterWindow(ccoComm& c, ccoWindow_t win, bool internal) {
   Allocation& a = c.allocations.at(record.allocOffset);
   Status s = c.descriptors->Remove(record.handle);
   // Peers' copies stay mapped while another window covers the allocation.
-  if (--a.windows == 0) ReleasePeers(c, a);
+  if (--a.windows == 0) {
+    Status released = ReleasePeers(c, a);
+    if (s.ok()) s = released;
+  }
   if (record.ownsAllocation && a.windows == 0) {
     Status freed = FreeMem(c, reinterpret_cast<void*>(c.MySlice() + record.allocOffset));
     if (s.ok()) s = freed;

@@ -12,6 +12,12 @@
 
 namespace cco {
 
+Status Failures::Summary(const std::string& what) const {
+  if (count_ == 0) return Status::Ok();
+  if (count_ == 1) return first_.Prefixed(what);
+  return first_.Prefixed(Fmt(what, ": ", count_, " calls failed, the first"));
+}
+
 std::string DescriptorLimitNote() {
   rlimit limit = {};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return "the process's file-descriptor limit is reached";

@@ -29,6 +29,21 @@ class Status {
   std::string message_;
 };
 
+// Of calls that must all be made whatever each returns (those that free resources), the
+// first failure and how many failed.
+class Failures {
+ public:
+  void Note(const Status& s) {
+    if (!s.ok() && count_++ == 0) first_ = s;
+  }
+  // Ok, or the first failure after `what` (and how many calls failed, where more than one).
+  Status Summary(const std::string& what) const;
+
+ private:
+  Status first_;
+  int count_ = 0;
+};
+
 // Builds a message from pieces: Fmt("rank ", r, " sent ", n, " bytes").
 template <class... Parts> std::string Fmt(const Parts&... parts);
 

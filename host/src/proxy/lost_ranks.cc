@@ -23,8 +23,10 @@ namespace {
 // How often the proxy looks for host peers that ended while it serves rings (when it serves
 // none, it waits on their sockets instead).
 constexpr auto kWatchEvery = std::chrono::milliseconds(2);
-// How long an idle proxy blocks at most (Wake and the sockets end it sooner).
+// How long an idle proxy blocks at most (Wake and the sockets end it sooner), and where host
+// peers' liveness words are watched too (a death shows there before the sockets hang up).
 constexpr int kIdleWaitMs = 100;
+constexpr int kIdleWaitWatchingWordsMs = 5;
 
 // How a peer that ended went: its status word (a host peer), or its notice (a network peer).
 struct Ending {
@@ -73,26 +75,32 @@ std::string Verdict(const std::vector<Ending>& ended, int32_t* blamed) {
 
 }  // namespace
 
+bool Proxy::PeerDied(int hostIndex) const {
+  return static_cast<size_t>(hostIndex) < ctx_.peerLiveness.size() && ctx_.peerLiveness[hostIndex] != nullptr &&
+         ctx_.peerLiveness[hostIndex]->Died();
+}
+
 // While rings are served: every few milliseconds, a poll without reading (the mesh's own
-// exchanges are untouched).
+// exchanges are untouched) and a look at the peers' liveness words.
 void Proxy::WatchHostPeers() {
   nextWatch_ = std::chrono::steady_clock::now() + kWatchEvery;
   std::vector<pollfd> fds;
   for (const auto& w : watched_) fds.push_back(pollfd{w.second, 0, 0});
   std::vector<Ending> ended;
   std::optional<PhaseTrace> trace;  // CCO_TRACE_PHASES: how long a loss takes to reach the waits
-  if (!fds.empty() && poll(fds.data(), fds.size(), 0) > 0) {
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLHUP | POLLERR | POLLNVAL))) continue;
-      if (!trace) trace.emplace(ctx_.topo.rank, "losing host peers");
-      Ending e;
-      e.host = watched_[i].first;
-      e.rank = ctx_.topo.hostMembers[e.host];
-      if (ctx_.statusWords)
-        (void)ctx_.platform->CopyFromDevice(ctx_.device, &e.status, ctx_.hostSlices[e.host] + ctx_.statusOffset,
-                                            sizeof(e.status));
-      ended.push_back(e);
-    }
+  const bool polled = !fds.empty() && poll(fds.data(), fds.size(), 0) > 0;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    // Its socket hung up, or (sooner) its liveness word says the thread holding it died.
+    const bool hungUp = polled && (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL));
+    if (!hungUp && !PeerDied(watched_[i].first)) continue;
+    if (!trace) trace.emplace(ctx_.topo.rank, "losing host peers");
+    Ending e;
+    e.host = watched_[i].first;
+    e.rank = ctx_.topo.hostMembers[e.host];
+    if (ctx_.statusWords)
+      (void)ctx_.platform->CopyFromDevice(ctx_.device, &e.status, ctx_.hostSlices[e.host] + ctx_.statusOffset,
+                                          sizeof(e.status));
+    ended.push_back(e);
   }
   for (const Ending& e : ended) {
     deadHosts_.push_back(e.host);
@@ -239,7 +247,11 @@ void Proxy::IdleWait() {
     std::this_thread::sleep_for(std::chrono::milliseconds(kIdleWaitMs));
     return;
   }
-  if (poll(fds.data(), fds.size(), kIdleWaitMs) > 0 && wake_ >= 0 && (fds.back().revents & POLLIN)) {
+  bool words = false;  // a host peer's liveness word to look at: a death shows there first
+  for (const auto& w : watched_)
+    words |= ctx_.peerLiveness.size() > static_cast<size_t>(w.first) && ctx_.peerLiveness[w.first] != nullptr;
+  const int waitMs = words ? kIdleWaitWatchingWordsMs : kIdleWaitMs;
+  if (poll(fds.data(), fds.size(), waitMs) > 0 && wake_ >= 0 && (fds.back().revents & POLLIN)) {
     uint64_t count = 0;
     (void)!read(wake_, &count, sizeof(count));
   }

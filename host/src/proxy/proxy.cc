@@ -94,7 +94,13 @@ Status Proxy::Attach(const std::shared_ptr<SdmaResources>& s) {
 Status Proxy::StartThread() {
   if (thread_.joinable()) return Status::Ok();
   try {
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      // For as long as this thread runs, this rank's liveness word is held: killed, the kernel
+      // marks it at once, and host peers see the death before this process's sockets close.
+      const bool held = ctx_.liveness != nullptr && ctx_.liveness->Hold();
+      Loop();
+      if (held) ctx_.liveness->LetGo();
+    });
   } catch (const std::system_error& e) {
     return SystemError(Fmt("starting the proxy thread: ", e.what()));
   }

@@ -120,6 +120,8 @@ class Proxy : private NetTargetMap {
   // Host peers in other processes: one that ended (its descriptor-mesh socket hung up) fails
   // the communicator (host_peers.cc).
   void WatchHostPeers();
+  // Whether host peer `hostIndex`'s liveness word says it died (proxy/liveness.h).
+  bool PeerDied(int hostIndex) const;
   // Fails every ring to the ranks lost so far (host peers and network peers): idempotent, and
   // repeated on every watch, so that rings attached since fail too.
   void FailLostPeers();

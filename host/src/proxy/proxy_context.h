@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "platform/platform.h"
+#include "proxy/liveness.h"
 #include "topology/topology.h"
 
 namespace cco {
@@ -67,6 +68,11 @@ struct ProxyContext {
   // (host index, descriptor-mesh socket) of every host peer in another process: the socket
   // hangs up when that process ends.
   std::vector<std::pair<int, int>> peerSockets;
+  // This rank's liveness word, which the proxy's thread holds while it runs, and each host
+  // peer's (by host index; null where none: in this process, or not exchanged). Both outlive
+  // the proxy.
+  OwnLiveness* liveness = nullptr;
+  std::vector<const PeerLiveness*> peerLiveness;
   const WindowLookup* windows = nullptr;  // outlives the proxy
 
   uint64_t MySlice() const { return hostSlices[topo.hostRank]; }

@@ -30,15 +30,17 @@ Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t de
   return platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice));
 }
 
-void FreeRings(Platform* platform, int device, RingSet* rings) {
+Status FreeRings(Platform* platform, int device, RingSet* rings) {
   RingSet& r = *rings;
-  if (r.device != 0) platform->DeviceFree(device, r.device);
+  Failures failures;
+  if (r.device != 0) failures.Note(platform->DeviceFree(device, r.device));
   r.device = 0;
-  if (r.staging != nullptr) platform->HostMappedFree(device, r.staging);
+  if (r.staging != nullptr) failures.Note(platform->HostMappedFree(device, r.staging));
   r.staging = nullptr;
-  if (r.host != nullptr) platform->HostMappedFree(device, r.host);
+  if (r.host != nullptr) failures.Note(platform->HostMappedFree(device, r.host));
   r.host = nullptr;
   r.consumers.clear();
+  return failures.Summary("freeing proxy rings");
 }
 
 }  // namespace cco

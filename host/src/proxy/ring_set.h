@@ -59,7 +59,7 @@ struct RingSet {
 // Allocates and initialises `count` empty rings of `depth` (a power of two) on `device`.
 // FreeRings frees them, and also what a call that failed had made.
 Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, RingSet* rings);
-void FreeRings(Platform* platform, int device, RingSet* rings);
+Status FreeRings(Platform* platform, int device, RingSet* rings);
 
 }  // namespace cco
 
