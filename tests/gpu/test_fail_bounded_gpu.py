@@ -274,6 +274,11 @@ def _warm_up():
     device (under MPS, other ranks' too), which would stretch the times measured."""
     libs = cco.get_extern_libs()
     status = torch.zeros(1, dtype=torch.int32, device="cuda")
+    # torch's pool of streams, made at its first torch.cuda.Stream() and kept for the process's
+    # life (about 70 MiB of GPU memory on an H100), is made here, not inside the census.
+    with torch.cuda.stream(torch.cuda.Stream()):
+        status.add_(0)
+    torch.cuda.synchronize()
     for compiled in (wait_gda_signal.warmup(0, status, grid=(1,), extern_libs=libs),
                      lsa_barrier.warmup(0, status, grid=(1,), extern_libs=libs),
                      sdma_quiet_until_failed.warmup(0, 0, status, 1, 1 << 30, grid=(1,), extern_libs=libs),
