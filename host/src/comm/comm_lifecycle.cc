@@ -287,12 +287,12 @@ Status DestroyComm(ccoComm& c) {
   c.allocations.clear();
   if (c.flatBase != 0) failures.Note(c.platform->Release(c.device, c.flatBase, c.reserved).Prefixed("the flat range"));
   c.flatBase = 0;
-  {
-    std::lock_guard<std::mutex> lock(c.abortMu);  // an abort from another thread is done with them
-    if (c.abortHost != nullptr)
-      failures.Note(c.platform->HostMappedFree(c.device, c.abortHost).Prefixed("the abort flag"));
-    c.abortHost = nullptr;
-  }
+  // Under the lock to the end: an abort from another thread reaches into the abort flag, the
+  // mesh and the bootstrap.
+  std::lock_guard<std::mutex> lock(c.abortMu);
+  if (c.abortHost != nullptr)
+    failures.Note(c.platform->HostMappedFree(c.device, c.abortHost).Prefixed("the abort flag"));
+  c.abortHost = nullptr;
   c.peerLiveness.clear();  // (the proxy, which read them, is gone)
   c.liveness.reset();
   c.mesh.reset();
