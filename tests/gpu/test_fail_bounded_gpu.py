@@ -329,6 +329,49 @@ def _rank_process(phase, rank, victim, uid0, uid, uid2, death, delay_s, queue):
         queue.put((rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"))
 
 
+def _thread_states(pid):
+    """name:state:wait-channel of each thread of `pid` (None once it is gone)."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return "?"
+
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return None
+    states = []
+    for tid in tids:
+        stat = read(f"/proc/{pid}/task/{tid}/stat")
+        state = stat[stat.rfind(")") + 2:][:1] if ")" in stat else "?"
+        states.append(f"{read(f'/proc/{pid}/task/{tid}/comm')}:{state}:{read(f'/proc/{pid}/task/{tid}/wchan')}")
+    return states
+
+
+def _watch_the_dying(pid, death, lines, limit_s=3.0):
+    """From the death on, how the victim's threads end: every 5 ms, which of them are left,
+    with their state and where in the kernel they wait. A death seen late by the survivors is
+    a process whose threads end late; this says which, and where."""
+    while death.value == 0.0:
+        if _thread_states(pid) is None:
+            return
+        time.sleep(0.001)
+    last = None
+    while time.monotonic() < death.value + limit_s:
+        states = _thread_states(pid)
+        since = (time.monotonic() - death.value) * 1000
+        if states is None or all(t.split(":")[1] == "Z" for t in states):
+            lines.append(f"{since:7.1f} ms: every thread ended")
+            return
+        if states != last:
+            lines.append(f"{since:7.1f} ms: {len(states)} threads: {' '.join(states)}")
+            last = states
+        time.sleep(0.005)
+    lines.append(f"after {limit_s} s: still there")
+
+
 def _run(phase, victim, delay_s):
     from cco import Communicator
 
@@ -342,9 +385,14 @@ def _run(phase, victim, delay_s):
              for r in range(WORLD)]
     for p in procs:
         p.start()
+    dying = []
+    watcher = threading.Thread(target=_watch_the_dying, args=(procs[victim].pid, death, dying), daemon=True)
+    watcher.start()
     results = dict(queue.get(timeout=120) for _ in range(WORLD - 1))
     for p in procs:
         p.join(timeout=60)
+    watcher.join(timeout=5)
+    print(f"fail_bounded_gpu: phase {phase}, victim {victim}: its threads after the kill:\n  " + "\n  ".join(dying))
     assert procs[victim].exitcode == -signal.SIGKILL, procs[victim].exitcode
     assert results == {r: "ok" for r in range(WORLD) if r != victim}, results
 
