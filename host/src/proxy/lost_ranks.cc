@@ -75,9 +75,16 @@ std::string Verdict(const std::vector<Ending>& ended, int32_t* blamed) {
 
 }  // namespace
 
-bool Proxy::PeerDied(int hostIndex) const {
-  return static_cast<size_t>(hostIndex) < ctx_.peerLiveness.size() && ctx_.peerLiveness[hostIndex] != nullptr &&
-         ctx_.peerLiveness[hostIndex]->Died();
+const PeerLiveness* Proxy::PeerWord(int hostIndex) const {
+  return static_cast<size_t>(hostIndex) < ctx_.peerLiveness.size() ? ctx_.peerLiveness[hostIndex] : nullptr;
+}
+
+uint64_t Proxy::StatusWordOf(int hostIndex) const {
+  uint64_t status = kRankRunning;
+  if (ctx_.statusWords)
+    (void)ctx_.platform->CopyFromDevice(ctx_.device, &status, ctx_.hostSlices[hostIndex] + ctx_.statusOffset,
+                                        sizeof(status));
+  return status;
 }
 
 // While rings are served: every few milliseconds, a poll without reading (the mesh's own
@@ -92,14 +99,13 @@ void Proxy::WatchHostPeers() {
   for (size_t i = 0; i < fds.size(); ++i) {
     // Its socket hung up, or (sooner) its liveness word says the thread holding it died.
     const bool hungUp = polled && (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL));
-    if (!hungUp && !PeerDied(watched_[i].first)) continue;
+    const PeerLiveness* word = PeerWord(watched_[i].first);
+    if (!hungUp && !(word != nullptr && word->Died())) continue;
     if (!trace) trace.emplace(ctx_.topo.rank, "losing host peers");
     Ending e;
     e.host = watched_[i].first;
     e.rank = ctx_.topo.hostMembers[e.host];
-    if (ctx_.statusWords)
-      (void)ctx_.platform->CopyFromDevice(ctx_.device, &e.status, ctx_.hostSlices[e.host] + ctx_.statusOffset,
-                                          sizeof(e.status));
+    e.status = StatusWordOf(e.host);
     ended.push_back(e);
   }
   for (const Ending& e : ended) {
@@ -198,14 +204,8 @@ void Proxy::TakeNetLosses(NetBackend& net) {
 }
 
 uint64_t Proxy::HostPeerStatus(int32_t rank) const {
-  if (!ctx_.statusWords) return kRankRunning;
-  for (const auto& peer : ctx_.peerSockets) {  // the host peers in other processes
-    if (ctx_.topo.hostMembers[peer.first] != rank) continue;
-    uint64_t status = kRankRunning;
-    (void)ctx_.platform->CopyFromDevice(ctx_.device, &status, ctx_.hostSlices[peer.first] + ctx_.statusOffset,
-                                        sizeof(status));
-    return status;
-  }
+  for (const auto& peer : ctx_.peerSockets)  // the host peers in other processes
+    if (ctx_.topo.hostMembers[peer.first] == rank) return StatusWordOf(peer.first);
   return kRankRunning;
 }
 
@@ -248,8 +248,7 @@ void Proxy::IdleWait() {
     return;
   }
   bool words = false;  // a host peer's liveness word to look at: a death shows there first
-  for (const auto& w : watched_)
-    words |= ctx_.peerLiveness.size() > static_cast<size_t>(w.first) && ctx_.peerLiveness[w.first] != nullptr;
+  for (const auto& w : watched_) words |= PeerWord(w.first) != nullptr;
   const int waitMs = words ? kIdleWaitWatchingWordsMs : kIdleWaitMs;
   if (poll(fds.data(), fds.size(), waitMs) > 0 && wake_ >= 0 && (fds.back().revents & POLLIN)) {
     uint64_t count = 0;

@@ -118,10 +118,13 @@ class Proxy : private NetTargetMap {
   // to replyWait_, so that a kernel's answer leaves before the rest of the pass.
   void AwaitReply();
   // Host peers in other processes: one that ended (its descriptor-mesh socket hung up) fails
-  // the communicator (host_peers.cc).
+  // the communicator (lost_ranks.cc).
   void WatchHostPeers();
-  // Whether host peer `hostIndex`'s liveness word says it died (proxy/liveness.h).
-  bool PeerDied(int hostIndex) const;
+  // Host peer `hostIndex`'s liveness word (proxy/liveness.h), null where there is none.
+  const PeerLiveness* PeerWord(int hostIndex) const;
+  // Host peer `hostIndex`'s status word (what it wrote before it ended), kRankRunning where
+  // there are none.
+  uint64_t StatusWordOf(int hostIndex) const;
   // Fails every ring to the ranks lost so far (host peers and network peers): idempotent, and
   // repeated on every watch, so that rings attached since fail too.
   void FailLostPeers();
