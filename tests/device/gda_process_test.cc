@@ -119,6 +119,9 @@ TEST_F(GdaProcesses, CrossNodeOnVirtualNodes) {
 
 TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsForIt) {
   setenv("CCO_TIMEOUT_MS", "3000", 1);  // the survivor's teardown gives up on the dead rank
+  // The proxy pauses between naming rank 1 and failing its rings: the error must not be
+  // reported before the rings fail (a put to rank 1 would take the direct path and succeed).
+  setenv("CCO_TEST_LOSS_PAUSE_MS", "200", 1);
   const std::vector<int> status = cco_test::RunRanksRaw(
       2,
       [](int rank, int n, const ccoUniqueId& id) {
@@ -154,6 +157,7 @@ TEST_F(GdaProcesses, DeadPeerFailsItsRingsAndEndsWaitsForIt) {
         return 0;
       },
       60);
+  unsetenv("CCO_TEST_LOSS_PAUSE_MS");
   ASSERT_EQ(status.size(), 2u);
   EXPECT_EQ(status[0], 0);
   EXPECT_EQ(status[1], 7);

@@ -97,7 +97,8 @@ bool IsWholeNumber(const char* v) {
 Status CheckValues() {
   static const char* const kNumbers[] = {"CCO_TIMEOUT_MS",          "CCO_NET_TIMEOUT_MS",      "CCO_NET_REPLY_WAIT_US",
                                          "CCO_TCP_ACK_DELAY_US",    "CCO_TCP_CHUNK_BYTES",     "CCO_TCP_STAGING_BYTES",
-                                         "CCO_TEST_NODES_PER_HOST", "CCO_TEST_RANKS_PER_HOST", "CCO_TRACE_EVENTS"};
+                                         "CCO_TEST_NODES_PER_HOST", "CCO_TEST_RANKS_PER_HOST", "CCO_TEST_LOSS_PAUSE_MS",
+                                         "CCO_TRACE_EVENTS"};
   static const char* const kFlags[] = {"CCO_ENABLE_SDMA", "CCO_IGNORE_CPU_AFFINITY", "CCO_CPU_AFFINITY_NO_SPLIT",
                                        "CCO_GDA_TRACE", "CCO_TRACE_PHASES"};
   for (const char* name : kNumbers) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <thread>
 
 #include "proxy/proxy.h"
 
@@ -113,15 +114,22 @@ void Proxy::WatchHostPeers() {
     watched_.erase(std::find_if(watched_.begin(), watched_.end(),
                                 [&](const std::pair<int, int>& w) { return w.first == e.host; }));
   }
-  // The error first: whoever sees a wait end (a ring failed, the abort word) finds it said.
+  // The error first: whoever sees a wait end (a ring failed, the abort word) finds it said;
+  // AsyncError reports it once the rings have failed (lossMu_).
+  std::unique_lock<std::mutex> loss(lossMu_, std::defer_lock);
   if (!ended.empty()) {
+    loss.lock();
     trace->Mark("their status words read");
     int32_t blamed = -1;
     const std::string why = Verdict(ended, &blamed);
     FailCommunicator(blamed, why, &*trace);
+    std::this_thread::sleep_for(lossPause_);
   }
   FailLostPeers();
-  if (trace) trace->Mark("their rings failed");
+  if (!trace) return;
+  trace->Mark("their rings failed");
+  // Last: a kernel whose wait ended on it and then posts to the dead rank meets a failed ring.
+  RaiseAbortWord(&*trace);
 }
 
 void Proxy::FailLostPeers() {
@@ -164,6 +172,7 @@ void Proxy::TakeNetLosses(NetBackend& net) {
   netLosses_.clear();
   net.TakeLostPeers(&netLosses_);
   if (netLosses_.empty()) return;
+  std::lock_guard<std::mutex> loss(lossMu_);                 // AsyncError reports it once the rings have failed
   PhaseTrace trace(ctx_.topo.rank, "losing network peers");  // CCO_TRACE_PHASES
   std::vector<Ending> ended;
   for (const NetLoss& loss : netLosses_) {
@@ -196,11 +205,13 @@ void Proxy::TakeNetLosses(NetBackend& net) {
                        &trace);
       break;
   }
+  std::this_thread::sleep_for(lossPause_);
   for (const NetLoss& loss : netLosses_) {
     lostNetPeers_.push_back(loss.peer);
     FailNetPeer(loss.peer);
   }
   trace.Mark("their rings failed");
+  RaiseAbortWord(&trace);  // last, as for host peers
 }
 
 uint64_t Proxy::HostPeerStatus(int32_t rank) const {
@@ -226,6 +237,9 @@ void Proxy::FailCommunicator(int32_t blamed, const std::string& why, PhaseTrace*
   // The network peers hear it too (before any wait ends), for the same reason.
   if (first && threadNet_) threadNet_->SayFailed(blamed, *this);
   if (trace && first && threadNet_) trace->Mark("network peers told");
+}
+
+void Proxy::RaiseAbortWord(PhaseTrace* trace) {
   if (ctx_.abortWord == nullptr) return;
   uint32_t live = kAbortWordLive;  // an abort already raised it: it stays an abort
   __atomic_compare_exchange_n(ctx_.abortWord, &live, kAbortWordFailed, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);

@@ -38,6 +38,8 @@ constexpr int64_t kReplyWaitUs = 4;
 constexpr int64_t kMaxReplyWaitUs = 1000;
 // How many passes go by between looks at the clock for the host peers' watch.
 constexpr uint64_t kWatchPasses = 64;
+// CCO_TEST_LOSS_PAUSE_MS's bound.
+constexpr int64_t kMaxLossPauseMs = 1000;
 
 }  // namespace
 
@@ -47,6 +49,7 @@ Proxy::Proxy(ProxyContext context)
       // env::Int gives the fallback for a negative value: only the top needs a bound.
       replyWait_(std::chrono::microseconds(
           std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))),
+      lossPause_(std::chrono::milliseconds(std::min<int64_t>(env::Int("CCO_TEST_LOSS_PAUSE_MS", 0), kMaxLossPauseMs))),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 Proxy::~Proxy() {
@@ -193,6 +196,7 @@ void Proxy::Synchronize(uint64_t stream, const char* what) {
 }
 
 Status Proxy::AsyncError() const {
+  std::lock_guard<std::mutex> loss(lossMu_);  // a loss being handled: its rings fail first
   std::lock_guard<std::mutex> lock(mu_);
   // Not the network backend's own first error: every failure it meets is a peer it lost, which
   // this thread turns into the verdict (naming the rank at fault) in the same pass; read

@@ -91,7 +91,8 @@ class Proxy : private NetTargetMap {
   // the host peers that see its process end.
   void Leaving();
 
-  // The first error the proxy or its network backend met (ccoRemoteError), Ok if none.
+  // The first error the proxy or its network backend met (ccoRemoteError), Ok if none. Once it
+  // names a lost rank, every ring to that rank has failed.
   Status AsyncError() const;
 
   // The network backend, once (collectively, when a device communicator first needs one).
@@ -136,8 +137,11 @@ class Proxy : private NetTargetMap {
   // wrote before it ended), else kRankRunning.
   uint64_t HostPeerStatus(int32_t rank) const;
   // The communicator has failed because of world rank `blamed`: `why` is kept (the first
-  // error), this rank's status word says so, and the abort word rises.
+  // error), this rank's status word says so, and its network peers hear it. The caller then
+  // fails the lost ranks' rings, and raises the abort word last (RaiseAbortWord).
   void FailCommunicator(int32_t blamed, const std::string& why, PhaseTrace* trace = nullptr);
+  // Every device wait of the communicator ends (ccoDevCommAbort's word, as "failed").
+  void RaiseAbortWord(PhaseTrace* trace);
   // With nothing to serve, blocks until a host peer's socket has news, Wake is called, or a
   // while has passed.
   void IdleWait();
@@ -170,12 +174,18 @@ class Proxy : private NetTargetMap {
   const ProxyContext ctx_;
   bool trace_ = false;                  // CCO_GDA_TRACE: every descriptor carried out, on stderr
   std::chrono::nanoseconds replyWait_;  // CCO_NET_REPLY_WAIT_US
+  // CCO_TEST_LOSS_PAUSE_MS: a pause between a loss's verdict and its rings failing (tests).
+  std::chrono::milliseconds lossPause_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;
   bool streamMade_ = false;
 
   mutable std::mutex mu_;  // attached, net, lastError
+  // Held by the thread from a loss's verdict until the lost ranks' rings have failed, and taken
+  // by AsyncError before mu_: an error reported to the user has its rings failed already (a put
+  // to the dead rank after it fails), while a wait that ended on a failed ring finds it said.
+  mutable std::mutex lossMu_;
   std::vector<std::shared_ptr<GdaResources>> attached_;
   std::vector<std::shared_ptr<SdmaResources>> attachedSdma_;
   std::string lastError_;
