@@ -138,8 +138,22 @@ typedef struct ccoDevComm {
                               * (abi/trace.h), 0: tracing off. Taken from reserved space, so
                               * the version stands: a host before it leaves 0 (no trace), a
                               * device before it records nothing */
-  uint64_t reserved2;        /* zero */
+  uint64_t hostBell;         /* the cpu platform's (device code on host threads): address of its
+                              * ccoHostBell, rung after each word the host writes for the device,
+                              * so that a wait may sleep until then; 0 elsewhere. Taken from
+                              * reserved space, so the version stands: a host before it leaves 0
+                              * (a wait pauses a fixed while, as then), a device before it ignores it */
 } ccoDevComm;
+
+/* The cpu platform's bell (ccoDevComm.hostBell), a pair of futex words of the host process:
+ * `rings` counts the host's writes of words a device wait may watch (signals, counters, ring
+ * credit), and `sleepers` the waits asleep on it, so that a write with none asleep makes no
+ * system call. A wait that sleeps still wakes after a short while: words the host does not
+ * write (a peer's direct stores) ring nothing. */
+typedef struct ccoHostBell {
+  uint32_t rings;
+  uint32_t sleepers;
+} ccoHostBell;
 
 CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 320, "ccoDevComm size");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, ptr) == 16, "ccoDevComm.ptr");
@@ -173,6 +187,7 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingSlots) == 256, "ccoDevComm.sdmaRi
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaSignals) == 280, "ccoDevComm.sdmaSignals");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingDepth) == 296, "ccoDevComm.sdmaRingDepth");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, trace) == 304, "ccoDevComm.trace");
-CCO_STATIC_ASSERT(offsetof(ccoDevComm, reserved2) == 312, "ccoDevComm.reserved2");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, hostBell) == 312, "ccoDevComm.hostBell");
+CCO_STATIC_ASSERT(sizeof(ccoHostBell) == 8, "ccoHostBell size");
 
 #endif /* CCO_ABI_DEVCOMM_H_ */

@@ -70,7 +70,12 @@ typedef struct ccoGdaRingHost {
   uint64_t pad0[7];
   uint32_t error;    /* ccoGdaRingError: the proxy failed this ring's work */
   int32_t errorPeer; /* the world rank it failed on */
-  uint64_t pad1[7];
+  /* The cpu platform's (device code on host threads; 0 elsewhere): 1 while the proxy sleeps in
+   * a wait that a write to consumerWakeFd (an eventfd of the proxy's process) ends, which a
+   * doorbell then makes. Were padding: a device before them leaves the proxy to its naps. */
+  uint32_t consumerAsleep;
+  int32_t consumerWakeFd;
+  uint64_t pad1[6];
 } ccoGdaRingHost;
 
 /* Each ring's device-side words. */
@@ -103,6 +108,7 @@ CCO_STATIC_ASSERT(offsetof(ccoGdaDesc, traceRecord) == 60, "ccoGdaDesc.traceReco
 CCO_STATIC_ASSERT(sizeof(ccoGdaRingHost) == 128, "ccoGdaRingHost size");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumed) == 0, "ccoGdaRingHost.consumed");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, error) == 64, "ccoGdaRingHost.error");
+CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumerAsleep) == 72, "ccoGdaRingHost.consumerAsleep");
 CCO_STATIC_ASSERT(sizeof(ccoGdaRingDevice) == 64, "ccoGdaRingDevice size");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingDevice, failed) == 24, "ccoGdaRingDevice.failed");
 

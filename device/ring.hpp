@@ -91,6 +91,7 @@ CCO_DEVICE_API void Doorbell(const View& r, uint64_t end) {
     const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
     if (was == from) {
       arch::store<order::Relaxed, scope::System>(r.marks + cco_gda_slot_of(from, r.depth), end);
+      arch::wake_host_consumer(&r.host->consumerAsleep, &r.host->consumerWakeFd);  // a host's proxy asleep
       return;
     }
     from = was;

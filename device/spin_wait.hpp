@@ -10,7 +10,8 @@
 //     arch::kSpinsBeforeLongPauses), at every poll from then on: a pause costs far more than
 //     the look, and a timeout is not overrun by a check interval of long pauses;
 //   - after Policy::kSpinsBeforeBackoff polls, pauses Policy::kBackoffNs before each poll
-//     (arch::spin_backoff; the host arch gives its core away much sooner).
+//     (arch::WaitPause; the host arch gives its core away much sooner, and sleeps on the
+//     cpu platform's bell, which the host rings when it writes a word for the device).
 // A wait returns a ccoDeviceStatus: OK, ABORTED (the abort flag, which the host also raises
 // when the communicator failed, or `failed`), or TIMEOUT. Every wait has a bound unless its
 // caller asks for none (wait_limits: the call's timeoutNs, else the device communicator's
@@ -31,8 +32,9 @@ namespace cco {
 
 /// What every wait watches besides its own condition.
 struct WaitLimits {
-  const uint32_t* abortFlag;  // the communicator's (null: none)
-  uint64_t timeoutNs;         // 0: no timeout
+  const uint32_t* abortFlag;   // the communicator's (null: none)
+  uint64_t timeoutNs;          // 0: no timeout
+  const void* bell = nullptr;  // the cpu platform's ccoHostBell (abi/devcomm.h), null: none
 };
 
 /// The limits of a wait of `dc` whose call gives `timeoutNs` (abi/devcomm.h): 0 takes the
@@ -45,7 +47,9 @@ CCO_DEVICE_API WaitLimits wait_limits(const uint32_t* abortFlag, uint32_t waitTi
   return WaitLimits{abortFlag, bound};
 }
 CCO_DEVICE_API WaitLimits wait_limits(const ccoDevComm& dc, uint64_t timeoutNs) {
-  return wait_limits(reinterpret_cast<const uint32_t*>(dc.abortFlag), dc.waitTimeoutMs, timeoutNs);
+  WaitLimits limits = wait_limits(reinterpret_cast<const uint32_t*>(dc.abortFlag), dc.waitTimeoutMs, timeoutNs);
+  limits.bell = reinterpret_cast<const void*>(dc.hostBell);
+  return limits;
 }
 
 /// The proxy rings' waits (credit, flush, signals and counters, the GDA barrier): what they
@@ -94,15 +98,19 @@ CCO_DEVICE_API bool timed_out(const WaitLimits& limits, WaitStart& start) {
 /// limits.timeoutNs passed since `start` (TIMEOUT).
 template <class Policy, class Done, class Failed>
 CCO_DEVICE_API int32_t spin_wait(Done done, Failed failed, const WaitLimits& limits, WaitStart& start) {
-  for (uint32_t spins = 1;; ++spins) {
-    if (done()) return CCO_DEVICE_STATUS_OK;
+  arch::WaitPause pause(limits.bell);
+  int32_t status = CCO_DEVICE_STATUS_OK;
+  for (uint32_t spins = 1; !done(); ++spins) {
     if (spins % Policy::kCheckInterval == 0 || spins >= arch::kSpinsBeforeLongPauses) {
-      if (aborted(limits.abortFlag)) return CCO_DEVICE_STATUS_ABORTED;
-      if (failed()) return CCO_DEVICE_STATUS_ABORTED;
-      if (timed_out(limits, start)) return CCO_DEVICE_STATUS_TIMEOUT;
+      status = aborted(limits.abortFlag) || failed() ? CCO_DEVICE_STATUS_ABORTED
+               : timed_out(limits, start)            ? CCO_DEVICE_STATUS_TIMEOUT
+                                                     : CCO_DEVICE_STATUS_OK;
+      if (status != CCO_DEVICE_STATUS_OK) break;
     }
-    arch::spin_backoff(spins, Policy::kSpinsBeforeBackoff, Policy::kBackoffNs);
+    pause.after_poll(spins, Policy::kSpinsBeforeBackoff, Policy::kBackoffNs);
   }
+  pause.end();
+  return status;
 }
 
 /// The same for a wait of its own.

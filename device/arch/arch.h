@@ -35,7 +35,13 @@
 //                   the host: gives its core away early, see host.h); kSpinsBeforeLongPauses:
 //                   the spin count from which a pause may take long (the host's yields and
 //                   sleeps: under load a yield can wait out a whole timeslice), so that a wait
-//                   looks at its limits at every poll (GPUs: 0xffffffff, never)
+//                   looks at its limits at every poll (GPUs: 0xffffffff, never);
+//                   WaitPause(bell): one wait's pauses, after_poll(spins, spinsBeforeBackoff,
+//                   backoffNs) after each poll that found nothing, end() when the wait is
+//                   over (GPUs: spin_backoff; the host sleeps on the cpu platform's bell
+//                   where there is one)
+//   doorbells       wake_host_consumer(asleep, fd): after a doorbell, wakes a cpu-platform
+//                   proxy that sleeps (abi/ring.h consumerAsleep); GPUs: nothing
 //
 // Lane width is queried, never assumed: 32 on nvptx, 64 on our amdgcn targets, 1 on host.
 //
@@ -84,6 +90,21 @@ using LaneMask = uint64_t;  // wide enough for a 64-lane wavefront
 
 namespace cco {
 namespace arch {
+#if defined(__NVPTX__) || defined(__CUDA_ARCH__) || defined(__AMDGCN__)
+// A GPU has no bell to sleep on (ccoDevComm.hostBell is the cpu platform's): a wait's pauses
+// are spin_backoff's.
+class WaitPause {
+ public:
+  CCO_DEVICE_API explicit WaitPause(const void*) {}
+  CCO_DEVICE_API void end() {}
+  CCO_DEVICE_API void after_poll(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
+    spin_backoff(spins, spinsBeforeBackoff, backoffNs);
+  }
+};
+// A GPU's proxy polls; it never sleeps on a doorbell.
+CCO_DEVICE_API void wake_host_consumer(const uint32_t*, const int32_t*) {}
+#endif
+
 // Derived helpers, the same on every target.
 CCO_DEVICE_API uint32_t warp_id() { return thread_id() / warp_size(); }
 CCO_DEVICE_API bool is_block_leader() { return thread_id() == 0; }

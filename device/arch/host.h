@@ -9,9 +9,14 @@
 #ifndef CCO_DEVICE_ARCH_HOST_H_
 #define CCO_DEVICE_ARCH_HOST_H_
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "abi/devcomm.h"
 
 namespace cco {
 namespace arch {
@@ -137,14 +142,27 @@ CCO_DEVICE_API void nanosleep(uint32_t ns) {
 // briefly) do not fit here: the device API runs on the host with ranks as threads, often
 // more of them than cores, and a thread that spins holds a core the thread it waits for may
 // need. So a host wait gives its core away soon: it yields after a few polls (enough when the
-// thread it waits for is ready to run), and sleeps once it has waited long (a thread that only
-// yields stays runnable, and takes its share of the cores from everything else for as long
-// as it waits).
+// thread it waits for is ready to run), and sleeps once it has waited a little (a thread that
+// only yields stays runnable, and takes its share of the cores from everything else for as
+// long as it waits). It sleeps on the cpu platform's bell (abi/devcomm.h: ccoHostBell) where
+// its device communicator has one, which the host rings after each word it writes: a signal
+// that the proxy or a network backend lands wakes the wait at once, not at its next look.
 namespace host_detail {
 constexpr uint32_t kSpinsBeforeYield = 64;
 constexpr uint32_t kSpinsBeforeSleep = 64 + 1024;
-constexpr long kSleepNs = 20000;
+// On the bell a sleep ends when the word may have changed: it is taken much sooner.
+constexpr uint32_t kSpinsBeforeBellSleep = 64 + 64;
+constexpr long kSleepNs = 20000;  // a sleep's bound: words the host does not write ring nothing
 constexpr unsigned long kTimerSlackNs = 1000;
+// How long a sleep on the bell lasts at most. Tests lengthen it, so that a ring the sleeper
+// missed shows as a wait that does not end.
+inline long bell_sleep_bound_ns = kSleepNs;
+// Linux stretches a sleep by the thread's timer slack (50 us unless set): a wait that sleeps
+// 20 us would see its peer's word up to 70 us late, on every hop of a round trip.
+inline void precise_sleeps() {
+  static thread_local bool set = prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0) == 0;
+  (void)set;
+}
 }  // namespace host_detail
 // A yield may wait out a timeslice of every runnable thread: long, from the first one on.
 constexpr uint32_t kSpinsBeforeLongPauses = host_detail::kSpinsBeforeYield;
@@ -154,13 +172,69 @@ CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t, uint32_t) {
     sched_yield();
     return;
   }
-  // Linux stretches a sleep by the thread's timer slack (50 us unless set): a wait that
-  // sleeps 20 us would see its peer's word up to 70 us late, on every hop of a round trip.
-  static thread_local bool precise = prctl(PR_SET_TIMERSLACK, host_detail::kTimerSlackNs, 0, 0, 0) == 0;
-  (void)precise;
+  host_detail::precise_sleeps();
   struct timespec ts = {0, host_detail::kSleepNs};
   ::nanosleep(&ts, nullptr);
 }
+
+// After a doorbell's store: a proxy asleep on the ring (abi/ring.h) is written awake. The
+// full fence pairs with the proxy's between raising `asleep` and its last look at the rings:
+// either it sees this doorbell, or this sees it asleep.
+CCO_DEVICE_API void wake_host_consumer(const uint32_t* asleep, const int32_t* fd) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (__atomic_load_n(asleep, __ATOMIC_RELAXED) == 0) return;
+  const uint64_t one = 1;
+  (void)!::write(__atomic_load_n(fd, __ATOMIC_RELAXED), &one, sizeof(one));
+}
+
+// One wait's pauses (device/spin_wait.hpp): spin_backoff's, except that the sleeps are on the
+// bell. Once it sleeps, the wait counts itself among the bell's sleepers and reads the bell's
+// count before each poll: a ring after that read ends the sleep that follows at once (the
+// futex finds the count moved), and the poll sees the word written before it.
+namespace host_detail {
+// A wait's slow steps, out of line: most waits end at a first poll, and the wait's own state
+// stays in registers.
+__attribute__((noinline)) inline void join_sleepers(ccoHostBell* bell) {
+  __atomic_add_fetch(&bell->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+__attribute__((noinline)) inline void leave_sleepers(ccoHostBell* bell) {
+  __atomic_sub_fetch(&bell->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+__attribute__((noinline)) inline void sleep_on(ccoHostBell* bell, uint32_t seen) {
+  precise_sleeps();
+  const long bound = bell_sleep_bound_ns;
+  struct timespec ts = {bound / 1000000000, bound % 1000000000};
+  (void)syscall(SYS_futex, &bell->rings, FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+}
+}  // namespace host_detail
+
+class WaitPause {
+ public:
+  explicit WaitPause(const void* bell) : bell_(static_cast<ccoHostBell*>(const_cast<void*>(bell))) {}
+  // The wait is over: it is no longer among the sleepers.
+  void end() {
+    if (asleep_) host_detail::leave_sleepers(bell_);
+  }
+
+  // After a poll that found nothing. Each sleep uses the bell's count as read before the
+  // poll that preceded it: the first time, the count is only read (the next poll follows).
+  void after_poll(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
+    if (asleep_) {
+      host_detail::sleep_on(bell_, seen_);
+    } else if (spins < host_detail::kSpinsBeforeBellSleep || bell_ == nullptr) {
+      return spin_backoff(spins, spinsBeforeBackoff, backoffNs);
+    } else {
+      host_detail::join_sleepers(bell_);
+      asleep_ = true;
+    }
+    seen_ = __atomic_load_n(&bell_->rings, __ATOMIC_SEQ_CST);
+  }
+
+ private:
+  ccoHostBell* bell_;
+  bool asleep_ = false;
+  uint32_t seen_ = 0;
+};
 
 }  // namespace arch
 }  // namespace cco

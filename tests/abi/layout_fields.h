@@ -28,12 +28,12 @@
   X(ccoDevComm, waitTimeoutMs) \
   X(ccoDevComm, sdmaRingSlots) X(ccoDevComm, sdmaRingHost) X(ccoDevComm, sdmaRingDevice) X(ccoDevComm, sdmaSignals) \
   X(ccoDevComm, sdmaLocal) X(ccoDevComm, sdmaRingDepth) X(ccoDevComm, sdmaShadowOffset) X(ccoDevComm, trace) \
-  X(ccoDevComm, reserved2) \
+  X(ccoDevComm, hostBell) X(ccoHostBell, rings) X(ccoHostBell, sleepers) \
   X(ccoGdaDesc, seq) X(ccoGdaDesc, op) X(ccoGdaDesc, signalOp) X(ccoGdaDesc, flags) X(ccoGdaDesc, signalId) \
   X(ccoGdaDesc, dstWindow) X(ccoGdaDesc, srcWindow) X(ccoGdaDesc, dstOffset) X(ccoGdaDesc, srcOffset) \
   X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, traceRecord) \
   X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) \
-  X(ccoGdaRingHost, pad1) \
+  X(ccoGdaRingHost, consumerAsleep) X(ccoGdaRingHost, consumerWakeFd) X(ccoGdaRingHost, pad1) \
   X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, failed) \
   X(ccoGdaRingDevice, pad) \
   X(ccoTraceBuffer, magic) X(ccoTraceBuffer, version) X(ccoTraceBuffer, capacity) X(ccoTraceBuffer, sampleCapacity) \
@@ -46,7 +46,7 @@
   X(ccoTraceClockSample, before) X(ccoTraceClockSample, host) X(ccoTraceClockSample, after) X(ccoTraceClockSample, seq)
 
 #define CCO_LAYOUT_STRUCTS(X) \
-  X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice) \
+  X(ccoTeam) X(ccoWindowDevice) X(ccoDevComm) X(ccoHostBell) X(ccoGdaDesc) X(ccoGdaRingHost) X(ccoGdaRingDevice) \
   X(ccoTraceBuffer) X(ccoTraceRecord) X(ccoTraceClockSample)
 // clang-format on
 

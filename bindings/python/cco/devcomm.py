@@ -86,7 +86,7 @@ class DevCommStruct(ctypes.Structure):
         ("sdmaRingDepth", ctypes.c_uint32),
         ("sdmaShadowOffset", ctypes.c_uint32),
         ("trace", ctypes.c_uint64),  # the device-side trace's buffer (abi/trace.h), 0: not traced
-        ("reserved2", ctypes.c_uint64),
+        ("hostBell", ctypes.c_uint64),  # the cpu platform's bell (abi/devcomm.h), 0 elsewhere
     ]
 
 

@@ -251,7 +251,10 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 void AbortComm(ccoComm& c) {
   std::lock_guard<std::mutex> lock(c.abortMu);
   c.aborted = true;
-  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, kAbortWordAborted, __ATOMIC_RELEASE);
+  if (c.abortHost != nullptr) {
+    __atomic_store_n(c.abortHost, kAbortWordAborted, __ATOMIC_RELEASE);
+    c.platform->RingBell();  // waits asleep on it look now
+  }
   if (c.bootstrap) c.bootstrap->Abort();
   if (c.mesh) c.mesh->Abort();
 }

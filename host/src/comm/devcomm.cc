@@ -189,6 +189,7 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
   dc.gdaFlushOffset = static_cast<uint32_t>(layout.flushTargets);
   dc.sdmaQueueCount = static_cast<uint32_t>(sdmaQueues);
   dc.trace = trace;
+  dc.hostBell = c.platform->HostBell();
   if (sdma) {
     dc.sdmaRingSlots = sdma->rings.slotsAddress();
     dc.sdmaRingHost = sdma->rings.hostWordsAddress();

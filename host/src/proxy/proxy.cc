@@ -25,10 +25,12 @@ constexpr int kBurst = 32;
 constexpr int kSpinPasses = 1024;
 constexpr auto kYieldFor = std::chrono::milliseconds(20);
 constexpr int kCpusToKeepSpinning = 8;
-constexpr auto kShortSpin = std::chrono::microseconds(20);  // with fewer
 // A nap: the network's input ends it sooner (NetBackend::InputFd). The thread's timer slack
 // is 1 us, not Linux's 50 us, so that the nap is the length asked for.
 constexpr auto kNap = std::chrono::microseconds(20);
+// Where the kernels' doorbells end a nap too (the cpu platform), only what nothing announces
+// waits for its end: the host peers' watch, the network backend's timers.
+constexpr auto kLongNap = std::chrono::milliseconds(1);
 constexpr unsigned long kTimerSlackNs = 1000;
 
 // After the network backend applied a request, how long the rings alone are polled for the
@@ -50,7 +52,8 @@ Proxy::Proxy(ProxyContext context)
       replyWait_(std::chrono::microseconds(
           std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))),
       lossPause_(std::chrono::milliseconds(std::min<int64_t>(env::Int("CCO_TEST_LOSS_PAUSE_MS", 0), kMaxLossPauseMs))),
-      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      doorbellsWake_(wake_ >= 0 && ctx_.platform->HostBell() != 0) {}
 
 Proxy::~Proxy() {
   stop_ = true;
@@ -225,6 +228,12 @@ void Proxy::Loop() {
       sdmaWork = attachedSdma_;
       threadNet_ = net_;
       generation = generation_.load();
+      if (doorbellsWake_) {
+        for (auto& g : work)
+          for (RingConsumer& c : g->rings.consumers) c.WakeBy(wake_);
+        for (auto& sd : sdmaWork)
+          for (RingConsumer& c : sd->rings.consumers) c.WakeBy(wake_);
+      }
     }
     // Rings first: what they hand the network backend goes out in the same iteration.
     bool did = false;
@@ -256,22 +265,43 @@ void Proxy::Loop() {
         sched_yield();
         continue;
       }
-    } else if (idleFor < kShortSpin) {
-      continue;
     }
     Nap();
   }
 }
 
 void Proxy::Nap() {
-  const int input = threadNet_ ? threadNet_->InputFd() : -1;
-  if (input < 0) {
-    std::this_thread::sleep_for(kNap);
-    return;
+  if (doorbellsWake_) {
+    // Asleep first, then a last look at the rings: a doorbell after that look finds the
+    // thread asleep and writes wake_ (device/arch/host.h).
+    SetAsleep(true);
+    bool did = false;
+    for (auto& g : threadWork_) did |= Pass(*g);
+    for (auto& s : threadSdma_) did |= Pass(*s);
+    if (did) {
+      SetAsleep(false);
+      return;
+    }
   }
-  pollfd fd{input, POLLIN, 0};
-  const timespec nap{0, std::chrono::nanoseconds(kNap).count()};
-  (void)ppoll(&fd, 1, &nap, nullptr);
+  pollfd fds[2];
+  nfds_t count = 0;
+  const int input = threadNet_ ? threadNet_->InputFd() : -1;
+  if (input >= 0) fds[count++] = pollfd{input, POLLIN, 0};
+  if (wake_ >= 0) fds[count++] = pollfd{wake_, POLLIN, 0};
+  const timespec nap{0, std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count()};
+  (void)ppoll(fds, count, &nap, nullptr);
+  if (doorbellsWake_) SetAsleep(false);
+  if (wake_ >= 0 && (fds[count - 1].revents & POLLIN)) {  // wake_ is the last one polled
+    uint64_t rung = 0;
+    (void)!read(wake_, &rung, sizeof(rung));
+  }
+}
+
+void Proxy::SetAsleep(bool asleep) {
+  for (auto& g : threadWork_)
+    for (RingConsumer& c : g->rings.consumers) c.Asleep(asleep);
+  for (auto& s : threadSdma_)
+    for (RingConsumer& c : s->rings.consumers) c.Asleep(asleep);
 }
 
 void Proxy::AwaitReply() {
@@ -350,6 +380,7 @@ bool Proxy::Pass(SdmaResources& s) {
 void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32_t peer) {
   Status s = ctx_.platform->WriteDeviceWord(ctx_.device, rings.failedAddress(ring), 1);
   rings.consumers[ring].Fail(error, peer);
+  ctx_.platform->RingBell();  // the host words too: waits asleep on them look now
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     if (lastError_.empty()) lastError_ = Fmt("marking a failed ring on the device: ", s.message());

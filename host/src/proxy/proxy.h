@@ -145,8 +145,11 @@ class Proxy : private NetTargetMap {
   // With nothing to serve, blocks until a host peer's socket has news, Wake is called, or a
   // while has passed.
   void IdleWait();
-  // An idle pause of kNap, ended sooner by the network backend's input.
+  // An idle pause of kNap, ended sooner by the network backend's input, by Wake, and (the cpu
+  // platform) by a kernel's doorbell.
   void Nap();
+  // The cpu platform: every ring served says whether the thread sleeps (abi/ring.h).
+  void SetAsleep(bool asleep);
   void Wake();
   // Waits (bounded) until no op of `g` is with the network backend.
   void WaitNetIdle(const GdaResources* g);
@@ -208,9 +211,10 @@ class Proxy : private NetTargetMap {
   std::vector<int> deadHosts_;
   std::vector<int32_t> lostNetPeers_;
   std::vector<NetLoss> netLosses_;
-  bool failed_ = false;   // FailCommunicator ran (under mu_)
-  bool leaving_ = false;  // Leaving ran (under mu_)
-  int wake_ = -1;         // an eventfd: Wake() makes IdleWait return
+  bool failed_ = false;         // FailCommunicator ran (under mu_)
+  bool leaving_ = false;        // Leaving ran (under mu_)
+  int wake_ = -1;               // an eventfd: Wake() makes IdleWait and Nap return
+  bool doorbellsWake_ = false;  // the cpu platform: its kernels' doorbells write wake_ while it naps
   std::chrono::steady_clock::time_point nextWatch_{};
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};

@@ -45,6 +45,11 @@ class RingConsumer {
   // Stops the ring: posters' waits end (ccoGdaRingError), naming `peer`.
   void Fail(ccoGdaRingError error, int32_t peer);
 
+  // The cpu platform's proxy sleeps on an eventfd its kernels' doorbells write (abi/ring.h):
+  // which one, and (sequentially consistent, before the proxy's last look) whether it sleeps.
+  void WakeBy(int eventFd) { __atomic_store_n(&ring_.host->consumerWakeFd, eventFd, __ATOMIC_RELAXED); }
+  void Asleep(bool asleep) { __atomic_store_n(&ring_.host->consumerAsleep, asleep ? 1u : 0u, __ATOMIC_SEQ_CST); }
+
   bool failed() const { return failed_; }
   uint64_t consumed() const { return consumed_; }
   // Every ticket below is released, as far as the marks read so far say.

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// The cpu platform's wake-ups, whose "device" code runs on host threads: a device wait that
+// sleeps on the platform's bell (abi/devcomm.h) ends when the host writes a word for the
+// device, and a doorbell writes the eventfd of a proxy asleep on its ring (abi/ring.h). A
+// wake that is lost would leave the sleeper to its sleep's bound; these tests lengthen the
+// bound past their wait's timeout, so that a lost wake fails them instead of slowing them.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "abi/gda.h"
+#include "device/gda.hpp"  // the doorbell modes by their names
+#include "device/ring.hpp"
+#include "device/spin_wait.hpp"
+#include "platform/platform.h"
+#include "proxy/ring_consumer.h"
+
+namespace cco {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The bell's sleeps last 30 s at most while a test runs: longer than any wait it makes.
+class LongBellSleeps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = arch::host_detail::bell_sleep_bound_ns;
+    arch::host_detail::bell_sleep_bound_ns = 30'000'000'000l;
+    ASSERT_TRUE(CreateCpuPlatform(&platform_).ok());
+    bell_ = reinterpret_cast<ccoHostBell*>(platform_->HostBell());
+    ASSERT_NE(bell_, nullptr);
+  }
+  void TearDown() override {
+    arch::host_detail::bell_sleep_bound_ns = saved_;
+    delete platform_;
+  }
+
+  // Waits (bounded) until `sleepers` waits sleep on the bell.
+  bool AwaitSleepers(uint32_t sleepers) {
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST) < sleepers)
+      if (Clock::now() > until) return false;
+    return true;
+  }
+
+  Platform* platform_ = nullptr;
+  ccoHostBell* bell_ = nullptr;
+  long saved_ = 0;
+};
+
+// A wait for `word` to reach `least` with the bell, as a device communicator's waits make it;
+// its timeout (10 s) is shorter than the bell's sleeps.
+int32_t WaitFor(const uint64_t* word, uint64_t least, const ccoHostBell* bell, const uint32_t* abort) {
+  WaitLimits limits{abort, 10'000'000'000ull, bell};
+  return spin_wait<RingSpin>([&] { return __atomic_load_n(word, __ATOMIC_ACQUIRE) >= least; }, [] { return false; },
+                             limits);
+}
+
+TEST_F(LongBellSleeps, AWordTheHostWritesEndsTheSleepAtOnce) {
+  alignas(8) uint64_t word = 0;
+  uint32_t abort = 0;
+  int32_t status = -1;
+  std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
+  ASSERT_TRUE(AwaitSleepers(1));
+  const auto start = Clock::now();
+  ASSERT_TRUE(platform_->StreamWriteValue64(0, 0, reinterpret_cast<uint64_t>(&word), 1).ok());
+  waiter.join();
+  EXPECT_EQ(status, CCO_DEVICE_STATUS_OK);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));            // not the 10 s timeout
+  EXPECT_EQ(__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST), 0u);  // it left the count
+}
+
+// Writes in turn with a waiter, as a ping-pong makes them: no write may be missed, whether it
+// lands while the waiter sleeps (every other round waits for that), or at any moment of its
+// way there (a pause of 0 to 50 us: before its last poll, between that poll and its sleep).
+TEST_F(LongBellSleeps, NoWriteIsMissedAcrossManyHandOffs) {
+  alignas(8) uint64_t ping = 0;
+  alignas(8) uint64_t pong = 0;
+  uint32_t abort = 0;
+  constexpr uint64_t kRounds = 2000;
+  std::atomic<int32_t> worst{CCO_DEVICE_STATUS_OK};
+  std::thread answerer([&] {
+    for (uint64_t i = 1; i <= kRounds; ++i) {
+      const int32_t s = WaitFor(&ping, i, bell_, &abort);
+      if (s != CCO_DEVICE_STATUS_OK) {
+        worst = s;
+        return;
+      }
+      (void)platform_->WriteDeviceWord(0, reinterpret_cast<uint64_t>(&pong), i);
+    }
+  });
+  const auto start = Clock::now();
+  std::minstd_rand pauses(7);
+  for (uint64_t i = 1; i <= kRounds && worst == CCO_DEVICE_STATUS_OK; ++i) {
+    if (i % 2 == 0) {
+      ASSERT_TRUE(AwaitSleepers(1));
+    } else {
+      const auto until = Clock::now() + std::chrono::microseconds(pauses() % 50);
+      while (Clock::now() < until) {
+      }
+    }
+    ASSERT_TRUE(platform_->StreamWriteValue64(0, 0, reinterpret_cast<uint64_t>(&ping), i).ok());
+    const int32_t s = WaitFor(&pong, i, bell_, &abort);
+    if (s != CCO_DEVICE_STATUS_OK) worst = s;
+  }
+  answerer.join();
+  EXPECT_EQ(worst.load(), CCO_DEVICE_STATUS_OK);
+  EXPECT_EQ(__atomic_load_n(&pong, __ATOMIC_ACQUIRE), kRounds);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));
+  EXPECT_EQ(__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST), 0u);
+}
+
+// The abort flag is written without the platform: ccoCommAbort rings the bell itself.
+TEST_F(LongBellSleeps, RingingEndsAWaitThatOnlyTheAbortFlagEnds) {
+  alignas(8) uint64_t word = 0;
+  uint32_t abort = 0;
+  int32_t status = -1;
+  std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
+  ASSERT_TRUE(AwaitSleepers(1));
+  __atomic_store_n(&abort, 1u, __ATOMIC_RELEASE);
+  platform_->RingBell();
+  waiter.join();
+  EXPECT_EQ(status, CCO_DEVICE_STATUS_ABORTED);
+}
+
+// One ring in plain memory, both sides' views of it (as gda_ring_host_test makes it).
+struct TestRing {
+  std::vector<ccoGdaDesc> slots;
+  std::vector<uint64_t> marks;
+  ccoGdaRingHost host{};
+  ccoGdaRingDevice dev{};
+  RingConsumer consumer;
+  uint32_t abort = 0;
+
+  explicit TestRing(uint32_t depth) : slots(depth), marks(depth) {
+    RingConsumer::Initialize(memory(), 0);
+    consumer = RingConsumer(memory(), 0);
+  }
+  RingMemory memory() { return RingMemory{slots.data(), marks.data(), &host, static_cast<uint32_t>(slots.size())}; }
+  ring::View view() { return ring::View{slots.data(), marks.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
+  WaitLimits limits() { return WaitLimits{&abort, 10'000'000'000ull}; }
+  // Takes every released descriptor, and says so in `consumed`.
+  int Drain() {
+    int taken = 0;
+    ccoGdaDesc d;
+    uint64_t ticket;
+    while (consumer.Next(&d, &ticket)) {
+      consumer.Complete(ticket);
+      ++taken;
+    }
+    uint64_t consumed;
+    if (consumer.Unpublished(&consumed)) __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
+    return taken;
+  }
+};
+
+// How many times the eventfd was written since it was last read (0: not readable).
+uint64_t Rung(int eventFd) {
+  pollfd p{eventFd, POLLIN, 0};
+  if (poll(&p, 1, 0) != 1) return 0;
+  uint64_t count = 0;
+  return read(eventFd, &count, sizeof(count)) == sizeof(count) ? count : 0;
+}
+
+ccoGdaDesc APut() {
+  ccoGdaDesc d = {};
+  d.op = CCO_GDA_OP_PUT;
+  d.bytes = 8;
+  return d;
+}
+
+class Doorbells : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_GE(eventFd_, 0); }
+  void TearDown() override { close(eventFd_); }
+  const int eventFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+};
+
+TEST_F(Doorbells, ADoorbellWritesTheEventfdOnlyWhileTheProxySleeps) {
+  TestRing r(8);
+  r.consumer.WakeBy(eventFd_);
+  uint64_t ticket;
+  // Awake: a post's doorbell makes no system call.
+  ASSERT_EQ(ring::Post<ccoGdaImmediate>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
+  EXPECT_EQ(Rung(eventFd_), 0u);
+  EXPECT_EQ(r.Drain(), 1);
+  // Asleep: each doorbell writes it.
+  r.consumer.Asleep(true);
+  ASSERT_EQ(ring::Post<ccoGdaImmediate>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
+  ASSERT_EQ(ring::Post<ccoGdaImmediate>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
+  EXPECT_EQ(Rung(eventFd_), 2u);
+  r.consumer.Asleep(false);
+  EXPECT_EQ(r.Drain(), 2);
+}
+
+// A deferred post rings nothing; the flush that releases it does, and the proxy it woke
+// completes it.
+TEST_F(Doorbells, TheFlushOfDeferredPostsWakesTheProxy) {
+  TestRing r(8);
+  r.consumer.WakeBy(eventFd_);
+  r.consumer.Asleep(true);
+  uint64_t ticket;
+  ASSERT_EQ(ring::Post<ccoGdaDeferred>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
+  ASSERT_EQ(ring::Post<ccoGdaDeferred>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
+  EXPECT_EQ(Rung(eventFd_), 0u);
+  EXPECT_EQ(r.Drain(), 0);  // not released
+  int32_t flushed = -1;
+  std::thread poster([&] { flushed = ring::Flush<ccoGdaDeferred>(r.view(), r.limits()); });
+  // The proxy's side: it sleeps on the eventfd until the flush's doorbell writes it.
+  pollfd p{eventFd_, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 10'000), 1);
+  r.consumer.Asleep(false);
+  EXPECT_GE(Rung(eventFd_), 1u);
+  EXPECT_EQ(r.Drain(), 2);
+  poster.join();
+  EXPECT_EQ(flushed, CCO_DEVICE_STATUS_OK);
+}
+
+}  // namespace
+}  // namespace cco
