@@ -40,8 +40,10 @@
 //                   backoffNs) after each poll that found nothing, end() when the wait is
 //                   over (GPUs: spin_backoff; the host sleeps on the cpu platform's bell
 //                   where there is one)
-//   doorbells       wake_host_consumer(asleep, fd): after a doorbell, wakes a cpu-platform
-//                   proxy that sleeps (abi/ring.h consumerAsleep); GPUs: nothing
+//   wake-ups        wake_host_consumer(asleep, fd): after a doorbell, wakes a cpu-platform
+//                   proxy that sleeps (abi/ring.h consumerAsleep); ring_bell(bell): after a
+//                   store a wait may watch, wakes the cpu platform's waits (abi/devcomm.h
+//                   ccoHostBell); GPUs: nothing
 //
 // Lane width is queried, never assumed: 32 on nvptx, 64 on our amdgcn targets, 1 on host.
 //
@@ -101,8 +103,9 @@ class WaitPause {
     spin_backoff(spins, spinsBeforeBackoff, backoffNs);
   }
 };
-// A GPU's proxy polls; it never sleeps on a doorbell.
+// A GPU's proxy polls; it never sleeps on a doorbell, nor a GPU's wait on a bell.
 CCO_DEVICE_API void wake_host_consumer(const uint32_t*, const int32_t*) {}
+CCO_DEVICE_API void ring_bell(const void*) {}
 #endif
 
 // Derived helpers, the same on every target.

@@ -177,6 +177,17 @@ CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t, uint32_t) {
   ::nanosleep(&ts, nullptr);
 }
 
+// After a store a device wait may watch, made by the device code itself (a direct signal): the
+// waits of this process asleep on the bell look now. (A waiting rank in another process sleeps
+// on its own bell, and sees the store within its sleep's bound.)
+CCO_DEVICE_API void ring_bell(const void* bell) {
+  if (bell == nullptr) return;
+  ccoHostBell* b = static_cast<ccoHostBell*>(const_cast<void*>(bell));
+  __atomic_add_fetch(&b->rings, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST) != 0)
+    (void)syscall(SYS_futex, &b->rings, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
 // After a doorbell's store: a proxy asleep on the ring (abi/ring.h) is written awake. The
 // full fence pairs with the proxy's between raising `asleep` and its last look at the rings:
 // either it sees this doorbell, or this sees it asleep.

@@ -571,6 +571,7 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::DirectSignal(const ccoGdaDesc& d, in
   uint64_t* words = reinterpret_cast<uint64_t*>(cco_slice_address(f_.signals, f_.stride, slicesAway, 0));
   uint64_t* word = words + direct_word(d.signalId, f_.topo.lsaRank);
   arch::add<order::Release, scope::System>(word, d.signalOp == CCO_SIGNAL_INC ? uint64_t{1} : d.signalValue);
+  arch::ring_bell(limits_.bell);  // the cpu platform: a waiting rank of this process wakes
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>

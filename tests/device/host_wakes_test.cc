@@ -117,6 +117,22 @@ TEST_F(LongBellSleeps, NoWriteIsMissedAcrossManyHandOffs) {
   EXPECT_EQ(__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST), 0u);
 }
 
+// A direct signal is the device code's own store: it rings the bell itself, for a waiting
+// rank that is a thread of the same process.
+TEST_F(LongBellSleeps, TheDeviceCodesOwnStoreRingsToo) {
+  alignas(8) uint64_t word = 0;
+  uint32_t abort = 0;
+  int32_t status = -1;
+  std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
+  ASSERT_TRUE(AwaitSleepers(1));
+  const auto start = Clock::now();
+  arch::add<order::Release, scope::System>(&word, uint64_t{1});
+  arch::ring_bell(bell_);
+  waiter.join();
+  EXPECT_EQ(status, CCO_DEVICE_STATUS_OK);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
 // The abort flag is written without the platform: ccoCommAbort rings the bell itself.
 TEST_F(LongBellSleeps, RingingEndsAWaitThatOnlyTheAbortFlagEnds) {
   alignas(8) uint64_t word = 0;
