@@ -18,36 +18,12 @@
 #include "device/gda.hpp"  // the doorbell modes by their names
 #include "device/ring.hpp"
 #include "proxy/ring_consumer.h"
+#include "tests/device/test_ring.h"
 
 namespace cco {
 namespace {
 
 using RingView = ring::View;
-
-// One ring in plain memory, both sides' views of it.
-struct TestRing {
-  std::vector<ccoGdaDesc> slots;
-  std::vector<uint64_t> marks;
-  ccoGdaRingHost host{};
-  ccoGdaRingDevice dev{};
-  RingConsumer consumer;
-  uint32_t abort = 0;
-
-  TestRing(uint32_t depth, uint64_t first = 0) : slots(depth), marks(depth) {
-    RingConsumer::Initialize(memory(), first);
-    dev.head = dev.released = dev.consumedCache = first;
-    consumer = RingConsumer(memory(), first);
-  }
-  RingMemory memory() { return RingMemory{slots.data(), marks.data(), &host, static_cast<uint32_t>(slots.size())}; }
-  RingView view() { return RingView{slots.data(), marks.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
-  // The proxy's part: the work of `ticket` is done, and `consumed` says so.
-  void Complete(uint64_t ticket) {
-    consumer.Complete(ticket);
-    uint64_t consumed;
-    if (consumer.Unpublished(&consumed)) __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
-  }
-  WaitLimits limits(uint64_t timeoutNs = 20'000'000'000ull) { return WaitLimits{&abort, timeoutNs}; }
-};
 
 // A descriptor that says who posted it and which of its posts it is, checkably.
 ccoGdaDesc Describe(uint32_t producer, uint64_t k) {

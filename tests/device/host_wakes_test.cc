@@ -21,11 +21,20 @@
 #include "device/spin_wait.hpp"
 #include "platform/platform.h"
 #include "proxy/ring_consumer.h"
+#include "tests/device/test_ring.h"
 
 namespace cco {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A wait for `word` to reach `least` with the bell, as a device communicator's waits make it;
+// its timeout (10 s) is shorter than the bell's sleeps.
+int32_t WaitFor(const uint64_t* word, uint64_t least, const ccoHostBell* bell, const uint32_t* abort) {
+  WaitLimits limits{abort, 10'000'000'000ull, bell};
+  return spin_wait<RingSpin>([&] { return __atomic_load_n(word, __ATOMIC_ACQUIRE) >= least; }, [] { return false; },
+                             limits);
+}
 
 // The bell's sleeps last 30 s at most while a test runs: longer than any wait it makes.
 class LongBellSleeps : public ::testing::Test {
@@ -50,30 +59,35 @@ class LongBellSleeps : public ::testing::Test {
     return true;
   }
 
+  // A wait for a word to reach 1, asleep on the bell when `wake` runs (given the word and the
+  // abort flag): its status, and how long it took from `wake` on.
+  template <class Wake> int32_t WaitWokenBy(Wake wake, Clock::duration* took) {
+    alignas(8) uint64_t word = 0;
+    uint32_t abort = 0;
+    int32_t status = -1;
+    std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
+    if (!AwaitSleepers(1)) ADD_FAILURE() << "the wait never slept on the bell";
+    const auto start = Clock::now();
+    wake(&word, &abort);
+    waiter.join();
+    *took = Clock::now() - start;
+    return status;
+  }
+
   Platform* platform_ = nullptr;
   ccoHostBell* bell_ = nullptr;
   long saved_ = 0;
 };
 
-// A wait for `word` to reach `least` with the bell, as a device communicator's waits make it;
-// its timeout (10 s) is shorter than the bell's sleeps.
-int32_t WaitFor(const uint64_t* word, uint64_t least, const ccoHostBell* bell, const uint32_t* abort) {
-  WaitLimits limits{abort, 10'000'000'000ull, bell};
-  return spin_wait<RingSpin>([&] { return __atomic_load_n(word, __ATOMIC_ACQUIRE) >= least; }, [] { return false; },
-                             limits);
-}
-
 TEST_F(LongBellSleeps, AWordTheHostWritesEndsTheSleepAtOnce) {
-  alignas(8) uint64_t word = 0;
-  uint32_t abort = 0;
-  int32_t status = -1;
-  std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
-  ASSERT_TRUE(AwaitSleepers(1));
-  const auto start = Clock::now();
-  ASSERT_TRUE(platform_->StreamWriteValue64(0, 0, reinterpret_cast<uint64_t>(&word), 1).ok());
-  waiter.join();
+  Clock::duration took;
+  const int32_t status = WaitWokenBy(
+      [&](uint64_t* word, uint32_t*) {
+        ASSERT_TRUE(platform_->StreamWriteValue64(0, 0, reinterpret_cast<uint64_t>(word), 1).ok());
+      },
+      &took);
   EXPECT_EQ(status, CCO_DEVICE_STATUS_OK);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));            // not the 10 s timeout
+  EXPECT_LT(took, std::chrono::seconds(5));                            // not the 10 s timeout
   EXPECT_EQ(__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST), 0u);  // it left the count
 }
 
@@ -120,62 +134,41 @@ TEST_F(LongBellSleeps, NoWriteIsMissedAcrossManyHandOffs) {
 // A direct signal is the device code's own store: it rings the bell itself, for a waiting
 // rank that is a thread of the same process.
 TEST_F(LongBellSleeps, TheDeviceCodesOwnStoreRingsToo) {
-  alignas(8) uint64_t word = 0;
-  uint32_t abort = 0;
-  int32_t status = -1;
-  std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
-  ASSERT_TRUE(AwaitSleepers(1));
-  const auto start = Clock::now();
-  arch::add<order::Release, scope::System>(&word, uint64_t{1});
-  arch::ring_bell(bell_);
-  waiter.join();
+  Clock::duration took;
+  const int32_t status = WaitWokenBy(
+      [&](uint64_t* word, uint32_t*) {
+        arch::add<order::Release, scope::System>(word, uint64_t{1});
+        arch::ring_bell(bell_);
+      },
+      &took);
   EXPECT_EQ(status, CCO_DEVICE_STATUS_OK);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
 // The abort flag is written without the platform: ccoCommAbort rings the bell itself.
 TEST_F(LongBellSleeps, RingingEndsAWaitThatOnlyTheAbortFlagEnds) {
-  alignas(8) uint64_t word = 0;
-  uint32_t abort = 0;
-  int32_t status = -1;
-  std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
-  ASSERT_TRUE(AwaitSleepers(1));
-  __atomic_store_n(&abort, 1u, __ATOMIC_RELEASE);
-  platform_->RingBell();
-  waiter.join();
+  Clock::duration took;
+  const int32_t status = WaitWokenBy(
+      [&](uint64_t*, uint32_t* abort) {
+        __atomic_store_n(abort, 1u, __ATOMIC_RELEASE);
+        platform_->RingBell();
+      },
+      &took);
   EXPECT_EQ(status, CCO_DEVICE_STATUS_ABORTED);
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
-// One ring in plain memory, both sides' views of it (as gda_ring_host_test makes it).
-struct TestRing {
-  std::vector<ccoGdaDesc> slots;
-  std::vector<uint64_t> marks;
-  ccoGdaRingHost host{};
-  ccoGdaRingDevice dev{};
-  RingConsumer consumer;
-  uint32_t abort = 0;
-
-  explicit TestRing(uint32_t depth) : slots(depth), marks(depth) {
-    RingConsumer::Initialize(memory(), 0);
-    consumer = RingConsumer(memory(), 0);
+// Takes every released descriptor of `r`, as the proxy would, and says so in `consumed`.
+int Drain(TestRing& r) {
+  int taken = 0;
+  ccoGdaDesc d;
+  uint64_t ticket;
+  while (r.consumer.Next(&d, &ticket)) {
+    r.Complete(ticket);
+    ++taken;
   }
-  RingMemory memory() { return RingMemory{slots.data(), marks.data(), &host, static_cast<uint32_t>(slots.size())}; }
-  ring::View view() { return ring::View{slots.data(), marks.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
-  WaitLimits limits() { return WaitLimits{&abort, 10'000'000'000ull}; }
-  // Takes every released descriptor, and says so in `consumed`.
-  int Drain() {
-    int taken = 0;
-    ccoGdaDesc d;
-    uint64_t ticket;
-    while (consumer.Next(&d, &ticket)) {
-      consumer.Complete(ticket);
-      ++taken;
-    }
-    uint64_t consumed;
-    if (consumer.Unpublished(&consumed)) __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
-    return taken;
-  }
-};
+  return taken;
+}
 
 // How many times the eventfd was written since it was last read (0: not readable).
 uint64_t Rung(int eventFd) {
@@ -206,14 +199,14 @@ TEST_F(Doorbells, ADoorbellWritesTheEventfdOnlyWhileTheProxySleeps) {
   // Awake: a post's doorbell makes no system call.
   ASSERT_EQ(ring::Post<ccoGdaImmediate>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
   EXPECT_EQ(Rung(eventFd_), 0u);
-  EXPECT_EQ(r.Drain(), 1);
+  EXPECT_EQ(Drain(r), 1);
   // Asleep: each doorbell writes it.
   r.consumer.Asleep(true);
   ASSERT_EQ(ring::Post<ccoGdaImmediate>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
   ASSERT_EQ(ring::Post<ccoGdaImmediate>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
   EXPECT_EQ(Rung(eventFd_), 2u);
   r.consumer.Asleep(false);
-  EXPECT_EQ(r.Drain(), 2);
+  EXPECT_EQ(Drain(r), 2);
 }
 
 // A deferred post rings nothing; the flush that releases it does, and the proxy it woke
@@ -226,7 +219,7 @@ TEST_F(Doorbells, TheFlushOfDeferredPostsWakesTheProxy) {
   ASSERT_EQ(ring::Post<ccoGdaDeferred>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
   ASSERT_EQ(ring::Post<ccoGdaDeferred>(r.view(), APut(), r.limits(), &ticket), CCO_DEVICE_STATUS_OK);
   EXPECT_EQ(Rung(eventFd_), 0u);
-  EXPECT_EQ(r.Drain(), 0);  // not released
+  EXPECT_EQ(Drain(r), 0);  // not released
   int32_t flushed = -1;
   std::thread poster([&] { flushed = ring::Flush<ccoGdaDeferred>(r.view(), r.limits()); });
   // The proxy's side: it sleeps on the eventfd until the flush's doorbell writes it.
@@ -234,7 +227,7 @@ TEST_F(Doorbells, TheFlushOfDeferredPostsWakesTheProxy) {
   ASSERT_EQ(poll(&p, 1, 10'000), 1);
   r.consumer.Asleep(false);
   EXPECT_GE(Rung(eventFd_), 1u);
-  EXPECT_EQ(r.Drain(), 2);
+  EXPECT_EQ(Drain(r), 2);
   poster.join();
   EXPECT_EQ(flushed, CCO_DEVICE_STATUS_OK);
 }
