@@ -138,18 +138,20 @@ typedef struct ccoDevComm {
                               * (abi/trace.h), 0: tracing off. Taken from reserved space, so
                               * the version stands: a host before it leaves 0 (no trace), a
                               * device before it records nothing */
-  uint64_t hostBell;         /* the cpu platform's (device code on host threads): address of its
-                              * ccoHostBell, rung after each word the host writes for the device,
-                              * so that a wait may sleep until then; 0 elsewhere. Taken from
-                              * reserved space, so the version stands: a host before it leaves 0
-                              * (a wait pauses a fixed while, as then), a device before it ignores it */
+  uint64_t hostBell;         /* the cpu platform's (device code on host threads): address of this
+                              * rank's ccoHostBell, in its slice of the resource window (every
+                              * rank's lies at the same offset of its own slice), rung after each
+                              * word the host writes for the device, so that a wait may sleep until
+                              * then; 0 elsewhere. Taken from reserved space, so the version
+                              * stands: a host before it leaves 0 (a wait pauses a fixed while, as
+                              * then), a device before it ignores it */
 } ccoDevComm;
 
-/* The cpu platform's bell (ccoDevComm.hostBell), a pair of futex words of the host process:
- * `rings` counts the host's writes of words a device wait may watch (signals, counters, ring
- * credit), and `sleepers` the waits asleep on it, so that a write with none asleep makes no
- * system call. A wait that sleeps still wakes after a short while: words the host does not
- * write (a peer's direct stores) ring nothing. */
+/* The cpu platform's bell of a rank (ccoDevComm.hostBell), a pair of words in shared memory:
+ * `rings` (a futex) counts the writes of words the rank's device waits may watch (signals,
+ * counters, ring credit, the abort flag) by its proxy, its host peers' proxies and direct
+ * signals, and `sleepers` the waits asleep on it, so that a write with none asleep makes no
+ * system call. A wait that sleeps still wakes after a short while (20 us). */
 typedef struct ccoHostBell {
   uint32_t rings;
   uint32_t sleepers;

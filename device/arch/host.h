@@ -177,15 +177,15 @@ CCO_DEVICE_API void spin_backoff(uint32_t spins, uint32_t, uint32_t) {
   ::nanosleep(&ts, nullptr);
 }
 
-// After a store a device wait may watch, made by the device code itself (a direct signal): the
-// waits of this process asleep on the bell look now. (A waiting rank in another process sleeps
-// on its own bell, and sees the store within its sleep's bound.)
+// After a store a device wait may watch, made by the device code itself (a direct signal into
+// a peer's memory): the peer's waits asleep on its bell look now, whichever process of the
+// host they are in (the bells are shared memory, their futexes shared ones).
 CCO_DEVICE_API void ring_bell(const void* bell) {
   if (bell == nullptr) return;
   ccoHostBell* b = static_cast<ccoHostBell*>(const_cast<void*>(bell));
   __atomic_add_fetch(&b->rings, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST) != 0)
-    (void)syscall(SYS_futex, &b->rings, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+    (void)syscall(SYS_futex, &b->rings, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 // After a doorbell's store: a proxy asleep on the ring (abi/ring.h) is written awake. The
@@ -215,7 +215,7 @@ __attribute__((noinline)) inline void sleep_on(ccoHostBell* bell, uint32_t seen)
   precise_sleeps();
   const long bound = bell_sleep_bound_ns;
   struct timespec ts = {bound / 1000000000, bound % 1000000000};
-  (void)syscall(SYS_futex, &bell->rings, FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+  (void)syscall(SYS_futex, &bell->rings, FUTEX_WAIT, seen, &ts, nullptr, 0);
 }
 }  // namespace host_detail
 

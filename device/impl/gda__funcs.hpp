@@ -571,7 +571,10 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::DirectSignal(const ccoGdaDesc& d, in
   uint64_t* words = reinterpret_cast<uint64_t*>(cco_slice_address(f_.signals, f_.stride, slicesAway, 0));
   uint64_t* word = words + direct_word(d.signalId, f_.topo.lsaRank);
   arch::add<order::Release, scope::System>(word, d.signalOp == CCO_SIGNAL_INC ? uint64_t{1} : d.signalValue);
-  arch::ring_bell(limits_.bell);  // the cpu platform: a waiting rank of this process wakes
+  // The cpu platform: the peer's bell, where its bell lies in its slice as this rank's in its own.
+  if (limits_.bell != nullptr)
+    arch::ring_bell(reinterpret_cast<const void*>(
+        cco_slice_address(reinterpret_cast<uint64_t>(limits_.bell), f_.stride, slicesAway, 0)));
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The cpu platform's wake-ups, whose "device" code runs on host threads: a device wait that
-// sleeps on the platform's bell (abi/devcomm.h) ends when the host writes a word for the
-// device, and a doorbell writes the eventfd of a proxy asleep on its ring (abi/ring.h). A
-// wake that is lost would leave the sleeper to its sleep's bound; these tests lengthen the
-// bound past their wait's timeout, so that a lost wake fails them instead of slowing them.
+// sleeps on its rank's bell (abi/devcomm.h) ends when the bell rings (a proxy's pass that did
+// work, a direct signal, an abort), and a doorbell writes the eventfd of a proxy asleep on its
+// ring (abi/ring.h). A wake that is lost would leave the sleeper to its sleep's bound; these
+// tests lengthen the bound past their waits' timeouts, so that a lost wake fails them instead
+// of slowing them.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -18,9 +19,11 @@
 #include "abi/gda.h"
 #include "device/gda.hpp"  // the doorbell modes by their names
 #include "device/ring.hpp"
+#include "device/cco_device.hpp"
 #include "device/spin_wait.hpp"
-#include "platform/platform.h"
+#include "proxy/host_bell.h"
 #include "proxy/ring_consumer.h"
+#include "tests/device/gda_ranks.h"
 #include "tests/device/test_ring.h"
 
 namespace cco {
@@ -42,21 +45,20 @@ class LongBellSleeps : public ::testing::Test {
   void SetUp() override {
     saved_ = arch::host_detail::bell_sleep_bound_ns;
     arch::host_detail::bell_sleep_bound_ns = 30'000'000'000l;
-    ASSERT_TRUE(CreateCpuPlatform(&platform_).ok());
-    bell_ = reinterpret_cast<ccoHostBell*>(platform_->HostBell());
-    ASSERT_NE(bell_, nullptr);
   }
-  void TearDown() override {
-    arch::host_detail::bell_sleep_bound_ns = saved_;
-    delete platform_;
-  }
+  void TearDown() override { arch::host_detail::bell_sleep_bound_ns = saved_; }
 
   // Waits (bounded) until `sleepers` waits sleep on the bell.
   bool AwaitSleepers(uint32_t sleepers) {
     const auto until = Clock::now() + std::chrono::seconds(10);
-    while (__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST) < sleepers)
+    while (__atomic_load_n(&bell_.sleepers, __ATOMIC_SEQ_CST) < sleepers)
       if (Clock::now() > until) return false;
     return true;
+  }
+  // A word written and the bell rung, as a proxy does.
+  void Write(uint64_t* word, uint64_t value) {
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    RingHostBell(reinterpret_cast<uint64_t>(&bell_));
   }
 
   // A wait for a word to reach 1, asleep on the bell when `wake` runs (given the word and the
@@ -65,7 +67,7 @@ class LongBellSleeps : public ::testing::Test {
     alignas(8) uint64_t word = 0;
     uint32_t abort = 0;
     int32_t status = -1;
-    std::thread waiter([&] { status = WaitFor(&word, 1, bell_, &abort); });
+    std::thread waiter([&] { status = WaitFor(&word, 1, &bell_, &abort); });
     if (!AwaitSleepers(1)) ADD_FAILURE() << "the wait never slept on the bell";
     const auto start = Clock::now();
     wake(&word, &abort);
@@ -74,21 +76,16 @@ class LongBellSleeps : public ::testing::Test {
     return status;
   }
 
-  Platform* platform_ = nullptr;
-  ccoHostBell* bell_ = nullptr;
+  ccoHostBell bell_{};
   long saved_ = 0;
 };
 
 TEST_F(LongBellSleeps, AWordTheHostWritesEndsTheSleepAtOnce) {
   Clock::duration took;
-  const int32_t status = WaitWokenBy(
-      [&](uint64_t* word, uint32_t*) {
-        ASSERT_TRUE(platform_->StreamWriteValue64(0, 0, reinterpret_cast<uint64_t>(word), 1).ok());
-      },
-      &took);
+  const int32_t status = WaitWokenBy([&](uint64_t* word, uint32_t*) { Write(word, 1); }, &took);
   EXPECT_EQ(status, CCO_DEVICE_STATUS_OK);
-  EXPECT_LT(took, std::chrono::seconds(5));                            // not the 10 s timeout
-  EXPECT_EQ(__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST), 0u);  // it left the count
+  EXPECT_LT(took, std::chrono::seconds(5));                           // not the 10 s timeout
+  EXPECT_EQ(__atomic_load_n(&bell_.sleepers, __ATOMIC_SEQ_CST), 0u);  // it left the count
 }
 
 // Writes in turn with a waiter, as a ping-pong makes them: no write may be missed, whether it
@@ -102,12 +99,12 @@ TEST_F(LongBellSleeps, NoWriteIsMissedAcrossManyHandOffs) {
   std::atomic<int32_t> worst{CCO_DEVICE_STATUS_OK};
   std::thread answerer([&] {
     for (uint64_t i = 1; i <= kRounds; ++i) {
-      const int32_t s = WaitFor(&ping, i, bell_, &abort);
+      const int32_t s = WaitFor(&ping, i, &bell_, &abort);
       if (s != CCO_DEVICE_STATUS_OK) {
         worst = s;
         return;
       }
-      (void)platform_->WriteDeviceWord(0, reinterpret_cast<uint64_t>(&pong), i);
+      Write(&pong, i);
     }
   });
   const auto start = Clock::now();
@@ -120,42 +117,71 @@ TEST_F(LongBellSleeps, NoWriteIsMissedAcrossManyHandOffs) {
       while (Clock::now() < until) {
       }
     }
-    ASSERT_TRUE(platform_->StreamWriteValue64(0, 0, reinterpret_cast<uint64_t>(&ping), i).ok());
-    const int32_t s = WaitFor(&pong, i, bell_, &abort);
+    Write(&ping, i);
+    const int32_t s = WaitFor(&pong, i, &bell_, &abort);
     if (s != CCO_DEVICE_STATUS_OK) worst = s;
   }
   answerer.join();
   EXPECT_EQ(worst.load(), CCO_DEVICE_STATUS_OK);
   EXPECT_EQ(__atomic_load_n(&pong, __ATOMIC_ACQUIRE), kRounds);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));
-  EXPECT_EQ(__atomic_load_n(&bell_->sleepers, __ATOMIC_SEQ_CST), 0u);
+  EXPECT_EQ(__atomic_load_n(&bell_.sleepers, __ATOMIC_SEQ_CST), 0u);
 }
 
-// A direct signal is the device code's own store: it rings the bell itself, for a waiting
-// rank that is a thread of the same process.
+// A direct signal is the device code's own store into the peer's memory: it rings the
+// peer's bell itself.
 TEST_F(LongBellSleeps, TheDeviceCodesOwnStoreRingsToo) {
   Clock::duration took;
   const int32_t status = WaitWokenBy(
       [&](uint64_t* word, uint32_t*) {
         arch::add<order::Release, scope::System>(word, uint64_t{1});
-        arch::ring_bell(bell_);
+        arch::ring_bell(&bell_);
       },
       &took);
   EXPECT_EQ(status, CCO_DEVICE_STATUS_OK);
   EXPECT_LT(took, std::chrono::seconds(5));
 }
 
-// The abort flag is written without the platform: ccoCommAbort rings the bell itself.
+// The abort flag: ccoCommAbort and a proxy that fails the communicator ring the bell.
 TEST_F(LongBellSleeps, RingingEndsAWaitThatOnlyTheAbortFlagEnds) {
   Clock::duration took;
   const int32_t status = WaitWokenBy(
       [&](uint64_t*, uint32_t* abort) {
         __atomic_store_n(abort, 1u, __ATOMIC_RELEASE);
-        platform_->RingBell();
+        RingHostBell(reinterpret_cast<uint64_t>(&bell_));
       },
       &took);
   EXPECT_EQ(status, CCO_DEVICE_STATUS_ABORTED);
   EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+// End to end, ranks as threads on the cpu platform: a put+signal ping-pong through the
+// proxies (the direct path off) and one by direct signals, each wait asleep on the bell until
+// the proxy's pass or the peer's signal rings it.
+TEST_F(LongBellSleeps, PingPongsThroughTheProxyAndDirectWakeEveryWait) {
+  for (const char* direct : {"0", "4096"}) {
+    setenv("CCO_GDA_DIRECT_MAX_BYTES", direct, 1);
+    const auto start = Clock::now();
+    EXPECT_EQ(gda_test::RunGdaRanks(2, CCO_GDA_CONNECTION_FULL,
+                                    [](gda_test::Rank& k) {
+                                      ccoGda<> gda(k.dc, 0);
+                                      const int peer = 1 - k.rank;
+                                      auto send = [&] {
+                                        return gda.put(peer, k.win, 64, k.win, 0, 8, CCO_SIGNAL_INC, 0);
+                                      };
+                                      for (int i = 0; i < 200; ++i) {
+                                        if (k.rank == 0) CHECK_OR_FAIL(send() == CCO_DEVICE_STATUS_OK);
+                                        CHECK_OR_FAIL(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
+                                        if (k.rank == 1) CHECK_OR_FAIL(send() == CCO_DEVICE_STATUS_OK);
+                                      }
+                                      CHECK_OR_FAIL(gda.flush() == CCO_DEVICE_STATUS_OK);
+                                      return ccoBarrierAll(k.comm) == ccoSuccess;
+                                    }),
+              0)
+        << "direct max bytes " << direct;
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(20)) << "direct max bytes " << direct;
+  }
+  unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
 }
 
 // Takes every released descriptor of `r`, as the proxy would, and says so in `consumed`.

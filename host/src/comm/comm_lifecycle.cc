@@ -135,6 +135,7 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
   x.aborted = &c.aborted;
   x.statusOffset = c.pool.statusOffset;
   x.statusWords = true;  // the pool exists before the proxy (CreateComm)
+  x.bells = c.platform->kind() == ccoPlatformCpu;
   return x;
 }
 
@@ -251,10 +252,8 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
 void AbortComm(ccoComm& c) {
   std::lock_guard<std::mutex> lock(c.abortMu);
   c.aborted = true;
-  if (c.abortHost != nullptr) {
-    __atomic_store_n(c.abortHost, kAbortWordAborted, __ATOMIC_RELEASE);
-    c.platform->RingBell();  // waits asleep on it look now
-  }
+  if (c.abortHost != nullptr) __atomic_store_n(c.abortHost, kAbortWordAborted, __ATOMIC_RELEASE);
+  if (c.proxy) c.proxy->RingOwnBell();  // the cpu platform: waits asleep on it look now
   if (c.bootstrap) c.bootstrap->Abort();
   if (c.mesh) c.mesh->Abort();
 }

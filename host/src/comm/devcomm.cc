@@ -20,6 +20,7 @@
 #include "common/env.h"
 #include "common/phase_trace.h"
 #include "net/select.h"
+#include "proxy/host_bell.h"
 #include "proxy/proxy.h"
 
 namespace cco {
@@ -189,7 +190,8 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
   dc.gdaFlushOffset = static_cast<uint32_t>(layout.flushTargets);
   dc.sdmaQueueCount = static_cast<uint32_t>(sdmaQueues);
   dc.trace = trace;
-  dc.hostBell = c.platform->HostBell();
+  // The cpu platform's waits sleep on this rank's bell (proxy/host_bell.h); GPUs have none.
+  dc.hostBell = c.platform->kind() == ccoPlatformCpu ? c.MySlice() + c.pool.statusOffset + kBellAfterStatusWord : 0;
   if (sdma) {
     dc.sdmaRingSlots = sdma->rings.slotsAddress();
     dc.sdmaRingHost = sdma->rings.hostWordsAddress();

@@ -3,14 +3,11 @@
 // on machines without a GPU (CI, laptops). Physical memory is a memfd; a file descriptor
 // is the shareable handle itself, so the cross-process path is the real one.
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "platform/memfd.h"
@@ -21,11 +18,6 @@ namespace {
 
 constexpr size_t kGranularity = 4096;
 constexpr size_t kDefaultMemory = size_t{1} << 30;  // what perRankVmmSize = 0 gives
-
-// The process's bell (abi/devcomm.h): every device communicator of the cpu platform names
-// it, and each word written for the device rings it. A private futex: the waits that sleep on
-// it are this process's threads.
-ccoHostBell gBell;
 
 class CpuPlatform final : public Platform {
  public:
@@ -164,7 +156,6 @@ class CpuPlatform final : public Platform {
       return InvalidArgument(
           Fmt("StreamWriteValue64: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
     __atomic_store_n(reinterpret_cast<uint64_t*>(address), value, __ATOMIC_RELEASE);
-    RingBell();
     return Status::Ok();
   }
   Status StreamSynchronize(int, uint64_t) override { return Status::Ok(); }
@@ -174,17 +165,7 @@ class CpuPlatform final : public Platform {
       return InvalidArgument(
           Fmt("WriteDeviceWord: address ", reinterpret_cast<void*>(address), " is not 8-byte aligned"));
     __atomic_store_n(reinterpret_cast<uint64_t*>(address), value, __ATOMIC_RELEASE);
-    RingBell();
     return Status::Ok();
-  }
-
-  uint64_t HostBell() override { return reinterpret_cast<uint64_t>(&gBell); }
-  // After the word's store (the order of the pair with a sleeper's: device/arch/host.h): a
-  // sleeper that read the count before it sees it moved; none asleep, no system call.
-  void RingBell() override {
-    __atomic_add_fetch(&gBell.rings, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&gBell.sleepers, __ATOMIC_SEQ_CST) != 0)
-      (void)syscall(SYS_futex, &gBell.rings, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
   }
 
   Status DeviceAlloc(int, size_t size, uint64_t* va) override {

@@ -90,12 +90,6 @@ class Platform {
     return CopyToDevice(device, address, &value, sizeof(value));
   }
 
-  // The bell device waits sleep on (ccoHostBell, abi/devcomm.h): the cpu platform's, whose
-  // "device" code runs on host threads, where WriteDeviceWord and StreamWriteValue64 ring it;
-  // 0 elsewhere. RingBell: a word a wait may watch was written some other way (the abort flag).
-  virtual uint64_t HostBell() { return 0; }
-  virtual void RingBell() {}
-
   // Host memory the device can read and write (the abort flag): host pointer and the
   // address kernels use.
   virtual Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) = 0;

@@ -243,7 +243,7 @@ void Proxy::RaiseAbortWord(PhaseTrace* trace) {
   if (ctx_.abortWord == nullptr) return;
   uint32_t live = kAbortWordLive;  // an abort already raised it: it stays an abort
   __atomic_compare_exchange_n(ctx_.abortWord, &live, kAbortWordFailed, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-  ctx_.platform->RingBell();  // waits asleep on it look now
+  RingOwnBell();  // waits asleep on it look now
   if (trace) trace->Mark("abort word raised");
 }
 

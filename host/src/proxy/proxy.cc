@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "common/env.h"
+#include "proxy/host_bell.h"
 #include "topology/cpu_affinity.h"
 
 namespace cco {
@@ -53,7 +54,18 @@ Proxy::Proxy(ProxyContext context)
           std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))),
       lossPause_(std::chrono::milliseconds(std::min<int64_t>(env::Int("CCO_TEST_LOSS_PAUSE_MS", 0), kMaxLossPauseMs))),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      doorbellsWake_(wake_ >= 0 && ctx_.platform->HostBell() != 0) {}
+      doorbellsWake_(wake_ >= 0 && ctx_.bells) {
+  if (ctx_.bells && ctx_.statusWords)
+    for (uint64_t slice : ctx_.hostSlices) bells_.push_back(slice + ctx_.statusOffset + kBellAfterStatusWord);
+}
+
+void Proxy::RingBells() const {
+  for (uint64_t bell : bells_) RingHostBell(bell);
+}
+
+void Proxy::RingOwnBell() const {
+  if (!bells_.empty()) RingHostBell(bells_[ctx_.topo.hostRank]);
+}
 
 Proxy::~Proxy() {
   stop_ = true;
@@ -239,10 +251,9 @@ void Proxy::Loop() {
     bool did = false;
     for (auto& g : work) did |= Pass(*g);
     for (auto& s : sdmaWork) did |= Pass(*s);
-    if (threadNet_) {
-      did |= ProgressNet(*threadNet_);  // with the peers it lost
-      if (threadNet_->AwaitsReply()) AwaitReply();
-    }
+    if (threadNet_) did |= ProgressNet(*threadNet_);  // with the peers it lost
+    if (did) RingBells();                             // before the reply's wait: the kernel that replies may sleep
+    if (threadNet_ && threadNet_->AwaitsReply()) AwaitReply();
     // The clock is read every kWatchPasses passes only: a busy pass costs a few ring polls.
     if (++passes % kWatchPasses == 0 && Clock::now() >= nextWatch_) WatchHostPeers();
     // Resources detached before `generation` are no longer in use.
@@ -280,6 +291,7 @@ void Proxy::Nap() {
     for (auto& s : threadSdma_) did |= Pass(*s);
     if (did) {
       SetAsleep(false);
+      RingBells();
       return;
     }
   }
@@ -309,7 +321,10 @@ void Proxy::AwaitReply() {
   const auto until = std::chrono::steady_clock::now() + replyWait_;
   do {
     for (auto& g : threadWork_)
-      if (Pass(*g)) return;
+      if (Pass(*g)) {
+        RingBells();
+        return;
+      }
   } while (std::chrono::steady_clock::now() < until);
 }
 
@@ -380,7 +395,7 @@ bool Proxy::Pass(SdmaResources& s) {
 void Proxy::FailRing(RingSet& rings, uint32_t ring, ccoGdaRingError error, int32_t peer) {
   Status s = ctx_.platform->WriteDeviceWord(ctx_.device, rings.failedAddress(ring), 1);
   rings.consumers[ring].Fail(error, peer);
-  ctx_.platform->RingBell();  // the host words too: waits asleep on them look now
+  RingOwnBell();  // the host words too: waits asleep on them look now
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     if (lastError_.empty()) lastError_ = Fmt("marking a failed ring on the device: ", s.message());

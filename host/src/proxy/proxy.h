@@ -91,6 +91,9 @@ class Proxy : private NetTargetMap {
   // the host peers that see its process end.
   void Leaving();
 
+  // The cpu platform: this rank's waits asleep on its bell (proxy/host_bell.h) look now.
+  void RingOwnBell() const;
+
   // The first error the proxy or its network backend met (ccoRemoteError), Ok if none. Once it
   // names a lost rank, every ring to that rank has failed.
   Status AsyncError() const;
@@ -150,6 +153,9 @@ class Proxy : private NetTargetMap {
   void Nap();
   // The cpu platform: every ring served says whether the thread sleeps (abi/ring.h).
   void SetAsleep(bool asleep);
+  // The cpu platform, after a pass that did work: its writes may be what this rank's or a host
+  // peer's waits watch, so every host member's bell rings.
+  void RingBells() const;
   void Wake();
   // Waits (bounded) until no op of `g` is with the network backend.
   void WaitNetIdle(const GdaResources* g);
@@ -211,10 +217,11 @@ class Proxy : private NetTargetMap {
   std::vector<int> deadHosts_;
   std::vector<int32_t> lostNetPeers_;
   std::vector<NetLoss> netLosses_;
-  bool failed_ = false;         // FailCommunicator ran (under mu_)
-  bool leaving_ = false;        // Leaving ran (under mu_)
-  int wake_ = -1;               // an eventfd: Wake() makes IdleWait and Nap return
-  bool doorbellsWake_ = false;  // the cpu platform: its kernels' doorbells write wake_ while it naps
+  bool failed_ = false;          // FailCommunicator ran (under mu_)
+  bool leaving_ = false;         // Leaving ran (under mu_)
+  int wake_ = -1;                // an eventfd: Wake() makes IdleWait and Nap return
+  bool doorbellsWake_ = false;   // the cpu platform: its kernels' doorbells write wake_ while it naps
+  std::vector<uint64_t> bells_;  // the cpu platform: every host member's bell (by host index)
   std::chrono::steady_clock::time_point nextWatch_{};
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};

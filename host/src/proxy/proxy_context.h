@@ -62,6 +62,9 @@ struct ProxyContext {
   // there are any (a communicator being made has none yet).
   uint64_t statusOffset = 0;
   bool statusWords = false;
+  // The cpu platform: every rank's bell lies beside its status word (proxy/host_bell.h), and the
+  // proxy rings its own and its host peers' after a pass that wrote words for the device.
+  bool bells = false;
   Topology topo;
   std::vector<uint64_t> hostSlices;  // by host index: where that rank's slice starts here
   uint64_t stride = 0;               // bytes from one slice to the next
