@@ -440,6 +440,7 @@ template <class Body> std::string RunRanks(int victim, Body body) {
   for (int r = 0; r < kRanks; ++r) {
     pids[r] = fork();
     if (pids[r] == 0) {
+      cco_test::StacksOfTheirOwn();
       const int code = body(r, s);
       fflush(stdout);
       fflush(stderr);

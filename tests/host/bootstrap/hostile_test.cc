@@ -315,6 +315,7 @@ class HostileTest : public ::testing::Test {
     // The attacker learns rank 0's pid from rank 0 itself.
     pid_t attacker = fork();
     if (attacker == 0) {
+      cco_test::StacksOfTheirOwn();
       pid_t rank0 = 0;
       if (read(pidPipe[0], &rank0, sizeof(rank0)) != sizeof(rank0)) _exit(5);
       Attacker(rank0, attack, otherUser, goPipe[1], reportPipe[1], kRanks - 1);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "multiprocess.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,17 @@ int ChildMain(int rank, int nRanks, const std::vector<std::vector<int>>& pipes, 
 
 }  // namespace
 
+// Larger than every stack the parent's threads have (the default, which std::thread takes), so
+// that glibc's cache, holding theirs, has none that fits.
+void StacksOfTheirOwn() {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return;
+  size_t size = 0;
+  if (pthread_attr_getstacksize(&attr, &size) == 0 && pthread_attr_setstacksize(&attr, size + (size_t{1} << 20)) == 0)
+    (void)pthread_setattr_default_np(&attr);
+  pthread_attr_destroy(&attr);
+}
+
 std::vector<int> RunRanksRaw(int nRanks, const RankBody& body, int timeoutSec) {
   fflush(stdout);
   fflush(stderr);
@@ -66,6 +78,7 @@ std::vector<int> RunRanksRaw(int nRanks, const RankBody& body, int timeoutSec) {
   for (int r = 0; r < nRanks; ++r) {
     pids[r] = fork();
     if (pids[r] == 0) {
+      StacksOfTheirOwn();
       int code = ChildMain(r, nRanks, pipes, body);
       fflush(stdout);
       fflush(stderr);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Ranks as real processes for host tests: RunRanks forks one child per rank before any
-// thread exists, rank 0 mints the unique id and hands it to the others through pipes,
+// Ranks as real processes for host tests: RunRanks forks one child per rank, rank 0 mints the
+// unique id and hands it to the others through pipes,
 // and each child runs the body and exits with its verdict. The parent waits with a
 // deadline and kills stragglers, so a hang is a test failure, never a stuck CI run.
 #ifndef CCO_TESTS_HOST_TESTING_MULTIPROCESS_H_
@@ -23,6 +23,14 @@ using RankBody = std::function<int(int rank, int nRanks, const ccoUniqueId& id)>
 // Like RunRanks, but returns each rank's exit status (-1: killed at the deadline) instead
 // of judging them.
 std::vector<int> RunRanksRaw(int nRanks, const RankBody& body, int timeoutSec);
+
+// In a child just forked from a process that may have other threads (a unique id's root that
+// waits out CCO_TIMEOUT_MS for late ranks, left by an earlier test): the threads it starts get
+// stacks no thread of the parent had. glibc would hand a new thread the stack of a parent
+// thread that does not exist in the child, so it would get that thread's pthread_t, which
+// ThreadSanitizer (gcc 12's) still counts as live after the fork, and dies of ("dup thread with
+// used id"). RunRanks calls it; tests that fork their own ranks call it in each child.
+void StacksOfTheirOwn();
 
 // In a child: report and fail the rank.
 #define RANK_CHECK(cond)                                                                              \
