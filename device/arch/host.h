@@ -211,6 +211,18 @@ __attribute__((noinline)) inline void join_sleepers(ccoHostBell* bell) {
 __attribute__((noinline)) inline void leave_sleepers(ccoHostBell* bell) {
   __atomic_sub_fetch(&bell->sleepers, 1, __ATOMIC_SEQ_CST);
 }
+// Yields the core; whether it came back soon. A yield that took long means other threads are
+// running on it (a loaded machine, where each yield can cost a scheduler tick): a wait then
+// sleeps on the bell at once instead of yielding its way there.
+constexpr uint64_t kQuickYieldNs = 20000;
+__attribute__((noinline)) inline bool quick_yield() {
+  struct timespec before, after;
+  clock_gettime(CLOCK_MONOTONIC, &before);
+  sched_yield();
+  clock_gettime(CLOCK_MONOTONIC, &after);
+  const int64_t ns = (after.tv_sec - before.tv_sec) * 1000000000ll + (after.tv_nsec - before.tv_nsec);
+  return ns < static_cast<int64_t>(kQuickYieldNs);
+}
 __attribute__((noinline)) inline void sleep_on(ccoHostBell* bell, uint32_t seen) {
   precise_sleeps();
   const long bound = bell_sleep_bound_ns;
@@ -232,8 +244,12 @@ class WaitPause {
   void after_poll(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
     if (asleep_) {
       host_detail::sleep_on(bell_, seen_);
-    } else if (spins < host_detail::kSpinsBeforeBellSleep || bell_ == nullptr) {
+    } else if (bell_ == nullptr) {
       return spin_backoff(spins, spinsBeforeBackoff, backoffNs);
+    } else if (spins < host_detail::kSpinsBeforeYield) {
+      return;
+    } else if (spins < host_detail::kSpinsBeforeBellSleep && host_detail::quick_yield()) {
+      return;
     } else {
       host_detail::join_sleepers(bell_);
       asleep_ = true;
