@@ -216,12 +216,9 @@ __attribute__((noinline)) inline void leave_sleepers(ccoHostBell* bell) {
 // sleeps on the bell at once instead of yielding its way there.
 constexpr uint64_t kQuickYieldNs = 20000;
 __attribute__((noinline)) inline bool quick_yield() {
-  struct timespec before, after;
-  clock_gettime(CLOCK_MONOTONIC, &before);
+  const uint64_t before = timer_ns();
   sched_yield();
-  clock_gettime(CLOCK_MONOTONIC, &after);
-  const int64_t ns = (after.tv_sec - before.tv_sec) * 1000000000ll + (after.tv_nsec - before.tv_nsec);
-  return ns < static_cast<int64_t>(kQuickYieldNs);
+  return timer_ns() - before < kQuickYieldNs;
 }
 __attribute__((noinline)) inline void sleep_on(ccoHostBell* bell, uint32_t seen) {
   precise_sleeps();

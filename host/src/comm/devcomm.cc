@@ -191,7 +191,7 @@ ccoDevComm FillDevComm(const ccoComm& c, const ccoDevCommRequirements& reqs, con
   dc.sdmaQueueCount = static_cast<uint32_t>(sdmaQueues);
   dc.trace = trace;
   // The cpu platform's waits sleep on this rank's bell (proxy/host_bell.h); GPUs have none.
-  dc.hostBell = c.platform->kind() == ccoPlatformCpu ? c.MySlice() + c.pool.statusOffset + kBellAfterStatusWord : 0;
+  dc.hostBell = c.platform->kind() == ccoPlatformCpu ? BellAddress(c.MySlice(), c.pool.statusOffset) : 0;
   if (sdma) {
     dc.sdmaRingSlots = sdma->rings.slotsAddress();
     dc.sdmaRingHost = sdma->rings.hostWordsAddress();

@@ -13,6 +13,10 @@ namespace cco {
 // From a rank's status word (ProxyContext::statusOffset) to its bell: a cache line of its own
 // in the status word's carve (256 bytes, comm/resource_pool.cc).
 constexpr uint64_t kBellAfterStatusWord = 64;
+// The bell of the rank whose slice starts at `slice` (the address this process maps it at).
+inline uint64_t BellAddress(uint64_t slice, uint64_t statusOffset) {
+  return slice + statusOffset + kBellAfterStatusWord;
+}
 
 // Rings the bell at `address`: its count moves, and its sleepers wake (a shared futex: they may
 // be threads of another process of this host). No system call when none sleeps.

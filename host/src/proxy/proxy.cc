@@ -56,7 +56,7 @@ Proxy::Proxy(ProxyContext context)
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       doorbellsWake_(wake_ >= 0 && ctx_.bells) {
   if (ctx_.bells && ctx_.statusWords)
-    for (uint64_t slice : ctx_.hostSlices) bells_.push_back(slice + ctx_.statusOffset + kBellAfterStatusWord);
+    for (uint64_t slice : ctx_.hostSlices) bells_.push_back(BellAddress(slice, ctx_.statusOffset));
 }
 
 void Proxy::RingBells() const {
@@ -240,17 +240,10 @@ void Proxy::Loop() {
       sdmaWork = attachedSdma_;
       threadNet_ = net_;
       generation = generation_.load();
-      if (doorbellsWake_) {
-        for (auto& g : work)
-          for (RingConsumer& c : g->rings.consumers) c.WakeBy(wake_);
-        for (auto& sd : sdmaWork)
-          for (RingConsumer& c : sd->rings.consumers) c.WakeBy(wake_);
-      }
+      if (doorbellsWake_) ForEachConsumer([&](RingConsumer& c) { c.WakeBy(wake_); });
     }
     // Rings first: what they hand the network backend goes out in the same iteration.
-    bool did = false;
-    for (auto& g : work) did |= Pass(*g);
-    for (auto& s : sdmaWork) did |= Pass(*s);
+    bool did = PassAll();
     if (threadNet_) did |= ProgressNet(*threadNet_);  // with the peers it lost
     if (did) RingBells();                             // before the reply's wait: the kernel that replies may sleep
     if (threadNet_ && threadNet_->AwaitsReply()) AwaitReply();
@@ -286,10 +279,7 @@ void Proxy::Nap() {
     // Asleep first, then a last look at the rings: a doorbell after that look finds the
     // thread asleep and writes wake_ (device/arch/host.h).
     SetAsleep(true);
-    bool did = false;
-    for (auto& g : threadWork_) did |= Pass(*g);
-    for (auto& s : threadSdma_) did |= Pass(*s);
-    if (did) {
+    if (PassAll()) {
       SetAsleep(false);
       RingBells();
       return;
@@ -310,10 +300,21 @@ void Proxy::Nap() {
 }
 
 void Proxy::SetAsleep(bool asleep) {
+  ForEachConsumer([&](RingConsumer& c) { c.Asleep(asleep); });
+}
+
+bool Proxy::PassAll() {
+  bool did = false;
+  for (auto& g : threadWork_) did |= Pass(*g);
+  for (auto& s : threadSdma_) did |= Pass(*s);
+  return did;
+}
+
+template <class Fn> void Proxy::ForEachConsumer(Fn fn) {
   for (auto& g : threadWork_)
-    for (RingConsumer& c : g->rings.consumers) c.Asleep(asleep);
+    for (RingConsumer& c : g->rings.consumers) fn(c);
   for (auto& s : threadSdma_)
-    for (RingConsumer& c : s->rings.consumers) c.Asleep(asleep);
+    for (RingConsumer& c : s->rings.consumers) fn(c);
 }
 
 void Proxy::AwaitReply() {
