@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import cco
-from cco import _abi, _lib
+from cco import _abi, _lib, communicator
 from cco.devcomm import DevCommStruct, TeamStruct
 from cco.errors import RESULT_NAMES, CCOAbortedError, CCOError, CCOTimeoutError, check, error_for
 from cco.requirements import CCODevCommRequirements
@@ -89,6 +89,7 @@ def test_magic_numbers_and_sizes_are_the_headers():
     assert int(defines["CCO_DEV_COMM_REQUIREMENTS_MAGIC"], 0) == _abi.DEV_COMM_REQUIREMENTS_MAGIC
     cco_h = repo_file("host/include/cco/cco.h").read_text()
     assert f"#define CCO_UNIQUE_ID_BYTES {_abi.UNIQUE_ID_BYTES}" in cco_h
+    assert f"#define CCO_ALLGATHER_HOST_MAX_BYTES {communicator.ALLGATHER_HOST_MAX_BYTES}" in cco_h
     for part, value in zip(("MAJOR", "MINOR", "PATCH"), _abi.VERSION):
         assert f"#define CCO_VERSION_{part} {value}" in cco_h
     assert enum_values(cco_h, "ccoResult_t") == RESULT_NAMES

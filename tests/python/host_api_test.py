@@ -62,6 +62,24 @@ def test_create_query_destroy_with_context_manager(nranks):
     assert run_ranks(nranks, body) == list(range(nranks))
 
 
+@pytest.mark.parametrize("nranks", RANKS)
+def test_allgather_host_hands_every_rank_every_ranks_bytes(nranks):
+    def body(rank, n, uid):
+        with Communicator.init(n, rank, uid, per_rank_vmm=VMM) as comm:
+            mine = bytes([rank]) * (rank * 1000 + 3)          # sizes differ per rank
+            assert comm.allgather_host(mine) == [bytes([r]) * (r * 1000 + 3) for r in range(n)]
+            assert comm.allgather_host(b"") == [b""] * n
+            full = bytes(range(256)) * (cco.communicator.ALLGATHER_HOST_MAX_BYTES // 256)
+            assert comm.allgather_host(full) == [full] * n
+            # One rank too long: every rank fails, naming it, and the ranks stay in step.
+            with pytest.raises(ValueError, match=f"rank {n - 1} contributed more than"):
+                comm.allgather_host(full + b"x" if rank == n - 1 else b"ok")
+            assert comm.allgather_host(b"%d" % rank) == [b"%d" % r for r in range(n)]
+        return True
+
+    assert all(run_ranks(nranks, body))
+
+
 # --- symmetric memory and windows -----------------------------------------------------------
 
 

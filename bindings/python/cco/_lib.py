@@ -57,6 +57,7 @@ SIGNATURES = {
     "ccoDevCommTraceFlush": (_result, [_comm, POINTER(DevCommStruct), c_char_p]),
     # host synchronisation
     "ccoBarrierAll": (_result, [_comm]),
+    "ccoAllGatherHost": (_result, [_comm, c_void_p, c_size_t, c_void_p]),
 }
 
 

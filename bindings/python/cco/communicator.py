@@ -26,6 +26,8 @@ from cco.memory import AllocatedMemory, AllocatedWindow, RegisteredWindow
 from cco.requirements import CCODevCommRequirements
 from cco.unique_id import UniqueIdStruct, to_bytes, to_struct
 
+ALLGATHER_HOST_MAX_BYTES = 65536   # cco.h's CCO_ALLGATHER_HOST_MAX_BYTES
+
 
 class Communicator:
     """An explicit communicator handle (ccoComm), created collectively with init()."""
@@ -238,6 +240,30 @@ class Communicator:
     def barrier(self) -> None:
         """Host barrier across all ranks of the communicator."""
         self._call("ccoBarrierAll")
+
+    def allgather_host(self, data: bytes) -> list:
+        """Every rank's `data` (bytes, sizes may differ per rank), in rank order, through the
+        bootstrap (across nodes). Collective: every rank calls it in the same order. For
+        small agreements: at most ALLGATHER_HOST_MAX_BYTES bytes per rank."""
+        data = bytes(data)
+        limit = ALLGATHER_HOST_MAX_BYTES
+        size = len(data) if len(data) <= limit else -1   # too long: still takes part, so that every rank fails
+        sizes = self._allgather_fixed(size.to_bytes(8, "little", signed=True))
+        sizes = [int.from_bytes(s, "little", signed=True) for s in sizes]
+        bad = [r for r, s in enumerate(sizes) if s < 0]
+        if bad:
+            raise ValueError(f"allgather_host: rank {bad[0]} contributed more than {limit} bytes")
+        width = max(sizes)
+        parts = self._allgather_fixed(data.ljust(width, b"\0"))
+        return [p[:s] for p, s in zip(parts, sizes)]
+
+    def _allgather_fixed(self, data: bytes) -> list:
+        n = self.world_size
+        mine = ctypes.create_string_buffer(data, len(data) or 1)
+        out = ctypes.create_string_buffer(len(data) * n or 1)
+        self._call("ccoAllGatherHost", mine, len(data), out)
+        raw = out.raw
+        return [raw[r * len(data):(r + 1) * len(data)] for r in range(n)]
 
     def check_async_error(self) -> None:
         """Raises the error the progress thread met on its own (a GDA peer lost, a

@@ -9,7 +9,7 @@
  *
  * Collective calls (every rank of the communicator calls them, in the same order, with
  * matching arguments): ccoCommCreate, ccoWindowRegister, ccoWindowAllocRegister,
- * ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy, ccoBarrierAll. Ranks that
+ * ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy, ccoBarrierAll, ccoAllGatherHost. Ranks that
  * disagree fail together, with a message naming the mismatch.
  * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort,
  * ccoCommGetAsyncError, ccoDevCommTraceFlush, and ccoCommDestroy: it frees this rank's part
@@ -170,6 +170,16 @@ ccoResult_t ccoDevCommTraceFlush(ccoComm* comm, const ccoDevComm* devComm, const
 
 /* --- host synchronisation -------------------------------------------------------------- */
 ccoResult_t ccoBarrierAll(ccoComm* comm);
+
+/* The most bytes one rank contributes to ccoAllGatherHost. */
+#define CCO_ALLGATHER_HOST_MAX_BYTES 65536
+
+/* Every rank's `bytes` bytes at `mine` (host memory), in rank order, into `all` (host memory
+ * of nranks * bytes). Through the bootstrap, across nodes: for small agreements (shapes,
+ * counts), not data. Every rank passes the same `bytes` (at most CCO_ALLGATHER_HOST_MAX_BYTES;
+ * a rank with another count fails every rank, naming it); `mine` and `all` may be NULL only
+ * where bytes is 0. */
+ccoResult_t ccoAllGatherHost(ccoComm* comm, const void* mine, size_t bytes, void* all);
 
 #ifdef __cplusplus
 }

@@ -204,4 +204,17 @@ ccoResult_t ccoBarrierAll(ccoComm* comm) {
   return WithComm(__func__, comm, [&](ccoComm& c) { return c.bootstrap->Barrier("ccoBarrierAll"); });
 }
 
+ccoResult_t ccoAllGatherHost(ccoComm* comm, const void* mine, size_t bytes, void* all) {
+  if (bytes > CCO_ALLGATHER_HOST_MAX_BYTES)
+    return Report(__func__, InvalidArgument(cco::Fmt("bytes is ", bytes, ", more than CCO_ALLGATHER_HOST_MAX_BYTES (",
+                                                     CCO_ALLGATHER_HOST_MAX_BYTES, ")")));
+  if (bytes > 0 && (mine == nullptr || all == nullptr))
+    return Report(__func__, InvalidArgument(mine == nullptr ? "mine is NULL" : "all is NULL"));
+  static_assert(CCO_ALLGATHER_HOST_MAX_BYTES <= cco::kMaxContribution, "the bootstrap carries the contribution");
+  char none = 0;  // an empty contribution still takes part, through valid pointers
+  return WithComm(__func__, comm, [&](ccoComm& c) {
+    return c.bootstrap->AllGather("ccoAllGatherHost", bytes ? mine : &none, bytes, bytes ? all : &none);
+  });
+}
+
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
 #include <vector>
 
 #include "bootstrap/fd_mesh.h"
@@ -46,6 +47,31 @@ TEST_P(CommTest, CreateQueryDestroy) {
     RANK_OK(ccoCommPlatform(comm, &platform));
     RANK_CHECK(platform == ccoPlatformCpu);
     RANK_OK(ccoBarrierAll(comm));
+    RANK_OK(ccoCommDestroy(comm));
+    return 0;
+  }));
+}
+
+// Every rank's record lands in every rank at its rank's place; a rank with another size
+// fails every rank; bad arguments are refused before any exchange.
+TEST_P(CommTest, AllGatherHostHandsEveryRankEveryRecord) {
+  EXPECT_TRUE(RunRanks(GetParam(), [](int rank, int n, const ccoUniqueId& id) {
+    ccoComm* comm = nullptr;
+    RANK_OK(ccoCommCreate(id, n, rank, 64 << 20, &comm));
+    std::vector<uint32_t> mine(1000), all(1000 * n);
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = rank * 100000 + static_cast<uint32_t>(i);
+    RANK_OK(ccoAllGatherHost(comm, mine.data(), mine.size() * 4, all.data()));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < mine.size(); ++i) RANK_CHECK(all[r * mine.size() + i] == r * 100000 + i);
+    RANK_OK(ccoAllGatherHost(comm, nullptr, 0, nullptr));
+    RANK_CHECK(ccoAllGatherHost(comm, mine.data(), CCO_ALLGATHER_HOST_MAX_BYTES + 1, all.data()) == ccoInvalidArgument);
+    RANK_CHECK(ccoAllGatherHost(comm, nullptr, 4, all.data()) == ccoInvalidArgument);
+    RANK_CHECK(ccoAllGatherHost(nullptr, mine.data(), 4, all.data()) == ccoInvalidUsage);
+    if (n > 1) {
+      const ccoResult_t r = ccoAllGatherHost(comm, mine.data(), rank == n - 1 ? 8 : 4, all.data());
+      RANK_CHECK(r != ccoSuccess);
+      RANK_CHECK(std::string(ccoGetLastError()).find("contributed") != std::string::npos);
+    }
     RANK_OK(ccoCommDestroy(comm));
     return 0;
   }));

@@ -19,7 +19,7 @@ from cco import _env
 from cco.ops import checks, planning
 from cco.ops.checks import OperandError
 
-AGREE_BYTES = 64 << 10     # one rank's slot of the agreement window
+AGREE_BYTES = 60 << 10     # what one rank puts into an agreement (the bootstrap carries 64 KiB)
 TABLES_KEPT = 64           # split patterns whose tables stay on the device, per plan
 DEFAULT_TIMEOUT_MS = 60000
 POLLS_PER_MS = 1000        # a flag poll is an uncached local atomic: about a microsecond
@@ -88,8 +88,6 @@ class OpsContext:
         self.fp8 = (self.backend == "cuda" and major >= 9) or ("gfx950" in arch)
         reqs = CCODevCommRequirements(lsa_barrier_count=1, gda_connection_type=GDA_CONNECTION_NONE)
         self.dc = comm.create_dev_comm(reqs)
-        self.agree_mem = comm.alloc_mem(AGREE_BYTES)
-        self.agree_win = comm.register_window(self.agree_mem.ptr, AGREE_BYTES)
         self.libs = cco_ir.get_extern_libs()
         timeout_ms = int(_env.get("CCO_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
         self.max_polls = max(1, min(2**31 - 1, timeout_ms * POLLS_PER_MS))
@@ -99,32 +97,15 @@ class OpsContext:
         gpus = self.allgather(("gpu", uuid))
         self.ranks_per_gpu = sum(1 for g in gpus if g == ("gpu", uuid))
 
-    # --- agreement: compare values across the LSA team, collectively --------------------
+    # --- agreement: compare values across the ranks, collectively ----------------------
 
     def allgather(self, value):
-        """Every rank's `value` (picklable, small), in LSA rank order; collective (host
-        barriers), so only when a plan is made."""
-        torch = _torch()
-        from cco.memview import torch_view
-
-        if self.lsa_size != self.world:
-            raise OperandError(f"cco.ops: {self.world} ranks but {self.lsa_size} reach each other by load/store; the "
-                               "operators need every rank on one node (LSA) for now")
+        """Every rank's `value` (picklable, small), in rank order; collective (through the
+        bootstrap, across nodes), so only when a plan is made."""
         payload = pickle.dumps(value)
-        if len(payload) + 8 > AGREE_BYTES:
-            raise OperandError(f"cco.ops: {len(payload)} bytes to agree on, more than {AGREE_BYTES - 8}")
-        mine = torch_view(self.agree_win.local_ptr, (AGREE_BYTES,), torch.uint8)
-        mine[:8].copy_(torch.tensor(list(len(payload).to_bytes(8, "little")), dtype=torch.uint8))
-        mine[8:8 + len(payload)].copy_(torch.frombuffer(bytearray(payload), dtype=torch.uint8))
-        torch.cuda.synchronize(self.device)
-        self.comm.barrier()
-        values = []
-        for peer in range(self.lsa_size):
-            there = torch_view(self.comm.peer_ptr(self.agree_win, peer, 0), (AGREE_BYTES,), torch.uint8).cpu()
-            size = int.from_bytes(bytes(there[:8].tolist()), "little")
-            values.append(pickle.loads(bytes(there[8:8 + size].tolist())))
-        self.comm.barrier()  # nobody writes the next value before everyone read this one
-        return values
+        if len(payload) > AGREE_BYTES:
+            raise OperandError(f"cco.ops: {len(payload)} bytes to agree on, more than {AGREE_BYTES}")
+        return [pickle.loads(part) for part in self.comm.allgather_host(payload)]
 
     def agree(self, op, what):
         """Raises on every rank unless every rank has the same `what`."""
