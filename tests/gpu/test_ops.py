@@ -38,6 +38,17 @@ def test_operators_equal_their_references(ranks):
     assert out.count("PASS") >= 4 * ranks
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_operators_over_gda_equal_their_references(ranks):
+    """transport="gda": every tile a put with a signal; the ranks on one host, and (with two
+    virtual nodes joined by tcp over loopback) ranks that share no node, where LSA is refused."""
+    out = _run(ranks, ["ops@gda", "graph@gda", "pool@gda"])
+    assert out.count("PASS") >= 3 * ranks
+    out = _run(ranks, ["ops@gda", "graph@gda"], env={"CCO_TEST_NODES_PER_HOST": "2", "CCO_NET": "tcp",
+                                                     "CCO_SOCKET_IFNAME": "=lo"})
+    assert out.count("PASS") >= 2 * ranks
+
+
 @pytest.mark.parametrize("ranks", [2])
 def test_a_rank_that_never_calls_makes_the_peers_give_up(ranks):
     # Long enough for every rank to start (torch and CUDA under MPS) and meet at the rendezvous.
@@ -76,10 +87,23 @@ def _splits(world, m, seed):
     return [b - a for a, b in zip([0] + cuts, cuts + [m])]
 
 
-def case_ops(comm, rank, world, dev, dtypes):
-    import torch
+def _ops(transport):
+    """cco.ops with every operator's transport= bound."""
+    import functools
+    import types
 
     from cco import ops
+
+    names = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
+    bound = {name: functools.partial(getattr(ops, name), transport=transport) for name in names}
+    return types.SimpleNamespace(**bound, check=ops.check, symmetric_pool=ops.symmetric_pool,
+                                 window_offset=ops.window_offset)
+
+
+def case_ops(comm, rank, world, dev, dtypes, transport="lsa"):
+    import torch
+
+    ops = _ops(transport)
 
     shapes = [(256, 128, 512), (200, 96, 300), (3, 64, 256)]   # rows per rank, K, N
     for dtype in dtypes:
@@ -127,14 +151,14 @@ def case_ops(comm, rank, world, dev, dtypes):
             assert ops.gemm_ar(a_all[rank], bt, comm, out=out) is out
             _check(f"gemm_ar b transposed {dtype}", out, total, rank)
     ops.check(comm)
-    print(f"PASS ops rank {rank}", flush=True)
+    print(f"PASS ops ({transport}) rank {rank}", flush=True)
 
 
-def case_graph(comm, rank, world, dev, dtypes):
+def case_graph(comm, rank, world, dev, dtypes, transport="lsa"):
     """Each operator captured in one CUDA graph (after a first call), replayed with new inputs."""
     import torch
 
-    from cco import ops
+    ops = _ops(transport)
 
     m, k, n = 128, 64, 256
     dtype = torch.bfloat16
@@ -170,15 +194,15 @@ def case_graph(comm, rank, world, dev, dtypes):
             _check(f"{name} graph replay {step}", captured, want, rank)
         del eager
     ops.check(comm)
-    print(f"PASS graph rank {rank}", flush=True)
+    print(f"PASS graph ({transport}) rank {rank}", flush=True)
 
 
-def case_pool(comm, rank, world, dev, dtypes):
+def case_pool(comm, rank, world, dev, dtypes, transport="lsa"):
     """Operands allocated in the symmetric pool: they live in a CCO window, and the results
     are those of ordinary tensors."""
     import torch
 
-    from cco import ops
+    ops = _ops(transport)
 
     pool = ops.symmetric_pool(comm, 64 << 20)
     m, k, n = 256, 128, 256
@@ -189,7 +213,7 @@ def case_pool(comm, rank, world, dev, dtypes):
     shards = [_ints((m, k), r, torch.bfloat16, dev) for r in range(world)]
     _check("ag_gemm from the pool", ops.ag_gemm(a, b, comm), _mm(torch.cat(shards), b, torch.bfloat16), rank)
     ops.check(comm)
-    print(f"PASS pool rank {rank}", flush=True)
+    print(f"PASS pool ({transport}) rank {rank}", flush=True)
 
 
 def case_errors(comm, rank, world, dev, dtypes):
@@ -269,7 +293,9 @@ def main(cases):
     comm = Communicator.init(world, rank, uid)
     try:
         for case in cases or CASES[:-1]:
-            globals()[f"case_{case}"](comm, rank, world, dev, dtypes)
+            name, _, transport = case.partition("@")   # "ops@gda": the case over another transport
+            over = {"transport": transport} if transport else {}
+            globals()[f"case_{name}"](comm, rank, world, dev, dtypes, **over)
     except BaseException:
         comm.abort()
         raise

@@ -105,6 +105,53 @@ def test_workspaces_are_aligned_disjoint_and_sized(world):
     assert p.consts["FLAGS_PER_SOURCE"] == 8 * 112
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 8])
+@pytest.mark.parametrize("rows", [1, 200, 1000])
+def test_gda_workspaces_hold_every_index_the_kernels_use(world, rows):
+    """transport="gda": the largest signal id, outbox byte and arrival count each kernel forms
+    (the kernels' own index arithmetic) lie inside what the plan sized."""
+    cfg = planning.TileConfig(128, 256, 64, 8, 4)
+    es, k, n = 2, 768, 1000
+
+    def words(p, name):
+        return p.layout.nbytes(name) // 4
+
+    def common(p):
+        c = p.consts
+        _check_layout(p.layout)
+        assert c["GDA"] and c["SIG_FLAGS"] == 2 * world     # start flags: half x sender
+        assert words(p, "sent") == world * c["NSIG"]
+        assert p.layout.nbytes("counts") == 2 * world * 8     # a put_value's 8 bytes per count
+        return c
+
+    for op in ("ag_gemm", "a2a_gemm"):
+        p = planning.gather_plan(op, world, 0, rows, k, n, "bfloat16", "bfloat16", cfg, 132, 1, transport="gda")
+        c = common(p)
+        last_flag = (1 * world + world - 1) * c["CHUNKS"] + c["CHUNKS"] - 1      # half 1, sender W-1, last chunk
+        assert c["SIG_FLAGS"] + last_flag == c["NSIG"] - 1
+        box_end = ((1 * world + world - 1) * c["CAP"] + (c["CHUNKS"] - 1) * cfg.bm + cfg.bm) * k * es
+        assert box_end >= rows * k * es and p.layout.nbytes("outbox") >= min(box_end, 2 * world * c["CAP"] * k * es)
+    p = planning.scatter_plan("gemm_ag", world, 0, rows, k, n, "bfloat16", "bfloat16", cfg, 132, 1, transport="gda")
+    c = common(p)
+    assert c["FLAGS_PER_SOURCE"] == c["MT"]                                     # a flag per row block
+    assert c["SIG_FLAGS"] + (2 * world - 1) * c["MT"] + c["MT"] - 1 == c["NSIG"] - 1
+    assert words(p, "arrivals") >= 2 * c["MT"] and "outbox" not in p.layout.areas   # puts from its own slot
+    p = planning.scatter_plan("gemm_a2a", world, 0, rows, k, n, "bfloat16", "bfloat16", cfg, 132, 1, transport="gda")
+    c = common(p)
+    assert c["SIG_FLAGS"] + 2 * world - 1 == c["NSIG"] - 1 and words(p, "arrivals") >= 2 * world
+    assert p.layout.nbytes("outbox") == 2 * world * c["CAP"] * n * es           # half x receiver
+    for op in ("gemm_rs", "gemm_ar"):
+        p = planning.reduce_plan(op, world, 0, rows * world, k, n, "bfloat16", "bfloat16", cfg, 132, 1,
+                                 transport="gda")
+        c = common(p)
+        assert c["SIG_RFLAGS"] == c["SIG_FLAGS"] + 2 * world * c["OWNED_MT"]
+        assert c["NSIG"] == c["SIG_RFLAGS"] + (2 * c["MT"] if op == "gemm_ar" else 0)
+        assert words(p, "arrivals") >= 2 * world * c["OWNED_MT"] + 2 * c["OWNED_MT"]
+        assert p.layout.nbytes("outbox") == 2 * world * c["SLOT_ROWS"] * n * es
+    lsa = planning.reduce_plan("gemm_ar", world, 0, rows * world, k, n, "bfloat16", "bfloat16", cfg, 132, 1)
+    assert not lsa.consts["GDA"] and "outbox" not in lsa.layout.areas and "sent" not in lsa.layout.areas
+
+
 def test_programs_stay_resident_with_ranks_sharing_a_gpu():
     assert planning.programs_for(132, 1, 10_000) == 132
     assert planning.programs_for(132, 4, 10_000) == 33
@@ -435,7 +482,7 @@ def test_received_rows_come_from_every_rank_send_vector(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
 
     class Ranks:  # what the context's allgather answers: every rank's (operator, send splits)
-        lsa_rank = 1
+        rank = 1
 
         def __init__(self, gathered):
             self.gathered = gathered

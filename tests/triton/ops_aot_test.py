@@ -59,28 +59,34 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
 
 
 OFFSETS = ["off_counters", "off_status", "off_hello", "off_counts", "off_flags"]
+LSA = dict(GDA=False, SIG_FLAGS=0, NSIG=1)
+GDA = dict(GDA=True, SIG_FLAGS=2 * WORLD, NSIG=2 * WORLD + 2 * WORLD * 16 + 32)
 
 
-def gather(target, in_dtype, world=None, **over):
-    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "max_polls", "active"]
+def gather(target, in_dtype, world=None, transport=LSA, **over):
+    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_outbox", "off_sent",
+                                                                      "max_polls", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
-                  ES=planning.ITEMSIZE[in_dtype],
+                  ES=planning.ITEMSIZE[in_dtype], **transport,
                   **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
     consts.update(over)
     return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)
 
 
-def scatter(target, in_dtype, broadcast, world=None):
-    ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "max_polls", "active"]
-    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
+def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
+    ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "off_outbox", "off_sent",
+                                                                  "max_polls", "active"]
+    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2, **transport,
                   **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
     return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype, world)
 
 
-def reduce(target, in_dtype, all_reduce, world=None):
+def reduce(target, in_dtype, all_reduce, world=None, transport=LSA):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_rflags", "off_result",
+                                                                  "off_outbox", "off_sent", "off_arrivals",
                                                                   "max_polls", "active"]
-    consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2)
+    consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2, **transport,
+                  SIG_RFLAGS=transport["SIG_FLAGS"] + 2 * WORLD * 4)
     return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype, world)
 
 
@@ -93,6 +99,15 @@ OPERATORS = {
     "gemm_a2a": lambda t, d: scatter(t, d, False),
     "gemm_ar": lambda t, d: reduce(t, d, True),
     "gemm_rs": lambda t, d: reduce(t, d, False),
+}
+
+
+# Over GDA, one variant of each code path (ag_gemm's covers a2a_gemm's, gemm_ar's gemm_rs's).
+GDA_OPERATORS = {
+    "ag_gemm": lambda t, d: gather(t, d, transport=GDA),
+    "gemm_ag": lambda t, d: scatter(t, d, True, transport=GDA),
+    "gemm_a2a": lambda t, d: scatter(t, d, False, transport=GDA),
+    "gemm_ar": lambda t, d: reduce(t, d, True, transport=GDA),
 }
 
 
@@ -150,3 +165,18 @@ def test_every_world(world):
               scatter(target, "bfloat16", False, world), reduce(target, "bfloat16", True, world),
               reduce(target, "bfloat16", False, world)):
         assert c.asm["cubin"]
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
+def test_every_operator_over_gda(target):
+    """transport="gda": the tiles travel as puts with signals (no peer's memory is mapped):
+    every CCO call inlined, the GDA put, signal and signal read in the code, and no LSA pointer."""
+    t = TARGETS[target]
+    for op, make in GDA_OPERATORS.items():
+        c = make(t, "bfloat16")
+        asm = _code(t, c)
+        assert re.findall(CALL[t.backend], asm, re.M) == [], f"{op}: a call was left in the {t.arch} code"
+        ttir = c.asm["ttir"]
+        for name in ("cco_gda_put__", "cco_gda_read_signal", "cco_devcomm_rank"):
+            assert name in ttir, f"{op}: no {name} in the GDA kernel"
+        assert "cco_lsa_ptr" not in ttir, f"{op}: the GDA kernel addresses a peer's memory"

@@ -2,7 +2,8 @@
 """The all-gather pair: ag_gemm (all-gather, then GEMM) and gemm_ag (GEMM, then all-gather)."""
 
 from cco.ops import planning
-from cco.ops.common import COPY_COLUMNS, areas, gemm_constexprs, launch, prepare, result, tiles_for
+from cco.ops.common import (COPY_COLUMNS, areas, gemm_constexprs, launch, prepare, result, tiles_for,
+                            transport_constexprs)
 from cco.ops.kernels.gather import gather_gemm
 from cco.ops.kernels.scatter import gemm_scatter
 
@@ -15,14 +16,14 @@ def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gat
     (M x K), written by the same kernel (into gathered_out if given). out: a tensor to write
     the result into. Every rank's shard has the same number of rows."""
     ctx, pb, a, b = prepare("ag_gemm", a, b, comm, transport, out)
-    world, me, m = ctx.world, ctx.lsa_rank, pb.a_rows
+    world, me, m = ctx.world, ctx.rank, pb.a_rows
     tiles = tiles_for(ctx, pb, m)
     key = ("ag_gemm", m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport, bool(return_gathered))
 
     def make(ctx):
         ctx.agree("ag_gemm", planning.signature(pb, tiles, transport) + (bool(return_gathered),))
         return planning.gather_plan("ag_gemm", world, me, m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles,
-                                    ctx.sm_count, ctx.ranks_per_gpu, return_gathered)
+                                    ctx.sm_count, ctx.ranks_per_gpu, return_gathered, transport)
 
     plan = ctx.plan(key, "ag_gemm", make)
     rows = (m,) * world
@@ -44,10 +45,12 @@ def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts):
     offsets = {f"T_{k}": v for k, v in planning.gather_table_offsets(ctx.world).items()}
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], CHUNKS=plan.consts["CHUNKS"], NT=plan.consts["NT"],
                 RETURN_GATHERED=gathered is not None, CHECK_COUNTS=check_counts, BC=COPY_COLUMNS,
-                ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(plan, pb.k, pb.n))
-    args = (ctx.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
+                ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(plan, pb.k, pb.n),
+                **transport_constexprs(plan))
+    args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
-            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots"), ctx.max_polls, 1)
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "outbox", "sent"), ctx.max_polls,
+            1)
     launch(ctx, plan, gather_gemm, args, meta)
 
 
@@ -56,14 +59,14 @@ def gemm_ag(a, b, comm, *, transport="lsa", out=None):
     result (rank r's rows at [r M/W, (r+1) M/W)). Each tile goes to every peer as soon as it
     is computed. out: a tensor to write the result into."""
     ctx, pb, a, b = prepare("gemm_ag", a, b, comm, transport, out)
-    world, me, m = ctx.world, ctx.lsa_rank, pb.a_rows
+    world, me, m = ctx.world, ctx.rank, pb.a_rows
     tiles = tiles_for(ctx, pb, m)
     key = ("gemm_ag", m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport)
 
     def make(ctx):
         ctx.agree("gemm_ag", planning.signature(pb, tiles, transport))
         return planning.scatter_plan("gemm_ag", world, me, m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles,
-                                     ctx.sm_count, ctx.ranks_per_gpu)
+                                     ctx.sm_count, ctx.ranks_per_gpu, transport)
 
     plan = ctx.plan(key, "gemm_ag", make)
     rows = (m,) * world
@@ -77,9 +80,9 @@ def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
     offsets = {f"T_{k}": v for k, v in planning.scatter_table_offsets(ctx.world).items()}
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], MT=plan.consts["MT"], NT=plan.consts["NT"],
                 BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=planning.ITEMSIZE[pb.out_dtype],
-                **offsets, **gemm_constexprs(plan, pb.k, pb.n))
-    args = (ctx.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
+                **offsets, **gemm_constexprs(plan, pb.k, pb.n), **transport_constexprs(plan))
+    args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
             b.stride(0), b.stride(1),
-            *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots"),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots", "outbox", "sent"),
             ctx.max_polls, 1)
     launch(ctx, plan, gemm_scatter, args, meta)

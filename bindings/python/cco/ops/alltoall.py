@@ -29,7 +29,7 @@ def _received(ctx, plan, op, send, out_splits):
     others = sorted({o for o, _ in gathered} - {op})
     if others:
         raise OperandError(f"cco.ops.{op}: other ranks called {', '.join(others)} at the same time")
-    known[send] = planning.recv_from_sends([s for _, s in gathered], ctx.lsa_rank)
+    known[send] = planning.recv_from_sends([s for _, s in gathered], ctx.rank)
     return known[send]
 
 
@@ -39,8 +39,8 @@ def _plan(ctx, op, pb, transport, kind):
 
     def make(ctx):
         ctx.agree(op, planning.signature(pb, tiles, transport))
-        return kind(op, ctx.world, ctx.lsa_rank, pb.a_rows, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles, ctx.sm_count,
-                    ctx.ranks_per_gpu)
+        return kind(op, ctx.world, ctx.rank, pb.a_rows, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles,
+                    ctx.sm_count, ctx.ranks_per_gpu, transport=transport)
 
     return ctx.plan(key, op, make), tiles
 
@@ -55,7 +55,7 @@ def gemm_a2a(a, b, splits, comm, *, out_splits=None, transport="lsa", out=None):
     plan, tiles = _plan(ctx, "gemm_a2a", pb, transport, planning.scatter_plan)
     recv = _received(ctx, plan, "gemm_a2a", pb.send, out_splits)
     table = ctx.table(plan, (pb.send, recv),
-                      planning.scatter_table(ctx.world, ctx.lsa_rank, pb.send, recv, tiles, pb.n)[0])
+                      planning.scatter_table(ctx.world, ctx.rank, pb.send, recv, tiles, pb.n)[0])
     out = _out(out, recv, pb, a, "gemm_a2a")
     launch_scatter(ctx, plan, a, b, out, table, pb, broadcast=False)
     return out
@@ -68,10 +68,10 @@ def a2a_gemm(a, b, splits, comm, *, out_splits=None, transport="lsa", out=None):
     runs on this rank's own rows. out_splits as in gemm_a2a."""
     ctx, pb, a, b = prepare("a2a_gemm", a, b, comm, transport, out, splits=splits, out_splits=out_splits)
     plan, tiles = _plan(ctx, "a2a_gemm", pb, transport,
-                        lambda *args: planning.gather_plan(*args, return_gathered=False))
+                        lambda *args, **kw: planning.gather_plan(*args, return_gathered=False, **kw))
     recv = _received(ctx, plan, "a2a_gemm", pb.send, out_splits)
     table = ctx.table(plan, (pb.send, recv),
-                      planning.gather_table(ctx.world, ctx.lsa_rank, pb.send, recv, tiles, pb.n)[0])
+                      planning.gather_table(ctx.world, ctx.rank, pb.send, recv, tiles, pb.n)[0])
     out = _out(out, recv, pb, a, "a2a_gemm")
     _launch_gather(ctx, plan, a, b, out, None, table, pb, check_counts=True)
     return out

@@ -12,10 +12,11 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
     """(context, Problem, a, b) with every host-side check done; a made row-contiguous."""
     import torch
 
-    if transport != "lsa":
-        checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
-        raise NotImplementedError(f"cco.ops.{op}: transport={transport!r} is not implemented yet; transport='lsa' "
-                                  "(the default) moves tiles by load/store within a node")
+    checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
+    if transport == "sdma":
+        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' is not implemented yet; transport='lsa' (the "
+                                  "default) moves tiles by load/store within a node, transport='gda' by puts to "
+                                  "any rank")
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError(f"cco.ops.{op}: a and b must be torch tensors")
     if a.dim() == 2 and a.stride(1) != 1:
@@ -52,7 +53,14 @@ def tiles_for(ctx, problem, rows_hint):
 
 
 def areas(plan, *names):
-    return [plan.layout[name] for name in names]
+    """The byte offsets of the named areas of plan's workspace; 0 for an area the plan's
+    transport does not have (its kernel never touches it)."""
+    return [plan.layout[name] if name in plan.layout.areas else 0 for name in names]
+
+
+def transport_constexprs(plan, *more):
+    """The kernel's transport constants: GDA, SIG_FLAGS, NSIG, and the `more` it takes."""
+    return {name: plan.consts[name] for name in ("GDA", "SIG_FLAGS", "NSIG", *more)}
 
 
 def launch(ctx, plan, kernel, args, meta):

@@ -134,9 +134,21 @@ class OpsContext:
         ws.view(0, plan.layout.size // 4, torch.int32).zero_()
         torch.cuda.synchronize(self.device)
         plan.workspace = ws
+        plan.dc = self._dev_comm_for(plan)
         plan.tables = OrderedDict()
         self.plans[key] = plan
         return plan
+
+    def _dev_comm_for(self, plan):
+        """LSA plans share the context's device communicator; a GDA plan gets one of its own,
+        connected to every rank, with a signal per flag of its workspace (they start at 0,
+        as the epochs the kernel announces with them assume)."""
+        if not plan.consts.get("GDA"):
+            return self.dc
+        from cco import GDA_CONNECTION_FULL, CCODevCommRequirements
+
+        reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_signal_count=plan.consts["NSIG"])
+        return self.comm.create_dev_comm(reqs)
 
     def loaded(self, plan, warm_up):
         """Runs warm_up() (a launch that returns at once) the first time, then waits until

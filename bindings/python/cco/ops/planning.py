@@ -19,6 +19,7 @@ ALIGN = 256
 INT32 = 4
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float32": 4}
 STATUS_WORDS = 8   # [0]: a wait gave up (a peer that never came, or an abort)
+COUNT_BYTES = 8    # a row count's word in the workspace (a GDA put_value writes 8 bytes)
 
 
 def cdiv(a, b):
@@ -115,7 +116,23 @@ def _header(layout, programs, world):
     layout.add("counters", programs * INT32)
     layout.add("status", STATUS_WORDS * INT32)
     layout.add("hello", 2 * world * INT32)
-    layout.add("counts", 2 * world * INT32)
+    layout.add("counts", 2 * world * COUNT_BYTES)
+
+
+def _gda_areas(layout, consts, world, flags, rflags=0, outbox=0):
+    """What the GDA transport adds (cco.ops.kernels.signals): its signals are the start flags
+    (2 W: half x sender), then the operator's flags (`flags`), then gemm_ar's (`rflags`); a
+    `sent` record per peer and signal (the epoch last announced); an outbox where what a peer
+    receives is laid out before it is put (`outbox` bytes; none where the operator puts from
+    its own receiving area)."""
+    consts.update(GDA=True, SIG_FLAGS=2 * world, SIG_RFLAGS=2 * world + flags, NSIG=2 * world + flags + rflags)
+    layout.add("sent", world * consts["NSIG"] * INT32)
+    if outbox:
+        layout.add("outbox", outbox)
+
+
+def _lsa_consts(consts):
+    consts.update(GDA=False, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
 
 
 def rotated(rank, world):
@@ -154,9 +171,10 @@ def gather_table_offsets(world):
 
 
 def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu,
-                return_gathered=False):
+                return_gathered=False, transport="lsa"):
     """The workspace of ag_gemm / a2a_gemm at one shape: a slot of `cap` = a_rows rows per
-    sender (the most one sender can send one receiver) and a flag per chunk of BM rows."""
+    sender (the most one sender can send one receiver) and a flag per chunk of BM rows. GDA:
+    an outbox laid out as the slots (half x receiver), a signal per chunk."""
     cap = a_rows
     nt = cdiv(n, tiles.bn)
     chunks = cdiv(cap, tiles.bm)
@@ -164,8 +182,13 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     programs = programs_for(sm_count, ranks_per_gpu, world * chunks * nt)
     _header(layout, programs, world)
     layout.add("flags", 2 * world * chunks * INT32)
-    layout.add("slots", 2 * world * cap * k * ITEMSIZE[in_dtype])
+    slots = 2 * world * cap * k * ITEMSIZE[in_dtype]
+    layout.add("slots", slots)
     consts = dict(CAP=cap, CHUNKS=chunks, NT=nt, RETURN_GATHERED=bool(return_gathered))
+    if transport == "gda":
+        _gda_areas(layout, consts, world, flags=2 * world * chunks, outbox=slots)
+    else:
+        _lsa_consts(consts)
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 
@@ -213,9 +236,11 @@ def tiles_touching(first, count, bm, nt):
     return (((first + count - 1) // bm) - (first // bm) + 1) * nt
 
 
-def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu):
+def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu, transport="lsa"):
     """The workspace of gemm_ag / gemm_a2a at one shape: a slot of `cap` = a_rows rows x n per
-    sender, a flag per tile (gemm_ag) or per sender (gemm_a2a), arrival counts per receiver."""
+    sender, a flag per tile (gemm_ag) or per sender (gemm_a2a), arrival counts per receiver.
+    GDA: gemm_ag flags per row block (its puts carry whole rows) and counts the tiles of each
+    (2 x mt arrivals); gemm_a2a lays out each receiver's rows in an outbox first."""
     cap = a_rows
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     mt = cdiv(a_rows, bm)
@@ -223,11 +248,17 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
     programs = programs_for(sm_count, ranks_per_gpu, mt * nt)
     _header(layout, programs, world)
     broadcast = op == "gemm_ag"
-    flags_per_source = mt * nt if broadcast else 1
+    gda = transport == "gda"
+    flags_per_source = (mt if gda else mt * nt) if broadcast else 1
     layout.add("flags", 2 * world * flags_per_source * INT32)
-    layout.add("arrivals", 2 * world * INT32)
-    layout.add("slots", 2 * world * cap * n * ITEMSIZE[out_dtype])
+    layout.add("arrivals", 2 * max(world, mt if gda and broadcast else 0) * INT32)
+    slots = 2 * world * cap * n * ITEMSIZE[out_dtype]
+    layout.add("slots", slots)
     consts = dict(CAP=cap, MT=mt, NT=nt, BROADCAST=broadcast, FLAGS_PER_SOURCE=flags_per_source)
+    if gda:
+        _gda_areas(layout, consts, world, flags=2 * world * flags_per_source, outbox=0 if broadcast else slots)
+    else:
+        _lsa_consts(consts)
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 
@@ -252,7 +283,10 @@ def scatter_table(world, rank, send, recv, tiles, n):
 # sum into its result and into every peer's result area, flagging each tile, and every rank
 # copies the flagged tiles of the others into its result.
 
-def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu):
+def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu, transport="lsa"):
+    """GDA: partials go through an outbox laid out as the slots and travel as tile rows (a
+    flag per sender and tile row, 2 x W x owned_mt arrival counts); gemm_ar's sums travel from
+    the own result area as tile rows (2 x owned_mt more counts, a flag per tile row)."""
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     layout = Layout()
     if op == "gemm_rs":
@@ -268,11 +302,18 @@ def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     programs = programs_for(sm_count, ranks_per_gpu, tiles_total)
     _header(layout, programs, world)
     layout.add("flags", 2 * world * owned_mt * nt * INT32)
-    layout.add("slots", 2 * world * slot_rows * n * ITEMSIZE[out_dtype])
+    slots = 2 * world * slot_rows * n * ITEMSIZE[out_dtype]
+    layout.add("slots", slots)
     if op == "gemm_ar":
         layout.add("rflags", 2 * total_mt * nt * INT32)
         layout.add("result", 2 * m_rows * n * ITEMSIZE[out_dtype])
     consts = dict(MT=total_mt, OWNED_MT=owned_mt, NT=nt, SLOT_ROWS=slot_rows, ALL_REDUCE=op == "gemm_ar")
+    if transport == "gda":
+        layout.add("arrivals", 2 * (world + 1) * owned_mt * INT32)
+        _gda_areas(layout, consts, world, flags=2 * world * owned_mt,
+                   rflags=2 * total_mt if op == "gemm_ar" else 0, outbox=slots)
+    else:
+        _lsa_consts(consts)
     out_rows = m_rows if op == "gemm_ar" else m_rows // world
     return Plan(op, world, rank, tiles, programs, layout, [0], consts, out_rows=out_rows)
 

@@ -3,7 +3,7 @@
 (reduce-scatter of a @ b over M: torch's fused_matmul_reduce_scatter)."""
 
 from cco.ops import planning
-from cco.ops.common import areas, gemm_constexprs, launch, prepare, result, tiles_for
+from cco.ops.common import areas, gemm_constexprs, launch, prepare, result, tiles_for, transport_constexprs
 from cco.ops.kernels.reduce import gemm_reduce
 
 
@@ -15,19 +15,20 @@ def _run(op, a, b, comm, transport, out):
 
     def make(ctx):
         ctx.agree(op, planning.signature(pb, tiles, transport))
-        return planning.reduce_plan(op, world, ctx.lsa_rank, pb.a_rows, pb.k, pb.n, pb.in_dtype, pb.out_dtype, tiles,
-                                    ctx.sm_count, ctx.ranks_per_gpu)
+        return planning.reduce_plan(op, world, ctx.rank, pb.a_rows, pb.k, pb.n, pb.in_dtype, pb.out_dtype,
+                                    tiles, ctx.sm_count, ctx.ranks_per_gpu, transport)
 
     plan = ctx.plan(key, op, make)
     out = result(out, pb.out_rows, pb.n, pb, a)
     c = plan.consts
     all_reduce = op == "gemm_ar"
     meta = dict(WORLD=world, OWNED_MT=c["OWNED_MT"], SLOT_ROWS=c["SLOT_ROWS"], MT=c["MT"], NT=c["NT"],
-                ALL_REDUCE=all_reduce, ES=planning.ITEMSIZE[pb.out_dtype], **gemm_constexprs(plan, pb.k, pb.n))
-    rflags, res = areas(plan, "rflags", "result") if all_reduce else (0, 0)
-    args = (ctx.dc.ptr, plan.workspace.win.handle, a, b, out, pb.a_rows, pb.k, pb.n, a.stride(0), b.stride(0),
-            b.stride(1), *areas(plan, "counters", "status", "hello", "counts", "flags", "slots"), rflags, res,
-            ctx.max_polls, 1)
+                ALL_REDUCE=all_reduce, ES=planning.ITEMSIZE[pb.out_dtype], **gemm_constexprs(plan, pb.k, pb.n),
+                **transport_constexprs(plan, "SIG_RFLAGS"))
+    args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, pb.a_rows, pb.k, pb.n, a.stride(0), b.stride(0),
+            b.stride(1),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "rflags", "result", "outbox",
+                   "sent", "arrivals"), ctx.max_polls, 1)
     launch(ctx, plan, gemm_reduce, args, meta)
     return out
 

@@ -19,8 +19,9 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import (await_hellos, copy_rows, end_call, mma, open_call, ptr_at, raise_flag, store_tile,
-                                  tile_coords, trace_begin, trace_end, wait_flag)
+from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.signals import (await_hellos, end_call, gda_put, open_call, ptr_at, raise_flag, trace_begin,
+                                     trace_end, wait_for)
 
 
 @triton.jit
@@ -29,12 +30,14 @@ def _field(table, at, i):
 
 
 @triton.jit
-def _push_unit(dc, u, a, stride_am, table, me, base, stride, off_flags, off_slots, K, epoch,
-               WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, BM: tl.constexpr,
+def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_flags, off_slots, off_outbox, off_sent,
+               K, epoch, WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, BM: tl.constexpr,
                T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
-               BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr):
+               BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
+               NSIG: tl.constexpr):
     """Push unit u: chunk c of the rows this rank sends receiver DST[d], into its slot for this
-    rank; then that chunk's flag (a PUSH range of the trace)."""
+    rank; then that chunk's flag (a PUSH range of the trace). GDA: the chunk is copied into this
+    rank's outbox for the receiver (laid out as the receiver's slot for this rank), then put."""
     traced = trace_begin(dc)
     d = 0
     for j in tl.static_range(1, WORLD - 1):
@@ -44,31 +47,43 @@ def _push_unit(dc, u, a, stride_am, table, me, base, stride, off_flags, off_slot
     first = _field(table, T_SOFF, d) + c * BM
     nrows = tl.minimum(BM, _field(table, T_SCNT, d) - c * BM)
     par = (epoch % 2).to(tl.int64)
-    there = base + dest.to(tl.int64) * stride
-    slot = ptr_at(there + off_slots, DT) + ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K
-    copy_rows(a + first.to(tl.int64) * stride_am, stride_am, slot, K, nrows, K, 32, BC)
-    raise_flag(there + off_flags + ((par * WORLD + me) * CHUNKS + c).to(tl.int64) * 4, epoch)
+    flag = ((par * WORLD + me) * CHUNKS + c).to(tl.int64)
+    at = ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K   # the chunk's first element in the slot
+    if GDA:
+        box = ((par * WORLD + dest) * CAP + c * BM).to(tl.int64) * K
+        copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(base + off_outbox, DT) + box, K, nrows, K,
+                  32, BC)
+        gda_put(dc, ws, base, off_sent, status, dest, off_slots + at * ES, off_outbox + box * ES,
+                nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
+    else:
+        there = base + dest.to(tl.int64) * stride
+        copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(there + off_slots, DT) + at, K, nrows, K,
+                  32, BC)
+        raise_flag(there + off_flags + flag * 4, epoch)
     trace_end(dc, cco.TraceTag.PUSH, u, traced)
 
 
 @triton.jit(do_not_specialize=["M_OUT", "max_polls", "active"])
 def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stride_bk, stride_bn,
-                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, max_polls, active,
-                WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
+                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_outbox, off_sent,
+                max_polls, active, WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, RETURN_GATHERED: tl.constexpr, CHECK_COUNTS: tl.constexpr,
                 T_SRC: tl.constexpr, T_CNT: tl.constexpr, T_OUT: tl.constexpr, T_TPRE: tl.constexpr,
                 T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
                 T_LOCAL: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr,
-                BC: tl.constexpr, ES: tl.constexpr):
+                BC: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
+                NSIG: tl.constexpr):
     """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
-    active == 0: returns at once (loads the binary before any rank waits on it)."""
+    active == 0: returns at once (loads the binary before any rank waits on it). GDA: the
+    chunks travel as puts (off_outbox, off_sent: see cco.ops.kernels.signals)."""
     if active != 0:
         DT: tl.constexpr = a.dtype.element_ty
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                               off_counts, table + T_SENDR, WORLD, CHECK_COUNTS)
+                                                               off_counts, off_sent, table + T_SENDR, WORLD,
+                                                               CHECK_COUNTS, GDA, NSIG)
 
         tiles = _field(table, T_TPRE, WORLD)
         own_tiles = _field(table, T_TPRE, 1)
@@ -87,8 +102,9 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             if g < own_tiles:
                 due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
             while pushed < due:
-                _push_unit(dc, pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K,
-                           epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
+                _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
+                           off_slots, off_outbox, off_sent, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT,
+                           T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
                 pushed += 1
             i = 0
             for j in tl.static_range(1, WORLD):
@@ -104,8 +120,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 sam = stride_am
             else:
                 waited = trace_begin(dc)
-                wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + mt).to(tl.int64) * 4, epoch, status, dc,
-                          max_polls)
+                wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + mt, epoch, status, max_polls, GDA,
+                         SIG_FLAGS)
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
@@ -114,8 +130,9 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             store_tile(out + first_out.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN)
             trace_end(dc, cco.TraceTag.TILE, g, traced)
         while pushed < my_units:
-            _push_unit(dc, pid + pushed * programs, a, stride_am, table, me, base, stride, off_flags, off_slots, K,
-                       epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES)
+            _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
+                       off_slots, off_outbox, off_sent, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT,
+                       T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
             pushed += 1
 
         if RETURN_GATHERED:
@@ -132,14 +149,13 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                         copy_rows(a + (local_first + c * BM).to(tl.int64) * stride_am, stride_am, dst, K, nrows, K,
                                   32, BC)
                     else:
-                        wait_flag(mine + off_flags + ((par * WORLD + src) * CHUNKS + c).to(tl.int64) * 4, epoch,
-                                  status, dc, max_polls)
+                        wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, max_polls,
+                                 GDA, SIG_FLAGS)
                         slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
                         copy_rows(slot, K, dst, K, nrows, K, 32, BC)
 
         if CHECK_COUNTS:
-            await_hellos(mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, dc,
-                         max_polls, WORLD)
+            await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
         else:
-            await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)
+            await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, max_polls, WORLD, GDA)
         end_call(mine, off_counters, epoch)

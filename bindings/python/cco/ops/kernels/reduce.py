@@ -12,14 +12,23 @@ A phase waits only for earlier phases of other programs, which never wait on it:
 
 gemm_rs: rank q owns rows [q M/W, (q+1) M/W), tiled on their own. gemm_ar: rank q owns the
 tile rows q, q + W, q + 2W, ... of M.
+
+GDA: puts carry whole rows of a tile row (a tile's rows are not contiguous in a slot): a
+partial tile goes into this rank's outbox for its owner (laid out as the owner's slot for this
+rank) and the tile that completes its tile row (arrivals: 2 x W x OWNED_MT counts) puts the
+row, flagged per tile row; this rank's own partials stay in its workspace, flagged per tile as
+on LSA. gemm_ar's sums go into this rank's own result area (peers write only the rows they
+own there) and the tile that completes a tile row puts it to every peer (counts after the
+first ones: 2 x OWNED_MT), flagged per tile row (SIG_RFLAGS).
 """
 
 import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import (await_hellos, end_call, load_tile, mma, open_call, ptr_at, raise_flag, store_tile,
-                                  tile_coords, trace_begin, trace_end, wait_flag)
+from cco.ops.kernels.core import load_tile, mma, store_tile, tile_coords
+from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, open_call, ptr_at, raise_flag,
+                                     trace_begin, trace_end, wait_flag, wait_for)
 
 
 @triton.jit
@@ -34,13 +43,33 @@ def _owned_rows(owner, omt, M, M_OWN, BM: tl.constexpr, WORLD: tl.constexpr, ALL
     return row0, nrows, omt * BM
 
 
+@triton.jit
+def _share_sum_by_puts(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows, nt, omt, par,
+                       result_elems, N, me, epoch, WORLD: tl.constexpr, OWNED_MT: tl.constexpr, MT: tl.constexpr,
+                       NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, ES: tl.constexpr, OT: tl.constexpr,
+                       SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr):
+    """gemm_ar over GDA: a summed tile into this rank's own result area (where peers write
+    only the rows they own); the tile that completes its tile row puts the row to every peer."""
+    if WORLD > 1:
+        at = par * result_elems + row0.to(tl.int64) * N
+        store_tile(ptr_at(mine + off_result, OT) + at, N, nrows, nt * BN, N, value, BM, BN)
+        arrivals = ptr_at(mine + off_arrivals, tl.int32) + 2 * WORLD * OWNED_MT + par * OWNED_MT + omt
+        if count_tile(arrivals) == NT - 1:
+            tl.store(arrivals, 0)   # for the call that uses this half next
+            for d in tl.static_range(1, WORLD):
+                peer = (me + d) % WORLD
+                gda_put(dc, ws, mine, off_sent, status, peer, off_result + at * ES, off_result + at * ES,
+                        nrows.to(tl.int64) * N * ES, SIG_RFLAGS + par * MT + row0 // BM, epoch, NSIG)
+
+
 @triton.jit(do_not_specialize=["M", "max_polls", "active"])
 def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_rflags, off_result,
-                max_polls, active,
+                off_outbox, off_sent, off_arrivals, max_polls, active,
                 WORLD: tl.constexpr, OWNED_MT: tl.constexpr, SLOT_ROWS: tl.constexpr, MT: tl.constexpr,
                 NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ALL_REDUCE: tl.constexpr, ES: tl.constexpr):
+                EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ALL_REDUCE: tl.constexpr, ES: tl.constexpr,
+                GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr):
     """ALL_REDUCE: out (M x N) = the sum over ranks of a @ b. Else out (M/W x N) = rows
     [rank M/W, ...) of that sum. active == 0: returns at once."""
     if active != 0:
@@ -48,7 +77,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                               off_counts, None, WORLD, False)
+                                                               off_counts, off_sent, None, WORLD, False, GDA, NSIG)
         M_OWN = M // WORLD
         OWNED: tl.constexpr = OWNED_MT * NT
         slot_elems = N.to(tl.int64) * SLOT_ROWS
@@ -64,10 +93,25 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
             if nrows > 0:
                 acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N,
                           K, BM, BN, BK, EVEN_K, EVEN_N)
-                there = base + owner.to(tl.int64) * stride
-                slot = ptr_at(there + off_slots, OT) + (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N
-                store_tile(slot, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
-                raise_flag(there + off_flags + ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4, epoch)
+                at = (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N   # in the owner's slots
+                flag = ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4
+                if GDA:
+                    if owner != me:
+                        box = (par * WORLD + owner) * slot_elems + slot_row.to(tl.int64) * N
+                        store_tile(ptr_at(mine + off_outbox, OT) + box, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
+                        arrivals = ptr_at(mine + off_arrivals, tl.int32) + (par * WORLD + owner) * OWNED_MT + omt
+                        if count_tile(arrivals) == NT - 1:
+                            tl.store(arrivals, 0)   # for the call that uses this half next
+                            gda_put(dc, ws, mine, off_sent, status, owner, off_slots + at * ES, off_outbox + box * ES,
+                                    nrows.to(tl.int64) * N * ES, SIG_FLAGS + (par * WORLD + me) * OWNED_MT + omt,
+                                    epoch, NSIG)
+                    else:
+                        store_tile(ptr_at(mine + off_slots, OT) + at, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
+                        raise_flag(mine + off_flags + flag, epoch)
+                else:
+                    there = base + owner.to(tl.int64) * stride
+                    store_tile(ptr_at(there + off_slots, OT) + at, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
+                    raise_flag(there + off_flags + flag, epoch)
             trace_end(dc, cco.TraceTag.TILE, g, traced)
 
         # 2. the owned tiles: sum the W partials
@@ -78,22 +122,34 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
             if nrows > 0:
                 acc = tl.zeros((BM, BN), dtype=tl.float32)
                 for r in tl.static_range(0, WORLD):
-                    wait_flag(mine + off_flags + ((par * WORLD + r) * OWNED + t).to(tl.int64) * 4, epoch, status, dc,
-                              max_polls)
+                    own_flag = mine + off_flags + ((par * WORLD + r) * OWNED + t).to(tl.int64) * 4
+                    if GDA:
+                        if r != me:
+                            wait_for(dc, mine, off_flags, (par * WORLD + r) * OWNED_MT + omt, epoch, status, max_polls,
+                                     GDA, SIG_FLAGS)
+                        else:
+                            wait_flag(own_flag, epoch, status, dc, max_polls)
+                    else:
+                        wait_flag(own_flag, epoch, status, dc, max_polls)
                     slot = ptr_at(mine + off_slots, OT) + (par * WORLD + r) * slot_elems + slot_row.to(tl.int64) * N
                     acc += load_tile(slot, N, nrows, nt * BN, N, BM, BN)
                 value = acc.to(OT)
                 if ALL_REDUCE:
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     mt = row0 // BM
-                    for d in tl.static_range(1, WORLD):
-                        peer = (me + d) % WORLD
-                        area = ptr_at(base + peer.to(tl.int64) * stride + off_result, OT) + par * result_elems
-                        store_tile(area + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
-                    for d in tl.static_range(1, WORLD):
-                        peer = (me + d) % WORLD
-                        raise_flag(base + peer.to(tl.int64) * stride + off_rflags +
-                                   (par * MT * NT + mt * NT + nt).to(tl.int64) * 4, epoch)
+                    if GDA:
+                        _share_sum_by_puts(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows,
+                                           nt, omt, par, result_elems, N, me, epoch, WORLD, OWNED_MT, MT, NT, BM, BN,
+                                           ES, OT, SIG_RFLAGS, NSIG)
+                    else:
+                        for d in tl.static_range(1, WORLD):
+                            peer = (me + d) % WORLD
+                            area = ptr_at(base + peer.to(tl.int64) * stride + off_result, OT) + par * result_elems
+                            store_tile(area + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                        for d in tl.static_range(1, WORLD):
+                            peer = (me + d) % WORLD
+                            raise_flag(base + peer.to(tl.int64) * stride + off_rflags +
+                                       (par * MT * NT + mt * NT + nt).to(tl.int64) * 4, epoch)
                 else:
                     store_tile(out + (omt * BM).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
             trace_end(dc, cco.TraceTag.REDUCE, t, traced)
@@ -105,7 +161,11 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 nt = u % NT
                 if mt % WORLD != me:
                     traced = trace_begin(dc)  # another owner's tile: waited for, then copied
-                    wait_flag(mine + off_rflags + (par * MT * NT + u).to(tl.int64) * 4, epoch, status, dc, max_polls)
+                    if GDA:
+                        wait_for(dc, mine, off_rflags, par * MT + mt, epoch, status, max_polls, GDA, SIG_RFLAGS)
+                    else:
+                        wait_flag(mine + off_rflags + (par * MT * NT + u).to(tl.int64) * 4, epoch, status, dc,
+                                  max_polls)
                     row0 = mt * BM
                     nrows = tl.minimum(BM, M - row0)
                     area = ptr_at(mine + off_result, OT) + par * result_elems + row0.to(tl.int64) * N
@@ -113,5 +173,5 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     trace_end(dc, cco.TraceTag.WAIT, u, traced)
 
-        await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)
+        await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, max_polls, WORLD, GDA)
         end_call(mine, off_counters, epoch)

@@ -18,28 +18,37 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import (await_hellos, copy_rows, end_call, mma, open_call, ptr_at, raise_flag, store_tile,
-                                  tile_coords, trace_begin, trace_end, wait_flag)
+from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, open_call, ptr_at, raise_flag,
+                                     trace_begin, trace_end, wait_for)
 
 
 @triton.jit(do_not_specialize=["M", "max_polls", "active"])
 def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride_bn,
-                 off_counters, off_status, off_hello, off_counts, off_flags, off_arrivals, off_slots, max_polls, active,
+                 off_counters, off_status, off_hello, off_counts, off_flags, off_arrivals, off_slots, off_outbox,
+                 off_sent, max_polls, active,
                  WORLD: tl.constexpr, CAP: tl.constexpr, MT: tl.constexpr, NT: tl.constexpr,
                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                  EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, BROADCAST: tl.constexpr, CHECK_COUNTS: tl.constexpr,
                  T_DOFF: tl.constexpr, T_DTILES: tl.constexpr, T_SRC: tl.constexpr, T_CNT: tl.constexpr,
                  T_OUT: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr, BC: tl.constexpr,
-                 ES: tl.constexpr):
+                 ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr):
     """BROADCAST: out[me * M + r] = (a @ b)[r] on every rank (gemm_ag). Else rows
     [DOFF[j], DOFF[j+1]) of a @ b go to rank j, which stores those from rank i at OUT (gemm_a2a).
-    active == 0: returns at once (loads the binary before any rank waits on it)."""
+    active == 0: returns at once (loads the binary before any rank waits on it).
+
+    GDA: puts carry whole rows (a tile's rows are not contiguous in a slot). gemm_ag stores
+    each tile into this rank's own slot of its own workspace (no peer writes there), counts the
+    tiles of its row block (arrivals, 2 x MT), and the tile that completes it puts the block to
+    every peer, flagged per row block. gemm_a2a stores the rows into this rank's outbox for
+    their receiver and the tile that completes a receiver's count puts everything it gets."""
     if active != 0:
         OT: tl.constexpr = out.dtype.element_ty
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
-                                                               off_counts, table + T_SENDR, WORLD, CHECK_COUNTS)
+                                                               off_counts, off_sent, table + T_SENDR, WORLD,
+                                                               CHECK_COUNTS, GDA, NSIG)
         slot_elems = N.to(tl.int64) * CAP   # one sender's slot
         slot_bytes = slot_elems * ES
 
@@ -53,14 +62,28 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
             value = acc.to(OT)
             if BROADCAST:
                 store_tile(out + (me * M + row0).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
-                for d in tl.static_range(1, WORLD):
-                    peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
-                    slot = ptr_at(base + peer.to(tl.int64) * stride + off_slots, OT) + (par * WORLD + me) * slot_elems
-                    store_tile(slot + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
-                for d in tl.static_range(1, WORLD):
-                    peer = (me + WORLD - d) % WORLD
-                    flag = off_flags + ((par * WORLD + me) * (MT * NT) + g).to(tl.int64) * 4
-                    raise_flag(base + peer.to(tl.int64) * stride + flag, epoch)
+                if GDA:
+                    if WORLD > 1:
+                        at = (par * WORLD + me) * slot_elems + row0.to(tl.int64) * N
+                        store_tile(ptr_at(mine + off_slots, OT) + at, N, nrows, nt * BN, N, value, BM, BN)
+                        arrivals = ptr_at(mine + off_arrivals, tl.int32) + par * MT + mt
+                        if count_tile(arrivals) == NT - 1:
+                            tl.store(arrivals, 0)   # for the call that uses this half next
+                            for d in tl.static_range(1, WORLD):
+                                peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
+                                gda_put(dc, ws, mine, off_sent, status, peer, off_slots + at * ES, off_slots + at * ES,
+                                        nrows.to(tl.int64) * N * ES, SIG_FLAGS + (par * WORLD + me) * MT + mt, epoch,
+                                        NSIG)
+                else:
+                    for d in tl.static_range(1, WORLD):
+                        peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
+                        slot = (ptr_at(base + peer.to(tl.int64) * stride + off_slots, OT) +
+                                (par * WORLD + me) * slot_elems)
+                        store_tile(slot + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                    for d in tl.static_range(1, WORLD):
+                        peer = (me + WORLD - d) % WORLD
+                        flag = off_flags + ((par * WORLD + me) * (MT * NT) + g).to(tl.int64) * 4
+                        raise_flag(base + peer.to(tl.int64) * stride + flag, epoch)
             else:
                 rows = row0 + tl.arange(0, BM)
                 cols = nt * BN + tl.arange(0, BN)
@@ -73,13 +96,18 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 keep = (dest == me)[:, None] & inside
                 out_row = (tl.load(table + T_OUT) + rows - tl.load(table + T_DOFF + me)).to(tl.int64)
                 tl.store(out + out_row[:, None] * N + cols[None, :], value, mask=keep)
-                # The others: into the receiver's slot for this rank.
-                there = (base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes +
-                         (rows - first).to(tl.int64) * N * ES)
+                # The others: into the receiver's slot for this rank (GDA: this rank's outbox for
+                # the receiver, laid out as that slot).
+                if GDA:
+                    there = mine + off_outbox + (par * WORLD + dest).to(tl.int64) * slot_bytes
+                else:
+                    there = base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes
+                there += (rows - first).to(tl.int64) * N * ES
                 ptrs = there[:, None].to(tl.pointer_type(OT), bitcast=True) + cols[None, :]
                 tl.store(ptrs, value, mask=(dest != me)[:, None] & inside)
-                count_and_flag(row0, nrows, me, base, stride, table, off_flags, off_arrivals, par, epoch, WORLD,
-                               T_DOFF, T_DTILES)
+                count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, off_flags, off_arrivals,
+                               off_slots, off_outbox, off_sent, slot_bytes, N, par, epoch, WORLD, T_DOFF, T_DTILES,
+                               T_SENDR, ES, GDA, SIG_FLAGS, NSIG)
             trace_end(dc, cco.TraceTag.TILE, g, traced)
 
         # Copy what the peers sent into the result.
@@ -91,8 +119,12 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 mt, nt = tile_coords(g, MT, NT, GROUP_M)
                 row0 = mt * BM
                 nrows = tl.minimum(BM, M - row0)
-                wait_flag(mine + off_flags + ((par * WORLD + src) * (MT * NT) + g).to(tl.int64) * 4, epoch, status,
-                          dc, max_polls)
+                if GDA:
+                    wait_for(dc, mine, off_flags, (par * WORLD + src) * MT + mt, epoch, status, max_polls, GDA,
+                             SIG_FLAGS)
+                else:
+                    wait_for(dc, mine, off_flags, (par * WORLD + src) * (MT * NT) + g, epoch, status, max_polls, GDA,
+                             SIG_FLAGS)
                 slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + row0.to(tl.int64) * N
                 _copy_tile(slot, out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
                 trace_end(dc, cco.TraceTag.WAIT, u, traced)
@@ -102,16 +134,16 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 cnt = tl.load(table + T_CNT + i)
                 chunks = tl.cdiv(cnt, BM)
                 if pid < chunks:
-                    wait_flag(mine + off_flags + (par * WORLD + src).to(tl.int64) * 4, epoch, status, dc, max_polls)
+                    wait_for(dc, mine, off_flags, par * WORLD + src, epoch, status, max_polls, GDA, SIG_FLAGS)
                 for c in range(pid, chunks, programs):
                     slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + (c * BM).to(tl.int64) * N
                     dst = out + (tl.load(table + T_OUT + i) + c * BM).to(tl.int64) * N
                     copy_rows(slot, N, dst, N, tl.minimum(BM, cnt - c * BM), N, 32, BC)
 
         if CHECK_COUNTS:
-            await_hellos(mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, dc, max_polls, WORLD)
+            await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
         else:
-            await_hellos(mine, me, off_hello, off_counts, None, epoch, status, dc, max_polls, WORLD)
+            await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, max_polls, WORLD, GDA)
         end_call(mine, off_counters, epoch)
 
 
@@ -125,27 +157,25 @@ def _copy_tile(src, dst, nrows, col0, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @triton.jit
-def _count_tile(arrivals):
-    """Every thread's stores of this tile ordered (system scope), then one arrival: acq_rel,
-    so the tile that completes the count has seen the others' stores and, releasing the
-    receiver's flag, passes them on."""
-    cco.system_fence(0)
-    tl.debug_barrier()
-    return tl.atomic_add(arrivals, 1, sem="acq_rel", scope="sys")
-
-
-@triton.jit
-def count_and_flag(row0, nrows, me, base, stride, table, off_flags, off_arrivals, par, epoch,
-                   WORLD: tl.constexpr, T_DOFF: tl.constexpr, T_DTILES: tl.constexpr):
+def count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, off_flags, off_arrivals, off_slots,
+                   off_outbox, off_sent, slot_bytes, N, par, epoch, WORLD: tl.constexpr, T_DOFF: tl.constexpr,
+                   T_DTILES: tl.constexpr, T_SENDR: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr,
+                   SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr):
     """After a gemm_a2a tile: counts it for every receiver (other than this rank) it held rows
-    for; the tile that completes a receiver's count raises its flag and resets the count for
-    the call that uses this half next."""
+    for; the tile that completes a receiver's count raises its flag (GDA: puts the rows for it,
+    flagged) and resets the count for the call that uses this half next."""
     last_row = row0 + nrows - 1
     for j in tl.static_range(0, WORLD):
         lo = tl.load(table + T_DOFF + j)
         hi = tl.load(table + T_DOFF + j + 1)
         if (me != j) & (lo < hi) & (lo <= last_row) & (hi > row0):
-            arrivals = ptr_at(base + me.to(tl.int64) * stride + off_arrivals, tl.int32) + (par * WORLD + j)
-            if _count_tile(arrivals) == tl.load(table + T_DTILES + j) - 1:
+            arrivals = ptr_at(mine + off_arrivals, tl.int32) + (par * WORLD + j)
+            if count_tile(arrivals) == tl.load(table + T_DTILES + j) - 1:
                 tl.store(arrivals, 0)
-                raise_flag(base + stride * j + off_flags + (par * WORLD + me) * 4, epoch)
+                if GDA:
+                    rows = tl.load(table + T_SENDR + j).to(tl.int64)
+                    gda_put(dc, ws, mine, off_sent, status, j, off_slots + (par * WORLD + me) * slot_bytes,
+                            off_outbox + (par * WORLD + j) * slot_bytes, rows * N * ES, SIG_FLAGS + par * WORLD + me,
+                            epoch, NSIG)
+                else:
+                    raise_flag(base + stride * j + off_flags + (par * WORLD + me) * 4, epoch)

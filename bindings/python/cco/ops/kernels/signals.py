@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: MIT
+"""How the operators' programs tell each other that data is there, on either transport.
+
+The workspace (see cco.ops.planning) starts with per-program call counters, status words,
+start flags and row counts; its areas' byte offsets are kernel arguments. Epochs rise by one
+per call (int32): every announcement holds the epoch of the data it announces, so nothing is
+ever reset, and a CUDA graph replays with fresh epochs (the counters are in device memory).
+
+LSA (load/store): a producer stores a tile (or chunk) into a peer's workspace through the
+peer's mapping (Window.lsa_ptr), fences at system scope (every thread its own stores),
+synchronises the program, then one thread raises the flag with a release store at system
+scope. A consumer polls the flag in its own workspace with acquire loads until it holds this
+call's epoch; the value read is shared with the program's threads through the barrier Triton
+puts behind a scalar atomic, so their loads come after it.
+
+GDA (puts through the device communicator, to any world rank): a producer stores into its own
+workspace (an outbox that mirrors what the peer receives), fences at system scope, then puts
+the bytes into the peer's workspace with a signal attached; a signal becomes visible only after
+its payload landed. A flag there is a GDA signal (signal id = the flag's index), and the put
+adds (epoch - the epoch this rank last announced with it there), which this rank keeps in its
+`sent` area, so the signal reads the epoch as an LSA flag would. A consumer polls
+Gda.read_signal (acquire) until it reaches this call's epoch. Row counts travel as put_value
+with the start signal attached.
+
+A wait gives up after `max_polls` polls, or at once when the communicator was aborted or
+another program of this rank already gave up; it then sets status word 0, and the call's
+result is void (cco.ops.check raises). A GDA call that fails (a peer lost) sets it too.
+Nothing waits forever.
+
+Trace: where the device communicator traces (CCO_TRACE), each program records its tiles and
+the other units of its phases as ranges of the device-side trace (trace_begin / trace_end:
+a tag of ccoTraceTag and the unit's index), beside the CCO calls' own records. Off, a range
+costs the test of the device communicator's trace field (trace_begin) and of a zero start.
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ir.triton import cco
+
+_ABORT_EVERY = tl.constexpr(256)   # polls between two looks at the abort flag
+COUNT_BYTES = tl.constexpr(8)      # a row count's word (a GDA put_value writes 8 bytes)
+
+
+@triton.jit
+def ptr_at(address, DTYPE: tl.constexpr):
+    """DTYPE* at a byte address (uint64 / int64) that is 16-byte aligned: a window's areas
+    start on 256-byte boundaries, and saying so keeps accesses 16 bytes wide."""
+    return tl.multiple_of(address.to(tl.pointer_type(DTYPE), bitcast=True), 16)
+
+
+@triton.jit
+def word_at(address):
+    """int32* at a 4-byte aligned byte address (a flag or count word: no wider promise)."""
+    return address.to(tl.pointer_type(tl.int32), bitcast=True)
+
+
+@triton.jit
+def rank_bases(dc, ws, WORLD: tl.constexpr, GDA: tl.constexpr):
+    """(this rank's index, rank 0's copy of the workspace, the distance between two ranks'
+    copies): LSA: rank q's copy starts at base + q * stride (the flat LSA range), the index is
+    the LSA rank. GDA: the world rank and this rank's own copy (stride 0: peers are reached by
+    puts, never by address)."""
+    if GDA:
+        me = cco.DevComm.rank(dc)
+        base = cco.Window.local_ptr(ws, 0).to(tl.int64)
+        stride = base - base
+    else:
+        me = cco.DevComm.lsa_rank(dc)
+        base = cco.Window.lsa_ptr(ws, 0, 0).to(tl.int64)
+        if WORLD > 1:
+            stride = cco.Window.lsa_ptr(ws, 1, 0).to(tl.int64) - base
+        else:
+            stride = base - base
+    return me, base, stride
+
+
+@triton.jit
+def trace_begin(dc):
+    """The device clock where dc traces, else 0 (no clock read): a range's start."""
+    return cco.Trace.clock(dc)
+
+
+@triton.jit
+def trace_end(dc, tag, unit, begin):
+    """Records [begin, now] as the program's range `tag` (cco.TraceTag) of unit `unit`, once per
+    program; nothing where begin is 0."""
+    cco.Trace.range(dc, tag, unit, begin, coop=cco.CoopScope.BLOCK)
+
+
+@triton.jit
+def begin_call(mine, off_counters):
+    """This call's epoch (1, 2, ...): this program's count of calls so far, plus one."""
+    return tl.load(ptr_at(mine + off_counters, tl.int32) + tl.program_id(0)) + 1
+
+
+@triton.jit
+def end_call(mine, off_counters, epoch):
+    tl.store(ptr_at(mine + off_counters, tl.int32) + tl.program_id(0), epoch)
+
+
+# --- LSA: flags in the workspace ----------------------------------------------------------
+
+@triton.jit
+def raise_flag(address, epoch):
+    """Announces everything this program stored so far (peers' memory included) with
+    flag = epoch at `address` (any rank's copy of the workspace)."""
+    cco.system_fence(0)
+    tl.debug_barrier()
+    tl.atomic_xchg(word_at(address), epoch, sem="release", scope="sys")
+
+
+@triton.jit
+def wait_flag(address, epoch, status, dc, max_polls):
+    """Waits until the flag at `address` (this rank's workspace) holds `epoch` or later;
+    gives up as the module says. Returns 1 when it gave up."""
+    flag = word_at(address)
+    seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
+    late = (seen - epoch) < 0
+    if late:
+        polls = 0
+        if tl.load(status, volatile=True) != 0:
+            polls = max_polls
+        while ((seen - epoch) < 0) & (polls < max_polls):
+            seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
+            polls += 1
+            if polls % _ABORT_EVERY == 0:
+                if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
+                    polls = max_polls
+        late = (seen - epoch) < 0
+        if late:
+            tl.store(status, 1)
+    return late.to(tl.int32)
+
+
+# --- GDA: puts and signals that read as epochs ---------------------------------------------
+
+@triton.jit
+def _signal_step(mine, off_sent, peer, sig, epoch, NSIG: tl.constexpr):
+    """What to add to signal `sig` at `peer` so that it reads `epoch`: the difference to the
+    epoch this rank last announced with it there (this rank's `sent` record, now updated).
+    One program announces a given signal to a given peer in a call."""
+    sent = ptr_at(mine + off_sent, tl.int32) + (peer * NSIG + sig)
+    last = tl.load(sent, volatile=True)
+    tl.debug_barrier()   # every thread read the old record before any writes the new one
+    tl.store(sent, epoch)
+    return (epoch - last).to(tl.uint64)
+
+
+@triton.jit
+def _note(status, failed):
+    """A GDA call that failed (a lost peer, an abort) voids the call."""
+    if failed != 0:
+        tl.store(status, 1)
+
+
+@triton.jit
+def gda_put(dc, ws, mine, off_sent, status, peer, dst_off, src_off, nbytes, sig, epoch, NSIG: tl.constexpr):
+    """nbytes at src_off of this rank's workspace into dst_off of peer's, then signal sig
+    there reads epoch. The program's stores of the source come first (system scope: the
+    agent that copies them may be the host's proxy or a copy engine)."""
+    cco.system_fence(0)
+    add = _signal_step(mine, off_sent, peer, sig, epoch, NSIG)
+    _note(status, cco.Gda.put(dc, peer, ws, dst_off, ws, src_off, nbytes, signal_id=sig, signal_val=add,
+                              signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
+
+
+@triton.jit
+def gda_signal(dc, ws, mine, off_sent, status, peer, sig, epoch, NSIG: tl.constexpr,
+               count_off=0, count=0, WITH_COUNT: tl.constexpr = False):
+    """Signal sig at peer reads epoch; WITH_COUNT: `count` lands first at count_off there."""
+    add = _signal_step(mine, off_sent, peer, sig, epoch, NSIG)
+    if WITH_COUNT:
+        _note(status, cco.Gda.put_value(dc, peer, ws, count_off, count.to(tl.uint64), signal_id=sig, signal_val=add,
+                                        signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
+    else:
+        _note(status, cco.Gda.signal(dc, peer, signal_id=sig, signal_val=add, signal_op=cco.SignalOp.ADD,
+                                     coop=cco.CoopScope.BLOCK))
+
+
+@triton.jit
+def wait_signal(dc, sig, epoch, status, max_polls):
+    """Waits until GDA signal sig reads `epoch` or more (acquire: this thread's later loads
+    see what the puts before it carried); gives up as wait_flag does. Returns 1 when it gave up."""
+    want = epoch.to(tl.int64)
+    seen = cco.Gda.read_signal(dc, sig).to(tl.int64)
+    late = seen < want
+    if late:
+        polls = 0
+        if tl.load(status, volatile=True) != 0:
+            polls = max_polls
+        while (seen < want) & (polls < max_polls):
+            seen = cco.Gda.read_signal(dc, sig).to(tl.int64)
+            polls += 1
+            if polls % _ABORT_EVERY == 0:
+                if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
+                    polls = max_polls
+        late = seen < want
+        if late:
+            tl.store(status, 1)
+    return late.to(tl.int32)
+
+
+@triton.jit
+def wait_for(dc, mine, off_flags, index, epoch, status, max_polls, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr):
+    """Waits for flag `index` of the flags area: its word in this rank's workspace (LSA) or
+    signal SIG_FLAGS + index (GDA)."""
+    if GDA:
+        late = wait_signal(dc, SIG_FLAGS + index, epoch, status, max_polls)
+    else:
+        late = wait_flag(mine + off_flags + index.to(tl.int64) * 4, epoch, status, dc, max_polls)
+    return late
+
+
+@triton.jit
+def count_tile(arrivals):
+    """Every thread's stores of this tile ordered (system scope), then one arrival: acq_rel,
+    so the tile that completes a count has seen the others' stores and, announcing them,
+    passes them on. Returns the count before this arrival."""
+    cco.system_fence(0)
+    tl.debug_barrier()
+    return tl.atomic_add(arrivals, 1, sem="acq_rel", scope="sys")
+
+
+# --- the start of a call and its end -------------------------------------------------------
+
+@triton.jit
+def say_hello(dc, ws, base, stride, me, status, off_hello, off_counts, off_sent, counts_for, epoch,
+              WORLD: tl.constexpr, SEND_COUNTS: tl.constexpr, GDA: tl.constexpr, NSIG: tl.constexpr):
+    """Program 0 raises this call's start flag on every peer, with the rows it sends each where
+    SEND_COUNTS (counts_for: a pointer to W int32 by receiver rank; not read otherwise). GDA:
+    start flag (par, sender) is signal par * W + sender."""
+    if tl.program_id(0) == 0:
+        par = (epoch % 2).to(tl.int64)
+        for d in tl.static_range(1, WORLD):
+            peer = (me + d) % WORLD
+            at = par * WORLD + me
+            if GDA:
+                if SEND_COUNTS:
+                    gda_signal(dc, ws, base, off_sent, status, peer, at, epoch, NSIG, off_counts + at * COUNT_BYTES,
+                               tl.load(counts_for + peer), True)
+                else:
+                    gda_signal(dc, ws, base, off_sent, status, peer, at, epoch, NSIG)
+            else:
+                there = base + peer.to(tl.int64) * stride
+                if SEND_COUNTS:
+                    tl.store(ptr_at(there + off_counts, tl.int32) + at * (COUNT_BYTES // 4), tl.load(counts_for + peer))
+                raise_flag(there + off_hello + at * 4, epoch)
+
+
+@triton.jit
+def open_call(dc, ws, off_counters, off_status, off_hello, off_counts, off_sent, counts_for, WORLD: tl.constexpr,
+              SEND_COUNTS: tl.constexpr, GDA: tl.constexpr, NSIG: tl.constexpr):
+    """What every operator's kernel does first: (this rank's index, rank 0's copy of the
+    workspace, the distance between copies, this rank's copy, this call's epoch, its parity (which
+    half of the workspace the call uses), the status word), with this call's start flag raised on
+    every peer (with counts_for[peer], the rows sent to it, where SEND_COUNTS)."""
+    me, base, stride = rank_bases(dc, ws, WORLD, GDA)
+    mine = base + me.to(tl.int64) * stride
+    epoch = begin_call(mine, off_counters)
+    par = (epoch % 2).to(tl.int64)
+    status = ptr_at(mine + off_status, tl.int32)
+    say_hello(dc, ws, base, stride, me, status, off_hello, off_counts, off_sent, counts_for, epoch, WORLD,
+              SEND_COUNTS, GDA, NSIG)
+    return me, base, stride, mine, epoch, par, status
+
+
+@triton.jit
+def await_hellos(dc, mine, me, off_hello, off_counts, expected, epoch, status, max_polls, WORLD: tl.constexpr,
+                 GDA: tl.constexpr):
+    """Program 0 waits for every peer's start flag of this call; where `expected` (W int32 by
+    sender rank) is given, a sender that announced another row count marks status word 1."""
+    if tl.program_id(0) == 0:
+        par = (epoch % 2).to(tl.int64)
+        for d in tl.static_range(1, WORLD):
+            peer = (me + d) % WORLD
+            at = par * WORLD + peer
+            if GDA:
+                wait_signal(dc, at, epoch, status, max_polls)
+            else:
+                wait_flag(mine + off_hello + at * 4, epoch, status, dc, max_polls)
+            if expected is not None:
+                said = tl.load(ptr_at(mine + off_counts, tl.int32) + at * (COUNT_BYTES // 4), volatile=True)
+                if said != tl.load(expected + peer):
+                    tl.store(status + 1, 1)
