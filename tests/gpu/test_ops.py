@@ -49,6 +49,12 @@ def test_operators_over_gda_equal_their_references(ranks):
     assert out.count("PASS") >= 2 * ranks
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_ag_gemm_over_sdma_equals_its_reference(ranks):
+    out = _run(ranks, ["sdma"], env={"CCO_ENABLE_SDMA": "1"})
+    assert out.count("PASS sdma") == ranks
+
+
 @pytest.mark.parametrize("ranks", [2])
 def test_a_rank_that_never_calls_makes_the_peers_give_up(ranks):
     # Long enough for every rank to start (torch and CUDA under MPS) and meet at the rendezvous.
@@ -214,6 +220,56 @@ def case_pool(comm, rank, world, dev, dtypes, transport="lsa"):
     _check("ag_gemm from the pool", ops.ag_gemm(a, b, comm), _mm(torch.cat(shards), b, torch.bfloat16), rank)
     ops.check(comm)
     print(f"PASS pool ({transport}) rank {rank}", flush=True)
+
+
+def case_sdma(comm, rank, world, dev, dtypes):
+    """ag_gemm with transport="sdma" (CCO_ENABLE_SDMA=1): the shard from an ordinary tensor
+    (staged) and from the pool (read in place), the gathered rows, several calls in a row, and
+    a CUDA graph replayed with new inputs; other operators refuse it, naming ag_gemm."""
+    import torch
+
+    from cco import ops
+
+    pool = ops.symmetric_pool(comm, 64 << 20)
+    for dtype in dtypes:
+        out_dtype = torch.bfloat16 if dtype == torch.float8_e4m3fn else dtype
+        for m, k, n in ((256, 128, 512), (200, 96, 300)):
+            shards = [_ints((m, k), 7 * r + m, dtype, dev) for r in range(world)]
+            b = _ints((k, n), 3 + rank, dtype, dev)
+            with torch.cuda.use_mem_pool(pool):
+                pooled = shards[rank].clone()
+            want = _mm(torch.cat(shards), b, out_dtype)
+            for call in range(3):
+                y, g = ops.ag_gemm(shards[rank], b, comm, transport="sdma", return_gathered=True)
+                _check(f"ag_gemm sdma {dtype} {m}x{k}x{n} call {call}", y, want, rank)
+                _check(f"ag_gemm sdma gathered {dtype} call {call}", g, torch.cat(shards), rank)
+                _check(f"ag_gemm sdma from the pool {dtype} call {call}",
+                       ops.ag_gemm(pooled, b, comm, transport="sdma"), want, rank)
+    a = _ints((128, 64), rank, torch.bfloat16, dev)
+    b = _ints((64, 256), 1, torch.bfloat16, dev)
+    ops.ag_gemm(a, b, comm, transport="sdma")
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        graph.capture_begin()
+        captured = ops.ag_gemm(a, b, comm, transport="sdma")
+        graph.capture_end()
+    for step in range(3):
+        a.copy_(_ints((128, 64), 40 + step * 7 + rank, torch.bfloat16, dev))
+        torch.cuda.synchronize()
+        comm.barrier()
+        graph.replay()
+        want = ops.ag_gemm(a, b, comm)          # the same call over LSA
+        torch.cuda.synchronize()
+        _check(f"ag_gemm sdma graph replay {step}", captured, want, rank)
+    try:
+        ops.gemm_ag(a, b, comm, transport="sdma")
+    except NotImplementedError as e:
+        assert "ag_gemm" in str(e)
+    else:
+        raise AssertionError("gemm_ag accepted transport='sdma'")
+    ops.check(comm)
+    print(f"PASS sdma rank {rank}", flush=True)
 
 
 def case_errors(comm, rank, world, dev, dtypes):

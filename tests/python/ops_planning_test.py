@@ -150,6 +150,10 @@ def test_gda_workspaces_hold_every_index_the_kernels_use(world, rows):
         assert p.layout.nbytes("outbox") == 2 * world * c["SLOT_ROWS"] * n * es
     lsa = planning.reduce_plan("gemm_ar", world, 0, rows * world, k, n, "bfloat16", "bfloat16", cfg, 132, 1)
     assert not lsa.consts["GDA"] and "outbox" not in lsa.layout.areas and "sent" not in lsa.layout.areas
+    # SDMA (ag_gemm): LSA's flags and slots, and a staging area for one shard
+    p = planning.gather_plan("ag_gemm", world, 0, rows, k, n, "bfloat16", "bfloat16", cfg, 132, 1, transport="sdma")
+    _check_layout(p.layout)
+    assert p.consts["SDMA"] and not p.consts["GDA"] and p.layout.nbytes("stage") == rows * k * es
 
 
 def test_programs_stay_resident_with_ranks_sharing_a_gpu():

@@ -44,7 +44,7 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
     signature = {"dc": "u64", "ws": "u64"}
     for name in pointers:
         signature[name] = "*i32" if name == "table" else f"*{TYPES[out_dtype if name == 'out' else in_dtype]}"
-    signature.update({name: ("i64" if name.startswith("off_") else "i32") for name in ints})
+    signature.update({name: ("i64" if name.startswith(("off_", "src_")) else "i32") for name in ints})
     constexprs = dict(constexprs, WORLD=world, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m,
                       EVEN_K=True, EVEN_N=True, stride_bn=1)
     signature.update({name: "constexpr" for name in constexprs})
@@ -61,13 +61,14 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
 OFFSETS = ["off_counters", "off_status", "off_hello", "off_counts", "off_flags"]
 LSA = dict(GDA=False, SIG_FLAGS=0, NSIG=1)
 GDA = dict(GDA=True, SIG_FLAGS=2 * WORLD, NSIG=2 * WORLD + 2 * WORLD * 16 + 32)
+SDMA = dict(LSA, SDMA=True)
 
 
 def gather(target, in_dtype, world=None, transport=LSA, **over):
     ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_outbox", "off_sent",
-                                                                      "max_polls", "active"]
+                                                                      "src_win", "src_off", "max_polls", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
-                  ES=planning.ITEMSIZE[in_dtype], **transport,
+                  ES=planning.ITEMSIZE[in_dtype], **dict(dict(SDMA=False), **transport),
                   **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
     consts.update(over)
     return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)
@@ -180,3 +181,15 @@ def test_every_operator_over_gda(target):
         for name in ("cco_gda_put__", "cco_gda_read_signal", "cco_devcomm_rank"):
             assert name in ttir, f"{op}: no {name} in the GDA kernel"
         assert "cco_lsa_ptr" not in ttir, f"{op}: the GDA kernel addresses a peer's memory"
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
+def test_ag_gemm_over_sdma(target):
+    """transport="sdma": ag_gemm's chunks handed to copy engines (SDMA puts, their completion
+    counts read as the flags, a quiet before the call ends), start flags by load/store."""
+    t = TARGETS[target]
+    c = gather(t, "bfloat16", transport=SDMA, CHECK_COUNTS=False)
+    assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
+    for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block", "cco_lsa_ptr"):
+        assert name in c.asm["ttir"], f"no {name} in the SDMA kernel"
+    assert "cco_gda_" not in c.asm["ttir"]

@@ -37,20 +37,37 @@ def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gat
                                                                             device=a.device)
         if tuple(gathered.shape) != (m * world, pb.k) or gathered.dtype != a.dtype or not gathered.is_contiguous():
             raise ValueError(f"cco.ops.ag_gemm: gathered_out must be a contiguous {m * world}x{pb.k} {a.dtype}")
-    _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts=False)
+    _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts=False, source=_copy_source(plan, a, pb))
     return (out, gathered) if return_gathered else out
 
 
-def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts):
+def _copy_source(plan, a, pb):
+    """SDMA: (window, byte offset) the copy engines read this rank's shard from: `a` itself
+    where it lies in a symmetric pool's window with rows of K elements, else the plan's
+    staging area, which a copy on the stream fills first (the kernel's copies of the call
+    before were complete when it ended). None for the other transports."""
+    if not plan.consts["SDMA"]:
+        return None
+    from cco.ops.pool import window_of
+
+    found = window_of(a)
+    if found is not None and a.stride(0) == pb.k and a.is_contiguous():
+        return found[0].handle, found[1]
+    stage = plan.workspace.view(plan.layout["stage"], a.shape[0] * pb.k, a.dtype).view(a.shape[0], pb.k)
+    stage.copy_(a)
+    return plan.workspace.win.handle, plan.layout["stage"]
+
+
+def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts, source=None):
     offsets = {f"T_{k}": v for k, v in planning.gather_table_offsets(ctx.world).items()}
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], CHUNKS=plan.consts["CHUNKS"], NT=plan.consts["NT"],
                 RETURN_GATHERED=gathered is not None, CHECK_COUNTS=check_counts, BC=COPY_COLUMNS,
                 ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(plan, pb.k, pb.n),
-                **transport_constexprs(plan))
+                **transport_constexprs(plan, "SDMA"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
-            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "outbox", "sent"), ctx.max_polls,
-            1)
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "outbox", "sent"),
+            *(source or (0, 0)), ctx.max_polls, 1)
     launch(ctx, plan, gather_gemm, args, meta)
 
 

@@ -142,9 +142,9 @@ def check_out(op, out, rows, n, out_dtype):
 def check_transport(op, transport, lsa_size, world):
     if transport not in TRANSPORTS:
         _fail(op, f"transport={transport!r}; choose one of {', '.join(TRANSPORTS)}")
-    if transport == "lsa" and lsa_size != world:
-        _fail(op, f"transport='lsa' reaches {lsa_size} of {world} ranks by load/store; ranks on other nodes "
-                  "need transport='gda'")
+    if transport in ("lsa", "sdma") and lsa_size != world:
+        _fail(op, f"transport={transport!r} reaches {lsa_size} of {world} ranks (those of its node); ranks on other "
+                  "nodes need transport='gda'")
 
 
 def problem(op, a, b, world, splits=None, out_splits=None, out=None, out_dtype=None, fp8_supported=True):

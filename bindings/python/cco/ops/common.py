@@ -2,7 +2,9 @@
 """What every operator does around its kernel: check and prepare operands, find the plan,
 allocate the result, launch."""
 
+from cco import _env
 from cco.ops import checks, planning
+from cco.ops.checks import OperandError
 from cco.ops.context import OpsContext, operand
 
 COPY_COLUMNS = 256   # columns a program copies per step (rows of 32)
@@ -13,10 +15,13 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
     import torch
 
     checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
-    if transport == "sdma":
-        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' is not implemented yet; transport='lsa' (the "
-                                  "default) moves tiles by load/store within a node, transport='gda' by puts to "
+    if transport == "sdma" and op != "ag_gemm":
+        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' carries ag_gemm's all-gather only; transport='lsa' "
+                                  "(the default) moves tiles by load/store within a node, transport='gda' by puts to "
                                   "any rank")
+    if transport == "sdma" and not _env.flag("CCO_ENABLE_SDMA"):
+        raise OperandError(f"cco.ops.{op}: transport='sdma' needs copy-engine queues: set CCO_ENABLE_SDMA=1 on every "
+                           "rank")
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError(f"cco.ops.{op}: a and b must be torch tensors")
     if a.dim() == 2 and a.stride(1) != 1:
@@ -59,7 +64,8 @@ def areas(plan, *names):
 
 
 def transport_constexprs(plan, *more):
-    """The kernel's transport constants: GDA, SIG_FLAGS, NSIG, and the `more` it takes."""
+    """The kernel's transport constants: GDA, SIG_FLAGS, NSIG, and the `more` it takes (SDMA,
+    SIG_RFLAGS)."""
     return {name: plan.consts[name] for name in ("GDA", "SIG_FLAGS", "NSIG", *more)}
 
 

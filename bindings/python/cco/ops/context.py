@@ -142,12 +142,16 @@ class OpsContext:
     def _dev_comm_for(self, plan):
         """LSA plans share the context's device communicator; a GDA plan gets one of its own,
         connected to every rank, with a signal per flag of its workspace (they start at 0,
-        as the epochs the kernel announces with them assume)."""
-        if not plan.consts.get("GDA"):
-            return self.dc
-        from cco import GDA_CONNECTION_FULL, CCODevCommRequirements
+        as the epochs the kernel announces with them assume), an SDMA plan one with a copy-engine
+        queue per peer (its copy counts start at 0, as the kernel's waits assume)."""
+        from cco import GDA_CONNECTION_FULL, GDA_CONNECTION_NONE, CCODevCommRequirements
 
-        reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_signal_count=plan.consts["NSIG"])
+        if plan.consts.get("GDA"):
+            reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_FULL, gda_signal_count=plan.consts["NSIG"])
+        elif plan.consts.get("SDMA"):
+            reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_NONE, sdma_queue_count=1)
+        else:
+            return self.dc
         return self.comm.create_dev_comm(reqs)
 
     def loaded(self, plan, warm_up):

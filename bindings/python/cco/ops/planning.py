@@ -125,14 +125,15 @@ def _gda_areas(layout, consts, world, flags, rflags=0, outbox=0):
     `sent` record per peer and signal (the epoch last announced); an outbox where what a peer
     receives is laid out before it is put (`outbox` bytes; none where the operator puts from
     its own receiving area)."""
-    consts.update(GDA=True, SIG_FLAGS=2 * world, SIG_RFLAGS=2 * world + flags, NSIG=2 * world + flags + rflags)
+    consts.update(GDA=True, SDMA=False, SIG_FLAGS=2 * world, SIG_RFLAGS=2 * world + flags,
+                  NSIG=2 * world + flags + rflags)
     layout.add("sent", world * consts["NSIG"] * INT32)
     if outbox:
         layout.add("outbox", outbox)
 
 
-def _lsa_consts(consts):
-    consts.update(GDA=False, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
+def _lsa_consts(consts, sdma=False):
+    consts.update(GDA=False, SDMA=sdma, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
 
 
 def rotated(rank, world):
@@ -174,7 +175,8 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
                 return_gathered=False, transport="lsa"):
     """The workspace of ag_gemm / a2a_gemm at one shape: a slot of `cap` = a_rows rows per
     sender (the most one sender can send one receiver) and a flag per chunk of BM rows. GDA:
-    an outbox laid out as the slots (half x receiver), a signal per chunk."""
+    an outbox laid out as the slots (half x receiver), a signal per chunk. SDMA (ag_gemm): a
+    staging area for an `a` that lies in no window (the copy engines read windows only)."""
     cap = a_rows
     nt = cdiv(n, tiles.bn)
     chunks = cdiv(cap, tiles.bm)
@@ -188,7 +190,9 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     if transport == "gda":
         _gda_areas(layout, consts, world, flags=2 * world * chunks, outbox=slots)
     else:
-        _lsa_consts(consts)
+        _lsa_consts(consts, sdma=transport == "sdma")
+        if transport == "sdma":
+            layout.add("stage", cap * k * ITEMSIZE[in_dtype])
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 

@@ -20,8 +20,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, end_call, gda_put, open_call, ptr_at, raise_flag, trace_begin,
-                                     trace_end, wait_for)
+from cco.ops.kernels.signals import (await_hellos, end_call, gda_put, note_failure, open_call, ptr_at, raise_flag,
+                                     trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit
@@ -63,20 +63,53 @@ def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_fla
     trace_end(dc, cco.TraceTag.PUSH, u, traced)
 
 
+@triton.jit
+def _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par, WORLD: tl.constexpr,
+              CAP: tl.constexpr, BM: tl.constexpr, T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr,
+              ES: tl.constexpr):
+    """SDMA: every chunk this rank sends receiver DST[d], in chunk order on queue 0, from
+    src_win at src_off (rows of K elements, contiguous) into its slot for this rank."""
+    dest = _field(table, T_DST, d)
+    count = _field(table, T_SCNT, d)
+    first = _field(table, T_SOFF, d)
+    for c in range(0, tl.cdiv(count, BM)):
+        nrows = tl.minimum(BM, count - c * BM)
+        at = ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K * ES
+        note_failure(status, cco.Sdma.put(dc, dest, ws, off_slots + at, src_win,
+                                          src_off + (first + c * BM).to(tl.int64) * K * ES,
+                                          nrows.to(tl.int64) * K * ES, 0, coop=cco.CoopScope.BLOCK))
+
+
+@triton.jit
+def _wait_chunk(dc, mine, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD: tl.constexpr,
+                CHUNKS: tl.constexpr, BM: tl.constexpr, GDA: tl.constexpr, SDMA: tl.constexpr,
+                SIG_FLAGS: tl.constexpr):
+    """Waits for chunk c of sender src's cnt rows: its flag or signal; SDMA: src's copies here
+    counting every chunk of the calls before this one and this call's up to c."""
+    if SDMA:
+        wait_copies(dc, src, (epoch - 1).to(tl.int64) * tl.cdiv(cnt, BM) + c + 1, status, max_polls)
+    else:
+        wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, max_polls, GDA, SIG_FLAGS)
+
+
 @triton.jit(do_not_specialize=["M_OUT", "max_polls", "active"])
 def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stride_bk, stride_bn,
                 off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_outbox, off_sent,
-                max_polls, active, WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
+                src_win, src_off, max_polls, active,
+                WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, RETURN_GATHERED: tl.constexpr, CHECK_COUNTS: tl.constexpr,
                 T_SRC: tl.constexpr, T_CNT: tl.constexpr, T_OUT: tl.constexpr, T_TPRE: tl.constexpr,
                 T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
                 T_LOCAL: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr,
                 BC: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
-                NSIG: tl.constexpr):
+                NSIG: tl.constexpr, SDMA: tl.constexpr):
     """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
     active == 0: returns at once (loads the binary before any rank waits on it). GDA: the
-    chunks travel as puts (off_outbox, off_sent: see cco.ops.kernels.signals)."""
+    chunks travel as puts (off_outbox, off_sent: see cco.ops.kernels.signals). SDMA: program
+    d < W - 1 hands receiver d's chunks to a copy engine before its first tile (from src_win at
+    src_off: `a` itself where it lies in a window, else a copy of it the host made), and makes
+    sure they are complete before the call ends (the source is reused)."""
     if active != 0:
         DT: tl.constexpr = a.dtype.element_ty
         pid = tl.program_id(0)
@@ -88,6 +121,11 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         tiles = _field(table, T_TPRE, WORLD)
         own_tiles = _field(table, T_TPRE, 1)
         units = _field(table, T_UPRE, WORLD - 1)
+        if SDMA:
+            units = units * 0   # no push units: the copy engines carry every chunk
+            for d in range(pid, WORLD - 1, programs):
+                _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par, WORLD, CAP, BM, T_DST,
+                          T_SOFF, T_SCNT, ES)
         local_first = _field(table, T_LOCAL, 0)
         my_units = tl.maximum(0, tl.cdiv(units - pid, programs))
         my_own = tl.maximum(0, tl.cdiv(own_tiles - pid, programs))
@@ -120,8 +158,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 sam = stride_am
             else:
                 waited = trace_begin(dc)
-                wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + mt, epoch, status, max_polls, GDA,
-                         SIG_FLAGS)
+                _wait_chunk(dc, mine, status, off_flags, src, cnt, mt, par, epoch, max_polls, WORLD, CHUNKS, BM, GDA,
+                            SDMA, SIG_FLAGS)
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
@@ -149,11 +187,14 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                         copy_rows(a + (local_first + c * BM).to(tl.int64) * stride_am, stride_am, dst, K, nrows, K,
                                   32, BC)
                     else:
-                        wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, max_polls,
-                                 GDA, SIG_FLAGS)
+                        _wait_chunk(dc, mine, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD, CHUNKS,
+                                    BM, GDA, SDMA, SIG_FLAGS)
                         slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
                         copy_rows(slot, K, dst, K, nrows, K, 32, BC)
 
+        if SDMA:
+            for d in range(pid, WORLD - 1, programs):
+                note_failure(status, cco.Sdma.quiet(dc, _field(table, T_DST, d), coop=cco.CoopScope.BLOCK))
         if CHECK_COUNTS:
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
         else:

@@ -22,6 +22,10 @@ adds (epoch - the epoch this rank last announced with it there), which this rank
 Gda.read_signal (acquire) until it reaches this call's epoch. Row counts travel as put_value
 with the start signal attached.
 
+SDMA (ag_gemm's all-gather): copy engines carry the chunks (Sdma.put, queue 0, in order), and
+the target's count of landed copies from a sender is the flag: a chunk is there once the count
+reaches every chunk of the earlier calls plus this call's up to it. Start flags stay LSA's.
+
 A wait gives up after `max_polls` polls, or at once when the communicator was aborted or
 another program of this rank already gave up; it then sets status word 0, and the call's
 result is void (cco.ops.check raises). A GDA call that fails (a peer lost) sets it too.
@@ -148,7 +152,7 @@ def _signal_step(mine, off_sent, peer, sig, epoch, NSIG: tl.constexpr):
 
 
 @triton.jit
-def _note(status, failed):
+def note_failure(status, failed):
     """A GDA call that failed (a lost peer, an abort) voids the call."""
     if failed != 0:
         tl.store(status, 1)
@@ -161,7 +165,7 @@ def gda_put(dc, ws, mine, off_sent, status, peer, dst_off, src_off, nbytes, sig,
     agent that copies them may be the host's proxy or a copy engine)."""
     cco.system_fence(0)
     add = _signal_step(mine, off_sent, peer, sig, epoch, NSIG)
-    _note(status, cco.Gda.put(dc, peer, ws, dst_off, ws, src_off, nbytes, signal_id=sig, signal_val=add,
+    note_failure(status, cco.Gda.put(dc, peer, ws, dst_off, ws, src_off, nbytes, signal_id=sig, signal_val=add,
                               signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
 
 
@@ -171,11 +175,11 @@ def gda_signal(dc, ws, mine, off_sent, status, peer, sig, epoch, NSIG: tl.conste
     """Signal sig at peer reads epoch; WITH_COUNT: `count` lands first at count_off there."""
     add = _signal_step(mine, off_sent, peer, sig, epoch, NSIG)
     if WITH_COUNT:
-        _note(status, cco.Gda.put_value(dc, peer, ws, count_off, count.to(tl.uint64), signal_id=sig, signal_val=add,
-                                        signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
+        note_failure(status, cco.Gda.put_value(dc, peer, ws, count_off, count.to(tl.uint64), signal_id=sig,
+                                               signal_val=add, signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
     else:
-        _note(status, cco.Gda.signal(dc, peer, signal_id=sig, signal_val=add, signal_op=cco.SignalOp.ADD,
-                                     coop=cco.CoopScope.BLOCK))
+        note_failure(status, cco.Gda.signal(dc, peer, signal_id=sig, signal_val=add, signal_op=cco.SignalOp.ADD,
+                                            coop=cco.CoopScope.BLOCK))
 
 
 @triton.jit
@@ -196,6 +200,28 @@ def wait_signal(dc, sig, epoch, status, max_polls):
                 if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
                     polls = max_polls
         late = seen < want
+        if late:
+            tl.store(status, 1)
+    return late.to(tl.int32)
+
+
+@triton.jit
+def wait_copies(dc, peer, least, status, max_polls):
+    """SDMA: waits until the copies `peer` put here on queue 0 number `least` (int64; a count
+    over every call so far) or more; gives up as wait_flag does. Returns 1 when it gave up."""
+    seen = cco.Sdma.read_signal(dc, peer, 0).to(tl.int64)
+    late = seen < least
+    if late:
+        polls = 0
+        if tl.load(status, volatile=True) != 0:
+            polls = max_polls
+        while (seen < least) & (polls < max_polls):
+            seen = cco.Sdma.read_signal(dc, peer, 0).to(tl.int64)
+            polls += 1
+            if polls % _ABORT_EVERY == 0:
+                if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
+                    polls = max_polls
+        late = seen < least
         if late:
             tl.store(status, 1)
     return late.to(tl.int32)
