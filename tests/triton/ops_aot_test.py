@@ -158,9 +158,10 @@ def test_fp8_e4m3_where_the_target_has_it(target):
     assert _code(TARGETS[target], c)
 
 
-@pytest.mark.parametrize("world", [1, 2, 8])
+@pytest.mark.parametrize("world", [1, 2])
 def test_every_world(world):
-    """One rank (the fused operator as a plain GEMM), two, eight: the rank loops unrolled."""
+    """One rank (the fused operator as a plain GEMM) and two (no third rank: the loops over the
+    others hold one peer or none); the other tests compile four."""
     target = TARGETS["cuda-sm_90"]
     for c in (gather(target, "bfloat16", world), scatter(target, "bfloat16", True, world),
               scatter(target, "bfloat16", False, world), reduce(target, "bfloat16", True, world),
