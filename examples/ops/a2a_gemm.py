@@ -3,9 +3,11 @@
 hold their experts (splits[j] rows to rank j, any counts, zeros too) and multiplies what it
 received by its expert weight; torch.distributed.all_to_all_single's semantics.
 
-    python -m cco.launch -n 2 examples/ops/a2a_gemm.py
+    python -m cco.launch -n 2 examples/ops/a2a_gemm.py [--transport gda]
     torchrun --nproc_per_node 2 examples/ops/a2a_gemm.py
 """
+
+import argparse
 
 import torch
 
@@ -13,6 +15,10 @@ from cco import Communicator, ops
 from cco.runtime import bootstrap
 
 M, HIDDEN, FFN = 2048, 7168, 2048
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--transport", default="lsa", choices=["lsa", "gda"])
+transport = parser.parse_args().transport
 
 rank, world, uid = bootstrap()
 with Communicator.init(world, rank, uid) as comm:
@@ -27,7 +33,7 @@ with Communicator.init(world, rank, uid) as comm:
         s[-1] += M - sum(s)
         splits_all.append(s)
     recv = [splits_all[r][rank] for r in range(world)]
-    y = ops.a2a_gemm(a_all[rank], w, splits_all[rank], comm, out_splits=recv)
+    y = ops.a2a_gemm(a_all[rank], w, splits_all[rank], comm, transport=transport, out_splits=recv)
     got_rows = torch.cat([a_all[r][sum(splits_all[r][:rank]):sum(splits_all[r][:rank + 1])] for r in range(world)])
     torch.testing.assert_close(y, got_rows @ w, rtol=2e-2, atol=2e-2)
     ops.check(comm)

@@ -213,16 +213,22 @@ for step in "${steps[@]}"; do
     ops)
       # The fused GEMM + collective operators (cco.ops): every operator against torch with 1, 2
       # and 4 rank processes sharing the GPU under MPS, graph replay, the pool, bad operands, a
-      # rank that never calls; the examples; then the benchmark (quick shapes unless OPS_FULL=1).
+      # rank that never calls, over LSA, GDA (one host, and two virtual nodes over tcp) and, for
+      # ag_gemm, SDMA; the examples; then the benchmark (quick shapes unless OPS_FULL=1).
       mps_start
       {
         timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_ops.py \
           --junitxml="$OUT/ops-junit.xml" -ra 2>&1 | tail -40
         for ex in examples/ops/*.py; do
-          python3 -m cco.launch -n 2 --timeout 120 "$ex" && echo "$(basename "$ex") 2 ranks: PASS"
+          for t in lsa gda; do
+            python3 -m cco.launch -n 2 --timeout 120 "$ex" --transport $t && echo "$(basename "$ex") $t 2 ranks: PASS"
+          done
         done
+        CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 examples/ops/ag_gemm.py --transport sdma &&
+          echo "ag_gemm.py sdma 2 ranks: PASS"
         quick=--quick; [[ ${OPS_FULL:-0} == 1 ]] && quick=
-        timeout 500 python3 -m cco_tools perf --suites ops -n 2 $quick --json "$OUT/ops-bench.json" 2>&1 | tee "$OUT/ops-bench.txt"
+        timeout 500 python3 -m cco_tools perf --suites ops -n 2 $quick --ops-transports lsa,gda,sdma \
+          --json "$OUT/ops-bench.json" 2>&1 | tee "$OUT/ops-bench.txt"
       } 2>&1 | tee "$OUT/ops.log"
       mps_stop ;;
     anchor)

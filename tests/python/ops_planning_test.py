@@ -478,6 +478,37 @@ def test_pool_allocator_first_fit_and_merge(tmp_path, monkeypatch):
     assert other.cco_pool_malloc(16, 0, None) == base * 2
 
 
+def test_window_of_finds_a_tensor_in_its_communicators_pools_only(monkeypatch):
+    from cco.ops import pool
+
+    class Comm:
+        destroyed = False
+
+    class Win:
+        def __init__(self, ptr, size):
+            self.local_ptr, self.size = ptr, size
+
+    class Tensor:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+        def data_ptr(self):
+            return self.ptr
+
+    tp, dp, gone = Comm(), Comm(), Comm()
+    gone.destroyed = True
+    a, b, c = Win(1 << 20, 4096), Win(2 << 20, 4096), Win(3 << 20, 4096)
+    monkeypatch.setattr(pool, "_pools", [(None, a, None, None, tp), (None, b, None, None, dp),
+                                         (None, c, None, None, gone)])
+    t = Tensor((1 << 20) + 256)
+    assert pool.window_of(t) == (a, 256) and pool.window_of(t, tp) == (a, 256)
+    assert pool.window_of(t, dp) is None                 # another communicator's pool: not its window
+    assert pool.window_of(Tensor((2 << 20) + 4095), dp) == (b, 4095)
+    assert pool.window_of(Tensor((2 << 20) + 4096)) is None   # one past the end
+    assert pool.window_of(Tensor(3 << 20)) is None            # a destroyed communicator's pool
+    assert pool.window_offset(t) == 256
+
+
 def test_received_rows_come_from_every_rank_send_vector(monkeypatch):
     from cco.ops import alltoall
 

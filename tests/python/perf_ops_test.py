@@ -52,6 +52,29 @@ def test_one_table_per_operator_with_failures_named():
     assert "cco.ops.gemm_ar" in out.getvalue()
 
 
+def test_each_transport_is_a_row_of_its_own():
+    rows = [dict(op="ag_gemm", shape="FFN up M=4096", transport=t, flops=2e12, fused_s=f, matmul_s=1e-3, nccl_s=None)
+            for t, f in (("lsa", 2e-3), ("gda", 3e-3), ("sdma", 4e-3))]
+    report = R.Report("test", live=io.StringIO())
+    ops.add_tables(report, rows, 2, shared=True)
+    labels = [r[0] for r in report.suites[0]["rows"]]
+    assert labels == ["FFN up M=4096", "FFN up M=4096 gda", "FFN up M=4096 sdma"]
+    assert [r[1] for r in report.suites[0]["rows"]] == [2000.0, 3000.0, 4000.0]
+
+
+@pytest.mark.parametrize("given, want", [("lsa", ("lsa",)), ("lsa,gda,sdma", ("lsa", "gda", "sdma")),
+                                         ("nvlink", None), ("", None)])
+def test_ops_transports_option(given, want):
+    p = argparse.ArgumentParser()
+    options.add_arguments(p)
+    argv = ["--platform", "cuda", "--suites", "ops", "-n", "2", "--ops-transports", given]
+    if want is None:
+        with pytest.raises(options.UsageError, match="name some of lsa, gda, sdma"):
+            options.Options.from_args(p.parse_args(argv), argv)
+    else:
+        assert options.Options.from_args(p.parse_args(argv), argv).ops_transports == want
+
+
 def test_ops_is_a_gpu_suite_with_ranks_of_its_own():
     p = argparse.ArgumentParser()
     options.add_arguments(p)

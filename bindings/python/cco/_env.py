@@ -35,7 +35,7 @@ KNOWN = frozenset({
     "CCO_CLANG22", "CCO_OPT", "CCO_OPT22",
     # cco.launch hands these to each rank; cco perf's own
     "CCO_RANK", "CCO_WORLD_SIZE", "CCO_UNIQUE_ID", "CCO_PERF_UIDS", "CCO_PERF_WINDOW",
-    "CCO_PERF_OPS_TOKENS", "CCO_PERF_OPS_REPS", "CCO_PERF_OPS_NCCL",
+    "CCO_PERF_OPS_TOKENS", "CCO_PERF_OPS_REPS", "CCO_PERF_OPS_NCCL", "CCO_PERF_OPS_TRANSPORTS",
     # read by examples only (examples/flydsl/03_put.py, examples/python/quick_reference.py)
     "CCO_GDA_CONN", "CCO_BCAST_DIR",
     # the repository's build and test scripts

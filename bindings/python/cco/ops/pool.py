@@ -182,13 +182,15 @@ def symmetric_pool(comm, nbytes=DEFAULT_BYTES):
     return pool
 
 
-def window_of(t):
+def window_of(t, comm=None):
     """(window, byte offset) of a tensor's first element when it lies in a symmetric pool's
-    window, else None."""
+    window (of `comm`'s pools only, where comm is given), else None."""
     address = t.data_ptr()
     with _lock:
-        for _, win, _, _, comm in _pools:
-            if not comm.destroyed and win.local_ptr <= address < win.local_ptr + win.size:
+        for _, win, _, _, owner in _pools:
+            if owner.destroyed or (comm is not None and owner is not comm):
+                continue
+            if win.local_ptr <= address < win.local_ptr + win.size:
                 return win, address - win.local_ptr
     return None
 

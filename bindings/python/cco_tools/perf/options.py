@@ -38,6 +38,9 @@ def add_arguments(p):
                    help="ranks as threads of this process, or one process each (auto: processes when every "
                         "rank has a GPU of its own); ignored under a launcher, which decides")
     p.add_argument("--quick", action="store_true", help="few sizes and repetitions (smoke test)")
+    p.add_argument("--ops-transports", default="lsa", metavar="LIST",
+                   help="the ops suite's transports, comma-separated: lsa, gda, sdma (sdma: ag_gemm only; "
+                        "the rank processes get CCO_ENABLE_SDMA=1)")
     p.add_argument("--trials", type=int, default=0,
                    help=f"timed runs of each figure; the table shows their median and spread "
                         f"(default {TRIALS}, {QUICK_TRIALS} with --quick)")
@@ -86,6 +89,7 @@ class Options:
     plot: str
     targets: bool
     trace: str               # CCO_TRACE's folder for the run ("": no trace)
+    ops_transports: tuple    # the ops suite's transports
     report_to: str           # a rank process's report file (None elsewhere)
 
     @property
@@ -122,6 +126,10 @@ class Options:
             ranks_as = ns.launch
         else:  # one process per GPU where every rank has one
             ranks_as = "processes" if platform != "cpu" and gpus >= 2 and (ns.ranks or gpus) <= gpus else "threads"
+        ops_transports = tuple(t for t in ns.ops_transports.split(",") if t)
+        odd = [t for t in ops_transports if t not in ("lsa", "gda", "sdma")]
+        if odd or not ops_transports:
+            raise UsageError(f"--ops-transports {ns.ops_transports!r}: name some of lsa, gda, sdma")
         given = list(argv)
         if "--report-to" in given:  # the parent's argument to this rank process, not the user's
             at = given.index("--report-to")
@@ -137,4 +145,4 @@ class Options:
             host_window=parse_size(ns.host_window or ("64M" if platform == "cpu" else "1G")),
             quick=ns.quick, trials=ns.trials or (QUICK_TRIALS if ns.quick else TRIALS),
             json=ns.json, plot=ns.plot, targets=ns.targets, trace=os.path.abspath(ns.trace) if ns.trace else "",
-            report_to=ns.report_to)
+            ops_transports=ops_transports, report_to=ns.report_to)

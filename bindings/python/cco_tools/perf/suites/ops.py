@@ -102,8 +102,9 @@ def _nccl_split(dist, op, gathered, a, b, splits, received, world):
     return out
 
 
-def measure(comm, rank, world, tokens, reps, dist=None):
-    """This rank's rows (times are this rank's; the caller takes the slowest)."""
+def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
+    """This rank's rows (times are this rank's; the caller takes the slowest): each shape with
+    each transport that carries its operator (sdma: ag_gemm's), then its anchors."""
     import torch
 
     from cco import ops
@@ -117,25 +118,30 @@ def measure(comm, rank, world, tokens, reps, dist=None):
         splits = [m // world] * world  # every rank's the same: this rank receives splits[rank] from each
         splits[-1] += m - sum(splits)
         received = [splits[rank]] * world
-        call = {
-            "gemm_ar": lambda: ops.gemm_ar(a, b, comm),
-            "gemm_rs": lambda: ops.gemm_rs(a, b, comm),
-            "ag_gemm": lambda: ops.ag_gemm(a, b, comm),
-            "gemm_ag": lambda: ops.gemm_ag(a, b, comm),
-            "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=received),
-            "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=received),
-        }[op]
         local = torch.randn(gemm_rows(op, m, world), k, device=dev, dtype=dtype) / 8
-        row = dict(op=op, shape=what, M=local.shape[0], K=k, N=n, flops=2.0 * local.shape[0] * k * n)
-        try:
-            row["fused_s"] = _time(call, reps, comm)
-            ops.check(comm)
-        except Exception as e:  # noqa: BLE001 (a failing operator is a row that says so)
-            row["error"] = f"{type(e).__name__}: {e}"[:200]
-        row["matmul_s"] = _time(lambda: torch.matmul(local, b), reps, None)
+        matmul_s = _time(lambda: torch.matmul(local, b), reps, None)
+        nccl_s = None
         if dist is not None:
-            row["nccl_s"] = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
-        rows.append(row)
+            nccl_s = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
+        for transport in transports:
+            if transport == "sdma" and op != "ag_gemm":
+                continue
+            call = {
+                "gemm_ar": lambda: ops.gemm_ar(a, b, comm, transport=transport),
+                "gemm_rs": lambda: ops.gemm_rs(a, b, comm, transport=transport),
+                "ag_gemm": lambda: ops.ag_gemm(a, b, comm, transport=transport),
+                "gemm_ag": lambda: ops.gemm_ag(a, b, comm, transport=transport),
+                "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=received, transport=transport),
+                "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=received, transport=transport),
+            }[op]
+            row = dict(op=op, shape=what, transport=transport, M=local.shape[0], K=k, N=n,
+                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, nccl_s=nccl_s)
+            try:
+                row["fused_s"] = _time(call, reps, comm)
+                ops.check(comm)
+            except Exception as e:  # noqa: BLE001 (a failing operator is a row that says so)
+                row["error"] = f"{type(e).__name__}: {e}"[:200]
+            rows.append(row)
         a = b = local = call = None  # freed before the next shape allocates
         torch.cuda.empty_cache()
     return rows
@@ -165,6 +171,7 @@ def _worker():
 
     rank, world, uid = bootstrap()
     tokens = tuple(int(t) for t in os.environ["CCO_PERF_OPS_TOKENS"].split(","))
+    transports = tuple(os.environ["CCO_PERF_OPS_TRANSPORTS"].split(","))
     reps = int(os.environ["CCO_PERF_OPS_REPS"])
     dist = None
     ranks_share_gpu = world > torch.cuda.device_count()
@@ -178,7 +185,7 @@ def _worker():
         dist = torch.distributed
     comm = Communicator.init(world, rank, uid)
     try:
-        rows = measure(comm, rank, world, tokens, reps, dist)
+        rows = measure(comm, rank, world, tokens, reps, dist, transports)
     except BaseException:
         comm.abort()
         raise
@@ -189,7 +196,7 @@ def _worker():
     print(json.dumps({"rank": rank, "ranks_share_gpu": ranks_share_gpu, "rows": rows}), flush=True)
 
 
-def run_ranks(world, tokens, reps):
+def run_ranks(world, tokens, reps, transports=("lsa",)):
     """Every rank's report: (ranks share a GPU, rows per rank)."""
     import socket
 
@@ -200,7 +207,9 @@ def run_ranks(world, tokens, reps):
         port = s.getsockname()[1]
     env = dict(os.environ, CCO_WORLD_SIZE=str(world), CCO_UNIQUE_ID=Communicator.get_unique_id().hex(),
                CCO_PERF_OPS_TOKENS=",".join(str(t) for t in tokens), CCO_PERF_OPS_REPS=str(reps),
-               CCO_PERF_OPS_NCCL=f"tcp://127.0.0.1:{port}")
+               CCO_PERF_OPS_NCCL=f"tcp://127.0.0.1:{port}", CCO_PERF_OPS_TRANSPORTS=",".join(transports))
+    if "sdma" in transports:
+        env["CCO_ENABLE_SDMA"] = "1"
     command = [sys.executable, "-m", __name__]
     with RankProcesses([command] * world, [dict(env, CCO_RANK=str(r), CCO_LOCAL_RANK=str(r)) for r in range(world)],
                        stdout=CAPTURE, stderr=CAPTURE) as ranks:
@@ -219,14 +228,15 @@ def add_tables(report, rows, world, shared):
         errors = sorted({r["error"] for r in mine if r.get("error")})
         table = report.suite(
             f"cco.ops.{op}, {world} ranks (bf16)",
-            [R.text("shape", 22), R.figure("fused", "us"), R.figure("fused", "TFLOP/s"), R.figure("matmul", "us"),
+            [R.text("shape", 28), R.figure("fused", "us"), R.figure("fused", "TFLOP/s"), R.figure("matmul", "us"),
              R.figure("matmul", "TFLOP/s"), R.figure("matmul/fused", "%"), R.figure("exposed", "us"),
              R.figure("split", "us")],
             note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; exposed: fused - matmul; "
                  f"split: {nccl_note}; the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
         for r in mine:
             fused, matmul, split = r.get("fused_s"), r.get("matmul_s"), r.get("nccl_s")
-            table.append([r["shape"] + (" (failed)" if r.get("error") else ""), _us(fused), _tflops(r, fused),
+            label = r["shape"] + ("" if r.get("transport", "lsa") == "lsa" else f" {r['transport']}")
+            table.append([label + (" (failed)" if r.get("error") else ""), _us(fused), _tflops(r, fused),
                           _us(matmul), _tflops(r, matmul), 100 * matmul / fused if fused and matmul else None,
                           _us(fused - matmul) if fused and matmul else None, _us(split)])
 
@@ -244,7 +254,7 @@ def run(ctx):
     world = opts.world
     tokens = QUICK_TOKENS if opts.quick else TOKENS
     ctx.progress(f"ops: {len(shapes_for(tokens, world))} operator shapes, {world} rank processes")
-    shared, per_rank = run_ranks(world, tokens, 3 if opts.quick else 10)
+    shared, per_rank = run_ranks(world, tokens, 3 if opts.quick else 10, opts.ops_transports)
     add_tables(ctx.report, slowest(per_rank), world, shared)
 
 
