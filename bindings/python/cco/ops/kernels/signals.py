@@ -115,26 +115,46 @@ def raise_flag(address, epoch):
 
 
 @triton.jit
-def wait_flag(address, epoch, status, dc, max_polls):
-    """Waits until the flag at `address` (this rank's workspace) holds `epoch` or later;
-    gives up as the module says. Returns 1 when it gave up."""
-    flag = word_at(address)
-    seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
-    late = (seen - epoch) < 0
+def _behind(dc, address, index, want, KIND: tl.constexpr):
+    """The watched value minus `want` (< 0: not there yet), read with acquire order: an LSA
+    flag word at `address` (int32: wraps, so the comparison stays right past 2**31 calls),
+    GDA signal `index`, or the count of copies SDMA peer `index` landed here on queue 0
+    (int64)."""
+    if KIND == 0:
+        return tl.atomic_add(word_at(address), 0, sem="acquire", scope="sys") - want
+    elif KIND == 1:
+        return cco.Gda.read_signal(dc, index).to(tl.int64) - want
+    else:
+        return cco.Sdma.read_signal(dc, index, 0).to(tl.int64) - want
+
+
+@triton.jit
+def _poll(dc, address, index, want, status, max_polls, KIND: tl.constexpr):
+    """Polls until _behind is no longer negative; gives up after max_polls polls, or at once
+    when the communicator was aborted or another program of this rank gave up (status word
+    0, which it then sets). Returns 1 when it gave up."""
+    late = _behind(dc, address, index, want, KIND) < 0
     if late:
         polls = 0
         if tl.load(status, volatile=True) != 0:
             polls = max_polls
-        while ((seen - epoch) < 0) & (polls < max_polls):
-            seen = tl.atomic_add(flag, 0, sem="acquire", scope="sys")
+        while late & (polls < max_polls):
+            late = _behind(dc, address, index, want, KIND) < 0
             polls += 1
             if polls % _ABORT_EVERY == 0:
                 if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
                     polls = max_polls
-        late = (seen - epoch) < 0
         if late:
             tl.store(status, 1)
     return late.to(tl.int32)
+
+
+@triton.jit
+def wait_flag(address, epoch, status, dc, max_polls):
+    """Waits until the flag at `address` (this rank's workspace) holds `epoch` or later.
+    The value read is shared with the program's threads through the barrier Triton puts
+    behind a scalar atomic, so their loads come after it."""
+    return _poll(dc, address, 0, epoch, status, max_polls, 0)
 
 
 # --- GDA: puts and signals that read as epochs ---------------------------------------------
@@ -184,47 +204,16 @@ def gda_signal(dc, ws, mine, off_sent, status, peer, sig, epoch, NSIG: tl.conste
 
 @triton.jit
 def wait_signal(dc, sig, epoch, status, max_polls):
-    """Waits until GDA signal sig reads `epoch` or more (acquire: this thread's later loads
-    see what the puts before it carried); gives up as wait_flag does. Returns 1 when it gave up."""
-    want = epoch.to(tl.int64)
-    seen = cco.Gda.read_signal(dc, sig).to(tl.int64)
-    late = seen < want
-    if late:
-        polls = 0
-        if tl.load(status, volatile=True) != 0:
-            polls = max_polls
-        while (seen < want) & (polls < max_polls):
-            seen = cco.Gda.read_signal(dc, sig).to(tl.int64)
-            polls += 1
-            if polls % _ABORT_EVERY == 0:
-                if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
-                    polls = max_polls
-        late = seen < want
-        if late:
-            tl.store(status, 1)
-    return late.to(tl.int32)
+    """Waits until GDA signal sig reads `epoch` or more (acquire, in every thread: its later
+    loads see what the puts before the signal carried)."""
+    return _poll(dc, 0, sig, epoch.to(tl.int64), status, max_polls, 1)
 
 
 @triton.jit
 def wait_copies(dc, peer, least, status, max_polls):
     """SDMA: waits until the copies `peer` put here on queue 0 number `least` (int64; a count
-    over every call so far) or more; gives up as wait_flag does. Returns 1 when it gave up."""
-    seen = cco.Sdma.read_signal(dc, peer, 0).to(tl.int64)
-    late = seen < least
-    if late:
-        polls = 0
-        if tl.load(status, volatile=True) != 0:
-            polls = max_polls
-        while (seen < least) & (polls < max_polls):
-            seen = cco.Sdma.read_signal(dc, peer, 0).to(tl.int64)
-            polls += 1
-            if polls % _ABORT_EVERY == 0:
-                if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
-                    polls = max_polls
-        late = seen < least
-        if late:
-            tl.store(status, 1)
-    return late.to(tl.int32)
+    over every call so far) or more."""
+    return _poll(dc, 0, peer, least, status, max_polls, 2)
 
 
 @triton.jit
