@@ -1,0 +1,376 @@
+# SPDX-License-Identifier: MIT
+"""cco.ops over GDA on the CPU: each kernel's GDA path modelled on numpy, several calls in a
+row, with the plan's own layout (cco.ops.planning, transport="gda") and the kernels' index
+arithmetic: what a rank stores goes into its outbox (or its own slot / result area), a put
+copies the bytes into the receiver's slot, and a signal is a sum to which the sender adds
+(epoch - the epoch it last announced there). Every wait asserts its signal reads the call's
+epoch, every raise that the signal then reads exactly the epoch, and each call's results
+equal the torch semantics (new inputs every call, so a stale half or a wrong offset shows)."""
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from cco.ops import planning
+
+TILES = planning.TileConfig(bm=4, bn=8, bk=4, warps=4, stages=1, group_m=2)
+ES = 2   # bytes per element (bf16): offsets in bytes, as the kernels pass them
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def tile_coords(t, mt, nt, group_m):
+    per = group_m * nt
+    first = (t // per) * group_m
+    size = min(mt - first, group_m)
+    return first + (t % per) % size, (t % per) // size
+
+
+def _rand(shape, seed):
+    return np.random.default_rng(seed).integers(-3, 4, size=shape).astype(np.float64)
+
+
+class Ranks:
+    """Every rank's workspace areas (elements), signals and records, and the GDA moves."""
+
+    def __init__(self, plans):
+        self.plans = plans
+        self.world = len(plans)
+        self.areas = [{name: np.full(p.layout.nbytes(name) // ES, np.nan)
+                       for name in ("slots", "outbox", "result") if name in p.layout.areas} for p in plans]
+        self.signals = [defaultdict(int) for _ in plans]     # receiver's view: the sum of what was added
+        self.sent = [defaultdict(int) for _ in plans]        # sender's record: (peer, signal) -> epoch
+        self.arrivals = [defaultdict(int) for _ in plans]
+        self.local_flags = [defaultdict(int) for _ in plans]
+        self.nsig = plans[0].consts["NSIG"]
+
+    def signal(self, me, peer, sig, epoch):
+        assert 0 <= sig < self.nsig and peer != me
+        add = epoch - self.sent[me][(peer, sig)]
+        assert add > 0, "a signal announced twice in one call"
+        self.sent[me][(peer, sig)] = epoch
+        self.signals[peer][sig] += add
+        assert self.signals[peer][sig] == epoch
+
+    def put(self, me, peer, dst_area, dst_off, src_area, src_off, nbytes, sig, epoch):
+        """dst_off, src_off, nbytes in bytes relative to the areas (the kernel's off_* + at * ES)."""
+        assert dst_off % ES == src_off % ES == nbytes % ES == 0 and nbytes > 0
+        src, dst = self.areas[me][src_area], self.areas[peer][dst_area]
+        s, d, n = src_off // ES, dst_off // ES, nbytes // ES
+        assert s + n <= src.size and d + n <= dst.size, "a put outside its area"
+        assert not np.isnan(src[s:s + n]).any(), "a put of bytes never stored"
+        dst[d:d + n] = src[s:s + n]
+        self.signal(me, peer, sig, epoch)
+
+    def wait(self, me, sig, epoch):
+        assert self.signals[me][sig] >= epoch, f"rank {me} would wait forever for signal {sig} (epoch {epoch})"
+
+    def count(self, me, index):
+        """count_tile: the count before this arrival."""
+        before = self.arrivals[me][index]
+        self.arrivals[me][index] += 1
+        return before
+
+    def hellos(self, epoch):
+        par = epoch % 2
+        for me in range(self.world):
+            for d in range(1, self.world):
+                self.signal(me, (me + d) % self.world, par * self.world + me, epoch)
+        for me in range(self.world):
+            for d in range(1, self.world):
+                self.wait(me, par * self.world + (me + d) % self.world, epoch)
+
+
+def gemm_ag_calls(world, m, k, n, calls=3):
+    plans = [planning.scatter_plan("gemm_ag", world, q, m, k, n, "bfloat16", "bfloat16", TILES, 132, 1,
+                                   transport="gda") for q in range(world)]
+    c = plans[0].consts
+    mt_, nt_, cap = c["MT"], c["NT"], c["CAP"]
+    bm, bn = TILES.bm, TILES.bn
+    slot_elems = n * cap
+    ranks = Ranks(plans)
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
+        b = _rand((k, n), epoch)
+        ranks.hellos(epoch)
+        outs = [np.full((m * world, n), np.nan) for _ in range(world)]
+        for me in range(world):
+            own = ranks.areas[me]["slots"]
+            for g in range(mt_ * nt_):
+                mt, nt = tile_coords(g, mt_, nt_, TILES.group_m)
+                row0, nrows = mt * bm, min(bm, m - mt * bm)
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                value = a[me][row0:row0 + nrows] @ b[:, cols]
+                outs[me][me * m + row0:me * m + row0 + nrows, cols] = value
+                if world > 1:
+                    at = (par * world + me) * slot_elems + row0 * n
+                    own[at:at + nrows * n].reshape(nrows, n)[:, cols] = value
+                    if ranks.count(me, par * mt_ + mt) == nt_ - 1:
+                        ranks.arrivals[me][par * mt_ + mt] = 0
+                        for d in range(1, world):
+                            peer = (me + world - d) % world
+                            ranks.put(me, peer, "slots", at * ES, "slots", at * ES, nrows * n * ES,
+                                      c["SIG_FLAGS"] + (par * world + me) * mt_ + mt, epoch)
+        for me in range(world):
+            slots = ranks.areas[me]["slots"]
+            for u in range((world - 1) * mt_ * nt_):
+                g = u // (world - 1)
+                src = (me + 1 + u % (world - 1)) % world
+                mt, nt = tile_coords(g, mt_, nt_, TILES.group_m)
+                row0, nrows = mt * bm, min(bm, m - mt * bm)
+                ranks.wait(me, c["SIG_FLAGS"] + (par * world + src) * mt_ + mt, epoch)
+                at = (par * world + src) * slot_elems + row0 * n
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                outs[me][src * m + row0:src * m + row0 + nrows, cols] = \
+                    slots[at:at + nrows * n].reshape(nrows, n)[:, cols]
+        want = np.concatenate([x @ b for x in a])
+        for out in outs:
+            np.testing.assert_array_equal(out, want)
+
+
+def reduce_calls(op, world, m_rows, k, n, calls=3):
+    plans = [planning.reduce_plan(op, world, q, m_rows, k, n, "bfloat16", "bfloat16", TILES, 132, 1,
+                                  transport="gda") for q in range(world)]
+    c = plans[0].consts
+    owned_mt, nt_, mt_total, slot_rows = c["OWNED_MT"], c["NT"], c["MT"], c["SLOT_ROWS"]
+    owned = owned_mt * nt_
+    bm, bn = TILES.bm, TILES.bn
+    all_reduce = op == "gemm_ar"
+    m_own = m_rows // world
+    slot_elems = n * slot_rows
+    result_elems = m_rows * n
+    ranks = Ranks(plans)
+
+    def owned_rows(owner, omt):
+        if all_reduce:
+            row0 = (owner + omt * world) * bm
+            return row0, min(bm, m_rows - row0), omt * bm
+        return owner * m_own + omt * bm, min(bm, m_own - omt * bm), omt * bm
+
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        a = [_rand((m_rows, k), 10 * epoch + q) for q in range(world)]
+        b = [_rand((k, n), 50 * epoch + q) for q in range(world)]
+        ranks.hellos(epoch)
+        # 1. partial tiles
+        for me in range(world):
+            for g in range(world * owned):
+                owner, t = (me + 1 + g // owned) % world, g % owned
+                omt, nt = tile_coords(t, owned_mt, nt_, TILES.group_m)
+                row0, nrows, slot_row = owned_rows(owner, omt)
+                if nrows <= 0:
+                    continue
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                value = a[me][row0:row0 + nrows] @ b[me][:, cols]
+                at = (par * world + me) * slot_elems + slot_row * n
+                if owner != me:
+                    box = (par * world + owner) * slot_elems + slot_row * n
+                    ranks.areas[me]["outbox"][box:box + nrows * n].reshape(nrows, n)[:, cols] = value
+                    index = (par * world + owner) * owned_mt + omt
+                    if ranks.count(me, index) == nt_ - 1:
+                        ranks.arrivals[me][index] = 0
+                        ranks.put(me, owner, "slots", at * ES, "outbox", box * ES, nrows * n * ES,
+                                  c["SIG_FLAGS"] + (par * world + me) * owned_mt + omt, epoch)
+                else:
+                    ranks.areas[me]["slots"][at:at + nrows * n].reshape(nrows, n)[:, cols] = value
+                    ranks.local_flags[me][(par * world + me) * owned + t] = epoch
+        # 2. the owned tiles
+        outs = [np.full((m_rows if all_reduce else m_own, n), np.nan) for _ in range(world)]
+        for me in range(world):
+            for t in range(owned):
+                omt, nt = tile_coords(t, owned_mt, nt_, TILES.group_m)
+                row0, nrows, slot_row = owned_rows(me, omt)
+                if nrows <= 0:
+                    continue
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                total = 0
+                for r in range(world):
+                    if r != me:
+                        ranks.wait(me, c["SIG_FLAGS"] + (par * world + r) * owned_mt + omt, epoch)
+                    else:
+                        assert ranks.local_flags[me][(par * world + r) * owned + t] == epoch
+                    at = (par * world + r) * slot_elems + slot_row * n
+                    total = total + ranks.areas[me]["slots"][at:at + nrows * n].reshape(nrows, n)[:, cols]
+                if not all_reduce:
+                    outs[me][omt * bm:omt * bm + nrows, cols] = total
+                    continue
+                outs[me][row0:row0 + nrows, cols] = total
+                if world > 1:
+                    at = par * result_elems + row0 * n
+                    ranks.areas[me]["result"][at:at + nrows * n].reshape(nrows, n)[:, cols] = total
+                    index = 2 * world * owned_mt + par * owned_mt + omt
+                    if ranks.count(me, index) == nt_ - 1:
+                        ranks.arrivals[me][index] = 0
+                        for d in range(1, world):
+                            ranks.put(me, (me + d) % world, "result", at * ES, "result", at * ES, nrows * n * ES,
+                                      c["SIG_RFLAGS"] + par * mt_total + row0 // bm, epoch)
+        # 3. gemm_ar: the tiles the others own
+        if all_reduce:
+            for me in range(world):
+                for u in range(mt_total * nt_):
+                    mt, nt = u // nt_, u % nt_
+                    if mt % world == me:
+                        continue
+                    ranks.wait(me, c["SIG_RFLAGS"] + par * mt_total + mt, epoch)
+                    row0, nrows = mt * bm, min(bm, m_rows - mt * bm)
+                    cols = slice(nt * bn, min(n, nt * bn + bn))
+                    at = par * result_elems + row0 * n
+                    outs[me][row0:row0 + nrows, cols] = \
+                        ranks.areas[me]["result"][at:at + nrows * n].reshape(nrows, n)[:, cols]
+        total = sum(x @ y for x, y in zip(a, b))
+        for me, out in enumerate(outs):
+            np.testing.assert_array_equal(out, total if all_reduce else total[me * m_own:(me + 1) * m_own])
+
+
+def gather_calls(world, m, k, n, sends, calls=3):
+    """ag_gemm (sends None: every rank's m rows to everyone) or a2a_gemm (sends[r][q] rows of
+    rank r to rank q), several calls; pushes into the outbox, puts, then the tiles."""
+    broadcast = sends is None
+    plans = [planning.gather_plan("ag_gemm" if broadcast else "a2a_gemm", world, q, m, k, n, "bfloat16",
+                                  "bfloat16", TILES, 132, 1, transport="gda") for q in range(world)]
+    c = plans[0].consts
+    cap, chunks, bm = c["CAP"], c["CHUNKS"], TILES.bm
+    ranks = Ranks(plans)
+    send = [(m,) * world] * world if broadcast else sends
+    recv = [tuple(send[r][q] for r in range(world)) for q in range(world)]
+    tables = [planning.gather_table(world, q, send[q], recv[q], TILES, n, broadcast)[0] for q in range(world)]
+    f = planning.gather_table_offsets(world)
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
+        b = [_rand((k, n), 50 * epoch + q) for q in range(world)]
+        ranks.hellos(epoch)
+        for me in range(world):
+            t = tables[me]
+            for u in range(t[f["UPRE"] + world - 1]):
+                d = sum(u >= t[f["UPRE"] + j] for j in range(1, world - 1))
+                dest, ch = t[f["DST"] + d], u - t[f["UPRE"] + d]
+                first = t[f["SOFF"] + d] + ch * bm
+                nrows = min(bm, t[f["SCNT"] + d] - ch * bm)
+                flag = (par * world + me) * chunks + ch
+                at = ((par * world + me) * cap + ch * bm) * k
+                box = ((par * world + dest) * cap + ch * bm) * k
+                ranks.areas[me]["outbox"][box:box + nrows * k] = a[me][first:first + nrows].reshape(-1)
+                ranks.put(me, dest, "slots", at * ES, "outbox", box * ES, nrows * k * ES, c["SIG_FLAGS"] + flag, epoch)
+        for me in range(world):
+            t = tables[me]
+            gathered = []
+            for i in range(world):
+                src, cnt = t[f["SRC"] + i], t[f["CNT"] + i]
+                if i == 0:
+                    local = t[f["LOCAL"]]
+                    gathered.append((t[f["OUT"] + i], a[me][local:local + cnt]))
+                    continue
+                rows = np.full((cnt, k), np.nan)
+                for ch in range(cdiv(cnt, bm)):
+                    ranks.wait(me, c["SIG_FLAGS"] + (par * world + src) * chunks + ch, epoch)
+                    nrows = min(bm, cnt - ch * bm)
+                    at = ((par * world + src) * cap + ch * bm) * k
+                    rows[ch * bm:ch * bm + nrows] = ranks.areas[me]["slots"][at:at + nrows * k].reshape(nrows, k)
+                gathered.append((t[f["OUT"] + i], rows))
+            out = np.full((sum(recv[me]), n), np.nan)
+            for first, rows in gathered:
+                out[first:first + rows.shape[0]] = rows @ b[me]
+            blocks = [a[r][sum(send[r][:me]) if not broadcast else 0:][:send[r][me]] for r in range(world)]
+            np.testing.assert_array_equal(out, np.concatenate(blocks) @ b[me])
+
+
+def gemm_a2a_calls(world, m, k, n, sends, calls=3):
+    """gemm_a2a: each tile's rows into this rank's result or its outbox for their receiver;
+    the tile that completes a receiver's count puts all its rows; then the copies."""
+    plans = [planning.scatter_plan("gemm_a2a", world, q, m, k, n, "bfloat16", "bfloat16", TILES, 132, 1,
+                                   transport="gda") for q in range(world)]
+    c = plans[0].consts
+    mt_, nt_, cap = c["MT"], c["NT"], c["CAP"]
+    bm, bn = TILES.bm, TILES.bn
+    slot_elems = n * cap
+    ranks = Ranks(plans)
+    recv = [tuple(sends[r][q] for r in range(world)) for q in range(world)]
+    tables = [planning.scatter_table(world, q, sends[q], recv[q], TILES, n)[0] for q in range(world)]
+    f = planning.scatter_table_offsets(world)
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
+        b = _rand((k, n), epoch)
+        ranks.hellos(epoch)
+        outs = [np.full((sum(recv[q]), n), np.nan) for q in range(world)]
+        for me in range(world):
+            t = tables[me]
+            for g in range(mt_ * nt_):
+                mt, nt = tile_coords(g, mt_, nt_, TILES.group_m)
+                row0, nrows = mt * bm, min(bm, m - mt * bm)
+                cols = slice(nt * bn, min(n, nt * bn + bn))
+                value = a[me][row0:row0 + nrows] @ b[:, cols]
+                for r in range(nrows):
+                    row = row0 + r
+                    dest = sum(row >= t[f["DOFF"] + j] for j in range(1, world))
+                    if dest == me:
+                        outs[me][t[f["OUT"]] + row - t[f["DOFF"] + me], cols] = value[r]
+                    else:
+                        at = (par * world + dest) * slot_elems + (row - t[f["DOFF"] + dest]) * n
+                        ranks.areas[me]["outbox"][at:at + n][cols] = value[r]
+                for j in range(world):
+                    lo, hi = t[f["DOFF"] + j], t[f["DOFF"] + j + 1]
+                    if me != j and lo < hi and lo <= row0 + nrows - 1 and hi > row0:
+                        if ranks.count(me, par * world + j) == t[f["DTILES"] + j] - 1:
+                            ranks.arrivals[me][par * world + j] = 0
+                            ranks.put(me, j, "slots", (par * world + me) * slot_elems * ES, "outbox",
+                                      (par * world + j) * slot_elems * ES, t[f["SENDR"] + j] * n * ES,
+                                      c["SIG_FLAGS"] + par * world + me, epoch)
+        for me in range(world):
+            t = tables[me]
+            for i in range(1, world):
+                src, cnt, first = t[f["SRC"] + i], t[f["CNT"] + i], t[f["OUT"] + i]
+                if cnt:
+                    ranks.wait(me, c["SIG_FLAGS"] + par * world + src, epoch)
+                    at = (par * world + src) * slot_elems
+                    outs[me][first:first + cnt] = ranks.areas[me]["slots"][at:at + cnt * n].reshape(cnt, n)
+        products = [x @ b for x in a]
+        for q in range(world):
+            blocks = [products[r][sum(sends[r][:q]):sum(sends[r][:q]) + sends[r][q]] for r in range(world)]
+            np.testing.assert_array_equal(outs[q], np.concatenate(blocks))
+
+
+WORLDS = [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m", [8, 7, 1])
+def test_gemm_ag_over_gda(world, m):
+    gemm_ag_calls(world, m, 6, 13)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m_rows", [24, 13, 2])
+def test_gemm_ar_over_gda(world, m_rows):
+    reduce_calls("gemm_ar", world, m_rows, 5, 17)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m_own", [8, 5, 1])
+def test_gemm_rs_over_gda(world, m_own):
+    reduce_calls("gemm_rs", world, m_own * world, 5, 17)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("m", [8, 7, 1])
+def test_ag_gemm_over_gda(world, m):
+    gather_calls(world, m, 6, 13, None)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_all_to_all_pair_over_gda(world, seed):
+    m = 11
+    rng = np.random.default_rng(seed)
+    sends = []
+    for _ in range(world):
+        cuts = np.sort(rng.integers(0, m + 1, size=world - 1))
+        sends.append(tuple(int(x) for x in np.diff(np.concatenate([[0], cuts, [m]]))))
+    sends[0] = (m,) + (0,) * (world - 1)       # everything to rank 0, nothing elsewhere
+    gather_calls(world, m, 6, 13, sends)
+    gemm_a2a_calls(world, m, 6, 13, sends)
