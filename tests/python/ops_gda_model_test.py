@@ -5,7 +5,9 @@ arithmetic: what a rank stores goes into its outbox (or its own slot / result ar
 copies the bytes into the receiver's slot, and a signal is a sum to which the sender adds
 (epoch - the epoch it last announced there). Every wait asserts its signal reads the call's
 epoch, every raise that the signal then reads exactly the epoch, and each call's results
-equal the torch semantics (new inputs every call, so a stale half or a wrong offset shows)."""
+equal the torch semantics (new inputs every call, so a stale half or a wrong offset shows).
+Also ag_gemm over SDMA: copies landing in order, each chunk read only once the count of
+copies from its sender says it landed."""
 
 from collections import defaultdict
 
@@ -335,6 +337,49 @@ def gemm_a2a_calls(world, m, k, n, sends, calls=3):
             np.testing.assert_array_equal(outs[q], np.concatenate(blocks))
 
 
+def ag_gemm_sdma_calls(world, m, k, calls=3):
+    """ag_gemm over SDMA: program d posts receiver DST[d]'s chunks in chunk order on one
+    queue; copies land one at a time, in order; after each landing, every chunk whose wait
+    ((epoch - 1) * chunks + c + 1 copies from its sender) is satisfied must be in the slot,
+    with this call's rows, and no wait is satisfied before its chunk landed."""
+    plans = [planning.gather_plan("ag_gemm", world, q, m, k, 8, "bfloat16", "bfloat16", TILES, 132, 1,
+                                  transport="sdma") for q in range(world)]
+    c = plans[0].consts
+    assert c["SDMA"] and not c["GDA"]
+    cap, bm = c["CAP"], TILES.bm
+    send = [(m,) * world] * world
+    tables = [planning.gather_table(world, q, send[q], send[q], TILES, 8, broadcast=True)[0] for q in range(world)]
+    f = planning.gather_table_offsets(world)
+    slots = [np.full(p.layout.nbytes("slots") // ES, np.nan) for p in plans]
+    landed = defaultdict(int)        # (sender, receiver) -> copies landed on the queue so far
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
+        queues = defaultdict(list)   # (sender, receiver) -> copies posted, in order
+        for me in range(world):
+            t = tables[me]
+            for d in range(world - 1):
+                dest, count, first = t[f["DST"] + d], t[f["SCNT"] + d], t[f["SOFF"] + d]
+                for ch in range(cdiv(count, bm)):
+                    nrows = min(bm, count - ch * bm)
+                    at = ((par * world + me) * cap + ch * bm) * k
+                    queues[(me, dest)].append((at, a[me][first + ch * bm:first + ch * bm + nrows].reshape(-1)))
+        for (sender, receiver), copies in sorted(queues.items()):
+            chunks = cdiv(m, bm)   # what the receiver's table says the sender sends it (CNT)
+            for at, rows in copies:
+                slots[receiver][at:at + rows.size] = rows
+                landed[(sender, receiver)] += 1
+                for ch in range(chunks):
+                    want = (epoch - 1) * chunks + ch + 1
+                    nrows = min(bm, m - ch * bm)
+                    there = ((par * world + sender) * cap + ch * bm) * k
+                    ready = landed[(sender, receiver)] >= want
+                    present = np.array_equal(slots[receiver][there:there + nrows * k],
+                                             a[sender][ch * bm:ch * bm + nrows].reshape(-1))
+                    assert not ready or present, f"chunk {ch} from {sender} read before it landed"
+            assert landed[(sender, receiver)] == epoch * chunks
+
+
 WORLDS = [1, 2, 3, 4]
 
 
@@ -374,3 +419,9 @@ def test_the_all_to_all_pair_over_gda(world, seed):
     sends[0] = (m,) + (0,) * (world - 1)       # everything to rank 0, nothing elsewhere
     gather_calls(world, m, 6, 13, sends)
     gemm_a2a_calls(world, m, 6, 13, sends)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("m", [8, 7, 1])
+def test_ag_gemm_over_sdma_waits_for_its_chunks_in_order(world, m):
+    ag_gemm_sdma_calls(world, m, 6)
