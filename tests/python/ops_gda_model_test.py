@@ -346,7 +346,8 @@ def ag_gemm_sdma_calls(world, m, k, calls=3):
                                   transport="sdma") for q in range(world)]
     c = plans[0].consts
     assert c["SDMA"] and not c["GDA"]
-    cap, bm = c["CAP"], TILES.bm
+    cap, bm, nqueues = c["CAP"], TILES.bm, c["QUEUES"]
+    assert nqueues == max(1, min(world - 1, planning.SDMA_QUEUES))
     send = [(m,) * world] * world
     tables = [planning.gather_table(world, q, send[q], send[q], TILES, 8, broadcast=True)[0] for q in range(world)]
     f = planning.gather_table_offsets(world)
@@ -360,6 +361,8 @@ def ag_gemm_sdma_calls(world, m, k, calls=3):
             t = tables[me]
             for d in range(world - 1):
                 dest, count, first = t[f["DST"] + d], t[f["SCNT"] + d], t[f["SOFF"] + d]
+                # the queue the sender posts on is the one the receiver reads
+                assert d % nqueues == ((me - 1 - dest + 2 * world) % world) % nqueues
                 for ch in range(cdiv(count, bm)):
                     nrows = min(bm, count - ch * bm)
                     at = ((par * world + me) * cap + ch * bm) * k

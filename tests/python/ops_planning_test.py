@@ -154,6 +154,7 @@ def test_gda_workspaces_hold_every_index_the_kernels_use(world, rows):
     p = planning.gather_plan("ag_gemm", world, 0, rows, k, n, "bfloat16", "bfloat16", cfg, 132, 1, transport="sdma")
     _check_layout(p.layout)
     assert p.consts["SDMA"] and not p.consts["GDA"] and p.layout.nbytes("stage") == rows * k * es
+    assert p.consts["QUEUES"] == max(1, min(world - 1, planning.SDMA_QUEUES))
 
 
 def test_programs_stay_resident_with_ranks_sharing_a_gpu():

@@ -61,14 +61,14 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
 OFFSETS = ["off_counters", "off_status", "off_hello", "off_counts", "off_flags"]
 LSA = dict(GDA=False, SIG_FLAGS=0, NSIG=1)
 GDA = dict(GDA=True, SIG_FLAGS=2 * WORLD, NSIG=2 * WORLD + 2 * WORLD * 16 + 32)
-SDMA = dict(LSA, SDMA=True)
+SDMA = dict(LSA, SDMA=True, QUEUES=3)
 
 
 def gather(target, in_dtype, world=None, transport=LSA, **over):
     ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_outbox", "off_sent",
                                                                       "src_win", "src_off", "max_polls", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
-                  ES=planning.ITEMSIZE[in_dtype], **dict(dict(SDMA=False), **transport),
+                  ES=planning.ITEMSIZE[in_dtype], **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
     consts.update(over)
     return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)

@@ -65,7 +65,7 @@ def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts, sour
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], CHUNKS=plan.consts["CHUNKS"], NT=plan.consts["NT"],
                 RETURN_GATHERED=gathered is not None, CHECK_COUNTS=check_counts, BC=COPY_COLUMNS,
                 ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(plan, pb.k, pb.n),
-                **transport_constexprs(plan, "SDMA"))
+                **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "outbox", "sent"),

@@ -125,15 +125,19 @@ def _gda_areas(layout, consts, world, flags, rflags=0, outbox=0):
     `sent` record per peer and signal (the epoch last announced); an outbox where what a peer
     receives is laid out before it is put (`outbox` bytes; none where the operator puts from
     its own receiving area)."""
-    consts.update(GDA=True, SDMA=False, SIG_FLAGS=2 * world, SIG_RFLAGS=2 * world + flags,
+    consts.update(GDA=True, SDMA=False, QUEUES=1, SIG_FLAGS=2 * world, SIG_RFLAGS=2 * world + flags,
                   NSIG=2 * world + flags + rflags)
     layout.add("sent", world * consts["NSIG"] * INT32)
     if outbox:
         layout.add("outbox", outbox)
 
 
-def _lsa_consts(consts, sdma=False):
-    consts.update(GDA=False, SDMA=sdma, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
+SDMA_QUEUES = 4   # copy-engine queues an SDMA plan spreads its receivers over (receiver d: queue d % 4)
+
+
+def _lsa_consts(consts, world=1, sdma=False):
+    queues = max(1, min(world - 1, SDMA_QUEUES)) if sdma else 1
+    consts.update(GDA=False, SDMA=sdma, QUEUES=queues, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
 
 
 def rotated(rank, world):
@@ -190,7 +194,7 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     if transport == "gda":
         _gda_areas(layout, consts, world, flags=2 * world * chunks, outbox=slots)
     else:
-        _lsa_consts(consts, sdma=transport == "sdma")
+        _lsa_consts(consts, world, sdma=transport == "sdma")
         if transport == "sdma":
             layout.add("stage", cap * k * ITEMSIZE[in_dtype])
     return Plan(op, world, rank, tiles, programs, layout, [], consts)

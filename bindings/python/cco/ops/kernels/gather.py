@@ -66,9 +66,10 @@ def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_fla
 @triton.jit
 def _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par, WORLD: tl.constexpr,
               CAP: tl.constexpr, BM: tl.constexpr, T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr,
-              ES: tl.constexpr):
-    """SDMA: every chunk this rank sends receiver DST[d], in chunk order on queue 0, from
-    src_win at src_off (rows of K elements, contiguous) into its slot for this rank."""
+              ES: tl.constexpr, QUEUES: tl.constexpr):
+    """SDMA: every chunk this rank sends receiver DST[d], in chunk order on queue d % QUEUES
+    (receivers spread over the copy engines), from src_win at src_off (rows of K elements,
+    contiguous) into its slot for this rank."""
     dest = _field(table, T_DST, d)
     count = _field(table, T_SCNT, d)
     first = _field(table, T_SOFF, d)
@@ -77,17 +78,19 @@ def _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par,
         at = ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K * ES
         note_failure(status, cco.Sdma.put(dc, dest, ws, off_slots + at, src_win,
                                           src_off + (first + c * BM).to(tl.int64) * K * ES,
-                                          nrows.to(tl.int64) * K * ES, 0, coop=cco.CoopScope.BLOCK))
+                                          nrows.to(tl.int64) * K * ES, d % QUEUES, coop=cco.CoopScope.BLOCK))
 
 
 @triton.jit
-def _wait_chunk(dc, mine, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD: tl.constexpr,
+def _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD: tl.constexpr,
                 CHUNKS: tl.constexpr, BM: tl.constexpr, GDA: tl.constexpr, SDMA: tl.constexpr,
-                SIG_FLAGS: tl.constexpr):
+                SIG_FLAGS: tl.constexpr, QUEUES: tl.constexpr):
     """Waits for chunk c of sender src's cnt rows: its flag or signal; SDMA: src's copies here
-    counting every chunk of the calls before this one and this call's up to c."""
+    counting every chunk of the calls before this one and this call's up to c, on the queue
+    src uses for this rank (src's push order of this rank: DST[d] = src - 1 - d)."""
     if SDMA:
-        wait_copies(dc, src, (epoch - 1).to(tl.int64) * tl.cdiv(cnt, BM) + c + 1, status, max_polls)
+        queue = ((src - 1 - me + 2 * WORLD) % WORLD) % QUEUES
+        wait_copies(dc, src, queue, (epoch - 1).to(tl.int64) * tl.cdiv(cnt, BM) + c + 1, status, max_polls)
     else:
         wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, max_polls, GDA, SIG_FLAGS)
 
@@ -103,7 +106,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
                 T_LOCAL: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr,
                 BC: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
-                NSIG: tl.constexpr, SDMA: tl.constexpr):
+                NSIG: tl.constexpr, SDMA: tl.constexpr, QUEUES: tl.constexpr):
     """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
     active == 0: returns at once (loads the binary before any rank waits on it). GDA: the
     chunks travel as puts (off_outbox, off_sent: see cco.ops.kernels.signals). SDMA: program
@@ -125,7 +128,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             units = units * 0   # no push units: the copy engines carry every chunk
             for d in range(pid, WORLD - 1, programs):
                 _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par, WORLD, CAP, BM, T_DST,
-                          T_SOFF, T_SCNT, ES)
+                          T_SOFF, T_SCNT, ES, QUEUES)
         local_first = _field(table, T_LOCAL, 0)
         my_units = tl.maximum(0, tl.cdiv(units - pid, programs))
         my_own = tl.maximum(0, tl.cdiv(own_tiles - pid, programs))
@@ -158,8 +161,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 sam = stride_am
             else:
                 waited = trace_begin(dc)
-                _wait_chunk(dc, mine, status, off_flags, src, cnt, mt, par, epoch, max_polls, WORLD, CHUNKS, BM, GDA,
-                            SDMA, SIG_FLAGS)
+                _wait_chunk(dc, mine, me, status, off_flags, src, cnt, mt, par, epoch, max_polls, WORLD, CHUNKS, BM,
+                            GDA, SDMA, SIG_FLAGS, QUEUES)
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
@@ -187,8 +190,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                         copy_rows(a + (local_first + c * BM).to(tl.int64) * stride_am, stride_am, dst, K, nrows, K,
                                   32, BC)
                     else:
-                        _wait_chunk(dc, mine, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD, CHUNKS,
-                                    BM, GDA, SDMA, SIG_FLAGS)
+                        _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD,
+                                    CHUNKS, BM, GDA, SDMA, SIG_FLAGS, QUEUES)
                         slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
                         copy_rows(slot, K, dst, K, nrows, K, 32, BC)
 

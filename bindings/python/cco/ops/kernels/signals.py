@@ -22,7 +22,8 @@ adds (epoch - the epoch this rank last announced with it there), which this rank
 Gda.read_signal (acquire) until it reaches this call's epoch. Row counts travel as put_value
 with the start signal attached.
 
-SDMA (ag_gemm's all-gather): copy engines carry the chunks (Sdma.put, queue 0, in order), and
+SDMA (ag_gemm's all-gather): copy engines carry the chunks (Sdma.put, in order on the queue the
+sender uses for that receiver: its push order d modulo the queues), and
 the target's count of landed copies from a sender is the flag: a chunk is there once the count
 reaches every chunk of the earlier calls plus this call's up to it. Start flags stay LSA's.
 
@@ -115,31 +116,31 @@ def raise_flag(address, epoch):
 
 
 @triton.jit
-def _behind(dc, address, index, want, KIND: tl.constexpr):
+def _behind(dc, address, index, queue, want, KIND: tl.constexpr):
     """The watched value minus `want` (< 0: not there yet), read with acquire order: an LSA
     flag word at `address` (int32: wraps, so the comparison stays right past 2**31 calls),
-    GDA signal `index`, or the count of copies SDMA peer `index` landed here on queue 0
+    GDA signal `index`, or the count of copies SDMA peer `index` landed here on `queue`
     (int64)."""
     if KIND == 0:
         return tl.atomic_add(word_at(address), 0, sem="acquire", scope="sys") - want
     elif KIND == 1:
         return cco.Gda.read_signal(dc, index).to(tl.int64) - want
     else:
-        return cco.Sdma.read_signal(dc, index, 0).to(tl.int64) - want
+        return cco.Sdma.read_signal(dc, index, queue).to(tl.int64) - want
 
 
 @triton.jit
-def _poll(dc, address, index, want, status, max_polls, KIND: tl.constexpr):
+def _poll(dc, address, index, queue, want, status, max_polls, KIND: tl.constexpr):
     """Polls until _behind is no longer negative; gives up after max_polls polls, or at once
     when the communicator was aborted or another program of this rank gave up (status word
     0, which it then sets). Returns 1 when it gave up."""
-    late = _behind(dc, address, index, want, KIND) < 0
+    late = _behind(dc, address, index, queue, want, KIND) < 0
     if late:
         polls = 0
         if tl.load(status, volatile=True) != 0:
             polls = max_polls
         while late & (polls < max_polls):
-            late = _behind(dc, address, index, want, KIND) < 0
+            late = _behind(dc, address, index, queue, want, KIND) < 0
             polls += 1
             if polls % _ABORT_EVERY == 0:
                 if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
@@ -154,7 +155,7 @@ def wait_flag(address, epoch, status, dc, max_polls):
     """Waits until the flag at `address` (this rank's workspace) holds `epoch` or later.
     The value read is shared with the program's threads through the barrier Triton puts
     behind a scalar atomic, so their loads come after it."""
-    return _poll(dc, address, 0, epoch, status, max_polls, 0)
+    return _poll(dc, address, 0, 0, epoch, status, max_polls, 0)
 
 
 # --- GDA: puts and signals that read as epochs ---------------------------------------------
@@ -206,14 +207,14 @@ def gda_signal(dc, ws, mine, off_sent, status, peer, sig, epoch, NSIG: tl.conste
 def wait_signal(dc, sig, epoch, status, max_polls):
     """Waits until GDA signal sig reads `epoch` or more (acquire, in every thread: its later
     loads see what the puts before the signal carried)."""
-    return _poll(dc, 0, sig, epoch.to(tl.int64), status, max_polls, 1)
+    return _poll(dc, 0, sig, 0, epoch.to(tl.int64), status, max_polls, 1)
 
 
 @triton.jit
-def wait_copies(dc, peer, least, status, max_polls):
-    """SDMA: waits until the copies `peer` put here on queue 0 number `least` (int64; a count
+def wait_copies(dc, peer, queue, least, status, max_polls):
+    """SDMA: waits until the copies `peer` put here on `queue` number `least` (int64; a count
     over every call so far) or more."""
-    return _poll(dc, 0, peer, least, status, max_polls, 2)
+    return _poll(dc, 0, peer, queue, least, status, max_polls, 2)
 
 
 @triton.jit
