@@ -140,11 +140,11 @@ class OpsContext:
         return plan
 
     def _dev_comm_for(self, plan):
-        """LSA plans share the context's device communicator; a GDA plan gets one of its own,
-        connected to every rank, with a signal per flag of its workspace (they start at 0,
-        as the epochs the kernel announces with them assume), an SDMA plan one with the queues
-        its receivers are spread over (its copy counts start at 0, as the kernel's waits assume). They live as
-        long as the communicator, which releases them when it is destroyed."""
+        """LSA plans share the context's device communicator. A GDA plan gets one of its own,
+        connected to every rank, with a signal per flag of its workspace (they start at 0, as
+        the epochs the kernel announces with them assume); an SDMA plan one with the queues its
+        receivers are spread over (its copy counts start at 0, as the kernel's waits assume).
+        They live as long as the communicator, which releases them when it is destroyed."""
         from cco import GDA_CONNECTION_FULL, GDA_CONNECTION_NONE, CCODevCommRequirements
 
         if plan.consts.get("GDA"):   # one context, signals only
