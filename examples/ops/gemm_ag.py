@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """gemm_ag: all_gather(a @ w), each tile sent to every rank as soon as it is computed.
 
-    python -m cco.launch -n 2 examples/ops/gemm_ag.py [--transport gda]
+    python -m cco.launch -n 2 examples/ops/gemm_ag.py [--transport gda|sdma]   (sdma: CCO_ENABLE_SDMA=1)
     torchrun --nproc_per_node 2 examples/ops/gemm_ag.py
 """
 
@@ -15,7 +15,7 @@ from cco.runtime import bootstrap
 M, K, N = 4096, 4096, 4096
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--transport", default="lsa", choices=["lsa", "gda"])
+parser.add_argument("--transport", default="lsa", choices=["lsa", "gda", "sdma"])
 transport = parser.parse_args().transport
 
 rank, world, uid = bootstrap()

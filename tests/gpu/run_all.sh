@@ -218,7 +218,7 @@ for step in "${steps[@]}"; do
       #   ops-lsa:  every operator against torch with 1, 2 and 4 ranks, graph replay, the pool,
       #             bad operands, a rank that never calls
       #   ops-gda:  the same over GDA (one host; two virtual nodes over tcp), 2 and 4 ranks
-      #   ops-sdma: ag_gemm over SDMA, 2 and 4 ranks
+      #   ops-sdma: the all-gather pair over SDMA, 2 and 4 ranks
       #   ops-examples, ops-bench (quick shapes unless OPS_FULL=1; every transport)
       export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/cco-triton}
       mps_start
@@ -236,8 +236,10 @@ for step in "${steps[@]}"; do
                   python3 -m cco.launch -n 2 --timeout 120 "$ex" --transport $t && echo "$(basename "$ex") $t 2 ranks: PASS"
                 done
               done
-              CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 examples/ops/ag_gemm.py --transport sdma &&
-                echo "ag_gemm.py sdma 2 ranks: PASS" ;;
+              for ex in ag_gemm gemm_ag; do
+                CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 examples/ops/$ex.py --transport sdma &&
+                  echo "$ex.py sdma 2 ranks: PASS"
+              done ;;
             bench)
               quick=--quick; [[ ${OPS_FULL:-0} == 1 ]] && quick=
               timeout 500 python3 -m cco_tools perf --suites ops -n 2 $quick --ops-transports lsa,gda,sdma \

@@ -223,9 +223,10 @@ def case_pool(comm, rank, world, dev, dtypes, transport="lsa"):
 
 
 def case_sdma(comm, rank, world, dev, dtypes):
-    """ag_gemm with transport="sdma" (CCO_ENABLE_SDMA=1): the shard from an ordinary tensor
-    (staged) and from the pool (read in place), the gathered rows, several calls in a row, and
-    a CUDA graph replayed with new inputs; other operators refuse it, naming ag_gemm."""
+    """The all-gather pair with transport="sdma" (CCO_ENABLE_SDMA=1): ag_gemm's shard from an
+    ordinary tensor (staged) and from the pool (read in place), the gathered rows, gemm_ag,
+    several calls in a row, and a CUDA graph replayed with new inputs; other operators refuse
+    it, naming the pair."""
     import torch
 
     from cco import ops
@@ -236,6 +237,7 @@ def case_sdma(comm, rank, world, dev, dtypes):
         for m, k, n in ((256, 128, 512), (200, 96, 300)):
             shards = [_ints((m, k), 7 * r + m, dtype, dev) for r in range(world)]
             b = _ints((k, n), 3 + rank, dtype, dev)
+            b_same = _ints((k, n), 4, dtype, dev)
             with torch.cuda.use_mem_pool(pool):
                 pooled = shards[rank].clone()
             want = _mm(torch.cat(shards), b, out_dtype)
@@ -245,6 +247,8 @@ def case_sdma(comm, rank, world, dev, dtypes):
                 _check(f"ag_gemm sdma gathered {dtype} call {call}", g, torch.cat(shards), rank)
                 _check(f"ag_gemm sdma from the pool {dtype} call {call}",
                        ops.ag_gemm(pooled, b, comm, transport="sdma"), want, rank)
+                _check(f"gemm_ag sdma {dtype} call {call}", ops.gemm_ag(shards[rank], b_same, comm, transport="sdma"),
+                       torch.cat([_mm(s, b_same, out_dtype) for s in shards]), rank)
     a = _ints((128, 64), rank, torch.bfloat16, dev)
     b = _ints((64, 256), 1, torch.bfloat16, dev)
     ops.ag_gemm(a, b, comm, transport="sdma")
@@ -263,11 +267,11 @@ def case_sdma(comm, rank, world, dev, dtypes):
         torch.cuda.synchronize()
         _check(f"ag_gemm sdma graph replay {step}", captured, want, rank)
     try:
-        ops.gemm_ag(a, b, comm, transport="sdma")
+        ops.gemm_ar(a, torch.ones(64, 256, device=dev, dtype=torch.bfloat16), comm, transport="sdma")
     except NotImplementedError as e:
-        assert "ag_gemm" in str(e)
+        assert "all-gather pair" in str(e)
     else:
-        raise AssertionError("gemm_ag accepted transport='sdma'")
+        raise AssertionError("gemm_ar accepted transport='sdma'")
     ops.check(comm)
     print(f"PASS sdma rank {rank}", flush=True)
 

@@ -383,6 +383,42 @@ def ag_gemm_sdma_calls(world, m, k, calls=3):
             assert landed[(sender, receiver)] == epoch * chunks
 
 
+def gemm_ag_sdma_calls(world, m, n, seed, calls=3):
+    """gemm_ag over SDMA: the program that completes a row block copies it to every peer, on
+    the queue it uses for that peer; copies from different programs land in any order (here
+    shuffled per queue); a receiver reads a sender's rows only once its copies there number
+    every row block of every call so far (epoch x MT), and then they are all this call's."""
+    plans = [planning.scatter_plan("gemm_ag", world, q, m, 6, n, "bfloat16", "bfloat16", TILES, 132, 1,
+                                   transport="sdma") for q in range(world)]
+    c = plans[0].consts
+    assert c["SDMA"] and not c["GDA"]
+    mt_, cap, bm, nqueues = c["MT"], c["CAP"], TILES.bm, c["QUEUES"]
+    slot_elems = n * cap
+    slots = [np.full(p.layout.nbytes("slots") // ES, np.nan) for p in plans]
+    landed = defaultdict(int)        # (sender, receiver, queue) -> copies landed so far
+    rng = np.random.default_rng(seed)
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        rows = [_rand((m, n), 10 * epoch + q) for q in range(world)]   # the products, row blocks
+        posted = defaultdict(list)
+        for me in range(world):
+            for mt in rng.permutation(mt_):                            # row blocks complete in any order
+                row0, nrows = mt * bm, min(bm, m - mt * bm)
+                at = (par * world + me) * slot_elems + row0 * n
+                for d in range(1, world):
+                    peer = (me + world - d) % world
+                    posted[(me, peer, (d - 1) % nqueues)].append((at, rows[me][row0:row0 + nrows].reshape(-1)))
+        for (sender, receiver, queue), copies in sorted(posted.items()):
+            assert queue == ((sender - receiver + world) % world - 1) % nqueues   # the queue the receiver reads
+            for at, values in copies:
+                slots[receiver][at:at + values.size] = values
+                landed[(sender, receiver, queue)] += 1
+                if landed[(sender, receiver, queue)] >= epoch * mt_:
+                    there = (par * world + sender) * slot_elems
+                    np.testing.assert_array_equal(slots[receiver][there:there + m * n], rows[sender].reshape(-1))
+            assert landed[(sender, receiver, queue)] == epoch * mt_
+
+
 WORLDS = [1, 2, 3, 4]
 
 
@@ -428,3 +464,9 @@ def test_the_all_to_all_pair_over_gda(world, seed):
 @pytest.mark.parametrize("m", [8, 7, 1])
 def test_ag_gemm_over_sdma_waits_for_its_chunks_in_order(world, m):
     ag_gemm_sdma_calls(world, m, 6)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4, 6])
+@pytest.mark.parametrize("m", [8, 7, 1])
+def test_gemm_ag_over_sdma_reads_a_sender_once_all_its_copies_landed(world, m):
+    gemm_ag_sdma_calls(world, m, 13, seed=world * 10 + m)

@@ -77,7 +77,8 @@ def gather(target, in_dtype, world=None, transport=LSA, **over):
 def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "off_outbox", "off_sent",
                                                                   "max_polls", "active"]
-    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2, **transport,
+    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
+                  **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
     return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype, world)
 
@@ -185,12 +186,18 @@ def test_every_operator_over_gda(target):
 
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
-def test_ag_gemm_over_sdma(target):
-    """transport="sdma": ag_gemm's chunks handed to copy engines (SDMA puts, their completion
-    counts read as the flags, a quiet before the call ends), start flags by load/store."""
+def test_the_all_gather_pair_over_sdma(target):
+    """transport="sdma": ag_gemm's chunks and gemm_ag's row blocks handed to copy engines (SDMA
+    puts, their completion counts read as the flags; ag_gemm quiets before the call ends, its
+    source being the caller's), start flags by load/store."""
     t = TARGETS[target]
     c = gather(t, "bfloat16", transport=SDMA, CHECK_COUNTS=False)
     assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
     for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block", "cco_lsa_ptr"):
         assert name in c.asm["ttir"], f"no {name} in the SDMA kernel"
     assert "cco_gda_" not in c.asm["ttir"]
+    # gemm_ag: its row blocks as copies, a receiver waiting for all of a sender's
+    c = scatter(t, "bfloat16", True, transport=SDMA)
+    assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
+    for name in ("cco_sdma_put__block", "cco_sdma_read_signal"):
+        assert name in c.asm["ttir"], f"no {name} in gemm_ag's SDMA kernel"

@@ -99,7 +99,7 @@ def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
     offsets = {f"T_{k}": v for k, v in planning.scatter_table_offsets(ctx.world).items()}
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], MT=plan.consts["MT"], NT=plan.consts["NT"],
                 BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=planning.ITEMSIZE[pb.out_dtype],
-                **offsets, **gemm_constexprs(plan, pb.k, pb.n), **transport_constexprs(plan))
+                **offsets, **gemm_constexprs(plan, pb.k, pb.n), **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
             b.stride(0), b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots", "outbox", "sent"),

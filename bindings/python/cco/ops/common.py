@@ -15,10 +15,10 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
     import torch
 
     checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
-    if transport == "sdma" and op != "ag_gemm":
-        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' carries ag_gemm's all-gather only; transport='lsa' "
-                                  "(the default) moves tiles by load/store within a node, transport='gda' by puts to "
-                                  "any rank")
+    if transport == "sdma" and op not in ("ag_gemm", "gemm_ag"):
+        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' carries the all-gather pair (ag_gemm, gemm_ag) "
+                                  "only; transport='lsa' (the default) moves tiles by load/store within a node, "
+                                  "transport='gda' by puts to any rank")
     if transport == "sdma" and not _env.flag("CCO_ENABLE_SDMA"):
         raise OperandError(f"cco.ops.{op}: transport='sdma' needs copy-engine queues: set CCO_ENABLE_SDMA=1 on every "
                            "rank")

@@ -248,7 +248,8 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
     """The workspace of gemm_ag / gemm_a2a at one shape: a slot of `cap` = a_rows rows x n per
     sender, a flag per tile (gemm_ag) or per sender (gemm_a2a), arrival counts per receiver.
     GDA: gemm_ag flags per row block (its puts carry whole rows) and counts the tiles of each
-    (2 x mt arrivals); gemm_a2a lays out each receiver's rows in an outbox first."""
+    (2 x mt arrivals); gemm_a2a lays out each receiver's rows in an outbox first. SDMA
+    (gemm_ag): the row blocks counted alike, as copies."""
     cap = a_rows
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     mt = cdiv(a_rows, bm)
@@ -259,14 +260,14 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
     gda = transport == "gda"
     flags_per_source = (mt if gda else mt * nt) if broadcast else 1
     layout.add("flags", 2 * world * flags_per_source * INT32)
-    layout.add("arrivals", 2 * max(world, mt if gda and broadcast else 0) * INT32)
+    layout.add("arrivals", 2 * max(world, mt if transport != "lsa" and broadcast else 0) * INT32)
     slots = 2 * world * cap * n * ITEMSIZE[out_dtype]
     layout.add("slots", slots)
     consts = dict(CAP=cap, MT=mt, NT=nt, BROADCAST=broadcast, FLAGS_PER_SOURCE=flags_per_source)
     if gda:
         _gda_areas(layout, consts, world, flags=2 * world * flags_per_source, outbox=0 if broadcast else slots)
     else:
-        _lsa_consts(consts)
+        _lsa_consts(consts, world, sdma=transport == "sdma")
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 

@@ -19,8 +19,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, open_call, ptr_at, raise_flag,
-                                     trace_begin, trace_end, wait_for)
+from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
+                                     raise_flag, trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit(do_not_specialize=["M", "max_polls", "active"])
@@ -32,7 +32,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                  EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, BROADCAST: tl.constexpr, CHECK_COUNTS: tl.constexpr,
                  T_DOFF: tl.constexpr, T_DTILES: tl.constexpr, T_SRC: tl.constexpr, T_CNT: tl.constexpr,
                  T_OUT: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr, BC: tl.constexpr,
-                 ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr):
+                 ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr,
+                 SDMA: tl.constexpr, QUEUES: tl.constexpr):
     """BROADCAST: out[me * M + r] = (a @ b)[r] on every rank (gemm_ag). Else rows
     [DOFF[j], DOFF[j+1]) of a @ b go to rank j, which stores those from rank i at OUT (gemm_a2a).
     active == 0: returns at once (loads the binary before any rank waits on it).
@@ -41,9 +42,13 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
     each tile into this rank's own slot of its own workspace (no peer writes there), counts the
     tiles of its row block (arrivals, 2 x MT), and the tile that completes it puts the block to
     every peer, flagged per row block. gemm_a2a stores the rows into this rank's outbox for
-    their receiver and the tile that completes a receiver's count puts everything it gets."""
+    their receiver and the tile that completes a receiver's count puts everything it gets.
+    SDMA (gemm_ag): the same row blocks as copies (peer d on queue (d - 1) % QUEUES); copies
+    from several programs land in any order, so a receiver waits for all of a sender's copies
+    of the call (MT a call, counted over every call so far)."""
     if active != 0:
         OT: tl.constexpr = out.dtype.element_ty
+        PUTS: tl.constexpr = GDA or SDMA   # rows go out from this rank's own slot, by puts or copies
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
@@ -62,7 +67,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
             value = acc.to(OT)
             if BROADCAST:
                 store_tile(out + (me * M + row0).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
-                if GDA:
+                if PUTS:
                     if WORLD > 1:
                         at = (par * WORLD + me) * slot_elems + row0.to(tl.int64) * N
                         store_tile(ptr_at(mine + off_slots, OT) + at, N, nrows, nt * BN, N, value, BM, BN)
@@ -71,9 +76,15 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                             tl.store(arrivals, 0)   # for the call that uses this half next
                             for d in tl.static_range(1, WORLD):
                                 peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
-                                gda_put(dc, ws, mine, off_sent, status, peer, off_slots + at * ES, off_slots + at * ES,
-                                        nrows.to(tl.int64) * N * ES, SIG_FLAGS + (par * WORLD + me) * MT + mt, epoch,
-                                        NSIG)
+                                if GDA:
+                                    gda_put(dc, ws, mine, off_sent, status, peer, off_slots + at * ES,
+                                            off_slots + at * ES, nrows.to(tl.int64) * N * ES,
+                                            SIG_FLAGS + (par * WORLD + me) * MT + mt, epoch, NSIG)
+                                else:
+                                    cco.system_fence(0)
+                                    note_failure(status, cco.Sdma.put(dc, peer, ws, off_slots + at * ES, ws,
+                                                                      off_slots + at * ES, nrows.to(tl.int64) * N * ES,
+                                                                      (d - 1) % QUEUES, coop=cco.CoopScope.BLOCK))
                 else:
                     for d in tl.static_range(1, WORLD):
                         peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
@@ -119,7 +130,10 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 mt, nt = tile_coords(g, MT, NT, GROUP_M)
                 row0 = mt * BM
                 nrows = tl.minimum(BM, M - row0)
-                if GDA:
+                if SDMA:   # src's copies land in any order: wait for all of this call's
+                    queue = ((src - me + WORLD) % WORLD - 1) % QUEUES
+                    wait_copies(dc, src, queue, epoch.to(tl.int64) * MT, status, max_polls)
+                elif GDA:
                     wait_for(dc, mine, off_flags, (par * WORLD + src) * MT + mt, epoch, status, max_polls, GDA,
                              SIG_FLAGS)
                 else:

@@ -104,7 +104,7 @@ def _nccl_split(dist, op, gathered, a, b, splits, received, world):
 
 def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
     """This rank's rows (times are this rank's; the caller takes the slowest): each shape with
-    each transport that carries its operator (sdma: ag_gemm's), then its anchors."""
+    each transport that carries its operator (sdma: the all-gather pair's), then its anchors."""
     import torch
 
     from cco import ops
@@ -124,7 +124,7 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
         if dist is not None:
             nccl_s = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
         for transport in transports:
-            if transport == "sdma" and op != "ag_gemm":
+            if transport == "sdma" and op not in ("ag_gemm", "gemm_ag"):
                 continue
             call = {
                 "gemm_ar": lambda: ops.gemm_ar(a, b, comm, transport=transport),
