@@ -22,10 +22,12 @@ adds (epoch - the epoch this rank last announced with it there), which this rank
 Gda.read_signal (acquire) until it reaches this call's epoch. Row counts travel as put_value
 with the start signal attached.
 
-SDMA (ag_gemm's all-gather): copy engines carry the chunks (Sdma.put, in order on the queue the
-sender uses for that receiver: its push order d modulo the queues), and
-the target's count of landed copies from a sender is the flag: a chunk is there once the count
-reaches every chunk of the earlier calls plus this call's up to it. Start flags stay LSA's.
+SDMA (the all-gather pair): copy engines carry the data (Sdma.put on the queue the sender uses
+for that receiver), and the receiver's count of copies landed from a sender is the flag. ag_gemm
+posts a receiver's chunks in order from one program, so a chunk is there once the count reaches
+every chunk of the earlier calls plus this call's up to it; gemm_ag's row blocks are copied by
+whichever program completes them, in any order, so a receiver waits for all of the call's.
+Start flags stay LSA's.
 
 A wait gives up after `max_polls` polls, or at once when the communicator was aborted or
 another program of this rank already gave up; it then sets status word 0, and the call's
