@@ -460,13 +460,13 @@ def test_the_all_to_all_pair_over_gda(world, seed):
     gemm_a2a_calls(world, m, 6, 13, sends)
 
 
-@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("world", [2, 3, 4, 6, 8])   # from 6, receivers share queues
 @pytest.mark.parametrize("m", [8, 7, 1])
 def test_ag_gemm_over_sdma_waits_for_its_chunks_in_order(world, m):
     ag_gemm_sdma_calls(world, m, 6)
 
 
-@pytest.mark.parametrize("world", [2, 3, 4, 6])
+@pytest.mark.parametrize("world", [2, 3, 4, 6, 8])   # from 6, receivers share queues
 @pytest.mark.parametrize("m", [8, 7, 1])
 def test_gemm_ag_over_sdma_reads_a_sender_once_all_its_copies_landed(world, m):
     gemm_ag_sdma_calls(world, m, 13, seed=world * 10 + m)

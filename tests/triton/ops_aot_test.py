@@ -199,5 +199,5 @@ def test_the_all_gather_pair_over_sdma(target):
     # gemm_ag: its row blocks as copies, a receiver waiting for all of a sender's
     c = scatter(t, "bfloat16", True, transport=SDMA)
     assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
-    for name in ("cco_sdma_put__block", "cco_sdma_read_signal"):
+    for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block"):
         assert name in c.asm["ttir"], f"no {name} in gemm_ag's SDMA kernel"

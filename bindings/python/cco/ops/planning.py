@@ -132,7 +132,7 @@ def _gda_areas(layout, consts, world, flags, rflags=0, outbox=0):
         layout.add("outbox", outbox)
 
 
-SDMA_QUEUES = 4   # copy-engine queues an SDMA plan spreads its receivers over (receiver d: queue d % 4)
+SDMA_QUEUES = 4   # the most copy-engine queues an SDMA plan spreads its receivers over (the kernels say which)
 
 
 def _lsa_consts(consts, world=1, sdma=False):

@@ -74,6 +74,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                         arrivals = ptr_at(mine + off_arrivals, tl.int32) + par * MT + mt
                         if count_tile(arrivals) == NT - 1:
                             tl.store(arrivals, 0)   # for the call that uses this half next
+                            if SDMA:
+                                cco.system_fence(0)   # the row block's stores, for the copy engine
                             for d in tl.static_range(1, WORLD):
                                 peer = (me + WORLD - d) % WORLD   # rank me - 1 reads this rank's rows first
                                 if GDA:
@@ -81,7 +83,6 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                                             off_slots + at * ES, nrows.to(tl.int64) * N * ES,
                                             SIG_FLAGS + (par * WORLD + me) * MT + mt, epoch, NSIG)
                                 else:
-                                    cco.system_fence(0)
                                     note_failure(status, cco.Sdma.put(dc, peer, ws, off_slots + at * ES, ws,
                                                                       off_slots + at * ES, nrows.to(tl.int64) * N * ES,
                                                                       (d - 1) % QUEUES, coop=cco.CoopScope.BLOCK))
@@ -154,6 +155,9 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                     dst = out + (tl.load(table + T_OUT + i) + c * BM).to(tl.int64) * N
                     copy_rows(slot, N, dst, N, tl.minimum(BM, cnt - c * BM), N, 32, BC)
 
+        if SDMA:   # a copy the proxy refused fails here, not as a receiver's timeout
+            for d in range(pid, WORLD - 1, programs):
+                note_failure(status, cco.Sdma.quiet(dc, (me + WORLD - 1 - d) % WORLD, coop=cco.CoopScope.BLOCK))
         if CHECK_COUNTS:
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
         else:
