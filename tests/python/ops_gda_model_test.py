@@ -58,9 +58,11 @@ class Ranks:
         assert self.signals[peer][sig] == epoch
 
     def put(self, me, peer, dst_area, dst_off, src_area, src_off, nbytes, sig, epoch):
-        """dst_off, src_off, nbytes in bytes relative to the areas (the kernel's off_* + at * ES)."""
+        """dst_off, src_off, nbytes in bytes relative to the areas (the kernel's off_* + at * ES);
+        src_area: an area of this rank's workspace, or an array (a tensor in a pool's window)."""
         assert dst_off % ES == src_off % ES == nbytes % ES == 0 and nbytes > 0
-        src, dst = self.areas[me][src_area], self.areas[peer][dst_area]
+        src = src_area if isinstance(src_area, np.ndarray) else self.areas[me][src_area]
+        dst = self.areas[peer][dst_area]
         s, d, n = src_off // ES, dst_off // ES, nbytes // ES
         assert s + n <= src.size and d + n <= dst.size, "a put outside its area"
         assert not np.isnan(src[s:s + n]).any(), "a put of bytes never stored"
@@ -228,9 +230,10 @@ def reduce_calls(op, world, m_rows, k, n, calls=3):
             np.testing.assert_array_equal(out, total if all_reduce else total[me * m_own:(me + 1) * m_own])
 
 
-def gather_calls(world, m, k, n, sends, calls=3):
+def gather_calls(world, m, k, n, sends, calls=3, in_place=False):
     """ag_gemm (sends None: every rank's m rows to everyone) or a2a_gemm (sends[r][q] rows of
-    rank r to rank q), several calls; pushes into the outbox, puts, then the tiles."""
+    rank r to rank q), several calls; pushes into the outbox (in_place: puts straight from `a`,
+    a pool tensor, at src_off + first row x K x ES), puts, then the tiles."""
     broadcast = sends is None
     plans = [planning.gather_plan("ag_gemm" if broadcast else "a2a_gemm", world, q, m, k, n, "bfloat16",
                                   "bfloat16", TILES, 132, 1, transport="gda") for q in range(world)]
@@ -255,6 +258,10 @@ def gather_calls(world, m, k, n, sends, calls=3):
                 nrows = min(bm, t[f["SCNT"] + d] - ch * bm)
                 flag = (par * world + me) * chunks + ch
                 at = ((par * world + me) * cap + ch * bm) * k
+                if in_place:
+                    ranks.put(me, dest, "slots", at * ES, a[me].reshape(-1), first * k * ES, nrows * k * ES,
+                              c["SIG_FLAGS"] + flag, epoch)
+                    continue
                 box = ((par * world + dest) * cap + ch * bm) * k
                 ranks.areas[me]["outbox"][box:box + nrows * k] = a[me][first:first + nrows].reshape(-1)
                 ranks.put(me, dest, "slots", at * ES, "outbox", box * ES, nrows * k * ES, c["SIG_FLAGS"] + flag, epoch)
@@ -444,6 +451,7 @@ def test_gemm_rs_over_gda(world, m_own):
 @pytest.mark.parametrize("m", [8, 7, 1])
 def test_ag_gemm_over_gda(world, m):
     gather_calls(world, m, 6, 13, None)
+    gather_calls(world, m, 6, 13, None, in_place=True)
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
@@ -457,6 +465,7 @@ def test_the_all_to_all_pair_over_gda(world, seed):
         sends.append(tuple(int(x) for x in np.diff(np.concatenate([[0], cuts, [m]]))))
     sends[0] = (m,) + (0,) * (world - 1)       # everything to rank 0, nothing elsewhere
     gather_calls(world, m, 6, 13, sends)
+    gather_calls(world, m, 6, 13, sends, in_place=True)
     gemm_a2a_calls(world, m, 6, 13, sends)
 
 

@@ -182,6 +182,8 @@ def test_every_operator_over_gda(target):
         ttir = c.asm["ttir"]
         for name in ("cco_gda_put__", "cco_gda_read_signal", "cco_devcomm_rank"):
             assert name in ttir, f"{op}: no {name} in the GDA kernel"
+        if op == "ag_gemm":   # puts straight from a pool tensor flush before the call ends
+            assert "cco_gda_flush__block" in ttir
         assert "cco_lsa_ptr" not in ttir, f"{op}: the GDA kernel addresses a peer's memory"
 
 

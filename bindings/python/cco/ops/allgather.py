@@ -38,23 +38,27 @@ def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gat
         if tuple(gathered.shape) != (m * world, pb.k) or gathered.dtype != a.dtype or not gathered.is_contiguous():
             raise ValueError(f"cco.ops.ag_gemm: gathered_out must be a contiguous {m * world}x{pb.k} {a.dtype}")
     _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts=False,
-                   source=_copy_source(ctx, plan, a, pb))
+                   source=copy_source(ctx, plan, a, pb))
     return (out, gathered) if return_gathered else out
 
 
-def _copy_source(ctx, plan, a, pb):
-    """SDMA: (window, byte offset) the copy engines read this rank's shard from: `a` itself
-    where it lies in a window of one of this communicator's symmetric pools (another
-    communicator's windows mean nothing to its device communicator) with rows of K elements,
-    else the plan's staging area, which a copy on the stream fills first (the kernel's copies
-    of the call before were complete when it ended). None for the other transports."""
-    if not plan.consts["SDMA"]:
+def copy_source(ctx, plan, a, pb):
+    """(window, byte offset) puts and copies read this rank's rows of `a` from, or None (the
+    kernel copies them where they go). `a` itself where it lies in a window of one of this
+    communicator's symmetric pools (another communicator's windows mean nothing to its device
+    communicator) with rows of K elements: GDA then puts in place (and flushes before the call
+    ends). Else, for SDMA (the copy engines read windows only), the plan's staging area, which a
+    copy on the stream fills first (the kernel's copies of the call before were complete when it
+    ended); for GDA, None: the kernel lays the rows out in its outbox."""
+    if not (plan.consts["SDMA"] or plan.consts["GDA"]):
         return None
     from cco.ops.pool import window_of
 
     found = window_of(a, ctx.comm)
     if found is not None and a.stride(0) == pb.k and a.is_contiguous():
         return found[0].handle, found[1]
+    if not plan.consts["SDMA"]:
+        return None
     stage = plan.workspace.view(plan.layout["stage"], a.shape[0] * pb.k, a.dtype).view(a.shape[0], pb.k)
     stage.copy_(a)
     return plan.workspace.win.handle, plan.layout["stage"]

@@ -6,7 +6,7 @@ received from ranks 0..W-1, in rank order."""
 
 from cco.ops import planning
 from cco.ops.checks import OperandError
-from cco.ops.allgather import _launch_gather, launch_scatter
+from cco.ops.allgather import _launch_gather, copy_source, launch_scatter
 from cco.ops.common import prepare, result, tiles_for
 
 
@@ -73,7 +73,7 @@ def a2a_gemm(a, b, splits, comm, *, out_splits=None, transport="lsa", out=None):
     table = ctx.table(plan, (pb.send, recv),
                       planning.gather_table(ctx.world, ctx.rank, pb.send, recv, tiles, pb.n)[0])
     out = _out(out, recv, pb, a, "a2a_gemm")
-    _launch_gather(ctx, plan, a, b, out, None, table, pb, check_counts=True)
+    _launch_gather(ctx, plan, a, b, out, None, table, pb, check_counts=True, source=copy_source(ctx, plan, a, pb))
     return out
 
 

@@ -20,8 +20,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, end_call, gda_put, note_failure, open_call, ptr_at, raise_flag,
-                                     trace_begin, trace_end, wait_copies, wait_for)
+from cco.ops.kernels.signals import (await_hellos, end_call, gda_put, gda_put_from, note_failure, open_call, ptr_at,
+                                     raise_flag, trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit
@@ -31,13 +31,14 @@ def _field(table, at, i):
 
 @triton.jit
 def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_flags, off_slots, off_outbox, off_sent,
-               K, epoch, WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, BM: tl.constexpr,
-               T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
-               BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
-               NSIG: tl.constexpr):
+               src_win, src_off, K, epoch, WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr,
+               BM: tl.constexpr, T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr,
+               T_UPRE: tl.constexpr, BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr,
+               SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr):
     """Push unit u: chunk c of the rows this rank sends receiver DST[d], into its slot for this
-    rank; then that chunk's flag (a PUSH range of the trace). GDA: the chunk is copied into this
-    rank's outbox for the receiver (laid out as the receiver's slot for this rank), then put."""
+    rank; then that chunk's flag (a PUSH range of the trace). GDA: put straight from `a` where
+    it lies in a window (src_win != 0: a's rows at src_off), else copied into this rank's outbox
+    for the receiver (laid out as the receiver's slot for this rank) and put from there."""
     traced = trace_begin(dc)
     d = 0
     for j in tl.static_range(1, WORLD - 1):
@@ -50,11 +51,15 @@ def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_fla
     flag = ((par * WORLD + me) * CHUNKS + c).to(tl.int64)
     at = ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K   # the chunk's first element in the slot
     if GDA:
-        box = ((par * WORLD + dest) * CAP + c * BM).to(tl.int64) * K
-        copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(base + off_outbox, DT) + box, K, nrows, K,
-                  32, BC)
-        gda_put(dc, ws, base, off_sent, status, dest, off_slots + at * ES, off_outbox + box * ES,
-                nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
+        if src_win != 0:
+            gda_put_from(dc, ws, src_win, src_off + first.to(tl.int64) * K * ES, base, off_sent, status, dest,
+                         off_slots + at * ES, nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
+        else:
+            box = ((par * WORLD + dest) * CAP + c * BM).to(tl.int64) * K
+            copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(base + off_outbox, DT) + box, K, nrows,
+                      K, 32, BC)
+            gda_put(dc, ws, base, off_sent, status, dest, off_slots + at * ES, off_outbox + box * ES,
+                    nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
     else:
         there = base + dest.to(tl.int64) * stride
         copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(there + off_slots, DT) + at, K, nrows, K,
@@ -144,8 +149,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
             while pushed < due:
                 _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
-                           off_slots, off_outbox, off_sent, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT,
-                           T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
+                           off_slots, off_outbox, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
+                           T_SOFF, T_SCNT, T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
                 pushed += 1
             i = 0
             for j in tl.static_range(1, WORLD):
@@ -172,8 +177,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             trace_end(dc, cco.TraceTag.TILE, g, traced)
         while pushed < my_units:
             _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
-                       off_slots, off_outbox, off_sent, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST, T_SOFF, T_SCNT,
-                       T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
+                       off_slots, off_outbox, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
+                       T_SOFF, T_SCNT, T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
             pushed += 1
 
         if RETURN_GATHERED:
@@ -198,6 +203,9 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         if SDMA:
             for d in range(pid, WORLD - 1, programs):
                 note_failure(status, cco.Sdma.quiet(dc, _field(table, T_DST, d), coop=cco.CoopScope.BLOCK))
+        if GDA:
+            if (src_win != 0) & (my_units > 0):   # puts read `a` in place: done before the caller may change it
+                note_failure(status, cco.Gda.flush(dc, coop=cco.CoopScope.BLOCK))
         if CHECK_COUNTS:
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
         else:

@@ -184,12 +184,20 @@ def note_failure(status, failed):
 @triton.jit
 def gda_put(dc, ws, mine, off_sent, status, peer, dst_off, src_off, nbytes, sig, epoch, NSIG: tl.constexpr):
     """nbytes at src_off of this rank's workspace into dst_off of peer's, then signal sig
-    there reads epoch. The program's stores of the source come first (system scope: the
-    agent that copies them may be the host's proxy or a copy engine)."""
+    there reads epoch."""
+    gda_put_from(dc, ws, ws, src_off, mine, off_sent, status, peer, dst_off, nbytes, sig, epoch, NSIG)
+
+
+@triton.jit
+def gda_put_from(dc, ws, src_win, src_off, mine, off_sent, status, peer, dst_off, nbytes, sig, epoch,
+                 NSIG: tl.constexpr):
+    """nbytes at src_off of window src_win into dst_off of peer's workspace, then signal sig
+    there reads epoch. The program's stores of the source come first (system scope: the agent
+    that copies them may be the host's proxy or a copy engine)."""
     cco.system_fence(0)
     add = _signal_step(mine, off_sent, peer, sig, epoch, NSIG)
-    note_failure(status, cco.Gda.put(dc, peer, ws, dst_off, ws, src_off, nbytes, signal_id=sig, signal_val=add,
-                              signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
+    note_failure(status, cco.Gda.put(dc, peer, ws, dst_off, src_win, src_off, nbytes, signal_id=sig, signal_val=add,
+                                     signal_op=cco.SignalOp.ADD, coop=cco.CoopScope.BLOCK))
 
 
 @triton.jit
