@@ -232,8 +232,8 @@ def reduce_calls(op, world, m_rows, k, n, calls=3):
 
 def gather_calls(world, m, k, n, sends, calls=3, in_place=False):
     """ag_gemm (sends None: every rank's m rows to everyone) or a2a_gemm (sends[r][q] rows of
-    rank r to rank q), several calls; pushes into the outbox (in_place: puts straight from `a`,
-    a pool tensor, at src_off + first row x K x ES), puts, then the tiles."""
+    rank r to rank q), several calls; puts from `a` (in_place: a pool tensor) or the plan's
+    staging area (the host's copy of `a`), at the source's offset + first row x K x ES."""
     broadcast = sends is None
     plans = [planning.gather_plan("ag_gemm" if broadcast else "a2a_gemm", world, q, m, k, n, "bfloat16",
                                   "bfloat16", TILES, 132, 1, transport="gda") for q in range(world)]
@@ -249,6 +249,14 @@ def gather_calls(world, m, k, n, sends, calls=3, in_place=False):
         a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
         b = [_rand((k, n), 50 * epoch + q) for q in range(world)]
         ranks.hellos(epoch)
+        source = []
+        for me in range(world):
+            if in_place:
+                source.append(a[me].reshape(-1))
+            else:   # the host's copy on the stream, before the kernel
+                stage = np.full(plans[me].layout.nbytes("stage") // ES, np.nan)
+                stage[:m * k] = a[me].reshape(-1)
+                source.append(stage)
         for me in range(world):
             t = tables[me]
             for u in range(t[f["UPRE"] + world - 1]):
@@ -258,13 +266,8 @@ def gather_calls(world, m, k, n, sends, calls=3, in_place=False):
                 nrows = min(bm, t[f["SCNT"] + d] - ch * bm)
                 flag = (par * world + me) * chunks + ch
                 at = ((par * world + me) * cap + ch * bm) * k
-                if in_place:
-                    ranks.put(me, dest, "slots", at * ES, a[me].reshape(-1), first * k * ES, nrows * k * ES,
-                              c["SIG_FLAGS"] + flag, epoch)
-                    continue
-                box = ((par * world + dest) * cap + ch * bm) * k
-                ranks.areas[me]["outbox"][box:box + nrows * k] = a[me][first:first + nrows].reshape(-1)
-                ranks.put(me, dest, "slots", at * ES, "outbox", box * ES, nrows * k * ES, c["SIG_FLAGS"] + flag, epoch)
+                ranks.put(me, dest, "slots", at * ES, source[me], first * k * ES, nrows * k * ES,
+                          c["SIG_FLAGS"] + flag, epoch)
         for me in range(world):
             t = tables[me]
             gathered = []

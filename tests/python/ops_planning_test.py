@@ -129,8 +129,7 @@ def test_gda_workspaces_hold_every_index_the_kernels_use(world, rows):
         c = common(p)
         last_flag = (1 * world + world - 1) * c["CHUNKS"] + c["CHUNKS"] - 1      # half 1, sender W-1, last chunk
         assert c["SIG_FLAGS"] + last_flag == c["NSIG"] - 1
-        box_end = ((1 * world + world - 1) * c["CAP"] + (c["CHUNKS"] - 1) * cfg.bm + cfg.bm) * k * es
-        assert box_end >= rows * k * es and p.layout.nbytes("outbox") >= min(box_end, 2 * world * c["CAP"] * k * es)
+        assert p.layout.nbytes("stage") == rows * k * es and "outbox" not in p.layout.areas   # puts read a, or a copy
     p = planning.scatter_plan("gemm_ag", world, 0, rows, k, n, "bfloat16", "bfloat16", cfg, 132, 1, transport="gda")
     c = common(p)
     assert c["FLAGS_PER_SOURCE"] == c["MT"]                                     # a flag per row block

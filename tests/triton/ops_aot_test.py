@@ -65,8 +65,8 @@ SDMA = dict(LSA, SDMA=True, QUEUES=3)
 
 
 def gather(target, in_dtype, world=None, transport=LSA, **over):
-    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_outbox", "off_sent",
-                                                                      "src_win", "src_off", "max_polls", "active"]
+    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_sent", "src_win", "src_off",
+                                                                      "max_polls", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
                   ES=planning.ITEMSIZE[in_dtype], **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})

@@ -43,13 +43,12 @@ def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gat
 
 
 def copy_source(ctx, plan, a, pb):
-    """(window, byte offset) puts and copies read this rank's rows of `a` from, or None (the
-    kernel copies them where they go). `a` itself where it lies in a window of one of this
-    communicator's symmetric pools (another communicator's windows mean nothing to its device
-    communicator) with rows of K elements: GDA then puts in place (and flushes before the call
-    ends). Else, for SDMA (the copy engines read windows only), the plan's staging area, which a
-    copy on the stream fills first (the kernel's copies of the call before were complete when it
-    ended); for GDA, None: the kernel lays the rows out in its outbox."""
+    """(window, byte offset) GDA puts and SDMA copies read this rank's rows of `a` from: `a`
+    itself where it lies in a window of one of this communicator's symmetric pools (another
+    communicator's windows mean nothing to its device communicator) with rows of K elements,
+    else the plan's staging area, which a copy on the stream fills first (the kernel's puts or
+    copies of the call before were complete when it ended: it flushes or quiets them). None
+    over LSA."""
     if not (plan.consts["SDMA"] or plan.consts["GDA"]):
         return None
     from cco.ops.pool import window_of
@@ -57,8 +56,6 @@ def copy_source(ctx, plan, a, pb):
     found = window_of(a, ctx.comm)
     if found is not None and a.stride(0) == pb.k and a.is_contiguous():
         return found[0].handle, found[1]
-    if not plan.consts["SDMA"]:
-        return None
     stage = plan.workspace.view(plan.layout["stage"], a.shape[0] * pb.k, a.dtype).view(a.shape[0], pb.k)
     stage.copy_(a)
     return plan.workspace.win.handle, plan.layout["stage"]
@@ -72,7 +69,7 @@ def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts, sour
                 **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
-            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "outbox", "sent"),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "sent"),
             *(source or (0, 0)), ctx.max_polls, 1)
     launch(ctx, plan, gather_gemm, args, meta)
 

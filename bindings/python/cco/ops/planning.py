@@ -178,9 +178,9 @@ def gather_table_offsets(world):
 def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu,
                 return_gathered=False, transport="lsa"):
     """The workspace of ag_gemm / a2a_gemm at one shape: a slot of `cap` = a_rows rows per
-    sender (the most one sender can send one receiver) and a flag per chunk of BM rows. GDA:
-    an outbox laid out as the slots (half x receiver), a signal per chunk. SDMA (ag_gemm): a
-    staging area for an `a` that lies in no window (the copy engines read windows only)."""
+    sender (the most one sender can send one receiver) and a flag per chunk of BM rows; GDA: a
+    signal per chunk. GDA and SDMA read `a` from a window: a staging area holds a copy of an
+    `a` that lies in none."""
     cap = a_rows
     nt = cdiv(n, tiles.bn)
     chunks = cdiv(cap, tiles.bm)
@@ -188,15 +188,14 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     programs = programs_for(sm_count, ranks_per_gpu, world * chunks * nt)
     _header(layout, programs, world)
     layout.add("flags", 2 * world * chunks * INT32)
-    slots = 2 * world * cap * k * ITEMSIZE[in_dtype]
-    layout.add("slots", slots)
+    layout.add("slots", 2 * world * cap * k * ITEMSIZE[in_dtype])
     consts = dict(CAP=cap, CHUNKS=chunks, NT=nt, RETURN_GATHERED=bool(return_gathered))
     if transport == "gda":
-        _gda_areas(layout, consts, world, flags=2 * world * chunks, outbox=slots)
+        _gda_areas(layout, consts, world, flags=2 * world * chunks)
     else:
         _lsa_consts(consts, world, sdma=transport == "sdma")
-        if transport == "sdma":
-            layout.add("stage", cap * k * ITEMSIZE[in_dtype])
+    if transport != "lsa":
+        layout.add("stage", cap * k * ITEMSIZE[in_dtype])
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 

@@ -20,8 +20,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, end_call, gda_put, gda_put_from, note_failure, open_call, ptr_at,
-                                     raise_flag, trace_begin, trace_end, wait_copies, wait_for)
+from cco.ops.kernels.signals import (await_hellos, end_call, gda_put_from, note_failure, open_call, ptr_at, raise_flag,
+                                     trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit
@@ -30,15 +30,14 @@ def _field(table, at, i):
 
 
 @triton.jit
-def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_flags, off_slots, off_outbox, off_sent,
+def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_flags, off_slots, off_sent,
                src_win, src_off, K, epoch, WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr,
                BM: tl.constexpr, T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr,
                T_UPRE: tl.constexpr, BC: tl.constexpr, DT: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr,
                SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr):
     """Push unit u: chunk c of the rows this rank sends receiver DST[d], into its slot for this
-    rank; then that chunk's flag (a PUSH range of the trace). GDA: put straight from `a` where
-    it lies in a window (src_win != 0: a's rows at src_off), else copied into this rank's outbox
-    for the receiver (laid out as the receiver's slot for this rank) and put from there."""
+    rank; then that chunk's flag (a PUSH range of the trace). GDA: a put from window src_win,
+    where `a`'s rows start at src_off (`a` itself in a pool, or the host's copy of it)."""
     traced = trace_begin(dc)
     d = 0
     for j in tl.static_range(1, WORLD - 1):
@@ -51,15 +50,8 @@ def _push_unit(dc, ws, u, a, stride_am, table, me, base, stride, status, off_fla
     flag = ((par * WORLD + me) * CHUNKS + c).to(tl.int64)
     at = ((par * WORLD + me) * CAP + c * BM).to(tl.int64) * K   # the chunk's first element in the slot
     if GDA:
-        if src_win != 0:
-            gda_put_from(dc, ws, src_win, src_off + first.to(tl.int64) * K * ES, base, off_sent, status, dest,
-                         off_slots + at * ES, nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
-        else:
-            box = ((par * WORLD + dest) * CAP + c * BM).to(tl.int64) * K
-            copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(base + off_outbox, DT) + box, K, nrows,
-                      K, 32, BC)
-            gda_put(dc, ws, base, off_sent, status, dest, off_slots + at * ES, off_outbox + box * ES,
-                    nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
+        gda_put_from(dc, ws, src_win, src_off + first.to(tl.int64) * K * ES, base, off_sent, status, dest,
+                     off_slots + at * ES, nrows.to(tl.int64) * K * ES, SIG_FLAGS + flag, epoch, NSIG)
     else:
         there = base + dest.to(tl.int64) * stride
         copy_rows(a + first.to(tl.int64) * stride_am, stride_am, ptr_at(there + off_slots, DT) + at, K, nrows, K,
@@ -102,7 +94,7 @@ def _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, max_po
 
 @triton.jit(do_not_specialize=["M_OUT", "max_polls", "active"])
 def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stride_bk, stride_bn,
-                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_outbox, off_sent,
+                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_sent,
                 src_win, src_off, max_polls, active,
                 WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
@@ -113,11 +105,12 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 BC: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
                 NSIG: tl.constexpr, SDMA: tl.constexpr, QUEUES: tl.constexpr):
     """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
-    active == 0: returns at once (loads the binary before any rank waits on it). GDA: the
-    chunks travel as puts (off_outbox, off_sent: see cco.ops.kernels.signals). SDMA: program
-    d < W - 1 hands receiver d's chunks to a copy engine before its first tile (from src_win at
-    src_off: `a` itself where it lies in a window, else a copy of it the host made), and makes
-    sure they are complete before the call ends (the source is reused)."""
+    active == 0: returns at once (loads the binary before any rank waits on it). GDA and SDMA
+    read `a`'s rows from window src_win at src_off (`a` itself where it lies in a pool's window,
+    else a copy of it the host made) and make sure every transfer is complete before the call
+    ends (the source is reused). GDA: the chunks travel as puts (off_sent: see
+    cco.ops.kernels.signals). SDMA: program d < W - 1 hands receiver d's chunks to a copy engine
+    before its first tile."""
     if active != 0:
         DT: tl.constexpr = a.dtype.element_ty
         pid = tl.program_id(0)
@@ -149,7 +142,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
             while pushed < due:
                 _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
-                           off_slots, off_outbox, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
+                           off_slots, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
                            T_SOFF, T_SCNT, T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
                 pushed += 1
             i = 0
@@ -177,7 +170,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             trace_end(dc, cco.TraceTag.TILE, g, traced)
         while pushed < my_units:
             _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
-                       off_slots, off_outbox, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
+                       off_slots, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
                        T_SOFF, T_SCNT, T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
             pushed += 1
 
@@ -204,7 +197,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             for d in range(pid, WORLD - 1, programs):
                 note_failure(status, cco.Sdma.quiet(dc, _field(table, T_DST, d), coop=cco.CoopScope.BLOCK))
         if GDA:
-            if (src_win != 0) & (my_units > 0):   # puts read `a` in place: done before the caller may change it
+            if my_units > 0:   # the puts read `a` or its copy: done before either may change
                 note_failure(status, cco.Gda.flush(dc, coop=cco.CoopScope.BLOCK))
         if CHECK_COUNTS:
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)

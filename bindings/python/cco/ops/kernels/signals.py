@@ -15,7 +15,8 @@ puts behind a scalar atomic, so their loads come after it.
 
 GDA (puts through the device communicator, to any world rank): a producer stores into its own
 workspace (an outbox that mirrors what the peer receives), fences at system scope, then puts
-the bytes into the peer's workspace with a signal attached; a signal becomes visible only after
+the bytes into the peer's workspace with a signal attached (rows of `a` go as they lie in a
+window, flushed before the call ends); a signal becomes visible only after
 its payload landed. A flag there is a GDA signal (signal id = the flag's index), and the put
 adds (epoch - the epoch this rank last announced with it there), which this rank keeps in its
 `sent` area, so the signal reads the epoch as an LSA flag would. A consumer polls
