@@ -56,8 +56,11 @@ def copy_source(ctx, plan, a, pb):
     found = window_of(a, ctx.comm)
     if found is not None and a.stride(0) == pb.k and a.is_contiguous():
         return found[0].handle, found[1]
-    stage = plan.workspace.view(plan.layout["stage"], a.shape[0] * pb.k, a.dtype).view(a.shape[0], pb.k)
-    stage.copy_(a)
+    import torch
+
+    row_bytes = pb.k * a.element_size()   # as bytes: every dtype, fp8 included
+    stage = plan.workspace.view(plan.layout["stage"], a.shape[0] * row_bytes, torch.uint8).view(a.shape[0], row_bytes)
+    stage.copy_(a.view(torch.uint8))
     return plan.workspace.win.handle, plan.layout["stage"]
 
 
