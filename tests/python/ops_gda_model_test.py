@@ -15,24 +15,11 @@ import numpy as np
 import pytest
 
 from cco.ops import planning
+from ops_model import cdiv, tile_coords
+from ops_model import rand_ints as _rand
 
 TILES = planning.TileConfig(bm=4, bn=8, bk=4, warps=4, stages=1, group_m=2)
 ES = 2   # bytes per element (bf16): offsets in bytes, as the kernels pass them
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-def tile_coords(t, mt, nt, group_m):
-    per = group_m * nt
-    first = (t // per) * group_m
-    size = min(mt - first, group_m)
-    return first + (t % per) % size, (t % per) // size
-
-
-def _rand(shape, seed):
-    return np.random.default_rng(seed).integers(-3, 4, size=shape).astype(np.float64)
 
 
 class Ranks:
@@ -88,14 +75,17 @@ class Ranks:
                 self.wait(me, par * self.world + (me + d) % self.world, epoch)
 
 
+def _scatter_ranks(op, world, m, k, n):
+    """gemm_ag / gemm_a2a over GDA: (consts, the ranks, elements of one sender's slot)."""
+    plans = [planning.scatter_plan(op, world, q, m, k, n, "bfloat16", "bfloat16", TILES, 132, 1, transport="gda")
+             for q in range(world)]
+    return plans[0].consts, Ranks(plans), n * plans[0].consts["CAP"]
+
+
 def gemm_ag_calls(world, m, k, n, calls=3):
-    plans = [planning.scatter_plan("gemm_ag", world, q, m, k, n, "bfloat16", "bfloat16", TILES, 132, 1,
-                                   transport="gda") for q in range(world)]
-    c = plans[0].consts
-    mt_, nt_, cap = c["MT"], c["NT"], c["CAP"]
+    c, ranks, slot_elems = _scatter_ranks("gemm_ag", world, m, k, n)
+    mt_, nt_ = c["MT"], c["NT"]
     bm, bn = TILES.bm, TILES.bn
-    slot_elems = n * cap
-    ranks = Ranks(plans)
     for epoch in range(1, calls + 1):
         par = epoch % 2
         a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
@@ -294,13 +284,9 @@ def gather_calls(world, m, k, n, sends, calls=3, in_place=False):
 def gemm_a2a_calls(world, m, k, n, sends, calls=3):
     """gemm_a2a: each tile's rows into this rank's result or its outbox for their receiver;
     the tile that completes a receiver's count puts all its rows; then the copies."""
-    plans = [planning.scatter_plan("gemm_a2a", world, q, m, k, n, "bfloat16", "bfloat16", TILES, 132, 1,
-                                   transport="gda") for q in range(world)]
-    c = plans[0].consts
-    mt_, nt_, cap = c["MT"], c["NT"], c["CAP"]
+    c, ranks, slot_elems = _scatter_ranks("gemm_a2a", world, m, k, n)
+    mt_, nt_ = c["MT"], c["NT"]
     bm, bn = TILES.bm, TILES.bn
-    slot_elems = n * cap
-    ranks = Ranks(plans)
     recv = [tuple(sends[r][q] for r in range(world)) for q in range(world)]
     tables = [planning.scatter_table(world, q, sends[q], recv[q], TILES, n)[0] for q in range(world)]
     f = planning.scatter_table_offsets(world)

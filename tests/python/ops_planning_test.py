@@ -16,6 +16,8 @@ import pytest
 
 from cco.ops import checks, planning
 from cco.ops.checks import Operand, OperandError
+from ops_model import cdiv, tile_coords
+from ops_model import rand_ints as _rand
 
 TILES = planning.TileConfig(bm=4, bn=8, bk=4, warps=4, stages=1, group_m=2)
 
@@ -178,17 +180,6 @@ def test_tiles_touching():
 
 # --- the kernels' loops over the tables, on numpy ---------------------------------------------
 
-def cdiv(a, b):
-    return -(-a // b)
-
-
-def tile_coords(t, mt, nt, group_m):
-    per = group_m * nt
-    first = (t // per) * group_m
-    size = min(mt - first, group_m)
-    return first + (t % per) % size, (t % per) // size
-
-
 def gather_model(world, a, b, send, broadcast, tiles=TILES, programs=3):
     """What gather_gemm computes on every rank: pushes into slots, then tiles from a or slots.
     Also asserts the push schedule: a program has pushed all it owes before its first
@@ -335,10 +326,6 @@ def reduce_model(world, a, b, all_reduce, tiles=TILES, programs=3):
                 else:
                     outs[me][omt * bm:omt * bm + nr, cols] = total
     return outs
-
-
-def _rand(shape, seed):
-    return np.random.default_rng(seed).integers(-3, 4, size=shape).astype(np.float64)
 
 
 WORLDS = [1, 2, 3, 4]
