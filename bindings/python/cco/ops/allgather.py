@@ -48,9 +48,9 @@ def copy_source(ctx, plan, a, pb):
     communicator's windows mean nothing to its device communicator) with rows of K elements,
     else the plan's staging area, which a copy on the stream fills first (the kernel's puts or
     copies of the call before were complete when it ended: it flushes or quiets them). None
-    over LSA."""
-    if not (plan.consts["SDMA"] or plan.consts["GDA"]):
-        return None
+    over LSA and with one rank."""
+    if not (plan.consts["SDMA"] or plan.consts["GDA"]) or ctx.world == 1:
+        return None   # nothing to read: no transfers (one rank: nothing to stage either)
     from cco.ops.pool import window_of
 
     found = window_of(a, ctx.comm)
