@@ -9,8 +9,8 @@
  *
  * Collective calls (every rank of the communicator calls them, in the same order, with
  * matching arguments): ccoCommCreate, ccoWindowRegister, ccoWindowAllocRegister,
- * ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy, ccoBarrierAll, ccoAllGatherHost. Ranks that
- * disagree fail together, with a message naming the mismatch.
+ * ccoWindowDeregister, ccoDevCommCreate, ccoDevCommDestroy, ccoBarrierAll, ccoAllGatherHost.
+ * Ranks that disagree fail together, with a message naming the mismatch.
  * Local calls: queries, ccoMemAlloc, ccoMemFree, ccoGetPeerPtr, ccoCommAbort,
  * ccoCommGetAsyncError, ccoDevCommTraceFlush, and ccoCommDestroy: it frees this rank's part
  * alone and waits for no peer (a rank whose peers failed can always destroy); call it once

@@ -108,11 +108,11 @@ class Proxy : private NetTargetMap {
   void Loop();
   // One pass over every ring; whether anything was done.
   bool Pass(GdaResources& g);
+  bool Pass(SdmaResources& s);
   // Pass over every ring set the thread serves, GDA and SDMA.
   bool PassAll();
   // fn(consumer) for every ring the thread serves.
   template <class Fn> void ForEachConsumer(Fn fn);
-  bool Pass(SdmaResources& s);
   template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
   bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf);
   // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
