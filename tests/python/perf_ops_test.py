@@ -25,10 +25,12 @@ def test_shapes_cover_every_operator_and_shard_by_the_ranks():
 
 
 def test_the_slowest_rank_counts_and_any_error_marks_the_row():
-    rank0 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=1.0, matmul_s=0.5, nccl_s=None)]
-    rank1 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=2.0, matmul_s=0.25, nccl_s=None, error="E: x")]
+    rank0 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=1.0, matmul_s=0.5, core_s=0.5, nccl_s=None)]
+    rank1 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=2.0, matmul_s=0.25, core_s=0.75, nccl_s=None,
+                  error="E: x")]
     (row,) = ops.slowest([rank0, rank1])
-    assert row["fused_s"] == 2.0 and row["matmul_s"] == 0.5 and row["nccl_s"] is None and row["error"] == "E: x"
+    assert row["fused_s"] == 2.0 and row["matmul_s"] == 0.5 and row["core_s"] == 0.75 and row["nccl_s"] is None
+    assert row["error"] == "E: x"
     rank1[0].pop("fused_s")  # a rank that has no figure: none for the row
     assert ops.slowest([rank0, rank1])[0]["fused_s"] is None
 
@@ -36,14 +38,16 @@ def test_the_slowest_rank_counts_and_any_error_marks_the_row():
 def test_one_table_per_operator_with_failures_named():
     rows = []
     for op in ops.OPERATORS:
-        rows.append(dict(op=op, shape=f"{op} M=4096", flops=2e12, fused_s=2e-3, matmul_s=1e-3, nccl_s=3e-3))
+        rows.append(dict(op=op, shape=f"{op} M=4096", flops=2e12, fused_s=2e-3, matmul_s=1e-3, core_s=1.6e-3,
+                         nccl_s=3e-3))
     rows[1].update(fused_s=None, error="CCOTimeoutError: a peer never came")
     out = io.StringIO()
     report = R.Report("test", live=out)
     ops.add_tables(report, rows, 2, shared=False)
     assert len(report.suites) == len(ops.OPERATORS)
     first = report.suites[0]["rows"][0]
-    assert first[1:8] == [2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1000.0, 3000.0]
+    # fused us, TFLOP/s; matmul us, TFLOP/s, matmul/fused %; core TFLOP/s, core/fused %; exposed; split
+    assert first[1:10] == pytest.approx([2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1250.0, 80.0, 1000.0, 3000.0])
     failed = report.suites[1]
     assert failed["rows"][0][0].endswith("(failed)") and failed["rows"][0][1] is None
     assert "CCOTimeoutError: a peer never came" in failed["note"]

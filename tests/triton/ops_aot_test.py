@@ -203,3 +203,29 @@ def test_the_all_gather_pair_over_sdma(target):
     assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
     for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block"):
         assert name in c.asm["ttir"], f"no {name} in gemm_ag's SDMA kernel"
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
+def test_the_perf_anchor_is_the_operators_gemm_core(target):
+    """`cco perf --suites ops` measures each operator against its GEMM core alone
+    (cco_tools.perf.kernels.ops_core): the same tiles and, on NVIDIA, the same pipelined
+    tensor-core loop as the operators' kernels, with no CCO call."""
+    from cco_tools.perf.kernels.ops_core import core_gemm
+
+    t = TARGETS[target]
+    tiles = planning.tile_config(t.backend, "bfloat16")
+    signature = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+                 "stride_bk": "i32", "stride_bn": "constexpr"}
+    constexprs = dict(stride_bn=1, NT=14, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m, EVEN_K=True,
+                      EVEN_N=True)
+    signature.update({name: "constexpr" for name in constexprs})
+    names = list(signature)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("a", "b", "c", "N", "K", "stride_am", "stride_bk")}
+    c = triton.compile(ASTSource(fn=core_gemm, signature=signature, constexprs=constexprs, attrs=attrs), target=t,
+                       options={"num_warps": tiles.warps, "num_stages": tiles.stages})
+    assert "tt.extern_elementwise" not in c.asm["ttir"]   # no CCO call (nor any other library's)
+    if t.backend == "cuda":
+        assert c.metadata.shared >= 4 * 48 * 1024, c.metadata.shared
+        assert re.search(r"wgmma", _code(t, c))
+    else:
+        assert c.asm["hsaco"]

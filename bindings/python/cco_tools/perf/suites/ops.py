@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """`cco perf --suites ops`: the fused GEMM + collective operators (cco.ops), one table per
 operator, each figure with its anchors measured in the same run: torch.matmul (cuBLAS) of the
-same local GEMM, the exposed communication (fused minus that matmul), and matmul followed by
-the collective through torch.distributed (NCCL) where every rank has a GPU of its own.
+same local GEMM, the operators' own GEMM core alone (cco_tools.perf.kernels.ops_core: what the
+fused machinery costs), the exposed communication (fused minus that matmul), and matmul followed
+by the collective through torch.distributed (NCCL) where every rank has a GPU of its own.
 
 Shapes: Llama-3-70B tensor-parallel layers (hidden 8192, FFN 28672; M = 1024, 4096, 16384
 tokens; 4096 with --quick) and a DeepSeek-V3 expert layer (hidden 7168, expert FFN 2048, top-8:
@@ -108,9 +109,12 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
     import torch
 
     from cco import ops
+    from cco.ops.context import OpsContext
+    from cco_tools.perf.kernels.ops_core import core_matmul
 
     dev = torch.device("cuda", torch.cuda.current_device())
     dtype = torch.bfloat16
+    ctx = OpsContext.of(comm)   # the GPU's programs and the ranks sharing it, as the operators see them
     rows = []
     for op, what, m, k, n in shapes_for(tokens, world):
         a = torch.randn(m, k, device=dev, dtype=dtype) / 8
@@ -120,6 +124,9 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
         received = [splits[rank]] * world
         local = torch.randn(gemm_rows(op, m, world), k, device=dev, dtype=dtype) / 8
         matmul_s = _time(lambda: torch.matmul(local, b), reps, None)
+        core_out = local.new_empty(local.shape[0], n)
+        core_s = _time(lambda: core_matmul(local, b, core_out, ctx.sm_count, ctx.ranks_per_gpu, ctx.backend), reps,
+                       None)
         nccl_s = None
         if dist is not None:
             nccl_s = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
@@ -135,14 +142,14 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
                 "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=received, transport=transport),
             }[op]
             row = dict(op=op, shape=what, transport=transport, M=local.shape[0], K=k, N=n,
-                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, nccl_s=nccl_s)
+                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, core_s=core_s, nccl_s=nccl_s)
             try:
                 row["fused_s"] = _time(call, reps, comm)
                 ops.check(comm)
             except Exception as e:  # noqa: BLE001 (a failing operator is a row that says so)
                 row["error"] = f"{type(e).__name__}: {e}"[:200]
             rows.append(row)
-        a = b = local = call = None  # freed before the next shape allocates
+        a = b = local = core_out = call = None  # freed before the next shape allocates
         torch.cuda.empty_cache()
     return rows
 
@@ -153,7 +160,7 @@ def slowest(per_rank):
     merged = []
     for rows in zip(*per_rank):
         row = dict(rows[0])
-        for key in ("fused_s", "matmul_s", "nccl_s"):
+        for key in ("fused_s", "matmul_s", "core_s", "nccl_s"):
             values = [r[key] for r in rows if r.get(key) is not None]
             row[key] = max(values) if len(values) == len(rows) else None
         errors = [r["error"] for r in rows if r.get("error")]
@@ -229,16 +236,22 @@ def add_tables(report, rows, world, shared):
         table = report.suite(
             f"cco.ops.{op}, {world} ranks (bf16)",
             [R.text("shape", 28), R.figure("fused", "us"), R.figure("fused", "TFLOP/s"), R.figure("matmul", "us"),
-             R.figure("matmul", "TFLOP/s"), R.figure("matmul/fused", "%"), R.figure("exposed", "us"),
-             R.figure("split", "us")],
-            note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; exposed: fused - matmul; "
-                 f"split: {nccl_note}; the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
+             R.figure("matmul", "TFLOP/s"), R.figure("matmul/fused", "%"), R.figure("core", "TFLOP/s"),
+             R.figure("core/fused", "%"), R.figure("exposed", "us"), R.figure("split", "us")],
+            note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; core: the operators' own "
+                 f"Triton GEMM core alone (no communication); exposed: fused - matmul; split: {nccl_note}; "
+                 f"the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
         for r in mine:
-            fused, matmul, split = r.get("fused_s"), r.get("matmul_s"), r.get("nccl_s")
+            fused, matmul, core, split = r.get("fused_s"), r.get("matmul_s"), r.get("core_s"), r.get("nccl_s")
             label = r["shape"] + ("" if r.get("transport", "lsa") == "lsa" else f" {r['transport']}")
             table.append([label + (" (failed)" if r.get("error") else ""), _us(fused), _tflops(r, fused),
-                          _us(matmul), _tflops(r, matmul), 100 * matmul / fused if fused and matmul else None,
-                          _us(fused - matmul) if fused and matmul else None, _us(split)])
+                          _us(matmul), _tflops(r, matmul), _percent(matmul, fused), _tflops(r, core),
+                          _percent(core, fused), _us(fused - matmul) if fused and matmul else None, _us(split)])
+
+
+def _percent(anchor, fused):
+    """anchor / fused in %: 100 is as fast as the anchor."""
+    return 100 * anchor / fused if fused and anchor else None
 
 
 def _us(seconds):

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: MIT
+"""The GEMM core of cco.ops alone, an anchor of `cco perf --suites ops`: the same persistent
+programs, grouped tiles, tile shape and product (cco.ops.kernels.core) that every operator
+runs, with no communication around them. An operator against it is what the fused machinery
+costs (plans, epochs, flags, the gather table, the scatter epilogue); it against torch.matmul
+is the Triton core's own distance from cuBLAS.
+"""
+
+import triton
+import triton.language as tl
+
+from cco.ops import planning
+from cco.ops.kernels.core import mma, store_tile, tile_coords
+
+
+@triton.jit(do_not_specialize=["M"])
+def core_gemm(a, b, c, M, N, K, stride_am, stride_bk, stride_bn, NT: tl.constexpr, BM: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr):
+    """c (M x N, row-major) = a (M x K, unit column stride) @ b, tile by tile over the programs
+    (NT: tiles across N, a constant as in the operators' kernels)."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    MT = tl.cdiv(M, BM)
+    for t in range(pid, MT * NT, programs):
+        mt, nt = tile_coords(t, MT, NT, GROUP_M)
+        row0 = mt * BM
+        nrows = tl.minimum(BM, M - row0)
+        acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN,
+                  BK, EVEN_K, EVEN_N)
+        store_tile(c + row0.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(c.dtype.element_ty), BM, BN)
+
+
+def core_matmul(a, b, out, sm_count, ranks_per_gpu, backend="cuda"):
+    """out = a @ b through core_gemm, with the tiles (planning.tile_config) and the programs
+    (planning.programs_for) an operator multiplying a's rows would use."""
+    m, k = a.shape
+    n = b.shape[1]
+    t = planning.tile_config(backend, str(a.dtype).split(".")[-1], small_m=m)
+    tiles = triton.cdiv(m, t.bm) * triton.cdiv(n, t.bn)
+    grid = (planning.programs_for(sm_count, ranks_per_gpu, tiles),)
+    core_gemm[grid](a, b, out, m, n, k, a.stride(0), b.stride(0), b.stride(1), NT=triton.cdiv(n, t.bn), BM=t.bm,
+                    BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0,
+                    num_warps=t.warps, num_stages=t.stages)
+    return out

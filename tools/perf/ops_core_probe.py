@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: MIT
+"""Where an operator loses to cuBLAS with one rank: each operator (cco.ops, LSA) against a
+plain persistent Triton GEMM built from the same core (cco.ops.kernels.core: grouped tiles,
+the same tile shape and programs) and against torch.matmul, for the tile shape the operators
+use and three variants of it (GROUP_M 16 and 4, 3 stages). CUDA-graph timing as `cco perf`
+(5 calls a graph, median of 3). Prints one line per shape: matmul TFLOP/s, then per variant
+matmul/plain and matmul/op in %.
+
+    python -m cco.launch -n 1 tools/perf/ops_core_probe.py
+"""
+
+import statistics
+
+import torch
+import triton
+import triton.language as tl
+
+from cco import Communicator, ops
+from cco.ops import planning
+from cco.ops.context import OpsContext
+from cco.ops.kernels.core import mma, store_tile, tile_coords
+from cco.runtime import bootstrap
+from cco_tools.perf.suites.ops import _time
+
+SHAPES = [("ag_gemm", 4096, 8192, 28672), ("ag_gemm", 16384, 8192, 28672), ("gemm_ar", 4096, 28672, 8192),
+          ("a2a_gemm", 32768, 7168, 2048), ("gemm_a2a", 32768, 2048, 7168)]
+BASE = planning.TILE_CONFIGS["cuda"]["bfloat16"]
+VARIANTS = {"base": BASE, "g16": planning.TileConfig(128, 256, 64, 8, 4, 16),
+            "s3": planning.TileConfig(128, 256, 64, 8, 3), "g4": planning.TileConfig(128, 256, 64, 8, 4, 4)}
+
+
+@triton.jit
+def plain(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    MT = tl.cdiv(M, BM)
+    NT = tl.cdiv(N, BN)
+    for t in range(pid, MT * NT, programs):
+        mt, nt = tile_coords(t, MT, NT, GROUP_M)
+        nrows = tl.minimum(BM, M - mt * BM)
+        acc = mma(a + (mt * BM).to(tl.int64) * K, K, b, N, 1, nrows, nt * BN, N, K, BM, BN, BK, True, True)
+        store_tile(c + (mt * BM).to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(tl.bfloat16), BM, BN)
+
+
+def median_time(fn, reps=5, runs=3):
+    return statistics.median(_time(fn, reps, None) for _ in range(runs))
+
+
+def probe(comm, op, m, k, n, sms, dev):
+    a = torch.randn(m, k, device=dev, dtype=torch.bfloat16) / 8
+    b = torch.randn(k, n, device=dev, dtype=torch.bfloat16) / 8
+    c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+    splits = [m]
+    call = {"ag_gemm": lambda: ops.ag_gemm(a, b, comm), "gemm_ar": lambda: ops.gemm_ar(a, b, comm),
+            "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=splits),
+            "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=splits)}[op]
+    t_mm = median_time(lambda: torch.matmul(a, b))
+    line = f"{op} {m}x{k}x{n}: matmul {2 * m * k * n / t_mm / 1e12:.0f} TF/s"
+    for name, cfg in VARIANTS.items():
+        planning.TILE_CONFIGS["cuda"]["bfloat16"] = cfg
+        OpsContext.of(comm).plans.clear()   # (a plan's key has no tiles: made again with cfg)
+        grid = (min(sms, triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn)),)
+        t_plain = median_time(lambda: plain[grid](a, b, c, m, n, k, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk,
+                                                  GROUP_M=cfg.group_m, num_warps=cfg.warps, num_stages=cfg.stages))
+        try:
+            fused = f"{100 * t_mm / median_time(call):.1f}"
+        except Exception as e:  # noqa: BLE001 (a failing variant is a figure that says so)
+            fused = f"error {type(e).__name__}: {str(e)[:80]}"
+        line += f" | {name}: plain {100 * t_mm / t_plain:.1f}% op {fused}%"
+    planning.TILE_CONFIGS["cuda"]["bfloat16"] = BASE
+    return line
+
+
+def main():
+    rank, world, uid = bootstrap()
+    comm = Communicator.init(world, rank, uid)
+    dev = torch.device("cuda", torch.cuda.current_device())
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    for shape in SHAPES:
+        print(probe(comm, *shape, sms, dev), flush=True)
+        torch.cuda.empty_cache()
+    comm.destroy()
+
+
+if __name__ == "__main__":
+    main()
