@@ -265,6 +265,8 @@ def _communicator_life(nranks, rank, uid, phase):
 
 def _afterwards(rank, victim, uid2, phase):
     """The survivors make and use a communicator of their own."""
+    if phase == "gda-flush-tcp":
+        os.environ["CCO_TEST_NODES_PER_HOST"] = str(WORLD - 1)  # still every rank a node of its own
     _communicator_life(WORLD - 1, rank if rank < victim else rank - 1, uid2, phase)
 
 

@@ -559,6 +559,11 @@ def test_gets_land_exactly(coop, warps, path, monkeypatch):
             want[:nbytes] = theirs[:nbytes]
             if failed != 0 or not torch.equal(got, want):
                 wrong.append((nbytes, failed, int((got != want).sum())))
+                if failed != 0 and not any(isinstance(w, str) for w in wrong):
+                    try:  # what the proxy or the backend met, named (once)
+                        rk.comm.check_async_error()
+                    except Exception as e:  # noqa: BLE001
+                        wrong.append(f"{type(e).__name__}: {e}")
             rk.comm.barrier()  # both ranks' gets done before either starts the next
         return wrong
 

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import threading
+import traceback
 
 import torch
 import triton
@@ -74,7 +75,14 @@ class Rank:
                         extern_libs=libs)
         self.stream.synchronize()
         assert int(status.item()) == 0
-        return int(times.item()) / (2 * rounds)
+        return int(times.item()) / max(1, 2 * rounds)
+
+    def load(self, libs):
+        """Every module a run uses loaded (the kernel, torch's fill kernels), with no peer
+        needed: loading a module waits for the kernels running in the process, the other
+        rank's among them, which may be waiting for this rank (CUDA's lazy loading). The body
+        then meets the other rank at a barrier before its first run that needs it."""
+        self.run(0, libs)
 
     def close(self):
         self.comm.destroy()
@@ -97,10 +105,15 @@ def _two_ranks(body, traced_folder):
             rk = Rank(rank, uid, traced_folder)
             try:
                 results[rank] = body(rk)
-            finally:
+            except BaseException as e:  # reported below; the teardown it leads to fails too
+                errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+                rk.comm.abort()
+            try:
                 rk.close()
-        except BaseException as e:  # reported below
-            errors[rank] = e
+            except BaseException as e:  # noqa: BLE001
+                errors.setdefault(rank, f"teardown: {type(e).__name__}: {e}")
+        except BaseException as e:  # noqa: BLE001
+            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
 
     threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(2)]
     for t in threads:
@@ -109,7 +122,7 @@ def _two_ranks(body, traced_folder):
         t.join(timeout=300)
     os.environ.pop("CCO_TRACE", None)
     assert not any(t.is_alive() for t in threads), "a rank hung"
-    assert not errors, errors
+    assert not errors, "\n".join(f"rank {rank}: {error}" for rank, error in sorted(errors.items()))
     return results
 
 
@@ -117,7 +130,9 @@ def test_a_traced_kernel_on_the_gpu(tmp_path):
     libs = cco.get_extern_libs()
 
     def body(rk):
-        rk.run(4, libs)  # loads the kernel; its records go with the first flush
+        rk.load(libs)
+        rk.comm.barrier()
+        rk.run(4, libs)  # its records go with the first flush
         rk.comm.barrier()
         rk.comm.trace_flush(rk.dc, str(tmp_path / f"warm{rk.rank}.json"))
         rk.comm.barrier()
@@ -203,7 +218,9 @@ def test_what_the_trace_points_cost_on_the_gpu(tmp_path):
     figures = {}
     for name, (folder, libs) in runs.items():
         def body(rk, libs=libs):
-            rk.run(8, libs)  # loads the kernel
+            rk.load(libs)
+            rk.comm.barrier()
+            rk.run(8, libs)
             rk.comm.barrier()
             best = min(rk.run(rounds, libs) for _ in range(5))
             rk.comm.barrier()
