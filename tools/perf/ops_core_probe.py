@@ -6,10 +6,17 @@ use and three variants of it (GROUP_M 16 and 4, 3 stages). CUDA-graph timing as 
 (5 calls a graph, median of 3). Prints one line per shape: matmul TFLOP/s, then per variant
 matmul/plain and matmul/op in %.
 
-    python -m cco.launch -n 1 tools/perf/ops_core_probe.py
+Then candidate cores for the operators, each as matmul/core in %: the same tiles loaded by TMA
+(host tensor descriptors; the result stored in two halves, so that 4 stages fit in shared
+memory), that loop flattened (the next tile's loads overlap this one's epilogue), flattened
+and warp-specialized, and TMA with 3 stages and one store. What a faster core would gain the
+operators, before any of them is rebuilt on it.
+
+    python -m cco.launch -n 1 tools/perf/ops_core_probe.py [--cores-only]
 """
 
 import statistics
+import sys
 
 import torch
 import triton
@@ -40,6 +47,65 @@ def plain(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
         nrows = tl.minimum(BM, M - mt * BM)
         acc = mma(a + (mt * BM).to(tl.int64) * K, K, b, N, 1, nrows, nt * BN, N, K, BM, BN, BK, True, True)
         store_tile(c + (mt * BM).to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(tl.bfloat16), BM, BN)
+
+
+@triton.jit
+def tma_core(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+             GROUP_M: tl.constexpr, FLATTEN: tl.constexpr, WS: tl.constexpr, SUBTILE: tl.constexpr):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    MT = tl.cdiv(M, BM)
+    NT = tl.cdiv(N, BN)
+    for t in tl.range(pid, MT * NT, programs, flatten=FLATTEN, warp_specialize=WS):
+        mt, nt = tile_coords(t, MT, NT, GROUP_M)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([mt * BM, ki * BK]), b_desc.load([ki * BK, nt * BN]), acc)
+        if SUBTILE:
+            left, right = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
+            c_desc.store([mt * BM, nt * BN], left.to(c_desc.dtype))
+            c_desc.store([mt * BM, nt * BN + BN // 2], right.to(c_desc.dtype))
+        else:
+            c_desc.store([mt * BM, nt * BN], acc.to(c_desc.dtype))
+
+
+# (flatten, warp-specialize, store in halves, stages)
+TMA_VARIANTS = {"tma": (False, False, True, 4), "tma-flat": (True, False, True, 4), "tma-ws": (True, True, True, 4),
+                "tma-s3": (False, False, False, 3)}
+
+
+def tma_matmul(a, b, c, sms, variant):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    flatten, ws, subtile, stages = variant
+    t = BASE
+    m, k = a.shape
+    n = b.shape[1]
+    a_desc = TensorDescriptor(a, [m, k], [k, 1], [t.bm, t.bk])
+    b_desc = TensorDescriptor(b, [k, n], [n, 1], [t.bk, t.bn])
+    c_desc = TensorDescriptor(c, [m, n], [n, 1], [t.bm, t.bn // 2 if subtile else t.bn])
+    grid = (min(sms, triton.cdiv(m, t.bm) * triton.cdiv(n, t.bn)),)
+    return lambda: tma_core[grid](a_desc, b_desc, c_desc, m, n, k, BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m,
+                                  FLATTEN=flatten, WS=ws, SUBTILE=subtile, num_warps=t.warps, num_stages=stages)
+
+
+def cores(m, k, n, sms, dev):
+    a = torch.randn(m, k, device=dev, dtype=torch.bfloat16) / 8
+    b = torch.randn(k, n, device=dev, dtype=torch.bfloat16) / 8
+    c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+    want = torch.matmul(a, b)
+    t_mm = median_time(lambda: torch.matmul(a, b))
+    line = f"cores {m}x{k}x{n}: matmul {2 * m * k * n / t_mm / 1e12:.0f} TF/s"
+    for name, variant in TMA_VARIANTS.items():
+        try:
+            run = tma_matmul(a, b, c, sms, variant)
+            run()
+            torch.cuda.synchronize()
+            wrong = (c.float() - want.float()).abs().max().item()
+            line += f" | {name} {100 * t_mm / median_time(run):.1f}%" + ("" if wrong < 0.5 else f" WRONG {wrong:.2f}")
+        except Exception as e:  # noqa: BLE001 (a variant the compiler or the GPU refuses says why)
+            line += f" | {name} error {type(e).__name__}: {str(e)[:100]}"
+    return line
 
 
 def median_time(fn, reps=5, runs=3):
@@ -76,8 +142,12 @@ def main():
     comm = Communicator.init(world, rank, uid)
     dev = torch.device("cuda", torch.cuda.current_device())
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
-    for shape in SHAPES:
-        print(probe(comm, *shape, sms, dev), flush=True)
+    if "--cores-only" not in sys.argv:
+        for shape in SHAPES:
+            print(probe(comm, *shape, sms, dev), flush=True)
+            torch.cuda.empty_cache()
+    for _, m, k, n in SHAPES:
+        print(cores(m, k, n, sms, dev), flush=True)
         torch.cuda.empty_cache()
     comm.destroy()
 
