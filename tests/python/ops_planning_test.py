@@ -531,3 +531,11 @@ def test_received_rows_come_from_every_rank_send_vector(monkeypatch):
     assert alltoall._received(Ranks(sends), plan, "gemm_a2a", (4, 5, 6), None) == (6, 5, 0)
     with pytest.raises(OperandError, match="out_splits is needed to capture"):
         alltoall._received(Ranks(sends), plan, "gemm_a2a", (1, 1, 13), None)
+
+
+def test_a_wait_is_bounded_on_the_gpu_clock_by_the_timeout():
+    """CCO_TIMEOUT_MS in device_clock ticks: ns on NVIDIA (%globaltimer), 10 ns on AMD
+    (s_memrealtime); at least a millisecond, and past 2**31 (an i64 kernel argument)."""
+    assert planning.wait_ticks("cuda", 20000) == 20_000_000_000
+    assert planning.wait_ticks("hip", 20000) == 2_000_000_000
+    assert planning.wait_ticks("cuda", 0) == 1_000_000 and planning.wait_ticks("hip", -5) == 100_000

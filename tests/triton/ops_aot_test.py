@@ -30,6 +30,8 @@ CALL = {"cuda": r"^\s*call(\.uni)?\b", "hip": r"^\s*s_swappc_b64\b"}
 MEMORY_MODEL = {"cuda": [r"atom\.global\.sys\.release|st\.release\.sys", r"\.sys\.acquire|\.acquire\.sys",
                          r"fence\.acq_rel\.sys"],
                 "hip": [r"buffer_wbl2", r"buffer_inv"]}
+# A wait's bound is read on the GPU's constant-rate clock (cco.ops.kernels.signals.device_clock).
+CLOCK = {"cuda": r"%globaltimer", "hip": r"s_memrealtime"}
 WORLD = 4   # the ranks the kernels are compiled for (test_every_world varies it)
 
 # The checks read the PTX and Triton's metadata; ptxas only has to accept the code and make a binary,
@@ -44,7 +46,8 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
     signature = {"dc": "u64", "ws": "u64"}
     for name in pointers:
         signature[name] = "*i32" if name == "table" else f"*{TYPES[out_dtype if name == 'out' else in_dtype]}"
-    signature.update({name: ("i64" if name.startswith(("off_", "src_")) else "i32") for name in ints})
+    wide = ("off_", "src_", "timeout")   # byte offsets and a wait's bound in clock ticks
+    signature.update({name: ("i64" if name.startswith(wide) else "i32") for name in ints})
     constexprs = dict(constexprs, WORLD=world, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m,
                       EVEN_K=True, EVEN_N=True, stride_bn=1)
     signature.update({name: "constexpr" for name in constexprs})
@@ -66,7 +69,7 @@ SDMA = dict(LSA, SDMA=True, QUEUES=3)
 
 def gather(target, in_dtype, world=None, transport=LSA, **over):
     ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_sent", "src_win", "src_off",
-                                                                      "max_polls", "active"]
+                                                                      "timeout", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
                   ES=planning.ITEMSIZE[in_dtype], **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
@@ -76,7 +79,7 @@ def gather(target, in_dtype, world=None, transport=LSA, **over):
 
 def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "off_outbox", "off_sent",
-                                                                  "max_polls", "active"]
+                                                                  "timeout", "active"]
     consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
                   **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
@@ -86,7 +89,7 @@ def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
 def reduce(target, in_dtype, all_reduce, world=None, transport=LSA):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_rflags", "off_result",
                                                                   "off_outbox", "off_sent", "off_arrivals",
-                                                                  "max_polls", "active"]
+                                                                  "timeout", "active"]
     consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2, **transport,
                   SIG_RFLAGS=transport["SIG_FLAGS"] + 2 * WORLD * 4)
     return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype, world)
@@ -135,6 +138,7 @@ def test_every_operator_compiles_with_cco_inlined(compiled):
         assert re.search(r"cco_lsa_ptr|cco_devcomm_lsa_rank", c.asm["ttir"]), f"{op} calls no CCO function"
         for pattern in MEMORY_MODEL[target.backend]:
             assert re.search(pattern, asm), f"{op}: no /{pattern}/ in the {target.arch} code"
+        assert re.search(CLOCK[target.backend], asm), f"{op}: its waits read no clock in the {target.arch} code"
 
 
 def test_the_gemm_core_is_pipelined_on_nvidia(compiled):

@@ -73,7 +73,7 @@ def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts, sour
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "sent"),
-            *(source or (0, 0)), ctx.max_polls, 1)
+            *(source or (0, 0)), ctx.wait_ticks, 1)
     launch(ctx, plan, gather_gemm, args, meta)
 
 
@@ -107,5 +107,5 @@ def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
             b.stride(0), b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots", "outbox", "sent"),
-            ctx.max_polls, 1)
+            ctx.wait_ticks, 1)
     launch(ctx, plan, gemm_scatter, args, meta)

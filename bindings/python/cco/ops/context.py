@@ -22,7 +22,6 @@ from cco.ops.checks import OperandError
 AGREE_BYTES = 60 << 10     # what one rank puts into an agreement (the bootstrap carries 64 KiB)
 TABLES_KEPT = 64           # split patterns whose tables stay on the device, per plan
 DEFAULT_TIMEOUT_MS = 60000
-POLLS_PER_MS = 1000        # a flag poll is an uncached local atomic: about a microsecond
 
 
 class NotPlannedError(RuntimeError):
@@ -90,7 +89,7 @@ class OpsContext:
         self.dc = comm.create_dev_comm(reqs)
         self.libs = cco_ir.get_extern_libs()
         timeout_ms = int(_env.get("CCO_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
-        self.max_polls = max(1, min(2**31 - 1, timeout_ms * POLLS_PER_MS))
+        self.wait_ticks = planning.wait_ticks(self.backend, timeout_ms)   # a wait's bound on the GPU's clock
         self.plans = {}
         self.workspaces = []
         uuid = str(getattr(props, "uuid", props.name)) + f"/{props.pci_bus_id if hasattr(props, 'pci_bus_id') else ''}"

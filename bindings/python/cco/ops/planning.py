@@ -22,6 +22,16 @@ STATUS_WORDS = 8   # [0]: a wait gave up (a peer that never came, or an abort)
 COUNT_BYTES = 8    # a row count's word in the workspace (a GDA put_value writes 8 bytes)
 
 
+# The GPU clock the kernels' waits read (cco.ops.kernels.signals.device_clock), in ticks a
+# millisecond: NVIDIA's %globaltimer counts nanoseconds, AMD CDNA's s_memrealtime 100 MHz.
+CLOCK_TICKS_PER_MS = {"cuda": 1_000_000, "hip": 100_000}
+
+
+def wait_ticks(backend, timeout_ms):
+    """A wait's bound in device_clock ticks: timeout_ms (at least 1 ms) on `backend`."""
+    return max(1, int(timeout_ms)) * CLOCK_TICKS_PER_MS[backend]
+
+
 def cdiv(a, b):
     return -(-a // b)
 

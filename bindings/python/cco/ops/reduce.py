@@ -28,7 +28,7 @@ def _run(op, a, b, comm, transport, out):
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, pb.a_rows, pb.k, pb.n, a.stride(0), b.stride(0),
             b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "rflags", "result", "outbox",
-                   "sent", "arrivals"), ctx.max_polls, 1)
+                   "sent", "arrivals"), ctx.wait_ticks, 1)
     launch(ctx, plan, gemm_reduce, args, meta)
     return out
 

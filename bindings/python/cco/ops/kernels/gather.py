@@ -79,7 +79,7 @@ def _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par,
 
 
 @triton.jit
-def _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD: tl.constexpr,
+def _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, timeout, WORLD: tl.constexpr,
                 CHUNKS: tl.constexpr, BM: tl.constexpr, GDA: tl.constexpr, SDMA: tl.constexpr,
                 SIG_FLAGS: tl.constexpr, QUEUES: tl.constexpr):
     """Waits for chunk c of sender src's cnt rows: its flag or signal; SDMA: src's copies here
@@ -87,15 +87,15 @@ def _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, max_po
     src uses for this rank (src's push order of this rank: DST[d] = src - 1 - d)."""
     if SDMA:
         queue = ((src - 1 - me + 2 * WORLD) % WORLD) % QUEUES
-        wait_copies(dc, src, queue, (epoch - 1).to(tl.int64) * tl.cdiv(cnt, BM) + c + 1, status, max_polls)
+        wait_copies(dc, src, queue, (epoch - 1).to(tl.int64) * tl.cdiv(cnt, BM) + c + 1, status, timeout)
     else:
-        wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, max_polls, GDA, SIG_FLAGS)
+        wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, timeout, GDA, SIG_FLAGS)
 
 
-@triton.jit(do_not_specialize=["M_OUT", "max_polls", "active"])
+@triton.jit(do_not_specialize=["M_OUT", "timeout", "active"])
 def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stride_bk, stride_bn,
                 off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_sent,
-                src_win, src_off, max_polls, active,
+                src_win, src_off, timeout, active,
                 WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, RETURN_GATHERED: tl.constexpr, CHECK_COUNTS: tl.constexpr,
@@ -159,7 +159,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 sam = stride_am
             else:
                 waited = trace_begin(dc)
-                _wait_chunk(dc, mine, me, status, off_flags, src, cnt, mt, par, epoch, max_polls, WORLD, CHUNKS, BM,
+                _wait_chunk(dc, mine, me, status, off_flags, src, cnt, mt, par, epoch, timeout, WORLD, CHUNKS, BM,
                             GDA, SDMA, SIG_FLAGS, QUEUES)
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
@@ -188,7 +188,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                         copy_rows(a + (local_first + c * BM).to(tl.int64) * stride_am, stride_am, dst, K, nrows, K,
                                   32, BC)
                     else:
-                        _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, max_polls, WORLD,
+                        _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, timeout, WORLD,
                                     CHUNKS, BM, GDA, SDMA, SIG_FLAGS, QUEUES)
                         slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
                         copy_rows(slot, K, dst, K, nrows, K, 32, BC)
@@ -200,7 +200,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             if my_units > 0:   # the puts read `a` or its copy: done before either may change
                 note_failure(status, cco.Gda.flush(dc, coop=cco.CoopScope.BLOCK))
         if CHECK_COUNTS:
-            await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
+            await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, timeout, WORLD, GDA)
         else:
-            await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, max_polls, WORLD, GDA)
+            await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
         end_call(mine, off_counters, epoch)

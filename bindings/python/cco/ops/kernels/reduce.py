@@ -62,10 +62,10 @@ def _share_sum_by_puts(dc, ws, mine, status, off_result, off_sent, off_arrivals,
                         nrows.to(tl.int64) * N * ES, SIG_RFLAGS + par * MT + row0 // BM, epoch, NSIG)
 
 
-@triton.jit(do_not_specialize=["M", "max_polls", "active"])
+@triton.jit(do_not_specialize=["M", "timeout", "active"])
 def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_rflags, off_result,
-                off_outbox, off_sent, off_arrivals, max_polls, active,
+                off_outbox, off_sent, off_arrivals, timeout, active,
                 WORLD: tl.constexpr, OWNED_MT: tl.constexpr, SLOT_ROWS: tl.constexpr, MT: tl.constexpr,
                 NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ALL_REDUCE: tl.constexpr, ES: tl.constexpr,
@@ -125,12 +125,12 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     own_flag = mine + off_flags + ((par * WORLD + r) * OWNED + t).to(tl.int64) * 4
                     if GDA:
                         if r != me:
-                            wait_for(dc, mine, off_flags, (par * WORLD + r) * OWNED_MT + omt, epoch, status, max_polls,
+                            wait_for(dc, mine, off_flags, (par * WORLD + r) * OWNED_MT + omt, epoch, status, timeout,
                                      GDA, SIG_FLAGS)
                         else:
-                            wait_flag(own_flag, epoch, status, dc, max_polls)
+                            wait_flag(own_flag, epoch, status, dc, timeout)
                     else:
-                        wait_flag(own_flag, epoch, status, dc, max_polls)
+                        wait_flag(own_flag, epoch, status, dc, timeout)
                     slot = ptr_at(mine + off_slots, OT) + (par * WORLD + r) * slot_elems + slot_row.to(tl.int64) * N
                     acc += load_tile(slot, N, nrows, nt * BN, N, BM, BN)
                 value = acc.to(OT)
@@ -162,10 +162,10 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 if mt % WORLD != me:
                     traced = trace_begin(dc)  # another owner's tile: waited for, then copied
                     if GDA:
-                        wait_for(dc, mine, off_rflags, par * MT + mt, epoch, status, max_polls, GDA, SIG_RFLAGS)
+                        wait_for(dc, mine, off_rflags, par * MT + mt, epoch, status, timeout, GDA, SIG_RFLAGS)
                     else:
                         wait_flag(mine + off_rflags + (par * MT * NT + u).to(tl.int64) * 4, epoch, status, dc,
-                                  max_polls)
+                                  timeout)
                     row0 = mt * BM
                     nrows = tl.minimum(BM, M - row0)
                     area = ptr_at(mine + off_result, OT) + par * result_elems + row0.to(tl.int64) * N
@@ -173,5 +173,5 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     trace_end(dc, cco.TraceTag.WAIT, u, traced)
 
-        await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, max_polls, WORLD, GDA)
+        await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
         end_call(mine, off_counters, epoch)

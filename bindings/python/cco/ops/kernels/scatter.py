@@ -23,10 +23,10 @@ from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put
                                      raise_flag, trace_begin, trace_end, wait_copies, wait_for)
 
 
-@triton.jit(do_not_specialize=["M", "max_polls", "active"])
+@triton.jit(do_not_specialize=["M", "timeout", "active"])
 def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride_bn,
                  off_counters, off_status, off_hello, off_counts, off_flags, off_arrivals, off_slots, off_outbox,
-                 off_sent, max_polls, active,
+                 off_sent, timeout, active,
                  WORLD: tl.constexpr, CAP: tl.constexpr, MT: tl.constexpr, NT: tl.constexpr,
                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                  EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, BROADCAST: tl.constexpr, CHECK_COUNTS: tl.constexpr,
@@ -133,12 +133,12 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 nrows = tl.minimum(BM, M - row0)
                 if SDMA:   # src's copies land in any order: wait for all of this call's
                     queue = ((src - me + WORLD) % WORLD - 1) % QUEUES
-                    wait_copies(dc, src, queue, epoch.to(tl.int64) * MT, status, max_polls)
+                    wait_copies(dc, src, queue, epoch.to(tl.int64) * MT, status, timeout)
                 elif GDA:
-                    wait_for(dc, mine, off_flags, (par * WORLD + src) * MT + mt, epoch, status, max_polls, GDA,
+                    wait_for(dc, mine, off_flags, (par * WORLD + src) * MT + mt, epoch, status, timeout, GDA,
                              SIG_FLAGS)
                 else:
-                    wait_for(dc, mine, off_flags, (par * WORLD + src) * (MT * NT) + g, epoch, status, max_polls, GDA,
+                    wait_for(dc, mine, off_flags, (par * WORLD + src) * (MT * NT) + g, epoch, status, timeout, GDA,
                              SIG_FLAGS)
                 slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + row0.to(tl.int64) * N
                 _copy_tile(slot, out + (src * M + row0).to(tl.int64) * N, nrows, nt * BN, N, BM, BN)
@@ -149,7 +149,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 cnt = tl.load(table + T_CNT + i)
                 chunks = tl.cdiv(cnt, BM)
                 if pid < chunks:
-                    wait_for(dc, mine, off_flags, par * WORLD + src, epoch, status, max_polls, GDA, SIG_FLAGS)
+                    wait_for(dc, mine, off_flags, par * WORLD + src, epoch, status, timeout, GDA, SIG_FLAGS)
                 for c in range(pid, chunks, programs):
                     slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + (c * BM).to(tl.int64) * N
                     dst = out + (tl.load(table + T_OUT + i) + c * BM).to(tl.int64) * N
@@ -159,9 +159,9 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
             for d in range(pid, WORLD - 1, programs):
                 note_failure(status, cco.Sdma.quiet(dc, (me + WORLD - 1 - d) % WORLD, coop=cco.CoopScope.BLOCK))
         if CHECK_COUNTS:
-            await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, max_polls, WORLD, GDA)
+            await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, timeout, WORLD, GDA)
         else:
-            await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, max_polls, WORLD, GDA)
+            await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
         end_call(mine, off_counters, epoch)
 
 

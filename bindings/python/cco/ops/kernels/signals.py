@@ -30,10 +30,11 @@ every chunk of the earlier calls plus this call's up to it; gemm_ag's row blocks
 whichever program completes them, in any order, so a receiver waits for all of the call's.
 Start flags stay LSA's.
 
-A wait gives up after `max_polls` polls, or at once when the communicator was aborted or
-another program of this rank already gave up; it then sets status word 0, and the call's
-result is void (cco.ops.check raises). A GDA call that fails (a peer lost) sets it too.
-Nothing waits forever.
+A wait gives up once `timeout` ticks of the GPU's clock went by (device_clock: nanoseconds on
+NVIDIA, 10 ns on AMD; the host converts CCO_TIMEOUT_MS), looked at every _ABORT_EVERY polls
+beside the abort flag, or at once when the communicator was aborted or another program of this
+rank already gave up; it then sets status word 0, and the call's result is void
+(cco.ops.check raises). A GDA call that fails (a peer lost) sets it too. Nothing waits forever.
 
 Trace: where the device communicator traces (CCO_TRACE), each program records its tiles and
 the other units of its phases as ranges of the device-side trace (trace_begin / trace_end:
@@ -43,11 +44,24 @@ costs the test of the device communicator's trace field (trace_begin) and of a z
 
 import triton
 import triton.language as tl
+from triton.language import core
 
 from cco.ir.triton import cco
 
-_ABORT_EVERY = tl.constexpr(256)   # polls between two looks at the abort flag
+_ABORT_EVERY = tl.constexpr(256)   # polls between two looks at the abort flag and the clock
 COUNT_BYTES = tl.constexpr(8)      # a row count's word (a GDA put_value writes 8 bytes)
+
+
+@core.extern
+def device_clock(_semantic=None):
+    """The GPU's constant-rate clock, int64: NVIDIA's %globaltimer (ns), AMD CDNA's
+    s_memrealtime (100 MHz). Chosen by the target being compiled for, so every kernel has it
+    without a constant of its own (cco.ops.planning.wait_ticks converts a timeout)."""
+    if _semantic.builder.options.backend_name == "hip":
+        asm, result = "s_memrealtime $0\n\ts_waitcnt lgkmcnt(0)", "=r"   # (an SMEM read: lgkmcnt)
+    else:
+        asm, result = "mov.u64 $0, %globaltimer;", "=l"
+    return core.inline_asm_elementwise(asm, result, [], dtype=core.int64, is_pure=False, pack=1, _semantic=_semantic)
 
 
 @triton.jit
@@ -133,32 +147,32 @@ def _behind(dc, address, index, queue, want, KIND: tl.constexpr):
 
 
 @triton.jit
-def _poll(dc, address, index, queue, want, status, max_polls, KIND: tl.constexpr):
-    """Polls until _behind is no longer negative; gives up after max_polls polls, or at once
-    when the communicator was aborted or another program of this rank gave up (status word
-    0, which it then sets). Returns 1 when it gave up."""
+def _poll(dc, address, index, queue, want, status, timeout, KIND: tl.constexpr):
+    """Polls until _behind is no longer negative; gives up once `timeout` ticks of
+    device_clock passed, or at once when the communicator was aborted or another program of
+    this rank gave up (status word 0, which it then sets). Returns 1 when it gave up."""
     late = _behind(dc, address, index, queue, want, KIND) < 0
     if late:
+        start = device_clock()
         polls = 0
-        if tl.load(status, volatile=True) != 0:
-            polls = max_polls
-        while late & (polls < max_polls):
+        gave_up = tl.load(status, volatile=True) != 0
+        while late & (gave_up == 0):
             late = _behind(dc, address, index, queue, want, KIND) < 0
             polls += 1
             if polls % _ABORT_EVERY == 0:
-                if (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0):
-                    polls = max_polls
+                gave_up = (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0) | \
+                    (device_clock() - start > timeout)
         if late:
             tl.store(status, 1)
     return late.to(tl.int32)
 
 
 @triton.jit
-def wait_flag(address, epoch, status, dc, max_polls):
+def wait_flag(address, epoch, status, dc, timeout):
     """Waits until the flag at `address` (this rank's workspace) holds `epoch` or later.
     The value read is shared with the program's threads through the barrier Triton puts
     behind a scalar atomic, so their loads come after it."""
-    return _poll(dc, address, 0, 0, epoch, status, max_polls, 0)
+    return _poll(dc, address, 0, 0, epoch, status, timeout, 0)
 
 
 # --- GDA: puts and signals that read as epochs ---------------------------------------------
@@ -215,27 +229,27 @@ def gda_signal(dc, ws, mine, off_sent, status, peer, sig, epoch, NSIG: tl.conste
 
 
 @triton.jit
-def wait_signal(dc, sig, epoch, status, max_polls):
+def wait_signal(dc, sig, epoch, status, timeout):
     """Waits until GDA signal sig reads `epoch` or more (acquire, in every thread: its later
     loads see what the puts before the signal carried)."""
-    return _poll(dc, 0, sig, 0, epoch.to(tl.int64), status, max_polls, 1)
+    return _poll(dc, 0, sig, 0, epoch.to(tl.int64), status, timeout, 1)
 
 
 @triton.jit
-def wait_copies(dc, peer, queue, least, status, max_polls):
+def wait_copies(dc, peer, queue, least, status, timeout):
     """SDMA: waits until the copies `peer` put here on `queue` number `least` (int64; a count
     over every call so far) or more."""
-    return _poll(dc, 0, peer, queue, least, status, max_polls, 2)
+    return _poll(dc, 0, peer, queue, least, status, timeout, 2)
 
 
 @triton.jit
-def wait_for(dc, mine, off_flags, index, epoch, status, max_polls, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr):
+def wait_for(dc, mine, off_flags, index, epoch, status, timeout, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr):
     """Waits for flag `index` of the flags area: its word in this rank's workspace (LSA) or
     signal SIG_FLAGS + index (GDA)."""
     if GDA:
-        late = wait_signal(dc, SIG_FLAGS + index, epoch, status, max_polls)
+        late = wait_signal(dc, SIG_FLAGS + index, epoch, status, timeout)
     else:
-        late = wait_flag(mine + off_flags + index.to(tl.int64) * 4, epoch, status, dc, max_polls)
+        late = wait_flag(mine + off_flags + index.to(tl.int64) * 4, epoch, status, dc, timeout)
     return late
 
 
@@ -293,7 +307,7 @@ def open_call(dc, ws, off_counters, off_status, off_hello, off_counts, off_sent,
 
 
 @triton.jit
-def await_hellos(dc, mine, me, off_hello, off_counts, expected, epoch, status, max_polls, WORLD: tl.constexpr,
+def await_hellos(dc, mine, me, off_hello, off_counts, expected, epoch, status, timeout, WORLD: tl.constexpr,
                  GDA: tl.constexpr):
     """Program 0 waits for every peer's start flag of this call; where `expected` (W int32 by
     sender rank) is given, a sender that announced another row count marks status word 1."""
@@ -303,9 +317,9 @@ def await_hellos(dc, mine, me, off_hello, off_counts, expected, epoch, status, m
             peer = (me + d) % WORLD
             at = par * WORLD + peer
             if GDA:
-                wait_signal(dc, at, epoch, status, max_polls)
+                wait_signal(dc, at, epoch, status, timeout)
             else:
-                wait_flag(mine + off_hello + at * 4, epoch, status, dc, max_polls)
+                wait_flag(mine + off_hello + at * 4, epoch, status, dc, timeout)
             if expected is not None:
                 said = tl.load(ptr_at(mine + off_counts, tl.int32) + at * (COUNT_BYTES // 4), volatile=True)
                 if said != tl.load(expected + peer):
