@@ -327,7 +327,10 @@ def case_timeout(comm, rank, world, dev, dtypes):
         try:
             ops.check(comm)
         except CCOTimeoutError:
-            print(f"PASS timeout rank {rank}: gave up after {time.monotonic() - start:.1f} s", flush=True)
+            took, bound = time.monotonic() - start, int(os.environ["CCO_TIMEOUT_MS"]) / 1000
+            # The waits read the GPU's clock: the bound itself, plus the launch and the check.
+            assert bound <= took <= bound + 5, f"gave up after {took:.1f} s, CCO_TIMEOUT_MS being {bound:.0f} s"
+            print(f"PASS timeout rank {rank}: gave up after {took:.1f} s", flush=True)
         else:
             raise AssertionError("the call did not give up")
     else:
