@@ -334,6 +334,9 @@ def case_timeout(comm, rank, world, dev, dtypes):
         else:
             raise AssertionError("the call did not give up")
     else:
+        # Its peers reach the barrier once their waits gave up (CCO_TIMEOUT_MS): this rank waits
+        # that long first, or its own barrier could end on the same bound.
+        time.sleep(int(os.environ["CCO_TIMEOUT_MS"]) / 1000)
         print(f"PASS timeout rank {rank} (the one that never called)", flush=True)
     comm.barrier()
     comm.abort()   # the ranks' calls are out of step now: no collective teardown

@@ -112,8 +112,8 @@ def _two_ranks(body, traced_folder):
                 rk.close()
             except BaseException as e:  # noqa: BLE001
                 errors.setdefault(rank, f"teardown: {type(e).__name__}: {e}")
-        except BaseException as e:  # noqa: BLE001
-            errors[rank] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}"
+        except BaseException as e:  # noqa: BLE001 (a rank's first error stays)
+            errors.setdefault(rank, f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}")
 
     threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(2)]
     for t in threads:
@@ -121,8 +121,9 @@ def _two_ranks(body, traced_folder):
     for t in threads:
         t.join(timeout=300)
     os.environ.pop("CCO_TRACE", None)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
-    assert not errors, "\n".join(f"rank {rank}: {error}" for rank, error in sorted(errors.items()))
+    said = "\n".join(f"rank {rank}: {error}" for rank, error in sorted(errors.items()))
+    assert not any(t.is_alive() for t in threads), f"a rank hung; {said or 'no rank failed'}"
+    assert not errors, said
     return results
 
 

@@ -539,3 +539,4 @@ def test_a_wait_is_bounded_on_the_gpu_clock_by_the_timeout():
     assert planning.wait_ticks("cuda", 20000) == 20_000_000_000
     assert planning.wait_ticks("hip", 20000) == 2_000_000_000
     assert planning.wait_ticks("cuda", 0) == 1_000_000 and planning.wait_ticks("hip", -5) == 100_000
+    assert planning.wait_ticks("cuda", 10**20) == 2**63 - 1

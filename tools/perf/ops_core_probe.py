@@ -99,6 +99,7 @@ def cores(m, k, n, sms, dev):
     for name, variant in TMA_VARIANTS.items():
         try:
             run = tma_matmul(a, b, c, sms, variant)
+            c.fill_(float("nan"))   # a variant that leaves tiles unwritten shows as WRONG
             run()
             torch.cuda.synchronize()
             wrong = (c.float() - want.float()).abs().max().item()
@@ -122,18 +123,22 @@ def probe(comm, op, m, k, n, sms, dev):
             "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=splits)}[op]
     t_mm = median_time(lambda: torch.matmul(a, b))
     line = f"{op} {m}x{k}x{n}: matmul {2 * m * k * n / t_mm / 1e12:.0f} TF/s"
-    for name, cfg in VARIANTS.items():
-        planning.TILE_CONFIGS["cuda"]["bfloat16"] = cfg
-        OpsContext.of(comm).plans.clear()   # (a plan's key has no tiles: made again with cfg)
-        grid = (min(sms, triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn)),)
-        t_plain = median_time(lambda: plain[grid](a, b, c, m, n, k, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk,
-                                                  GROUP_M=cfg.group_m, num_warps=cfg.warps, num_stages=cfg.stages))
-        try:
-            fused = f"{100 * t_mm / median_time(call):.1f}"
-        except Exception as e:  # noqa: BLE001 (a failing variant is a figure that says so)
-            fused = f"error {type(e).__name__}: {str(e)[:80]}"
-        line += f" | {name}: plain {100 * t_mm / t_plain:.1f}% op {fused}%"
-    planning.TILE_CONFIGS["cuda"]["bfloat16"] = BASE
+    try:
+        for name, cfg in VARIANTS.items():
+            planning.TILE_CONFIGS["cuda"]["bfloat16"] = cfg
+            OpsContext.of(comm).plans.clear()   # (a plan's key has no tiles: made again with cfg)
+            grid = (min(sms, triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn)),)
+            t_plain = median_time(lambda: plain[grid](a, b, c, m, n, k, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk,
+                                                      GROUP_M=cfg.group_m, num_warps=cfg.warps,
+                                                      num_stages=cfg.stages))
+            try:
+                fused = f"{100 * t_mm / median_time(call):.1f}"
+            except Exception as e:  # noqa: BLE001 (a failing variant is a figure that says so)
+                fused = f"error {type(e).__name__}: {str(e)[:80]}"
+            line += f" | {name}: plain {100 * t_mm / t_plain:.1f}% op {fused}%"
+    finally:
+        planning.TILE_CONFIGS["cuda"]["bfloat16"] = BASE
+        OpsContext.of(comm).plans.clear()
     return line
 
 

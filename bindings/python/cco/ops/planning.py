@@ -28,8 +28,9 @@ CLOCK_TICKS_PER_MS = {"cuda": 1_000_000, "hip": 100_000}
 
 
 def wait_ticks(backend, timeout_ms):
-    """A wait's bound in device_clock ticks: timeout_ms (at least 1 ms) on `backend`."""
-    return max(1, int(timeout_ms)) * CLOCK_TICKS_PER_MS[backend]
+    """A wait's bound in device_clock ticks: timeout_ms (at least 1 ms) on `backend`, at most
+    what an int64 kernel argument holds."""
+    return min(2**63 - 1, max(1, int(timeout_ms)) * CLOCK_TICKS_PER_MS[backend])
 
 
 def cdiv(a, b):

@@ -155,16 +155,35 @@ def _poll(dc, address, index, queue, want, status, timeout, KIND: tl.constexpr):
     if late:
         start = device_clock()
         polls = 0
-        gave_up = tl.load(status, volatile=True) != 0
+        if KIND == 0:
+            gave_up = tl.atomic_add(status, 0, sem="relaxed", scope="gpu") != 0   # (every thread the same)
+        else:
+            gave_up = tl.load(status, volatile=True) != 0
         while late & (gave_up == 0):
             late = _behind(dc, address, index, queue, want, KIND) < 0
             polls += 1
             if polls % _ABORT_EVERY == 0:
-                gave_up = (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0) | \
-                    (device_clock() - start > timeout)
+                gave_up = _stop(dc, status, start, timeout, late, KIND)
         if late:
             tl.store(status, 1)
     return late.to(tl.int32)
+
+
+@triton.jit
+def _stop(dc, status, start, timeout, late, KIND: tl.constexpr):
+    """Whether a wait still late gives up: the communicator was aborted, another program of
+    this rank gave up (status word 0), or `timeout` ticks went by since `start`. A thread reads
+    these on its own; an LSA flag's poll, though, is a scalar atomic whose value reaches the
+    program's threads through a barrier, so they must all leave the loop at the same poll:
+    there, the verdict of the thread that makes the scalar atomics goes into the status word
+    and every thread reads it back. (A GDA or SDMA poll has no barrier: a warp may leave a
+    poll earlier than another.)"""
+    over = (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0) | \
+        (device_clock() - start > timeout)
+    if KIND == 0:
+        tl.atomic_or(status, (late & over).to(tl.int32), sem="relaxed", scope="gpu")
+        over = tl.atomic_add(status, 0, sem="relaxed", scope="gpu") != 0
+    return over
 
 
 @triton.jit
