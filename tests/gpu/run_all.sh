@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
-#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-examples ops-bench)
+#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-examples ops-bench ops-core)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
@@ -211,7 +211,7 @@ for step in "${steps[@]}"; do
       python3 -m cco_tools trace merge "$OUT/trace" -o "$OUT/trace-all.json" && python3 -m cco_tools trace check "$OUT/trace-all.json"
       mps_stop
       timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_trace_gpu.py -ra 2>&1 | tee "$OUT/trace.log" | tail -30 ;;
-    ops|ops-lsa|ops-gda|ops-sdma|ops-examples|ops-bench)
+    ops|ops-lsa|ops-gda|ops-sdma|ops-examples|ops-bench|ops-core)
       # The fused GEMM + collective operators (cco.ops), rank processes sharing the GPU under
       # MPS. `ops` runs every part; each part alone fits one device call (600 s) once Triton's
       # cache (/tmp/cco-triton, kept while the machine stays warm) holds the kernels:
@@ -220,10 +220,12 @@ for step in "${steps[@]}"; do
       #   ops-gda:  the same over GDA (one host; two virtual nodes over tcp), 2 and 4 ranks
       #   ops-sdma: the all-gather pair over SDMA, 2 and 4 ranks
       #   ops-examples, ops-bench (quick shapes unless OPS_FULL=1; every transport)
+      #   ops-core: one rank, each operator against its own GEMM core and cuBLAS, and candidate
+      #             faster cores (tools/perf/ops_core_probe.py); the one-rank bench with that anchor
       export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/cco-triton}
       mps_start
       {
-        parts=("${step#ops-}"); [[ $step == ops ]] && parts=(lsa gda sdma examples bench)
+        parts=("${step#ops-}"); [[ $step == ops ]] && parts=(lsa gda sdma examples bench core)
         for part in "${parts[@]}"; do
           case $part in
             lsa|gda|sdma)
@@ -244,6 +246,11 @@ for step in "${steps[@]}"; do
               quick=--quick; [[ ${OPS_FULL:-0} == 1 ]] && quick=
               timeout 500 python3 -m cco_tools perf --suites ops -n 2 $quick --ops-transports lsa,gda,sdma \
                 --json "$OUT/ops-bench.json" 2>&1 | tee "$OUT/ops-bench.txt" ;;
+            core)
+              timeout 300 python3 -m cco.launch -n 1 --timeout 290 tools/perf/ops_core_probe.py 2>&1 |
+                tee "$OUT/ops-core-probe.log"
+              timeout 400 python3 -m cco_tools perf --suites ops -n 1 --ops-transports lsa \
+                --json "$OUT/ops-1rank.json" 2>&1 | tee "$OUT/ops-1rank.txt" ;;
           esac
         done
       } 2>&1 | tee "$OUT/$step.log"
