@@ -534,9 +534,11 @@ def test_received_rows_come_from_every_rank_send_vector(monkeypatch):
 
 
 def test_a_wait_is_bounded_on_the_gpu_clock_by_the_timeout():
-    """CCO_TIMEOUT_MS in device_clock ticks: ns on NVIDIA (%globaltimer), 10 ns on AMD
-    (s_memrealtime); at least a millisecond, and past 2**31 (an i64 kernel argument)."""
+    """The device communicator's waitTimeoutMs (CCO_TIMEOUT_MS) in device_clock ticks: ns on
+    NVIDIA (%globaltimer), 10 ns on AMD (s_memrealtime), past 2**31 (an i64 kernel argument);
+    0 is none, as for every device wait."""
     assert planning.wait_ticks("cuda", 20000) == 20_000_000_000
     assert planning.wait_ticks("hip", 20000) == 2_000_000_000
-    assert planning.wait_ticks("cuda", 0) == 1_000_000 and planning.wait_ticks("hip", -5) == 100_000
-    assert planning.wait_ticks("cuda", 10**20) == 2**63 - 1
+    assert planning.wait_ticks("cuda", 1) == 1_000_000 and planning.wait_ticks("hip", 1) == 100_000
+    assert planning.wait_ticks("cuda", 0) == planning.NO_WAIT_BOUND == 2**63 - 1
+    assert planning.wait_ticks("cuda", 2**32 - 1) == (2**32 - 1) * 1_000_000   # the field's largest

@@ -15,13 +15,11 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from cco import _env
 from cco.ops import checks, planning
 from cco.ops.checks import OperandError
 
 AGREE_BYTES = 60 << 10     # what one rank puts into an agreement (the bootstrap carries 64 KiB)
 TABLES_KEPT = 64           # split patterns whose tables stay on the device, per plan
-DEFAULT_TIMEOUT_MS = 60000
 
 
 class NotPlannedError(RuntimeError):
@@ -88,8 +86,9 @@ class OpsContext:
         reqs = CCODevCommRequirements(lsa_barrier_count=1, gda_connection_type=GDA_CONNECTION_NONE)
         self.dc = comm.create_dev_comm(reqs)
         self.libs = cco_ir.get_extern_libs()
-        timeout_ms = int(_env.get("CCO_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
-        self.wait_ticks = planning.wait_ticks(self.backend, timeout_ms)   # a wait's bound on the GPU's clock
+        # A wait's bound on the GPU's clock: every device wait's (CCO_TIMEOUT_MS as the
+        # communicator read it, ccoDevComm.waitTimeoutMs; 0: none).
+        self.wait_ticks = planning.wait_ticks(self.backend, self.dc.struct.waitTimeoutMs)
         self.plans = {}
         self.workspaces = []
         uuid = str(getattr(props, "uuid", props.name)) + f"/{props.pci_bus_id if hasattr(props, 'pci_bus_id') else ''}"

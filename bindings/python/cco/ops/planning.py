@@ -27,10 +27,15 @@ COUNT_BYTES = 8    # a row count's word in the workspace (a GDA put_value writes
 CLOCK_TICKS_PER_MS = {"cuda": 1_000_000, "hip": 100_000}
 
 
+NO_WAIT_BOUND = 2**63 - 1   # ticks no wait reaches: what an int64 kernel argument holds at most
+
+
 def wait_ticks(backend, timeout_ms):
-    """A wait's bound in device_clock ticks: timeout_ms (at least 1 ms) on `backend`, at most
-    what an int64 kernel argument holds."""
-    return min(2**63 - 1, max(1, int(timeout_ms)) * CLOCK_TICKS_PER_MS[backend])
+    """A wait's bound in device_clock ticks on `backend`: timeout_ms as a device communicator
+    carries it (ccoDevComm.waitTimeoutMs: 0 is none)."""
+    if timeout_ms <= 0:
+        return NO_WAIT_BOUND
+    return min(NO_WAIT_BOUND, int(timeout_ms) * CLOCK_TICKS_PER_MS[backend])
 
 
 def cdiv(a, b):
