@@ -25,12 +25,14 @@ def test_shapes_cover_every_operator_and_shard_by_the_ranks():
 
 
 def test_the_slowest_rank_counts_and_any_error_marks_the_row():
-    rank0 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=1.0, matmul_s=0.5, core_s=0.5, nccl_s=None)]
+    rank0 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=1.0, matmul_s=0.5, core_s=0.5, nccl_s=None,
+                  torch_s=0.5, anchor_error="torch's fused op: E: y")]
     rank1 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=2.0, matmul_s=0.25, core_s=0.75, nccl_s=None,
-                  error="E: x")]
+                  torch_s=0.75, error="E: x")]
     (row,) = ops.slowest([rank0, rank1])
     assert row["fused_s"] == 2.0 and row["matmul_s"] == 0.5 and row["core_s"] == 0.75 and row["nccl_s"] is None
-    assert row["error"] == "E: x"
+    assert row["torch_s"] == 0.75
+    assert row["error"] == "E: x" and row["anchor_error"] == "torch's fused op: E: y"
     rank1[0].pop("fused_s")  # a rank that has no figure: none for the row
     assert ops.slowest([rank0, rank1])[0]["fused_s"] is None
 
@@ -39,15 +41,21 @@ def test_one_table_per_operator_with_failures_named():
     rows = []
     for op in ops.OPERATORS:
         rows.append(dict(op=op, shape=f"{op} M=4096", flops=2e12, fused_s=2e-3, matmul_s=1e-3, core_s=1.6e-3,
-                         nccl_s=3e-3))
+                         nccl_s=3e-3, torch_s=2.5e-3 if op in ("ag_gemm", "gemm_rs") else None))
     rows[1].update(fused_s=None, error="CCOTimeoutError: a peer never came")
+    rows[0].update(anchor_error="torch's fused op: RuntimeError: no symmetric memory")
     out = io.StringIO()
     report = R.Report("test", live=out)
     ops.add_tables(report, rows, 2, shared=False)
     assert len(report.suites) == len(ops.OPERATORS)
     first = report.suites[0]["rows"][0]
-    # fused us, TFLOP/s; matmul us, TFLOP/s, matmul/fused %; core TFLOP/s, core/fused %; exposed; split
-    assert first[1:10] == pytest.approx([2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1250.0, 80.0, 1000.0, 3000.0])
+    # fused us, TFLOP/s; matmul us, TFLOP/s, matmul/fused %; core TFLOP/s, core/fused %; exposed; split;
+    # torch's fused op (none for gemm_ar, the first operator)
+    assert first[1:11] == pytest.approx([2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1250.0, 80.0, 1000.0, 3000.0, None])
+    by_op = {s["suite"].split(",")[0]: s for s in report.suites}
+    assert by_op["cco.ops.ag_gemm"]["rows"][0][10] == pytest.approx(2500.0)
+    assert "torch has none" in by_op["cco.ops.gemm_ar"]["note"]
+    assert "no symmetric memory" in report.suites[0]["note"]
     failed = report.suites[1]
     assert failed["rows"][0][0].endswith("(failed)") and failed["rows"][0][1] is None
     assert "CCOTimeoutError: a peer never came" in failed["note"]

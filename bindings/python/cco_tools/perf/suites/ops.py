@@ -103,6 +103,21 @@ def _nccl_split(dist, op, gathered, a, b, splits, received, world):
     return out
 
 
+def _torch_fused(dist, op, a, b):
+    """torch's own fused op for `op` (SymmetricMemory: ag_gemm and gemm_rs have one), as a
+    call, or None."""
+    import torch
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    if op not in ("ag_gemm", "gemm_rs"):
+        return None
+    group = dist.group.WORLD.group_name
+    symm_mem.enable_symm_mem_for_group(group)   # (where torch still asks for it)
+    if op == "ag_gemm":
+        return lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b], gather_dim=0, group_name=group)
+    return lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", scatter_dim=0, group_name=group)
+
+
 def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
     """This rank's rows (times are this rank's; the caller takes the slowest): each shape with
     each transport that carries its operator (sdma: the all-gather pair's), then its anchors."""
@@ -127,9 +142,15 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
         core_out = local.new_empty(local.shape[0], n)
         core_s = _time(lambda: core_matmul(local, b, core_out, ctx.sm_count, ctx.ranks_per_gpu, ctx.backend), reps,
                        None)
-        nccl_s = None
+        nccl_s = torch_s = torch_error = None
         if dist is not None:
             nccl_s = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
+            try:
+                fused_by_torch = _torch_fused(dist, op, a, b)
+                if fused_by_torch is not None:
+                    torch_s = _time(fused_by_torch, reps, comm)
+            except Exception as e:  # noqa: BLE001 (an anchor torch cannot run here is said, not fatal)
+                torch_error = f"torch's fused op: {type(e).__name__}: {e}"[:200]
         for transport in transports:
             if transport == "sdma" and op not in ("ag_gemm", "gemm_ag"):
                 continue
@@ -142,7 +163,10 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
                 "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=received, transport=transport),
             }[op]
             row = dict(op=op, shape=what, transport=transport, M=local.shape[0], K=k, N=n,
-                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, core_s=core_s, nccl_s=nccl_s)
+                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, core_s=core_s, nccl_s=nccl_s,
+                       torch_s=torch_s)
+            if torch_error:
+                row["anchor_error"] = torch_error
             try:
                 row["fused_s"] = _time(call, reps, comm)
                 ops.check(comm)
@@ -160,12 +184,13 @@ def slowest(per_rank):
     merged = []
     for rows in zip(*per_rank):
         row = dict(rows[0])
-        for key in ("fused_s", "matmul_s", "core_s", "nccl_s"):
+        for key in ("fused_s", "matmul_s", "core_s", "nccl_s", "torch_s"):
             values = [r[key] for r in rows if r.get(key) is not None]
             row[key] = max(values) if len(values) == len(rows) else None
-        errors = [r["error"] for r in rows if r.get("error")]
-        if errors:
-            row["error"] = errors[0]
+        for key in ("error", "anchor_error"):
+            errors = [r[key] for r in rows if r.get(key)]
+            if errors:
+                row[key] = errors[0]
         merged.append(row)
     return merged
 
@@ -232,21 +257,25 @@ def add_tables(report, rows, world, shared):
         mine = [r for r in rows if r["op"] == op]
         if not mine:
             continue
-        errors = sorted({r["error"] for r in mine if r.get("error")})
+        errors = sorted({r[key] for r in mine for key in ("error", "anchor_error") if r.get(key)})
+        torch_note = "" if op in ("ag_gemm", "gemm_rs") else " (torch has none for this operator)"
         table = report.suite(
             f"cco.ops.{op}, {world} ranks (bf16)",
             [R.text("shape", 28), R.figure("fused", "us"), R.figure("fused", "TFLOP/s"), R.figure("matmul", "us"),
              R.figure("matmul", "TFLOP/s"), R.figure("matmul/fused", "%"), R.figure("core", "TFLOP/s"),
-             R.figure("core/fused", "%"), R.figure("exposed", "us"), R.figure("split", "us")],
+             R.figure("core/fused", "%"), R.figure("exposed", "us"), R.figure("split", "us"),
+             R.figure("torch fused", "us")],
             note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; core: the operators' own "
                  f"Triton GEMM core alone (no communication); exposed: fused - matmul; split: {nccl_note}; "
+                 f"torch fused: torch's SymmetricMemory op{torch_note}, a GPU per rank only; "
                  f"the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
         for r in mine:
             fused, matmul, core, split = r.get("fused_s"), r.get("matmul_s"), r.get("core_s"), r.get("nccl_s")
             label = r["shape"] + ("" if r.get("transport", "lsa") == "lsa" else f" {r['transport']}")
             table.append([label + (" (failed)" if r.get("error") else ""), _us(fused), _tflops(r, fused),
                           _us(matmul), _tflops(r, matmul), _percent(matmul, fused), _tflops(r, core),
-                          _percent(core, fused), _us(fused - matmul) if fused and matmul else None, _us(split)])
+                          _percent(core, fused), _us(fused - matmul) if fused and matmul else None, _us(split),
+                          _us(r.get("torch_s"))])
 
 
 def _percent(anchor, fused):
