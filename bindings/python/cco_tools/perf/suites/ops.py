@@ -74,6 +74,24 @@ def _time(fn, reps, comm):
     return start.elapsed_time(end) / 1e3 / reps
 
 
+def _time_eager(fn, reps, comm):
+    """Seconds per call of fn, launched from the host `reps` times (no graph: torch's
+    SymmetricMemory ops synchronise through the host and are called eagerly), after a
+    warm-up call and a host barrier."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    comm.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / reps
+
+
 def _nccl_split(dist, op, gathered, a, b, splits, received, world):
     """torch.matmul, then the collective through torch.distributed (NCCL)."""
     import torch
@@ -148,7 +166,7 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
             try:
                 fused_by_torch = _torch_fused(dist, op, a, b)
                 if fused_by_torch is not None:
-                    torch_s = _time(fused_by_torch, reps, comm)
+                    torch_s = _time_eager(fused_by_torch, reps, comm)
             except Exception as e:  # noqa: BLE001 (an anchor torch cannot run here is said, not fatal)
                 torch_error = f"torch's fused op: {type(e).__name__}: {e}"[:200]
         for transport in transports:
@@ -267,7 +285,7 @@ def add_tables(report, rows, world, shared):
              R.figure("torch fused", "us")],
             note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; core: the operators' own "
                  f"Triton GEMM core alone (no communication); exposed: fused - matmul; split: {nccl_note}; "
-                 f"torch fused: torch's SymmetricMemory op{torch_note}, a GPU per rank only; "
+                 f"torch fused: torch's SymmetricMemory op{torch_note}, called eagerly, a GPU per rank only; "
                  f"the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
         for r in mine:
             fused, matmul, core, split = r.get("fused_s"), r.get("matmul_s"), r.get("core_s"), r.get("nccl_s")
