@@ -542,3 +542,21 @@ def test_a_wait_is_bounded_on_the_gpu_clock_by_the_timeout():
     assert planning.wait_ticks("cuda", 1) == 1_000_000 and planning.wait_ticks("hip", 1) == 100_000
     assert planning.wait_ticks("cuda", 0) == planning.NO_WAIT_BOUND == 2**63 - 1
     assert planning.wait_ticks("cuda", 2**32 - 1) == (2**32 - 1) * 1_000_000   # the field's largest
+
+
+def test_a_wait_that_ran_out_of_time_is_described():
+    """Status words 2-6 as a kernel's _note_wait leaves them, in words: an LSA flag placed in
+    its workspace area, a GDA signal, SDMA copies."""
+    layout = planning.Layout()
+    layout.add("status", planning.STATUS_WORDS * planning.INT32)
+    flags_at = layout.add("flags", 64 * planning.INT32)
+    base = 0x7F00_0000_0000
+    address = base + flags_at + 5 * planning.INT32
+    lsa = [1, 0, 1, address & 0xFFFFFFFF, address >> 32, 7, 6, 0]
+    assert planning.describe_wait(lsa, layout, base) == \
+        "a wait that ran out of time: LSA flag word 5 of the workspace's flags area, wanted 7, read 6"
+    assert "GDA signal 37, wanted 3, read 2" in planning.describe_wait([1, 0, 2, 37, 0, 3, 2, 0], layout, base)
+    assert "SDMA copies from rank 1 on queue 2, wanted 40, read 39" in \
+        planning.describe_wait([1, 0, 3, 1, 2, 40, 39, 0], layout, base)
+    outside = [1, 0, 1, 0x1000, 0, 1, 0, 0]
+    assert "the LSA flag at 0x1000" in planning.describe_wait(outside, layout, base)

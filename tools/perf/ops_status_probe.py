@@ -28,12 +28,15 @@ def ints(shape, seed, dev):
 
 
 def status_of(comm, op):
-    """Status words 0 and 1 of op's plan (0 0: nothing gave up, every count agreed)."""
+    """Status words 0 and 1 of op's plan (0 0: nothing gave up, every count agreed), and what a
+    wait that ran out of time waited for ("" if none)."""
     torch.cuda.synchronize()
     for key, plan in OpsContext.of(comm).plans.items():
         if key[0] == op:
-            return plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()[:2]
-    return [0, 0]
+            words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()
+            waited = planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr) if words[2] else ""
+            return words[:2], waited
+    return [0, 0], ""
 
 
 def main(transport):
@@ -53,9 +56,9 @@ def main(transport):
                     want = want[rank * M:(rank + 1) * M]   # this rank's M of the M x W rows
             else:
                 want = (torch.cat(a_all).float() @ b.float()).to(torch.bfloat16)
-            words = status_of(comm, op)
+            words, waited = status_of(comm, op)
             if words[0] or not torch.equal(got, want):
-                first_bad = (call, words, int((got != want).sum()))
+                first_bad = (call, words + ([waited] if waited else []), int((got != want).sum()))
                 break
         verdict = "clean" if first_bad is None else \
             f"call {first_bad[0]} bad (status {first_bad[1]}, {first_bad[2]} elements differ)"

@@ -185,15 +185,19 @@ class OpsContext:
         return t
 
     def status(self):
-        """(gave up, counts mismatched) over every plan; waits for this rank's work."""
+        """(gave up, counts mismatched, what a wait that ran out of time waited for or "")
+        over every plan; waits for this rank's work."""
         torch = _torch()
         torch.cuda.synchronize(self.device)
         gave_up = mismatch = False
-        for plan in self.plans.values():
-            words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu()
+        waited = ""
+        for key, plan in self.plans.items():
+            words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()
             gave_up |= bool(words[0])
             mismatch |= bool(words[1])
-        return gave_up, mismatch
+            if words[2] and not waited:
+                waited = f"{key[0]}: " + planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr)
+        return gave_up, mismatch, waited
 
 
 def check(comm):
@@ -206,11 +210,12 @@ def check(comm):
     ctx = OpsContext._by_comm.get(comm)
     if ctx is None:
         return
-    gave_up, mismatch = ctx.status()
+    gave_up, mismatch, waited = ctx.status()
     if gave_up:
         comm.check_async_error()
         raise CCOTimeoutError(RESULT_CODES["ccoTimeout"],
                               "cco.ops: a call gave up waiting for a peer's tiles (a rank that never made the "
-                              "same call, or the communicator was aborted); its result and every later one are void")
+                              "same call, or the communicator was aborted); its result and every later one are void"
+                              + (f" ({waited})" if waited else ""))
     if mismatch:
         raise OperandError("cco.ops: a peer sent another number of rows than out_splits said")

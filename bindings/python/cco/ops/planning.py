@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 ALIGN = 256
 INT32 = 4
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float8_e4m3fn": 1, "float32": 4}
-STATUS_WORDS = 8   # [0]: a wait gave up (a peer that never came, or an abort)
+# [0]: a wait gave up (a peer that never came, or an abort); [1]: row counts disagreed; [2..6]:
+# what a wait that ran out of time waited for (cco.ops.kernels.signals._note_wait, describe_wait)
+STATUS_WORDS = 8
 COUNT_BYTES = 8    # a row count's word in the workspace (a GDA put_value writes 8 bytes)
 
 
@@ -36,6 +38,26 @@ def wait_ticks(backend, timeout_ms):
     if timeout_ms <= 0:
         return NO_WAIT_BOUND
     return min(NO_WAIT_BOUND, int(timeout_ms) * CLOCK_TICKS_PER_MS[backend])
+
+
+def describe_wait(words, layout, base):
+    """Status words 2-6 of a plan (a wait that ran out of time: what it waited for, the value
+    wanted and the value read, low 32 bits) in words; base: the workspace's address here,
+    where an LSA flag's address is placed in its area."""
+    kind, wanted, read = words[2], words[5], words[6]
+    if kind == 1:
+        address = (words[3] & 0xFFFFFFFF) | (words[4] & 0xFFFFFFFF) << 32
+        what = f"the LSA flag at 0x{address:x}"
+        for name, (start, nbytes) in layout.areas.items():
+            if start <= address - base < start + nbytes:
+                what = f"LSA flag word {(address - base - start) // INT32} of the workspace's {name} area"
+    elif kind == 2:
+        what = f"GDA signal {words[3]}"
+    elif kind == 3:
+        what = f"the SDMA copies from rank {words[3]} on queue {words[4]}"
+    else:
+        what = f"a wait of kind {kind}"
+    return f"a wait that ran out of time: {what}, wanted {wanted}, read {read}"
 
 
 def cdiv(a, b):

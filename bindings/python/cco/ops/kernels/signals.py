@@ -150,40 +150,63 @@ def _behind(dc, address, index, queue, want, KIND: tl.constexpr):
 def _poll(dc, address, index, queue, want, status, timeout, KIND: tl.constexpr):
     """Polls until _behind is no longer negative; gives up once `timeout` ticks of
     device_clock passed, or at once when the communicator was aborted or another program of
-    this rank gave up (status word 0, which it then sets). Returns 1 when it gave up."""
-    late = _behind(dc, address, index, queue, want, KIND) < 0
+    this rank gave up (status word 0, which it then sets). Returns 1 when it gave up. A wait
+    whose own time ran out also notes what it waited for (_note_wait)."""
+    behind = _behind(dc, address, index, queue, want, KIND)
+    late = behind < 0
     if late:
         start = device_clock()
         polls = 0
+        ran_out = start < 0   # (false)
         if KIND == 0:
             gave_up = tl.atomic_add(status, 0, sem="relaxed", scope="gpu") != 0   # (every thread the same)
         else:
             gave_up = tl.load(status, volatile=True) != 0
         while late & (gave_up == 0):
-            late = _behind(dc, address, index, queue, want, KIND) < 0
+            behind = _behind(dc, address, index, queue, want, KIND)
+            late = behind < 0
             polls += 1
             if polls % _ABORT_EVERY == 0:
-                gave_up = _stop(dc, status, start, timeout, late, KIND)
+                ran_out = device_clock() - start > timeout
+                gave_up = _stop(dc, status, ran_out, late, KIND)
         if late:
             tl.store(status, 1)
+            if ran_out:
+                _note_wait(status, address, index, queue, want, behind, KIND)
     return late.to(tl.int32)
 
 
 @triton.jit
-def _stop(dc, status, start, timeout, late, KIND: tl.constexpr):
+def _stop(dc, status, ran_out, late, KIND: tl.constexpr):
     """Whether a wait still late gives up: the communicator was aborted, another program of
-    this rank gave up (status word 0), or `timeout` ticks went by since `start`. A thread reads
-    these on its own; an LSA flag's poll, though, is a scalar atomic whose value reaches the
-    program's threads through a barrier, so they must all leave the loop at the same poll:
-    there, the verdict of the thread that makes the scalar atomics goes into the status word
-    and every thread reads it back. (A GDA or SDMA poll has no barrier: a warp may leave a
-    poll earlier than another.)"""
-    over = (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0) | \
-        (device_clock() - start > timeout)
+    this rank gave up (status word 0), or its time ran out. A thread reads these on its own;
+    an LSA flag's poll, though, is a scalar atomic whose value reaches the program's threads
+    through a barrier, so they must all leave the loop at the same poll: there, the verdict of
+    the thread that makes the scalar atomics goes into the status word and every thread reads
+    it back. (A GDA or SDMA poll has no barrier: a warp may leave a poll earlier than another.)"""
+    over = (cco.DevComm.aborted(dc) != 0) | (tl.load(status, volatile=True) != 0) | ran_out
     if KIND == 0:
         tl.atomic_or(status, (late & over).to(tl.int32), sem="relaxed", scope="gpu")
         over = tl.atomic_add(status, 0, sem="relaxed", scope="gpu") != 0
     return over
+
+
+@triton.jit
+def _note_wait(status, address, index, queue, want, behind, KIND: tl.constexpr):
+    """What a wait that ran out of time waited for, in status words 2-7 (cco.ops.context
+    explains them in ops.check's error): 1 + KIND; the signal or the SDMA peer (KIND 1, 2) or
+    the flag's address, low and high 32 bits (KIND 0); the SDMA queue; the value wanted and the
+    value read, low 32 bits. Plain stores: programs that run out together each leave theirs,
+    any of which says what never came."""
+    tl.store(status + 2, KIND + 1)
+    if KIND == 0:
+        tl.store(status + 3, address.to(tl.int32))   # (a narrowing cast keeps the low 32 bits)
+        tl.store(status + 4, (address >> 32).to(tl.int32))
+    else:
+        tl.store(status + 3, index)
+        tl.store(status + 4, queue)
+    tl.store(status + 5, want.to(tl.int32))
+    tl.store(status + 6, (want + behind).to(tl.int32))
 
 
 @triton.jit
