@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Where an operator loses to cuBLAS with one rank: each operator (cco.ops, LSA) against a
-plain persistent Triton GEMM built from the same core (cco.ops.kernels.core: grouped tiles,
-the same tile shape and programs) and against torch.matmul, for the tile shape the operators
+"""Where an operator loses to cuBLAS with one rank: each operator (cco.ops, LSA) against its
+GEMM core alone (cco_tools.perf.kernels.ops_core, the anchor `cco perf --suites ops` times:
+grouped tiles, the same tile shape and programs) and against torch.matmul, for the tile shape the operators
 use and three variants of it (GROUP_M 16 and 4, 3 stages). CUDA-graph timing as `cco perf`
 (5 calls a graph, median of 3). Prints one line per shape: matmul TFLOP/s, then per variant
 matmul/plain and matmul/op in %.
@@ -25,8 +25,9 @@ import triton.language as tl
 from cco import Communicator, ops
 from cco.ops import planning
 from cco.ops.context import OpsContext
-from cco.ops.kernels.core import mma, store_tile, tile_coords
+from cco.ops.kernels.core import tile_coords
 from cco.runtime import bootstrap
+from cco_tools.perf.kernels.ops_core import core_matmul
 from cco_tools.perf.suites.ops import _time
 
 SHAPES = [("ag_gemm", 4096, 8192, 28672), ("ag_gemm", 16384, 8192, 28672), ("gemm_ar", 4096, 28672, 8192),
@@ -34,19 +35,6 @@ SHAPES = [("ag_gemm", 4096, 8192, 28672), ("ag_gemm", 16384, 8192, 28672), ("gem
 BASE = planning.TILE_CONFIGS["cuda"]["bfloat16"]
 VARIANTS = {"base": BASE, "g16": planning.TileConfig(128, 256, 64, 8, 4, 16),
             "s3": planning.TileConfig(128, 256, 64, 8, 3), "g4": planning.TileConfig(128, 256, 64, 8, 4, 4)}
-
-
-@triton.jit
-def plain(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    programs = tl.num_programs(0)
-    MT = tl.cdiv(M, BM)
-    NT = tl.cdiv(N, BN)
-    for t in range(pid, MT * NT, programs):
-        mt, nt = tile_coords(t, MT, NT, GROUP_M)
-        nrows = tl.minimum(BM, M - mt * BM)
-        acc = mma(a + (mt * BM).to(tl.int64) * K, K, b, N, 1, nrows, nt * BN, N, K, BM, BN, BK, True, True)
-        store_tile(c + (mt * BM).to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(tl.bfloat16), BM, BN)
 
 
 @triton.jit
@@ -127,10 +115,8 @@ def probe(comm, op, m, k, n, sms, dev):
         for name, cfg in VARIANTS.items():
             planning.TILE_CONFIGS["cuda"]["bfloat16"] = cfg
             OpsContext.of(comm).plans.clear()   # (a plan's key has no tiles: made again with cfg)
-            grid = (min(sms, triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn)),)
-            t_plain = median_time(lambda: plain[grid](a, b, c, m, n, k, BM=cfg.bm, BN=cfg.bn, BK=cfg.bk,
-                                                      GROUP_M=cfg.group_m, num_warps=cfg.warps,
-                                                      num_stages=cfg.stages))
+            # the core alone with cfg (core_matmul reads the tile configuration just set)
+            t_plain = median_time(lambda: core_matmul(a, b, c, sms, 1))
             try:
                 fused = f"{100 * t_mm / median_time(call):.1f}"
             except Exception as e:  # noqa: BLE001 (a failing variant is a figure that says so)

@@ -14,7 +14,6 @@ import time
 import torch
 
 from cco import Communicator, ops
-from cco.ops import planning
 from cco.ops.context import OpsContext
 from cco.runtime import bootstrap
 
@@ -33,8 +32,7 @@ def status_of(comm, op):
     torch.cuda.synchronize()
     for key, plan in OpsContext.of(comm).plans.items():
         if key[0] == op:
-            words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()
-            waited = planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr) if words[2] else ""
+            words, waited = OpsContext.plan_status(plan)
             return words[:2], waited
     return [0, 0], ""
 

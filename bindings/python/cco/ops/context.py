@@ -192,12 +192,21 @@ class OpsContext:
         gave_up = mismatch = False
         waited = ""
         for key, plan in self.plans.items():
-            words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()
+            words, what = self.plan_status(plan)
             gave_up |= bool(words[0])
             mismatch |= bool(words[1])
-            if words[2] and not waited:
-                waited = f"{key[0]}: " + planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr)
+            if what and not waited:
+                waited = f"{key[0]}: {what}"
         return gave_up, mismatch, waited
+
+    @staticmethod
+    def plan_status(plan):
+        """One plan's status words (planning.STATUS_WORDS), and what a wait of it that ran out
+        of time waited for ("" if none); the caller synchronised."""
+        torch = _torch()
+        words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()
+        what = planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr) if words[2] else ""
+        return words, what
 
 
 def check(comm):

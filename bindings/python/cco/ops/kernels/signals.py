@@ -193,7 +193,7 @@ def _stop(dc, status, ran_out, late, KIND: tl.constexpr):
 
 @triton.jit
 def _note_wait(status, address, index, queue, want, behind, KIND: tl.constexpr):
-    """What a wait that ran out of time waited for, in status words 2-7 (cco.ops.context
+    """What a wait that ran out of time waited for, in status words 2-6 (cco.ops.context
     explains them in ops.check's error): 1 + KIND; the signal or the SDMA peer (KIND 1, 2) or
     the flag's address, low and high 32 bits (KIND 0); the SDMA queue; the value wanted and the
     value read, low 32 bits. Plain stores: programs that run out together each leave theirs,

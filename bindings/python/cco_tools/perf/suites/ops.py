@@ -49,44 +49,34 @@ def gemm_rows(op, m, world):
     return m * world if op == "ag_gemm" else m
 
 
-def _time(fn, reps, comm):
+def _time(fn, reps, comm, graph=True):
     """Seconds per call of fn on this rank: a CUDA graph of `reps` calls, replayed once to
-    warm it, then timed (after a host barrier when comm is given)."""
+    warm it, then timed (after a host barrier when comm is given). graph=False: `reps` calls
+    launched from the host after one warm-up call (torch's SymmetricMemory ops synchronise
+    through the host and are called eagerly)."""
     import torch
 
     fn()
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(torch.cuda.Stream()):
-        graph.capture_begin()
-        for _ in range(reps):
-            fn()
-        graph.capture_end()
-    graph.replay()
-    torch.cuda.synchronize()
+    if graph:
+        captured = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(torch.cuda.Stream()):
+            captured.capture_begin()
+            for _ in range(reps):
+                fn()
+            captured.capture_end()
+        captured.replay()
+        torch.cuda.synchronize()
+        run = captured.replay
+    else:
+        def run():
+            for _ in range(reps):
+                fn()
     if comm is not None:
         comm.barrier()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / 1e3 / reps
-
-
-def _time_eager(fn, reps, comm):
-    """Seconds per call of fn, launched from the host `reps` times (no graph: torch's
-    SymmetricMemory ops synchronise through the host and are called eagerly), after a
-    warm-up call and a host barrier."""
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    comm.barrier()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
+    run()
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / 1e3 / reps
@@ -166,7 +156,7 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
             try:
                 fused_by_torch = _torch_fused(dist, op, a, b)
                 if fused_by_torch is not None:
-                    torch_s = _time_eager(fused_by_torch, reps, comm)
+                    torch_s = _time(fused_by_torch, reps, comm, graph=False)
             except Exception as e:  # noqa: BLE001 (an anchor torch cannot run here is said, not fatal)
                 torch_error = f"torch's fused op: {type(e).__name__}: {e}"[:200]
         for transport in transports:
