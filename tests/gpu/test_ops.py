@@ -55,10 +55,10 @@ def test_ag_gemm_over_sdma_equals_its_reference(ranks):
     assert out.count("PASS sdma") == ranks
 
 
-@pytest.mark.parametrize("ranks", [2])
-def test_a_rank_that_never_calls_makes_the_peers_give_up(ranks):
+@pytest.mark.parametrize("transport", ["lsa", "gda"])
+def test_a_rank_that_never_calls_makes_the_peers_give_up(transport):
     # Long enough for every rank to start (torch and CUDA under MPS) and meet at the rendezvous.
-    out = _run(ranks, ["timeout"], timeout=300, env={"CCO_TIMEOUT_MS": "15000"})
+    out = _run(2, [f"timeout@{transport}"], timeout=300, env={"CCO_TIMEOUT_MS": "15000"})
     assert "PASS timeout" in out
 
 
@@ -306,9 +306,9 @@ def case_errors(comm, rank, world, dev, dtypes):
     print(f"PASS errors rank {rank}", flush=True)
 
 
-def case_timeout(comm, rank, world, dev, dtypes):
+def case_timeout(comm, rank, world, dev, dtypes, transport=None):
     """Rank 1 skips a call its peers make: their kernel gives up (CCO_TIMEOUT_MS) and
-    ops.check raises on them; nobody hangs."""
+    ops.check raises on them; nobody hangs. Last of a run: it ends the communicator."""
     import time
 
     import torch
@@ -318,12 +318,13 @@ def case_timeout(comm, rank, world, dev, dtypes):
 
     a = _ints((128, 64), rank, torch.bfloat16, dev)
     b = _ints((64, 256), 1, torch.bfloat16, dev)
-    ops.gemm_ag(a, b, comm)            # made together: the plan
+    over = {"transport": transport} if transport else {}
+    ops.gemm_ag(a, b, comm, **over)    # made together: the plan
     torch.cuda.synchronize()
     comm.barrier()
     start = time.monotonic()
     if rank != 1:
-        ops.gemm_ag(a, b, comm)
+        ops.gemm_ag(a, b, comm, **over)
         try:
             ops.check(comm)
         except CCOTimeoutError:

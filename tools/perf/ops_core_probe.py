@@ -9,8 +9,9 @@ matmul/plain and matmul/op in %.
 Then candidate cores for the operators, each as matmul/core in %: the same tiles loaded by TMA
 (host tensor descriptors; the result stored in two halves, so that 4 stages fit in shared
 memory), that loop flattened (the next tile's loads overlap this one's epilogue), flattened
-and warp-specialized, and TMA with 3 stages and one store. What a faster core would gain the
-operators, before any of them is rebuilt on it.
+and warp-specialized, and TMA with 3 stages and one store; one tile a program (a plain Triton
+GEMM, 4 and 3 stages); and the operators' persistent core itself. What a faster core would gain
+the operators, before any of them is rebuilt on it.
 
     python -m cco.launch -n 1 tools/perf/ops_core_probe.py [--cores-only]
 """
@@ -57,6 +58,37 @@ def tma_core(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr
             c_desc.store([mt * BM, nt * BN], acc.to(c_desc.dtype))
 
 
+@triton.jit
+def one_tile_core(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    """One tile a program, as a plain Triton GEMM does (the issue's 92-97 % reference): the GPU
+    starts the next program while this one stores, where a persistent loop waits for its store.
+    K a multiple of BK (every shape here)."""
+    mt, nt = tile_coords(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
+    rm = (mt * BM + tl.arange(0, BM)) % M
+    rn = (nt * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    a_ptrs = a + rm[:, None].to(tl.int64) * K + rk[None, :]
+    b_ptrs = b + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(K // BK):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        a_ptrs += BK
+        b_ptrs += BK * N
+    rows = mt * BM + tl.arange(0, BM)
+    cols = nt * BN + tl.arange(0, BN)
+    tl.store(c + rows[:, None].to(tl.int64) * N + cols[None, :], acc.to(c.dtype.element_ty),
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def one_tile_matmul(a, b, c, stages):
+    t = BASE
+    m, k = a.shape
+    n = b.shape[1]
+    grid = (triton.cdiv(m, t.bm) * triton.cdiv(n, t.bn),)
+    return lambda: one_tile_core[grid](a, b, c, m, n, k, BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m,
+                                       num_warps=t.warps, num_stages=stages)
+
+
 # (flatten, warp-specialize, store in halves, stages)
 TMA_VARIANTS = {"tma": (False, False, True, 4), "tma-flat": (True, False, True, 4), "tma-ws": (True, True, True, 4),
                 "tma-s3": (False, False, False, 3)}
@@ -84,9 +116,13 @@ def cores(m, k, n, sms, dev):
     want = torch.matmul(a, b)
     t_mm = median_time(lambda: torch.matmul(a, b))
     line = f"cores {m}x{k}x{n}: matmul {2 * m * k * n / t_mm / 1e12:.0f} TF/s"
-    for name, variant in TMA_VARIANTS.items():
+    candidates = {name: (lambda v=v: tma_matmul(a, b, c, sms, v)) for name, v in TMA_VARIANTS.items()}
+    candidates["one-tile"] = lambda: one_tile_matmul(a, b, c, 4)
+    candidates["one-tile-s3"] = lambda: one_tile_matmul(a, b, c, 3)
+    candidates["persistent"] = lambda: (lambda: core_matmul(a, b, c, sms, 1))
+    for name, make in candidates.items():
         try:
-            run = tma_matmul(a, b, c, sms, variant)
+            run = make()
             c.fill_(float("nan"))   # a variant that leaves tiles unwritten shows as WRONG
             run()
             torch.cuda.synchronize()
