@@ -4,7 +4,8 @@ processes (on one GPU they share it under MPS, as tests/gpu/run_all.sh runs them
 fp16 (fp8 e4m3 where the GPU has it), shapes that are and are not multiples of the tiles,
 uneven all-to-all splits with empty ones; CUDA graph capture and replay with new inputs;
 operands from the symmetric pool; bad operands refused on the rank that holds them before
-any kernel; a rank that never calls makes its peers' call give up within the timeout.
+any kernel; `cco perf`'s CCO split anchor equal to the operators; a rank that never calls
+makes its peers' call give up within the timeout.
 
 Inputs are small integers, so every product and sum is exact in fp32 and the reference
 (computed on each rank from every rank's seeded inputs, no torch.distributed) rounds as the
@@ -20,7 +21,7 @@ import sys
 
 import pytest
 
-CASES = ["ops", "graph", "pool", "errors", "timeout"]
+CASES = ["ops", "graph", "pool", "errors", "split", "timeout"]
 
 
 def _run(ranks, cases, timeout=600, env=None):
@@ -34,8 +35,8 @@ def _run(ranks, cases, timeout=600, env=None):
 
 @pytest.mark.parametrize("ranks", [1, 2, 4])
 def test_operators_equal_their_references(ranks):
-    out = _run(ranks, ["ops", "graph", "pool", "errors"])
-    assert out.count("PASS") >= 4 * ranks
+    out = _run(ranks, ["ops", "graph", "pool", "errors", "split"])
+    assert out.count("PASS") >= 5 * ranks
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
@@ -304,6 +305,31 @@ def case_errors(comm, rank, world, dev, dtypes):
         else:
             raise AssertionError(f"accepted: {text}")
     print(f"PASS errors rank {rank}", flush=True)
+
+
+def case_split(comm, rank, world, dev, dtypes):
+    """`cco perf --suites ops`'s CCO split (the GEMM, then or after it the collective as a CCO
+    kernel) equals the operator, twice in a row with new inputs (its barriers reused), for
+    every operator with equal shards."""
+    import torch
+
+    from cco import ops
+    from cco.ops.context import OpsContext
+    from cco_tools.perf.kernels.lsa import max_programs
+    from cco_tools.perf.kernels.ops_split import COLLECTIVES, Split
+
+    m, k, n = 128 * world, 128, 384
+    split = Split(comm, m * max(k, n) * 2, max_programs(OpsContext.of(comm).ranks_per_gpu))
+    for op in COLLECTIVES:
+        for step in range(2):
+            a = _ints((m, k), 10 * step + rank, torch.bfloat16, dev)
+            b = _ints((k, n), 77 + step + rank, torch.bfloat16, dev)
+            got = split.call(op, a, b)().clone()
+            args = (a, b, [m // world] * world, comm) if "a2a" in op else (a, b, comm)
+            _check(f"split {op} step {step}", got, getattr(ops, op)(*args), rank)
+    ops.check(comm)
+    split.close()
+    print(f"PASS split rank {rank}", flush=True)
 
 
 def case_timeout(comm, rank, world, dev, dtypes, transport=None):

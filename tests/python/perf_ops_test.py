@@ -26,12 +26,12 @@ def test_shapes_cover_every_operator_and_shard_by_the_ranks():
 
 def test_the_slowest_rank_counts_and_any_error_marks_the_row():
     rank0 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=1.0, matmul_s=0.5, core_s=0.5, nccl_s=None,
-                  torch_s=0.5, anchor_error="torch's fused op: E: y")]
+                  torch_s=0.5, cco_split_s=1.5, anchor_error="torch's fused op: E: y")]
     rank1 = [dict(op="gemm_ar", shape="s", flops=2e12, fused_s=2.0, matmul_s=0.25, core_s=0.75, nccl_s=None,
-                  torch_s=0.75, error="E: x")]
+                  torch_s=0.75, cco_split_s=1.25, error="E: x")]
     (row,) = ops.slowest([rank0, rank1])
     assert row["fused_s"] == 2.0 and row["matmul_s"] == 0.5 and row["core_s"] == 0.75 and row["nccl_s"] is None
-    assert row["torch_s"] == 0.75
+    assert row["torch_s"] == 0.75 and row["cco_split_s"] == 1.5
     assert row["error"] == "E: x" and row["anchor_error"] == "torch's fused op: E: y"
     rank1[0].pop("fused_s")  # a rank that has no figure: none for the row
     assert ops.slowest([rank0, rank1])[0]["fused_s"] is None
@@ -41,7 +41,7 @@ def test_one_table_per_operator_with_failures_named():
     rows = []
     for op in ops.OPERATORS:
         rows.append(dict(op=op, shape=f"{op} M=4096", flops=2e12, fused_s=2e-3, matmul_s=1e-3, core_s=1.6e-3,
-                         nccl_s=3e-3, torch_s=2.5e-3 if op in ("ag_gemm", "gemm_rs") else None))
+                         cco_split_s=2.8e-3, nccl_s=3e-3, torch_s=2.5e-3 if op in ("ag_gemm", "gemm_rs") else None))
     rows[1].update(fused_s=None, error="CCOTimeoutError: a peer never came")
     rows[0].update(anchor_error="torch's fused op: RuntimeError: no symmetric memory")
     out = io.StringIO()
@@ -49,11 +49,12 @@ def test_one_table_per_operator_with_failures_named():
     ops.add_tables(report, rows, 2, shared=False)
     assert len(report.suites) == len(ops.OPERATORS)
     first = report.suites[0]["rows"][0]
-    # fused us, TFLOP/s; matmul us, TFLOP/s, matmul/fused %; core TFLOP/s, core/fused %; exposed; split;
-    # torch's fused op (none for gemm_ar, the first operator)
-    assert first[1:11] == pytest.approx([2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1250.0, 80.0, 1000.0, 3000.0, None])
+    # fused us, TFLOP/s; matmul us, TFLOP/s, matmul/fused %; core TFLOP/s, core/fused %; exposed; CCO's split;
+    # NCCL's split; torch's fused op (none for gemm_ar, the first operator)
+    assert first[1:12] == pytest.approx([2000.0, 1000.0, 1000.0, 2000.0, 50.0, 1250.0, 80.0, 1000.0, 2800.0, 3000.0,
+                                         None])
     by_op = {s["suite"].split(",")[0]: s for s in report.suites}
-    assert by_op["cco.ops.ag_gemm"]["rows"][0][10] == pytest.approx(2500.0)
+    assert by_op["cco.ops.ag_gemm"]["rows"][0][11] == pytest.approx(2500.0)
     assert "torch has none" in by_op["cco.ops.gemm_ar"]["note"]
     assert "no symmetric memory" in report.suites[0]["note"]
     failed = report.suites[1]
@@ -95,3 +96,32 @@ def test_ops_is_a_gpu_suite_with_ranks_of_its_own():
     assert o.suites == ("ops",) and o.world == 1 and "ops" in options.OWN_PROCESSES
     with pytest.raises(options.UsageError, match="unknown suite"):
         options.Options.from_args(p.parse_args(["--platform", "cpu", "--suites", "ops"]), [])
+
+
+class _Comm:
+    def __init__(self, world, lsa):
+        self.world_size, self.lsa_size = world, lsa
+
+
+@pytest.mark.parametrize("world, lsa", [(1, 1), (4, 2)])
+def test_cco_split_only_where_every_rank_is_an_lsa_peer(world, lsa):
+    """One rank has nothing to move; ranks on several hosts have no LSA kernel between them:
+    no split anchor (its column stays empty), and no window is made for one."""
+    assert ops._cco_split(_Comm(world, lsa), None, (4096,), world) is None
+
+
+def test_the_cco_split_window_holds_the_largest_source():
+    from cco_tools.perf.kernels.ops_split import COLLECTIVES, source_bytes
+
+    assert set(COLLECTIVES) == set(ops.OPERATORS)
+    # before the GEMM the collective moves a (m x k), after it the product (m x n)
+    assert source_bytes("ag_gemm", 2048, 8192, 14336) == 2048 * 8192 * 2
+    assert source_bytes("gemm_rs", 16384, 14336, 8192) == 16384 * 8192 * 2
+    biggest = max(source_bytes(op, m, k, n) for op, _, m, k, n in ops.shapes_for(ops.TOKENS, 2))
+    assert biggest == 16384 * ops.HIDDEN * 2   # gemm_rs / gemm_ar at M = 16384
+
+
+def test_a_split_that_differs_from_the_operator_is_said():
+    assert ops._beyond_rounding(0.3, 8.0) is None          # bf16 sums in another order
+    assert "differs from the operator by 2 of 8" in ops._beyond_rounding(2.0, 8.0)
+    assert ops._beyond_rounding(0.0, 0.0) is None and ops._beyond_rounding(1.0, 0.0)   # all zeros wanted

@@ -233,3 +233,28 @@ def test_the_perf_anchor_is_the_operators_gemm_core(target):
         assert re.search(r"wgmma", _code(t, c))
     else:
         assert c.asm["hsaco"]
+
+
+@pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
+@pytest.mark.parametrize("reduce, my_block", [(False, False), (True, True), (False, True)])
+def test_the_cco_split_anchor_inlines_its_collective(target, reduce, my_block):
+    """`cco perf --suites ops`'s CCO split (cco_tools.perf.kernels.ops_split): the all-gather,
+    reduce-scatter and all-to-all forms of its one kernel, with the LSA barrier and peer
+    pointers inlined and its loads and stores 16 bytes wide (a copy at 2 bytes a thread would
+    make the anchor a strawman)."""
+    from cco_tools.perf.kernels.ops_split import BLOCK, lsa_exchange
+
+    t = TARGETS[target]
+    signature = {"dc": "u64", "win": "u64", "dst": "*bf16", "count": "i32", "NRANKS": "constexpr",
+                 "REDUCE": "constexpr", "MY_BLOCK": "constexpr", "BLOCK": "constexpr"}
+    constexprs = dict(NRANKS=WORLD, REDUCE=reduce, MY_BLOCK=my_block, BLOCK=BLOCK)
+    names = list(signature)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("dst", "count")}
+    c = triton.compile(ASTSource(fn=lsa_exchange, signature=signature, constexprs=constexprs, attrs=attrs), target=t,
+                       options={"extern_libs": tuple(cco.get_extern_libs(t).items()), "num_warps": 8})
+    code = _code(t, c)
+    assert re.findall(CALL[t.backend], code, re.M) == []
+    for name in ("cco_lsa_barrier_sync__block__acquire", "cco_lsa_barrier_sync__block__release", "cco_lsa_ptr"):
+        assert name in c.asm["ttir"], f"no {name} in the split's kernel"
+    wide = {"cuda": r"ld\.global\S*\.v4\.b32|ld\.global\S*\.v4\.u32", "hip": r"global_load_dwordx4"}[t.backend]
+    assert re.search(wide, code), "the split's loads are not 16 bytes wide"

@@ -2,8 +2,11 @@
 """`cco perf --suites ops`: the fused GEMM + collective operators (cco.ops), one table per
 operator, each figure with its anchors measured in the same run: torch.matmul (cuBLAS) of the
 same local GEMM, the operators' own GEMM core alone (cco_tools.perf.kernels.ops_core: what the
-fused machinery costs), the exposed communication (fused minus that matmul), and matmul followed
-by the collective through torch.distributed (NCCL) where every rank has a GPU of its own.
+fused machinery costs), the exposed communication (fused minus that matmul), CCO's own split
+(torch.matmul and the collective as a CCO kernel, one after the other:
+cco_tools.perf.kernels.ops_split; every rank on one host), matmul followed by the collective
+through torch.distributed (NCCL) and torch's SymmetricMemory fused op, these two where every rank
+has a GPU of its own.
 
 Shapes: Llama-3-70B tensor-parallel layers (hidden 8192, FFN 28672; M = 1024, 4096, 16384
 tokens; 4096 with --quick) and a DeepSeek-V3 expert layer (hidden 7168, expert FFN 2048, top-8:
@@ -126,6 +129,65 @@ def _torch_fused(dist, op, a, b):
     return lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", scatter_dim=0, group_name=group)
 
 
+def _cco_split(comm, ctx, tokens, world):
+    """CCO's split for every shape of the run (one window, the largest source), or None where
+    it has none: one rank, or ranks on more than one host."""
+    from cco_tools.perf.kernels.lsa import max_programs
+    from cco_tools.perf.kernels.ops_split import Split, source_bytes
+
+    if world == 1 or comm.lsa_size != world:
+        return None
+    nbytes = max(source_bytes(op, m, k, n) for op, _, m, k, n in shapes_for(tokens, world))
+    return Split(comm, nbytes, max_programs(ctx.ranks_per_gpu))
+
+
+def _differs(got, want):
+    """Why got is not the operator's result want, or None."""
+    return _beyond_rounding((got.float() - want.float()).abs().max().item(), want.float().abs().max().item())
+
+
+def _beyond_rounding(worst, scale):
+    """Why a largest difference `worst` between two results whose largest value is `scale` is
+    more than bf16 sums taken in another order make (5 % of scale), or None."""
+    scale = scale or 1.0
+    return None if worst <= 0.05 * scale else f"CCO's split differs from the operator by {worst:.3g} of {scale:.3g}"
+
+
+def _operator(op, a, b, comm, splits, received, transport):
+    """The call of cco.ops's `op` the suite times."""
+    from cco import ops
+
+    if op in ("gemm_a2a", "a2a_gemm"):
+        return lambda: getattr(ops, op)(a, b, splits, comm, out_splits=received, transport=transport)
+    return lambda: getattr(ops, op)(a, b, comm, transport=transport)
+
+
+def _anchors(comm, dist, split, op, a, b, local, splits, received, world, reps):
+    """The shape's anchors that communicate ({cco_split_s, nccl_s, torch_s}: seconds or None)
+    and why any is missing. CCO's split is checked against the operator (LSA) once timed."""
+    figures = dict(cco_split_s=None, nccl_s=None, torch_s=None)
+    errors = []
+    if split is not None:
+        try:
+            run = split.call(op, a, b)
+            figures["cco_split_s"] = _time(run, reps, comm)
+            wrong = _differs(run(), _operator(op, a, b, comm, splits, received, "lsa")())
+        except Exception as e:  # noqa: BLE001 (shards it cannot cut, a kernel that failed: said, not fatal)
+            wrong = f"CCO's split: {type(e).__name__}: {e}"[:200]
+        if wrong:
+            figures["cco_split_s"] = None
+            errors.append(wrong)
+    if dist is not None:
+        figures["nccl_s"] = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
+        try:
+            fused_by_torch = _torch_fused(dist, op, a, b)
+            if fused_by_torch is not None:
+                figures["torch_s"] = _time(fused_by_torch, reps, comm, graph=False)
+        except Exception as e:  # noqa: BLE001 (an anchor torch cannot run here is said, not fatal)
+            errors.append(f"torch's fused op: {type(e).__name__}: {e}"[:200])
+    return figures, errors
+
+
 def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
     """This rank's rows (times are this rank's; the caller takes the slowest): each shape with
     each transport that carries its operator (sdma: the all-gather pair's), then its anchors."""
@@ -138,6 +200,7 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
     dev = torch.device("cuda", torch.cuda.current_device())
     dtype = torch.bfloat16
     ctx = OpsContext.of(comm)   # the GPU's programs and the ranks sharing it, as the operators see them
+    split = _cco_split(comm, ctx, tokens, world)
     rows = []
     for op, what, m, k, n in shapes_for(tokens, world):
         a = torch.randn(m, k, device=dev, dtype=dtype) / 8
@@ -150,31 +213,15 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
         core_out = local.new_empty(local.shape[0], n)
         core_s = _time(lambda: core_matmul(local, b, core_out, ctx.sm_count, ctx.ranks_per_gpu, ctx.backend), reps,
                        None)
-        nccl_s = torch_s = torch_error = None
-        if dist is not None:
-            nccl_s = _time(lambda: _nccl_split(dist, op, local, a, b, splits, received, world), reps, None)
-            try:
-                fused_by_torch = _torch_fused(dist, op, a, b)
-                if fused_by_torch is not None:
-                    torch_s = _time(fused_by_torch, reps, comm, graph=False)
-            except Exception as e:  # noqa: BLE001 (an anchor torch cannot run here is said, not fatal)
-                torch_error = f"torch's fused op: {type(e).__name__}: {e}"[:200]
+        anchors, anchor_errors = _anchors(comm, dist, split, op, a, b, local, splits, received, world, reps)
         for transport in transports:
             if transport == "sdma" and op not in ("ag_gemm", "gemm_ag"):
                 continue
-            call = {
-                "gemm_ar": lambda: ops.gemm_ar(a, b, comm, transport=transport),
-                "gemm_rs": lambda: ops.gemm_rs(a, b, comm, transport=transport),
-                "ag_gemm": lambda: ops.ag_gemm(a, b, comm, transport=transport),
-                "gemm_ag": lambda: ops.gemm_ag(a, b, comm, transport=transport),
-                "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=received, transport=transport),
-                "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=received, transport=transport),
-            }[op]
+            call = _operator(op, a, b, comm, splits, received, transport)
             row = dict(op=op, shape=what, transport=transport, M=local.shape[0], K=k, N=n,
-                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, core_s=core_s, nccl_s=nccl_s,
-                       torch_s=torch_s)
-            if torch_error:
-                row["anchor_error"] = torch_error
+                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, core_s=core_s, **anchors)
+            if anchor_errors:
+                row["anchor_error"] = "; ".join(anchor_errors)
             try:
                 row["fused_s"] = _time(call, reps, comm)
                 ops.check(comm)
@@ -183,6 +230,8 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
             rows.append(row)
         a = b = local = core_out = call = None  # freed before the next shape allocates
         torch.cuda.empty_cache()
+    if split is not None:
+        split.close()
     return rows
 
 
@@ -192,7 +241,7 @@ def slowest(per_rank):
     merged = []
     for rows in zip(*per_rank):
         row = dict(rows[0])
-        for key in ("fused_s", "matmul_s", "core_s", "nccl_s", "torch_s"):
+        for key in ("fused_s", "matmul_s", "core_s", "nccl_s", "torch_s", "cco_split_s"):
             values = [r[key] for r in rows if r.get(key) is not None]
             row[key] = max(values) if len(values) == len(rows) else None
         for key in ("error", "anchor_error"):
@@ -271,10 +320,11 @@ def add_tables(report, rows, world, shared):
             f"cco.ops.{op}, {world} ranks (bf16)",
             [R.text("shape", 28), R.figure("fused", "us"), R.figure("fused", "TFLOP/s"), R.figure("matmul", "us"),
              R.figure("matmul", "TFLOP/s"), R.figure("matmul/fused", "%"), R.figure("core", "TFLOP/s"),
-             R.figure("core/fused", "%"), R.figure("exposed", "us"), R.figure("split", "us"),
-             R.figure("torch fused", "us")],
+             R.figure("core/fused", "%"), R.figure("exposed", "us"), R.figure("cco split", "us"),
+             R.figure("nccl split", "us"), R.figure("torch fused", "us")],
             note=f"fused: the operator; matmul: torch.matmul of the same local GEMM; core: the operators' own "
-                 f"Triton GEMM core alone (no communication); exposed: fused - matmul; split: {nccl_note}; "
+                 f"Triton GEMM core alone (no communication); exposed: fused - matmul; cco split: torch.matmul "
+                 f"and the collective as a CCO LSA kernel, one after the other; nccl split: {nccl_note}; "
                  f"torch fused: torch's SymmetricMemory op{torch_note}, called eagerly, a GPU per rank only; "
                  f"the slowest rank of each" + "".join(f"; failed: {e}" for e in errors))
         for r in mine:
@@ -282,8 +332,8 @@ def add_tables(report, rows, world, shared):
             label = r["shape"] + ("" if r.get("transport", "lsa") == "lsa" else f" {r['transport']}")
             table.append([label + (" (failed)" if r.get("error") else ""), _us(fused), _tflops(r, fused),
                           _us(matmul), _tflops(r, matmul), _percent(matmul, fused), _tflops(r, core),
-                          _percent(core, fused), _us(fused - matmul) if fused and matmul else None, _us(split),
-                          _us(r.get("torch_s"))])
+                          _percent(core, fused), _us(fused - matmul) if fused and matmul else None,
+                          _us(r.get("cco_split_s")), _us(split), _us(r.get("torch_s"))])
 
 
 def _percent(anchor, fused):
