@@ -60,9 +60,8 @@ def tma_core(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr
 
 @triton.jit
 def one_tile_core(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
-    """One tile a program, as a plain Triton GEMM does (the issue's 92-97 % reference): the GPU
-    starts the next program while this one stores, where a persistent loop waits for its store.
-    K a multiple of BK (every shape here)."""
+    """One tile a program, as a plain Triton GEMM does (the issue's 92-97 % reference), against
+    the operators' persistent loop. K a multiple of BK (every shape here)."""
     mt, nt = tile_coords(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
     rm = (mt * BM + tl.arange(0, BM)) % M
     rn = (nt * BN + tl.arange(0, BN)) % N
