@@ -51,7 +51,7 @@ def test_operators_over_gda_equal_their_references(ranks):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
-def test_ag_gemm_over_sdma_equals_its_reference(ranks):
+def test_the_sdma_operators_equal_their_references(ranks):
     out = _run(ranks, ["sdma"], env={"CCO_ENABLE_SDMA": "1"})
     assert out.count("PASS sdma") == ranks
 
@@ -224,10 +224,10 @@ def case_pool(comm, rank, world, dev, dtypes, transport="lsa"):
 
 
 def case_sdma(comm, rank, world, dev, dtypes):
-    """The all-gather pair with transport="sdma" (CCO_ENABLE_SDMA=1): ag_gemm's shard from an
-    ordinary tensor (staged) and from the pool (read in place), the gathered rows, gemm_ag,
-    several calls in a row, and a CUDA graph replayed with new inputs; other operators refuse
-    it, naming the pair."""
+    """transport="sdma" (CCO_ENABLE_SDMA=1): ag_gemm's shard from an ordinary tensor (staged)
+    and from the pool (read in place), the gathered rows, gemm_ag, a2a_gemm with splits that
+    change from call to call (empty ones too), several calls in a row, and CUDA graphs replayed
+    with new inputs; the operators it does not carry refuse it, naming those it does."""
     import torch
 
     from cco import ops
@@ -250,6 +250,18 @@ def case_sdma(comm, rank, world, dev, dtypes):
                        ops.ag_gemm(pooled, b, comm, transport="sdma"), want, rank)
                 _check(f"gemm_ag sdma {dtype} call {call}", ops.gemm_ag(shards[rank], b_same, comm, transport="sdma"),
                        torch.cat([_mm(s, b_same, out_dtype) for s in shards]), rank)
+            # a2a_gemm: a new split each call, so a wait counts from what the calls before landed
+            a_all = [_ints((m, k), 11 * r + m, dtype, dev) for r in range(world)]
+            for call in range(4):
+                splits = [_splits(world, m, 31 * call + r) for r in range(world)]
+                if world > 1 and call == 1:
+                    splits[0] = [m] + [0] * (world - 1)
+                recv = [splits[r][rank] for r in range(world)]
+                moved = torch.cat([a_all[r][sum(splits[r][:rank]):sum(splits[r][:rank]) + splits[r][rank]]
+                                   for r in range(world)])
+                _check(f"a2a_gemm sdma {dtype} {splits} call {call}",
+                       ops.a2a_gemm(a_all[rank], b, splits[rank], comm, out_splits=recv, transport="sdma"),
+                       _mm(moved, b, out_dtype), rank)
     a = _ints((128, 64), rank, torch.bfloat16, dev)
     b = _ints((64, 256), 1, torch.bfloat16, dev)
     ops.ag_gemm(a, b, comm, transport="sdma")
@@ -267,10 +279,28 @@ def case_sdma(comm, rank, world, dev, dtypes):
         want = ops.ag_gemm(a, b, comm)          # the same call over LSA
         torch.cuda.synchronize()
         _check(f"ag_gemm sdma graph replay {step}", captured, want, rank)
+    # a2a_gemm in a graph: one split captured, replayed with new rows (its copies counted on)
+    splits = [_splits(world, 128, 5 + r) for r in range(world)]
+    recv = [splits[r][rank] for r in range(world)]
+    ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv, transport="sdma")
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        graph.capture_begin()
+        captured = ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv, transport="sdma")
+        graph.capture_end()
+    for step in range(3):
+        a.copy_(_ints((128, 64), 70 + step * 7 + rank, torch.bfloat16, dev))
+        torch.cuda.synchronize()
+        comm.barrier()
+        graph.replay()
+        want = ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv)   # over LSA
+        torch.cuda.synchronize()
+        _check(f"a2a_gemm sdma graph replay {step}", captured, want, rank)
     try:
         ops.gemm_ar(a, torch.ones(64, 256, device=dev, dtype=torch.bfloat16), comm, transport="sdma")
     except NotImplementedError as e:
-        assert "all-gather pair" in str(e)
+        assert "a2a_gemm" in str(e) and "gemm_ar" in str(e)
     else:
         raise AssertionError("gemm_ar accepted transport='sdma'")
     ops.check(comm)

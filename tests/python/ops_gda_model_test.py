@@ -6,8 +6,8 @@ copies the bytes into the receiver's slot, and a signal is a sum to which the se
 (epoch - the epoch it last announced there). Every wait asserts its signal reads the call's
 epoch, every raise that the signal then reads exactly the epoch, and each call's results
 equal the torch semantics (new inputs every call, so a stale half or a wrong offset shows).
-Also ag_gemm over SDMA: copies landing in order, each chunk read only once the count of
-copies from its sender says it landed."""
+Also ag_gemm and a2a_gemm over SDMA: copies landing in order, each chunk read only once the
+count of copies from its sender says it landed, counted across calls whose splits differ."""
 
 from collections import defaultdict
 
@@ -333,24 +333,33 @@ def gemm_a2a_calls(world, m, k, n, sends, calls=3):
             np.testing.assert_array_equal(outs[q], np.concatenate(blocks))
 
 
-def ag_gemm_sdma_calls(world, m, k, calls=3):
-    """ag_gemm over SDMA: program d posts receiver DST[d]'s chunks in chunk order on one
-    queue; copies land one at a time, in order; after each landing, every chunk whose wait
-    ((epoch - 1) * chunks + c + 1 copies from its sender) is satisfied must be in the slot,
-    with this call's rows, and no wait is satisfied before its chunk landed."""
-    plans = [planning.gather_plan("ag_gemm", world, q, m, k, 8, "bfloat16", "bfloat16", TILES, 132, 1,
-                                  transport="sdma") for q in range(world)]
+def gather_sdma_calls(world, m, k, sends_per_call):
+    """ag_gemm (sends_per_call[e] None: every rank's m rows to everyone) or a2a_gemm
+    (sends_per_call[e][r][q] rows of rank r to rank q, other splits each call) over SDMA, one call
+    per entry: program d posts receiver DST[d]'s chunks in chunk order on one queue; copies land
+    one at a time, in order; after each landing, every chunk whose wait (landed[sender] + c + 1
+    copies from its sender, landed being what the calls before counted) is satisfied must be in
+    the slot, with this call's rows. At the call's end the last program adds each sender's
+    copies of the call (the rows it announced, or the table's) to landed, which must then equal
+    the copies that landed: what the next call's waits start from."""
+    op = "ag_gemm" if sends_per_call[0] is None else "a2a_gemm"
+    plans = [planning.gather_plan(op, world, q, m, k, 8, "bfloat16", "bfloat16", TILES, 132, 1, transport="sdma")
+             for q in range(world)]
     c = plans[0].consts
     assert c["SDMA"] and not c["GDA"]
+    assert all(p.layout.nbytes("landed") >= world * 8 + 4 for p in plans)   # W int64, then the programs done
     cap, bm, nqueues = c["CAP"], TILES.bm, c["QUEUES"]
     assert nqueues == max(1, min(world - 1, planning.SDMA_QUEUES))
-    send = [(m,) * world] * world
-    tables = [planning.gather_table(world, q, send[q], send[q], TILES, 8, broadcast=True)[0] for q in range(world)]
     f = planning.gather_table_offsets(world)
     slots = [np.full(p.layout.nbytes("slots") // ES, np.nan) for p in plans]
     landed = defaultdict(int)        # (sender, receiver) -> copies landed on the queue so far
-    for epoch in range(1, calls + 1):
+    counted = defaultdict(int)       # (sender, receiver) -> the receiver's landed[sender] (zeroed workspace)
+    for epoch, sends in enumerate(sends_per_call, start=1):
         par = epoch % 2
+        broadcast = sends is None
+        send = [(m,) * world] * world if broadcast else sends
+        recv = [tuple(send[r][q] for r in range(world)) for q in range(world)]
+        tables = [planning.gather_table(world, q, send[q], recv[q], TILES, 8, broadcast)[0] for q in range(world)]
         a = [_rand((m, k), 10 * epoch + q) for q in range(world)]
         queues = defaultdict(list)   # (sender, receiver) -> copies posted, in order
         for me in range(world):
@@ -363,20 +372,38 @@ def ag_gemm_sdma_calls(world, m, k, calls=3):
                     nrows = min(bm, count - ch * bm)
                     at = ((par * world + me) * cap + ch * bm) * k
                     queues[(me, dest)].append((at, a[me][first + ch * bm:first + ch * bm + nrows].reshape(-1)))
-        for (sender, receiver), copies in sorted(queues.items()):
-            chunks = cdiv(m, bm)   # what the receiver's table says the sender sends it (CNT)
-            for at, rows in copies:
-                slots[receiver][at:at + rows.size] = rows
-                landed[(sender, receiver)] += 1
-                for ch in range(chunks):
-                    want = (epoch - 1) * chunks + ch + 1
-                    nrows = min(bm, m - ch * bm)
-                    there = ((par * world + sender) * cap + ch * bm) * k
-                    ready = landed[(sender, receiver)] >= want
-                    present = np.array_equal(slots[receiver][there:there + nrows * k],
-                                             a[sender][ch * bm:ch * bm + nrows].reshape(-1))
-                    assert not ready or present, f"chunk {ch} from {sender} read before it landed"
-            assert landed[(sender, receiver)] == epoch * chunks
+        for receiver in range(world):
+            t = tables[receiver]
+            for i in range(1, world):
+                sender, rows = t[f["SRC"] + i], t[f["CNT"] + i]   # what the receiver's table expects
+                before = counted[(sender, receiver)]
+                copies = queues[(sender, receiver)]
+                for step in range(len(copies) + 1):   # before the first copy lands, then after each
+                    if step:
+                        at, values = copies[step - 1]
+                        slots[receiver][at:at + values.size] = values
+                        landed[(sender, receiver)] += 1
+                    for ch in range(cdiv(rows, bm)):
+                        ready = landed[(sender, receiver)] >= before + ch + 1
+                        nrows = min(bm, rows - ch * bm)
+                        there = ((par * world + sender) * cap + ch * bm) * k
+                        first = sum(send[sender][:receiver]) if not broadcast else 0
+                        want = a[sender][first + ch * bm:first + ch * bm + nrows].reshape(-1)
+                        assert not ready or np.array_equal(slots[receiver][there:there + nrows * k], want), \
+                            f"call {epoch}: chunk {ch} from {sender} read before it landed"
+                # every wait of the call is satisfied once the sender's copies are in
+                assert landed[(sender, receiver)] >= before + cdiv(rows, bm)
+                announced = rows if broadcast else send[sender][receiver]   # (the same here)
+                counted[(sender, receiver)] += cdiv(announced, bm)
+                assert counted[(sender, receiver)] == landed[(sender, receiver)]
+
+
+def _a2a_sends(world, m, rng):
+    sends = []
+    for _ in range(world):
+        cuts = np.sort(rng.integers(0, m + 1, size=world - 1))
+        sends.append(tuple(int(x) for x in np.diff(np.concatenate([[0], cuts, [m]]))))
+    return sends
 
 
 def gemm_ag_sdma_calls(world, m, n, seed, calls=3):
@@ -447,11 +474,7 @@ def test_ag_gemm_over_gda(world, m):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_all_to_all_pair_over_gda(world, seed):
     m = 11
-    rng = np.random.default_rng(seed)
-    sends = []
-    for _ in range(world):
-        cuts = np.sort(rng.integers(0, m + 1, size=world - 1))
-        sends.append(tuple(int(x) for x in np.diff(np.concatenate([[0], cuts, [m]]))))
+    sends = _a2a_sends(world, m, np.random.default_rng(seed))
     sends[0] = (m,) + (0,) * (world - 1)       # everything to rank 0, nothing elsewhere
     gather_calls(world, m, 6, 13, sends)
     gather_calls(world, m, 6, 13, sends, in_place=True)
@@ -461,7 +484,21 @@ def test_the_all_to_all_pair_over_gda(world, seed):
 @pytest.mark.parametrize("world", [2, 3, 4, 6, 8])   # from 6, receivers share queues
 @pytest.mark.parametrize("m", [8, 7, 1])
 def test_ag_gemm_over_sdma_waits_for_its_chunks_in_order(world, m):
-    ag_gemm_sdma_calls(world, m, 6)
+    gather_sdma_calls(world, m, 6, [None] * 3)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4, 6])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a2a_gemm_over_sdma_counts_what_each_call_landed(world, seed):
+    """Splits that change from call to call (one rank sending everything to rank 0, then
+    nothing to it): a wait counts from what the earlier calls' copies numbered, not from the
+    call's epoch, which only a fixed split would allow."""
+    m = 11
+    rng = np.random.default_rng(seed)
+    calls = [_a2a_sends(world, m, rng) for _ in range(4)]
+    calls[1][0] = (m,) + (0,) * (world - 1)
+    calls[2][0] = (0,) * (world - 1) + (m,)
+    gather_sdma_calls(world, m, 6, calls)
 
 
 @pytest.mark.parametrize("world", [2, 3, 4, 6, 8])   # from 6, receivers share queues

@@ -68,8 +68,8 @@ SDMA = dict(LSA, SDMA=True, QUEUES=3)
 
 
 def gather(target, in_dtype, world=None, transport=LSA, **over):
-    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_sent", "src_win", "src_off",
-                                                                      "timeout", "active"]
+    ints = ["M_OUT", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_sent", "off_landed", "src_win",
+                                                                      "src_off", "timeout", "active"]
     consts = dict(CAP=1024, CHUNKS=8, NT=14, RETURN_GATHERED=True, CHECK_COUNTS=True, BC=256,
                   ES=planning.ITEMSIZE[in_dtype], **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.gather_table_offsets(WORLD).items()})
@@ -192,16 +192,20 @@ def test_every_operator_over_gda(target):
 
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
-def test_the_all_gather_pair_over_sdma(target):
-    """transport="sdma": ag_gemm's chunks and gemm_ag's row blocks handed to copy engines (SDMA
-    puts, their completion counts read as the flags; ag_gemm quiets before the call ends, its
+def test_the_sdma_operators(target):
+    """transport="sdma": ag_gemm's and a2a_gemm's chunks and gemm_ag's row blocks handed to
+    copy engines (SDMA puts, their completion counts read as the flags, counted from what the
+    calls before landed: the last program to end a call adds the call's copies, with a gpu-scope
+    acq_rel count of the programs done; ag_gemm and a2a_gemm quiet before the call ends, their
     source being the caller's), start flags by load/store."""
     t = TARGETS[target]
-    c = gather(t, "bfloat16", transport=SDMA, CHECK_COUNTS=False)
-    assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
-    for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block", "cco_lsa_ptr"):
-        assert name in c.asm["ttir"], f"no {name} in the SDMA kernel"
-    assert "cco_gda_" not in c.asm["ttir"]
+    for check_counts in (False, True):   # ag_gemm; a2a_gemm, whose senders announce their rows
+        c = gather(t, "bfloat16", transport=SDMA, CHECK_COUNTS=check_counts, RETURN_GATHERED=not check_counts)
+        assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
+        for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block", "cco_lsa_ptr"):
+            assert name in c.asm["ttir"], f"no {name} in the SDMA kernel"
+        assert "cco_gda_" not in c.asm["ttir"]
+        assert re.search(r"tt.atomic_rmw add, acq_rel, gpu", c.asm["ttir"]), "no count of the programs done"
     # gemm_ag: its row blocks as copies, a receiver waiting for all of a sender's
     c = scatter(t, "bfloat16", True, transport=SDMA)
     assert re.findall(CALL[t.backend], _code(t, c), re.M) == []

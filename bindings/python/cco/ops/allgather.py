@@ -72,7 +72,7 @@ def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts, sour
                 **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
-            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "sent"),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "sent", "landed"),
             *(source or (0, 0)), ctx.wait_ticks, 1)
     launch(ctx, plan, gather_gemm, args, meta)
 

@@ -217,8 +217,9 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
                 return_gathered=False, transport="lsa"):
     """The workspace of ag_gemm / a2a_gemm at one shape: a slot of `cap` = a_rows rows per
     sender (the most one sender can send one receiver) and a flag per chunk of BM rows; GDA: a
-    signal per chunk. GDA and SDMA read `a` from a window: a staging area holds a copy of an
-    `a` that lies in none."""
+    signal per chunk; SDMA: the count of copies from each sender that earlier calls landed
+    (the copy engines' counts never reset; a call's splits may differ from the last's). GDA
+    and SDMA read `a` from a window: a staging area holds a copy of an `a` that lies in none."""
     cap = a_rows
     nt = cdiv(n, tiles.bn)
     chunks = cdiv(cap, tiles.bm)
@@ -232,6 +233,8 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
         _gda_areas(layout, consts, world, flags=2 * world * chunks)
     else:
         _lsa_consts(consts, world, sdma=transport == "sdma")
+    if transport == "sdma":   # copies landed from each sender before this call (int64), programs done (int32)
+        layout.add("landed", world * 8 + INT32)
     if transport != "lsa":
         layout.add("stage", cap * k * ITEMSIZE[in_dtype])
     return Plan(op, world, rank, tiles, programs, layout, [], consts)

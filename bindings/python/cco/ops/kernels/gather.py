@@ -20,8 +20,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, end_call, gda_put_from, note_failure, open_call, ptr_at, raise_flag,
-                                     trace_begin, trace_end, wait_copies, wait_for)
+from cco.ops.kernels.signals import (COUNT_BYTES, await_hellos, end_call, gda_put_from, note_failure, open_call, ptr_at,
+                                     raise_flag, trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit
@@ -79,22 +79,48 @@ def _copy_out(dc, ws, src_win, src_off, table, d, me, status, off_slots, K, par,
 
 
 @triton.jit
-def _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, timeout, WORLD: tl.constexpr,
-                CHUNKS: tl.constexpr, BM: tl.constexpr, GDA: tl.constexpr, SDMA: tl.constexpr,
-                SIG_FLAGS: tl.constexpr, QUEUES: tl.constexpr):
-    """Waits for chunk c of sender src's cnt rows: its flag or signal; SDMA: src's copies here
-    counting every chunk of the calls before this one and this call's up to c, on the queue
-    src uses for this rank (src's push order of this rank: DST[d] = src - 1 - d)."""
+def _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, c, par, epoch, timeout, WORLD: tl.constexpr,
+                CHUNKS: tl.constexpr, GDA: tl.constexpr, SDMA: tl.constexpr, SIG_FLAGS: tl.constexpr,
+                QUEUES: tl.constexpr):
+    """Waits for chunk c of sender src's rows: its flag or signal; SDMA: src's copies here
+    numbering those of the calls before this one (landed[src], see _count_landed) and this
+    call's up to c, on the queue src uses for this rank (src's push order of this rank:
+    DST[d] = src - 1 - d)."""
     if SDMA:
         queue = ((src - 1 - me + 2 * WORLD) % WORLD) % QUEUES
-        wait_copies(dc, src, queue, (epoch - 1).to(tl.int64) * tl.cdiv(cnt, BM) + c + 1, status, timeout)
+        before = tl.load(ptr_at(mine + off_landed, tl.int64) + src)
+        wait_copies(dc, src, queue, before + c + 1, status, timeout)
     else:
         wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, timeout, GDA, SIG_FLAGS)
 
 
+@triton.jit
+def _count_landed(mine, off_landed, off_counts, table, par, WORLD: tl.constexpr, BM: tl.constexpr,
+                  T_SRC: tl.constexpr, T_CNT: tl.constexpr, ANNOUNCED: tl.constexpr):
+    """SDMA: the copies each sender posted here this call (a chunk of BM rows a copy; the rows
+    it announced with its start flag, else the table's count) added to landed[sender] (W int64,
+    then the call's count of programs done, int32), where the next call's waits start from. By
+    the last program to end the call: every other one has done all its waits (the acq_rel count
+    orders their reads of landed before the update), and program 0 has seen every start flag.
+    Counting what senders announced, not what this rank expected, keeps the count true after a
+    call whose counts disagreed (ops.check reports that call)."""
+    landed = ptr_at(mine + off_landed, tl.int64)
+    done = (landed + WORLD).to(tl.pointer_type(tl.int32), bitcast=True)
+    if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+        for i in tl.static_range(1, WORLD):
+            src = tl.load(table + T_SRC + i)
+            if ANNOUNCED:
+                rows = tl.load(ptr_at(mine + off_counts, tl.int32) + (par * WORLD + src) * (COUNT_BYTES // 4),
+                               volatile=True)
+            else:
+                rows = tl.load(table + T_CNT + i)
+            tl.store(landed + src, tl.load(landed + src) + tl.cdiv(rows, BM))
+        tl.store(done, 0)
+
+
 @triton.jit(do_not_specialize=["M_OUT", "timeout", "active"])
 def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stride_bk, stride_bn,
-                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_sent,
+                off_counters, off_status, off_hello, off_counts, off_flags, off_slots, off_sent, off_landed,
                 src_win, src_off, timeout, active,
                 WORLD: tl.constexpr, CAP: tl.constexpr, CHUNKS: tl.constexpr, NT: tl.constexpr,
                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
@@ -110,7 +136,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
     else a copy of it the host made) and make sure every transfer is complete before the call
     ends (the source is reused). GDA: the chunks travel as puts (off_sent: see
     cco.ops.kernels.signals). SDMA: program d < W - 1 hands receiver d's chunks to a copy engine
-    before its first tile."""
+    before its first tile; off_landed: the copies from each sender the calls before counted
+    (_count_landed)."""
     if active != 0:
         DT: tl.constexpr = a.dtype.element_ty
         pid = tl.program_id(0)
@@ -159,7 +186,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 sam = stride_am
             else:
                 waited = trace_begin(dc)
-                _wait_chunk(dc, mine, me, status, off_flags, src, cnt, mt, par, epoch, timeout, WORLD, CHUNKS, BM,
+                _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, mt, par, epoch, timeout, WORLD, CHUNKS,
                             GDA, SDMA, SIG_FLAGS, QUEUES)
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
@@ -188,8 +215,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                         copy_rows(a + (local_first + c * BM).to(tl.int64) * stride_am, stride_am, dst, K, nrows, K,
                                   32, BC)
                     else:
-                        _wait_chunk(dc, mine, me, status, off_flags, src, cnt, c, par, epoch, timeout, WORLD,
-                                    CHUNKS, BM, GDA, SDMA, SIG_FLAGS, QUEUES)
+                        _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, c, par, epoch, timeout, WORLD,
+                                    CHUNKS, GDA, SDMA, SIG_FLAGS, QUEUES)
                         slot = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + c * BM).to(tl.int64) * K
                         copy_rows(slot, K, dst, K, nrows, K, 32, BC)
 
@@ -203,4 +230,6 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, timeout, WORLD, GDA)
         else:
             await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
+        if SDMA:
+            _count_landed(mine, off_landed, off_counts, table, par, WORLD, BM, T_SRC, T_CNT, CHECK_COUNTS)
         end_call(mine, off_counters, epoch)
