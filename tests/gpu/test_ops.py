@@ -225,8 +225,8 @@ def case_pool(comm, rank, world, dev, dtypes, transport="lsa"):
 
 def case_sdma(comm, rank, world, dev, dtypes):
     """transport="sdma" (CCO_ENABLE_SDMA=1): ag_gemm's shard from an ordinary tensor (staged)
-    and from the pool (read in place), the gathered rows, gemm_ag, a2a_gemm with splits that
-    change from call to call (empty ones too), several calls in a row, and CUDA graphs replayed
+    and from the pool (read in place), the gathered rows, gemm_ag, the all-to-all pair with
+    splits that change from call to call (empty ones too), several calls in a row, and CUDA graphs replayed
     with new inputs; the operators it does not carry refuse it, naming those it does."""
     import torch
 
@@ -250,7 +250,7 @@ def case_sdma(comm, rank, world, dev, dtypes):
                        ops.ag_gemm(pooled, b, comm, transport="sdma"), want, rank)
                 _check(f"gemm_ag sdma {dtype} call {call}", ops.gemm_ag(shards[rank], b_same, comm, transport="sdma"),
                        torch.cat([_mm(s, b_same, out_dtype) for s in shards]), rank)
-            # a2a_gemm: a new split each call, so a wait counts from what the calls before landed
+            # the all-to-all pair: a new split each call, so a wait counts from what the calls before landed
             a_all = [_ints((m, k), 11 * r + m, dtype, dev) for r in range(world)]
             for call in range(4):
                 splits = [_splits(world, m, 31 * call + r) for r in range(world)]
@@ -262,6 +262,11 @@ def case_sdma(comm, rank, world, dev, dtypes):
                 _check(f"a2a_gemm sdma {dtype} {splits} call {call}",
                        ops.a2a_gemm(a_all[rank], b, splits[rank], comm, out_splits=recv, transport="sdma"),
                        _mm(moved, b, out_dtype), rank)
+                prods = [_mm(a_all[r], b_same, out_dtype) for r in range(world)]
+                _check(f"gemm_a2a sdma {dtype} {splits} call {call}",
+                       ops.gemm_a2a(a_all[rank], b_same, splits[rank], comm, out_splits=recv, transport="sdma"),
+                       torch.cat([prods[r][sum(splits[r][:rank]):sum(splits[r][:rank]) + splits[r][rank]]
+                                  for r in range(world)]), rank)
     a = _ints((128, 64), rank, torch.bfloat16, dev)
     b = _ints((64, 256), 1, torch.bfloat16, dev)
     ops.ag_gemm(a, b, comm, transport="sdma")

@@ -398,6 +398,53 @@ def gather_sdma_calls(world, m, k, sends_per_call):
                 assert counted[(sender, receiver)] == landed[(sender, receiver)]
 
 
+def gemm_a2a_sdma_calls(world, m, n, sends_per_call, seed):
+    """gemm_a2a over SDMA: a sender's rows for a receiver go as one copy (from its outbox, laid
+    out as the receiver's slot), on the queue the receiver reads; a sender with no rows for a
+    receiver sends none. Copies of one call land in any order across senders; a receiver's wait
+    (landed[sender] + 1 copies) is satisfied exactly once this call's copy from that sender is
+    in its slot, whatever the earlier calls sent (some nothing); at the call's end landed
+    counts a copy per sender that announced rows (cdiv(rows, CAP)), and equals what landed."""
+    plans = [planning.scatter_plan("gemm_a2a", world, q, m, 6, n, "bfloat16", "bfloat16", TILES, 132, 1,
+                                   transport="sdma") for q in range(world)]
+    c = plans[0].consts
+    assert c["SDMA"] and not c["GDA"]
+    cap, nqueues = c["CAP"], c["QUEUES"]
+    for p in plans:   # the outbox is laid out as the slots; landed holds W int64 and the programs done
+        assert p.layout.nbytes("outbox") == p.layout.nbytes("slots") and p.layout.nbytes("landed") >= world * 8 + 4
+    slot_elems = n * cap
+    slots = [np.full(p.layout.nbytes("slots") // ES, np.nan) for p in plans]
+    landed = defaultdict(int)        # (sender, receiver) -> copies landed so far
+    counted = defaultdict(int)       # the receiver's landed[sender]
+    rng = np.random.default_rng(seed)
+    for epoch, sends in enumerate(sends_per_call, start=1):
+        par = epoch % 2
+        rows = [_rand((m, n), 10 * epoch + q) for q in range(world)]   # each rank's product
+        copies = []
+        for me in range(world):
+            first = 0
+            for j in range(world):
+                count = sends[me][j]
+                if j != me and count:
+                    queue = ((me - j + world) % world - 1) % nqueues          # the sender's choice
+                    assert queue == ((me - j + world) % world - 1) % nqueues  # the receiver's (src = me)
+                    copies.append((me, j, (par * world + me) * slot_elems, rows[me][first:first + count].reshape(-1)))
+                first += count
+        for step in rng.permutation(len(copies)):
+            sender, receiver, at, values = copies[step]
+            ready_before = landed[(sender, receiver)] >= counted[(sender, receiver)] + 1
+            assert not ready_before, f"call {epoch}: the wait for {sender} was satisfied before its copy landed"
+            slots[receiver][at:at + values.size] = values
+            landed[(sender, receiver)] += 1
+            assert landed[(sender, receiver)] >= counted[(sender, receiver)] + 1
+            np.testing.assert_array_equal(slots[receiver][at:at + values.size], values)
+        for receiver in range(world):
+            for sender in range(world):
+                if sender != receiver:
+                    counted[(sender, receiver)] += cdiv(sends[sender][receiver], cap)
+                    assert counted[(sender, receiver)] == landed[(sender, receiver)]
+
+
 def _a2a_sends(world, m, rng):
     sends = []
     for _ in range(world):
@@ -499,6 +546,18 @@ def test_a2a_gemm_over_sdma_counts_what_each_call_landed(world, seed):
     calls[1][0] = (m,) + (0,) * (world - 1)
     calls[2][0] = (0,) * (world - 1) + (m,)
     gather_sdma_calls(world, m, 6, calls)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4, 6])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gemm_a2a_over_sdma_counts_one_copy_per_sender_with_rows(world, seed):
+    m = 11
+    rng = np.random.default_rng(seed)
+    calls = [_a2a_sends(world, m, rng) for _ in range(4)]
+    for q in range(1, world):   # call 2: nothing to rank 0 from anyone, so its count stands still
+        calls[1][q] = (0,) + calls[1][q][1:]
+        calls[1][q] = calls[1][q][:q] + (m - sum(calls[1][q][:q]) - sum(calls[1][q][q + 1:]),) + calls[1][q][q + 1:]
+    gemm_a2a_sdma_calls(world, m, 13, calls, seed)
 
 
 @pytest.mark.parametrize("world", [2, 3, 4, 6, 8])   # from 6, receivers share queues

@@ -79,7 +79,7 @@ def gather(target, in_dtype, world=None, transport=LSA, **over):
 
 def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "off_outbox", "off_sent",
-                                                                  "timeout", "active"]
+                                                                  "off_landed", "timeout", "active"]
     consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
                   **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
@@ -193,11 +193,11 @@ def test_every_operator_over_gda(target):
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
 def test_the_sdma_operators(target):
-    """transport="sdma": ag_gemm's and a2a_gemm's chunks and gemm_ag's row blocks handed to
-    copy engines (SDMA puts, their completion counts read as the flags, counted from what the
-    calls before landed: the last program to end a call adds the call's copies, with a gpu-scope
-    acq_rel count of the programs done; ag_gemm and a2a_gemm quiet before the call ends, their
-    source being the caller's), start flags by load/store."""
+    """transport="sdma": ag_gemm's and a2a_gemm's chunks, gemm_ag's row blocks and gemm_a2a's
+    rows for a receiver handed to copy engines (SDMA puts, their completion counts read as the
+    flags; all but gemm_ag's counted from what the calls before landed: the last program to end
+    a call adds the call's copies, with a gpu-scope acq_rel count of the programs done), start
+    flags by load/store; every sender quiets its queues before the call ends."""
     t = TARGETS[target]
     for check_counts in (False, True):   # ag_gemm; a2a_gemm, whose senders announce their rows
         c = gather(t, "bfloat16", transport=SDMA, CHECK_COUNTS=check_counts, RETURN_GATHERED=not check_counts)
@@ -206,11 +206,16 @@ def test_the_sdma_operators(target):
             assert name in c.asm["ttir"], f"no {name} in the SDMA kernel"
         assert "cco_gda_" not in c.asm["ttir"]
         assert re.search(r"tt.atomic_rmw add, acq_rel, gpu", c.asm["ttir"]), "no count of the programs done"
-    # gemm_ag: its row blocks as copies, a receiver waiting for all of a sender's
-    c = scatter(t, "bfloat16", True, transport=SDMA)
-    assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
-    for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block"):
-        assert name in c.asm["ttir"], f"no {name} in gemm_ag's SDMA kernel"
+    # gemm_ag: its row blocks as copies, a receiver waiting for all of a sender's; gemm_a2a: a
+    # receiver's rows as one copy from the outbox, counted from what the calls before landed
+    for broadcast in (True, False):
+        c = scatter(t, "bfloat16", broadcast, transport=SDMA)
+        assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
+        for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block"):
+            assert name in c.asm["ttir"], f"no {name} in the SDMA kernel (broadcast={broadcast})"
+        assert "cco_gda_" not in c.asm["ttir"]
+        counted = re.search(r"tt.atomic_rmw add, acq_rel, gpu", c.asm["ttir"]) is not None
+        assert counted == (not broadcast), "gemm_a2a (only) counts the programs done"
 
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])

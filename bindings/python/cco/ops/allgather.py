@@ -106,6 +106,7 @@ def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
                 **offsets, **gemm_constexprs(plan, pb.k, pb.n), **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
             b.stride(0), b.stride(1),
-            *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots", "outbox", "sent"),
+            *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots", "outbox", "sent",
+                   "landed"),
             ctx.wait_ticks, 1)
     launch(ctx, plan, gemm_scatter, args, meta)

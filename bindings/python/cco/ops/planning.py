@@ -288,8 +288,8 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
     """The workspace of gemm_ag / gemm_a2a at one shape: a slot of `cap` = a_rows rows x n per
     sender, a flag per tile (gemm_ag) or per sender (gemm_a2a), arrival counts per receiver.
     GDA: gemm_ag flags per row block (its puts carry whole rows) and counts the tiles of each
-    (2 x mt arrivals); gemm_a2a lays out each receiver's rows in an outbox first. SDMA
-    (gemm_ag): the row blocks counted alike, as copies."""
+    (2 x mt arrivals); gemm_a2a lays out each receiver's rows in an outbox first. SDMA: the same
+    as copies; gemm_a2a also keeps the count of copies each sender's earlier calls landed."""
     cap = a_rows
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     mt = cdiv(a_rows, bm)
@@ -308,6 +308,9 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
         _gda_areas(layout, consts, world, flags=2 * world * flags_per_source, outbox=0 if broadcast else slots)
     else:
         _lsa_consts(consts, world, sdma=transport == "sdma")
+        if transport == "sdma" and not broadcast:
+            layout.add("outbox", slots)
+            layout.add("landed", world * 8 + INT32)   # as gather_plan's
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 

@@ -20,8 +20,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (COUNT_BYTES, await_hellos, end_call, gda_put_from, note_failure, open_call, ptr_at,
-                                     raise_flag, trace_begin, trace_end, wait_copies, wait_for)
+from cco.ops.kernels.signals import (await_hellos, count_landed, end_call, gda_put_from, landed_before, note_failure,
+                                     open_call, ptr_at, raise_flag, trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit
@@ -83,39 +83,14 @@ def _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, c, par, epoch,
                 CHUNKS: tl.constexpr, GDA: tl.constexpr, SDMA: tl.constexpr, SIG_FLAGS: tl.constexpr,
                 QUEUES: tl.constexpr):
     """Waits for chunk c of sender src's rows: its flag or signal; SDMA: src's copies here
-    numbering those of the calls before this one (landed[src], see _count_landed) and this
+    numbering those of the calls before this one (landed[src], see signals.count_landed) and this
     call's up to c, on the queue src uses for this rank (src's push order of this rank:
     DST[d] = src - 1 - d)."""
     if SDMA:
         queue = ((src - 1 - me + 2 * WORLD) % WORLD) % QUEUES
-        before = tl.load(ptr_at(mine + off_landed, tl.int64) + src)
-        wait_copies(dc, src, queue, before + c + 1, status, timeout)
+        wait_copies(dc, src, queue, landed_before(mine, off_landed, src) + c + 1, status, timeout)
     else:
         wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, timeout, GDA, SIG_FLAGS)
-
-
-@triton.jit
-def _count_landed(mine, off_landed, off_counts, table, par, WORLD: tl.constexpr, BM: tl.constexpr,
-                  T_SRC: tl.constexpr, T_CNT: tl.constexpr, ANNOUNCED: tl.constexpr):
-    """SDMA: the copies each sender posted here this call (a chunk of BM rows a copy; the rows
-    it announced with its start flag, else the table's count) added to landed[sender] (W int64,
-    then the call's count of programs done, int32), where the next call's waits start from. By
-    the last program to end the call: every other one has done all its waits (the acq_rel count
-    orders their reads of landed before the update), and program 0 has seen every start flag.
-    Counting what senders announced, not what this rank expected, keeps the count true after a
-    call whose counts disagreed (ops.check reports that call)."""
-    landed = ptr_at(mine + off_landed, tl.int64)
-    done = (landed + WORLD).to(tl.pointer_type(tl.int32), bitcast=True)
-    if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
-        for i in tl.static_range(1, WORLD):
-            src = tl.load(table + T_SRC + i)
-            if ANNOUNCED:
-                rows = tl.load(ptr_at(mine + off_counts, tl.int32) + (par * WORLD + src) * (COUNT_BYTES // 4),
-                               volatile=True)
-            else:
-                rows = tl.load(table + T_CNT + i)
-            tl.store(landed + src, tl.load(landed + src) + tl.cdiv(rows, BM))
-        tl.store(done, 0)
 
 
 @triton.jit(do_not_specialize=["M_OUT", "timeout", "active"])
@@ -137,7 +112,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
     ends (the source is reused). GDA: the chunks travel as puts (off_sent: see
     cco.ops.kernels.signals). SDMA: program d < W - 1 hands receiver d's chunks to a copy engine
     before its first tile; off_landed: the copies from each sender the calls before counted
-    (_count_landed)."""
+    (signals.count_landed)."""
     if active != 0:
         DT: tl.constexpr = a.dtype.element_ty
         pid = tl.program_id(0)
@@ -231,5 +206,5 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         else:
             await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
         if SDMA:
-            _count_landed(mine, off_landed, off_counts, table, par, WORLD, BM, T_SRC, T_CNT, CHECK_COUNTS)
+            count_landed(mine, off_landed, off_counts, table + T_SRC, table + T_CNT, par, WORLD, BM, CHECK_COUNTS)
         end_call(mine, off_counters, epoch)

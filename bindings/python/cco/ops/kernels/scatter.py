@@ -19,14 +19,15 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
-                                     raise_flag, trace_begin, trace_end, wait_copies, wait_for)
+from cco.ops.kernels.signals import (await_hellos, count_landed, count_tile, end_call, gda_put, landed_before,
+                                     note_failure, open_call, ptr_at, raise_flag, trace_begin, trace_end, wait_copies,
+                                     wait_for)
 
 
 @triton.jit(do_not_specialize=["M", "timeout", "active"])
 def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride_bn,
                  off_counters, off_status, off_hello, off_counts, off_flags, off_arrivals, off_slots, off_outbox,
-                 off_sent, timeout, active,
+                 off_sent, off_landed, timeout, active,
                  WORLD: tl.constexpr, CAP: tl.constexpr, MT: tl.constexpr, NT: tl.constexpr,
                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                  EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, BROADCAST: tl.constexpr, CHECK_COUNTS: tl.constexpr,
@@ -43,9 +44,12 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
     tiles of its row block (arrivals, 2 x MT), and the tile that completes it puts the block to
     every peer, flagged per row block. gemm_a2a stores the rows into this rank's outbox for
     their receiver and the tile that completes a receiver's count puts everything it gets.
-    SDMA (gemm_ag): the same row blocks as copies (peer d on queue (d - 1) % QUEUES); copies
-    from several programs land in any order, so a receiver waits for all of a sender's copies
-    of the call (MT a call, counted over every call so far)."""
+    SDMA: the same as copies, peer d (rank me - d) on queue (d - 1) % QUEUES. gemm_ag's row
+    blocks come from several programs and land in any order, so a receiver waits for all of a
+    sender's copies of the call (MT a call, counted over every call so far). gemm_a2a's rows
+    for a receiver go as one copy from the outbox, by the tile that completes them; a receiver
+    waits for it counting from the copies the calls before landed (off_landed:
+    signals.count_landed; a sender with no rows for it sends none)."""
     if active != 0:
         OT: tl.constexpr = out.dtype.element_ty
         PUTS: tl.constexpr = GDA or SDMA   # rows go out from this rank's own slot, by puts or copies
@@ -108,9 +112,9 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 keep = (dest == me)[:, None] & inside
                 out_row = (tl.load(table + T_OUT) + rows - tl.load(table + T_DOFF + me)).to(tl.int64)
                 tl.store(out + out_row[:, None] * N + cols[None, :], value, mask=keep)
-                # The others: into the receiver's slot for this rank (GDA: this rank's outbox for
-                # the receiver, laid out as that slot).
-                if GDA:
+                # The others: into the receiver's slot for this rank (GDA, SDMA: this rank's outbox
+                # for the receiver, laid out as that slot).
+                if PUTS:
                     there = mine + off_outbox + (par * WORLD + dest).to(tl.int64) * slot_bytes
                 else:
                     there = base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes
@@ -119,7 +123,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 tl.store(ptrs, value, mask=(dest != me)[:, None] & inside)
                 count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, off_flags, off_arrivals,
                                off_slots, off_outbox, off_sent, slot_bytes, N, par, epoch, WORLD, T_DOFF, T_DTILES,
-                               T_SENDR, ES, GDA, SIG_FLAGS, NSIG)
+                               T_SENDR, ES, GDA, SIG_FLAGS, NSIG, SDMA, QUEUES)
             trace_end(dc, cco.TraceTag.TILE, g, traced)
 
         # Copy what the peers sent into the result.
@@ -149,7 +153,11 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 cnt = tl.load(table + T_CNT + i)
                 chunks = tl.cdiv(cnt, BM)
                 if pid < chunks:
-                    wait_for(dc, mine, off_flags, par * WORLD + src, epoch, status, timeout, GDA, SIG_FLAGS)
+                    if SDMA:   # src's one copy of the call
+                        queue = ((src - me + WORLD) % WORLD - 1) % QUEUES
+                        wait_copies(dc, src, queue, landed_before(mine, off_landed, src) + 1, status, timeout)
+                    else:
+                        wait_for(dc, mine, off_flags, par * WORLD + src, epoch, status, timeout, GDA, SIG_FLAGS)
                 for c in range(pid, chunks, programs):
                     slot = ptr_at(mine + off_slots, OT) + (par * WORLD + src) * slot_elems + (c * BM).to(tl.int64) * N
                     dst = out + (tl.load(table + T_OUT + i) + c * BM).to(tl.int64) * N
@@ -162,6 +170,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, timeout, WORLD, GDA)
         else:
             await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
+        if SDMA and not BROADCAST:   # at most CAP rows from a sender: one copy, or none
+            count_landed(mine, off_landed, off_counts, table + T_SRC, table + T_CNT, par, WORLD, CAP, CHECK_COUNTS)
         end_call(mine, off_counters, epoch)
 
 
@@ -178,10 +188,11 @@ def _copy_tile(src, dst, nrows, col0, N, BM: tl.constexpr, BN: tl.constexpr):
 def count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, off_flags, off_arrivals, off_slots,
                    off_outbox, off_sent, slot_bytes, N, par, epoch, WORLD: tl.constexpr, T_DOFF: tl.constexpr,
                    T_DTILES: tl.constexpr, T_SENDR: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr,
-                   SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr):
+                   SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr, SDMA: tl.constexpr, QUEUES: tl.constexpr):
     """After a gemm_a2a tile: counts it for every receiver (other than this rank) it held rows
     for; the tile that completes a receiver's count raises its flag (GDA: puts the rows for it,
-    flagged) and resets the count for the call that uses this half next."""
+    flagged; SDMA: copies them, counted as they land) and resets the count for the call that
+    uses this half next."""
     last_row = row0 + nrows - 1
     for j in tl.static_range(0, WORLD):
         lo = tl.load(table + T_DOFF + j)
@@ -195,5 +206,12 @@ def count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, o
                     gda_put(dc, ws, mine, off_sent, status, j, off_slots + (par * WORLD + me) * slot_bytes,
                             off_outbox + (par * WORLD + j) * slot_bytes, rows * N * ES, SIG_FLAGS + par * WORLD + me,
                             epoch, NSIG)
+                elif SDMA:
+                    cco.system_fence(0)   # every tile's rows for j, for the copy engine
+                    rows = tl.load(table + T_SENDR + j).to(tl.int64)
+                    note_failure(status, cco.Sdma.put(dc, j, ws, off_slots + (par * WORLD + me) * slot_bytes, ws,
+                                                      off_outbox + (par * WORLD + j) * slot_bytes, rows * N * ES,
+                                                      ((me - j + WORLD) % WORLD - 1) % QUEUES,
+                                                      coop=cco.CoopScope.BLOCK))
                 else:
                     raise_flag(base + stride * j + off_flags + (par * WORLD + me) * 4, epoch)

@@ -23,12 +23,13 @@ adds (epoch - the epoch this rank last announced with it there), which this rank
 Gda.read_signal (acquire) until it reaches this call's epoch. Row counts travel as put_value
 with the start signal attached.
 
-SDMA (the all-gather pair, a2a_gemm): copy engines carry the data (Sdma.put on the queue the
+SDMA (every operator but the reduce pair): copy engines carry the data (Sdma.put on the queue the
 sender uses for that receiver), and the receiver's count of copies landed from a sender is the
 flag. ag_gemm and a2a_gemm post a receiver's chunks in order from one program, so a chunk is
 there once the count reaches every chunk of the earlier calls (kept in the workspace: splits
 change) plus this call's up to it; gemm_ag's row blocks are copied by whichever program
-completes them, in any order, so a receiver waits for all of the call's. Start flags stay LSA's.
+completes them, in any order, so a receiver waits for all of the call's; gemm_a2a's rows for a
+receiver go as one copy, counted as a2a_gemm's. Start flags stay LSA's.
 
 A wait gives up once `timeout` ticks of the GPU's clock went by (device_clock: nanoseconds on
 NVIDIA, 10 ns on AMD; the host converts CCO_TIMEOUT_MS), looked at every _ABORT_EVERY polls
@@ -282,6 +283,37 @@ def wait_copies(dc, peer, queue, least, status, timeout):
     """SDMA: waits until the copies `peer` put here on `queue` number `least` (int64; a count
     over every call so far) or more."""
     return _poll(dc, 0, peer, queue, least, status, timeout, 2)
+
+
+@triton.jit
+def landed_before(mine, off_landed, src):
+    """SDMA: the copies from sender src that the calls before this one counted (count_landed)."""
+    return tl.load(ptr_at(mine + off_landed, tl.int64) + src)
+
+
+@triton.jit
+def count_landed(mine, off_landed, off_counts, sources, rows_from, par, WORLD: tl.constexpr, PER: tl.constexpr,
+                 ANNOUNCED: tl.constexpr):
+    """SDMA: the copies each sender posted here this call (a copy per PER rows it sends here:
+    the rows it announced with its start flag, else rows_from[i] for sender sources[i], i = 1..W-1)
+    added to landed[sender] (W int64, then the call's count of programs done, int32), where the
+    next call's waits start from (landed_before). By the last program to end the call: every other
+    one has done all its waits (the acq_rel count orders their reads of landed before the update),
+    and program 0 has seen every start flag. Counting what senders announced, not what this rank
+    expected, keeps the count true after a call whose counts disagreed (ops.check reports that
+    call)."""
+    landed = ptr_at(mine + off_landed, tl.int64)
+    done = (landed + WORLD).to(tl.pointer_type(tl.int32), bitcast=True)
+    if tl.atomic_add(done, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+        for i in tl.static_range(1, WORLD):
+            src = tl.load(sources + i)
+            if ANNOUNCED:
+                rows = tl.load(ptr_at(mine + off_counts, tl.int32) + (par * WORLD + src) * (COUNT_BYTES // 4),
+                               volatile=True)
+            else:
+                rows = tl.load(rows_from + i)
+            tl.store(landed + src, tl.load(landed + src) + tl.cdiv(rows, PER))
+        tl.store(done, 0)
 
 
 @triton.jit
