@@ -96,8 +96,10 @@ def test_a_signal_to_the_launcher_reaches_every_rank(tmp_path, signum):
             sys.exit(0)
         signal.signal(signal.SIGTERM, bye)
         signal.signal(signal.SIGINT, bye)
-        with open(os.path.join(sys.argv[1], f"pid{rank}"), "w") as f:
+        # Written whole, then named: the test reads a pid file as soon as it is there.
+        with open(os.path.join(sys.argv[1], f".pid{rank}"), "w") as f:
             f.write(str(os.getpid()))
+        os.replace(os.path.join(sys.argv[1], f".pid{rank}"), os.path.join(sys.argv[1], f"pid{rank}"))
         time.sleep(60)
     """))
     launcher = subprocess.Popen(LAUNCHERS["cco launch"] + ["-n", "3", str(script), str(tmp_path)], env=ENV,
