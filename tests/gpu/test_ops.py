@@ -223,6 +223,28 @@ def case_pool(comm, rank, world, dev, dtypes, transport="lsa"):
     print(f"PASS pool ({transport}) rank {rank}", flush=True)
 
 
+def _replays_equal_lsa(comm, rank, dev, name, a, call, seed):
+    """call("sdma") captured in a CUDA graph after an eager call, replayed 3 times with new
+    rows in `a`, each result equal to call("lsa") on the same inputs."""
+    import torch
+
+    call("sdma")
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        graph.capture_begin()
+        captured = call("sdma")
+        graph.capture_end()
+    for step in range(3):
+        a.copy_(_ints(tuple(a.shape), seed + step * 7 + rank, a.dtype, dev))
+        torch.cuda.synchronize()
+        comm.barrier()
+        graph.replay()
+        want = call("lsa")
+        torch.cuda.synchronize()
+        _check(f"{name} sdma graph replay {step}", captured, want, rank)
+
+
 def case_sdma(comm, rank, world, dev, dtypes):
     """transport="sdma" (CCO_ENABLE_SDMA=1): ag_gemm's shard from an ordinary tensor (staged)
     and from the pool (read in place), the gathered rows, gemm_ag, the all-to-all pair with
@@ -269,39 +291,15 @@ def case_sdma(comm, rank, world, dev, dtypes):
                                   for r in range(world)]), rank)
     a = _ints((128, 64), rank, torch.bfloat16, dev)
     b = _ints((64, 256), 1, torch.bfloat16, dev)
-    ops.ag_gemm(a, b, comm, transport="sdma")
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(torch.cuda.Stream()):
-        graph.capture_begin()
-        captured = ops.ag_gemm(a, b, comm, transport="sdma")
-        graph.capture_end()
-    for step in range(3):
-        a.copy_(_ints((128, 64), 40 + step * 7 + rank, torch.bfloat16, dev))
-        torch.cuda.synchronize()
-        comm.barrier()
-        graph.replay()
-        want = ops.ag_gemm(a, b, comm)          # the same call over LSA
-        torch.cuda.synchronize()
-        _check(f"ag_gemm sdma graph replay {step}", captured, want, rank)
-    # a2a_gemm in a graph: one split captured, replayed with new rows (its copies counted on)
     splits = [_splits(world, 128, 5 + r) for r in range(world)]
     recv = [splits[r][rank] for r in range(world)]
-    ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv, transport="sdma")
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(torch.cuda.Stream()):
-        graph.capture_begin()
-        captured = ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv, transport="sdma")
-        graph.capture_end()
-    for step in range(3):
-        a.copy_(_ints((128, 64), 70 + step * 7 + rank, torch.bfloat16, dev))
-        torch.cuda.synchronize()
-        comm.barrier()
-        graph.replay()
-        want = ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv)   # over LSA
-        torch.cuda.synchronize()
-        _check(f"a2a_gemm sdma graph replay {step}", captured, want, rank)
+    # Each captured once, replayed with new rows against the same call over LSA (the copies of
+    # the replays counted on the device).
+    _replays_equal_lsa(comm, rank, dev, "ag_gemm", a, lambda t: ops.ag_gemm(a, b, comm, transport=t), 40)
+    _replays_equal_lsa(comm, rank, dev, "a2a_gemm", a,
+                       lambda t: ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv, transport=t), 70)
+    _replays_equal_lsa(comm, rank, dev, "gemm_a2a", a,
+                       lambda t: ops.gemm_a2a(a, b, splits[rank], comm, out_splits=recv, transport=t), 90)
     try:
         ops.gemm_ar(a, torch.ones(64, 256, device=dev, dtype=torch.bfloat16), comm, transport="sdma")
     except NotImplementedError as e:
