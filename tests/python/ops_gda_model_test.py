@@ -445,6 +445,88 @@ def gemm_a2a_sdma_calls(world, m, n, sends_per_call, seed):
                     assert counted[(sender, receiver)] == landed[(sender, receiver)]
 
 
+def reduce_sdma_calls(op, world, m_rows, n, seed, calls=3):
+    """gemm_rs / gemm_ar over SDMA: every partial tile row a sender owes an owner goes as one
+    copy on queue _queue(sender, owner, 0), gemm_ar's summed tile rows from each owner to every
+    peer on _queue(owner, peer, 1); copies land in any order (an owner's sums only once all of
+    its partials landed). A sum's wait (epoch x _tile_rows_owned(owner) copies from a sender on
+    the partials' queue) is satisfied exactly when every partial of the call from that sender
+    is in the slot, and phase 3's (the same count of the owner's sums on the other queues) when
+    every sum is in the result area: the kernel's formulas (mirrored here) against the copies
+    actually posted, and the two phases never counted on one queue."""
+    plans = [planning.reduce_plan(op, world, q, m_rows, 6, n, "bfloat16", "bfloat16", TILES, 132, 1,
+                                  transport="sdma") for q in range(world)]
+    c = plans[0].consts
+    assert c["SDMA"] and not c["GDA"]
+    all_reduce = op == "gemm_ar"
+    nq = c["QUEUES"]
+    assert c["SDMA_QUEUE_COUNT"] == nq * (2 if all_reduce else 1)
+    assert plans[0].layout.nbytes("outbox") == plans[0].layout.nbytes("slots")
+    owned_mt, slot_rows = c["OWNED_MT"], c["SLOT_ROWS"]
+    bm, m_own = TILES.bm, m_rows // world
+
+    def queue(sender, receiver, phase):   # cco.ops.kernels.reduce._queue
+        return phase * nq + ((receiver - sender + world) % world - 1) % nq
+
+    def tile_rows_owned(owner):           # cco.ops.kernels.reduce._tile_rows_owned
+        return max(0, cdiv(cdiv(m_rows, bm) - owner, world)) if all_reduce else cdiv(m_own, bm)
+
+    def rows_of(owner, omt):              # (first row, rows) of owner's tile row omt
+        if all_reduce:
+            row0 = (owner + omt * world) * bm
+            return row0, min(bm, m_rows - row0)
+        return owner * m_own + omt * bm, min(bm, m_own - omt * bm)
+
+    for s in range(world):
+        for r in range(world):
+            if s != r:   # every queue the device communicator has; gemm_ar's phases never share one
+                assert queue(s, r, 0) < nq and queue(r, s, 0) == ((s - r + world) % world - 1) % nq
+                if all_reduce:
+                    assert nq <= queue(s, r, 1) < c["SDMA_QUEUE_COUNT"]
+    rng = np.random.default_rng(seed)
+    landed = defaultdict(int)   # (sender, receiver, queue) -> copies landed so far
+    slots = [np.full(world * 2 * slot_rows * n, np.nan) for _ in range(world)]
+    results = [np.full(2 * m_rows * n, np.nan) for _ in range(world)]
+    for epoch in range(1, calls + 1):
+        par = epoch % 2
+        partial = [_rand((m_rows, n), 10 * epoch + q) for q in range(world)]
+        total = sum(partial)
+        phase1 = [(s, o, omt) for s in range(world) for o in range(world) for omt in range(owned_mt)
+                  if s != o and rows_of(o, omt)[1] > 0]
+        for o in range(world):   # the copies posted to an owner: what its waits count
+            assert sum(1 for s_, o_, _ in phase1 if o_ == o) == (world - 1) * tile_rows_owned(o)
+        for step in rng.permutation(len(phase1)):
+            s, o, omt = phase1[step]
+            row0, nrows = rows_of(o, omt)
+            at = ((par * world + s) * slot_rows + omt * bm) * n
+            slots[o][at:at + nrows * n] = partial[s][row0:row0 + nrows].reshape(-1)
+            landed[(s, o, queue(s, o, 0))] += 1
+            for s2 in range(world):   # owner o's waits: ready only with every partial of s2 in
+                if s2 != o and landed[(s2, o, queue(s2, o, 0))] >= epoch * tile_rows_owned(o):
+                    for omt2 in range(owned_mt):
+                        r0, nr = rows_of(o, omt2)
+                        if nr > 0:
+                            there = ((par * world + s2) * slot_rows + omt2 * bm) * n
+                            np.testing.assert_array_equal(slots[o][there:there + nr * n],
+                                                          partial[s2][r0:r0 + nr].reshape(-1))
+        if not all_reduce:
+            continue
+        phase3 = [(o, p, omt) for o in range(world) for p in range(world) for omt in range(owned_mt)
+                  if o != p and rows_of(o, omt)[1] > 0]
+        for step in rng.permutation(len(phase3)):
+            o, p, omt = phase3[step]
+            row0, nrows = rows_of(o, omt)
+            at = par * m_rows * n + row0 * n
+            results[p][at:at + nrows * n] = total[row0:row0 + nrows].reshape(-1)
+            landed[(o, p, queue(o, p, 1))] += 1
+            if landed[(o, p, queue(o, p, 1))] >= epoch * tile_rows_owned(o):   # p copies o's rows out
+                for omt2 in range(owned_mt):
+                    r0, nr = rows_of(o, omt2)
+                    if nr > 0:
+                        np.testing.assert_array_equal(results[p][par * m_rows * n + r0 * n:][:nr * n],
+                                                      total[r0:r0 + nr].reshape(-1))
+
+
 def _a2a_sends(world, m, rng):
     sends = []
     for _ in range(world):
@@ -558,6 +640,18 @@ def test_gemm_a2a_over_sdma_counts_one_copy_per_sender_with_rows(world, seed):
         calls[1][q] = (0,) + calls[1][q][1:]
         calls[1][q] = calls[1][q][:q] + (m - sum(calls[1][q][:q]) - sum(calls[1][q][q + 1:]),) + calls[1][q][q + 1:]
     gemm_a2a_sdma_calls(world, m, 13, calls, seed)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4, 6])
+@pytest.mark.parametrize("m_rows", [24, 13, 2])
+def test_gemm_ar_over_sdma_waits_for_every_partial_and_sum(world, m_rows):
+    reduce_sdma_calls("gemm_ar", world, m_rows, 13, seed=world + m_rows)
+
+
+@pytest.mark.parametrize("world", [2, 3, 4, 6])
+@pytest.mark.parametrize("m_own", [8, 5, 1])
+def test_gemm_rs_over_sdma_waits_for_every_partial(world, m_own):
+    reduce_sdma_calls("gemm_rs", world, m_own * world, 13, seed=world + m_own)
 
 
 @pytest.mark.parametrize("world", [2, 3, 4, 6, 8])   # from 6, receivers share queues

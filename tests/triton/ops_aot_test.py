@@ -90,8 +90,8 @@ def reduce(target, in_dtype, all_reduce, world=None, transport=LSA):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_rflags", "off_result",
                                                                   "off_outbox", "off_sent", "off_arrivals",
                                                                   "timeout", "active"]
-    consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2, **transport,
-                  SIG_RFLAGS=transport["SIG_FLAGS"] + 2 * WORLD * 4)
+    consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2,
+                  **dict(dict(SDMA=False, QUEUES=1), **transport), SIG_RFLAGS=transport["SIG_FLAGS"] + 2 * WORLD * 4)
     return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype, world)
 
 
@@ -193,11 +193,12 @@ def test_every_operator_over_gda(target):
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
 def test_the_sdma_operators(target):
-    """transport="sdma": ag_gemm's and a2a_gemm's chunks, gemm_ag's row blocks and gemm_a2a's
-    rows for a receiver handed to copy engines (SDMA puts, their completion counts read as the
-    flags; all but gemm_ag's counted from what the calls before landed: the last program to end
-    a call adds the call's copies, with a gpu-scope acq_rel count of the programs done), start
-    flags by load/store; every sender quiets its queues before the call ends."""
+    """transport="sdma", every operator: ag_gemm's and a2a_gemm's chunks, gemm_ag's row blocks,
+    gemm_a2a's rows for a receiver, the reduce pair's partial tile rows (and gemm_ar's sums)
+    handed to copy engines (SDMA puts, their completion counts read as the flags; the all-to-all
+    pair's counted from what the calls before landed: the last program to end a call adds the
+    call's copies, with a gpu-scope acq_rel count of the programs done), start flags by
+    load/store; every sender quiets its queues before the call ends."""
     t = TARGETS[target]
     for check_counts in (False, True):   # ag_gemm; a2a_gemm, whose senders announce their rows
         c = gather(t, "bfloat16", transport=SDMA, CHECK_COUNTS=check_counts, RETURN_GATHERED=not check_counts)
@@ -206,6 +207,13 @@ def test_the_sdma_operators(target):
             assert name in c.asm["ttir"], f"no {name} in the SDMA kernel"
         assert "cco_gda_" not in c.asm["ttir"]
         assert re.search(r"tt.atomic_rmw add, acq_rel, gpu", c.asm["ttir"]), "no count of the programs done"
+    # gemm_ar, gemm_rs: partial tile rows (and gemm_ar's sums) as copies, on queues of their own
+    for all_reduce in (True, False):
+        c = reduce(t, "bfloat16", all_reduce, transport=SDMA)
+        assert re.findall(CALL[t.backend], _code(t, c), re.M) == []
+        for name in ("cco_sdma_put__block", "cco_sdma_read_signal", "cco_sdma_quiet__block"):
+            assert name in c.asm["ttir"], f"no {name} in the SDMA kernel (all_reduce={all_reduce})"
+        assert "cco_gda_" not in c.asm["ttir"]
     # gemm_ag: its row blocks as copies, a receiver waiting for all of a sender's; gemm_a2a: a
     # receiver's rows as one copy from the outbox, counted from what the calls before landed
     for broadcast in (True, False):

@@ -17,8 +17,6 @@ OUT_DTYPES = ("bfloat16", "float16")
 
 OPERATORS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
 TRANSPORTS = ("lsa", "sdma", "gda")
-# The operators whose rows the copy engines can carry (transport="sdma").
-SDMA_OPERATORS = ("ag_gemm", "gemm_ag", "a2a_gemm", "gemm_a2a")
 
 
 class OperandError(ValueError):

@@ -4,7 +4,7 @@ allocate the result, launch."""
 
 from cco import _env
 from cco.ops import checks, planning
-from cco.ops.checks import SDMA_OPERATORS, OperandError
+from cco.ops.checks import OperandError
 from cco.ops.context import OpsContext, operand
 
 COPY_COLUMNS = 256   # columns a program copies per step (rows of 32)
@@ -15,10 +15,6 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
     import torch
 
     checks.check_transport(op, transport, comm.lsa_size, comm.world_size)
-    if transport == "sdma" and op not in SDMA_OPERATORS:
-        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' carries {', '.join(SDMA_OPERATORS)} only; "
-                                  "transport='lsa' (the default) moves tiles by load/store within a node, "
-                                  "transport='gda' by puts to any rank")
     if transport == "sdma" and not _env.flag("CCO_ENABLE_SDMA"):
         raise OperandError(f"cco.ops.{op}: transport='sdma' needs copy-engine queues: set CCO_ENABLE_SDMA=1 on every "
                            "rank")

@@ -141,7 +141,8 @@ class OpsContext:
         """LSA plans share the context's device communicator. A GDA plan gets one of its own,
         connected to every rank, with a signal per flag of its workspace (they start at 0, as
         the epochs the kernel announces with them assume); an SDMA plan one with the queues its
-        receivers are spread over (its copy counts start at 0, as the kernel's waits assume).
+        receivers are spread over (gemm_ar: twice as many, its sums on their own; its copy counts
+        start at 0, as the kernel's waits assume).
         They live as long as the communicator, which releases them when it is destroyed."""
         from cco import GDA_CONNECTION_FULL, GDA_CONNECTION_NONE, CCODevCommRequirements
 
@@ -150,7 +151,7 @@ class OpsContext:
                                           gda_signal_count=plan.consts["NSIG"], gda_counter_count=0)
         elif plan.consts.get("SDMA"):
             reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_NONE,
-                                          sdma_queue_count=plan.consts["QUEUES"])
+                                          sdma_queue_count=plan.consts.get("SDMA_QUEUE_COUNT", plan.consts["QUEUES"]))
         else:
             return self.dc
         return self.comm.create_dev_comm(reqs)

@@ -338,7 +338,8 @@ def scatter_table(world, rank, send, recv, tiles, n):
 def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_count, ranks_per_gpu, transport="lsa"):
     """GDA: partials go through an outbox laid out as the slots and travel as tile rows (a
     flag per sender and tile row, 2 x W x owned_mt arrival counts); gemm_ar's sums travel from
-    the own result area as tile rows (2 x owned_mt more counts, a flag per tile row)."""
+    the own result area as tile rows (2 x owned_mt more counts, a flag per tile row). SDMA: the
+    same tile rows as copies, gemm_ar's sums on a second set of queues."""
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     layout = Layout()
     if op == "gemm_rs":
@@ -360,12 +361,16 @@ def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_co
         layout.add("rflags", 2 * total_mt * nt * INT32)
         layout.add("result", 2 * m_rows * n * ITEMSIZE[out_dtype])
     consts = dict(MT=total_mt, OWNED_MT=owned_mt, NT=nt, SLOT_ROWS=slot_rows, ALL_REDUCE=op == "gemm_ar")
-    if transport == "gda":
+    if transport != "lsa":
         layout.add("arrivals", 2 * (world + 1) * owned_mt * INT32)
+    if transport == "gda":
         _gda_areas(layout, consts, world, flags=2 * world * owned_mt,
                    rflags=2 * total_mt if op == "gemm_ar" else 0, outbox=slots)
     else:
-        _lsa_consts(consts)
+        _lsa_consts(consts, world, sdma=transport == "sdma")
+        if transport == "sdma":   # gemm_ar's sums on queues of their own
+            layout.add("outbox", slots)
+            consts["SDMA_QUEUE_COUNT"] = consts["QUEUES"] * (2 if op == "gemm_ar" else 1)
     out_rows = m_rows if op == "gemm_ar" else m_rows // world
     return Plan(op, world, rank, tiles, programs, layout, [0], consts, out_rows=out_rows)
 

@@ -24,7 +24,7 @@ def _run(op, a, b, comm, transport, out):
     all_reduce = op == "gemm_ar"
     meta = dict(WORLD=world, OWNED_MT=c["OWNED_MT"], SLOT_ROWS=c["SLOT_ROWS"], MT=c["MT"], NT=c["NT"],
                 ALL_REDUCE=all_reduce, ES=planning.ITEMSIZE[pb.out_dtype], **gemm_constexprs(plan, pb.k, pb.n),
-                **transport_constexprs(plan, "SIG_RFLAGS"))
+                **transport_constexprs(plan, "SIG_RFLAGS", "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, pb.a_rows, pb.k, pb.n, a.stride(0), b.stride(0),
             b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "slots", "rflags", "result", "outbox",

@@ -20,6 +20,13 @@ row, flagged per tile row; this rank's own partials stay in its workspace, flagg
 on LSA. gemm_ar's sums go into this rank's own result area (peers write only the rows they
 own there) and the tile that completes a tile row puts it to every peer (counts after the
 first ones: 2 x OWNED_MT), flagged per tile row (SIG_RFLAGS).
+
+SDMA: the same tile rows as copies (cco.Sdma.put from the outbox, or from the own result
+area), each receiver on its queue (peer d = rank me + d on queue (d - 1) % QUEUES; gemm_ar's
+sums on the next QUEUES queues, so that a count never mixes the phases). Copies from several
+programs land in any order, so a sum waits for all of a sender's partial tile rows of the call
+and gemm_ar's phase 3 for all of an owner's sums (their numbers are fixed by the shape: counted
+over every call so far, as gemm_ag's).
 """
 
 import triton
@@ -27,8 +34,8 @@ import triton.language as tl
 
 from cco.ir.triton import cco
 from cco.ops.kernels.core import load_tile, mma, store_tile, tile_coords
-from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, open_call, ptr_at, raise_flag,
-                                     trace_begin, trace_end, wait_flag, wait_for)
+from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
+                                     raise_flag, trace_begin, trace_end, wait_copies, wait_flag, wait_for)
 
 
 @triton.jit
@@ -44,22 +51,47 @@ def _owned_rows(owner, omt, M, M_OWN, BM: tl.constexpr, WORLD: tl.constexpr, ALL
 
 
 @triton.jit
-def _share_sum_by_puts(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows, nt, omt, par,
-                       result_elems, N, me, epoch, WORLD: tl.constexpr, OWNED_MT: tl.constexpr, MT: tl.constexpr,
-                       NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, ES: tl.constexpr, OT: tl.constexpr,
-                       SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr):
-    """gemm_ar over GDA: a summed tile into this rank's own result area (where peers write
-    only the rows they own); the tile that completes its tile row puts the row to every peer."""
+def _queue(sender, receiver, phase, WORLD: tl.constexpr, QUEUES: tl.constexpr):
+    """SDMA: the queue `sender` copies to `receiver` on in `phase` (0: partials, 1: gemm_ar's
+    sums); sender and receiver compute the same."""
+    return phase * QUEUES + ((receiver - sender + WORLD) % WORLD - 1) % QUEUES
+
+
+@triton.jit
+def _tile_rows_owned(owner, M, M_OWN, BM: tl.constexpr, WORLD: tl.constexpr, ALL_REDUCE: tl.constexpr):
+    """How many tile rows `owner` sums (each a copy from every peer over SDMA, and gemm_ar's
+    a copy to every peer)."""
+    if ALL_REDUCE:
+        return tl.maximum(0, tl.cdiv(tl.cdiv(M, BM) - owner, WORLD))
+    else:
+        return tl.cdiv(M_OWN, BM)
+
+
+@triton.jit
+def _share_sum(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows, nt, omt, par,
+               result_elems, N, me, epoch, WORLD: tl.constexpr, OWNED_MT: tl.constexpr, MT: tl.constexpr,
+               NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, ES: tl.constexpr, OT: tl.constexpr,
+               GDA: tl.constexpr, SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr, QUEUES: tl.constexpr):
+    """gemm_ar over GDA or SDMA: a summed tile into this rank's own result area (where peers
+    write only the rows they own); the tile that completes its tile row puts (copies) the row to
+    every peer."""
     if WORLD > 1:
         at = par * result_elems + row0.to(tl.int64) * N
         store_tile(ptr_at(mine + off_result, OT) + at, N, nrows, nt * BN, N, value, BM, BN)
         arrivals = ptr_at(mine + off_arrivals, tl.int32) + 2 * WORLD * OWNED_MT + par * OWNED_MT + omt
         if count_tile(arrivals) == NT - 1:
             tl.store(arrivals, 0)   # for the call that uses this half next
+            if not GDA:
+                cco.system_fence(0)   # every tile of the row, for the copy engine
             for d in tl.static_range(1, WORLD):
                 peer = (me + d) % WORLD
-                gda_put(dc, ws, mine, off_sent, status, peer, off_result + at * ES, off_result + at * ES,
-                        nrows.to(tl.int64) * N * ES, SIG_RFLAGS + par * MT + row0 // BM, epoch, NSIG)
+                if GDA:
+                    gda_put(dc, ws, mine, off_sent, status, peer, off_result + at * ES, off_result + at * ES,
+                            nrows.to(tl.int64) * N * ES, SIG_RFLAGS + par * MT + row0 // BM, epoch, NSIG)
+                else:
+                    note_failure(status, cco.Sdma.put(dc, peer, ws, off_result + at * ES, ws, off_result + at * ES,
+                                                      nrows.to(tl.int64) * N * ES,
+                                                      _queue(me, peer, 1, WORLD, QUEUES), coop=cco.CoopScope.BLOCK))
 
 
 @triton.jit(do_not_specialize=["M", "timeout", "active"])
@@ -69,11 +101,13 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 WORLD: tl.constexpr, OWNED_MT: tl.constexpr, SLOT_ROWS: tl.constexpr, MT: tl.constexpr,
                 NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ALL_REDUCE: tl.constexpr, ES: tl.constexpr,
-                GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr):
+                GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr,
+                SDMA: tl.constexpr, QUEUES: tl.constexpr):
     """ALL_REDUCE: out (M x N) = the sum over ranks of a @ b. Else out (M/W x N) = rows
     [rank M/W, ...) of that sum. active == 0: returns at once."""
     if active != 0:
         OT: tl.constexpr = out.dtype.element_ty
+        PUTS: tl.constexpr = GDA or SDMA   # partials travel as tile rows from the outbox
         pid = tl.program_id(0)
         programs = tl.num_programs(0)
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
@@ -95,16 +129,23 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                           K, BM, BN, BK, EVEN_K, EVEN_N)
                 at = (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N   # in the owner's slots
                 flag = ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4
-                if GDA:
+                if PUTS:
                     if owner != me:
                         box = (par * WORLD + owner) * slot_elems + slot_row.to(tl.int64) * N
                         store_tile(ptr_at(mine + off_outbox, OT) + box, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
                         arrivals = ptr_at(mine + off_arrivals, tl.int32) + (par * WORLD + owner) * OWNED_MT + omt
                         if count_tile(arrivals) == NT - 1:
                             tl.store(arrivals, 0)   # for the call that uses this half next
-                            gda_put(dc, ws, mine, off_sent, status, owner, off_slots + at * ES, off_outbox + box * ES,
-                                    nrows.to(tl.int64) * N * ES, SIG_FLAGS + (par * WORLD + me) * OWNED_MT + omt,
-                                    epoch, NSIG)
+                            if GDA:
+                                gda_put(dc, ws, mine, off_sent, status, owner, off_slots + at * ES,
+                                        off_outbox + box * ES, nrows.to(tl.int64) * N * ES,
+                                        SIG_FLAGS + (par * WORLD + me) * OWNED_MT + omt, epoch, NSIG)
+                            else:
+                                cco.system_fence(0)   # every tile of the row, for the copy engine
+                                note_failure(status, cco.Sdma.put(dc, owner, ws, off_slots + at * ES, ws,
+                                                                  off_outbox + box * ES, nrows.to(tl.int64) * N * ES,
+                                                                  _queue(me, owner, 0, WORLD, QUEUES),
+                                                                  coop=cco.CoopScope.BLOCK))
                     else:
                         store_tile(ptr_at(mine + off_slots, OT) + at, N, nrows, nt * BN, N, acc.to(OT), BM, BN)
                         raise_flag(mine + off_flags + flag, epoch)
@@ -123,12 +164,14 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 acc = tl.zeros((BM, BN), dtype=tl.float32)
                 for r in tl.static_range(0, WORLD):
                     own_flag = mine + off_flags + ((par * WORLD + r) * OWNED + t).to(tl.int64) * 4
-                    if GDA:
-                        if r != me:
+                    if PUTS and r != me:
+                        if GDA:
                             wait_for(dc, mine, off_flags, (par * WORLD + r) * OWNED_MT + omt, epoch, status, timeout,
                                      GDA, SIG_FLAGS)
-                        else:
-                            wait_flag(own_flag, epoch, status, dc, timeout)
+                        else:   # every partial tile row r sends this rank, this call's included
+                            wait_copies(dc, r, _queue(r, me, 0, WORLD, QUEUES),
+                                        epoch.to(tl.int64) * _tile_rows_owned(me, M, M_OWN, BM, WORLD, ALL_REDUCE),
+                                        status, timeout)
                     else:
                         wait_flag(own_flag, epoch, status, dc, timeout)
                     slot = ptr_at(mine + off_slots, OT) + (par * WORLD + r) * slot_elems + slot_row.to(tl.int64) * N
@@ -137,10 +180,10 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 if ALL_REDUCE:
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     mt = row0 // BM
-                    if GDA:
-                        _share_sum_by_puts(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows,
-                                           nt, omt, par, result_elems, N, me, epoch, WORLD, OWNED_MT, MT, NT, BM, BN,
-                                           ES, OT, SIG_RFLAGS, NSIG)
+                    if PUTS:
+                        _share_sum(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows, nt,
+                                   omt, par, result_elems, N, me, epoch, WORLD, OWNED_MT, MT, NT, BM, BN, ES, OT, GDA,
+                                   SIG_RFLAGS, NSIG, QUEUES)
                     else:
                         for d in tl.static_range(1, WORLD):
                             peer = (me + d) % WORLD
@@ -163,6 +206,11 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     traced = trace_begin(dc)  # another owner's tile: waited for, then copied
                     if GDA:
                         wait_for(dc, mine, off_rflags, par * MT + mt, epoch, status, timeout, GDA, SIG_RFLAGS)
+                    elif SDMA:   # every sum the owner copies here, this call's included
+                        owner = mt % WORLD
+                        wait_copies(dc, owner, _queue(owner, me, 1, WORLD, QUEUES),
+                                    epoch.to(tl.int64) * _tile_rows_owned(owner, M, M_OWN, BM, WORLD, ALL_REDUCE),
+                                    status, timeout)
                     else:
                         wait_flag(mine + off_rflags + (par * MT * NT + u).to(tl.int64) * 4, epoch, status, dc,
                                   timeout)
@@ -173,5 +221,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
                     trace_end(dc, cco.TraceTag.WAIT, u, traced)
 
+        if SDMA:   # a copy the proxy refused fails here, not as a receiver's timeout
+            for d in range(pid, WORLD - 1, programs):
+                note_failure(status, cco.Sdma.quiet(dc, (me + 1 + d) % WORLD, coop=cco.CoopScope.BLOCK))
         await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
         end_call(mine, off_counters, epoch)
