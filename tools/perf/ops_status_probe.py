@@ -3,7 +3,7 @@
 small integer inputs, each call checked on its own (the plan's status word, the result against
 torch), the first bad call named, and any error the proxy met on its own.
 
-    python -m cco.launch -n 2 tools/perf/ops_status_probe.py [gda|lsa]
+    python -m cco.launch -n 2 tools/perf/ops_status_probe.py [gda|lsa|sdma] [M,K,N]
     CCO_TEST_NODES_PER_HOST=2 CCO_NET=tcp CCO_SOCKET_IFNAME==lo \\
         python -m cco.launch -n 2 tools/perf/ops_status_probe.py gda     (two virtual nodes over tcp)
 """
@@ -18,7 +18,6 @@ from cco.ops.context import OpsContext
 from cco.runtime import bootstrap
 
 CALLS = 25
-M, K, N = 256, 128, 512
 
 
 def ints(shape, seed, dev):
@@ -37,7 +36,9 @@ def status_of(comm, op):
     return [0, 0], ""
 
 
-def main(transport):
+def main(transport, shape):
+    """shape: (M, K, N), M the rows of a shard (gemm_ar and gemm_rs multiply M x W rows)."""
+    M, K, N = shape
     rank, world, uid = bootstrap()
     dev = torch.device("cuda", torch.cuda.current_device())
     comm = Communicator.init(world, rank, uid)
@@ -74,4 +75,5 @@ def main(transport):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "gda")
+    main(sys.argv[1] if len(sys.argv) > 1 else "gda",
+         tuple(int(x) for x in sys.argv[2].split(",")) if len(sys.argv) > 2 else (256, 128, 512))

@@ -78,6 +78,7 @@ class Split:
         self.world = comm.world_size
         self.programs = programs
         self.win = comm.alloc_window(nbytes)
+        self.libs = cco.get_extern_libs()   # the device library the kernel links
         self.dc = comm.create_dev_comm(CCODevCommRequirements(lsa_barrier_count=programs,
                                                               gda_connection_type=GDA_CONNECTION_NONE))
 
@@ -92,7 +93,7 @@ class Split:
     def exchange(self, dst, count, reduce, my_block):
         grid = (max(1, min(self.programs, triton.cdiv(count, BLOCK))),)   # the same on every rank
         lsa_exchange[grid](self.dc.ptr, self.win.handle, dst, count, NRANKS=self.world, REDUCE=reduce,
-                           MY_BLOCK=my_block, BLOCK=BLOCK, num_warps=8)
+                           MY_BLOCK=my_block, BLOCK=BLOCK, num_warps=8, extern_libs=self.libs)
 
     def call(self, op, a, b):
         """A callable doing `op` on a and b as split (the result it returns is the operator's),
