@@ -9,9 +9,12 @@ matmul/plain and matmul/op in %.
 Then candidate cores for the operators, each as matmul/core in %: the same tiles loaded by TMA
 (host tensor descriptors; the result stored in two halves, so that 4 stages fit in shared
 memory), that loop flattened (the next tile's loads overlap this one's epilogue), flattened
-and warp-specialized, and TMA with 3 stages and one store; one tile a program (a plain Triton
-GEMM, 4 and 3 stages); and the operators' persistent core itself. What a faster core would gain
-the operators, before any of them is rebuilt on it.
+and warp-specialized, and TMA with 3 stages and one store; TMA with A's descriptor made on the
+device per tile from a pointer chosen at run time (what an operator reading its own rows or a
+peer's slot needs: two host descriptors would take two pipelined loops, twice the shared
+memory); one tile a program (a plain Triton GEMM, 4 and 3 stages); and the operators'
+persistent core itself. What a faster core would gain the operators, before any of them is
+rebuilt on it.
 
     python -m cco.launch -n 1 tools/perf/ops_core_probe.py [--cores-only]
 """
@@ -88,6 +91,44 @@ def one_tile_matmul(a, b, c, stages):
                                        num_warps=t.warps, num_stages=stages)
 
 
+@triton.jit
+def tma_device_core(a, a2, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                    GROUP_M: tl.constexpr):
+    """TMA with descriptors made on the device: A's made per tile from a pointer chosen at run
+    time (odd tile rows read `a2`, a second copy of A), as an operator would read this rank's
+    rows or a peer's slot through one pipelined loop; B's and C's made once."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    MT = tl.cdiv(M, BM)
+    NT = tl.cdiv(N, BN)
+    b_desc = tl.make_tensor_descriptor(b, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN // 2])
+    for t in range(pid, MT * NT, programs):
+        mt, nt = tile_coords(t, MT, NT, GROUP_M)
+        src = tl.where(mt % 2 == 1, a2, a)
+        a_desc = tl.make_tensor_descriptor(src, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([mt * BM, ki * BK]), b_desc.load([ki * BK, nt * BN]), acc)
+        left, right = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
+        c_desc.store([mt * BM, nt * BN], left.to(c_desc.dtype))
+        c_desc.store([mt * BM, nt * BN + BN // 2], right.to(c_desc.dtype))
+
+
+def tma_device_matmul(a, b, c, sms):
+    def scratch(size, alignment, stream):   # the descriptors' global scratch, per launch
+        return torch.empty(size, dtype=torch.int8, device=a.device)
+
+    triton.set_allocator(scratch)
+    t = BASE
+    m, k = a.shape
+    n = b.shape[1]
+    a2 = a.clone()
+    grid = (min(sms, triton.cdiv(m, t.bm) * triton.cdiv(n, t.bn)),)
+    return lambda: tma_device_core[grid](a, a2, b, c, m, n, k, BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m,
+                                         num_warps=t.warps, num_stages=t.stages)
+
+
 # (flatten, warp-specialize, store in halves, stages)
 TMA_VARIANTS = {"tma": (False, False, True, 4), "tma-flat": (True, False, True, 4), "tma-ws": (True, True, True, 4),
                 "tma-s3": (False, False, False, 3)}
@@ -116,6 +157,7 @@ def cores(m, k, n, sms, dev):
     t_mm = median_time(lambda: torch.matmul(a, b))
     line = f"cores {m}x{k}x{n}: matmul {2 * m * k * n / t_mm / 1e12:.0f} TF/s"
     candidates = {name: (lambda v=v: tma_matmul(a, b, c, sms, v)) for name, v in TMA_VARIANTS.items()}
+    candidates["tma-device"] = lambda: tma_device_matmul(a, b, c, sms)
     candidates["one-tile"] = lambda: one_tile_matmul(a, b, c, 4)
     candidates["one-tile-s3"] = lambda: one_tile_matmul(a, b, c, 3)
     candidates["persistent"] = lambda: (lambda: core_matmul(a, b, c, sms, 1))
