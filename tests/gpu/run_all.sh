@@ -218,7 +218,7 @@ for step in "${steps[@]}"; do
       #   ops-lsa:  every operator against torch with 1, 2 and 4 ranks, graph replay, the pool,
       #             bad operands, a rank that never calls
       #   ops-gda:  the same over GDA (one host; two virtual nodes over tcp), 2 and 4 ranks
-      #   ops-sdma: every operator over SDMA, 2 and 4 ranks
+      #   ops-sdma: the all-gather and all-to-all pairs over SDMA, 2 and 4 ranks
       #   ops-examples, ops-bench (quick shapes unless OPS_FULL=1; every transport)
       #   ops-core: one rank, each operator against its own GEMM core and cuBLAS, and candidate
       #             faster cores (tools/perf/ops_core_probe.py); the one-rank bench with that anchor

@@ -23,14 +23,14 @@ adds (epoch - the epoch this rank last announced with it there), which this rank
 Gda.read_signal (acquire) until it reaches this call's epoch. Row counts travel as put_value
 with the start signal attached.
 
-SDMA: copy engines carry the data (Sdma.put on the queue the
-sender uses for that receiver), and the receiver's count of copies landed from a sender is the
-flag. ag_gemm and a2a_gemm post a receiver's chunks in order from one program, so a chunk is
-there once the count reaches every chunk of the earlier calls (kept in the workspace: splits
-change) plus this call's up to it; gemm_ag's row blocks are copied by whichever program
-completes them, in any order, so a receiver waits for all of the call's; gemm_a2a's rows for a
-receiver go as one copy, counted as a2a_gemm's; the reduce pair's tile rows land in any order
-too, and are waited for all together (cco.ops.kernels.reduce). Start flags stay LSA's.
+SDMA: copy engines carry the data (Sdma.put on the queue the sender uses for that receiver),
+and the receiver's count of copies landed from a sender is the flag. ag_gemm and a2a_gemm post
+a receiver's chunks in order from one program, so a chunk is there once the count reaches every
+chunk of the earlier calls (kept in the workspace: splits change) plus this call's up to it;
+gemm_ag's row blocks are copied by whichever program completes them, in any order, so a
+receiver waits for all of the call's; gemm_a2a's rows for a receiver go as one copy, counted as
+a2a_gemm's; the reduce pair's tile rows land in any order too, and are waited for all together
+(cco.ops.kernels.reduce; refused by cco.ops.checks for now). Start flags stay LSA's.
 
 A wait gives up once `timeout` ticks of the GPU's clock went by (device_clock: nanoseconds on
 NVIDIA, 10 ns on AMD; the host converts CCO_TIMEOUT_MS), looked at every _ABORT_EVERY polls
