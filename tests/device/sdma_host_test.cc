@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "cco/cco.h"
 #include "device/cco_device.hpp"
@@ -133,6 +135,63 @@ TEST(SdmaOnHost, AggregatedPostsWaitForCommitAndLocalCounts) {
                   return ccoBarrierAll(k.comm) == ccoSuccess;
                 },
                 1, 1),
+            0);
+}
+
+// Whether the count of (peer, queue) reaches `least` within 10 s, read without consuming it
+// (as cco.ops's kernels read it: every program of a rank polls the same count).
+bool Reaches(const ccoSdma& sdma, int peer, int queue, uint64_t least) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (sdma.read_signal(peer, queue) < least) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// The pattern of cco.ops's reduce pair over SDMA, which stalled on an H100: per call, several
+// "programs" (threads) of a rank post signalled puts to its peer at once, first on queue 0
+// (partials), then, once the peer's queue-0 puts of the call landed, on queue 1 (sums); each
+// waits for the call's count on both queues and one of them quiets while the others may still
+// post. Six calls, sources and landing areas in halves by the call's parity (as the kernels'
+// workspaces: a half is rewritten two calls later, after the call between quieted every post
+// made before it); every count exact and every byte the call's.
+TEST(SdmaOnHost, ConcurrentPostersOnTwoQueuesCallAfterCall) {
+  constexpr int kPosters = 4, kCalls = 6;
+  constexpr uint64_t kHalf = 2 * kPosters * kChunk;  // one call's sources (or landings): 2 queues x posters
+  static_assert(2 * kHalf <= kInbox, "the sources' halves below the landing areas");
+  EXPECT_EQ(RunGdaRanks(
+                2, CCO_GDA_CONNECTION_NONE,
+                [](Rank& k) {
+                  const int peer = 1 - k.rank;
+                  for (int call = 1; call <= kCalls; ++call) {
+                    const uint64_t half = kInbox + (call % 2) * kHalf, source = (call % 2) * kHalf;
+                    for (int t = 0; t < 2 * kPosters; ++t)
+                      Fill(k.mem + source + t * kChunk, Owner(k.rank, call * 16 + t), kChunk / 4);
+                    CHECK_OR_FAIL(ccoBarrierAll(k.comm) == ccoSuccess);  // sources in place, last call read
+                    std::atomic<int> failed{0};
+                    std::vector<std::thread> programs;
+                    for (int t = 0; t < kPosters; ++t) {
+                      programs.emplace_back([&, t] {
+                        ccoSdma sdma(k.dc, 10'000'000'000ull);
+                        for (int q = 0; q < 2; ++q) {
+                          const uint64_t slot = q * kPosters + t;
+                          if ((sdma.put<ccoCoopThread, true>(peer, k.win, half + slot * kChunk, k.win,
+                                                             source + slot * kChunk, kChunk, q)) != 0 ||
+                              !Reaches(sdma, peer, q, static_cast<uint64_t>(call) * kPosters))
+                            ++failed;
+                        }
+                        if (t == 0 && sdma.quiet(peer) != 0) ++failed;  // while the others may still post
+                      });
+                    }
+                    for (auto& p : programs) p.join();
+                    CHECK_OR_FAIL(failed == 0);
+                    for (int t = 0; t < 2 * kPosters; ++t)
+                      CHECK_OR_FAIL(Holds(k.mem + half + t * kChunk, Owner(peer, call * 16 + t), kChunk / 4));
+                  }
+                  return ccoBarrierAll(k.comm) == ccoSuccess;
+                },
+                1, 2),
             0);
 }
 
