@@ -26,13 +26,13 @@ import torch
 import triton
 import triton.language as tl
 
-from cco import Communicator, ops
+from cco import Communicator
 from cco.ops import planning
 from cco.ops.context import OpsContext
 from cco.ops.kernels.core import tile_coords
 from cco.runtime import bootstrap
 from cco_tools.perf.kernels.ops_core import core_matmul
-from cco_tools.perf.suites.ops import _time
+from cco_tools.perf.suites.ops import _operator, _time
 
 SHAPES = [("ag_gemm", 4096, 8192, 28672), ("ag_gemm", 16384, 8192, 28672), ("gemm_ar", 4096, 28672, 8192),
           ("a2a_gemm", 32768, 7168, 2048), ("gemm_a2a", 32768, 2048, 7168)]
@@ -183,9 +183,7 @@ def probe(comm, op, m, k, n, sms, dev):
     b = torch.randn(k, n, device=dev, dtype=torch.bfloat16) / 8
     c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
     splits = [m]
-    call = {"ag_gemm": lambda: ops.ag_gemm(a, b, comm), "gemm_ar": lambda: ops.gemm_ar(a, b, comm),
-            "a2a_gemm": lambda: ops.a2a_gemm(a, b, splits, comm, out_splits=splits),
-            "gemm_a2a": lambda: ops.gemm_a2a(a, b, splits, comm, out_splits=splits)}[op]
+    call = _operator(op, a, b, comm, splits, splits, "lsa")   # as cco perf calls it
     t_mm = median_time(lambda: torch.matmul(a, b))
     line = f"{op} {m}x{k}x{n}: matmul {2 * m * k * n / t_mm / 1e12:.0f} TF/s"
     try:

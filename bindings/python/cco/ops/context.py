@@ -151,7 +151,7 @@ class OpsContext:
                                           gda_signal_count=plan.consts["NSIG"], gda_counter_count=0)
         elif plan.consts.get("SDMA"):
             reqs = CCODevCommRequirements(gda_connection_type=GDA_CONNECTION_NONE,
-                                          sdma_queue_count=plan.consts.get("SDMA_QUEUE_COUNT", plan.consts["QUEUES"]))
+                                          sdma_queue_count=plan.consts["SDMA_QUEUE_COUNT"])
         else:
             return self.dc
         return self.comm.create_dev_comm(reqs)

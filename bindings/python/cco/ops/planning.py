@@ -174,8 +174,16 @@ SDMA_QUEUES = 4   # the most copy-engine queues an SDMA plan spreads its receive
 
 
 def _lsa_consts(consts, world=1, sdma=False):
+    """LSA's and SDMA's constants; SDMA_QUEUE_COUNT: the queues the plan's device communicator
+    gets (QUEUES, which a kernel spreads its receivers over; gemm_ar doubles it)."""
     queues = max(1, min(world - 1, SDMA_QUEUES)) if sdma else 1
-    consts.update(GDA=False, SDMA=sdma, QUEUES=queues, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
+    consts.update(GDA=False, SDMA=sdma, QUEUES=queues, SDMA_QUEUE_COUNT=queues, SIG_FLAGS=0, SIG_RFLAGS=0, NSIG=1)
+
+
+def _landed_area(layout, world):
+    """SDMA's count of the copies each sender's earlier calls landed here (W int64, see
+    cco.ops.kernels.signals.count_landed), then the call's count of programs done (int32)."""
+    layout.add("landed", world * 8 + INT32)
 
 
 def rotated(rank, world):
@@ -233,8 +241,8 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
         _gda_areas(layout, consts, world, flags=2 * world * chunks)
     else:
         _lsa_consts(consts, world, sdma=transport == "sdma")
-    if transport == "sdma":   # copies landed from each sender before this call (int64), programs done (int32)
-        layout.add("landed", world * 8 + INT32)
+    if transport == "sdma":
+        _landed_area(layout, world)
     if transport != "lsa":
         layout.add("stage", cap * k * ITEMSIZE[in_dtype])
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
@@ -310,7 +318,7 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
         _lsa_consts(consts, world, sdma=transport == "sdma")
         if transport == "sdma" and not broadcast:
             layout.add("outbox", slots)
-            layout.add("landed", world * 8 + INT32)   # as gather_plan's
+            _landed_area(layout, world)
     return Plan(op, world, rank, tiles, programs, layout, [], consts)
 
 
@@ -370,7 +378,7 @@ def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_co
         _lsa_consts(consts, world, sdma=transport == "sdma")
         if transport == "sdma":   # gemm_ar's sums on queues of their own
             layout.add("outbox", slots)
-            consts["SDMA_QUEUE_COUNT"] = consts["QUEUES"] * (2 if op == "gemm_ar" else 1)
+            consts["SDMA_QUEUE_COUNT"] *= 2 if op == "gemm_ar" else 1
     out_rows = m_rows if op == "gemm_ar" else m_rows // world
     return Plan(op, world, rank, tiles, programs, layout, [0], consts, out_rows=out_rows)
 

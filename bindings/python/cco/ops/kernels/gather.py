@@ -21,7 +21,8 @@ import triton.language as tl
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, end_call, gda_put_from, landed_before, note_failure,
-                                     open_call, ptr_at, raise_flag, trace_begin, trace_end, wait_copies, wait_for)
+                                     open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
+                                     wait_for)
 
 
 @triton.jit
@@ -87,8 +88,8 @@ def _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, c, par, epoch,
     call's up to c, on the queue src uses for this rank (src's push order of this rank:
     DST[d] = src - 1 - d)."""
     if SDMA:
-        queue = ((src - 1 - me + 2 * WORLD) % WORLD) % QUEUES
-        wait_copies(dc, src, queue, landed_before(mine, off_landed, src) + c + 1, status, timeout)
+        wait_copies(dc, src, sdma_queue(src, me, WORLD, QUEUES), landed_before(mine, off_landed, src) + c + 1, status,
+                    timeout)
     else:
         wait_for(dc, mine, off_flags, (par * WORLD + src) * CHUNKS + c, epoch, status, timeout, GDA, SIG_FLAGS)
 

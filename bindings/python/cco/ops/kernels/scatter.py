@@ -20,8 +20,8 @@ import triton.language as tl
 from cco.ir.triton import cco
 from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, count_tile, end_call, gda_put, landed_before,
-                                     note_failure, open_call, ptr_at, raise_flag, trace_begin, trace_end, wait_copies,
-                                     wait_for)
+                                     note_failure, open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end,
+                                     wait_copies, wait_for)
 
 
 @triton.jit(do_not_specialize=["M", "timeout", "active"])
@@ -136,8 +136,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 row0 = mt * BM
                 nrows = tl.minimum(BM, M - row0)
                 if SDMA:   # src's copies land in any order: wait for all of this call's
-                    queue = ((src - me + WORLD) % WORLD - 1) % QUEUES
-                    wait_copies(dc, src, queue, epoch.to(tl.int64) * MT, status, timeout)
+                    wait_copies(dc, src, sdma_queue(src, me, WORLD, QUEUES), epoch.to(tl.int64) * MT, status,
+                                timeout)
                 elif GDA:
                     wait_for(dc, mine, off_flags, (par * WORLD + src) * MT + mt, epoch, status, timeout, GDA,
                              SIG_FLAGS)
@@ -154,8 +154,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 chunks = tl.cdiv(cnt, BM)
                 if pid < chunks:
                     if SDMA:   # src's one copy of the call
-                        queue = ((src - me + WORLD) % WORLD - 1) % QUEUES
-                        wait_copies(dc, src, queue, landed_before(mine, off_landed, src) + 1, status, timeout)
+                        before = landed_before(mine, off_landed, src)
+                        wait_copies(dc, src, sdma_queue(src, me, WORLD, QUEUES), before + 1, status, timeout)
                     else:
                         wait_for(dc, mine, off_flags, par * WORLD + src, epoch, status, timeout, GDA, SIG_FLAGS)
                 for c in range(pid, chunks, programs):
@@ -211,7 +211,6 @@ def count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, o
                     rows = tl.load(table + T_SENDR + j).to(tl.int64)
                     note_failure(status, cco.Sdma.put(dc, j, ws, off_slots + (par * WORLD + me) * slot_bytes, ws,
                                                       off_outbox + (par * WORLD + j) * slot_bytes, rows * N * ES,
-                                                      ((me - j + WORLD) % WORLD - 1) % QUEUES,
-                                                      coop=cco.CoopScope.BLOCK))
+                                                      sdma_queue(me, j, WORLD, QUEUES), coop=cco.CoopScope.BLOCK))
                 else:
                     raise_flag(base + stride * j + off_flags + (par * WORLD + me) * 4, epoch)

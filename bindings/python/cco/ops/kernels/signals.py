@@ -235,7 +235,7 @@ def _signal_step(mine, off_sent, peer, sig, epoch, NSIG: tl.constexpr):
 
 @triton.jit
 def note_failure(status, failed):
-    """A GDA call that failed (a lost peer, an abort) voids the call."""
+    """A GDA or SDMA call that failed (a lost peer, an abort, a queue that timed out) voids the call."""
     if failed != 0:
         tl.store(status, 1)
 
@@ -284,6 +284,13 @@ def wait_copies(dc, peer, queue, least, status, timeout):
     """SDMA: waits until the copies `peer` put here on `queue` number `least` (int64; a count
     over every call so far) or more."""
     return _poll(dc, 0, peer, queue, least, status, timeout, 2)
+
+
+@triton.jit
+def sdma_queue(sender, receiver, WORLD: tl.constexpr, QUEUES: tl.constexpr):
+    """SDMA: the queue `sender` copies to `receiver` on, as both compute it: receiver d = sender
+    - d (rank - 1 first, the one that needs a sender's rows first) on queue (d - 1) % QUEUES."""
+    return ((sender - receiver + WORLD) % WORLD - 1) % QUEUES
 
 
 @triton.jit
