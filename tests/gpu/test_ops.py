@@ -157,6 +157,11 @@ def case_ops(comm, rank, world, dev, dtypes, transport="lsa"):
             bt = b_all[rank].t().contiguous().t()
             assert ops.gemm_ar(a_all[rank], bt, comm, out=out) is out
             _check(f"gemm_ar b transposed {dtype}", out, total, rank)
+            if si == 0:   # the gather kernel with b transposed, and a as a strided view (copied first)
+                wide = torch.cat([shard[rank], shard[rank]], 1)[:, :k]
+                _check(f"ag_gemm b transposed, a strided {dtype}",
+                       ops.ag_gemm(wide, b_all[rank].t().contiguous().t(), comm), _mm(gathered, b_all[rank], out_dtype),
+                       rank)
     ops.check(comm)
     print(f"PASS ops ({transport}) rank {rank}", flush=True)
 
@@ -327,6 +332,9 @@ def case_errors(comm, rank, world, dev, dtypes):
         (lambda: ops.gemm_ar(a.cpu(), torch.ones(4, 4, dtype=torch.bfloat16), comm), "on the communicator's GPU"),
         (lambda: ops.ag_gemm(a, torch.ones(4, 4, device=dev, dtype=torch.bfloat16), comm, transport="nvlink"),
          "choose one of"),
+        (lambda: ops.gemm_ar(a, torch.ones(4, 4, device=dev, dtype=torch.bfloat16), comm,
+                             out=torch.empty(33, device=dev, dtype=torch.bfloat16)[1:].view(8, 4)),
+         "16-byte boundary"),
     ]
     if world > 1:
         bad.append((lambda: ops.gemm_rs(torch.ones(world + 1, 4, device=dev, dtype=torch.bfloat16),

@@ -85,6 +85,33 @@ def test_signature_names_what_ranks_must_share():
     assert planning.signature(c, TILES, "lsa") == planning.signature(d, TILES, "lsa")
 
 
+def test_b_layout_is_agreed_and_steers_the_tma_core():
+    """b row-major or column-major (x @ w.t()): which the kernels are built for, so the ranks
+    agree on it; the core reads by TMA only on TMA hardware where every row it reads (a's and
+    a slot's K elements, b's N, or K when b is column-major) is a multiple of 16 bytes long."""
+    row = checks.problem("gemm_ag", op_((8, 64)), op_((64, 24), strides=(24, 1)), 2)
+    col = checks.problem("gemm_ag", op_((8, 64)), op_((64, 24), strides=(1, 64)), 2)
+    odd = checks.problem("gemm_ag", op_((8, 64)), op_((64, 24), strides=(48, 2)), 2)   # neither: copied
+    assert (row.b_kmajor, col.b_kmajor, odd.b_kmajor) == (False, True, False)
+    assert planning.signature(row, TILES, "lsa") != planning.signature(col, TILES, "lsa")
+    assert planning.uses_tma(True, row) and planning.uses_tma(True, col)
+    assert not planning.uses_tma(False, row)                                       # no TMA on the GPU
+    n12 = checks.problem("gemm_ag", op_((8, 64)), op_((64, 12), strides=(12, 1)), 2)   # 24-byte rows of b
+    assert not planning.uses_tma(True, n12)
+    n12_col = checks.problem("gemm_ag", op_((8, 64)), op_((64, 12), strides=(1, 64)), 2)
+    assert planning.uses_tma(True, n12_col)                       # column-major: b's rows are K long
+    k36 = checks.problem("gemm_ag", op_((8, 36)), op_((36, 24), strides=(24, 1)), 2)    # 72-byte rows of a
+    assert not planning.uses_tma(True, k36)
+    fp8 = checks.problem("gemm_ag", op_((8, 24), "float8_e4m3fn"), op_((24, 32), "float8_e4m3fn"), 2)
+    assert not planning.uses_tma(True, fp8)                       # 24 one-byte elements a row of a
+
+
+def test_a_result_that_does_not_start_on_16_bytes_is_refused():
+    with pytest.raises(OperandError, match="out must start on a 16-byte boundary"):
+        checks.problem("gemm_ar", op_((8, 4)), op_((4, 6)), 2, out=Operand((8, 6), "bfloat16", (6, 1), True, False))
+    checks.problem("gemm_ar", op_((8, 4)), op_((4, 6)), 2, out=Operand((8, 6), "bfloat16", (6, 1), True, True))
+
+
 # --- layouts ---------------------------------------------------------------------------------
 
 def _check_layout(layout):

@@ -40,6 +40,9 @@ os.environ.setdefault("DISABLE_PTXAS_OPT", "1")
 
 
 def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=None):
+    """constexprs may set TMA (default: on NVIDIA, as on an sm_90+ GPU with rows of 16-byte
+    multiples) and B_T (b's columns contiguous: its stride along K is the 1 Triton specialises,
+    not its stride along N)."""
     world = WORLD if world is None else world
     tiles = planning.tile_config(target.backend, in_dtype)
     out_dtype = "bfloat16" if in_dtype == "float8_e4m3fn" else in_dtype
@@ -47,14 +50,16 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
     for name in pointers:
         signature[name] = "*i32" if name == "table" else f"*{TYPES[out_dtype if name == 'out' else in_dtype]}"
     wide = ("off_", "src_", "timeout")   # byte offsets and a wait's bound in clock ticks
+    b_t = constexprs.get("B_T", False)
+    unit, strided = ("stride_bk", "stride_bn") if b_t else ("stride_bn", "stride_bk")
+    ints = [strided if name == "stride_bk" else name for name in ints]
     signature.update({name: ("i64" if name.startswith(wide) else "i32") for name in ints})
-    constexprs = dict(constexprs, WORLD=world, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m,
-                      EVEN_K=True, EVEN_N=True, stride_bn=1)
+    constexprs = dict(dict(TMA=target.backend == "cuda", B_T=False), **constexprs, WORLD=world, BM=tiles.bm,
+                      BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m, EVEN_K=True, EVEN_N=True, **{unit: 1})
     signature.update({name: "constexpr" for name in constexprs})
-    names = list(signature)
-    aligned = [n for n in names if signature[n].startswith("*") or n in ("K", "N", "stride_am", "stride_bk")
+    aligned = [n for n in signature if signature[n].startswith("*") or n in ("K", "N", "stride_am", strided)
                or n.startswith("off_")]
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
+    attrs = {(kernel.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=target, options={
         "extern_libs": tuple(cco.get_extern_libs(target).items()), "num_warps": tiles.warps,
@@ -86,12 +91,13 @@ def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
     return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype, world)
 
 
-def reduce(target, in_dtype, all_reduce, world=None, transport=LSA):
+def reduce(target, in_dtype, all_reduce, world=None, transport=LSA, **over):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_slots", "off_rflags", "off_result",
                                                                   "off_outbox", "off_sent", "off_arrivals",
                                                                   "timeout", "active"]
     consts = dict(OWNED_MT=4, SLOT_ROWS=512, MT=16, NT=14, ALL_REDUCE=all_reduce, ES=2,
                   **dict(dict(SDMA=False, QUEUES=1), **transport), SIG_RFLAGS=transport["SIG_FLAGS"] + 2 * WORLD * 4)
+    consts.update(over)
     return compile_kernel(gemm_reduce, ints, ["a", "b", "out"], consts, target, in_dtype, world)
 
 
@@ -141,15 +147,36 @@ def test_every_operator_compiles_with_cco_inlined(compiled):
         assert re.search(CLOCK[target.backend], asm), f"{op}: its waits read no clock in the {target.arch} code"
 
 
+TMA_LOAD = r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global"
+
+
 def test_the_gemm_core_is_pipelined_on_nvidia(compiled):
     """128x256x64 bf16 tiles in 4 stages: 4 x (16 + 32) KiB of shared memory; a loop Triton
-    did not pipeline would hold one stage (48 KiB)."""
+    did not pipeline would hold one stage (48 KiB). The tiles come by TMA, through descriptors
+    made on the device (A's per tile: 128 bytes of global scratch each)."""
     target, kernels = compiled
     if target.backend != "cuda":
         pytest.skip("NVIDIA's shared-memory figure")
     for op, c in kernels.items():
+        code = _code(target, c)
         assert c.metadata.shared >= 4 * 48 * 1024, f"{op}: {c.metadata.shared} bytes of shared memory"
-        assert re.search(r"wgmma|tcgen05", _code(target, c)), f"{op}: no tensor-core MMA of the generation"
+        assert re.search(r"wgmma|tcgen05", code), f"{op}: no tensor-core MMA of the generation"
+        assert re.search(TMA_LOAD, code), f"{op}: no TMA load"
+        assert c.metadata.global_scratch_size >= 2 * 128, f"{op}: no scratch for two descriptors"
+
+
+@pytest.mark.parametrize("b_t, tma", [(True, True), (False, False), (True, False)])
+def test_the_gemm_core_reads_b_either_way(b_t, tma):
+    """b row-major or column-major (x @ w.t()), by TMA or, where rows are not 16-byte multiples
+    apart, by pointer loads (cp.async), which leave no TMA load and no scratch; pipelined either
+    way."""
+    target = TARGETS["cuda-sm_90"]
+    for c in (gather(target, "bfloat16", TMA=tma, B_T=b_t), reduce(target, "bfloat16", True, TMA=tma, B_T=b_t)):
+        code = _code(target, c)
+        assert c.metadata.shared >= 4 * 48 * 1024, c.metadata.shared
+        assert re.search(r"wgmma", code)
+        assert bool(re.search(TMA_LOAD, code)) == tma
+        assert (c.metadata.global_scratch_size > 0) == tma
 
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])
@@ -230,16 +257,17 @@ def test_the_perf_anchor_is_the_operators_gemm_core(target):
     signature = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
                  "stride_bk": "i32", "stride_bn": "constexpr"}
     constexprs = dict(stride_bn=1, NT=14, BM=tiles.bm, BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m, EVEN_K=True,
-                      EVEN_N=True)
+                      EVEN_N=True, TMA=t.backend == "cuda", B_T=False)
     signature.update({name: "constexpr" for name in constexprs})
-    names = list(signature)
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("a", "b", "c", "N", "K", "stride_am", "stride_bk")}
+    attrs = {(core_gemm.arg_names.index(n),): [["tt.divisibility", 16]]
+             for n in ("a", "b", "c", "N", "K", "stride_am", "stride_bk")}
     c = triton.compile(ASTSource(fn=core_gemm, signature=signature, constexprs=constexprs, attrs=attrs), target=t,
                        options={"num_warps": tiles.warps, "num_stages": tiles.stages})
     assert "tt.extern_elementwise" not in c.asm["ttir"]   # no CCO call (nor any other library's)
     if t.backend == "cuda":
         assert c.metadata.shared >= 4 * 48 * 1024, c.metadata.shared
         assert re.search(r"wgmma", _code(t, c))
+        assert re.search(TMA_LOAD, _code(t, c))   # the operators' TMA core
     else:
         assert c.asm["hsaco"]
 

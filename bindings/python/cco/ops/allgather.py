@@ -2,7 +2,7 @@
 """The all-gather pair: ag_gemm (all-gather, then GEMM) and gemm_ag (GEMM, then all-gather)."""
 
 from cco.ops import planning
-from cco.ops.common import (COPY_COLUMNS, areas, gemm_constexprs, launch, prepare, result, tiles_for,
+from cco.ops.common import (COPY_COLUMNS, areas, gemm_constexprs, launch, plan_key, prepare, result, tiles_for,
                             transport_constexprs)
 from cco.ops.kernels.gather import gather_gemm
 from cco.ops.kernels.scatter import gemm_scatter
@@ -18,7 +18,7 @@ def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gat
     ctx, pb, a, b = prepare("ag_gemm", a, b, comm, transport, out)
     world, me, m = ctx.world, ctx.rank, pb.a_rows
     tiles = tiles_for(ctx, pb, m)
-    key = ("ag_gemm", m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport, bool(return_gathered))
+    key = plan_key(pb, transport, bool(return_gathered))
 
     def make(ctx):
         ctx.agree("ag_gemm", planning.signature(pb, tiles, transport) + (bool(return_gathered),))
@@ -35,8 +35,10 @@ def ag_gemm(a, b, comm, *, transport="lsa", out=None, return_gathered=False, gat
 
         gathered = gathered_out if gathered_out is not None else torch.empty((m * world, pb.k), dtype=a.dtype,
                                                                             device=a.device)
-        if tuple(gathered.shape) != (m * world, pb.k) or gathered.dtype != a.dtype or not gathered.is_contiguous():
-            raise ValueError(f"cco.ops.ag_gemm: gathered_out must be a contiguous {m * world}x{pb.k} {a.dtype}")
+        if tuple(gathered.shape) != (m * world, pb.k) or gathered.dtype != a.dtype or not gathered.is_contiguous() \
+                or gathered.data_ptr() % 16:
+            raise ValueError(f"cco.ops.ag_gemm: gathered_out must be a contiguous {m * world}x{pb.k} {a.dtype} that "
+                             "starts on a 16-byte boundary")
     _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts=False,
                    source=copy_source(ctx, plan, a, pb))
     return (out, gathered) if return_gathered else out
@@ -68,7 +70,7 @@ def _launch_gather(ctx, plan, a, b, out, gathered, table, pb, check_counts, sour
     offsets = {f"T_{k}": v for k, v in planning.gather_table_offsets(ctx.world).items()}
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], CHUNKS=plan.consts["CHUNKS"], NT=plan.consts["NT"],
                 RETURN_GATHERED=gathered is not None, CHECK_COUNTS=check_counts, BC=COPY_COLUMNS,
-                ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(plan, pb.k, pb.n),
+                ES=planning.ITEMSIZE[pb.in_dtype], **offsets, **gemm_constexprs(ctx, plan, pb),
                 **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, a if gathered is None else gathered, table,
             out.shape[0], pb.k, pb.n, a.stride(0), b.stride(0), b.stride(1),
@@ -84,7 +86,7 @@ def gemm_ag(a, b, comm, *, transport="lsa", out=None):
     ctx, pb, a, b = prepare("gemm_ag", a, b, comm, transport, out)
     world, me, m = ctx.world, ctx.rank, pb.a_rows
     tiles = tiles_for(ctx, pb, m)
-    key = ("gemm_ag", m, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport)
+    key = plan_key(pb, transport)
 
     def make(ctx):
         ctx.agree("gemm_ag", planning.signature(pb, tiles, transport))
@@ -103,7 +105,7 @@ def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
     offsets = {f"T_{k}": v for k, v in planning.scatter_table_offsets(ctx.world).items()}
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], MT=plan.consts["MT"], NT=plan.consts["NT"],
                 BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=planning.ITEMSIZE[pb.out_dtype],
-                **offsets, **gemm_constexprs(plan, pb.k, pb.n), **transport_constexprs(plan, "SDMA", "QUEUES"))
+                **offsets, **gemm_constexprs(ctx, plan, pb), **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
             b.stride(0), b.stride(1),
             *areas(plan, "counters", "status", "hello", "counts", "flags", "arrivals", "slots", "outbox", "sent",

@@ -7,7 +7,7 @@ received from ranks 0..W-1, in rank order."""
 from cco.ops import planning
 from cco.ops.checks import OperandError
 from cco.ops.allgather import _launch_gather, copy_source, launch_scatter
-from cco.ops.common import prepare, result, tiles_for
+from cco.ops.common import plan_key, prepare, result, tiles_for
 
 
 def _received(ctx, plan, op, send, out_splits):
@@ -35,7 +35,7 @@ def _received(ctx, plan, op, send, out_splits):
 
 def _plan(ctx, op, pb, transport, kind):
     tiles = tiles_for(ctx, pb, pb.a_rows)
-    key = (op, pb.a_rows, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport)
+    key = plan_key(pb, transport)
 
     def make(ctx):
         ctx.agree(op, planning.signature(pb, tiles, transport))

@@ -29,13 +29,14 @@ class OperandError(ValueError):
 
 @dataclass(frozen=True)
 class Operand:
-    """What the checks need of a tensor: its shape, dtype name, strides (in elements) and
-    whether it is on the communicator's GPU."""
+    """What the checks need of a tensor: its shape, dtype name, strides (in elements), whether
+    it is on the communicator's GPU and whether it starts on a 16-byte boundary."""
 
     shape: tuple
     dtype: str
     strides: tuple = None
     on_device: bool = True
+    aligned: bool = True
 
     @property
     def rows(self):
@@ -52,7 +53,9 @@ class Problem:
 
     a_rows x k times k x n, this rank's matrices; out_rows x n the result on this rank.
     send[j] / recv[j]: rows sent to / received from rank j (the all-to-all pair; for the
-    all-gather pair every rank sends its a_rows to all). """
+    all-gather pair every rank sends its a_rows to all). b_kmajor: b's columns are contiguous
+    (b is the transpose of a row-major n x k matrix, as `x @ w.t()` passes it); the kernels
+    are built for one layout of b, so it is agreed as the shapes are."""
 
     op: str
     world: int
@@ -64,6 +67,7 @@ class Problem:
     out_rows: int
     send: tuple = ()
     recv: tuple = ()
+    b_kmajor: bool = False
 
 
 def _name(dtype):
@@ -116,6 +120,11 @@ def check_gemm(op, a, b):
     return a.rows, a.cols, b.cols
 
 
+def b_kmajor(b):
+    """Whether b (k x n) is read column by column: its columns contiguous and its rows not."""
+    return b.strides is not None and b.strides[0] == 1 and b.strides[1] != 1
+
+
 def check_splits(op, splits, world, rows, what="splits"):
     """splits: W non-negative ints adding up to `rows` (torch's all_to_all_single rule)."""
     try:
@@ -137,10 +146,19 @@ def check_out(op, out, rows, n, out_dtype):
     _matrix(op, "out", out)
     if tuple(out.shape) != (rows, n):
         _fail(op, f"out has shape {tuple(out.shape)}; the result is {rows}x{n}")
+    check_aligned(op, "out", out)
     if _name(out.dtype) != out_dtype:
         _fail(op, f"out is {_name(out.dtype)}; the result is {out_dtype}")
     if out.strides is not None and tuple(out.strides) != (n, 1):
         _fail(op, "out must be contiguous")
+
+
+def check_aligned(op, what, t):
+    """The kernels are compiled for results that start on 16 bytes (as every allocation does);
+    another start would need another kernel, compiled mid-run."""
+    if not t.aligned:
+        _fail(op, f"{what} must start on a 16-byte boundary (a fresh tensor does; this one is a view that "
+                  "starts inside another)")
 
 
 def check_transport(op, transport, lsa_size, world):
@@ -189,7 +207,7 @@ def problem(op, a, b, world, splits=None, out_splits=None, out=None, out_dtype=N
         else:
             recv = check_splits(op, out_splits, world, sum(int(s) for s in out_splits), "out_splits")
             out_rows = sum(recv)
-    result = Problem(op, world, rows, k, n, din, dout, out_rows, send, recv)
+    result = Problem(op, world, rows, k, n, din, dout, out_rows, send, recv, b_kmajor(b))
     if out_rows is not None:
         check_out(op, out, out_rows, n, dout)
     return result

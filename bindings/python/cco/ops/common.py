@@ -6,6 +6,7 @@ from cco import _env
 from cco.ops import checks, planning
 from cco.ops.checks import OperandError
 from cco.ops.context import OpsContext, operand
+from cco.ops.scratch import descriptor_scratch
 
 COPY_COLUMNS = 256   # columns a program copies per step (rows of 32)
 
@@ -32,7 +33,29 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
                              out_dtype=out_dtype, fp8_supported=fp8)
     checks.check_transport(op, transport, comm.lsa_size, world)
     ctx = OpsContext.of(comm)
+    if not problem.b_kmajor and b.stride(1) != 1:
+        b = b.contiguous()   # neither layout the kernels read: a copy (documented)
+    a = _as_read(a, problem.k)
+    b = _as_read(b.t(), problem.k).t() if problem.b_kmajor else _as_read(b, problem.n)
     return ctx, problem, a, b
+
+
+def _as_read(t, row):
+    """t (unit column stride) itself where the kernels read it as they were compiled for the
+    plan: starting on 16 bytes, rows `row` elements apart; else a copy laid out so (documented).
+    A kernel compiled for one call's pointers and strides would not serve another's: Triton
+    specialises on both, and a kernel loaded mid-run could wait for a peer's running one."""
+    import torch
+
+    if t.stride(0) == row and t.data_ptr() % 16 == 0:
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+def plan_key(problem, transport, *more):
+    """The key of a call's plan on this rank: what its workspace and kernel depend on."""
+    return (problem.op, problem.a_rows, problem.k, problem.n, problem.in_dtype, problem.out_dtype, problem.b_kmajor,
+            transport, *more)
 
 
 def result(out, rows, n, problem, a):
@@ -43,9 +66,10 @@ def result(out, rows, n, problem, a):
     return torch.empty((rows, n), dtype=getattr(torch, problem.out_dtype), device=a.device)
 
 
-def gemm_constexprs(plan, k, n):
+def gemm_constexprs(ctx, plan, problem):
     t = plan.tiles
-    return dict(BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0,
+    return dict(BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=problem.k % t.bk == 0,
+                EVEN_N=problem.n % t.bn == 0, TMA=planning.uses_tma(ctx.tma, problem), B_T=problem.b_kmajor,
                 num_warps=t.warps, num_stages=t.stages)
 
 
@@ -69,5 +93,6 @@ def launch(ctx, plan, kernel, args, meta):
     """One launch of `kernel` on the current stream with plan.programs programs; the first
     one is preceded, once, by a launch that returns at once (loads the binary on every rank)."""
     grid = (plan.programs,)
-    ctx.loaded(plan, lambda: kernel[grid](*args[:-1], 0, **meta, extern_libs=ctx.libs))
-    kernel[grid](*args, **meta, extern_libs=ctx.libs)
+    with descriptor_scratch(plan, ctx.device):
+        ctx.loaded(plan, lambda: kernel[grid](*args[:-1], 0, **meta, extern_libs=ctx.libs))
+        kernel[grid](*args, **meta, extern_libs=ctx.libs)

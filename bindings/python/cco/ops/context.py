@@ -35,7 +35,7 @@ def _torch():
 def operand(t, device):
     """The checks' record of a tensor."""
     return checks.Operand(tuple(t.shape), str(t.dtype).replace("torch.", ""), tuple(t.stride()),
-                          t.is_cuda and t.device.index == device)
+                          t.is_cuda and t.device.index == device, t.data_ptr() % 16 == 0)
 
 
 class Workspace:
@@ -83,6 +83,7 @@ class OpsContext:
         major = torch.cuda.get_device_capability(self.device)[0]
         arch = getattr(props, "gcnArchName", "")
         self.fp8 = (self.backend == "cuda" and major >= 9) or ("gfx950" in arch)
+        self.tma = self.backend == "cuda" and major >= 9   # the tensor memory accelerator (sm_90+)
         reqs = CCODevCommRequirements(lsa_barrier_count=1, gda_connection_type=GDA_CONNECTION_NONE)
         self.dc = comm.create_dev_comm(reqs)
         self.libs = cco_ir.get_extern_libs()

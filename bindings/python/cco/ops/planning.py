@@ -396,7 +396,17 @@ def signature(problem, tiles, transport):
     value, when the plan is made. Rows sent per rank may differ (all-to-all); what each rank
     receives follows from everyone's, exchanged at the same time."""
     return (problem.op, problem.world, problem.a_rows, problem.k, problem.n, problem.in_dtype, problem.out_dtype,
-            tiles.bm, tiles.bn, transport)
+            tiles.bm, tiles.bn, transport, "b column-major" if problem.b_kmajor else "b row-major")
+
+
+def uses_tma(tma_hardware, problem):
+    """Whether the GEMM core reads its tiles by TMA (cco.ops.kernels.core): on hardware that has
+    it, where every row it reads starts a multiple of 16 bytes after the one before, the
+    descriptors' rule: rows of a and of a slot (K elements), of b (N elements, K where b is
+    column-major). cco.ops.common.prepare lays the operands out so."""
+    size = ITEMSIZE[problem.in_dtype]
+    b_row = problem.k if problem.b_kmajor else problem.n
+    return bool(tma_hardware) and problem.k * size % 16 == 0 and b_row * size % 16 == 0
 
 
 def recv_from_sends(sends, rank):

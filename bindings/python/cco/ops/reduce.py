@@ -3,7 +3,7 @@
 (reduce-scatter of a @ b over M: torch's fused_matmul_reduce_scatter)."""
 
 from cco.ops import planning
-from cco.ops.common import areas, gemm_constexprs, launch, prepare, result, tiles_for, transport_constexprs
+from cco.ops.common import areas, gemm_constexprs, launch, plan_key, prepare, result, tiles_for, transport_constexprs
 from cco.ops.kernels.reduce import gemm_reduce
 
 
@@ -11,7 +11,7 @@ def _run(op, a, b, comm, transport, out):
     ctx, pb, a, b = prepare(op, a, b, comm, transport, out)
     world = ctx.world
     tiles = tiles_for(ctx, pb, pb.a_rows if op == "gemm_ar" else pb.a_rows // world)
-    key = (op, pb.a_rows, pb.k, pb.n, pb.in_dtype, pb.out_dtype, transport)
+    key = plan_key(pb, transport)
 
     def make(ctx):
         ctx.agree(op, planning.signature(pb, tiles, transport))
@@ -23,7 +23,7 @@ def _run(op, a, b, comm, transport, out):
     c = plan.consts
     all_reduce = op == "gemm_ar"
     meta = dict(WORLD=world, OWNED_MT=c["OWNED_MT"], SLOT_ROWS=c["SLOT_ROWS"], MT=c["MT"], NT=c["NT"],
-                ALL_REDUCE=all_reduce, ES=planning.ITEMSIZE[pb.out_dtype], **gemm_constexprs(plan, pb.k, pb.n),
+                ALL_REDUCE=all_reduce, ES=planning.ITEMSIZE[pb.out_dtype], **gemm_constexprs(ctx, plan, pb),
                 **transport_constexprs(plan, "SIG_RFLAGS", "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, pb.a_rows, pb.k, pb.n, a.stride(0), b.stride(0),
             b.stride(1),

@@ -2,6 +2,13 @@
 """The GEMM core every operator shares: tiles in grouped order, the fp32 product of a tile,
 and the stores, loads and row copies around it. Plain Triton; the signalling between ranks
 is in cco.ops.kernels.signals.
+
+The product reads its tiles one of two ways (TMA, a constant of the launch: cco.ops.planning.
+uses_tma). On NVIDIA sm_90 and later, with rows a multiple of 16 bytes apart, by the tensor
+memory accelerator: B through a descriptor each program makes once, A through one made per tile
+from that tile's first row, since a tile's rows come from `a` or from a peer's slot, chosen at
+run time (two descriptors fixed at launch would need two pipelined loops and twice the shared
+memory). Elsewhere by pointer loads (cp.async on NVIDIA).
 """
 
 import triton
@@ -22,11 +29,53 @@ def tile_coords(t, MT, NT, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def mma(a_ptr, sam, b_ptr, sbk, sbn, nrows, col0, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-        EVEN_K: tl.constexpr, EVEN_N: tl.constexpr):
+def b_operand(b, K, N, sbk, sbn, BK: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
+    """What mma reads B (K x N, strides sbk, sbn) through: TMA: a descriptor, made once a
+    program (B_T: over b's transpose, N x K row-major, where b's columns are contiguous);
+    else b itself."""
+    if TMA:
+        if B_T:
+            return tl.make_tensor_descriptor(b, shape=[N, K], strides=[sbn, 1], block_shape=[BN, BK])
+        else:
+            return tl.make_tensor_descriptor(b, shape=[K, N], strides=[sbk, 1], block_shape=[BK, BN])
+    else:
+        return b
+
+
+@triton.jit
+def mma(a_ptr, sam, b, sbk, sbn, nrows, col0, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+        EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
     """The fp32 product of rows [0, nrows) of A (a_ptr, row stride sam, unit column stride)
-    with columns [col0, col0 + BN) of B (strides sbk, sbn), K deep. Rows past nrows repeat
-    valid ones (their results are never stored), so A's loads need no mask."""
+    with columns [col0, col0 + BN) of B (b from b_operand; strides sbk, sbn), K deep. Rows past
+    nrows are zeros (TMA) or repeat valid ones; their results are never stored."""
+    if TMA:
+        return _mma_tma(a_ptr, sam, b, nrows, col0, K, BM, BN, BK, B_T)
+    else:
+        return _mma_pointers(a_ptr, sam, b, sbk, sbn, nrows, col0, N, K, BM, BN, BK, EVEN_K, EVEN_N)
+
+
+@triton.jit
+def _mma_tma(a_ptr, sam, b_desc, nrows, col0, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+             B_T: tl.constexpr):
+    """mma through descriptors: A's made here over the tile's rows (TMA reads zeros past nrows
+    and past K), B's from b_operand."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[tl.maximum(nrows, 1), K], strides=[sam, 1],
+                                       block_shape=[BM, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([0, k * BK])
+        if B_T:
+            b = b_desc.load([col0, k * BK]).T
+        else:
+            b = b_desc.load([k * BK, col0])
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def _mma_pointers(a_ptr, sam, b_ptr, sbk, sbn, nrows, col0, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr):
+    """mma by pointer loads. Rows past nrows repeat valid ones, so A's loads need no mask."""
     rm = tl.arange(0, BM) % tl.maximum(nrows, 1)
     rn = col0 + tl.arange(0, BN)
     rk = tl.arange(0, BK)

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import b_operand, copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, end_call, gda_put_from, landed_before, note_failure,
                                      open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
                                      wait_for)
@@ -105,7 +105,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 T_DST: tl.constexpr, T_SOFF: tl.constexpr, T_SCNT: tl.constexpr, T_UPRE: tl.constexpr,
                 T_LOCAL: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr,
                 BC: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
-                NSIG: tl.constexpr, SDMA: tl.constexpr, QUEUES: tl.constexpr):
+                NSIG: tl.constexpr, SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr,
+                B_T: tl.constexpr):
     """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
     active == 0: returns at once (loads the binary before any rank waits on it). GDA and SDMA
     read `a`'s rows from window src_win at src_off (`a` itself where it lies in a pool's window,
@@ -121,6 +122,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         me, base, stride, mine, epoch, par, status = open_call(dc, ws, off_counters, off_status, off_hello,
                                                                off_counts, off_sent, table + T_SENDR, WORLD,
                                                                CHECK_COUNTS, GDA, NSIG)
+        b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
 
         tiles = _field(table, T_TPRE, WORLD)
         own_tiles = _field(table, T_TPRE, 1)
@@ -167,7 +169,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
-            acc = mma(a_rows, sam, b, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N)
+            acc = mma(a_rows, sam, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N, TMA,
+                      B_T)
             first_out = _field(table, T_OUT, i) + row0
             store_tile(out + first_out.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN)
             trace_end(dc, cco.TraceTag.TILE, g, traced)

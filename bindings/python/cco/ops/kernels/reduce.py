@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import load_tile, mma, store_tile, tile_coords
+from cco.ops.kernels.core import b_operand, load_tile, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
                                      raise_flag, trace_begin, trace_end, wait_copies, wait_flag, wait_for)
 
@@ -103,7 +103,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ALL_REDUCE: tl.constexpr, ES: tl.constexpr,
                 GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr,
-                SDMA: tl.constexpr, QUEUES: tl.constexpr):
+                SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
     """ALL_REDUCE: out (M x N) = the sum over ranks of a @ b. Else out (M/W x N) = rows
     [rank M/W, ...) of that sum. active == 0: returns at once."""
     if active != 0:
@@ -117,6 +117,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         OWNED: tl.constexpr = OWNED_MT * NT
         slot_elems = N.to(tl.int64) * SLOT_ROWS
         result_elems = M.to(tl.int64) * N
+        b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
 
         # 1. partial tiles into their owners' slots
         for g in range(pid, WORLD * OWNED, programs):
@@ -126,8 +127,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
             omt, nt = tile_coords(t, OWNED_MT, NT, GROUP_M)
             row0, nrows, slot_row = _owned_rows(owner, omt, M, M_OWN, BM, WORLD, ALL_REDUCE)
             if nrows > 0:
-                acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N,
-                          K, BM, BN, BK, EVEN_K, EVEN_N)
+                acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN,
+                          N, K, BM, BN, BK, EVEN_K, EVEN_N, TMA, B_T)
                 at = (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N   # in the owner's slots
                 flag = ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4
                 if PUTS:

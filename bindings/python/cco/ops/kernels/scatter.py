@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import b_operand, copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, count_tile, end_call, gda_put, landed_before,
                                      note_failure, open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end,
                                      wait_copies, wait_for)
@@ -34,7 +34,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                  T_DOFF: tl.constexpr, T_DTILES: tl.constexpr, T_SRC: tl.constexpr, T_CNT: tl.constexpr,
                  T_OUT: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr, BC: tl.constexpr,
                  ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr,
-                 SDMA: tl.constexpr, QUEUES: tl.constexpr):
+                 SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
     """BROADCAST: out[me * M + r] = (a @ b)[r] on every rank (gemm_ag). Else rows
     [DOFF[j], DOFF[j+1]) of a @ b go to rank j, which stores those from rank i at OUT (gemm_a2a).
     active == 0: returns at once (loads the binary before any rank waits on it).
@@ -60,14 +60,15 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                                                                CHECK_COUNTS, GDA, NSIG)
         slot_elems = N.to(tl.int64) * CAP   # one sender's slot
         slot_bytes = slot_elems * ES
+        b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
 
         for g in range(pid, MT * NT, programs):
             traced = trace_begin(dc)  # the tile's range: its product and its stores into the peers
             mt, nt = tile_coords(g, MT, NT, GROUP_M)
             row0 = mt * BM
             nrows = tl.minimum(BM, M - row0)
-            acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N, K,
-                      BM, BN, BK, EVEN_K, EVEN_N)
+            acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N,
+                      K, BM, BN, BK, EVEN_K, EVEN_N, TMA, B_T)
             value = acc.to(OT)
             if BROADCAST:
                 store_tile(out + (me * M + row0).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)

@@ -9,36 +9,54 @@ is the Triton core's own distance from cuBLAS.
 import triton
 import triton.language as tl
 
-from cco.ops import planning
-from cco.ops.kernels.core import mma, store_tile, tile_coords
+from cco.ops import checks, planning
+from cco.ops.kernels.core import b_operand, mma, store_tile, tile_coords
+from cco.ops.scratch import descriptor_scratch
 
 
 @triton.jit(do_not_specialize=["M"])
 def core_gemm(a, b, c, M, N, K, stride_am, stride_bk, stride_bn, NT: tl.constexpr, BM: tl.constexpr,
-              BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr):
+              BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
+              TMA: tl.constexpr, B_T: tl.constexpr):
     """c (M x N, row-major) = a (M x K, unit column stride) @ b, tile by tile over the programs
     (NT: tiles across N, a constant as in the operators' kernels)."""
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     MT = tl.cdiv(M, BM)
+    b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
     for t in range(pid, MT * NT, programs):
         mt, nt = tile_coords(t, MT, NT, GROUP_M)
         row0 = mt * BM
         nrows = tl.minimum(BM, M - row0)
-        acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN,
-                  BK, EVEN_K, EVEN_N)
+        acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM,
+                  BN, BK, EVEN_K, EVEN_N, TMA, B_T)
         store_tile(c + row0.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(c.dtype.element_ty), BM, BN)
 
 
+class _Scratch:
+    """The descriptors' scratch of core_matmul's launches (cco.ops.scratch)."""
+
+
+_SCRATCH = _Scratch()
+
+
 def core_matmul(a, b, out, sm_count, ranks_per_gpu, backend="cuda"):
-    """out = a @ b through core_gemm, with the tiles (planning.tile_config) and the programs
-    (planning.programs_for) an operator multiplying a's rows would use."""
+    """out = a @ b through core_gemm, with the tiles (planning.tile_config), the programs
+    (planning.programs_for) and the way of reading tiles (planning.uses_tma) an operator
+    multiplying a's rows would use; a and b laid out as the operators read them."""
+    import torch
+
     m, k = a.shape
     n = b.shape[1]
-    t = planning.tile_config(backend, str(a.dtype).split(".")[-1], small_m=m)
+    dtype = str(a.dtype).split(".")[-1]
+    t = planning.tile_config(backend, dtype, small_m=m)
     tiles = triton.cdiv(m, t.bm) * triton.cdiv(n, t.bn)
     grid = (planning.programs_for(sm_count, ranks_per_gpu, tiles),)
-    core_gemm[grid](a, b, out, m, n, k, a.stride(0), b.stride(0), b.stride(1), NT=triton.cdiv(n, t.bn), BM=t.bm,
-                    BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0,
-                    num_warps=t.warps, num_stages=t.stages)
+    b_t = checks.b_kmajor(checks.Operand(tuple(b.shape), dtype, tuple(b.stride())))
+    problem = checks.Problem("core", 1, m, k, n, dtype, dtype, m, b_kmajor=b_t)
+    tma = planning.uses_tma(backend == "cuda" and torch.cuda.get_device_capability(a.device)[0] >= 9, problem)
+    with descriptor_scratch(_SCRATCH, a.device):
+        core_gemm[grid](a, b, out, m, n, k, a.stride(0), b.stride(0), b.stride(1), NT=triton.cdiv(n, t.bn), BM=t.bm,
+                        BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0, TMA=tma,
+                        B_T=b_t, num_warps=t.warps, num_stages=t.stages)
     return out
