@@ -195,6 +195,10 @@ def test_programs_stay_resident_with_ranks_sharing_a_gpu():
     assert planning.programs_for(132, 4, 10_000) == 33
     assert planning.programs_for(132, 2, 5) == 5
     assert planning.programs_for(132, 200, 5) == 1
+    # copies carry GDA's and SDMA's transfers, and a copy on one GPU needs a free SM
+    assert planning.programs_for(132, 2, 10_000, "sdma") == 65
+    assert planning.programs_for(132, 1, 10_000, "gda") == 130
+    assert planning.programs_for(132, 1, 10_000, "lsa") == 132
 
 
 def test_tile_configs():

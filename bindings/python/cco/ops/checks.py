@@ -18,8 +18,10 @@ OUT_DTYPES = ("bfloat16", "float16")
 OPERATORS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
 TRANSPORTS = ("lsa", "sdma", "gda")
 # The operators transport="sdma" carries. The reduce pair's SDMA path (cco.ops.kernels.reduce)
-# stalled on an H100 (a rank's copies of its sums never completed, once with a partial last tile
-# row): refused until that is understood.
+# stalled on an H100: the proxy had issued every copy, which then never completed. A copy on one
+# GPU runs on the SMs (tools/perf/copy_busy_sms_probe.cu), and both ranks' programs held all of
+# them; plans over copies now leave planning.COPY_SMS free. Refused until a GPU run shows the pair
+# passing with them.
 SDMA_OPERATORS = ("ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
 
 

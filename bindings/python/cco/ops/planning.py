@@ -100,11 +100,22 @@ def tile_config(backend, in_dtype, small_m=None):
     return config
 
 
-def programs_for(sm_count, ranks_per_gpu, tiles):
+# Multiprocessors a GPU keeps free of the operators' programs where the proxy carries their
+# transfers out as copies (GDA, SDMA): a device-to-device copy runs on the SMs, not on a copy
+# engine (tools/perf/copy_busy_sms_probe.cu on an H100: no cuMemcpyAsync, and no
+# cuMemcpyBatchAsync with the PREFER_OVERLAP_WITH_COMPUTE hint, made progress at any size while
+# a spinning kernel held every SM), so programs that held every SM while they waited for a copy
+# would wait for ever.
+COPY_SMS = 2
+
+
+def programs_for(sm_count, ranks_per_gpu, tiles, transport="lsa"):
     """Persistent programs per rank: every program of every rank sharing the GPU resident at
     once (a program that waits for a peer holds its multiprocessor, and a peer's programs
-    that are not resident would never come), at most one per tile."""
-    return max(1, min(tiles, sm_count // max(1, ranks_per_gpu)))
+    that are not resident would never come), COPY_SMS left free where copies carry the
+    transfers, at most one per tile."""
+    usable = sm_count - (COPY_SMS if transport in ("gda", "sdma") else 0)
+    return max(1, min(tiles, usable // max(1, ranks_per_gpu)))
 
 
 class Layout:
@@ -232,7 +243,7 @@ def gather_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_co
     nt = cdiv(n, tiles.bn)
     chunks = cdiv(cap, tiles.bm)
     layout = Layout()
-    programs = programs_for(sm_count, ranks_per_gpu, world * chunks * nt)
+    programs = programs_for(sm_count, ranks_per_gpu, world * chunks * nt, transport)
     _header(layout, programs, world)
     layout.add("flags", 2 * world * chunks * INT32)
     layout.add("slots", 2 * world * cap * k * ITEMSIZE[in_dtype])
@@ -302,7 +313,7 @@ def scatter_plan(op, world, rank, a_rows, k, n, in_dtype, out_dtype, tiles, sm_c
     bm, nt = tiles.bm, cdiv(n, tiles.bn)
     mt = cdiv(a_rows, bm)
     layout = Layout()
-    programs = programs_for(sm_count, ranks_per_gpu, mt * nt)
+    programs = programs_for(sm_count, ranks_per_gpu, mt * nt, transport)
     _header(layout, programs, world)
     broadcast = op == "gemm_ag"
     gda = transport == "gda"
@@ -360,7 +371,7 @@ def reduce_plan(op, world, rank, m_rows, k, n, in_dtype, out_dtype, tiles, sm_co
         owned_mt = cdiv(total_mt, world)   # the most tile rows one owner holds
         slot_rows = owned_mt * bm
     tiles_total = total_mt * nt
-    programs = programs_for(sm_count, ranks_per_gpu, tiles_total)
+    programs = programs_for(sm_count, ranks_per_gpu, tiles_total, transport)
     _header(layout, programs, world)
     layout.add("flags", 2 * world * owned_mt * nt * INT32)
     slots = 2 * world * slot_rows * n * ITEMSIZE[out_dtype]
