@@ -12,9 +12,9 @@ memory), that loop flattened (the next tile's loads overlap this one's epilogue)
 and warp-specialized, and TMA with 3 stages and one store; TMA with A's descriptor made on the
 device per tile from a pointer chosen at run time (what an operator reading its own rows or a
 peer's slot needs: two host descriptors would take two pipelined loops, twice the shared
-memory); one tile a program (a plain Triton GEMM, 4 and 3 stages); and the operators'
-persistent core itself. What a faster core would gain the operators, before any of them is
-rebuilt on it.
+memory; it also stores C through a descriptor, in halves); one tile a program (a plain Triton
+GEMM, 4 and 3 stages); and the operators' persistent core itself (`persistent`: TMA where the
+rows allow, as cco.ops.kernels.core reads tiles since 2bc30ed; pointer loads before).
 
     python -m cco.launch -n 1 tools/perf/ops_core_probe.py [--cores-only]
 """
