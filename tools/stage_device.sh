@@ -20,7 +20,7 @@ cp bazel-bin/tests/trace/untraced-nvptx-sm_90-proxy.bc stage/
 nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
 nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_enqueue_probe  # a proxy's copies
 # Whether a copy on one GPU progresses while spinning kernels hold every SM (the SDMA transport's case).
-nvcc -std=c++17 -O2 -arch=sm_90 tools/perf/copy_busy_sms_probe.cu -lcuda -o stage/bin/copy_busy_sms_probe
+nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_busy_sms_probe.cu -lcuda -o stage/bin/copy_busy_sms_probe
 # Which driver calls wait for a running kernel (a proxy must not make them while one waits for it).
 nvcc -std=c++17 -arch=sm_90 -O2 tools/perf/blocking_call_probe.cu -lcuda -o stage/bin/blocking_call_probe
 # Where a GDA round trip goes; linked against the wheel's libcco.so where run_all.sh installs it.

@@ -12,32 +12,12 @@
 // CCO's windows are), at several sizes; each either completes within 300 ms or is reported as
 // waiting for the SMs. Then the word releases the kernel.
 //
-//   nvcc -std=c++17 -O2 tools/perf/copy_busy_sms_probe.cu -lcuda -o copy_busy_sms_probe
-#include <cuda.h>
-#include <cuda_runtime.h>
+//   nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_busy_sms_probe.cu -lcuda -o copy_busy_sms_probe
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <time.h>
 
-#define CHECK_CU(x)                                                       \
-  do {                                                                    \
-    CUresult r_ = (x);                                                    \
-    if (r_ != CUDA_SUCCESS) {                                             \
-      const char* s_ = nullptr;                                           \
-      cuGetErrorString(r_, &s_);                                          \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_);      \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
-#define CHECK_RT(x)                                                                             \
-  do {                                                                                          \
-    cudaError_t r_ = (x);                                                                       \
-    if (r_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(r_));        \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#include "tools/perf/driver_check.h"
+#include "tools/perf/runtime_check.h"
 
 constexpr int kSmemBytes = 100 * 1024;
 
@@ -71,35 +51,27 @@ double WaitMs(cudaEvent_t done) {
   return -1;
 }
 
-CUdeviceptr VmmAlloc(size_t bytes, int device) {
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device;
+// Fresh device memory mapped as a communicator's windows are.
+CUdeviceptr VmmAlloc(size_t bytes) {
+  const CUmemAllocationProp prop = PinnedOnGpu0();
   size_t granularity = 0;
-  CHECK_CU(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   bytes = (bytes + granularity - 1) / granularity * granularity;
-  CUmemGenericAllocationHandle handle;
-  CHECK_CU(cuMemCreate(&handle, bytes, &prop, 0));
   CUdeviceptr va;
-  CHECK_CU(cuMemAddressReserve(&va, bytes, 0, 0, 0));
-  CHECK_CU(cuMemMap(va, bytes, 0, handle, 0));
-  CUmemAccessDesc access = {};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CHECK_CU(cuMemSetAccess(va, bytes, &access, 1));
+  CHECK(cuMemAddressReserve(&va, bytes, 0, 0, 0));
+  MapFreshAt(va, bytes);
   return va;
 }
 
 int main() {
-  const int device = 0;
-  CHECK_RT(cudaSetDevice(device));
-  CHECK_RT(cudaFree(nullptr));
+  const int device = 0;  // GPU 0, as driver_check.h's helpers
+  RT_CHECK(cudaSetDevice(device));
+  RT_CHECK(cudaFree(nullptr));
   int sms = 0;
-  CHECK_RT(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CHECK_RT(cudaFuncSetAttribute(Occupy, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  RT_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  RT_CHECK(cudaFuncSetAttribute(Occupy, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   int per_sm = 0;
-  CHECK_RT(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Occupy, 1024, kSmemBytes));
+  RT_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Occupy, 1024, kSmemBytes));
   printf("%d SMs, %d spinning blocks of 1024 threads a SM\n", sms, per_sm);
 
   const size_t kMax = 32 << 20;
@@ -108,19 +80,19 @@ int main() {
     CUdeviceptr dst, src;
   } pairs[2];
   void *d0, *d1;
-  CHECK_RT(cudaMalloc(&d0, kMax));
-  CHECK_RT(cudaMalloc(&d1, kMax));
+  RT_CHECK(cudaMalloc(&d0, kMax));
+  RT_CHECK(cudaMalloc(&d1, kMax));
   pairs[0] = {"cudaMalloc", reinterpret_cast<CUdeviceptr>(d0), reinterpret_cast<CUdeviceptr>(d1)};
-  pairs[1] = {"VMM", VmmAlloc(kMax, device), VmmAlloc(kMax, device)};
+  pairs[1] = {"VMM", VmmAlloc(kMax), VmmAlloc(kMax)};
 
   int *release, *arrived;
-  CHECK_RT(cudaHostAlloc(&release, sizeof(int), cudaHostAllocMapped));
-  CHECK_RT(cudaHostAlloc(&arrived, sizeof(int), cudaHostAllocMapped));
+  RT_CHECK(cudaHostAlloc(&release, sizeof(int), cudaHostAllocMapped));
+  RT_CHECK(cudaHostAlloc(&arrived, sizeof(int), cudaHostAllocMapped));
   cudaStream_t spin, copies;
-  CHECK_RT(cudaStreamCreateWithFlags(&spin, cudaStreamNonBlocking));
-  CHECK_RT(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
+  RT_CHECK(cudaStreamCreateWithFlags(&spin, cudaStreamNonBlocking));
+  RT_CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
   cudaEvent_t done;
-  CHECK_RT(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  RT_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
 
   const size_t sizes[] = {9600, 76800, 1 << 20, 32 << 20};
   const char* ways[] = {"cuMemcpyAsync", "cuMemcpyBatchAsync PREFER_OVERLAP_WITH_COMPUTE", "cuStreamWriteValue64"};
@@ -131,28 +103,28 @@ int main() {
         *release = 0;
         *arrived = 0;
         Occupy<<<sms * per_sm, 1024, kSmemBytes, spin>>>(release, arrived);
-        CHECK_RT(cudaGetLastError());
+        RT_CHECK(cudaGetLastError());
         const double t0 = NowMs();
         while (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) < sms * per_sm && NowMs() - t0 < 1000) {
         }
         const bool full = __atomic_load_n(arrived, __ATOMIC_ACQUIRE) == sms * per_sm;
         if (way == 0) {
-          CHECK_CU(cuMemcpyAsync(p.dst, p.src, bytes, reinterpret_cast<CUstream>(copies)));
+          CHECK(cuMemcpyAsync(p.dst, p.src, bytes, reinterpret_cast<CUstream>(copies)));
         } else if (way == 1) {
           CUdeviceptr dst = p.dst, src = p.src;
           size_t size = bytes, first = 0;
           CUmemcpyAttributes attrs = {};
           attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
           attrs.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
-          CHECK_CU(cuMemcpyBatchAsync(&dst, &src, &size, 1, &attrs, &first, 1, reinterpret_cast<CUstream>(copies)));
+          CHECK(cuMemcpyBatchAsync(&dst, &src, &size, 1, &attrs, &first, 1, reinterpret_cast<CUstream>(copies)));
         } else {
-          CHECK_CU(cuStreamWriteValue64(reinterpret_cast<CUstream>(copies), p.dst, 7, 0));
+          CHECK(cuStreamWriteValue64(reinterpret_cast<CUstream>(copies), p.dst, 7, 0));
         }
-        CHECK_RT(cudaEventRecord(done, copies));
+        RT_CHECK(cudaEventRecord(done, copies));
         const double ms = WaitMs(done);
         __atomic_store_n(release, 1, __ATOMIC_RELEASE);
-        CHECK_RT(cudaStreamSynchronize(spin));
-        CHECK_RT(cudaStreamSynchronize(copies));
+        RT_CHECK(cudaStreamSynchronize(spin));
+        RT_CHECK(cudaStreamSynchronize(copies));
         if (ms < 0)
           printf("%-10s %-48s %9zu B: WAITED for the SMs (not done in 300 ms)%s\n", p.name, ways[way], bytes,
                  full ? "" : " [not every block resident]");

@@ -17,15 +17,7 @@
 
 #include "abi/ring.h"
 #include "device/ring.hpp"
-
-#define RT_CHECK(call)                                                                      \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                              \
-    }                                                                                       \
-  } while (0)
+#include "tools/perf/runtime_check.h"
 
 using namespace cco;
 
