@@ -596,3 +596,49 @@ def test_a_wait_that_ran_out_of_time_is_described():
         planning.describe_wait([1, 0, 3, 1, 2, 40, 39, 0], layout, base)
     outside = [1, 0, 1, 0x1000, 0, 1, 0, 0]
     assert "the LSA flag at 0x1000" in planning.describe_wait(outside, layout, base)
+
+
+def test_descriptor_scratch_is_the_plans_and_set_only_around_its_launches(monkeypatch):
+    """The TMA core's descriptors live in scratch Triton asks an allocator for at each launch:
+    inside cco.ops.scratch.descriptor_scratch the plan's one buffer (made once, grown when a
+    launch asks for more, never made inside a graph capture); outside it, the user's allocator."""
+    import triton
+    from triton.runtime import _allocation
+
+    from cco.ops.scratch import descriptor_scratch
+
+    made, capturing = [], [False]
+
+    class Buffer:
+        def __init__(self, size):
+            self.size = size
+
+        def numel(self):
+            return self.size
+
+    def empty(size, dtype, device):
+        made.append((size, dtype, device))
+        return Buffer(size)
+
+    fake_torch = types.SimpleNamespace(empty=empty, int8="int8",
+                                       cuda=types.SimpleNamespace(is_current_stream_capturing=lambda: capturing[0]))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+
+    def users(size, alignment, stream):
+        return "the user's"
+
+    triton.set_allocator(users)
+    try:
+        plan = types.SimpleNamespace()
+        with descriptor_scratch(plan, 3):
+            first = _allocation._allocator.get()(512, 128, None)
+            assert _allocation._allocator.get()(256, 128, None) is first   # the same buffer again
+            grown = _allocation._allocator.get()(1024, 128, None)
+            capturing[0] = True
+            assert _allocation._allocator.get()(1024, 128, None) is grown   # big enough: no allocation
+            with pytest.raises(RuntimeError, match="inside a CUDA graph capture"):
+                _allocation._allocator.get()(4096, 128, None)
+        assert made == [(512, "int8", 3), (1024, "int8", 3)] and plan.scratch is grown
+        assert _allocation._allocator.get()(64, 16, None) == "the user's"
+    finally:
+        triton.set_allocator(_allocation.NullAllocator())
