@@ -82,12 +82,13 @@ def gather(target, in_dtype, world=None, transport=LSA, **over):
     return compile_kernel(gather_gemm, ints, ["a", "b", "out", "gathered", "table"], consts, target, in_dtype, world)
 
 
-def scatter(target, in_dtype, broadcast, world=None, transport=LSA):
+def scatter(target, in_dtype, broadcast, world=None, transport=LSA, **over):
     ints = ["M", "K", "N", "stride_am", "stride_bk"] + OFFSETS + ["off_arrivals", "off_slots", "off_outbox", "off_sent",
                                                                   "off_landed", "timeout", "active"]
-    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2,
+    consts = dict(CAP=1024, MT=8, NT=14, BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=256, ES=2, ROWS16=True,
                   **dict(dict(SDMA=False, QUEUES=1), **transport),
                   **{f"T_{k}": v for k, v in planning.scatter_table_offsets(WORLD).items()})
+    consts.update(over)
     return compile_kernel(gemm_scatter, ints, ["a", "b", "out", "table"], consts, target, in_dtype, world)
 
 
@@ -177,6 +178,16 @@ def test_the_gemm_core_reads_b_either_way(b_t, tma):
         assert re.search(r"wgmma", code)
         assert bool(re.search(TMA_LOAD, code)) == tma
         assert (c.metadata.global_scratch_size > 0) == tma
+
+
+@pytest.mark.parametrize("rows16", [True, False])
+def test_gemm_a2a_stores_its_rows_16_bytes_wide_where_rows_allow(rows16):
+    """gemm_a2a stores each row where its receiver's slot (or the outbox) has it, a pointer a row:
+    told the rows start on 16 bytes (ROWS16: N x ES a multiple of 16), those stores are 16 bytes
+    wide, as the rest of the epilogue's; not told, 2 bytes each."""
+    c = scatter(TARGETS["cuda-sm_90"], "bfloat16", False, ROWS16=rows16)
+    narrow = re.findall(r"\bst\.global\.b16\b", c.asm["ptx"])
+    assert (narrow == []) == rows16, f"{len(narrow)} 2-byte stores"
 
 
 @pytest.mark.parametrize("target", ["cuda-sm_90", "hip-gfx942"])

@@ -103,8 +103,9 @@ def gemm_ag(a, b, comm, *, transport="lsa", out=None):
 
 def launch_scatter(ctx, plan, a, b, out, table, pb, broadcast):
     offsets = {f"T_{k}": v for k, v in planning.scatter_table_offsets(ctx.world).items()}
+    es = planning.ITEMSIZE[pb.out_dtype]
     meta = dict(WORLD=ctx.world, CAP=plan.consts["CAP"], MT=plan.consts["MT"], NT=plan.consts["NT"],
-                BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=planning.ITEMSIZE[pb.out_dtype],
+                BROADCAST=broadcast, CHECK_COUNTS=not broadcast, BC=COPY_COLUMNS, ES=es, ROWS16=pb.n * es % 16 == 0,
                 **offsets, **gemm_constexprs(ctx, plan, pb), **transport_constexprs(plan, "SDMA", "QUEUES"))
     args = (plan.dc.ptr, plan.workspace.win.handle, a, b, out, table, pb.a_rows, pb.k, pb.n, a.stride(0),
             b.stride(0), b.stride(1),

@@ -34,7 +34,8 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                  T_DOFF: tl.constexpr, T_DTILES: tl.constexpr, T_SRC: tl.constexpr, T_CNT: tl.constexpr,
                  T_OUT: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr, BC: tl.constexpr,
                  ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr,
-                 SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
+                 SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr,
+                 ROWS16: tl.constexpr):
     """BROADCAST: out[me * M + r] = (a @ b)[r] on every rank (gemm_ag). Else rows
     [DOFF[j], DOFF[j+1]) of a @ b go to rank j, which stores those from rank i at OUT (gemm_a2a).
     active == 0: returns at once (loads the binary before any rank waits on it).
@@ -49,7 +50,11 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
     sender's copies of the call (MT a call, counted over every call so far). gemm_a2a's rows
     for a receiver go as one copy from the outbox, by the tile that completes them; a receiver
     waits for it counting from the copies the calls before landed (off_landed:
-    signals.count_landed; a sender with no rows for it sends none)."""
+    signals.count_landed; a sender with no rows for it sends none).
+
+    ROWS16: a result row (N x ES bytes) is a multiple of 16 bytes long, so every row of a slot
+    or an outbox starts on 16 bytes (the workspace's areas are ALIGN-aligned, the flat range and
+    its slices far more), which gemm_a2a's per-row stores are told."""
     if active != 0:
         OT: tl.constexpr = out.dtype.element_ty
         PUTS: tl.constexpr = GDA or SDMA   # rows go out from this rank's own slot, by puts or copies
@@ -120,7 +125,10 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 else:
                     there = base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes
                 there += (rows - first).to(tl.int64) * N * ES
-                ptrs = there[:, None].to(tl.pointer_type(OT), bitcast=True) + cols[None, :]
+                row_ptrs = there.to(tl.pointer_type(OT), bitcast=True)
+                if ROWS16:   # every row starts on 16 bytes: stores 16 bytes wide (else 2 bytes each)
+                    row_ptrs = tl.multiple_of(row_ptrs, 16)
+                ptrs = row_ptrs[:, None] + cols[None, :]
                 tl.store(ptrs, value, mask=(dest != me)[:, None] & inside)
                 count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, off_flags, off_arrivals,
                                off_slots, off_outbox, off_sent, slot_bytes, N, par, epoch, WORLD, T_DOFF, T_DTILES,
