@@ -119,17 +119,17 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                 out_row = (tl.load(table + T_OUT) + rows - tl.load(table + T_DOFF + me)).to(tl.int64)
                 tl.store(out + out_row[:, None] * N + cols[None, :], value, mask=keep)
                 # The others: into the receiver's slot for this rank (GDA, SDMA: this rank's outbox
-                # for the receiver, laid out as that slot).
-                if PUTS:
-                    there = mine + off_outbox + (par * WORLD + dest).to(tl.int64) * slot_bytes
-                else:
-                    there = base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes
-                there += (rows - first).to(tl.int64) * N * ES
-                row_ptrs = there.to(tl.pointer_type(OT), bitcast=True)
-                if ROWS16:   # every row starts on 16 bytes: stores 16 bytes wide (else 2 bytes each)
-                    row_ptrs = tl.multiple_of(row_ptrs, 16)
-                ptrs = row_ptrs[:, None] + cols[None, :]
-                tl.store(ptrs, value, mask=(dest != me)[:, None] & inside)
+                # for the receiver, laid out as that slot). One rank has none.
+                if WORLD > 1:
+                    if PUTS:
+                        there = mine + off_outbox + (par * WORLD + dest).to(tl.int64) * slot_bytes
+                    else:
+                        there = base + dest.to(tl.int64) * stride + off_slots + (par * WORLD + me) * slot_bytes
+                    there += (rows - first).to(tl.int64) * N * ES
+                    row_ptrs = there.to(tl.pointer_type(OT), bitcast=True)
+                    if ROWS16:   # every row starts on 16 bytes: stores 16 bytes wide (else 2 bytes each)
+                        row_ptrs = tl.multiple_of(row_ptrs, 16)
+                    tl.store(row_ptrs[:, None] + cols[None, :], value, mask=(dest != me)[:, None] & inside)
                 count_and_flag(dc, ws, row0, nrows, me, base, stride, mine, status, table, off_flags, off_arrivals,
                                off_slots, off_outbox, off_sent, slot_bytes, N, par, epoch, WORLD, T_DOFF, T_DTILES,
                                T_SENDR, ES, GDA, SIG_FLAGS, NSIG, SDMA, QUEUES)
