@@ -41,13 +41,16 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
 
 
 def _as_read(t, row):
-    """t (unit column stride) itself where the kernels read it as they were compiled for the
-    plan: starting on 16 bytes, rows `row` elements apart; else a copy laid out so (documented).
-    A kernel compiled for one call's pointers and strides would not serve another's: Triton
-    specialises on both, and a kernel loaded mid-run could wait for a peer's running one."""
+    """t (unit column stride) itself where the plan's kernel reads it as it is: starting on 16
+    bytes, with rows `row` elements apart, or any multiple of 16 elements apart where `row` is
+    one too (a column block of a wider matrix, as a weight's shard often is); else a copy laid
+    out so (documented). Triton compiles a kernel for a launch's pointers' 16-byte alignment and
+    for whether 16 divides each integer, so those must be the plan's: a kernel compiled and
+    loaded mid-run could wait for a peer's running one."""
     import torch
 
-    if t.stride(0) == row and t.data_ptr() % 16 == 0:
+    rows_apart = t.stride(0)
+    if (rows_apart == row or (rows_apart % 16 == 0 and row % 16 == 0)) and t.data_ptr() % 16 == 0:
         return t
     return t.clone(memory_format=torch.contiguous_format)
 
