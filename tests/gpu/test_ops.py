@@ -157,11 +157,17 @@ def case_ops(comm, rank, world, dev, dtypes, transport="lsa"):
             bt = b_all[rank].t().contiguous().t()
             assert ops.gemm_ar(a_all[rank], bt, comm, out=out) is out
             _check(f"gemm_ar b transposed {dtype}", out, total, rank)
-            if si == 0:   # the gather kernel with b transposed, and a as a strided view (copied first)
+            if si == 0:
+                # the gather kernel with b transposed, and a as a column block (read in place)
                 wide = torch.cat([shard[rank], shard[rank]], 1)[:, :k]
-                _check(f"ag_gemm b transposed, a strided {dtype}",
+                _check(f"ag_gemm b transposed, a a column block {dtype}",
                        ops.ag_gemm(wide, b_all[rank].t().contiguous().t(), comm), _mm(gathered, b_all[rank], out_dtype),
                        rank)
+                # a that does not start on 16 bytes (copied first)
+                off = torch.empty(m * k + 16, dtype=dtype, device=dev)[1:1 + m * k].view(m, k)
+                off.copy_(shard[rank])
+                _check(f"ag_gemm a off 16 bytes {dtype}", ops.ag_gemm(off, b_all[rank], comm),
+                       _mm(gathered, b_all[rank], out_dtype), rank)
     ops.check(comm)
     print(f"PASS ops ({transport}) rank {rank}", flush=True)
 
