@@ -130,3 +130,32 @@ def test_the_command_prints_one_row_per_target(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + len(issue_targets.TARGETS)
     assert all("not measured" in line for line in lines[2:])
+
+
+OPS_MATMUL = "each operator >= 95 % of torch.matmul, Llama shapes, M >= 4096"
+OPS_CORE = "one rank: each operator within 5 % of its GEMM core"
+
+
+def test_the_operators_targets_judge_one_rank_tables_only(tmp_path):
+    """#30: matmul/fused at the Llama shapes with M >= 4096 (M = 1024 and the DSv3 shapes not
+    judged), core/fused at every shape; only one-rank tables count (ranks sharing a GPU time
+    each other's programs); a missing figure is a miss, not a pass."""
+    def rows(low_at=None, matmul=97.0, core=99.0):
+        return [{"shape": shape, "matmul/fused %": 50.0 if shape == low_at else matmul, "core/fused %": core}
+                for shape in ("FFN down M=1024", "FFN down M=4096", "FFN down M=16384")]
+
+    good = report(tmp_path / "good.json", 1, ("cco.ops.gemm_ar, 1 ranks (bf16)", rows("FFN down M=1024")),
+                  ("cco.ops.a2a_gemm, 1 ranks (bf16)", [{"shape": "DSv3 dispatch M=4096", "matmul/fused %": 60.0,
+                                                         "core/fused %": 96.0}]),
+                  ("cco.ops.gemm_rs, 2 ranks (bf16)", rows(matmul=10.0, core=10.0)))
+    got = verdicts(good)
+    assert got[OPS_MATMUL][0] == "met" and "all 2 rows" in got[OPS_MATMUL][1]
+    assert got[OPS_CORE][0] == "met" and "all 4 rows" in got[OPS_CORE][1]
+    bad = report(tmp_path / "bad.json", 1, ("cco.ops.gemm_ar, 1 ranks (bf16)", rows("FFN down M=16384", core=94.9)),
+                 ("cco.ops.ag_gemm, 1 ranks (bf16)", [{"shape": "FFN up M=4096 (failed)", "matmul/fused %": None}]))
+    got = verdicts(bad)
+    assert got[OPS_MATMUL][0] == "missed" and "FFN down M=16384 50.0" in got[OPS_MATMUL][1]
+    assert "ag_gemm FFN up M=4096 (failed)" in got[OPS_MATMUL][1]
+    assert got[OPS_CORE][0] == "missed"
+    assert verdicts(report(tmp_path / "two.json", 2, ("cco.ops.gemm_ar, 2 ranks (bf16)", rows())))[OPS_MATMUL][0] == \
+        "not measured"

@@ -236,6 +236,47 @@ def control_plane(t):
                      f"ccoWindowRegister 1 GiB {register:.1f} ms (<= 15)")
 
 
+OPS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
+LLAMA = re.compile(r"^(FFN up|FFN down|attn out) M=(\d+)( \(failed\))?$")   # a row that failed says so
+
+
+def _one_rank_ops_rows(t):
+    """(operator, row) of every one-rank cco.ops table, or (None, why none)."""
+    found = []
+    for op in OPS:
+        rows, _ = t.find(f"cco.ops.{op}, 1 ranks")
+        found += [(op, r) for r in rows or []]
+    return (found, None) if found else (None, "no one-rank 'cco.ops' table")
+
+
+def _judge_ops(rows, column, floor):
+    low = [f"{op} {r['shape']} {number(r.get(column)) or 0:.1f}" for op, r in rows
+           if not (number(r.get(column)) or 0) >= floor or str(r.get("shape", "")).endswith("(failed)")]
+    if low:
+        return MISSED, f"{len(rows) - len(low)} of {len(rows)} rows >= {floor} %; below: " + ", ".join(low)
+    return MET, f"all {len(rows)} rows >= {floor} % (lowest {min(number(r.get(column)) for _, r in rows):.1f})"
+
+
+def ops_vs_matmul(t):
+    """Each operator at the Llama-3-70B shapes with M >= 4096, one rank: matmul/fused (a row that
+    failed reads as missed)."""
+    rows, why = _one_rank_ops_rows(t)
+    if why:
+        return NONE, why
+    llama = [(op, r) for op, r in rows if (m := LLAMA.match(str(r.get("shape", "")))) and int(m.group(2)) >= 4096]
+    if not llama:
+        return NONE, "no Llama shape with M >= 4096"
+    return _judge_ops(llama, "matmul/fused %", 95)
+
+
+def ops_machinery(t):
+    """One rank, every shape: the operator against its own GEMM core alone (core/fused)."""
+    rows, why = _one_rank_ops_rows(t)
+    if why:
+        return NONE, why
+    return _judge_ops(rows, "core/fused %", 95)
+
+
 TARGETS = [
     ("#9", "GDA put+signal round trip <= 10 us (default path)", gda_round_trip),
     ("#9", "GDA 256 MiB put >= 80 % of memcpy", gda_large_put),
@@ -245,6 +286,8 @@ TARGETS = [
     ("#13", "LSA put >= memcpy from 4 KiB", lsa_put_vs_memcpy),
     ("#13", "LSA barrier <= 2.0 us", lsa_barrier),
     ("#13", "control plane", control_plane),
+    ("#30", "each operator >= 95 % of torch.matmul, Llama shapes, M >= 4096", ops_vs_matmul),
+    ("#30", "one rank: each operator within 5 % of its GEMM core", ops_machinery),
 ]
 
 
