@@ -171,7 +171,8 @@ def test_the_gemm_core_is_pipelined_on_nvidia(compiled):
 def test_the_gemm_core_reads_b_either_way(kernel, b_t, tma):
     """b row-major or column-major (x @ w.t()), by TMA or, where rows are not 16-byte multiples
     apart, by pointer loads (cp.async), which leave no TMA load and no scratch; pipelined either
-    way (the fixture's kernels are the row-major TMA case)."""
+    way (the fixture's kernels are the row-major TMA case). The gather kernel reads a peer's rows
+    by TMA only after a generic-to-async proxy fence."""
     target = TARGETS["cuda-sm_90"]
     c = gather(target, "bfloat16", TMA=tma, B_T=b_t) if kernel == "gather" else \
         reduce(target, "bfloat16", True, TMA=tma, B_T=b_t)
@@ -180,6 +181,8 @@ def test_the_gemm_core_reads_b_either_way(kernel, b_t, tma):
     assert re.search(r"wgmma", code)
     assert bool(re.search(TMA_LOAD, code)) == tma
     assert (c.metadata.global_scratch_size > 0) == tma
+    if kernel == "gather":   # a peer's rows, written through the generic proxy, read by TMA after a fence
+        assert bool(re.search(r"fence\.proxy\.async\.global", code)) == tma
 
 
 @pytest.mark.parametrize("rows16", [True, False])

@@ -13,6 +13,7 @@ memory). Elsewhere by pointer loads (cp.async on NVIDIA).
 
 import triton
 import triton.language as tl
+from triton.language import core
 
 
 @triton.jit
@@ -26,6 +27,16 @@ def tile_coords(t, MT, NT, GROUP_M: tl.constexpr):
     mt = first + (t % per_group) % size
     nt = (t % per_group) // size
     return mt, nt
+
+
+@core.extern
+def async_proxy_fence(_semantic=None):
+    """fence.proxy.async.global: global memory this thread saw written by the generic proxy (a
+    peer's rows, acquired through their flag or count) ordered before its TMA reads, which go
+    through the async proxy; the PTX memory model asks a fence of data that crosses proxies.
+    For kernels with TMA only (NVIDIA sm_90+)."""
+    return core.inline_asm_elementwise("mov.u32 $0, 0;\n\tfence.proxy.async.global;", "=r", [], dtype=core.int32,
+                                       is_pure=False, pack=1, _semantic=_semantic)
 
 
 @triton.jit

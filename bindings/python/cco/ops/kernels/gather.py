@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import b_operand, copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import async_proxy_fence, b_operand, copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, end_call, gda_put_from, landed_before, note_failure,
                                      open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
                                      wait_for)
@@ -166,6 +166,8 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 waited = trace_begin(dc)
                 _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, mt, par, epoch, timeout, WORLD, CHUNKS,
                             GDA, SDMA, SIG_FLAGS, QUEUES)
+                if TMA:   # the rows came through another proxy (a peer's stores, a copy, a put)
+                    async_proxy_fence()
                 trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
                 sam = K
