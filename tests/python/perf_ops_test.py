@@ -125,3 +125,26 @@ def test_a_split_that_differs_from_the_operator_is_said():
     assert ops._beyond_rounding(0.3, 8.0) is None          # bf16 sums in another order
     assert "differs from the operator by 2 of 8" in ops._beyond_rounding(2.0, 8.0)
     assert ops._beyond_rounding(0.0, 0.0) is None and ops._beyond_rounding(1.0, 0.0)   # all zeros wanted
+
+
+def test_an_operator_and_its_anchors_are_timed_in_turns():
+    """Each figure is the median of its runs, and the runs take turns (matmul, core, fused,
+    matmul, ...): a clock drifting through the measurement (here each run 10 % slower than the
+    one before) then moves the ratio of two figures by the drift across one turn, not across all
+    the runs of the first figure, as runs one figure after the other would."""
+    order, clock = [], [1.0]
+
+    def timer(name, cost):
+        def run():
+            order.append(name)
+            clock[0] *= 1.1
+            return cost * clock[0]
+        return run
+
+    got = ops.in_turns({"matmul_s": timer("matmul", 1.0), "core_s": timer("core", 1.0),
+                        "fused_s": timer("fused", 2.0)}, 3)
+    assert order == ["matmul", "core", "fused"] * 3
+    assert got["matmul_s"] == pytest.approx(1.1 ** 4) and got["fused_s"] == pytest.approx(2 * 1.1 ** 6)
+    in_a_row = 2 * 1.1 ** 6   # fused's median run (the 8th) against matmul's (the 2nd), one figure after the other
+    ratio = got["fused_s"] / got["matmul_s"]
+    assert ratio == pytest.approx(2 * 1.1 ** 2) and ratio < in_a_row

@@ -12,7 +12,8 @@ Shapes: Llama-3-70B tensor-parallel layers (hidden 8192, FFN 28672; M = 1024, 40
 tokens; 4096 with --quick) and a DeepSeek-V3 expert layer (hidden 7168, expert FFN 2048, top-8:
 M x 8 routed rows, split evenly) for the all-to-all pair. Every call is timed with CUDA events
 over repetitions captured in a CUDA graph (launch overhead out), the ranks lined up by a host
-barrier first; the slowest rank counts.
+barrier first; the slowest rank counts. An operator, torch.matmul and the core are timed in
+turns, ROUNDS runs each, and each figure is the median of its runs (in_turns).
 
 The ranks are processes started here (one per rank: `python -m cco_tools.perf.suites.ops`,
 with the cco launcher's environment); rank 0 prints its rows as JSON lines.
@@ -20,6 +21,7 @@ with the cco launcher's environment); rank 0 prints its rows as JSON lines.
 
 import json
 import os
+import statistics
 import sys
 
 from cco._supervisor import CAPTURE, RankProcesses
@@ -53,29 +55,44 @@ def gemm_rows(op, m, world):
     return m * world if op == "ag_gemm" else m
 
 
+ROUNDS = 5   # timed runs of an operator and of its GEMM anchors, taken in turns
+
+
 def _time(fn, reps, comm, graph=True):
-    """Seconds per call of fn on this rank: a CUDA graph of `reps` calls, replayed once to
-    warm it, then timed (after a host barrier when comm is given). graph=False: `reps` calls
-    launched from the host after one warm-up call (torch's SymmetricMemory ops synchronise
-    through the host and are called eagerly)."""
+    """Seconds per call of fn on this rank: one timed run of _ready(fn) (see _timed)."""
+    return _timed(_ready(fn, reps, graph), reps, comm)
+
+
+def _ready(fn, reps, graph=True):
+    """fn made ready to time, as a run of `reps` calls: called once, then the calls captured in
+    a CUDA graph and replayed once (its upload is not timed); graph=False: `reps` calls launched
+    from the host (torch's SymmetricMemory ops synchronise through the host and are called
+    eagerly)."""
     import torch
 
     fn()
     torch.cuda.synchronize()
-    if graph:
-        captured = torch.cuda.CUDAGraph()
-        with torch.cuda.stream(torch.cuda.Stream()):
-            captured.capture_begin()
-            for _ in range(reps):
-                fn()
-            captured.capture_end()
-        captured.replay()
-        torch.cuda.synchronize()
-        run = captured.replay
-    else:
+    if not graph:
         def run():
             for _ in range(reps):
                 fn()
+        return run
+    captured = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(torch.cuda.Stream()):
+        captured.capture_begin()
+        for _ in range(reps):
+            fn()
+        captured.capture_end()
+    captured.replay()
+    torch.cuda.synchronize()
+    return captured.replay
+
+
+def _timed(run, reps, comm):
+    """Seconds per call of one run() on this rank, timed with CUDA events, after a host barrier
+    when comm is given (every rank then runs at once)."""
+    import torch
+
     if comm is not None:
         comm.barrier()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -84,6 +101,18 @@ def _time(fn, reps, comm, graph=True):
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / 1e3 / reps
+
+
+def in_turns(timers, rounds):
+    """{name: median} of the timers (name -> a callable that times one run), each called
+    `rounds` times, taking turns in their order: a GPU clock that drifts during the measurement
+    (this H100's torch.matmul moved by 20 % within one run) then weighs on every figure of a row
+    alike, where one run of each, one after the other, would put the drift into their ratio."""
+    samples = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            samples[name].append(timer())
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _nccl_split(dist, op, gathered, a, b, splits, received, world):
@@ -210,26 +239,30 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
         splits[-1] += m - sum(splits)
         received = [splits[rank]] * world
         local = torch.randn(gemm_rows(op, m, world), k, device=dev, dtype=dtype) / 8
-        matmul_s = _time(lambda: torch.matmul(local, b), reps, None)
         core_out = local.new_empty(local.shape[0], n)
-        core_s = _time(lambda: core_matmul(local, b, core_out, ctx.sm_count, ctx.ranks_per_gpu, ctx.backend), reps,
-                       None)
+        gemms = {"matmul_s": _ready(lambda: torch.matmul(local, b), reps),
+                 "core_s": _ready(lambda: core_matmul(local, b, core_out, ctx.sm_count, ctx.ranks_per_gpu,
+                                                      ctx.backend), reps)}
         anchors, anchor_errors = _anchors(comm, dist, split, op, a, b, local, splits, received, world, reps)
         for transport in transports:
             if transport == "sdma" and op not in SDMA_OPERATORS:
                 continue
             call = _operator(op, a, b, comm, splits, received, transport)
             row = dict(op=op, shape=what, transport=transport, M=local.shape[0], K=k, N=n,
-                       flops=2.0 * local.shape[0] * k * n, matmul_s=matmul_s, core_s=core_s, **anchors)
+                       flops=2.0 * local.shape[0] * k * n, **anchors)
             if anchor_errors:
                 row["anchor_error"] = "; ".join(anchor_errors)
+            timers = {name: (lambda run=run: _timed(run, reps, None)) for name, run in gemms.items()}
             try:
-                row["fused_s"] = _time(call, reps, comm)
+                fused = _ready(call, reps)
+                timers["fused_s"] = lambda: _timed(fused, reps, comm)
+                row.update(in_turns(timers, ROUNDS))
                 ops.check(comm)
             except Exception as e:  # noqa: BLE001 (a failing operator is a row that says so)
                 row["error"] = f"{type(e).__name__}: {e}"[:200]
+                row.update({name: timer() for name, timer in timers.items() if name not in row and name != "fused_s"})
             rows.append(row)
-        a = b = local = core_out = call = None  # freed before the next shape allocates
+        a = b = local = core_out = call = gemms = fused = timers = None  # freed before the next shape allocates
         torch.cuda.empty_cache()
     if split is not None:
         split.close()
