@@ -236,14 +236,16 @@ def control_plane(t):
                      f"ccoWindowRegister 1 GiB {register:.1f} ms (<= 15)")
 
 
-OPS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
+# cco.ops.checks.OPERATORS, spelled here: importing cco.ops would bring Triton into a tool that
+# only reads reports.
+OPERATORS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
 LLAMA = re.compile(r"^(FFN up|FFN down|attn out) M=(\d+)( \(failed\))?$")   # a row that failed says so
 
 
 def _one_rank_ops_rows(t):
     """(operator, row) of every one-rank cco.ops table, or (None, why none)."""
     found = []
-    for op in OPS:
+    for op in OPERATORS:
         rows, _ = t.find(f"cco.ops.{op}, 1 ranks")
         found += [(op, r) for r in rows or []]
     return (found, None) if found else (None, "no one-rank 'cco.ops' table")

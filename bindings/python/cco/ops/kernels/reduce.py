@@ -21,10 +21,11 @@ on LSA. gemm_ar's sums go into this rank's own result area (peers write only the
 own there) and the tile that completes a tile row puts it to every peer (counts after the
 first ones: 2 x OWNED_MT), flagged per tile row (SIG_RFLAGS).
 
-SDMA (refused by cco.ops.checks for now: on an H100 a rank's copies of its sums once never
-completed): the same tile rows as copies (cco.Sdma.put from the outbox, or from the own result
-area), each receiver on its queue (peer d = rank me + d on queue (d - 1) % QUEUES; gemm_ar's
-sums on the next QUEUES queues, so that a count never mixes the phases). Copies from several
+SDMA (refused by cco.ops.checks until a GPU run shows it passing with planning.COPY_SMS: on an
+H100 a rank's copies of its sums never completed while both ranks' programs held every SM): the
+same tile rows as copies (cco.Sdma.put from the outbox, or from the own result area), each
+receiver on its queue (peer d = rank me + d on queue (d - 1) % QUEUES; gemm_ar's sums on the
+next QUEUES queues, so that a count never mixes the phases). Copies from several
 programs land in any order, so a sum waits for all of a sender's partial tile rows of the call
 and gemm_ar's phase 3 for all of an owner's sums (their numbers are fixed by the shape: counted
 over every call so far, as gemm_ag's).
@@ -36,7 +37,7 @@ import triton.language as tl
 from cco.ir.triton import cco
 from cco.ops.kernels.core import b_operand, load_tile, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
-                                     raise_flag, trace_begin, trace_end, wait_copies, wait_flag, wait_for)
+                                     raise_flag, sdma_queue, trace_begin, trace_end, wait_copies, wait_flag, wait_for)
 
 
 @triton.jit
@@ -54,8 +55,10 @@ def _owned_rows(owner, omt, M, M_OWN, BM: tl.constexpr, WORLD: tl.constexpr, ALL
 @triton.jit
 def _queue(sender, receiver, phase, WORLD: tl.constexpr, QUEUES: tl.constexpr):
     """SDMA: the queue `sender` copies to `receiver` on in `phase` (0: partials, 1: gemm_ar's
-    sums); sender and receiver compute the same."""
-    return phase * QUEUES + ((receiver - sender + WORLD) % WORLD - 1) % QUEUES
+    sums); sender and receiver compute the same. Peers go round the other way from the other
+    operators' (owner d = rank me + d, signals.sdma_queue with the two ranks swapped), each
+    phase on QUEUES queues of its own."""
+    return phase * QUEUES + sdma_queue(receiver, sender, WORLD, QUEUES)
 
 
 @triton.jit
