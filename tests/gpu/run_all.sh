@@ -25,7 +25,7 @@ mps_start() {
 }
 mps_stop() {  # the daemon gone and its variables unset: later steps run without MPS
   echo quit | nvidia-cuda-mps-control
-  for _ in $(seq 50); do pgrep -x nvidia-cuda-mps-control >/dev/null || break; sleep 0.1; done
+  for _ in $(seq 50); do pgrep -f nvidia-cuda-mps-control >/dev/null || break; sleep 0.1; done
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 

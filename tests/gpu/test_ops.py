@@ -373,6 +373,7 @@ def case_split(comm, rank, world, dev, dtypes):
             a = _ints((m, k), 10 * step + rank, torch.bfloat16, dev)
             b = _ints((k, n), 77 + step + rank, torch.bfloat16, dev)
             got = split.call(op, a, b)().clone()
+            split.check()   # every barrier of the exchange met its peers
             args = (a, b, [m // world] * world, comm) if "a2a" in op else (a, b, comm)
             _check(f"split {op} step {step}", got, getattr(ops, op)(*args), rank)
     ops.check(comm)

@@ -298,8 +298,8 @@ def test_the_cco_split_anchor_inlines_its_collective(target, reduce, my_block):
     from cco_tools.perf.kernels.ops_split import BLOCK, lsa_exchange
 
     t = TARGETS[target]
-    signature = {"dc": "u64", "win": "u64", "dst": "*bf16", "count": "i32", "NRANKS": "constexpr",
-                 "REDUCE": "constexpr", "MY_BLOCK": "constexpr", "BLOCK": "constexpr"}
+    signature = {"dc": "u64", "win": "u64", "dst": "*bf16", "count": "i32", "failed": "*i32", "active": "i32",
+                 "NRANKS": "constexpr", "REDUCE": "constexpr", "MY_BLOCK": "constexpr", "BLOCK": "constexpr"}
     constexprs = dict(NRANKS=WORLD, REDUCE=reduce, MY_BLOCK=my_block, BLOCK=BLOCK)
     names = list(signature)
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in ("dst", "count")}

@@ -19,9 +19,9 @@ from cco_tools.perf.kernels.lsa import _peer_bases
 BLOCK = 4096   # elements a program moves per step: 16 bytes a thread with 8 warps of 64 (AMD)
 
 
-@triton.jit
-def lsa_exchange(dc, win, dst, count, NRANKS: tl.constexpr, REDUCE: tl.constexpr, MY_BLOCK: tl.constexpr,
-                 BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["active"])
+def lsa_exchange(dc, win, dst, count, failed, active, NRANKS: tl.constexpr, REDUCE: tl.constexpr,
+                 MY_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
     """From every LSA rank p's copy of the window, `count` elements at its start (at this
     rank's block, elements [me * count, +count), when MY_BLOCK): summed in fp32 into
     dst[0, count) when REDUCE, else copied to dst[p * count, +count).
@@ -29,7 +29,12 @@ def lsa_exchange(dc, win, dst, count, NRANKS: tl.constexpr, REDUCE: tl.constexpr
     Program i waits at LSA barrier i before reading (every rank's source in place; earlier
     kernels wrote it, which their end made visible: acquire only) and after (no rank's next
     source overwrites what a peer still reads: release only), so every rank's grid must be
-    resident at once (cco_tools.perf.kernels.lsa.max_programs)."""
+    resident at once (cco_tools.perf.kernels.lsa.max_programs). A barrier that gave up (its
+    device status, CCO_DEVICE_STATUS_*) is left in failed[0], which the host reads (Split.check):
+    the copy went on without its peers. active == 0: returns at once (compiles and loads the
+    binary before any rank waits in it)."""
+    if active == 0:
+        return
     DT: tl.constexpr = dst.dtype.element_ty
     pid = tl.program_id(0)
     step = tl.num_programs(0) * BLOCK
@@ -38,7 +43,7 @@ def lsa_exchange(dc, win, dst, count, NRANKS: tl.constexpr, REDUCE: tl.constexpr
         first = cco.DevComm.lsa_rank(dc).to(tl.int64) * count
     else:
         first = tl.zeros((), dtype=tl.int64)
-    cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.ACQUIRE)
+    entered = cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.ACQUIRE)
     for start in range(pid * BLOCK, count, step):
         offs = start.to(tl.int64) + tl.arange(0, BLOCK)
         mask = offs < count
@@ -51,7 +56,9 @@ def lsa_exchange(dc, win, dst, count, NRANKS: tl.constexpr, REDUCE: tl.constexpr
             for p in tl.static_range(NRANKS):
                 tl.store(dst + p * count + offs, tl.load(ptr_at(base + p * stride, DT) + first + offs, mask=mask),
                          mask=mask)
-    cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.RELEASE)
+    left = cco.LsaBarrier.sync(dc, pid, coop=cco.CoopScope.BLOCK, order=cco.MemoryOrder.RELEASE)
+    if entered != 0 or left != 0:
+        tl.store(failed, tl.where(entered != 0, entered, left))
 
 
 # operator -> (the collective after the GEMM, or before it; summed; from this rank's block)
@@ -81,6 +88,8 @@ class Split:
         self.libs = cco.get_extern_libs()   # the device library the kernel links
         self.dc = comm.create_dev_comm(CCODevCommRequirements(lsa_barrier_count=programs,
                                                               gda_connection_type=GDA_CONNECTION_NONE))
+        self.failed = None    # the device word a barrier that gave up leaves its status in
+        self.loaded = set()   # the launches (as Triton specialises them) every rank has compiled and loaded
 
     def source(self, rows, cols, dtype):
         """The rows x cols source matrix at the window's start (this rank's copy)."""
@@ -92,8 +101,34 @@ class Split:
 
     def exchange(self, dst, count, reduce, my_block):
         grid = (max(1, min(self.programs, triton.cdiv(count, BLOCK))),)   # the same on every rank
-        lsa_exchange[grid](self.dc.ptr, self.win.handle, dst, count, NRANKS=self.world, REDUCE=reduce,
-                           MY_BLOCK=my_block, BLOCK=BLOCK, num_warps=8, extern_libs=self.libs)
+        meta = dict(NRANKS=self.world, REDUCE=reduce, MY_BLOCK=my_block, BLOCK=BLOCK, num_warps=8,
+                    extern_libs=self.libs)
+        if self.failed is None:
+            import torch
+
+            self.failed = torch.zeros(1, dtype=torch.int32, device=dst.device)
+        kind = (dst.dtype, dst.data_ptr() % 16 == 0, count % 16 == 0, reduce, my_block)
+        if kind not in self.loaded:
+            # A rank still compiling (seconds, more with ranks sharing the host's cores) would keep
+            # its peers' barriers waiting past the communicator's timeout; they would then give up
+            # and read sources not yet written. So the first launch of each kind returns at once,
+            # and every rank waits for all to have it before the real one.
+            import torch
+
+            lsa_exchange[grid](self.dc.ptr, self.win.handle, dst, count, self.failed, 0, **meta)
+            torch.cuda.synchronize()
+            self.comm.barrier()
+            self.loaded.add(kind)
+        lsa_exchange[grid](self.dc.ptr, self.win.handle, dst, count, self.failed, 1, **meta)
+
+    def check(self):
+        """Raises if a barrier of any exchange since the last check gave up (then its result
+        holds sources its peers had not written); synchronises with the GPU."""
+        status = 0 if self.failed is None else int(self.failed.item())
+        if status:
+            self.failed.zero_()
+            name = {1: "timed out (CCO_TIMEOUT_MS)", 2: "aborted"}.get(status, f"failed (device status {status})")
+            raise RuntimeError(f"cco split: an LSA barrier {name}; the exchange went on without its peers")
 
     def call(self, op, a, b):
         """A callable doing `op` on a and b as split (the result it returns is the operator's),

@@ -201,6 +201,7 @@ def _anchors(comm, dist, split, op, a, b, local, splits, received, world, reps):
         try:
             run = split.call(op, a, b)
             figures["cco_split_s"] = _time(run, reps, comm)
+            split.check()   # raises if a barrier gave up while timed
             wrong = _differs(run(), _operator(op, a, b, comm, splits, received, "lsa")())
         except Exception as e:  # noqa: BLE001 (shards it cannot cut, a kernel that failed: said, not fatal)
             wrong = f"CCO's split: {type(e).__name__}: {e}"[:200]
