@@ -3,7 +3,7 @@
 hold their experts (splits[j] rows to rank j, any counts, zeros too) and multiplies what it
 received by its expert weight; torch.distributed.all_to_all_single's semantics.
 
-    python -m cco.launch -n 2 examples/ops/a2a_gemm.py [--transport gda]
+    python -m cco.launch -n 2 examples/ops/a2a_gemm.py [--transport gda|sdma]   (sdma: CCO_ENABLE_SDMA=1)
     torchrun --nproc_per_node 2 examples/ops/a2a_gemm.py
 """
 
@@ -17,7 +17,7 @@ from cco.runtime import bootstrap
 M, HIDDEN, FFN = 2048, 7168, 2048
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--transport", default="lsa", choices=["lsa", "gda"])
+parser.add_argument("--transport", default="lsa", choices=["lsa", "gda", "sdma"])
 transport = parser.parse_args().transport
 
 rank, world, uid = bootstrap()

@@ -3,7 +3,7 @@
 rows of a @ w go back to the ranks they came from, each tile stored at its receiver as soon
 as it is computed.
 
-    python -m cco.launch -n 2 examples/ops/gemm_a2a.py [--transport gda]
+    python -m cco.launch -n 2 examples/ops/gemm_a2a.py [--transport gda|sdma]   (sdma: CCO_ENABLE_SDMA=1)
     torchrun --nproc_per_node 2 examples/ops/gemm_a2a.py
 """
 
@@ -17,7 +17,7 @@ from cco.runtime import bootstrap
 M, FFN, HIDDEN = 2048, 2048, 7168
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--transport", default="lsa", choices=["lsa", "gda"])
+parser.add_argument("--transport", default="lsa", choices=["lsa", "gda", "sdma"])
 transport = parser.parse_args().transport
 
 rank, world, uid = bootstrap()

@@ -2,7 +2,7 @@
 """gemm_ar: the row-parallel linear, a @ w summed over the ranks (each holds a K/W slice);
 every rank gets the same bits. Also captured in a CUDA graph and replayed.
 
-    python -m cco.launch -n 2 examples/ops/gemm_ar.py [--transport gda]
+    python -m cco.launch -n 2 examples/ops/gemm_ar.py [--transport gda|sdma]   (sdma: CCO_ENABLE_SDMA=1)
     torchrun --nproc_per_node 2 examples/ops/gemm_ar.py
 """
 
@@ -16,7 +16,7 @@ from cco.runtime import bootstrap
 M, K, N = 2048, 8192, 4096
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--transport", default="lsa", choices=["lsa", "gda"])
+parser.add_argument("--transport", default="lsa", choices=["lsa", "gda", "sdma"])
 transport = parser.parse_args().transport
 
 rank, world, uid = bootstrap()

@@ -2,7 +2,7 @@
 """gemm_rs: a @ w reduce-scattered over M (torch's fused_matmul_reduce_scatter): rank r gets
 rows [r M/W, (r+1) M/W) of the sum.
 
-    python -m cco.launch -n 2 examples/ops/gemm_rs.py [--transport gda]
+    python -m cco.launch -n 2 examples/ops/gemm_rs.py [--transport gda|sdma]   (sdma: CCO_ENABLE_SDMA=1)
     torchrun --nproc_per_node 2 examples/ops/gemm_rs.py
 """
 
@@ -16,7 +16,7 @@ from cco.runtime import bootstrap
 M, K, N = 4096, 8192, 4096
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--transport", default="lsa", choices=["lsa", "gda"])
+parser.add_argument("--transport", default="lsa", choices=["lsa", "gda", "sdma"])
 transport = parser.parse_args().transport
 
 rank, world, uid = bootstrap()

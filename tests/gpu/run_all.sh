@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
-#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-sdma-reduce ops-examples ops-bench
+#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-sdma-status ops-examples ops-bench
 #   ops-core)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
@@ -212,34 +212,34 @@ for step in "${steps[@]}"; do
       python3 -m cco_tools trace merge "$OUT/trace" -o "$OUT/trace-all.json" && python3 -m cco_tools trace check "$OUT/trace-all.json"
       mps_stop
       timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_trace_gpu.py -ra 2>&1 | tee "$OUT/trace.log" | tail -30 ;;
-    ops|ops-lsa|ops-gda|ops-sdma|ops-sdma-reduce|ops-examples|ops-bench|ops-core)
+    ops|ops-lsa|ops-gda|ops-sdma|ops-sdma-status|ops-examples|ops-bench|ops-core)
       # The fused GEMM + collective operators (cco.ops), rank processes sharing the GPU under
       # MPS. `ops` runs every part; each part alone fits one device call (600 s) once Triton's
       # cache (/tmp/cco-triton, kept while the machine stays warm) holds the kernels:
       #   ops-lsa:  every operator against torch with 1, 2 and 4 ranks, graph replay, the pool,
       #             bad operands, a rank that never calls
       #   ops-gda:  the same over GDA (one host; two virtual nodes over tcp), 2 and 4 ranks
-      #   ops-sdma: the all-gather and all-to-all pairs over SDMA, 2 and 4 ranks
-      #   ops-sdma-reduce: the reduce pair over SDMA (refused by cco.ops for now), 25 calls of each
-      #             at two shapes with the refusal lifted by the probe, and whether a copy needs an SM
+      #   ops-sdma: every operator over SDMA, 2 and 4 ranks
+      #   ops-sdma-status: every operator over SDMA, 25 calls of each at two shapes, and whether a
+      #             copy needs an SM (why plans over copies leave planning.COPY_SMS free)
       #   ops-examples, ops-bench (quick shapes unless OPS_FULL=1; every transport)
       #   ops-core: one rank, each operator against its own GEMM core and cuBLAS, and candidate
       #             faster cores (tools/perf/ops_core_probe.py); the one-rank bench with that anchor
       export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/cco-triton}
       mps_start
       {
-        parts=("${step#ops-}"); [[ $step == ops ]] && parts=(lsa gda sdma sdma-reduce examples bench core)
+        parts=("${step#ops-}"); [[ $step == ops ]] && parts=(lsa gda sdma sdma-status examples bench core)
         for part in "${parts[@]}"; do
           case $part in
             lsa|gda|sdma)
               k=$part; [[ $part == lsa ]] && k="not gda and not sdma"
               timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_ops.py -k "$k" \
                 --junitxml="$OUT/ops-$part-junit.xml" -ra 2>&1 | tail -40 ;;
-            sdma-reduce)
+            sdma-status)
               timeout 60 stage/bin/copy_busy_sms_probe | tee "$OUT/copy-busy-sms-probe.log"
               for shape in 200,96,300 256,128,512; do
                 CCO_ENABLE_SDMA=1 CCO_TIMEOUT_MS=5000 timeout 120 python3 -m cco.launch -n 2 --timeout 110 \
-                  tools/perf/ops_status_probe.py sdma-reduce $shape
+                  tools/perf/ops_status_probe.py sdma $shape
               done ;;
             examples)
               for ex in examples/ops/*.py; do
@@ -247,7 +247,7 @@ for step in "${steps[@]}"; do
                   python3 -m cco.launch -n 2 --timeout 120 "$ex" --transport $t && echo "$(basename "$ex") $t 2 ranks: PASS"
                 done
               done
-              for ex in ag_gemm gemm_ag; do
+              for ex in ag_gemm gemm_ag gemm_ar gemm_rs gemm_a2a a2a_gemm; do
                 CCO_ENABLE_SDMA=1 python3 -m cco.launch -n 2 --timeout 120 examples/ops/$ex.py --transport sdma &&
                   echo "$ex.py sdma 2 ranks: PASS"
               done ;;

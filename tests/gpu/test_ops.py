@@ -259,8 +259,9 @@ def _replays_equal_lsa(comm, rank, dev, name, a, call, seed):
 def case_sdma(comm, rank, world, dev, dtypes):
     """transport="sdma" (CCO_ENABLE_SDMA=1): ag_gemm's shard from an ordinary tensor (staged)
     and from the pool (read in place), the gathered rows, gemm_ag, the all-to-all pair with
-    splits that change from call to call (empty ones too), several calls in a row, and each in a
-    CUDA graph replayed with new inputs; the reduce pair refuses it."""
+    splits that change from call to call (empty ones too), the reduce pair (a partial last tile
+    row at 200 rows a rank), several calls in a row, and each in a CUDA graph replayed with new
+    inputs."""
     import torch
 
     from cco import ops
@@ -283,6 +284,16 @@ def case_sdma(comm, rank, world, dev, dtypes):
                        ops.ag_gemm(pooled, b, comm, transport="sdma"), want, rank)
                 _check(f"gemm_ag sdma {dtype} call {call}", ops.gemm_ag(shards[rank], b_same, comm, transport="sdma"),
                        torch.cat([_mm(s, b_same, out_dtype) for s in shards]), rank)
+            # the reduce pair: a is M x K/W (here K), partials rounded as the kernel rounds them
+            a_red = [_ints((m * world, k), 13 * r + m, dtype, dev) for r in range(world)]
+            b_red = [_ints((k, n), 17 + r, dtype, dev) for r in range(world)]
+            total = sum(_mm(a_red[r], b_red[r], out_dtype).float() for r in range(world)).to(out_dtype)
+            for call in range(3):
+                _check(f"gemm_ar sdma {dtype} {m * world}x{k}x{n} call {call}",
+                       ops.gemm_ar(a_red[rank], b_red[rank], comm, transport="sdma"), total, rank)
+                _check(f"gemm_rs sdma {dtype} call {call}",
+                       ops.gemm_rs(a_red[rank], b_red[rank], comm, transport="sdma"), total[rank * m:(rank + 1) * m],
+                       rank)
             # the all-to-all pair: a new split each call, so a wait counts from what the calls before landed
             a_all = [_ints((m, k), 11 * r + m, dtype, dev) for r in range(world)]
             for call in range(4):
@@ -311,13 +322,10 @@ def case_sdma(comm, rank, world, dev, dtypes):
                        lambda t: ops.a2a_gemm(a, b, splits[rank], comm, out_splits=recv, transport=t), 70)
     _replays_equal_lsa(comm, rank, dev, "gemm_a2a", a,
                        lambda t: ops.gemm_a2a(a, b, splits[rank], comm, out_splits=recv, transport=t), 90)
-    for name in ("gemm_ar", "gemm_rs"):   # refused, saying which it carries
-        try:
-            getattr(ops, name)(a, b, comm, transport="sdma")
-        except NotImplementedError as e:
-            assert "a2a_gemm" in str(e), e
-        else:
-            raise AssertionError(f"{name} accepted transport='sdma'")
+    b_own = _ints((64, 256), 2 + rank, torch.bfloat16, dev)   # the reduce pair: every rank its own b
+    a_rows = _ints((128 * world, 64), rank, torch.bfloat16, dev)
+    _replays_equal_lsa(comm, rank, dev, "gemm_ar", a_rows, lambda t: ops.gemm_ar(a_rows, b_own, comm, transport=t), 110)
+    _replays_equal_lsa(comm, rank, dev, "gemm_rs", a_rows, lambda t: ops.gemm_rs(a_rows, b_own, comm, transport=t), 130)
     ops.check(comm)
     print(f"PASS sdma rank {rank}", flush=True)
 

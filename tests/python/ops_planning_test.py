@@ -68,11 +68,10 @@ def test_problems_follow_the_shard_rules():
         checks.check_transport("gemm_ar", "lsa", 2, 4)
     with pytest.raises(OperandError, match="choose one of lsa, sdma, gda"):
         checks.check_transport("gemm_ar", "nvlink", 4, 4)
-    for op in ("gemm_ar", "gemm_rs"):   # the reduce pair over SDMA: refused, naming what SDMA carries
-        with pytest.raises(NotImplementedError, match="carries ag_gemm, gemm_ag, gemm_a2a, a2a_gemm only"):
-            checks.check_transport(op, "sdma", 4, 4)
-    for op in checks.SDMA_OPERATORS:
+    for op in checks.OPERATORS:   # SDMA carries every operator within a node
         checks.check_transport(op, "sdma", 4, 4)
+    with pytest.raises(OperandError, match="transport='sdma' reaches 2 of 4"):
+        checks.check_transport("gemm_rs", "sdma", 2, 4)
 
 
 def test_signature_names_what_ranks_must_share():

@@ -1,11 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Which cco.ops call gives up, and where: each operator called 25 times over a transport with
 small integer inputs, each call checked on its own (the plan's status word, the result against
-torch), the first bad call named, and any error the proxy met on its own. Operators a transport does
-not carry are passed over; `sdma-reduce` lifts cco.ops's refusal of gemm_ar and gemm_rs over SDMA
-(cco.ops.checks.SDMA_OPERATORS) to hunt the stall that refusal stands for.
+torch), the first bad call named, and any error the proxy met on its own.
 
-    python -m cco.launch -n 2 tools/perf/ops_status_probe.py [gda|lsa|sdma|sdma-reduce] [M,K,N]
+    python -m cco.launch -n 2 tools/perf/ops_status_probe.py [gda|lsa|sdma] [M,K,N]
     CCO_TEST_NODES_PER_HOST=2 CCO_NET=tcp CCO_SOCKET_IFNAME==lo \\
         python -m cco.launch -n 2 tools/perf/ops_status_probe.py gda     (two virtual nodes over tcp)
 """
@@ -16,7 +14,6 @@ import time
 import torch
 
 from cco import Communicator, ops
-from cco.ops import checks
 from cco.ops.context import OpsContext
 from cco.runtime import bootstrap
 
@@ -45,11 +42,7 @@ def main(transport, shape):
     rank, world, uid = bootstrap()
     dev = torch.device("cuda", torch.cuda.current_device())
     comm = Communicator.init(world, rank, uid)
-    if transport == "sdma-reduce":
-        transport, checks.SDMA_OPERATORS = "sdma", checks.SDMA_OPERATORS + ("gemm_ar", "gemm_rs")
     for op in ("gemm_rs", "gemm_ar", "ag_gemm", "gemm_ag"):
-        if transport == "sdma" and op not in checks.SDMA_OPERATORS:
-            continue
         first_bad, started = None, time.monotonic()
         for call in range(CALLS):
             rows = M * world if op in ("gemm_ar", "gemm_rs") else M

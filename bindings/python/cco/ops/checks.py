@@ -17,14 +17,6 @@ OUT_DTYPES = ("bfloat16", "float16")
 
 OPERATORS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
 TRANSPORTS = ("lsa", "sdma", "gda")
-# The operators transport="sdma" carries. The reduce pair's SDMA path (cco.ops.kernels.reduce)
-# stalled on an H100: the proxy had issued every copy, which then never completed. A copy on one
-# GPU runs on the SMs (tools/perf/copy_busy_sms_probe.cu), and both ranks' programs held all of
-# them; plans over copies now leave planning.COPY_SMS free. Refused until a GPU run shows the pair
-# passing with them.
-SDMA_OPERATORS = ("ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
-
-
 class OperandError(ValueError):
     """An operand that no rank could compute with: wrong rank, shape, dtype, split."""
 
@@ -166,10 +158,6 @@ def check_aligned(op, what, t):
 def check_transport(op, transport, lsa_size, world):
     if transport not in TRANSPORTS:
         _fail(op, f"transport={transport!r}; choose one of {', '.join(TRANSPORTS)}")
-    if transport == "sdma" and op not in SDMA_OPERATORS:
-        raise NotImplementedError(f"cco.ops.{op}: transport='sdma' carries {', '.join(SDMA_OPERATORS)} only (the "
-                                  "reduce pair's copies stalled on a GPU); transport='lsa' (the default) moves tiles "
-                                  "by load/store within a node, transport='gda' by puts to any rank")
     if transport in ("lsa", "sdma") and lsa_size != world:
         _fail(op, f"transport={transport!r} reaches {lsa_size} of {world} ranks (those of its node); ranks on other "
                   "nodes need transport='gda'")

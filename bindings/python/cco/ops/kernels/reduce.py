@@ -21,9 +21,9 @@ on LSA. gemm_ar's sums go into this rank's own result area (peers write only the
 own there) and the tile that completes a tile row puts it to every peer (counts after the
 first ones: 2 x OWNED_MT), flagged per tile row (SIG_RFLAGS).
 
-SDMA (refused by cco.ops.checks until a GPU run shows it passing with planning.COPY_SMS: on an
-H100 a rank's copies of its sums never completed while both ranks' programs held every SM): the
-same tile rows as copies (cco.Sdma.put from the outbox, or from the own result area), each
+SDMA (whose copies, on one GPU, need the SMs planning.COPY_SMS leaves free: on an H100 a rank's
+copies of its sums never completed while both ranks' programs held every SM): the same tile rows
+as copies (cco.Sdma.put from the outbox, or from the own result area), each
 receiver on its queue (peer d = rank me + d on queue (d - 1) % QUEUES; gemm_ar's sums on the
 next QUEUES queues, so that a count never mixes the phases). Copies from several
 programs land in any order, so a sum waits for all of a sender's partial tile rows of the call

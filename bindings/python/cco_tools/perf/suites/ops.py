@@ -25,7 +25,6 @@ import statistics
 import sys
 
 from cco._supervisor import CAPTURE, RankProcesses
-from cco.ops.checks import SDMA_OPERATORS
 from cco_tools.perf import report as R
 
 HIDDEN, FFN = 8192, 28672
@@ -221,7 +220,7 @@ def _anchors(comm, dist, split, op, a, b, local, splits, received, world, reps):
 
 def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
     """This rank's rows (times are this rank's; the caller takes the slowest): each shape with
-    each transport that carries it (sdma: cco.ops.checks.SDMA_OPERATORS), then its anchors."""
+    each transport, then its anchors."""
     import torch
 
     from cco import ops
@@ -246,8 +245,6 @@ def measure(comm, rank, world, tokens, reps, dist=None, transports=("lsa",)):
                                                       ctx.backend), reps)}
         anchors, anchor_errors = _anchors(comm, dist, split, op, a, b, local, splits, received, world, reps)
         for transport in transports:
-            if transport == "sdma" and op not in SDMA_OPERATORS:
-                continue
             call = _operator(op, a, b, comm, splits, received, transport)
             row = dict(op=op, shape=what, transport=transport, M=local.shape[0], K=k, N=n,
                        flops=2.0 * local.shape[0] * k * n, **anchors)
