@@ -215,6 +215,50 @@ TEST(LsaBarrierOnHost, TimeoutAndAbort) {
       0);
 }
 
+// The pattern of `cco perf`'s CCO split (cco_tools/perf/kernels/ops_split.py) with 4 ranks:
+// programs as threads, program i entering with sync(ACQUIRE) and leaving with sync(RELEASE)
+// on barrier i, kernels of 16, 4 and then all 33 programs, so that the last one's barriers
+// 16..32 are used for the first time after 0..15 went through several rounds. Each program
+// writes its rank's value for the kernel into its own word of every peer before entering;
+// after entering, the peers' words must hold theirs.
+TEST(LsaBarrierOnHost, KernelsOfDifferentSizesUseTheirBarriersInStep) {
+  const int n = 4;
+  const int barriers = 33;
+  EXPECT_EQ(RunThreadRanks(n, barriers,
+                           [n](int rank, ccoComm*, const ccoDevComm& dc, ccoWindow_t win) {
+                             const auto* w = reinterpret_cast<const ccoWindowDevice*>(win);
+                             std::atomic<bool> ok{true};
+                             int kernel = 0;
+                             for (int grid : {16, 16, 4, 4, 33, 33}) {
+                               ++kernel;
+                               std::vector<std::thread> programs;
+                               for (int pid = 0; pid < grid; ++pid) {
+                                 programs.emplace_back([&, pid, kernel] {
+                                   const uint64_t word =
+                                       8 * (static_cast<uint64_t>(pid) * n + rank);  // pid's word for this rank
+                                   for (int p = 0; p < n; ++p)
+                                     cco::lsa_peer_ptr<volatile uint64_t>(w, p, word)[0] = kernel;
+                                   ccoLsaBarrierSession<ccoCoopThread> entered(ccoCoopThread(), dc, pid);
+                                   if (entered.sync(CCO_MEMORY_ORDER_ACQ_REL) != CCO_DEVICE_STATUS_OK) ok = false;
+                                   const auto* mine =
+                                       reinterpret_cast<volatile uint64_t*>(cco::lsa_local_address(w, 0));
+                                   for (int p = 0; p < n; ++p)
+                                     if (mine[pid * n + p] != static_cast<uint64_t>(kernel)) ok = false;
+                                   ccoLsaBarrierSession<ccoCoopThread> left(ccoCoopThread(), dc, pid);
+                                   if (left.sync(CCO_MEMORY_ORDER_RELEASE) != CCO_DEVICE_STATUS_OK) ok = false;
+                                 });
+                               }
+                               for (auto& t : programs) t.join();
+                               if (!ok) {
+                                 fprintf(stderr, "rank %d: kernel %d of %d programs failed\n", rank, kernel, grid);
+                                 return false;
+                               }
+                             }
+                             return true;
+                           }),
+            0);
+}
+
 // A session of a barrier the device communicator does not have touches no memory (its
 // words would be other resources', on every peer too): arrive does nothing, wait and sync
 // are refused.
