@@ -17,6 +17,8 @@ OUT_DTYPES = ("bfloat16", "float16")
 
 OPERATORS = ("gemm_ar", "gemm_rs", "ag_gemm", "gemm_ag", "gemm_a2a", "a2a_gemm")
 TRANSPORTS = ("lsa", "sdma", "gda")
+
+
 class OperandError(ValueError):
     """An operand that no rank could compute with: wrong rank, shape, dtype, split."""
 

@@ -5,7 +5,7 @@ allocate the result, launch."""
 from cco import _env
 from cco.ops import checks, planning
 from cco.ops.checks import OperandError
-from cco.ops.context import OpsContext, operand
+from cco.ops.context import OpsContext, gpu_features, operand
 from cco.ops.scratch import descriptor_scratch
 
 COPY_COLUMNS = 256   # columns a program copies per step (rows of 32)
@@ -26,12 +26,10 @@ def prepare(op, a, b, comm, transport, out=None, splits=None, out_splits=None, o
     # The operands first, on this rank alone: a bad one raises here, before the first call's
     # collective set-up could keep the other ranks waiting for this one.
     device, world = torch.cuda.current_device(), comm.world_size
-    fp8 = (torch.cuda.get_device_capability(device)[0] >= 9 and not getattr(torch.version, "hip", None)) or \
-        "gfx950" in getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")
+    fp8, _ = gpu_features(device)
     problem = checks.problem(op, operand(a, device), operand(b, device), world, splits=splits,
                              out_splits=out_splits, out=None if out is None else operand(out, device),
                              out_dtype=out_dtype, fp8_supported=fp8)
-    checks.check_transport(op, transport, comm.lsa_size, world)
     ctx = OpsContext.of(comm)
     if not problem.b_kmajor and b.stride(1) != 1:
         b = b.contiguous()   # neither layout the kernels read: a copy (documented)

@@ -32,6 +32,15 @@ def _torch():
     return torch
 
 
+def gpu_features(device):
+    """(fp8, tma) of GPU `device`: e4m3 inputs (NVIDIA sm_90+, AMD gfx950) and the tensor memory
+    accelerator the GEMM core reads tiles with (NVIDIA sm_90+)."""
+    torch = _torch()
+    nvidia_sm90 = not getattr(torch.version, "hip", None) and torch.cuda.get_device_capability(device)[0] >= 9
+    arch = getattr(torch.cuda.get_device_properties(device), "gcnArchName", "")
+    return nvidia_sm90 or "gfx950" in arch, nvidia_sm90
+
+
 def operand(t, device):
     """The checks' record of a tensor."""
     return checks.Operand(tuple(t.shape), str(t.dtype).replace("torch.", ""), tuple(t.stride()),
@@ -80,10 +89,7 @@ class OpsContext:
         self.backend = "hip" if getattr(torch.version, "hip", None) else "cuda"
         props = torch.cuda.get_device_properties(self.device)
         self.sm_count = props.multi_processor_count
-        major = torch.cuda.get_device_capability(self.device)[0]
-        arch = getattr(props, "gcnArchName", "")
-        self.fp8 = (self.backend == "cuda" and major >= 9) or ("gfx950" in arch)
-        self.tma = self.backend == "cuda" and major >= 9   # the tensor memory accelerator (sm_90+)
+        self.fp8, self.tma = gpu_features(self.device)
         reqs = CCODevCommRequirements(lsa_barrier_count=1, gda_connection_type=GDA_CONNECTION_NONE)
         self.dc = comm.create_dev_comm(reqs)
         self.libs = cco_ir.get_extern_libs()

@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 from cco.ops import checks, planning
+from cco.ops.context import gpu_features
 from cco.ops.kernels.core import b_operand, mma, store_tile, tile_coords
 from cco.ops.scratch import descriptor_scratch
 
@@ -44,8 +45,6 @@ def core_matmul(a, b, out, sm_count, ranks_per_gpu, backend="cuda"):
     """out = a @ b through core_gemm, with the tiles (planning.tile_config), the programs
     (planning.programs_for) and the way of reading tiles (planning.uses_tma) an operator
     multiplying a's rows would use; a and b laid out as the operators read them."""
-    import torch
-
     m, k = a.shape
     n = b.shape[1]
     dtype = str(a.dtype).split(".")[-1]
@@ -54,7 +53,7 @@ def core_matmul(a, b, out, sm_count, ranks_per_gpu, backend="cuda"):
     grid = (planning.programs_for(sm_count, ranks_per_gpu, tiles),)
     b_t = checks.b_kmajor(checks.Operand(tuple(b.shape), dtype, tuple(b.stride())))
     problem = checks.Problem("core", 1, m, k, n, dtype, dtype, m, b_kmajor=b_t)
-    tma = planning.uses_tma(backend == "cuda" and torch.cuda.get_device_capability(a.device)[0] >= 9, problem)
+    tma = planning.uses_tma(backend == "cuda" and gpu_features(a.device)[1], problem)
     with descriptor_scratch(_SCRATCH, a.device):
         core_gemm[grid](a, b, out, m, n, k, a.stride(0), b.stride(0), b.stride(1), NT=triton.cdiv(n, t.bn), BM=t.bm,
                         BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0, TMA=tma,

@@ -77,6 +77,8 @@ class Split:
     each of `programs` programs, on `comm`, whose ranks must all be LSA peers."""
 
     def __init__(self, comm, nbytes, programs):
+        import torch
+
         from cco import GDA_CONNECTION_NONE, CCODevCommRequirements
 
         if comm.lsa_size != comm.world_size:
@@ -88,7 +90,8 @@ class Split:
         self.libs = cco.get_extern_libs()   # the device library the kernel links
         self.dc = comm.create_dev_comm(CCODevCommRequirements(lsa_barrier_count=programs,
                                                               gda_connection_type=GDA_CONNECTION_NONE))
-        self.failed = None    # the device word a barrier that gave up leaves its status in
+        # The device word a barrier that gave up leaves its status in.
+        self.failed = torch.zeros(1, dtype=torch.int32, device=torch.cuda.current_device())
         self.loaded = set()   # the launches (as Triton specialises them) every rank has compiled and loaded
 
     def source(self, rows, cols, dtype):
@@ -103,10 +106,6 @@ class Split:
         grid = (max(1, min(self.programs, triton.cdiv(count, BLOCK))),)   # the same on every rank
         meta = dict(NRANKS=self.world, REDUCE=reduce, MY_BLOCK=my_block, BLOCK=BLOCK, num_warps=8,
                     extern_libs=self.libs)
-        if self.failed is None:
-            import torch
-
-            self.failed = torch.zeros(1, dtype=torch.int32, device=dst.device)
         kind = (dst.dtype, dst.data_ptr() % 16 == 0, count % 16 == 0, reduce, my_block)
         if kind not in self.loaded:
             # A rank still compiling (seconds, more with ranks sharing the host's cores) would keep
@@ -124,7 +123,7 @@ class Split:
     def check(self):
         """Raises if a barrier of any exchange since the last check gave up (then its result
         holds sources its peers had not written); synchronises with the GPU."""
-        status = 0 if self.failed is None else int(self.failed.item())
+        status = int(self.failed.item())
         if status:
             self.failed.zero_()
             name = {1: "timed out (CCO_TIMEOUT_MS)", 2: "aborted"}.get(status, f"failed (device status {status})")
