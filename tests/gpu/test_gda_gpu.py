@@ -404,6 +404,50 @@ def test_a_failed_ring_fails_the_flush_in_every_thread():
         assert got[rank] == [aborted] * block, f"rank {rank}: statuses {sorted(set(got[rank]))}"
 
 
+def test_many_sdma_device_communicators_keep_their_copies_moving():
+    """Two ranks as threads, each with 24 SDMA device communicators of two queues: put+signal
+    ping-pongs on the first and the last one, both ranks' kernels waiting for the other's
+    copies. Every queue q shares the proxy's one stream for q (rather than 48 streams a
+    process, spread over CUDA's few hardware queues: a stream that shares one with a waiting
+    kernel never runs), so the copies of each keep moving; the bytes of the last put landed."""
+    from cco import CCODevCommRequirements
+    from cco_tools.perf.kernels import sdma as S
+
+    os.environ["CCO_ENABLE_SDMA"] = "1"
+    rounds, nbytes = 50, 64
+
+    def body_of(rank, rk):
+        dcs = [rk.comm.create_dev_comm(CCODevCommRequirements(sdma_queue_count=2)) for _ in range(24)]
+        peer = 1 - rank
+        with torch.cuda.stream(rk.stream):
+            mine = rk.view(32, torch.int32)
+            mine[:16] = torch.arange(16, dtype=torch.int32, device=mine.device) + 100 * (rank + 1)
+            mine[16:] = -1
+            status = torch.zeros(1, dtype=torch.int32, device=mine.device)
+            for dc in (dcs[0], dcs[-1]):  # loads each rank's binary; no round, so nothing waits
+                S.pingpong[(1,)](dc.ptr, rk.win.handle, status, peer, 0, nbytes, 1, FIRST=rank == 0, num_warps=4,
+                                 extern_libs=rk.libs)
+        rk.stream.synchronize()
+        rk.comm.barrier()
+        for which, dc in (("first", dcs[0]), ("last", dcs[-1])):
+            _WHERE[rank] = f"the ping-pong on the {which} device communicator"
+            with torch.cuda.stream(rk.stream):
+                S.pingpong[(1,)](dc.ptr, rk.win.handle, status, peer, rounds, nbytes, 1, FIRST=rank == 0,
+                                 num_warps=4, extern_libs=rk.libs)
+            rk.stream.synchronize()
+        rk.comm.barrier()
+        with torch.cuda.stream(rk.stream):
+            got = (int(status.item()), mine[16:].tolist())
+        rk.comm.barrier()
+        return got
+
+    got = _two_ranks_as_threads(body_of, seconds=90)
+    for rank in range(2):
+        status, landed = got[rank]
+        assert status == 0, f"rank {rank}: statuses summing to {status}"
+        assert landed == [100 * (2 - rank) + i for i in range(16)], f"rank {rank}: the peer's bytes {landed}"
+
+
 def _load_barrier_rounds(rk, status):
     """Compiles and loads barrier_rounds with no round (nothing waits): loading a module while
     another rank's kernel of this process waits in a barrier would wait for that kernel."""

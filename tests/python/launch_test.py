@@ -67,6 +67,22 @@ def test_one_rank_is_one_rank(tmp_path):
     assert r.returncode == 0 and r.stdout == "[rank 0] rank 0 of 1\n", r.stdout + r.stderr
 
 
+def test_ranks_under_mps_get_hardware_queues_of_their_own(tmp_path):
+    """Under MPS (its pipe directory named) the ranks get CUDA_DEVICE_MAX_CONNECTIONS (8 each up to
+    8 ranks, 4 beyond: MPS clients share one pool) unless it is set; without MPS, nothing."""
+    script = tmp_path / "connections.py"
+    script.write_text("import os\nprint(os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS', 'unset'))\n")
+    base = {k: v for k, v in ENV.items() if k not in ("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MPS_PIPE_DIRECTORY")}
+    mps = dict(base, CUDA_MPS_PIPE_DIRECTORY=str(tmp_path))
+    for env, n, want in ((mps, 2, "8"), (mps, 9, "4"), (dict(mps, CUDA_DEVICE_MAX_CONNECTIONS="2"), 2, "2")):
+        r = launch("-n", str(n), str(script), env=env)
+        assert r.returncode == 0 and sorted(r.stdout.splitlines()) == sorted(f"[rank {k}] {want}" for k in range(n)), (
+            n, r.stdout + r.stderr)
+    if not os.path.exists("/tmp/nvidia-mps/control"):  # no MPS daemon on this machine
+        r = launch("-n", "2", str(script), env=base)
+        assert r.returncode == 0 and sorted(r.stdout.splitlines()) == ["[rank 0] unset", "[rank 1] unset"], r.stdout
+
+
 def test_no_prefix_passes_the_output_as_printed(tmp_path):
     script = tmp_path / "json.py"
     script.write_text("import os\nif os.environ['CCO_RANK'] == '0':\n    print('{\"a\": 1}')\n")

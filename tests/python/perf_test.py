@@ -345,3 +345,23 @@ def test_the_gpu_options_parse_without_a_gpu():
     assert o.platform == "cuda" and o.max_bytes == 16 << 20 and o.barrier_rounds == 2000
     assert o.suites == options.GPU_SUITES
     assert o.host_window == 1 << 30 and o.ranks_as == "threads"
+
+
+def test_ranks_sharing_a_gpu_are_processes_under_mps(monkeypatch):
+    """Auto: ranks as threads only where they share GPUs and no MPS daemon runs (under MPS, the
+    threads of one client share its hardware work queues, and a proxy's stream stalled behind a
+    kernel waiting for it); one process each where every rank has a GPU, or MPS runs."""
+    import argparse
+
+    from cco_tools.perf import options
+
+    p = argparse.ArgumentParser()
+    options.add_arguments(p)
+    argv = ["--platform", "cuda", "--suites", "gda"]
+    for gpus, mps, ranks, want in ((1, False, 0, "threads"), (1, True, 0, "processes"), (2, False, 0, "processes"),
+                                   (2, False, 4, "threads"), (2, True, 4, "processes")):
+        monkeypatch.setattr(options, "gpu_count", lambda gpus=gpus: gpus)
+        monkeypatch.setattr(options, "mps_serves", lambda mps=mps: mps)
+        given = argv + (["-n", str(ranks)] if ranks else [])
+        o = options.Options.from_args(p.parse_args(given), given)
+        assert o.ranks_as == want, (gpus, mps, ranks)

@@ -3,7 +3,9 @@
 small integer inputs, each call checked on its own (the plan's status word, the result against
 torch), the first bad call named, and any error the proxy met on its own.
 
-    python -m cco.launch -n 2 tools/perf/ops_status_probe.py [gda|lsa|sdma] [M,K,N]
+    python -m cco.launch -n 2 tools/perf/ops_status_probe.py [gda|lsa|sdma] [M,K,N] [OPS]
+    OPS: the operators, each 25 calls in a row, comma-separated; ops joined by "+" take turns
+    call by call (gemm_ar+gemm_rs: gemm_ar's call 0, gemm_rs's call 0, gemm_ar's call 1, ...)
     CCO_TEST_NODES_PER_HOST=2 CCO_NET=tcp CCO_SOCKET_IFNAME==lo \\
         python -m cco.launch -n 2 tools/perf/ops_status_probe.py gda     (two virtual nodes over tcp)
 """
@@ -36,33 +38,60 @@ def status_of(comm, op):
     return [0, 0], ""
 
 
-def main(transport, shape):
-    """shape: (M, K, N), M the rows of a shard (gemm_ar and gemm_rs multiply M x W rows)."""
+def sdma_counts(comm, op):
+    """SDMA: the copy counts in op's plan's remote pool (sender-major, then queue), as the
+    waits read them."""
+    from cco.memview import torch_view
+
+    for key, plan in OpsContext.of(comm).plans.items():
+        if key[0] == op and plan.dc.struct.sdmaSignals:
+            s = plan.dc.struct
+            slots = s.lsaSize * s.sdmaQueueCount
+            return torch_view(s.sdmaSignals, (slots,), torch.int64, device="cuda").tolist()
+    return []
+
+
+def call_checked(op, comm, transport, shape, call, rank, world, dev):
+    """One call of op with small integer inputs; (status words [+ what a wait waited for],
+    elements that differ from torch), both empty / 0 when the call was right."""
     M, K, N = shape
+    rows = M * world if op in ("gemm_ar", "gemm_rs") else M
+    a_all = [ints((rows, K), 100 * call + r, dev) for r in range(world)]
+    b = ints((K, N), 7 + call, dev)
+    got = getattr(ops, op)(a_all[rank], b, comm, transport=transport)
+    if op in ("gemm_ar", "gemm_rs"):
+        want = sum((x.float() @ b.float()) for x in a_all).to(torch.bfloat16)
+        if op == "gemm_rs":
+            want = want[rank * M:(rank + 1) * M]   # this rank's M of the M x W rows
+    else:
+        want = (torch.cat(a_all).float() @ b.float()).to(torch.bfloat16)
+    words, waited = status_of(comm, op)
+    return (words + ([waited] if waited else [])) if words[0] else [], int((got != want).sum())
+
+
+def main(transport, shape, groups):
+    """shape: (M, K, N), M the rows of a shard (gemm_ar and gemm_rs multiply M x W rows)."""
     rank, world, uid = bootstrap()
     dev = torch.device("cuda", torch.cuda.current_device())
     comm = Communicator.init(world, rank, uid)
-    for op in ("gemm_rs", "gemm_ar", "ag_gemm", "gemm_ag"):
+    for group in groups:
         first_bad, started = None, time.monotonic()
         for call in range(CALLS):
-            rows = M * world if op in ("gemm_ar", "gemm_rs") else M
-            a_all = [ints((rows, K), 100 * call + r, dev) for r in range(world)]
-            b = ints((K, N), 7 + call, dev)
-            got = getattr(ops, op)(a_all[rank], b, comm, transport=transport)
-            if op in ("gemm_ar", "gemm_rs"):
-                want = sum((x.float() @ b.float()) for x in a_all).to(torch.bfloat16)
-                if op == "gemm_rs":
-                    want = want[rank * M:(rank + 1) * M]   # this rank's M of the M x W rows
-            else:
-                want = (torch.cat(a_all).float() @ b.float()).to(torch.bfloat16)
-            words, waited = status_of(comm, op)
-            if words[0] or not torch.equal(got, want):
-                first_bad = (call, words + ([waited] if waited else []), int((got != want).sum()))
+            for op in group:
+                status, differ = call_checked(op, comm, transport, shape, call, rank, world, dev)
+                if status or differ:
+                    first_bad = (op, call, status, differ)
+                    break
+            if first_bad:
                 break
+        name = "+".join(group)
         verdict = "clean" if first_bad is None else \
-            f"call {first_bad[0]} bad (status {first_bad[1]}, {first_bad[2]} elements differ)"
-        print(f"rank {rank}: {op} over {transport}, {CALLS} calls: {verdict} ({time.monotonic() - started:.1f} s)",
+            f"{first_bad[0]}'s call {first_bad[1]} bad (status {first_bad[2]}, {first_bad[3]} elements differ)"
+        print(f"rank {rank}: {name} over {transport}, {CALLS} calls: {verdict} ({time.monotonic() - started:.1f} s)",
               flush=True)
+        if first_bad and transport == "sdma":
+            for op in group:
+                print(f"rank {rank}: {op}'s SDMA copy counts (sender, queue): {sdma_counts(comm, op)}", flush=True)
         try:
             comm.check_async_error()
         except Exception as e:  # noqa: BLE001 (what the proxy met, named)
@@ -76,4 +105,5 @@ def main(transport, shape):
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "gda",
-         tuple(int(x) for x in sys.argv[2].split(",")) if len(sys.argv) > 2 else (256, 128, 512))
+         tuple(int(x) for x in sys.argv[2].split(",")) if len(sys.argv) > 2 else (256, 128, 512),
+         [g.split("+") for g in (sys.argv[3] if len(sys.argv) > 3 else "gemm_rs,gemm_ar,ag_gemm,gemm_ag").split(",")])

@@ -3,7 +3,8 @@
 the same as `python -m cco.launch ...`.
 
 Mints the unique id (this process hosts the rendezvous), starts N copies of the script
-with CCO_RANK / CCO_WORLD_SIZE / CCO_LOCAL_RANK / CCO_UNIQUE_ID set, and waits. Each line
+with CCO_RANK / CCO_WORLD_SIZE / CCO_LOCAL_RANK / CCO_UNIQUE_ID set (and, under MPS, the
+CUDA_DEVICE_MAX_CONNECTIONS of cco.runtime.mps_connections where none is set), and waits. Each line
 the ranks print comes out led by "[rank r] " (--no-prefix: as printed). SIGINT, SIGTERM and
 SIGHUP are forwarded to the ranks. If one rank fails, the others are stopped, the failed rank
 is named, and the exit status is its own (128 + N for a death by signal N; 124 after
@@ -15,6 +16,7 @@ import os
 import sys
 
 from cco._supervisor import INHERIT, PREFIX, RankProcesses
+from cco.runtime import mps_connections
 
 
 def start(n, argv, env=None, stdout=PREFIX, stderr=PREFIX):
@@ -25,8 +27,12 @@ def start(n, argv, env=None, stdout=PREFIX, stderr=PREFIX):
 
     uid = Communicator.get_unique_id()
     command = [sys.executable] + list(argv) if argv[0].endswith(".py") or argv[0] == "-m" else list(argv)
-    envs = [{**os.environ, **(env or {}), "CCO_RANK": str(rank), "CCO_WORLD_SIZE": str(n),
-             "CCO_LOCAL_RANK": str(rank), "CCO_UNIQUE_ID": uid.hex()} for rank in range(n)]
+    common = {**os.environ, **(env or {})}
+    connections = mps_connections(common, n)  # under MPS: the ranks' hardware work queues
+    if connections:
+        common["CUDA_DEVICE_MAX_CONNECTIONS"] = connections
+    envs = [{**common, "CCO_RANK": str(rank), "CCO_WORLD_SIZE": str(n), "CCO_LOCAL_RANK": str(rank),
+             "CCO_UNIQUE_ID": uid.hex()} for rank in range(n)]
     return RankProcesses([command] * n, envs, stdout=stdout, stderr=stderr)
 
 

@@ -93,6 +93,25 @@ def _from_mpi():
     return rank, comm.Get_size(), uid
 
 
+def mps_serves():
+    """Whether an MPS daemon serves this process's GPUs: its pipe directory is named, or the
+    default one exists."""
+    return bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY")) or os.path.exists("/tmp/nvidia-mps/control")
+
+
+def mps_connections(env, ranks):
+    """CUDA_DEVICE_MAX_CONNECTIONS for a rank process that shares a GPU under MPS, or None
+    where none is to be set (no MPS, or `env` names it already). A proxy's and an SDMA queue's
+    streams must run while this process's kernels wait for their copies, and CUDA spreads a
+    process's streams over a few hardware work queues: under MPS, by default, so few that an
+    SDMA copy stalled behind a waiting kernel (H100); 4 or 8 kept them moving. Every MPS client
+    owns its queues out of one pool (3 clients of 32 exhausted it: their contexts failed), so 8
+    each for up to 8 ranks, 4 beyond."""
+    if "CUDA_DEVICE_MAX_CONNECTIONS" in env or not mps_serves():
+        return None
+    return "8" if ranks <= 8 else "4"
+
+
 def local_rank(rank):
     """This rank's index among the ranks of its host, as the launcher tells it."""
     for name in ("LOCAL_RANK", "CCO_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
@@ -107,11 +126,16 @@ def launched():
 
 
 def bootstrap(select_device=True):
-    """(rank, world_size, uid) for this process; a single process is rank 0 of 1."""
+    """(rank, world_size, uid) for this process; a single process is rank 0 of 1. With
+    select_device, also this rank's GPU, and under MPS its CUDA_DEVICE_MAX_CONNECTIONS where
+    none is set (mps_connections)."""
     found = launched()
     if found is None:
         found = (0, 1, Communicator.get_unique_id())
     if select_device:
+        connections = mps_connections(os.environ, int(os.environ.get("LOCAL_WORLD_SIZE", found[1])))
+        if connections:  # before the CUDA context is made, which reads it
+            os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = connections
         try:
             import torch
 

@@ -81,7 +81,7 @@ typedef struct ccoDevCommRequirements {
   int gdaSignalCount;         /* GDA signal slots (completion signalling) */
   int gdaCounterCount;        /* GDA counter slots (local completion) */
   int lsaBarrierCount;        /* intra-node (LSA) barriers */
-  int sdmaQueueCount;         /* SDMA queues (0 = default) */
+  int sdmaQueueCount;         /* SDMA queues (0 = default, 2; at most 16) */
   int gdaBarrierCount;        /* GDA barriers (ccoGdaBarrierSession), among the GDA team */
   int gdaDirectMaxBytes;      /* GDA to peers of the LSA team: signal, put_value, and puts and gets
                                * a thread copies alone, of up to this many bytes by the device's own

@@ -66,6 +66,9 @@ Status CheckSupported(const ccoComm& c, const ccoDevCommRequirements& reqs, Dire
       DirectBound(c, reqs.gdaDirectMaxBytes, "CCO_GDA_DIRECT_MAX_BYTES", kDirectMaxBytesDefault, &direct->single));
   CCO_RETURN_IF_ERROR(DirectBound(c, reqs.gdaDirectGroupMaxBytes, "CCO_GDA_DIRECT_GROUP_MAX_BYTES",
                                   kDirectGroupMaxBytesDefault, &direct->group));
+  if (reqs.sdmaQueueCount < 0 || reqs.sdmaQueueCount > kMaxSdmaQueues)
+    return InvalidArgument(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount, ": 0 (the default, ",
+                               CCO_SDMA_QUEUES_DEFAULT, ") or 1 to ", kMaxSdmaQueues));
   if (reqs.sdmaQueueCount > 0 && !SdmaEnabled())
     return InvalidUsage(Fmt("reqs->sdmaQueueCount=", reqs.sdmaQueueCount,
                             " but SDMA is off in this process: set CCO_ENABLE_SDMA=1 (or MORI_ENABLE_SDMA=1)"));

@@ -21,11 +21,7 @@ Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::
   s->sent.assign(slots, 0);
   s->landed.assign(slots, 0);
   Status local = AllocateRings(c.platform, c.device, slots, CCO_SDMA_RING_DEPTH_DEFAULT, &s->rings).Prefixed("SDMA");
-  for (int q = 0; q < s->queues && local.ok(); ++q) {
-    uint64_t stream = 0;
-    local = c.platform->StreamCreate(c.device, &stream).Prefixed(Fmt("SDMA queue ", q, "'s stream"));
-    if (local.ok()) s->streams.push_back(stream);
-  }
+  if (local.ok()) local = c.proxy->QueueStreams(s->queues, &s->streams);
   Status agreed = Agree(c, "ccoDevCommCreate (SDMA resources)", local);
   if (!agreed.ok()) {
     (void)DestroySdmaResources(c, *s);  // the failure that came first is the one to report
@@ -37,10 +33,8 @@ Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::
 
 Status DestroySdmaResources(ccoComm& c, SdmaResources& s) {
   Failures failures;
-  for (uint64_t stream : s.streams) {
-    failures.Note(c.platform->StreamSynchronize(c.device, stream));
-    failures.Note(c.platform->StreamDestroy(c.device, stream));
-  }
+  // The streams are the proxy's, shared by every device communicator's queues: Proxy::Detach
+  // (or the proxy's end) drained them of this one's work, and the proxy destroys them.
   s.streams.clear();
   failures.Note(FreeRings(c.platform, c.device, &s.rings));
   return failures.Summary("freeing SDMA queues");

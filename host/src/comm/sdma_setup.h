@@ -14,6 +14,9 @@ namespace cco {
 
 // Whether SDMA is enabled in this process (CCO_ENABLE_SDMA, or MORI_ENABLE_SDMA).
 bool SdmaEnabled();
+// The most queues a device communicator may ask for: every queue is a stream of the proxy's
+// (shared by the device communicators), and a process's streams must stay few.
+constexpr int kMaxSdmaQueues = 16;
 // Queues a device communicator gets: reqs.sdmaQueueCount, or the default for 0.
 int SdmaQueues(const ccoDevCommRequirements& reqs);
 

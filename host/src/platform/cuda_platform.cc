@@ -42,6 +42,7 @@ struct CudaDriver {
   DriverResult (*exportToShareableHandle)(void* shareable, AllocationHandle handle, int type,
                                           unsigned long long flags) = nullptr;
   DriverResult (*importFromShareableHandle)(AllocationHandle* handle, void* osHandle, int type) = nullptr;
+  DriverResult (*streamBatchMemOp)(void* stream, unsigned count, void* params, unsigned flags) = nullptr;
 
   // The driver's device handle of each ordinal; fixed once loaded.
   std::vector<CUdevice> devices;
@@ -158,6 +159,36 @@ DriverResult CudaImportFd(AllocationHandle* handle, int fd) {
                                             gpu::kMemHandleTypePosixFileDescriptor);
 }
 
+// cuda.h's CUstreamBatchMemOpParams as a CU_STREAM_MEM_OP_WRITE_VALUE_64: a 48-byte union
+// whose writeValue member is (operation, address, value64, flags, alias).
+struct BatchWrite64 {
+  uint32_t operation;  // CU_STREAM_MEM_OP_WRITE_VALUE_64
+  uint32_t pad0;
+  uint64_t address;
+  uint64_t value;
+  uint32_t flags;  // 0: ordered after the stream's earlier work, with a memory barrier
+  uint32_t pad1;
+  uint64_t alias;  // the driver's own
+  uint64_t pad2;
+};
+static_assert(sizeof(BatchWrite64) == 48, "CUstreamBatchMemOpParams is 48 bytes");
+constexpr uint32_t kStreamMemOpWriteValue64 = 5;
+constexpr unsigned kMaxBatchWrites = 64;
+
+DriverResult CudaStreamWriteValues64(void* stream, const gpu::DeviceAddress* addresses, const uint64_t* values,
+                                     unsigned count) {
+  BatchWrite64 ops[kMaxBatchWrites];
+  for (unsigned done = 0; done < count;) {
+    const unsigned n = count - done < kMaxBatchWrites ? count - done : kMaxBatchWrites;
+    for (unsigned i = 0; i < n; ++i)
+      ops[i] = BatchWrite64{kStreamMemOpWriteValue64, 0, addresses[done + i], values[done + i], 0, 0, 0, 0};
+    const DriverResult result = Driver().streamBatchMemOp(stream, n, ops, 0);
+    if (result != kDriverSuccess) return result;
+    done += n;
+  }
+  return kDriverSuccess;
+}
+
 // --- loading ---------------------------------------------------------------------------
 
 Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
@@ -197,6 +228,8 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemcpyAsync", &api.copyAsync));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamWriteValue64_v2", &api.streamWriteValue64));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
+  if (library.ResolveOptional("cuStreamBatchMemOp_v2", &driver->streamBatchMemOp))
+    api.streamWriteValues64 = {&CudaStreamWriteValues64, "cuStreamBatchMemOp_v2"};
   if (library.ResolveOptional("cuMemGetHandleForAddressRange", &api.rangeHandle.fn))
     api.rangeHandle.name = "cuMemGetHandleForAddressRange";
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAlloc_v2", &api.memAlloc));

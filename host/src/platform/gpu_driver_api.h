@@ -140,6 +140,11 @@ struct GpuDriverApi {
   DriverEntry<DriverResult (*)(DeviceAddress dst, DeviceAddress src, size_t size, void* stream)> copyAsync;
   // cuStreamWriteValue64's shape: (stream, address, value, flags).
   DriverEntry<DriverResult (*)(void* stream, DeviceAddress address, uint64_t value, unsigned flags)> streamWriteValue64;
+  // 64-bit writes in one submission, in order, each as streamWriteValue64 with flags 0 (an
+  // adapter over cuStreamBatchMemOp). Optional: fn is null where the driver lacks it, and the
+  // writes go one by one.
+  DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned count)>
+      streamWriteValues64;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
   // cuMemGetHandleForAddressRange / hipMemGetHandleForAddressRange (handle type 1: a
   // dma-buf fd). Optional: fn is null where the driver lacks it.

@@ -490,6 +490,23 @@ Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t 
   return Status::Ok();
 }
 
+Status GpuVmmPlatform::StreamWriteValues64(int device, uint64_t stream, const uint64_t* addresses,
+                                           const uint64_t* values, int count) {
+  if (api_.streamWriteValues64.fn == nullptr || count == 1)
+    return Platform::StreamWriteValues64(device, stream, addresses, values, count);
+  if (count <= 0) return Status::Ok();
+  for (int i = 0; i < count; ++i)
+    if (addresses[i] % sizeof(uint64_t) != 0)
+      return InvalidArgument(Fmt("StreamWriteValues64: address ", Hex(addresses[i]), " is not 8-byte aligned"));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result =
+      api_.streamWriteValues64.fn(reinterpret_cast<void*>(stream), addresses, values, static_cast<unsigned>(count));
+  if (result != kDriverSuccess)
+    return Failed(api_.streamWriteValues64, result,
+                  Fmt("stream=", Hex(stream), ", ", count, " writes from address ", Hex(addresses[0])));
+  return Status::Ok();
+}
+
 Status GpuVmmPlatform::ExportDmaBuf(int device, uint64_t va, size_t size, int* fd, uint64_t* offset) {
   if (api_.rangeHandle.fn == nullptr) return Unsupported(Fmt(name(), ": the driver cannot export a dma-buf"));
   // The driver takes page-aligned ranges: the pages around [va, va + size).

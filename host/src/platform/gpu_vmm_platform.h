@@ -61,6 +61,8 @@ class GpuVmmPlatform : public Platform {
   Status StreamDestroy(int device, uint64_t stream) override;
   Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) override;
   Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) override;
+  Status StreamWriteValues64(int device, uint64_t stream, const uint64_t* addresses, const uint64_t* values,
+                             int count) override;
   Status StreamSynchronize(int device, uint64_t stream) override;
   Status ExportDmaBuf(int device, uint64_t va, size_t size, int* fd, uint64_t* offset) override;
 

@@ -105,6 +105,14 @@ class Platform {
   virtual Status StreamDestroy(int device, uint64_t stream) = 0;
   virtual Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) = 0;
   virtual Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) = 0;
+  // values[i] written at addresses[i], i < count, in that order, behind the stream's work: as
+  // one submission where the driver batches stream memory operations (each submission costs
+  // microseconds of host time: tools/perf/stream_write_probe.cu), else one write at a time.
+  virtual Status StreamWriteValues64(int device, uint64_t stream, const uint64_t* addresses, const uint64_t* values,
+                                     int count) {
+    for (int i = 0; i < count; ++i) CCO_RETURN_IF_ERROR(StreamWriteValue64(device, stream, addresses[i], values[i]));
+    return Status::Ok();
+  }
   virtual Status StreamSynchronize(int device, uint64_t stream) = 0;
 
   // A dma-buf of device memory [va, va + size) for a NIC to register (the verbs backend):

@@ -30,18 +30,36 @@ Status CopyQueue::Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t wind
 }
 
 Status CopyQueue::WriteValue64(uint64_t address, uint64_t value) {
-  CCO_RETURN_IF_ERROR(Flush());
-  ++submissions_;
-  return Submitted(platform_->StreamWriteValue64(device_, stream_, address, value));
+  if (!failed_.ok()) return failed_;
+  CCO_RETURN_IF_ERROR(FlushCopy());
+  if (writes_ == kMaxWrites) CCO_RETURN_IF_ERROR(FlushWrites());
+  writeAddresses_[writes_] = address;
+  writeValues_[writes_] = value;
+  ++writes_;
+  return Status::Ok();
 }
 
 Status CopyQueue::Flush() {
+  CCO_RETURN_IF_ERROR(FlushCopy());
+  return FlushWrites();
+}
+
+Status CopyQueue::FlushCopy() {
   if (!failed_.ok()) return failed_;
   if (bytes_ == 0) return Status::Ok();
   const uint64_t dst = dst_, src = src_, bytes = bytes_;
   bytes_ = 0;  // submitted, or failed for good
   ++submissions_;
   return Submitted(platform_->CopyOnStream(device_, stream_, dst, src, bytes));
+}
+
+Status CopyQueue::FlushWrites() {
+  if (!failed_.ok()) return failed_;
+  if (writes_ == 0) return Status::Ok();
+  const int count = writes_;
+  writes_ = 0;  // submitted, or failed for good
+  ++submissions_;
+  return Submitted(platform_->StreamWriteValues64(device_, stream_, writeAddresses_, writeValues_, count));
 }
 
 Status CopyQueue::Submitted(Status s) {

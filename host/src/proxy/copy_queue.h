@@ -4,11 +4,14 @@
 // both start where the other's end, as the pieces of a put cut up by a kernel or the lanes
 // of an AGGREGATE post do) joins it, so the pieces cost the driver one submission: a
 // submission costs microseconds of host time (tools/perf/copy_enqueue_probe.cu), which, one per
-// piece, bounds puts through the proxy far below memcpy's bandwidth.
+// piece, bounds puts through the proxy far below memcpy's bandwidth. Words written one after
+// another (a signal, then the ring's `consumed`) go as one submission too, where the driver
+// batches them (Platform::StreamWriteValues64: tools/perf/stream_write_probe.cu).
 //
 // Rules:
 //   - Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copy
-//     held back, so nothing is ever ahead of the data before it.
+//     held back, and a copy the writes held back, so nothing is ever ahead of the data
+//     before it, nor a copy ahead of a write before it.
 //   - Only copies between the same pair of windows join (`windows`, 0: never): one copy
 //     never spans two separately mapped allocations that happen to be neighbours.
 //   - Copies whose joined ranges would overlap stay apart (a chain of copies, each reading
@@ -40,7 +43,7 @@ class CopyQueue {
   Status Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t windows);
   // Writes `value` at `address` behind everything queued so far.
   Status WriteValue64(uint64_t address, uint64_t value);
-  // Issues the copy held back, if any.
+  // Issues what is held back (a copy, or writes), if anything.
   Status Flush();
 
   // Submissions so far (copies issued, writes): what the joining saves shows here.
@@ -52,7 +55,14 @@ class CopyQueue {
   Platform* platform_;
   int device_;
   uint64_t stream_;
+  Status FlushCopy();
+  Status FlushWrites();
+
+  static constexpr int kMaxWrites = 16;                   // writes held back at most, then issued
   uint64_t dst_ = 0, src_ = 0, bytes_ = 0, windows_ = 0;  // the copy held back (bytes_ 0: none)
+  // The writes held back, in order (writes_ 0: none); never at once with a copy.
+  uint64_t writeAddresses_[kMaxWrites], writeValues_[kMaxWrites];
+  int writes_ = 0;
   uint64_t submissions_ = 0;
   Status failed_ = Status::Ok();
 };

@@ -77,6 +77,22 @@ Proxy::~Proxy() {
     ctx_.platform->StreamSynchronize(ctx_.device, stream_);
     ctx_.platform->StreamDestroy(ctx_.device, stream_);
   }
+  for (uint64_t stream : queueStreams_) {
+    ctx_.platform->StreamSynchronize(ctx_.device, stream);
+    ctx_.platform->StreamDestroy(ctx_.device, stream);
+  }
+}
+
+Status Proxy::QueueStreams(int queues, std::vector<uint64_t>* streams) {
+  std::lock_guard<std::mutex> lock(queueStreamsMu_);
+  while (static_cast<int>(queueStreams_.size()) < queues) {
+    uint64_t stream = 0;
+    CCO_RETURN_IF_ERROR(ctx_.platform->StreamCreate(ctx_.device, &stream)
+                            .Prefixed(Fmt("SDMA queue ", queueStreams_.size(), "'s stream")));
+    queueStreams_.push_back(stream);
+  }
+  streams->assign(queueStreams_.begin(), queueStreams_.begin() + queues);
+  return Status::Ok();
 }
 
 Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
@@ -190,16 +206,18 @@ void Proxy::Quiesce() {
   // began after this, then for the work it queued.
   AwaitPass(++generation_);
   if (streamMade_) Synchronize(stream_, "the GDA proxy's stream");
-  std::vector<std::shared_ptr<SdmaResources>> sdma;
   std::shared_ptr<NetBackend> net;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    sdma = attachedSdma_;
     net = net_;
   }
   if (net) net->Drain();  // its copies into and out of windows too
-  for (auto& s : sdma)
-    for (uint64_t stream : s->streams) Synchronize(stream, "an SDMA queue's stream");
+  std::vector<uint64_t> queues;
+  {
+    std::lock_guard<std::mutex> lock(queueStreamsMu_);
+    queues = queueStreams_;
+  }
+  for (uint64_t stream : queues) Synchronize(stream, "an SDMA queue's stream");
 }
 
 void Proxy::Synchronize(uint64_t stream, const char* what) {

@@ -14,7 +14,8 @@
 // data of earlier posts; counters and each ring's `consumed` are stream writes too. The
 // thread only queues work and never waits for it: a put+signal reaches the target after
 // one pass and the stream's own latency. SDMA rings (abi/sdma.h) go the same way, each
-// queue on a stream of its own, with the pool slots written behind the data.
+// queue index on a stream of its own (QueueStreams: shared by every device communicator),
+// with the pool slots written behind the data.
 //
 // A network op is handed to the backend and its ring slot stays in use until the backend
 // reports it done at the target; only then does `consumed` pass it (flush means remote
@@ -76,6 +77,13 @@ class Proxy : private NetTargetMap {
   // Stops serving them; returns once neither the thread nor a stream touches them.
   void Detach(const GdaResources* g);
   void Detach(const SdmaResources* s);
+  // The streams of SDMA queues 0 .. queues - 1, made on first need and kept until the proxy
+  // goes: queue q of every device communicator runs on the same stream (its work stays in
+  // order, as a queue's must). A process's streams share the GPU's few hardware work queues
+  // (CUDA_DEVICE_MAX_CONNECTIONS; fewer under MPS): one queued behind a kernel that waits for
+  // this stream's copies would never run, so the streams must stay few however many device
+  // communicators the process makes.
+  Status QueueStreams(int queues, std::vector<uint64_t>* streams);
 
   // Returns once the thread has begun a pass after this call and the streams have run dry:
   // nothing queued before still reads or writes memory. A window's owner calls it after
@@ -193,6 +201,8 @@ class Proxy : private NetTargetMap {
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;
   bool streamMade_ = false;
+  std::mutex queueStreamsMu_;
+  std::vector<uint64_t> queueStreams_;  // SDMA queue q's stream (QueueStreams)
 
   mutable std::mutex mu_;  // attached, net, lastError
   // Held by the thread from a loss's verdict until the lost ranks' rings have failed, and taken

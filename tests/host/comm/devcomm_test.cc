@@ -186,7 +186,8 @@ int PoolCarvesZeroedReusedAndOverflow(int rank, int n, const ccoUniqueId& id) {
 }
 
 // The guide's default: sdmaQueueCount 0 means two SDMA queues per peer where SDMA is on (here
-// through the guide's MORI_ENABLE_SDMA), and a count asked for is kept.
+// through the guide's MORI_ENABLE_SDMA), a count asked for is kept (up to 16), and one out of
+// range is refused.
 int SdmaQueueCountZeroMeansTwo(int rank, int n, const ccoUniqueId& id) {
   setenv("MORI_ENABLE_SDMA", "1", 1);
   ccoComm* comm = nullptr;
@@ -200,6 +201,20 @@ int SdmaQueueCountZeroMeansTwo(int rank, int n, const ccoUniqueId& id) {
   reqs.sdmaQueueCount = 3;
   RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
   RANK_CHECK(dc.sdmaQueueCount == 3);
+  // Two alive at once, with other counts: their queues share the proxy's streams.
+  ccoDevComm more;
+  reqs.sdmaQueueCount = 16;
+  RANK_OK(ccoDevCommCreate(comm, &reqs, &more));
+  RANK_CHECK(more.sdmaQueueCount == 16);
+  RANK_OK(ccoDevCommDestroy(comm, &dc));
+  RANK_OK(ccoDevCommDestroy(comm, &more));
+  // A count out of range is refused on every rank, and the communicator stays good.
+  for (int count : {-1, 17}) {
+    reqs.sdmaQueueCount = count;
+    RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoInvalidArgument);
+  }
+  reqs.sdmaQueueCount = 1;
+  RANK_OK(ccoDevCommCreate(comm, &reqs, &dc));
   RANK_OK(ccoDevCommDestroy(comm, &dc));
   RANK_OK(ccoCommDestroy(comm));
   return 0;

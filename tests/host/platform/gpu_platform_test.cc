@@ -153,7 +153,8 @@ void ExpectHostMappedMemory(Platform* platform, int device) {
 }
 
 // The GDA proxy's stream: a copy, then words written behind it into device memory and into
-// host-mapped memory; all land by the synchronise, and a misaligned word is refused; then a flag
+// host-mapped memory, one by one and batched; all land by the synchronise, and a misaligned word is
+// refused; then a flag
 // word written at once (WriteDeviceWord; a stream write on the GPU platforms), misaligned refused.
 void ExpectStreamWork(Platform* platform, int device) {
   uint64_t va = 0;
@@ -176,6 +177,19 @@ void ExpectStreamWork(Platform* platform, int device) {
   ASSERT_OK(platform->CopyFromDevice(device, &word, va + 128, sizeof(word)));
   EXPECT_EQ(word, ~0ull - 5);
   Status status = platform->StreamWriteValue64(device, stream, va + 4, 1);
+  EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+  // Writes in a row, one submission where the driver batches them (more than one batch's worth
+  // on CUDA: 80 > 64), in order: a word written twice keeps the second value.
+  std::vector<uint64_t> addresses, values;
+  for (uint64_t i = 0; i < 80; ++i) {
+    addresses.push_back(hostDevice + 8 * (i % 20));
+    values.push_back(1000 + i);
+  }
+  ASSERT_OK(platform->StreamWriteValues64(device, stream, addresses.data(), values.data(), 80));
+  ASSERT_OK(platform->StreamSynchronize(device, stream));
+  for (uint64_t w = 0; w < 20; ++w) EXPECT_EQ(static_cast<const volatile uint64_t*>(host)[w], 1060 + w) << w;
+  addresses[1] = va + 4;
+  status = platform->StreamWriteValues64(device, stream, addresses.data(), values.data(), 2);
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
   // A flag word for running kernels (a failed ring's mirror): written at once, whole.
   ASSERT_OK(platform->WriteDeviceWord(device, va + 136, 0xfeedfacecafef00dull));

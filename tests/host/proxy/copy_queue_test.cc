@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The proxy's CopyQueue on the cpu platform (copies and writes land at once, in call order):
-// pieces that continue each other between the same windows become one copy, nothing is
-// reordered around a write, pieces that would overlap once joined stay apart, and after a
-// failed submission nothing more is submitted.
+// pieces that continue each other between the same windows become one copy, writes in a row
+// one submission, nothing is reordered between writes and copies, pieces that would overlap
+// once joined stay apart, and after a failed submission nothing more is submitted.
 #include <gtest/gtest.h>
 #include <stdint.h>
 
@@ -100,20 +100,69 @@ TEST_F(CopyQueueTest, OnlyCopiesBetweenTheSameWindowsJoin) {
   EXPECT_EQ(dst, src);
 }
 
+// Writes one after another are one submission (the driver's batch), landing in call order:
+// two writes of one word leave the second's value.
+TEST_F(CopyQueueTest, WritesInARowAreOneSubmissionInOrder) {
+  std::vector<uint64_t> dst(8, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.WriteValue64(At(dst, 0), 5).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 1), 6).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 0), 7).ok());
+  EXPECT_EQ(dst[0], 0u);  // held back until something else needs the stream
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 1u);
+  EXPECT_EQ(dst[0], 7u);
+  EXPECT_EQ(dst[1], 6u);
+}
+
+// A copy queued after writes lands after them: here it overwrites a word a held-back write
+// writes, so issuing the write later would undo it.
+TEST_F(CopyQueueTest, ACopyComesAfterTheWritesBeforeIt) {
+  std::vector<uint64_t> src = Words(8, 1000), dst(8, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.WriteValue64(At(dst, 3), 7).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 5), 9).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 3u);  // the write, the copy, the write
+  EXPECT_EQ(dst[3], src[3]);
+  EXPECT_EQ(dst[5], 9u);
+}
+
+// More writes than a batch holds go in as many submissions as it takes, none lost.
+TEST_F(CopyQueueTest, ManyWritesAreCutIntoBatches) {
+  std::vector<uint64_t> dst(40, 0);
+  CopyQueue q(platform_, 0, 0);
+  for (size_t w = 0; w < dst.size(); ++w) ASSERT_TRUE(q.WriteValue64(At(dst, w), 100 + w).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 3u);  // 16 + 16 + 8
+  for (size_t w = 0; w < dst.size(); ++w) EXPECT_EQ(dst[w], 100 + w) << w;
+}
+
 // A write that fails (the cpu platform refuses an unaligned word) fails every call after it,
 // and nothing more is submitted: its owner must not count what followed as done.
 TEST_F(CopyQueueTest, AfterAFailedSubmissionNothingMoreIsSubmitted) {
   std::vector<uint64_t> src = Words(16, 1000), dst(16, 0);
   CopyQueue q(platform_, 0, 0);
   ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
-  EXPECT_FALSE(q.WriteValue64(At(dst, 0) + 4, 7).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 0) + 4, 7).ok());            // held back: it fails when issued
   for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[w], src[w]) << w;  // the copy before it was issued
   EXPECT_FALSE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());
   EXPECT_FALSE(q.Flush().ok());
   EXPECT_FALSE(q.WriteValue64(At(dst, 15), 9).ok());
+  EXPECT_FALSE(q.Flush().ok());
   EXPECT_EQ(dst[8], 0u);
   EXPECT_EQ(dst[15], 0u);
   EXPECT_EQ(q.submissions(), 2u);
+}
+
+TEST_F(CopyQueueTest, WritesHeldBackAreIssuedWhenTheQueueGoes) {
+  std::vector<uint64_t> dst(2, 0);
+  {
+    CopyQueue q(platform_, 0, 0);
+    ASSERT_TRUE(q.WriteValue64(At(dst, 1), 3).ok());
+  }
+  EXPECT_EQ(dst[1], 3u);
 }
 
 TEST_F(CopyQueueTest, ACopyHeldBackIsIssuedWhenTheQueueGoes) {

@@ -7,6 +7,7 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from cco.runtime import mps_serves
 from cco_tools.perf.report import parse_size
 from cco_tools.perf.suites import MODULES
 
@@ -36,7 +37,7 @@ def add_arguments(p):
     p.add_argument("--platform", choices=["auto", "cuda", "cpu"], default="auto")
     p.add_argument("--launch", choices=["auto", "threads", "processes"], default="auto",
                    help="ranks as threads of this process, or one process each (auto: processes when every "
-                        "rank has a GPU of its own); ignored under a launcher, which decides")
+                        "rank has a GPU of its own or an MPS daemon runs); ignored under a launcher, which decides")
     p.add_argument("--quick", action="store_true", help="few sizes and repetitions (smoke test)")
     p.add_argument("--ops-transports", default="lsa", metavar="LIST",
                    help="the ops suite's transports, comma-separated: lsa, gda, sdma (sdma: ag_gemm and gemm_ag "
@@ -124,8 +125,13 @@ class Options:
             max_bytes = min(max_bytes, 16 << 20)
         if ns.launch != "auto":
             ranks_as = ns.launch
-        else:  # one process per GPU where every rank has one
-            ranks_as = "processes" if platform != "cpu" and gpus >= 2 and (ns.ranks or gpus) <= gpus else "threads"
+        else:
+            # One process per rank where every rank has a GPU of its own, or where MPS runs the
+            # processes' kernels side by side. Ranks as threads of one MPS client share one pool
+            # of hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS): a proxy's stream behind a
+            # kernel that waits for it stalled the GDA suite's first proxied row on an H100.
+            own_gpus = gpus >= 2 and (ns.ranks or gpus) <= gpus
+            ranks_as = "processes" if platform != "cpu" and (own_gpus or mps_serves()) else "threads"
         ops_transports = tuple(t for t in ns.ops_transports.split(",") if t)
         odd = [t for t in ops_transports if t not in ("lsa", "gda", "sdma")]
         if odd or not ops_transports:

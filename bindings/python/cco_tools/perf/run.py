@@ -4,7 +4,7 @@
 Where the ranks run (perf/ranks.py):
   - under a launcher (`cco launch`, torchrun, mpirun) this process joins the job as one
     rank and rank 0 prints the report;
-  - otherwise, with one rank per GPU (`--launch processes`, the default on several GPUs),
+  - otherwise, with one rank per GPU or under MPS (`--launch processes`, the default there),
     `cco perf` starts one process per rank itself (the supervisor of cco.launch); rank 0
     prints its tables as it measures them and writes its report into the file the parent
     names (--report-to), and the parent adds what it measures itself (the host suite);
@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 
+from cco.runtime import mps_serves
 from cco_tools.perf import suites as S
 from cco_tools.perf.meta import run_meta
 from cco_tools.perf.options import OWN_PROCESSES
@@ -233,8 +234,7 @@ def _warn_about_shared_gpus(options, world):
     """Processes that share a GPU take turns on it unless MPS runs: kernels that wait
     for each other (barriers, ping-pong) then measure the time slices."""
     gpus = options.gpus
-    mps = os.environ.get("CUDA_MPS_PIPE_DIRECTORY") or os.path.exists("/tmp/nvidia-mps/control")
-    if world > gpus and not mps:
+    if world > gpus and not mps_serves():
         print(f"cco perf: {world} processes share {gpus} GPU(s) and no MPS daemon was found: their kernels "
               "time-slice, so barrier figures will be slow (start nvidia-cuda-mps-control -d, or use "
               "--launch threads)", file=sys.stderr)

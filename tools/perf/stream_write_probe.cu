@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// What the GDA proxy's completion words cost: a host thread writes a word a spinning kernel
+// waits for, the kernel answers into pinned host memory, the host waits for the answer. Per
+// round trip, with the host time spent issuing the write(s):
+//   write x1      cuStreamWriteValue64 (a proxy's signal alone)
+//   write x2      two cuStreamWriteValue64 calls, the kernel waiting for the second (a signal,
+//                 then the ring's `consumed` behind it: what the proxy issues per signal today)
+//   batch x2      the same two writes in one cuStreamBatchMemOp
+//   host store    a store into pinned host memory the kernel polls (the floor)
+//   vmm host      a store into host memory made by cuMemCreate (HOST_NUMA) and mapped in a VA
+//                 reservation as a communicator maps its windows, if the driver allows it,
+//                 with whether the allocation exports as a POSIX file descriptor
+//   stream_write_probe [round_trips=20000]
+// Built by tools/stage_device.sh (nvcc) into stage/bin.
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <chrono>
+
+#include "driver_check.h"
+
+static double NowUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Waits for *word >= i, then answers i into *ack, for i = 1..rounds.
+__global__ void Answer(const volatile unsigned long long* word, volatile unsigned long long* ack, int rounds) {
+  for (unsigned long long i = 1; i <= static_cast<unsigned long long>(rounds); ++i) {
+    while (*word < i) {
+    }
+    __threadfence_system();
+    *ack = i;
+  }
+}
+
+struct Result {
+  double roundTripUs, issueUs;
+};
+
+// issue(i) makes the word the kernel waits for reach i.
+template <class Issue>
+static Result Run(CUstream kernelStream, CUdeviceptr word, volatile unsigned long long* ack, CUdeviceptr ackDevice,
+                  int rounds, Issue issue) {
+  *ack = 0;
+  Answer<<<1, 1, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(word),
+                                     reinterpret_cast<volatile unsigned long long*>(ackDevice), rounds);
+  double issued = 0;
+  const double t0 = NowUs();
+  for (int i = 1; i <= rounds; ++i) {
+    const double a = NowUs();
+    issue(static_cast<unsigned long long>(i));
+    issued += NowUs() - a;
+    while (*ack < static_cast<unsigned long long>(i)) {
+    }
+  }
+  const double total = NowUs() - t0;
+  CHECK(cuStreamSynchronize(kernelStream));
+  return Result{total / rounds, issued / rounds};
+}
+
+static void Report(const char* way, Result r) {
+  printf("%-12s %10.3f us/round trip   %8.3f us issuing\n", way, r.roundTripUs, r.issueUs);
+}
+
+// Host memory from cuMemCreate mapped at a reserved VA, readable and writable by GPU 0 and the
+// CPU; 0 where the driver refuses (said on stdout).
+static CUdeviceptr VmmHostWord(size_t* size) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  prop.location.id = 0;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t granularity = 0;
+  CUresult r = cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  CUmemGenericAllocationHandle handle;
+  if (r == CUDA_SUCCESS) r = cuMemCreate(&handle, granularity, &prop, 0);
+  if (r != CUDA_SUCCESS) {
+    const char* m = nullptr;
+    cuGetErrorString(r, &m);
+    printf("vmm host     cuMemCreate(HOST_NUMA) refused: %s\n", m);
+    return 0;
+  }
+  int fd = -1;
+  r = cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  printf("vmm host     export as a POSIX fd: %s\n", r == CUDA_SUCCESS ? "yes" : "refused");
+  CUdeviceptr va;
+  CHECK(cuMemAddressReserve(&va, granularity, 0, 0, 0));
+  CHECK(cuMemMap(va, granularity, 0, handle, 0));
+  CUmemAccessDesc access[2] = {};
+  access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access[0].location.id = 0;
+  access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  access[1].location.id = 0;
+  access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  r = cuMemSetAccess(va, granularity, access, 2);
+  if (r != CUDA_SUCCESS) {
+    const char* m = nullptr;
+    cuGetErrorString(r, &m);
+    printf("vmm host     cuMemSetAccess(device and host) refused: %s\n", m);
+    return 0;
+  }
+  *size = granularity;
+  return va;
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // lines out before a refused host access could end the probe
+  const int rounds = argc > 1 ? atoi(argv[1]) : 20000;
+  UseGpu0();
+  CUstream kernelStream, writeStream;
+  CHECK(cuStreamCreate(&kernelStream, CU_STREAM_NON_BLOCKING));
+  CHECK(cuStreamCreate(&writeStream, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr words;
+  CHECK(cuMemAlloc(&words, 16));
+  void* hostWords = nullptr;
+  CHECK(cuMemHostAlloc(&hostWords, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  volatile unsigned long long* ack = static_cast<volatile unsigned long long*>(hostWords);
+  volatile unsigned long long* flag = ack + 1;
+  CUdeviceptr ackDevice, flagDevice;
+  CHECK(cuMemHostGetDevicePointer(&ackDevice, hostWords, 0));
+  flagDevice = ackDevice + 8;
+  printf("%d round trips each, one thread waiting on GPU 0\n", rounds);
+
+  CHECK(cuMemsetD8(words, 0, 16));
+  Report("write x1", Run(kernelStream, words, ack, ackDevice, rounds, [&](unsigned long long i) {
+           CHECK(cuStreamWriteValue64(writeStream, words, i, 0));
+         }));
+  CHECK(cuMemsetD8(words, 0, 16));
+  Report("write x2", Run(kernelStream, words + 8, ack, ackDevice, rounds, [&](unsigned long long i) {
+           CHECK(cuStreamWriteValue64(writeStream, words, i, 0));
+           CHECK(cuStreamWriteValue64(writeStream, words + 8, i, 0));
+         }));
+  CHECK(cuMemsetD8(words, 0, 16));
+  Report("batch x2", Run(kernelStream, words + 8, ack, ackDevice, rounds, [&](unsigned long long i) {
+           CUstreamBatchMemOpParams ops[2] = {};
+           for (int k = 0; k < 2; ++k) {
+             ops[k].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+             ops[k].writeValue.address = words + 8 * k;
+             ops[k].writeValue.value64 = i;
+           }
+           CHECK(cuStreamBatchMemOp(writeStream, 2, ops, 0));
+         }));
+  *flag = 0;
+  Report("host store", Run(kernelStream, flagDevice, ack, ackDevice, rounds, [&](unsigned long long i) { *flag = i; }));
+  size_t size = 0;
+  const CUdeviceptr vmm = VmmHostWord(&size);
+  if (vmm != 0) {
+    volatile unsigned long long* word = reinterpret_cast<volatile unsigned long long*>(vmm);
+    *word = 0;
+    Report("vmm host", Run(kernelStream, vmm, ack, ackDevice, rounds, [&](unsigned long long i) { *word = i; }));
+  }
+  return 0;
+}
