@@ -95,8 +95,28 @@ def _from_mpi():
 
 def mps_serves():
     """Whether an MPS daemon serves this process's GPUs: its pipe directory is named, or the
-    default one exists."""
-    return bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY")) or os.path.exists("/tmp/nvidia-mps/control")
+    default one's control pipe exists and the control daemon runs (a pipe can outlive it)."""
+    if os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
+        return True
+    return os.path.exists("/tmp/nvidia-mps/control") and _mps_daemon_runs()
+
+
+def _mps_daemon_runs():
+    """A process whose command is nvidia-cuda-mps-control runs (its name, 23 characters, is
+    longer than the 15 that pgrep -x matches)."""
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if os.path.basename(command) == b"nvidia-cuda-mps-control":
+            return True
+    return False
 
 
 def mps_connections(env, ranks):

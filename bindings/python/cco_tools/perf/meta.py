@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import cco
+from cco.runtime import mps_serves
 
 # Settings that change a figure or its anchors.
 _ENV_PREFIXES = ("CCO_", "MORI_", "NCCL_", "TORCH_SYMM_MEM_", "CUDA_MPS_", "CUDA_VISIBLE_DEVICES")
@@ -32,16 +33,6 @@ def _driver_version():
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.split("\n")[0].strip() or None
-
-
-def _mps_running():
-    if os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
-        return True
-    try:
-        found = subprocess.run(["pgrep", "-x", "nvidia-cuda-mps-control"], capture_output=True, timeout=5)
-        return found.returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def run_meta(argv, platform, world, ranks_as, device=None, trials=None):
@@ -73,6 +64,6 @@ def run_meta(argv, platform, world, ranks_as, device=None, trials=None):
         "cuda": torch.version.cuda,
         "driver": _driver_version(),
         "nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None,
-        "mps": _mps_running(),
+        "mps": mps_serves(),
     })
     return meta
