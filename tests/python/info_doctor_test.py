@@ -49,6 +49,19 @@ def test_doctor_names_what_is_wrong():
     assert code == 1 and "is not a CCO device bitcode" in found["bitcode"]["found"]
 
 
+def test_doctor_warns_of_too_few_hardware_queues():
+    """CUDA_DEVICE_MAX_CONNECTIONS below 4 (1, as some tensor-parallel frameworks set) is a warning
+    with its fix; 8 passes; a warning alone does not fail the doctor."""
+    code, found, _ = doctor(CUDA_DEVICE_MAX_CONNECTIONS="1")
+    queues = found["hardware queues"]
+    assert code == 0 and queues["status"] == "warn" and "CUDA_DEVICE_MAX_CONNECTIONS=1" in queues["found"]
+    assert "4 or more" in queues["fix"]
+    _, found, _ = doctor(CUDA_DEVICE_MAX_CONNECTIONS="eight")
+    assert found["hardware queues"]["status"] == "warn" and "not a number" in found["hardware queues"]["found"]
+    _, found, _ = doctor(CUDA_DEVICE_MAX_CONNECTIONS="8")
+    assert found["hardware queues"]["status"] == "ok"
+
+
 def test_info_names_the_network_backend(tmp_path):
     from cco_tools.info import network_backend
 

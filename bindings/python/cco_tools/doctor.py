@@ -6,7 +6,8 @@ communicator runs its whole lifecycle here (bootstrap socket, platform, memory, 
 device communicator, the barrier); the device bitcode for this machine's GPU is found and
 stamped with the same ABI version; Triton imports (and is the version CCO was tested with);
 the GPUs reach each other; the descriptor limit fits a job's windows; no CCO_*/MORI_* variable
-is set that CCO does not read (a typo would otherwise be silently ignored). Exit status 1 when
+is set that CCO does not read (a typo would otherwise be silently ignored); CUDA_DEVICE_MAX_CONNECTIONS
+leaves the proxy's streams hardware queues of their own. Exit status 1 when
 a check failed, 0 when everything passed or only warned.
 """
 
@@ -110,7 +111,9 @@ def gpus():
     if missing:
         return (WARN, f"{n} x {names}; no peer access between {missing[:4]}",
                 "LSA and SDMA need peer access (NVLink / xGMI); GDA's tcp backend does not")
-    mps = os.path.exists(os.path.join(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"), "control"))
+    from cco.runtime import mps_serves
+
+    mps = mps_serves()
     return OK, f"{n} x {names}, every pair reaches the other; MPS {'running' if mps else 'not running'}", ""
 
 
@@ -136,6 +139,31 @@ def environment():
     return WARN, f"set but never read: {', '.join(hints)}", "README, Environment variables, lists every one"
 
 
+# Fewer hardware work queues than this and the proxy's streams share them with the kernels that
+# wait for their copies (docs/gda.md, "Streams and threads"; 4 and 8 measured good under MPS).
+MIN_CONNECTIONS = 4
+
+
+def hardware_queues():
+    from cco.runtime import mps_serves
+
+    value = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
+    if value is None:
+        if mps_serves():
+            return OK, ("CUDA_DEVICE_MAX_CONNECTIONS unset under MPS: `cco launch` and cco.runtime.bootstrap() set 8 "
+                        "for the ranks (4 beyond 8)"), ""
+        return OK, "CUDA_DEVICE_MAX_CONNECTIONS unset (CUDA's default, 8)", ""
+    fix = (f"{MIN_CONNECTIONS} or more before the CUDA context is made (CCO's launcher sets 8 under MPS); 1, as some "
+           "tensor-parallel frameworks set, only where no kernel waits on GDA or SDMA")
+    if not value.strip().isdigit():
+        return WARN, f"CUDA_DEVICE_MAX_CONNECTIONS={value!r} is not a number", fix
+    if int(value) < MIN_CONNECTIONS:
+        return (WARN, f"CUDA_DEVICE_MAX_CONNECTIONS={int(value)}: the GDA proxy's and the SDMA queues' streams share "
+                      "hardware queues with kernels that wait for their copies, which then wait until their timeout",
+                fix)
+    return OK, f"CUDA_DEVICE_MAX_CONNECTIONS={int(value)}", ""
+
+
 def gda_network():
     from cco_tools.info import network_backend
 
@@ -144,7 +172,7 @@ def gda_network():
 
 CHECKS = [("host library", host_library), ("one-rank job", one_rank_job), ("bitcode", bitcode),
           ("triton", triton), ("gpus", gpus), ("open files", open_files), ("environment", environment),
-          ("network", gda_network)]
+          ("hardware queues", hardware_queues), ("network", gda_network)]
 
 
 def run(opts):
