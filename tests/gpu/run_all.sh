@@ -19,14 +19,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
 
 mps_start() {
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+  # Processes started by pytest rather than cco.launch get the launcher's hardware work queues
+  # too (docs/gda.md, "Streams and threads": MPS gives a client too few by default).
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog CUDA_DEVICE_MAX_CONNECTIONS=8
   mkdir -p /tmp/mps /tmp/mpslog
   nvidia-cuda-mps-control -d && sleep 1
 }
 mps_stop() {  # the daemon gone and its variables unset: later steps run without MPS
   echo quit | nvidia-cuda-mps-control
   for _ in $(seq 50); do pgrep -f nvidia-cuda-mps-control >/dev/null || break; sleep 0.1; done
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY CUDA_DEVICE_MAX_CONNECTIONS
 }
 
 for step in "${steps[@]}"; do
