@@ -44,7 +44,7 @@ static Result Run(CUstream kernelStream, CUdeviceptr word, volatile unsigned lon
                   int rounds, Issue issue) {
   *ack = 0;
   Answer<<<1, 1, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(word),
-                                     reinterpret_cast<volatile unsigned long long*>(ackDevice), rounds);
+                                    reinterpret_cast<volatile unsigned long long*>(ackDevice), rounds);
   double issued = 0;
   const double t0 = NowUs();
   for (int i = 1; i <= rounds; ++i) {
@@ -124,9 +124,8 @@ int main(int argc, char** argv) {
   printf("%d round trips each, one thread waiting on GPU 0\n", rounds);
 
   CHECK(cuMemsetD8(words, 0, 16));
-  Report("write x1", Run(kernelStream, words, ack, ackDevice, rounds, [&](unsigned long long i) {
-           CHECK(cuStreamWriteValue64(writeStream, words, i, 0));
-         }));
+  Report("write x1", Run(kernelStream, words, ack, ackDevice, rounds,
+                         [&](unsigned long long i) { CHECK(cuStreamWriteValue64(writeStream, words, i, 0)); }));
   CHECK(cuMemsetD8(words, 0, 16));
   Report("write x2", Run(kernelStream, words + 8, ack, ackDevice, rounds, [&](unsigned long long i) {
            CHECK(cuStreamWriteValue64(writeStream, words, i, 0));
