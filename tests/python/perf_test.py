@@ -318,19 +318,35 @@ def _stand_in_torch(monkeypatch):
         monkeypatch.setitem(sys.modules, "torch", fake)
 
 
+def _forget_modules_imported_since(before, prefix):
+    """The modules under `prefix` imported since `before` (a set of names) go again, from
+    sys.modules and from their packages: imported under a stand-in torch, they would keep it
+    for the tests after this one, which bring stand-ins of their own."""
+    for name in sorted(set(sys.modules) - before, reverse=True):
+        if name.startswith(prefix):
+            del sys.modules[name]
+            parent, _, child = name.rpartition(".")
+            if parent in sys.modules and hasattr(sys.modules[parent], child):
+                delattr(sys.modules[parent], child)
+
+
 def test_every_suite_module_imports_and_runs_with_a_context(monkeypatch):
     pytest.importorskip("triton")
+    before = set(sys.modules)
     _stand_in_torch(monkeypatch)
-    from cco_tools.perf import suites
+    try:
+        from cco_tools.perf import suites
 
-    for name in suites.every_module_name():
-        module = importlib.import_module(f"cco_tools.perf.suites.{name}")
-        if name in suites.SHARED:
-            continue
-        assert list(inspect.signature(module.run).parameters) == ["ctx"], name
-    for platform, names in suites.MODULES.items():
-        for suite in names:
-            assert suites.module(platform, suite).run
+        for name in suites.every_module_name():
+            module = importlib.import_module(f"cco_tools.perf.suites.{name}")
+            if name in suites.SHARED:
+                continue
+            assert list(inspect.signature(module.run).parameters) == ["ctx"], name
+        for platform, names in suites.MODULES.items():
+            for suite in names:
+                assert suites.module(platform, suite).run
+    finally:
+        _forget_modules_imported_since(before, "cco_tools.perf")
 
 
 def test_the_gpu_options_parse_without_a_gpu():
