@@ -83,6 +83,21 @@ def test_ranks_under_mps_get_hardware_queues_of_their_own(tmp_path):
         assert r.returncode == 0 and sorted(r.stdout.splitlines()) == ["[rank 0] unset", "[rank 1] unset"], r.stdout
 
 
+def test_bootstrap_under_mps_sets_the_queues_before_the_gpu(tmp_path):
+    """cco.runtime.bootstrap() under MPS, the variable unset: 8 for a lone process (or an
+    unreadable LOCAL_WORLD_SIZE), 4 where torchrun says 12 ranks share the host; one set stays."""
+    script = tmp_path / "boot.py"
+    script.write_text("import os\nfrom cco.runtime import bootstrap\nbootstrap()\n"
+                      "print(os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS', 'unset'))\n")
+    base = {k: v for k, v in ENV.items() if k not in ("CUDA_DEVICE_MAX_CONNECTIONS", "LOCAL_WORLD_SIZE")}
+    mps = dict(base, CUDA_MPS_PIPE_DIRECTORY=str(tmp_path))
+    for extra, want in (({}, "8"), ({"LOCAL_WORLD_SIZE": "x"}, "8"), ({"LOCAL_WORLD_SIZE": "12"}, "4"),
+                        ({"CUDA_DEVICE_MAX_CONNECTIONS": "16"}, "16")):
+        r = subprocess.run([sys.executable, str(script)], env=dict(mps, **extra), capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == want, (extra, r.stdout + r.stderr)
+
+
 def test_no_prefix_passes_the_output_as_printed(tmp_path):
     script = tmp_path / "json.py"
     script.write_text("import os\nif os.environ['CCO_RANK'] == '0':\n    print('{\"a\": 1}')\n")

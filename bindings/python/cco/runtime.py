@@ -153,7 +153,8 @@ def bootstrap(select_device=True):
     if found is None:
         found = (0, 1, Communicator.get_unique_id())
     if select_device:
-        connections = mps_connections(os.environ, int(os.environ.get("LOCAL_WORLD_SIZE", found[1])))
+        local = os.environ.get("LOCAL_WORLD_SIZE", "")   # torchrun's ranks on this host
+        connections = mps_connections(os.environ, int(local) if local.isdigit() else found[1])
         if connections:  # before the CUDA context is made, which reads it
             os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = connections
         try:
