@@ -40,8 +40,8 @@ def add_arguments(p):
                         "rank has a GPU of its own or an MPS daemon runs); ignored under a launcher, which decides")
     p.add_argument("--quick", action="store_true", help="few sizes and repetitions (smoke test)")
     p.add_argument("--ops-transports", default="lsa", metavar="LIST",
-                   help="the ops suite's transports, comma-separated: lsa, gda, sdma (sdma: ag_gemm and gemm_ag "
-                        "only; the rank processes get CCO_ENABLE_SDMA=1)")
+                   help="the ops suite's transports, comma-separated: lsa, gda, sdma (sdma: the rank processes "
+                        "get CCO_ENABLE_SDMA=1)")
     p.add_argument("--trials", type=int, default=0,
                    help=f"timed runs of each figure; the table shows their median and spread "
                         f"(default {TRIALS}, {QUICK_TRIALS} with --quick)")
