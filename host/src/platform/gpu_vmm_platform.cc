@@ -19,6 +19,12 @@ std::string Hex(uint64_t value) {
   return text;
 }
 
+// A word the GPU writes whole must be 8-byte aligned: `call` names who was given `address`.
+Status AlignedWord(const char* call, uint64_t address) {
+  if (address % sizeof(uint64_t) == 0) return Status::Ok();
+  return InvalidArgument(Fmt(call, ": address ", Hex(address), " is not 8-byte aligned"));
+}
+
 // The driver's allocation properties for memory on `device` that can travel between
 // processes as a POSIX file descriptor.
 MemAllocationProp ShareableDeviceMemory(int device) {
@@ -397,8 +403,7 @@ Status GpuVmmPlatform::CopyToDevice(int device, uint64_t dst, const void* src, s
 }
 
 Status GpuVmmPlatform::WriteDeviceWord(int device, uint64_t address, uint64_t value) {
-  if (address % sizeof(uint64_t) != 0)
-    return InvalidArgument(Fmt("WriteDeviceWord: address ", Hex(address), " is not 8-byte aligned"));
+  CCO_RETURN_IF_ERROR(AlignedWord("WriteDeviceWord", address));
   return OnControlStream(device, "device word", [&](void* stream) {
     DriverResult result = api_.streamWriteValue64.fn(stream, address, value, 0);
     if (result != kDriverSuccess)
@@ -479,8 +484,7 @@ Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, u
 }
 
 Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) {
-  if (address % sizeof(uint64_t) != 0)
-    return InvalidArgument(Fmt("StreamWriteValue64: address ", Hex(address), " is not 8-byte aligned"));
+  CCO_RETURN_IF_ERROR(AlignedWord("StreamWriteValue64", address));
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   // Flags 0: the write waits for the stream's earlier work and is ordered after its writes.
   DriverResult result = api_.streamWriteValue64.fn(reinterpret_cast<void*>(stream), address, value, 0);
@@ -495,9 +499,7 @@ Status GpuVmmPlatform::StreamWriteValues64(int device, uint64_t stream, const ui
   if (api_.streamWriteValues64.fn == nullptr || count == 1)
     return Platform::StreamWriteValues64(device, stream, addresses, values, count);
   if (count <= 0) return Status::Ok();
-  for (int i = 0; i < count; ++i)
-    if (addresses[i] % sizeof(uint64_t) != 0)
-      return InvalidArgument(Fmt("StreamWriteValues64: address ", Hex(addresses[i]), " is not 8-byte aligned"));
+  for (int i = 0; i < count; ++i) CCO_RETURN_IF_ERROR(AlignedWord("StreamWriteValues64", addresses[i]));
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result =
       api_.streamWriteValues64.fn(reinterpret_cast<void*>(stream), addresses, values, static_cast<unsigned>(count));
