@@ -78,6 +78,10 @@ def test_ranks_under_mps_get_hardware_queues_of_their_own(tmp_path):
         r = launch("-n", str(n), str(script), env=env)
         assert r.returncode == 0 and sorted(r.stdout.splitlines()) == sorted(f"[rank {k}] {want}" for k in range(n)), (
             n, r.stdout + r.stderr)
+    # The ranks' environment decides, as `start(env=...)` gives it (cco perf's rank processes).
+    from cco.runtime import mps_connections
+
+    assert mps_connections({"CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)}, 2) == "8"
     if not os.path.exists("/tmp/nvidia-mps/control"):  # no MPS daemon on this machine
         r = launch("-n", "2", str(script), env=base)
         assert r.returncode == 0 and sorted(r.stdout.splitlines()) == ["[rank 0] unset", "[rank 1] unset"], r.stdout

@@ -93,10 +93,11 @@ def _from_mpi():
     return rank, comm.Get_size(), uid
 
 
-def mps_serves():
-    """Whether an MPS daemon serves this process's GPUs: its pipe directory is named, or the
-    default one's control pipe exists and the control daemon runs (a pipe can outlive it)."""
-    if os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
+def mps_serves(env=None):
+    """Whether an MPS daemon serves the GPUs of a process with environment `env` (this one's
+    by default): its pipe directory is named, or the default one's control pipe exists and the
+    control daemon runs (a pipe can outlive it)."""
+    if (os.environ if env is None else env).get("CUDA_MPS_PIPE_DIRECTORY"):
         return True
     return os.path.exists("/tmp/nvidia-mps/control") and _mps_daemon_runs()
 
@@ -127,7 +128,7 @@ def mps_connections(env, ranks):
     SDMA copy stalled behind a waiting kernel (H100); 4 or 8 kept them moving. Every MPS client
     owns its queues out of one pool (3 clients of 32 exhausted it: their contexts failed), so 8
     each for up to 8 ranks, 4 beyond."""
-    if "CUDA_DEVICE_MAX_CONNECTIONS" in env or not mps_serves():
+    if "CUDA_DEVICE_MAX_CONNECTIONS" in env or not mps_serves(env):
         return None
     return "8" if ranks <= 8 else "4"
 
