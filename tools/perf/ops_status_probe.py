@@ -27,15 +27,20 @@ def ints(shape, seed, dev):
     return torch.randint(-2, 3, shape, generator=g).float().to(torch.bfloat16).to(dev)
 
 
+def plan_of(comm, op):
+    """op's plan on this rank (the probe calls each operator at one shape), or None."""
+    return next((plan for key, plan in OpsContext.of(comm).plans.items() if key[0] == op), None)
+
+
 def status_of(comm, op):
     """Status words 0 and 1 of op's plan (0 0: nothing gave up, every count agreed), and what a
     wait that ran out of time waited for ("" if none)."""
     torch.cuda.synchronize()
-    for key, plan in OpsContext.of(comm).plans.items():
-        if key[0] == op:
-            words, waited = OpsContext.plan_status(plan)
-            return words[:2], waited
-    return [0, 0], ""
+    plan = plan_of(comm, op)
+    if plan is None:
+        return [0, 0], ""
+    words, waited = OpsContext.plan_status(plan)
+    return words[:2], waited
 
 
 def sdma_counts(comm, op):
@@ -43,12 +48,11 @@ def sdma_counts(comm, op):
     waits read them."""
     from cco.memview import torch_view
 
-    for key, plan in OpsContext.of(comm).plans.items():
-        if key[0] == op and plan.dc.struct.sdmaSignals:
-            s = plan.dc.struct
-            slots = s.lsaSize * s.sdmaQueueCount
-            return torch_view(s.sdmaSignals, (slots,), torch.int64, device="cuda").tolist()
-    return []
+    plan = plan_of(comm, op)
+    if plan is None or not plan.dc.struct.sdmaSignals:
+        return []
+    s = plan.dc.struct
+    return torch_view(s.sdmaSignals, (s.lsaSize * s.sdmaQueueCount,), torch.int64, device="cuda").tolist()
 
 
 def call_checked(op, comm, transport, shape, call, rank, world, dev):
