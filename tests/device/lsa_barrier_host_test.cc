@@ -216,11 +216,12 @@ TEST(LsaBarrierOnHost, TimeoutAndAbort) {
 }
 
 // The pattern of `cco perf`'s CCO split (cco_tools/perf/kernels/ops_split.py) with 4 ranks:
-// programs as threads, program i entering with sync(ACQUIRE) and leaving with sync(RELEASE)
-// on barrier i, kernels of 16, 4 and then all 33 programs, so that the last one's barriers
-// 16..32 are used for the first time after 0..15 went through several rounds. Each program
-// writes its rank's value for the kernel into its own word of every peer before entering;
-// after entering, the peers' words must hold theirs.
+// programs as threads, program i entering barrier i and leaving with sync(RELEASE), kernels of
+// 16, 4 and then all 33 programs, so that the last one's barriers 16..32 are used for the first
+// time after 0..15 went through several rounds. Each program writes its rank's value for the
+// kernel into its own word of every peer before entering (so it enters with ACQ_REL, where the
+// split, whose sources earlier kernels wrote, enters with ACQUIRE); after entering, the peers'
+// words must hold theirs.
 TEST(LsaBarrierOnHost, KernelsOfDifferentSizesUseTheirBarriersInStep) {
   const int n = 4;
   const int barriers = 33;
