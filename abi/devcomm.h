@@ -145,6 +145,11 @@ typedef struct ccoDevComm {
                               * then; 0 elsewhere. Taken from reserved space, so the version
                               * stands: a host before it leaves 0 (a wait pauses a fixed while, as
                               * then), a device before it ignores it */
+  uint64_t gdaHostSignals;   /* device address of this rank's host signal words (host memory its
+                              * host peers' proxies write with CPU stores: abi/gda.h,
+                              * cco_gda_host_signal_word), 0: none (the proxy words of every
+                              * sender are in gdaSignals). Added in ABI version 7, which grew the
+                              * struct: a host and a device of other versions refuse each other */
 } ccoDevComm;
 
 /* The cpu platform's bell of a rank (ccoDevComm.hostBell), a pair of words in shared memory:
@@ -157,7 +162,7 @@ typedef struct ccoHostBell {
   uint32_t sleepers;
 } ccoHostBell;
 
-CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 320, "ccoDevComm size");
+CCO_STATIC_ASSERT(sizeof(ccoDevComm) == 328, "ccoDevComm size");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, ptr) == 16, "ccoDevComm.ptr");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, rank) == 24, "ccoDevComm.rank");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, worldSize) == 28, "ccoDevComm.worldSize");
@@ -190,6 +195,7 @@ CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaSignals) == 280, "ccoDevComm.sdmaSign
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, sdmaRingDepth) == 296, "ccoDevComm.sdmaRingDepth");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, trace) == 304, "ccoDevComm.trace");
 CCO_STATIC_ASSERT(offsetof(ccoDevComm, hostBell) == 312, "ccoDevComm.hostBell");
+CCO_STATIC_ASSERT(offsetof(ccoDevComm, gdaHostSignals) == 320, "ccoDevComm.gdaHostSignals");
 CCO_STATIC_ASSERT(sizeof(ccoHostBell) == 8, "ccoHostBell size");
 
 #endif /* CCO_ABI_DEVCOMM_H_ */

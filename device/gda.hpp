@@ -186,6 +186,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // Signal `id`'s value here: the sum of its words over the GDA team and the direct words.
   CCO_DEVICE_API uint64_t signal_value(uint32_t id) const;
   CCO_DEVICE_API uint64_t direct_word(uint32_t id, int32_t senderLsaRank) const;
+  // Sender `sender`'s proxy word of signal `id`: in host memory for an LSA sender where the
+  // device communicator has host signal words, else in the resources (abi/gda.h).
+  CCO_DEVICE_API const uint64_t* proxy_word(uint32_t id, int32_t sender) const;
   CCO_DEVICE_API uint64_t* counter_word(int32_t id) const;
   CCO_DEVICE_API uint64_t* shadow(int32_t id) const;
   CCO_DEVICE_API uint64_t* counter_shadow(int32_t id) const;

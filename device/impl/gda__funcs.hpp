@@ -289,10 +289,18 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::sender_words(uint32_t id, int32_t se
                                                          const uint64_t** direct) const {
   const uint64_t* words = reinterpret_cast<const uint64_t*>(f_.signals);
   const int32_t lsaSender = sender - f_.topo.lsaWorldBase;
-  *proxy = words + cco_gda_signal_word(id, sender, f_.topo.nRanks);
+  *proxy = proxy_word(id, sender);
   *direct = static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize)
                 ? words + direct_word(id, lsaSender)
                 : nullptr;
+}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
+CCO_DEVICE_API const uint64_t* ccoGda<Provider, Mode>::proxy_word(uint32_t id, int32_t sender) const {
+  const int32_t lsaSender = sender - f_.topo.lsaWorldBase;
+  if (f_.hostSignals != 0 && static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize))
+    return reinterpret_cast<const uint64_t*>(f_.hostSignals) + cco_gda_host_signal_word(id, lsaSender, f_.topo.lsaSize);
+  return reinterpret_cast<const uint64_t*>(f_.signals) + cco_gda_signal_word(id, sender, f_.topo.nRanks);
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -372,8 +380,7 @@ CCO_DEVICE_API uint64_t ccoGda<Provider, Mode>::signal_value(uint32_t id) const 
     CCO_UNROLL
     for (int32_t k = 0; k < 8; ++k) {
       const int32_t sender = i + k < f_.peerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
-      v[k] = sender < 0 ? 0
-                        : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
+      v[k] = sender < 0 ? 0 : arch::load<arch::PollOrder, scope::System>(proxy_word(id, sender));
     }
     CCO_UNROLL
     for (int32_t k = 0; k < 8; ++k) sum += v[k];

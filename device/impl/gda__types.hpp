@@ -43,7 +43,8 @@ struct HandleFields {
   uint64_t ringSlots, ringHost, ringDevice, signals, counters, flatBase, stride;
   uint64_t resources;  // this rank's copy of the resources
   uint32_t shadowOffset, flushOffset;
-  uint64_t trace;  // the trace buffer (abi/trace.h), 0: off
+  uint64_t trace;        // the trace buffer (abi/trace.h), 0: off
+  uint64_t hostSignals;  // the LSA senders' proxy words in host memory (abi/gda.h), 0: in `signals`
   CCO_DEVICE_API explicit HandleFields(const ccoDevComm& dc)
       : topo(gda_topo(dc)),
         valid(devcomm_valid(dc)),
@@ -68,7 +69,8 @@ struct HandleFields {
             cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
         shadowOffset(dc.gdaShadowOffset),
         flushOffset(dc.gdaFlushOffset),
-        trace(dc.trace) {}
+        trace(dc.trace),
+        hostSignals(dc.gdaHostSignals) {}
 };
 
 }  // namespace gda

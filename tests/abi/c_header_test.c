@@ -15,7 +15,7 @@ _Static_assert(HAS_TYPE(cco_abi_version, int32_t (*)(void)), "cco_abi_version");
 
 int main(void) {
   int bad = 0;
-  bad |= sizeof(ccoDevComm) != 320;
+  bad |= sizeof(ccoDevComm) != 328;
   bad |= sizeof(ccoWindowDevice) != 128;
   bad |= CCO_DEVICE_ABI_VERSION != CCO_ABI_VERSION;
   bad |= CCO_COOP_BLOCK != 2 || CCO_GDA_CONNECTION_RAIL != 3;

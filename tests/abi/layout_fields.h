@@ -28,7 +28,7 @@
   X(ccoDevComm, waitTimeoutMs) \
   X(ccoDevComm, sdmaRingSlots) X(ccoDevComm, sdmaRingHost) X(ccoDevComm, sdmaRingDevice) X(ccoDevComm, sdmaSignals) \
   X(ccoDevComm, sdmaLocal) X(ccoDevComm, sdmaRingDepth) X(ccoDevComm, sdmaShadowOffset) X(ccoDevComm, trace) \
-  X(ccoDevComm, hostBell) X(ccoHostBell, rings) X(ccoHostBell, sleepers) \
+  X(ccoDevComm, hostBell) X(ccoDevComm, gdaHostSignals) X(ccoHostBell, rings) X(ccoHostBell, sleepers) \
   X(ccoGdaDesc, seq) X(ccoGdaDesc, op) X(ccoGdaDesc, signalOp) X(ccoGdaDesc, flags) X(ccoGdaDesc, signalId) \
   X(ccoGdaDesc, dstWindow) X(ccoGdaDesc, srcWindow) X(ccoGdaDesc, dstOffset) X(ccoGdaDesc, srcOffset) \
   X(ccoGdaDesc, bytes) X(ccoGdaDesc, signalValue) X(ccoGdaDesc, counterId) X(ccoGdaDesc, traceRecord) \

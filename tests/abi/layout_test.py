@@ -30,7 +30,7 @@ def test_host_table_is_complete(request):
     structs = [n for n in names if "." not in n]
     assert len(numbers) == 2 * len(fields) + 2 * len(structs)
     sizes = dict(zip(structs, numbers[2 * len(fields)::2]))
-    assert sizes == {"ccoTeam": 16, "ccoWindowDevice": 128, "ccoDevComm": 320, "ccoHostBell": 8, "ccoGdaDesc": 64,
+    assert sizes == {"ccoTeam": 16, "ccoWindowDevice": 128, "ccoDevComm": 328, "ccoHostBell": 8, "ccoGdaDesc": 64,
                      "ccoGdaRingHost": 128, "ccoGdaRingDevice": 64, "ccoTraceBuffer": 64, "ccoTraceRecord": 64,
                      "ccoTraceClockSample": 32}
 

@@ -335,6 +335,35 @@ TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
       0);
 }
 
+// Ranks as threads share their host words through the process's registry: every device
+// communicator with GDA peers has them. A signal through the proxy lands in the target's host
+// word of its sender (abi/gda.h), one the device sends itself in its direct word, and neither
+// ever in the proxy word in device memory.
+TEST_P(GdaOnHost, SignalsOfLsaPeersLandInTheHostWords) {
+  const bool direct = this->direct();
+  EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL,
+                        [direct](Rank& k) {
+                          ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
+                          CHECK_OR_FAIL(k.dc.gdaHostSignals != 0);
+                          const int n = k.dc.worldSize;
+                          for (int p = 0; p < n; ++p)
+                            if (p != k.rank) CHECK_OR_FAIL(gda.signal(p, 3, CCO_SIGNAL_ADD, 10 + k.rank) == 0);
+                          uint64_t want = 0;
+                          for (int p = 0; p < n; ++p) want += p == k.rank ? 0 : 10 + p;
+                          CHECK_OR_FAIL(gda.wait_signal(3, want) == 0);
+                          const auto* host = reinterpret_cast<const volatile uint64_t*>(k.dc.gdaHostSignals);
+                          const auto* words = reinterpret_cast<const volatile uint64_t*>(k.dc.gdaSignals);
+                          for (int p = 0; p < n; ++p) {
+                            if (p == k.rank) continue;
+                            CHECK_OR_FAIL(host[cco_gda_host_signal_word(3, p, n)] == (direct ? 0u : 10u + p));
+                            CHECK_OR_FAIL(words[cco_gda_signal_word(3, p, n)] == 0);
+                          }
+                          CHECK_OR_FAIL(gda.flush() == 0);
+                          return ccoBarrierAll(k.comm) == ccoSuccess;
+                        }),
+            0);
+}
+
 // A put or get whose copy a warp or block shares goes direct up to gdaDirectGroupMaxBytes
 // (65536 by default), one thread's copy up to gdaDirectMaxBytes (4096). On the cpu platform a
 // warp and a block are groups of one host thread, but they take the shared path all the same.

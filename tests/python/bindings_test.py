@@ -112,7 +112,7 @@ def test_dev_comm_mirror_matches_every_static_assert_of_devcomm_h():
     assert len(offsets) > 10
     for field, offset in offsets:
         assert getattr(DevCommStruct, field).offset == int(offset), field
-    assert ctypes.sizeof(DevCommStruct) == 320 and ctypes.sizeof(TeamStruct) == 16
+    assert ctypes.sizeof(DevCommStruct) == 328 and ctypes.sizeof(TeamStruct) == 16
 
 
 def test_requirements_mirror_and_its_defaults():

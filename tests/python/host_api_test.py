@@ -189,7 +189,7 @@ def test_dev_comm_fields_and_destroy(nranks):
             assert (dc.rank, dc.world_size, dc.lsa_rank, dc.lsa_size) == (rank, n, rank, n)
             assert dc.ptr != 0 and dc.ptr == dc.struct.ptr
             s = dc.struct
-            assert (s.magic, s.abiVersion, s.size) == (_abi.DEV_COMM_MAGIC, _abi.ABI_VERSION, 320)
+            assert (s.magic, s.abiVersion, s.size) == (_abi.DEV_COMM_MAGIC, _abi.ABI_VERSION, 328)
             assert (s.lsaBarrierCount, s.gdaConnectionType, s.gdaSignalCount) == (1, GDA_CONNECTION_NONE, 16)
             assert (s.teamWorld.nRanks, s.teamWorld.rank) == (n, rank)
             assert s.abortFlag != 0 and s.lsaFlatBase != 0

@@ -10,13 +10,22 @@
 //   vmm host      a store into host memory made by cuMemCreate (HOST_NUMA) and mapped in a VA
 //                 reservation as a communicator maps its windows, if the driver allows it,
 //                 with whether the allocation exports as a POSIX file descriptor
+//   memfd store   a store by another process into a memfd this process mapped and registered
+//                 (cuMemHostRegister): how a proxy would write a host peer's signal word
+//   memfd write   cuStreamWriteValue64 into that registered memfd (the same word, written
+//                 behind a stream's work)
 //   stream_write_probe [round_trips=20000]
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
 #include <cuda.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "driver_check.h"
 
@@ -105,6 +114,57 @@ static CUdeviceptr VmmHostWord(size_t* size) {
   return va;
 }
 
+// The memfd rows: words [0] the kernel's word, [1] its answer, [2] the child's result.
+static void MemfdRows(CUstream kernelStream, CUstream writeStream, int rounds) {
+  const int fd = memfd_create("stream_write_probe", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, 4096) != 0) {
+    printf("memfd        refused: %s\n", strerror(errno));
+    return;
+  }
+  void* map = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    printf("memfd        mmap refused: %s\n", strerror(errno));
+    return;
+  }
+  volatile unsigned long long* w = static_cast<volatile unsigned long long*>(map);
+  const CUresult r = cuMemHostRegister(map, 4096, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+  if (r != CUDA_SUCCESS) {
+    const char* m = nullptr;
+    cuGetErrorString(r, &m);
+    printf("memfd        cuMemHostRegister refused: %s\n", m);
+    return;
+  }
+  CUdeviceptr dev;
+  CHECK(cuMemHostGetDevicePointer(&dev, map, 0));
+  w[0] = w[1] = w[2] = 0;
+  Answer<<<1, 1, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(dev),
+                                    reinterpret_cast<volatile unsigned long long*>(dev + 8), rounds);
+  const pid_t child = fork();
+  if (child == 0) {  // no CUDA here: stores and loads of the shared pages only
+    const double t0 = NowUs();
+    for (int i = 1; i <= rounds; ++i) {
+      w[0] = static_cast<unsigned long long>(i);
+      while (w[1] < static_cast<unsigned long long>(i)) {
+      }
+    }
+    const double us = (NowUs() - t0) / rounds;
+    memcpy(const_cast<unsigned long long*>(w + 2), &us, sizeof(us));
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(cuStreamSynchronize(kernelStream));
+  double us = 0;
+  memcpy(&us, const_cast<unsigned long long*>(w + 2), sizeof(us));
+  printf("%-12s %10.3f us/round trip   (another process's stores)\n", "memfd store", us);
+  w[0] = 0;
+  Report("memfd write", Run(kernelStream, dev, w + 1, dev + 8, rounds,
+                            [&](unsigned long long i) { CHECK(cuStreamWriteValue64(writeStream, dev, i, 0)); }));
+  CHECK(cuMemHostUnregister(map));
+  munmap(map, 4096);
+  close(fd);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // lines out before a refused host access could end the probe
   const int rounds = argc > 1 ? atoi(argv[1]) : 20000;
@@ -150,5 +210,6 @@ int main(int argc, char** argv) {
     *word = 0;
     Report("vmm host", Run(kernelStream, vmm, ack, ackDevice, rounds, [&](unsigned long long i) { *word = i; }));
   }
+  MemfdRows(kernelStream, writeStream, rounds);
   return 0;
 }

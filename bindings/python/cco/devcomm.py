@@ -87,6 +87,7 @@ class DevCommStruct(ctypes.Structure):
         ("sdmaShadowOffset", ctypes.c_uint32),
         ("trace", ctypes.c_uint64),  # the device-side trace's buffer (abi/trace.h), 0: not traced
         ("hostBell", ctypes.c_uint64),  # the cpu platform's bell (abi/devcomm.h), 0 elsewhere
+        ("gdaHostSignals", ctypes.c_uint64),  # host signal words (abi/gda.h), 0: none
     ]
 
 
@@ -94,12 +95,13 @@ def _check_layout():
     """The static asserts of abi/devcomm.h that matter most, repeated for the mirror."""
     expected_offsets = {"ptr": 16, "lsaRank": 32, "lsaFlatBase": 96, "abortFlag": 136, "lsaBarrierCount": 144,
                         "gdaRingSlots": 192, "gdaSignals": 216, "gdaRingDepth": 232, "sdmaRingSlots": 256,
-                        "sdmaSignals": 280, "sdmaRingDepth": 296, "trace": 304}
+                        "sdmaSignals": 280, "sdmaRingDepth": 296, "trace": 304,
+                        "gdaHostSignals": 320}
     actual = {name: getattr(DevCommStruct, name).offset for name in expected_offsets}
-    if ctypes.sizeof(TeamStruct) != 16 or ctypes.sizeof(DevCommStruct) != 320 or actual != expected_offsets:
+    if ctypes.sizeof(TeamStruct) != 16 or ctypes.sizeof(DevCommStruct) != 328 or actual != expected_offsets:
         raise ImportError(
             f"cco.devcomm: the ctypes mirror of ccoDevComm does not match abi/devcomm.h "
-            f"(size {ctypes.sizeof(DevCommStruct)}, expected 320; offsets {actual}, expected {expected_offsets})")
+            f"(size {ctypes.sizeof(DevCommStruct)}, expected 328; offsets {actual}, expected {expected_offsets})")
 
 
 _check_layout()

@@ -11,6 +11,7 @@
 #include "comm/agree.h"
 #include "comm/communicator.h"
 #include "comm/gda_setup.h"
+#include "comm/host_words.h"
 #include "comm/rank_exchange.h"
 #include "comm/resource_pool.h"
 #include "comm/sdma_setup.h"
@@ -136,6 +137,11 @@ ProxyContext ProxyContextOf(const ccoComm& c) {
   x.statusOffset = c.pool.statusOffset;
   x.statusWords = true;  // the pool exists before the proxy (CreateComm)
   x.bells = c.platform->kind() == ccoPlatformCpu;
+  if (c.hostWords.usable)
+    for (int h = 0; h < c.HostSize(); ++h) {
+      x.hostWordsCpu.push_back(static_cast<char*>(c.hostWords.byHost[h]->host));
+      x.hostWordsDevice.push_back(c.hostWords.byHost[h]->device);
+    }
   return x;
 }
 
@@ -235,8 +241,14 @@ Status CreateComm(const ccoUniqueId& id, int nRanks, int rank, size_t perRankVmm
     agreed = Agree(*c, "ccoCommCreate (host mesh)", connected);
     trace.Mark("agree mesh");
   }
-  if (agreed.ok()) agreed = Agree(*c, "ccoCommCreate (liveness words)", ExchangeLiveness(*c));
-  trace.Mark("liveness words");
+  if (agreed.ok()) {
+    const Status liveness = ExchangeLiveness(*c);
+    PrepareHostWords(*c);  // before the round: in-process peers find its words after it
+    agreed = Agree(*c, "ccoCommCreate (liveness words)", liveness);
+  }
+  trace.Mark("liveness and host words");
+  if (agreed.ok()) FinishHostWords(*c);
+  trace.Mark("host words mapped");
   if (agreed.ok()) c->proxy.reset(new Proxy(ProxyContextOf(*c)));  // its thread starts with the first rings
   trace.Mark("proxy");
   if (agreed.ok()) agreed = RegisterResourcePool(*c);
@@ -277,6 +289,7 @@ Status DestroyComm(ccoComm& c) {
     if (entry.second.sdma) failures.Note(DestroySdmaResources(c, *entry.second.sdma));
   }
   c.devComms.clear();
+  failures.Note(DestroyHostWords(c));  // (no proxy writes them any more)
   c.windows.Clear();
   c.descriptors.reset();
   c.devCommCopies.reset();

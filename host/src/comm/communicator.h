@@ -20,6 +20,7 @@
 #include "auth/crypto.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/fd_mesh.h"
+#include "comm/host_words.h"
 #include "comm/window_table.h"
 #include "memory/descriptor_pool.h"
 #include "memory/slot_allocator.h"
@@ -67,6 +68,8 @@ struct DevCommRecord {
   std::shared_ptr<GdaResources> gda;    // null without GDA
   std::shared_ptr<SdmaResources> sdma;  // null without SDMA
   std::shared_ptr<DevCommTrace> trace;  // null unless CCO_TRACE (comm/devcomm_trace.h)
+  bool hostWords = false;               // its host signal words are carved at hostWordsOffset
+  size_t hostWordsOffset = 0;
 };
 
 }  // namespace cco
@@ -103,6 +106,7 @@ struct ccoComm {
   cco::WindowTable windows;                         // the proxy asks it too, from its thread (comm/window_table.h)
   std::map<uint64_t, cco::DevCommRecord> devComms;  // by devComm.ptr
   cco::ResourcePool pool;
+  cco::HostWords hostWords;                            // host signal words shared with host peers (comm/host_words.h)
   std::unique_ptr<cco::DescriptorPool> descriptors;    // window descriptors (window handles)
   std::unique_ptr<cco::DescriptorPool> devCommCopies;  // device copies of ccoDevComm (devComm.ptr)
   uint64_t registrations = 0;                          // ccoWindowRegister calls so far: the same count on every rank

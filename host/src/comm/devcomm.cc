@@ -239,13 +239,15 @@ void LocateForProxy(const ccoComm& c, const ResourceLayout& layout, const Placem
 // What each rank proposes in the one agreement round: its requirements and the carve it
 // got (kOwnWindow: the pool had no room).
 constexpr uint64_t kOwnWindow = ~uint64_t{0};
+constexpr uint64_t kNoHostWords = ~uint64_t{0};
 struct Proposal {
   RequirementCounts counts;
   uint32_t id;  // this rank's count of ccoDevCommCreate calls (rank 0's names the new one)
   uint64_t carve;
   uint64_t bytes;
+  uint64_t hostCarve;  // its carve of the host words (comm/host_words.h), kNoHostWords: none
 };
-static_assert(sizeof(Proposal) == sizeof(RequirementCounts) + 4 + 16, "Proposal has no padding on the wire");
+static_assert(sizeof(Proposal) == sizeof(RequirementCounts) + 4 + 24, "Proposal has no padding on the wire");
 
 // Whether every rank got the same carve of its pool. They do while every carve given back was
 // zeroed everywhere; if one rank could not zero one (ReleasePlacement keeps it then), the
@@ -254,6 +256,21 @@ bool SameCarve(const std::vector<Proposal>& all) {
   for (const Proposal& p : all)
     if (p.carve == kOwnWindow || p.carve != all[0].carve || p.bytes != all[0].bytes) return false;
   return true;
+}
+
+// Whether every rank carved the same host words: only then does any use them (a peer's proxy
+// writes at this rank's offset in this rank's words).
+bool SameHostCarve(const std::vector<Proposal>& all) {
+  for (const Proposal& p : all)
+    if (p.hostCarve == kNoHostWords || p.hostCarve != all[0].hostCarve) return false;
+  return true;
+}
+
+// Bytes of host signal words a device communicator with `reqs` carves: one word per (signal
+// id, LSA sender), where it has GDA peers and LSA peers (0: none).
+size_t HostSignalBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, int gdaPeers) {
+  if (gdaPeers == 0 || c.topo.lsaSize <= 1 || !env::Flag("CCO_GDA_HOST_SIGNALS", true)) return 0;
+  return static_cast<size_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount) * c.topo.lsaSize * sizeof(uint64_t);
 }
 
 // What one rank makes of a ccoDevCommCreate call before it talks to the others.
@@ -271,9 +288,17 @@ struct DevCommPlan {
   // is uploaded (its words read zero already: the pool's promise), and the round then tells
   // every rank whether all got that far.
   bool early = false;
-  ccoDevComm dc = {};  // the early one's
+  ccoDevComm dc = {};       // the early one's
+  bool hostCarved = false;  // its host signal words: carved at hostCarve (comm/host_words.h)
+  size_t hostCarve = 0;
   Proposal mine;
 };
+
+// Gives the host words' carve back (never used: it is still zero).
+void ReleaseHostCarve(ccoComm& c, DevCommPlan* plan) {
+  if (plan->hostCarved) (void)ReleaseHostWords(c, plan->hostCarve);
+  plan->hostCarved = false;
+}
 
 // Plan, local: reads the requirements, lays the resources out and carves them from the pool.
 // The layout needs only the requirements and the topology, so each rank carves before the
@@ -305,6 +330,8 @@ Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const cco
   plan->mine.counts = CountsOf(reqs);
   plan->mine.carve = place.pooled ? carve : kOwnWindow;
   plan->mine.bytes = plan->layout.bytes;
+  plan->hostCarved = CarveHostWords(c, HostSignalBytes(c, reqs, plan->gdaPeers), &plan->hostCarve);
+  plan->mine.hostCarve = plan->hostCarved ? plan->hostCarve : kNoHostWords;
   const bool proxied = plan->gdaPeers > 0 || plan->sdmaQueues > 0;  // rings and a proxy, set up after the round
   plan->early = place.pooled && !proxied;
   const ccoDevComm none = {};
@@ -339,6 +366,7 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
     if (sdma) (void)DestroySdmaResources(c, *sdma);
     ReleasePlacement(c, place);
     ReleaseCopy(c, &plan.copy);
+    ReleaseHostCarve(c, &plan);
   };
   Status s;
   if (plan.gdaPeers > 0) s = CreateGdaResources(c, reqs, &gda);
@@ -353,6 +381,11 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
   ccoDevComm dc = FillDevComm(c, reqs, plan.layout, place, plan.copy, plan.sdmaQueues, gda.get(), sdma.get(),
                               plan.direct, plan.trace ? plan.trace->buffer() : 0);
   dc.hostSerial = plan.serial;
+  if (gda && plan.hostCarved) {
+    dc.gdaHostSignals = c.hostWords.DeviceAt(c.topo.hostRank, plan.hostCarve);
+    gda->hostSignals = true;
+    gda->hostSignalOffset = plan.hostCarve;
+  }
   if (plan.trace && gda) gda->rings.trace = plan.trace->ForRings(gda->rings.count);  // before the proxy sees them
   if (plan.trace && sdma) sdma->rings.trace = plan.trace->ForRings(sdma->rings.count);
   LocateForProxy(c, plan.layout, place, id, gda.get(), sdma.get());
@@ -373,8 +406,8 @@ Status BuildDevComm(ccoComm& c, DevCommPlan& plan, uint32_t id, PhaseTrace& trac
     undo();
     return s;
   }
-  c.devComms[dc.ptr] =
-      DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), plan.serial, gda, sdma, plan.trace};
+  c.devComms[dc.ptr] = DevCommRecord{place.window, place.pooled, place.base - c.MySlice(), plan.serial,   gda,
+                                     sdma,         plan.trace,   plan.hostCarved,          plan.hostCarve};
   *out = dc;
   return Status::Ok();
 }
@@ -402,8 +435,10 @@ Status CreateDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, ccoDevC
   if (!s.ok()) {
     ReleasePlacement(c, plan.place);
     ReleaseCopy(c, &plan.copy);
+    ReleaseHostCarve(c, &plan);
     return s;
   }
+  if (!SameHostCarve(all)) ReleaseHostCarve(c, &plan);
   // GDA names a device communicator on the wire by this number: alike on every rank even if
   // one rank's count fell behind (a call refused before it reached the communicator).
   const uint32_t id = all[0].id;
@@ -448,6 +483,8 @@ Status DestroyDevComm(ccoComm& c, ccoDevComm* dc) {
     Failures freed;
     if (record.gda) freed.Note(DestroyGdaResources(c, *record.gda));
     if (record.sdma) freed.Note(DestroySdmaResources(c, *record.sdma));
+    // No proxy writes its host signal words either: zeroed, they go back on every rank.
+    if (record.hostWords) freed.Note(ReleaseHostWords(c, record.hostWordsOffset));
     if (s.ok()) s = freed.Summary("freeing its proxy resources");
     if (!s.ok()) return s.Prefixed(op);
   }

@@ -230,6 +230,10 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
   if (library.ResolveOptional("cuStreamBatchMemOp_v2", &driver->streamBatchMemOp))
     api.streamWriteValues64 = {&CudaStreamWriteValues64, "cuStreamBatchMemOp_v2"};
+  if (library.ResolveOptional("cuMemHostRegister_v2", &api.hostRegister.fn) &&
+      library.ResolveOptional("cuMemHostUnregister", &api.hostUnregister.fn))
+    api.hostRegister.name = "cuMemHostRegister_v2", api.hostUnregister.name = "cuMemHostUnregister";
+  else api.hostRegister.fn = nullptr;
   if (library.ResolveOptional("cuMemGetHandleForAddressRange", &api.rangeHandle.fn))
     api.rangeHandle.name = "cuMemGetHandleForAddressRange";
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAlloc_v2", &api.memAlloc));

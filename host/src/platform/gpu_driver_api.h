@@ -71,6 +71,8 @@ constexpr int kMemLocationTypeDevice = 1;             // CU_MEM_LOCATION_TYPE_DE
 constexpr int kMemAccessProtReadWrite = 3;            // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 constexpr int kMemAllocGranularityMinimum = 0;        // CU_MEM_ALLOC_GRANULARITY_MINIMUM
 constexpr unsigned kHostAllocPortable = 1;            // CU_MEMHOSTALLOC_PORTABLE, hipHostMallocPortable
+constexpr unsigned kHostRegisterPortable = 1;         // CU_MEMHOSTREGISTER_PORTABLE, hipHostRegisterPortable
+constexpr unsigned kHostRegisterDeviceMap = 2;        // CU_MEMHOSTREGISTER_DEVICEMAP, hipHostRegisterMapped
 constexpr unsigned kHostAllocDeviceMap = 2;           // CU_MEMHOSTALLOC_DEVICEMAP, hipHostMallocMapped
 constexpr unsigned kStreamNonBlocking = 1;            // CU_STREAM_NON_BLOCKING, hipStreamNonBlocking
 
@@ -134,6 +136,10 @@ struct GpuDriverApi {
   DriverEntry<DriverResult (*)(void** host, size_t size, unsigned flags)> hostAlloc;
   DriverEntry<DriverResult (*)(void* host)> hostFree;
   DriverEntry<DriverResult (*)(DeviceAddress* device, void* host, unsigned flags)> hostDevicePointer;
+  // cuMemHostRegister_v2 / hipHostRegister and their undoing. Optional: fn is null where the
+  // driver lacks them (Platform::HostRegister is then unsupported).
+  DriverEntry<DriverResult (*)(void* host, size_t size, unsigned flags)> hostRegister;
+  DriverEntry<DriverResult (*)(void* host)> hostUnregister;
 
   DriverEntry<DriverResult (*)(void** stream, unsigned flags)> streamCreate;
   DriverEntry<DriverResult (*)(void* stream)> streamDestroy;

@@ -458,6 +458,35 @@ Status GpuVmmPlatform::HostMappedFree(int device, void* host) {
   return Status::Ok();
 }
 
+Status GpuVmmPlatform::HostRegister(int device, void* host, size_t size, uint64_t* deviceAddress) {
+  if (api_.hostRegister.fn == nullptr)
+    return Unsupported(Fmt(api_.platformName, ": the driver cannot register host memory"));
+  if (host == nullptr || deviceAddress == nullptr || size == 0)
+    return InvalidArgument("HostRegister: host or deviceAddress is null, or size is 0");
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result = api_.hostRegister.fn(host, size, kHostRegisterPortable | kHostRegisterDeviceMap);
+  if (result != kDriverSuccess)
+    return Failed(api_.hostRegister, result, Fmt("host=", host, ", size=", size, ", portable, mapped"));
+  DeviceAddress mapped = 0;
+  result = api_.hostDevicePointer.fn(&mapped, host, 0);
+  if (result != kDriverSuccess) {
+    Status failure = Failed(api_.hostDevicePointer, result, Fmt("host=", host, ", size=", size));
+    api_.hostUnregister.fn(host);
+    return failure;
+  }
+  *deviceAddress = mapped;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::HostUnregister(int device, void* host) {
+  if (api_.hostUnregister.fn == nullptr)
+    return Unsupported(Fmt(api_.platformName, ": the driver cannot register host memory"));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result = api_.hostUnregister.fn(host);
+  if (result != kDriverSuccess) return Failed(api_.hostUnregister, result, Fmt("host=", host));
+  return Status::Ok();
+}
+
 Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   void* created = nullptr;

@@ -56,6 +56,8 @@ class GpuVmmPlatform : public Platform {
 
   Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) override;
   Status HostMappedFree(int device, void* host) override;
+  Status HostRegister(int device, void* host, size_t size, uint64_t* deviceAddress) override;
+  Status HostUnregister(int device, void* host) override;
 
   Status StreamCreate(int device, uint64_t* stream) override;
   Status StreamDestroy(int device, uint64_t stream) override;

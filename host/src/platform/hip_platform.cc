@@ -271,6 +271,10 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamCreateWithFlags", &api.streamCreate));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamDestroy", &api.streamDestroy));
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "hipStreamSynchronize", &api.streamSynchronize));
+  if (library.ResolveOptional("hipHostRegister", &api.hostRegister.fn) &&
+      library.ResolveOptional("hipHostUnregister", &api.hostUnregister.fn))
+    api.hostRegister.name = "hipHostRegister", api.hostUnregister.name = "hipHostUnregister";
+  else api.hostRegister.fn = nullptr;
   if (library.ResolveOptional("hipMemGetHandleForAddressRange", &api.rangeHandle.fn))
     api.rangeHandle.name = "hipMemGetHandleForAddressRange";
 

@@ -94,6 +94,17 @@ class Platform {
   // address kernels use.
   virtual Status HostMappedAlloc(int device, size_t size, void** host, uint64_t* deviceAddress) = 0;
   virtual Status HostMappedFree(int device, void* host) = 0;
+  // Host memory the caller mapped (a memfd shared with host peers) made reachable by the device
+  // too: *deviceAddress is where kernels and streams read and write it, while the CPU keeps
+  // using `host`. ccoUnsupported where the platform cannot; HostUnregister undoes it.
+  virtual Status HostRegister(int device, void* host, size_t size, uint64_t* deviceAddress) {
+    (void)device, (void)host, (void)size, (void)deviceAddress;
+    return Unsupported(Fmt(name(), " cannot register host memory"));
+  }
+  virtual Status HostUnregister(int device, void* host) {
+    (void)device, (void)host;
+    return Unsupported(Fmt(name(), " cannot register host memory"));
+  }
 
   // Streams of the library's own (the GDA proxy's): work on them never waits for, and is
   // never held up by, the work the caller's kernels have queued. A copy between two device

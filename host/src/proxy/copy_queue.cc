@@ -36,6 +36,15 @@ Status CopyQueue::WriteValue64(uint64_t address, uint64_t value) {
   writeAddresses_[writes_] = address;
   writeValues_[writes_] = value;
   ++writes_;
+  markerLast_ = false;
+  return Status::Ok();
+}
+
+Status CopyQueue::Mark() {
+  if (tail_ == nullptr) return Status::Ok();
+  CCO_RETURN_IF_ERROR(WriteValue64(tail_->device_, tail_->next_ + 1));
+  ++tail_->next_;
+  markerLast_ = true;
   return Status::Ok();
 }
 
@@ -50,6 +59,7 @@ Status CopyQueue::FlushCopy() {
   const uint64_t dst = dst_, src = src_, bytes = bytes_;
   bytes_ = 0;  // submitted, or failed for good
   ++submissions_;
+  if (tail_) tail_->unmarked_ = true;
   return Submitted(platform_->CopyOnStream(device_, stream_, dst, src, bytes));
 }
 
@@ -59,7 +69,15 @@ Status CopyQueue::FlushWrites() {
   const int count = writes_;
   writes_ = 0;  // submitted, or failed for good
   ++submissions_;
-  return Submitted(platform_->StreamWriteValues64(device_, stream_, writeAddresses_, writeValues_, count));
+  const Status s = Submitted(platform_->StreamWriteValues64(device_, stream_, writeAddresses_, writeValues_, count));
+  if (tail_ && s.ok() && markerLast_) {  // the marker vouches for this batch and all before it
+    tail_->marked_ = tail_->next_;
+    tail_->unmarked_ = false;
+  } else if (tail_) {
+    tail_->unmarked_ = true;
+  }
+  markerLast_ = false;
+  return s;
 }
 
 Status CopyQueue::Submitted(Status s) {

@@ -20,6 +20,11 @@
 //     `consumed` over a copy that was held back and never submitted.
 // The owner calls Flush() before the stream is used any other way, and sees its status; the
 // destructor flushes too, unreported.
+//
+// With a StreamTail, the queue also tells whether everything ever submitted to the stream has
+// completed (Idle): then the owner may write a word with a CPU store instead (a signal in host
+// memory, a ring's `consumed`), which lands in a microsecond where a stream write takes
+// several, and still after everything before it.
 #ifndef CCO_HOST_PROXY_COPY_QUEUE_H_
 #define CCO_HOST_PROXY_COPY_QUEUE_H_
 
@@ -31,9 +36,30 @@ namespace cco {
 
 class Platform;
 
+// What is still running on one stream, for every CopyQueue over it: submissions since the
+// last marker, and the marker, a count the stream writes into host memory behind its work.
+// Used from the proxy's thread only.
+class StreamTail {
+ public:
+  // host/device: one 8-byte word of host memory, as the CPU and the stream reach it.
+  StreamTail(const volatile uint64_t* host, uint64_t device) : host_(host), device_(device) {}
+  // Whether everything submitted so far has completed: no submission since the last marker,
+  // and the marker landed.
+  bool Idle() const { return !unmarked_ && (marked_ == 0 || *host_ >= marked_); }
+
+ private:
+  friend class CopyQueue;
+  const volatile uint64_t* host_;
+  uint64_t device_;
+  uint64_t next_ = 0;      // the last marker value handed out
+  uint64_t marked_ = 0;    // the marker whose landing vouches for everything submitted
+  bool unmarked_ = false;  // something was submitted after it
+};
+
 class CopyQueue {
  public:
-  CopyQueue(Platform* platform, int device, uint64_t stream) : platform_(platform), device_(device), stream_(stream) {}
+  CopyQueue(Platform* platform, int device, uint64_t stream, StreamTail* tail = nullptr)
+      : platform_(platform), device_(device), stream_(stream), tail_(tail) {}
   ~CopyQueue();
   CopyQueue(const CopyQueue&) = delete;
   CopyQueue& operator=(const CopyQueue&) = delete;
@@ -45,6 +71,12 @@ class CopyQueue {
   Status WriteValue64(uint64_t address, uint64_t value);
   // Issues what is held back (a copy, or writes), if anything.
   Status Flush();
+  // With a tail: a marker written behind everything queued so far (held with the writes
+  // before it, so it costs no submission of its own). Without one, nothing.
+  Status Mark();
+  // Nothing held back, nothing failed, and (the tail says) nothing still running on the
+  // stream: a word written now with a CPU store lands after everything queued before.
+  bool Idle() const { return tail_ != nullptr && failed_.ok() && bytes_ == 0 && writes_ == 0 && tail_->Idle(); }
 
   // Submissions so far (copies issued, writes): what the joining saves shows here.
   uint64_t submissions() const { return submissions_; }
@@ -55,6 +87,7 @@ class CopyQueue {
   Platform* platform_;
   int device_;
   uint64_t stream_;
+  StreamTail* tail_;
   Status FlushCopy();
   Status FlushWrites();
 
@@ -63,6 +96,7 @@ class CopyQueue {
   // The writes held back, in order (writes_ 0: none); never at once with a copy.
   uint64_t writeAddresses_[kMaxWrites], writeValues_[kMaxWrites];
   int writes_ = 0;
+  bool markerLast_ = false;  // the last write held back is the tail's marker
   uint64_t submissions_ = 0;
   Status failed_ = Status::Ok();
 };

@@ -41,6 +41,10 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   uint64_t signalOffset = 0;
   uint64_t signalWindowOffset = 0;  // ... the same, from the start of window `signalWindow`
   uint64_t counterOffset = 0;
+  // Where the device communicator has host signal words (abi/gda.h): their offset in every
+  // host rank's host words. The proxy writes its words of LSA peers there.
+  bool hostSignals = false;
+  uint64_t hostSignalOffset = 0;
 
   // Proxy state: the running sum this rank has written into each peer's word of each signal
   // [peer index][signal id], and the counter markers each ring has passed

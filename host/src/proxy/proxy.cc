@@ -77,6 +77,8 @@ Proxy::~Proxy() {
     ctx_.platform->StreamSynchronize(ctx_.device, stream_);
     ctx_.platform->StreamDestroy(ctx_.device, stream_);
   }
+  tail_.reset();
+  if (tailWord_ != nullptr) ctx_.platform->HostMappedFree(ctx_.device, tailWord_);
   for (uint64_t stream : queueStreams_) {
     ctx_.platform->StreamSynchronize(ctx_.device, stream);
     ctx_.platform->StreamDestroy(ctx_.device, stream);
@@ -99,6 +101,11 @@ Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
   if (!streamMade_) {
     CCO_RETURN_IF_ERROR(ctx_.platform->StreamCreate(ctx_.device, &stream_).Prefixed("the GDA proxy's stream"));
     streamMade_ = true;
+    // Without its marker word, every word goes on the stream, as it always may.
+    uint64_t device = 0;
+    if (ctx_.platform->HostMappedAlloc(ctx_.device, sizeof(uint64_t), &tailWord_, &device).ok())
+      tail_.reset(new StreamTail(static_cast<const volatile uint64_t*>(tailWord_), device));
+    else tailWord_ = nullptr;
   }
   uint64_t target = 0;
   {
@@ -353,14 +360,14 @@ void Proxy::AwaitReply() {
 // that work. A descriptor that fails stops its ring, naming peerOf(ring) and nameOf(ring);
 // the work of the descriptors before it is still queued, and only then counted consumed.
 template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
-bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf) {
+bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf, StreamTail* tail) {
   const ProxyContext& c = ctx_;
   RingTrace* trace = rings.trace.get();  // the device communicator traces (trace_stamps.h)
   if (trace) trace->Tick();
   bool did = false;
   for (uint32_t ring = 0; ring < rings.count; ++ring) {
     RingConsumer& consumer = rings.consumers[ring];
-    CopyQueue stream(c.platform, c.device, streamOf(ring));
+    CopyQueue stream(c.platform, c.device, streamOf(ring), tail);
     for (int i = 0; i < kBurst && !consumer.failed(); ++i) {
       ccoGdaDesc d;
       uint64_t ticket;
@@ -376,10 +383,20 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
       if (taken) trace->Queued(ring, ticket, d.traceRecord, taken);
       if (!deferred) consumer.Complete(ticket);  // queued: `consumed` is written behind it below
     }
-    // One write per ring per pass, behind the work it vouches for (the copy held back first).
-    Status s = stream.Flush();
+    // One write per ring per pass, behind the work it vouches for (the copy held back first, the
+    // words written before it in the same submission), with the tail's marker after it; a CPU
+    // store where nothing queued before it still runs.
+    Status s;
     uint64_t consumed;
-    if (s.ok() && consumer.Unpublished(&consumed)) s = stream.WriteValue64(rings.consumedAddress(ring), consumed);
+    if (consumer.Unpublished(&consumed)) {
+      if (stream.Idle()) {
+        consumer.StoreConsumed(consumed);
+      } else {
+        s = stream.WriteValue64(rings.consumedAddress(ring), consumed);
+        if (s.ok()) s = stream.Mark();
+      }
+    }
+    if (s.ok()) s = stream.Flush();
     if (!s.ok()) Fail(rings, ring, peerOf(ring), nameOf(ring), s);
     if (trace) trace->Poll(ring, rings.hostWords(ring));
   }
@@ -393,7 +410,7 @@ bool Proxy::Pass(GdaResources& g) {
         return Issue(g, ring, ticket, d, deferred, stream);
       },
       [&](uint32_t) { return stream_; }, [&](uint32_t ring) { return g.peerRank[ring % g.peerCount]; },
-      [&](uint32_t ring) { return Fmt("GDA context ", ring / g.peerCount); });
+      [&](uint32_t ring) { return Fmt("GDA context ", ring / g.peerCount); }, tail_.get());
 }
 
 bool Proxy::Pass(SdmaResources& s) {
@@ -404,7 +421,7 @@ bool Proxy::Pass(SdmaResources& s) {
       },
       [&](uint32_t ring) { return s.streams[ring % s.queues]; },
       [&](uint32_t ring) { return ctx_.topo.lsaWorldBase + static_cast<int32_t>(ring / s.queues); },
-      [&](uint32_t ring) { return Fmt("SDMA queue ", ring % s.queues); });
+      [&](uint32_t ring) { return Fmt("SDMA queue ", ring % s.queues); }, nullptr);
 }
 
 // The host words say why (posters' waits read them); the device-side mirror makes the

@@ -121,8 +121,13 @@ class Proxy : private NetTargetMap {
   bool PassAll();
   // fn(consumer) for every ring the thread serves.
   template <class Fn> void ForEachConsumer(Fn fn);
+  // tail: the streams' StreamTail (copy_queue.h), where the ring set's words may be written
+  // with CPU stores once its stream has run dry (GDA's one stream); null: always on the stream.
   template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
-  bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf);
+  bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf, StreamTail* tail);
+  // Writes sum into a signal word of host peer `host`'s host words at `offset`: a CPU store
+  // where nothing queued before still runs, else a stream write.
+  Status WriteHostSignal(int host, uint64_t offset, uint64_t sum, CopyQueue& stream);
   // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
   // *deferred: the work went to the network backend, which completes the ticket later.
   Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred, CopyQueue& stream);
@@ -201,6 +206,9 @@ class Proxy : private NetTargetMap {
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;
   bool streamMade_ = false;
+  // What still runs on stream_ (copy_queue.h): its marker word, host-mapped, made with it.
+  void* tailWord_ = nullptr;
+  std::unique_ptr<StreamTail> tail_;
   std::mutex queueStreamsMu_;
   std::vector<uint64_t> queueStreams_;  // SDMA queue q's stream (QueueStreams)
 

@@ -77,6 +77,10 @@ struct ProxyContext {
   OwnLiveness* liveness = nullptr;
   std::vector<const PeerLiveness*> peerLiveness;
   const WindowLookup* windows = nullptr;  // outlives the proxy
+  // Each host rank's host words (comm/host_words.h) by host index, for the CPU and for the
+  // device; empty where this rank has none. They outlive the proxy.
+  std::vector<char*> hostWordsCpu;
+  std::vector<uint64_t> hostWordsDevice;
 
   uint64_t MySlice() const { return hostSlices[topo.hostRank]; }
   uint64_t LsaSlice(int lsaRank) const { return hostSlices[topo.lsaHostBase + lsaRank]; }

@@ -44,6 +44,8 @@ class RingConsumer {
   bool Unpublished(uint64_t* consumed);
   // Stops the ring: posters' waits end (ccoGdaRingError), naming `peer`.
   void Fail(ccoGdaRingError error, int32_t peer);
+  // Writes `consumed` with a CPU store (release), where nothing queued before it still runs.
+  void StoreConsumed(uint64_t consumed) { __atomic_store_n(&ring_.host->consumed, consumed, __ATOMIC_RELEASE); }
 
   // The cpu platform's proxy sleeps on an eventfd its kernels' doorbells write (abi/ring.h):
   // which one, and (sequentially consistent, before the proxy's last look) whether it sleeps.

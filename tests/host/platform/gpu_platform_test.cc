@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "platform/gpu_vmm_platform.h"
+#include "platform/memfd.h"
 #include "platform/platform.h"
 
 namespace cco {
@@ -202,6 +204,40 @@ void ExpectStreamWork(Platform* platform, int device) {
   ASSERT_OK(platform->DeviceFree(device, va));
 }
 
+// Host words (comm/host_words.h): two mappings of one memfd, as a rank and its in-process peer
+// have them, each registered for the device. A word the stream writes through one mapping's
+// device address is what the CPU reads through the other, and a CPU store through one is what
+// the device reads through the other.
+void ExpectHostRegistration(Platform* platform, int device) {
+  constexpr size_t kBytes = 64 << 10;
+  int fd = -1;
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_OK(CreateSealedMemfd("cco-test", kBytes, &fd));
+  ASSERT_OK(MapMemfd(fd, kBytes, &a));
+  ASSERT_OK(MapMemfd(fd, kBytes, &b));
+  close(fd);
+  uint64_t deviceA = 0, deviceB = 0;
+  ASSERT_OK(platform->HostRegister(device, a, kBytes, &deviceA));
+  ASSERT_OK(platform->HostRegister(device, b, kBytes, &deviceB));
+  EXPECT_NE(deviceA, 0u);
+  EXPECT_NE(deviceB, 0u);
+  uint64_t stream = 0;
+  ASSERT_OK(platform->StreamCreate(device, &stream));
+  ASSERT_OK(platform->StreamWriteValue64(device, stream, deviceB + 4096, 0x1122334455667788ull));
+  ASSERT_OK(platform->StreamSynchronize(device, stream));
+  EXPECT_EQ(static_cast<const volatile uint64_t*>(a)[512], 0x1122334455667788ull);
+  __atomic_store_n(static_cast<uint64_t*>(a) + 9, 0x99u, __ATOMIC_RELEASE);
+  uint64_t word = 0;
+  ASSERT_OK(platform->CopyFromDevice(device, &word, deviceB + 72, sizeof(word)));
+  EXPECT_EQ(word, 0x99u);
+  ASSERT_OK(platform->StreamDestroy(device, stream));
+  ASSERT_OK(platform->HostUnregister(device, a));
+  ASSERT_OK(platform->HostUnregister(device, b));
+  munmap(a, kBytes);
+  munmap(b, kBytes);
+}
+
 void ExpectDeviceMemoryFromAnotherThread(Platform* platform, int device) {
   uint64_t va = 0;
   const std::vector<unsigned char> data = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -279,6 +315,7 @@ void RunRoundTrip(Platform* platform) {
   ASSERT_NO_FATAL_FAILURE(ExpectVirtualMemoryRoundTrip(platform, device, granule));
   ASSERT_NO_FATAL_FAILURE(ExpectHostMappedMemory(platform, device));
   ASSERT_NO_FATAL_FAILURE(ExpectStreamWork(platform, device));
+  ASSERT_NO_FATAL_FAILURE(ExpectHostRegistration(platform, device));
   ASSERT_NO_FATAL_FAILURE(ExpectDeviceMemoryFromAnotherThread(platform, device));
   ASSERT_NO_FATAL_FAILURE(ExpectCleanFailures(platform, device, granule));
 }
@@ -289,6 +326,7 @@ TEST(CpuPlatformTest, StreamWorkLandsAtOnce) {
   Platform* platform = nullptr;
   ASSERT_OK(CreateCpuPlatform(&platform));
   ExpectStreamWork(platform, 0);
+  ExpectHostRegistration(platform, 0);
   delete platform;
 }
 

@@ -174,5 +174,79 @@ TEST_F(CopyQueueTest, ACopyHeldBackIsIssuedWhenTheQueueGoes) {
   EXPECT_EQ(dst, src);
 }
 
+// The tail (what still runs on the stream). The cpu platform writes the marker at once into
+// `written`; the tail reads `landed`, which the test copies from it when the "stream" has run:
+// a stream whose work completes only when the test says so.
+class StreamTailTest : public CopyQueueTest {
+ protected:
+  uint64_t written = 0, landed = 0;
+  StreamTail tail{&landed, reinterpret_cast<uint64_t>(&written)};
+  void StreamRan() { landed = written; }
+};
+
+TEST_F(StreamTailTest, IdleOnlyOnceTheMarkerBehindEverySubmissionLanded) {
+  std::vector<uint64_t> src = Words(8, 1000), dst(8, 0), consumed(1, 0);
+  CopyQueue q(platform_, 0, 0, &tail);
+  EXPECT_TRUE(q.Idle());  // nothing ever submitted
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  EXPECT_FALSE(q.Idle());  // held back
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_FALSE(q.Idle());  // submitted, no marker behind it
+  StreamRan();
+  EXPECT_FALSE(q.Idle());  // still none: nothing vouches for the copy
+  ASSERT_TRUE(q.WriteValue64(At(consumed, 0), 5).ok());
+  ASSERT_TRUE(q.Mark().ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(written, 1u);
+  EXPECT_EQ(q.submissions(), 2u);  // the marker went with the write before it
+  EXPECT_FALSE(q.Idle());          // the marker has not landed
+  StreamRan();
+  EXPECT_TRUE(q.Idle());
+  ASSERT_TRUE(q.WriteValue64(At(consumed, 0), 6).ok());
+  EXPECT_FALSE(q.Idle());  // a write held back
+}
+
+// Another queue over the same stream (the next ring's) sees what the first submitted.
+TEST_F(StreamTailTest, EveryQueueOverTheStreamSharesItsTail) {
+  std::vector<uint64_t> words(4, 0);
+  CopyQueue first(platform_, 0, 0, &tail);
+  ASSERT_TRUE(first.WriteValue64(At(words, 0), 1).ok());
+  ASSERT_TRUE(first.Flush().ok());
+  CopyQueue second(platform_, 0, 0, &tail);
+  EXPECT_FALSE(second.Idle());
+  ASSERT_TRUE(second.Mark().ok());
+  ASSERT_TRUE(second.Flush().ok());
+  StreamRan();
+  EXPECT_TRUE(first.Idle() && second.Idle());
+}
+
+// A marker with a write after it in the same submission vouches for nothing (it is not the
+// last thing on the stream), and a failed submission leaves the tail busy for good, whatever
+// lands: a word written with a CPU store could otherwise overtake work still queued.
+TEST_F(StreamTailTest, AMarkerNotLastAndAFailureKeepItBusy) {
+  std::vector<uint64_t> words(4, 0);
+  CopyQueue q(platform_, 0, 0, &tail);
+  ASSERT_TRUE(q.Mark().ok());
+  ASSERT_TRUE(q.WriteValue64(At(words, 0), 1).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  StreamRan();
+  EXPECT_FALSE(q.Idle());
+  ASSERT_TRUE(q.WriteValue64(At(words, 1) + 4, 2).ok());  // unaligned: the cpu platform refuses it
+  ASSERT_TRUE(q.Mark().ok());
+  EXPECT_FALSE(q.Flush().ok());
+  StreamRan();
+  EXPECT_FALSE(q.Idle());
+  CopyQueue next(platform_, 0, 0, &tail);
+  EXPECT_FALSE(next.Idle());  // the failed batch's marker never counted
+}
+
+// Without a tail a queue is never idle: every word goes on the stream.
+TEST_F(CopyQueueTest, WithoutATailNothingIsIdle) {
+  CopyQueue q(platform_, 0, 0);
+  EXPECT_FALSE(q.Idle());
+  EXPECT_TRUE(q.Mark().ok());
+  EXPECT_EQ(q.submissions(), 0u);
+}
+
 }  // namespace
 }  // namespace cco
