@@ -42,14 +42,15 @@ class Platform;
 class StreamTail {
  public:
   // host/device: one 8-byte word of host memory, as the CPU and the stream reach it.
-  StreamTail(const volatile uint64_t* host, uint64_t device) : host_(host), device_(device) {}
+  StreamTail(const uint64_t* host, uint64_t device) : host_(host), device_(device) {}
   // Whether everything submitted so far has completed: no submission since the last marker,
   // and the marker landed.
-  bool Idle() const { return !unmarked_ && (marked_ == 0 || *host_ >= marked_); }
+  // (Acquire: the words the owner stores next are ordered after the load, on every CPU.)
+  bool Idle() const { return !unmarked_ && (marked_ == 0 || __atomic_load_n(host_, __ATOMIC_ACQUIRE) >= marked_); }
 
  private:
   friend class CopyQueue;
-  const volatile uint64_t* host_;
+  const uint64_t* host_;
   uint64_t device_;
   uint64_t next_ = 0;      // the last marker value handed out
   uint64_t marked_ = 0;    // the marker whose landing vouches for everything submitted

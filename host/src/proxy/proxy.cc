@@ -104,7 +104,7 @@ Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
     // Without its marker word, every word goes on the stream, as it always may.
     uint64_t device = 0;
     if (ctx_.platform->HostMappedAlloc(ctx_.device, sizeof(uint64_t), &tailWord_, &device).ok())
-      tail_.reset(new StreamTail(static_cast<const volatile uint64_t*>(tailWord_), device));
+      tail_.reset(new StreamTail(static_cast<const uint64_t*>(tailWord_), device));
     else tailWord_ = nullptr;
   }
   uint64_t target = 0;
