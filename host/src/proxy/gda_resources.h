@@ -5,7 +5,10 @@
 //
 // Signal and counter words live in each rank's resources (device memory, mapped in
 // every host peer's flat range): the device polls its own memory, and a sender's proxy
-// writes the sender's words there with stream writes behind the data (abi/gda.h).
+// writes the sender's words there with stream writes behind the data (abi/gda.h). The words of
+// senders in the target's LSA team live in its host words instead where the device
+// communicator has them (comm/host_words.h): written with a CPU store once the proxy's stream
+// has run dry, else on the stream.
 #ifndef CCO_HOST_PROXY_GDA_RESOURCES_H_
 #define CCO_HOST_PROXY_GDA_RESOURCES_H_
 

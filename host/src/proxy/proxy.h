@@ -13,7 +13,9 @@
 // one stream in ring order, so a signal is never visible before its data nor before the
 // data of earlier posts; counters and each ring's `consumed` are stream writes too. The
 // thread only queues work and never waits for it: a put+signal reaches the target after
-// one pass and the stream's own latency. SDMA rings (abi/sdma.h) go the same way, each
+// one pass and the stream's own latency. Where the stream has run dry (its tail: copy_queue.h)
+// a signal word in the target's host words and a ring's `consumed` are CPU stores instead,
+// which land in about a microsecond (comm/host_words.h). SDMA rings (abi/sdma.h) go the same way, each
 // queue index on a stream of its own (QueueStreams: shared by every device communicator),
 // with the pool slots written behind the data.
 //
