@@ -51,20 +51,29 @@ CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
 /// Waits until value() - *shadow reaches `least` (compared in `bits` bits, 32 or 64), then
 /// consumes it. value() may load relaxed: the fence after the wait makes it an acquire.
 /// failed(): a ring whose failure means the count may never come (a lost peer's); the wait
-/// then ends ABORTED. Every thread of the group waits; thread 0 moves the shadow.
+/// then ends ABORTED. Thread 0 moves the shadow.
+///
+/// In a group that can vote, thread 0 alone polls and the others wait for its verdict at the
+/// vote; the group's closing barrier orders their reads after its acquire. Every warp of a
+/// block polling host memory (the host signal words, abi/gda.h) made each poll a bus trip per
+/// warp and round trips several times slower on an H100 (tools/perf/stream_write_probe.cu, the
+/// x128 rows). A group that cannot vote (an amdgcn block) learns nothing from the others, so
+/// there every thread polls.
 template <class Coop, class Value, class Failed>
 CCO_DEVICE_API int32_t Consume(Value value, Failed failed, uint64_t* shadow, uint64_t least, int32_t bits,
                                const WaitLimits& limits) {
   Coop coop;
   const uint64_t base = *shadow;
-  const int32_t status = spin_wait<RingSpin>(
-      [&] {
-        const uint64_t got = value() - base;
-        return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
-      },
-      failed, limits);
+  int32_t status = CCO_DEVICE_STATUS_OK;
+  if (!Coop::kVotes || coop.thread_rank() == 0)
+    status = spin_wait<RingSpin>(
+        [&] {
+          const uint64_t got = value() - base;
+          return bits == 32 ? static_cast<uint32_t>(got) >= static_cast<uint32_t>(least) : got >= least;
+        },
+        failed, limits);
   arch::fence<scope::System>();
-  // One verdict: the shadow moves only when every thread saw the count (timeouts are per thread).
+  // One verdict: the shadow moves only when the count was seen (timeouts are per polling thread).
   const int32_t verdict = worst_status(coop, status);
   if (verdict == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
   coop.sync();

@@ -14,6 +14,8 @@
 //                 (cuMemHostRegister): how a proxy would write a host peer's signal word
 //   memfd write   cuStreamWriteValue64 into that registered memfd (the same word, written
 //                 behind a stream's work)
+//   ... x128      the write, the pinned host store and the memfd rows again with a block of 128
+//                 threads polling (a group's wait), not one
 //   stream_write_probe [round_trips=20000]
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
 #include <cuda.h>
@@ -33,15 +35,20 @@ static double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Waits for *word >= i, then answers i into *ack, for i = 1..rounds.
+// Waits for *word >= i, then answers i into *ack, for i = 1..rounds. Every thread of the block
+// polls (as every thread of a group waiting in ccoGda does); thread 0 answers.
 __global__ void Answer(const volatile unsigned long long* word, volatile unsigned long long* ack, int rounds) {
   for (unsigned long long i = 1; i <= static_cast<unsigned long long>(rounds); ++i) {
     while (*word < i) {
     }
     __threadfence_system();
-    *ack = i;
+    __syncthreads();
+    if (threadIdx.x == 0) *ack = i;
   }
 }
+
+// How many threads poll (the rows marked x128 poll with a block of 128).
+static int pollers = 1;
 
 struct Result {
   double roundTripUs, issueUs;
@@ -52,8 +59,8 @@ template <class Issue>
 static Result Run(CUstream kernelStream, CUdeviceptr word, volatile unsigned long long* ack, CUdeviceptr ackDevice,
                   int rounds, Issue issue) {
   *ack = 0;
-  Answer<<<1, 1, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(word),
-                                    reinterpret_cast<volatile unsigned long long*>(ackDevice), rounds);
+  Answer<<<1, pollers, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(word),
+                                          reinterpret_cast<volatile unsigned long long*>(ackDevice), rounds);
   double issued = 0;
   const double t0 = NowUs();
   for (int i = 1; i <= rounds; ++i) {
@@ -137,8 +144,8 @@ static void MemfdRows(CUstream kernelStream, CUstream writeStream, int rounds) {
   CUdeviceptr dev;
   CHECK(cuMemHostGetDevicePointer(&dev, map, 0));
   w[0] = w[1] = w[2] = 0;
-  Answer<<<1, 1, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(dev),
-                                    reinterpret_cast<volatile unsigned long long*>(dev + 8), rounds);
+  Answer<<<1, pollers, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(dev),
+                                          reinterpret_cast<volatile unsigned long long*>(dev + 8), rounds);
   const pid_t child = fork();
   if (child == 0) {  // no CUDA here: stores and loads of the shared pages only
     const double t0 = NowUs();
@@ -156,10 +163,12 @@ static void MemfdRows(CUstream kernelStream, CUstream writeStream, int rounds) {
   CHECK(cuStreamSynchronize(kernelStream));
   double us = 0;
   memcpy(&us, const_cast<unsigned long long*>(w + 2), sizeof(us));
-  printf("%-12s %10.3f us/round trip   (another process's stores)\n", "memfd store", us);
+  printf("%-12s %10.3f us/round trip   (another process's stores)\n", pollers > 1 ? "memfd st x128" : "memfd store",
+         us);
   w[0] = 0;
-  Report("memfd write", Run(kernelStream, dev, w + 1, dev + 8, rounds,
-                            [&](unsigned long long i) { CHECK(cuStreamWriteValue64(writeStream, dev, i, 0)); }));
+  Report(pollers > 1 ? "memfd wr x128" : "memfd write",
+         Run(kernelStream, dev, w + 1, dev + 8, rounds,
+             [&](unsigned long long i) { CHECK(cuStreamWriteValue64(writeStream, dev, i, 0)); }));
   CHECK(cuMemHostUnregister(map));
   munmap(map, 4096);
   close(fd);
@@ -210,6 +219,15 @@ int main(int argc, char** argv) {
     *word = 0;
     Report("vmm host", Run(kernelStream, vmm, ack, ackDevice, rounds, [&](unsigned long long i) { *word = i; }));
   }
+  MemfdRows(kernelStream, writeStream, rounds);
+  // The same with a block of 128 threads polling: device memory, pinned host memory, the memfd.
+  pollers = 128;
+  CHECK(cuMemsetD8(words, 0, 16));
+  Report("write x128", Run(kernelStream, words, ack, ackDevice, rounds,
+                           [&](unsigned long long i) { CHECK(cuStreamWriteValue64(writeStream, words, i, 0)); }));
+  *flag = 0;
+  Report("host st x128",
+         Run(kernelStream, flagDevice, ack, ackDevice, rounds, [&](unsigned long long i) { *flag = i; }));
   MemfdRows(kernelStream, writeStream, rounds);
   return 0;
 }
