@@ -436,16 +436,21 @@ Status GpuVmmPlatform::HostMappedAlloc(int device, size_t size, void** host, uin
   void* allocated = nullptr;
   DriverResult result = api_.hostAlloc.fn(&allocated, size, kHostAllocPortable | kHostAllocDeviceMap);
   if (result != kDriverSuccess) return Failed(api_.hostAlloc, result, Fmt("size=", size, ", portable, mapped"));
-  DeviceAddress mapped = 0;
-  result = api_.hostDevicePointer.fn(&mapped, allocated, 0);
-  if (result != kDriverSuccess) {
-    Status failure = Failed(api_.hostDevicePointer, result, Fmt("host=", allocated, ", size=", size));
+  const Status mapped = DeviceAddressOf(allocated, size, deviceAddress);
+  if (!mapped.ok()) {
     api_.hostFree.fn(allocated);
-    return failure;
+    return mapped;
   }
   // Flags kept here (the abort flag) must start clear; the driver does not zero.
   memset(allocated, 0, size);
   *host = allocated;
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::DeviceAddressOf(void* host, size_t size, uint64_t* deviceAddress) {
+  DeviceAddress mapped = 0;
+  const DriverResult result = api_.hostDevicePointer.fn(&mapped, host, 0);
+  if (result != kDriverSuccess) return Failed(api_.hostDevicePointer, result, Fmt("host=", host, ", size=", size));
   *deviceAddress = mapped;
   return Status::Ok();
 }
@@ -467,15 +472,9 @@ Status GpuVmmPlatform::HostRegister(int device, void* host, size_t size, uint64_
   DriverResult result = api_.hostRegister.fn(host, size, kHostRegisterPortable | kHostRegisterDeviceMap);
   if (result != kDriverSuccess)
     return Failed(api_.hostRegister, result, Fmt("host=", host, ", size=", size, ", portable, mapped"));
-  DeviceAddress mapped = 0;
-  result = api_.hostDevicePointer.fn(&mapped, host, 0);
-  if (result != kDriverSuccess) {
-    Status failure = Failed(api_.hostDevicePointer, result, Fmt("host=", host, ", size=", size));
-    api_.hostUnregister.fn(host);
-    return failure;
-  }
-  *deviceAddress = mapped;
-  return Status::Ok();
+  const Status mapped = DeviceAddressOf(host, size, deviceAddress);
+  if (!mapped.ok()) api_.hostUnregister.fn(host);
+  return mapped;
 }
 
 Status GpuVmmPlatform::HostUnregister(int device, void* host) {

@@ -93,6 +93,9 @@ class GpuVmmPlatform : public Platform {
   Status ReserveAligned(size_t size, size_t alignment, uint64_t* va);
 
   bool ProbeOffsetMapping(int device);
+  // The device's address of host memory the driver maps (allocated or registered); the caller
+  // has its device bound.
+  Status DeviceAddressOf(void* host, size_t size, uint64_t* deviceAddress);
   // Runs `work(stream)` on the device's control stream and waits for that stream alone.
   // Fills and uploads go there, never to the legacy default stream and never followed by a
   // context-wide synchronize: either would wait for every kernel of the process, including
