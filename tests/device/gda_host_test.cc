@@ -335,16 +335,17 @@ TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
       0);
 }
 
-// Ranks as threads share their host words through the process's registry: every device
-// communicator with GDA peers has them. A signal through the proxy lands in the target's host
-// word of its sender (abi/gda.h), one the device sends itself in its direct word, and neither
-// ever in the proxy word in device memory.
+// Ranks as threads share their host words through the process's registry: a device
+// communicator with GDA peers and its direct path off has them. A signal through the proxy
+// lands in the target's host word of its sender (abi/gda.h); with the direct path on there are
+// none, and a signal the device sends itself lands in its direct word; neither ever in the
+// proxy word in device memory.
 TEST_P(GdaOnHost, SignalsOfLsaPeersLandInTheHostWords) {
   const bool direct = this->direct();
   EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL,
                         [direct](Rank& k) {
                           ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
-                          CHECK_OR_FAIL(k.dc.gdaHostSignals != 0);
+                          CHECK_OR_FAIL((k.dc.gdaHostSignals != 0) == !direct);
                           const int n = k.dc.worldSize;
                           for (int p = 0; p < n; ++p)
                             if (p != k.rank) CHECK_OR_FAIL(gda.signal(p, 3, CCO_SIGNAL_ADD, 10 + k.rank) == 0);
@@ -353,9 +354,12 @@ TEST_P(GdaOnHost, SignalsOfLsaPeersLandInTheHostWords) {
                           CHECK_OR_FAIL(gda.wait_signal(3, want) == 0);
                           const auto* host = reinterpret_cast<const volatile uint64_t*>(k.dc.gdaHostSignals);
                           const auto* words = reinterpret_cast<const volatile uint64_t*>(k.dc.gdaSignals);
+                          const uint32_t ids = k.dc.gdaSignalCount + k.dc.gdaBarrierCount;
                           for (int p = 0; p < n; ++p) {
                             if (p == k.rank) continue;
-                            CHECK_OR_FAIL(host[cco_gda_host_signal_word(3, p, n)] == (direct ? 0u : 10u + p));
+                            const uint64_t mine = direct ? words[cco_gda_direct_signal_word(ids, n, 3, p, n)]
+                                                         : host[cco_gda_host_signal_word(3, p, n)];
+                            CHECK_OR_FAIL(mine == 10u + p);
                             CHECK_OR_FAIL(words[cco_gda_signal_word(3, p, n)] == 0);
                           }
                           CHECK_OR_FAIL(gda.flush() == 0);

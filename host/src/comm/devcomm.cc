@@ -267,9 +267,11 @@ bool SameHostCarve(const std::vector<Proposal>& all) {
 }
 
 // Bytes of host signal words a device communicator with `reqs` carves: one word per (signal
-// id, LSA sender), where it has GDA peers and LSA peers (0: none).
-size_t HostSignalBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, int gdaPeers) {
-  if (gdaPeers == 0 || c.topo.lsaSize <= 1 || !env::Flag("CCO_GDA_HOST_SIGNALS", true)) return 0;
+// id, LSA sender), where it has GDA peers and LSA peers and its direct path is off (0: none).
+// With the direct path on, the signals that host words speed up (alone, on an idle ring) go
+// direct, and a wait would only poll host memory besides its device words.
+size_t HostSignalBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, int gdaPeers, DirectBounds direct) {
+  if (gdaPeers == 0 || c.topo.lsaSize <= 1 || direct.single != 0 || !env::Flag("CCO_GDA_HOST_SIGNALS", true)) return 0;
   return static_cast<size_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount) * c.topo.lsaSize * sizeof(uint64_t);
 }
 
@@ -330,7 +332,7 @@ Status PlanDevComm(ccoComm& c, const ccoDevCommRequirements* userReqs, const cco
   plan->mine.counts = CountsOf(reqs);
   plan->mine.carve = place.pooled ? carve : kOwnWindow;
   plan->mine.bytes = plan->layout.bytes;
-  plan->hostCarved = CarveHostWords(c, HostSignalBytes(c, reqs, plan->gdaPeers), &plan->hostCarve);
+  plan->hostCarved = CarveHostWords(c, HostSignalBytes(c, reqs, plan->gdaPeers, plan->direct), &plan->hostCarve);
   plan->mine.hostCarve = plan->hostCarved ? plan->hostCarve : kNoHostWords;
   const bool proxied = plan->gdaPeers > 0 || plan->sdmaQueues > 0;  // rings and a proxy, set up after the round
   plan->early = place.pooled && !proxied;
