@@ -51,21 +51,21 @@ CCO_DEVICE_API int32_t EveryRing(int32_t count, RingOf ringOf, Step step) {
 /// Waits until value() - *shadow reaches `least` (compared in `bits` bits, 32 or 64), then
 /// consumes it. value() may load relaxed: the fence after the wait makes it an acquire.
 /// failed(): a ring whose failure means the count may never come (a lost peer's); the wait
-/// then ends ABORTED. Thread 0 moves the shadow.
+/// then ends ABORTED. Every thread of the group waits; thread 0 moves the shadow.
 ///
-/// In a group that can vote, thread 0 alone polls and the others wait for its verdict at the
-/// vote; the group's closing barrier orders their reads after its acquire. Every warp of a
-/// block polling host memory (the host signal words, abi/gda.h) made each poll a bus trip per
-/// warp and round trips several times slower on an H100 (tools/perf/stream_write_probe.cu, the
-/// x128 rows). A group that cannot vote (an amdgcn block) learns nothing from the others, so
-/// there every thread polls.
+/// onePoller (a count in host memory: the host signal words, abi/gda.h): in a group that can
+/// vote, thread 0 alone polls and the others wait for its verdict at the vote; the group's
+/// closing barrier orders their reads after its acquire. Every warp of a block polling host
+/// memory made round trips several times slower on an H100 (gda_rtt_probe: block 54.7 us against
+/// 13.5 for one thread). Not yet measured on a GPU this way; a group that cannot vote (an amdgcn
+/// block) learns nothing from the others, so there every thread polls.
 template <class Coop, class Value, class Failed>
 CCO_DEVICE_API int32_t Consume(Value value, Failed failed, uint64_t* shadow, uint64_t least, int32_t bits,
-                               const WaitLimits& limits) {
+                               const WaitLimits& limits, bool onePoller = false) {
   Coop coop;
   const uint64_t base = *shadow;
   int32_t status = CCO_DEVICE_STATUS_OK;
-  if (!Coop::kVotes || coop.thread_rank() == 0)
+  if (!onePoller || !Coop::kVotes || coop.thread_rank() == 0)
     status = spin_wait<RingSpin>(
         [&] {
           const uint64_t got = value() - base;
@@ -73,7 +73,8 @@ CCO_DEVICE_API int32_t Consume(Value value, Failed failed, uint64_t* shadow, uin
         },
         failed, limits);
   arch::fence<scope::System>();
-  // One verdict: the shadow moves only when the count was seen (timeouts are per polling thread).
+  // One verdict: the shadow moves only when every polling thread saw the count (timeouts are per
+  // thread).
   const int32_t verdict = worst_status(coop, status);
   if (verdict == CCO_DEVICE_STATUS_OK && coop.thread_rank() == 0) *shadow = base + least;
   coop.sync();

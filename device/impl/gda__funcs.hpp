@@ -142,9 +142,9 @@ template <class Coop>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::wait_signal(int32_t signalId, uint64_t least, int32_t bits) {
   if (!signal_ok(signalId) || !bits_ok(bits, least)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   const uint64_t begin = trace::Begin(f_.trace);
-  const int32_t status =
-      group::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); },
-                           [&] { return any_ring_failed(); }, shadow(signalId), least, bits, limits_);
+  const int32_t status = group::Consume<Coop>([&] { return signal_value(static_cast<uint32_t>(signalId)); },
+                                              [&] { return any_ring_failed(); }, shadow(signalId), least, bits, limits_,
+                                              /*onePoller=*/f_.hostSignals != 0);
   trace::Span<Coop>(f_.trace, begin,
                     TraceWait(CCO_TRACE_GDA_WAIT_SIGNAL, -1, static_cast<uint32_t>(signalId), least, status));
   return status;

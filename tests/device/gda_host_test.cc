@@ -24,16 +24,22 @@ namespace {
 
 using namespace cco::gda_test;
 
-// Every test runs twice: with every operation through the proxy (CCO_GDA_DIRECT_MAX_BYTES=0)
-// and with the default, where operations to peers of the LSA team may take the direct path
-// (device/gda_direct.hpp). The semantics and the exact results are the same.
+// Every test runs three times: with every operation through the proxy (CCO_GDA_DIRECT_MAX_BYTES=0),
+// the same with the LSA senders' signal words in host memory (CCO_GDA_HOST_SIGNALS=1: the
+// proxy's CPU stores), and with the default, where operations to peers of the LSA team may take
+// the direct path (device/gda_direct.hpp). The semantics and the exact results are the same.
 class GdaOnHost : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    if (strcmp(GetParam(), "proxy") == 0) setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
-    else unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+    if (strcmp(GetParam(), "direct") == 0) unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+    else setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
+    if (strcmp(GetParam(), "hostwords") == 0) setenv("CCO_GDA_HOST_SIGNALS", "1", 1);
+    else unsetenv("CCO_GDA_HOST_SIGNALS");
   }
-  void TearDown() override { unsetenv("CCO_GDA_DIRECT_MAX_BYTES"); }
+  void TearDown() override {
+    unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+    unsetenv("CCO_GDA_HOST_SIGNALS");
+  }
   bool direct() const { return strcmp(GetParam(), "direct") == 0; }
 };
 
@@ -335,17 +341,16 @@ TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
       0);
 }
 
-// Ranks as threads share their host words through the process's registry: a device
-// communicator with GDA peers and its direct path off has them. A signal through the proxy
-// lands in the target's host word of its sender (abi/gda.h); with the direct path on there are
-// none, and a signal the device sends itself lands in its direct word; neither ever in the
-// proxy word in device memory.
+// Where each path's signal lands. Ranks as threads share their host words through the
+// process's registry: asked for (hostwords), a signal through the proxy lands in the target's
+// host word of its sender (abi/gda.h), never in its proxy word in device memory; without them,
+// there; with the direct path on, a signal the device sends itself lands in its direct word.
 TEST_P(GdaOnHost, SignalsOfLsaPeersLandInTheHostWords) {
-  const bool direct = this->direct();
+  const bool direct = this->direct(), hostWords = strcmp(GetParam(), "hostwords") == 0;
   EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL,
-                        [direct](Rank& k) {
+                        [direct, hostWords](Rank& k) {
                           ccoGda<> gda(k.dc, 0, 10'000'000'000ull);
-                          CHECK_OR_FAIL((k.dc.gdaHostSignals != 0) == !direct);
+                          CHECK_OR_FAIL((k.dc.gdaHostSignals != 0) == hostWords);
                           const int n = k.dc.worldSize;
                           for (int p = 0; p < n; ++p)
                             if (p != k.rank) CHECK_OR_FAIL(gda.signal(p, 3, CCO_SIGNAL_ADD, 10 + k.rank) == 0);
@@ -357,10 +362,11 @@ TEST_P(GdaOnHost, SignalsOfLsaPeersLandInTheHostWords) {
                           const uint32_t ids = k.dc.gdaSignalCount + k.dc.gdaBarrierCount;
                           for (int p = 0; p < n; ++p) {
                             if (p == k.rank) continue;
-                            const uint64_t mine = direct ? words[cco_gda_direct_signal_word(ids, n, 3, p, n)]
-                                                         : host[cco_gda_host_signal_word(3, p, n)];
+                            const uint64_t mine = direct      ? words[cco_gda_direct_signal_word(ids, n, 3, p, n)]
+                                                  : hostWords ? host[cco_gda_host_signal_word(3, p, n)]
+                                                              : words[cco_gda_signal_word(3, p, n)];
                             CHECK_OR_FAIL(mine == 10u + p);
-                            CHECK_OR_FAIL(words[cco_gda_signal_word(3, p, n)] == 0);
+                            if (direct || hostWords) CHECK_OR_FAIL(words[cco_gda_signal_word(3, p, n)] == 0);
                           }
                           CHECK_OR_FAIL(gda.flush() == 0);
                           return ccoBarrierAll(k.comm) == ccoSuccess;
@@ -680,7 +686,7 @@ TEST(GdaOverTcp, GetsOfEverySizeLandExactly) {
   unsetenv("CCO_SOCKET_IFNAME");
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "direct"),
+INSTANTIATE_TEST_SUITE_P(Paths, GdaOnHost, ::testing::Values("proxy", "hostwords", "direct"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 // The direct path's copy: every size from 0 to 80 bytes at every alignment of source and

@@ -98,9 +98,9 @@ TEST_F(GdaProcesses, FullRingExactData) {
 // Every operation through the proxy (the direct path off): signals of an LSA peer land in this
 // rank's host signal words (abi/gda.h), which the device communicator names, and never in its
 // proxy words in device memory; signals alone (the proxy's CPU store once its stream ran dry)
-// and signals behind a put's data (on the stream) alike, with the data exact. With
-// CCO_GDA_HOST_SIGNALS=0 on one rank, neither rank uses host words, and the same signals land
-// in the device-memory proxy words.
+// and signals behind a put's data (on the stream) alike, with the data exact (CCO_GDA_HOST_SIGNALS=1
+// asks for them). With CCO_GDA_HOST_SIGNALS=0 on one rank, neither rank uses host words, and the
+// same signals land in the device-memory proxy words.
 int HostWordRounds(int rank, int n, const ccoUniqueId& id, bool hostWords) {
   if (!hostWords && rank == 1) setenv("CCO_GDA_HOST_SIGNALS", "0", 1);  // one rank is enough
   RankState s;
@@ -145,11 +145,13 @@ int HostWordRounds(int rank, int n, const ccoUniqueId& id, bool hostWords) {
 
 TEST_F(GdaProcesses, ProxySignalsOfLsaPeersLandInHostWords) {
   setenv("CCO_GDA_DIRECT_MAX_BYTES", "0", 1);
+  setenv("CCO_GDA_HOST_SIGNALS", "1", 1);
   for (bool hostWords : {true, false})
     EXPECT_TRUE(cco_test::RunRanks(
         2, [hostWords](int rank, int n, const ccoUniqueId& id) { return HostWordRounds(rank, n, id, hostWords); }))
         << (hostWords ? "with" : "without") << " host words";
   unsetenv("CCO_GDA_DIRECT_MAX_BYTES");
+  unsetenv("CCO_GDA_HOST_SIGNALS");
 }
 
 TEST_F(GdaProcesses, CrossNodeOnVirtualNodes) {
