@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "comm/communicator.h"
+#include "common/env.h"
 #include "platform/memfd.h"
 
 namespace cco {
@@ -85,15 +86,21 @@ void PrepareHostWords(ccoComm& c) {
     w.prepared = Unsupported("no host peer");
     return;
   }
-  Status local = MakeOwn(c);
+  // Not asked for: no memory, no registration, but the exchange still runs (without a
+  // descriptor), so that the mesh stays in step with peers whose environment asks for them.
+  Status local = env::Flag("CCO_GDA_HOST_SIGNALS", false) ? MakeOwn(c) : Unsupported("CCO_GDA_HOST_SIGNALS is not 1");
   if (local.ok() && AnyInThisProcess(c)) {
     std::lock_guard<std::mutex> lock(registryMu);
     Registry()[KeyOf(c, c.topo.hostRank)] = w.byHost[c.topo.hostRank];
     w.published = true;
   }
   // Every host rank in another process takes part, with its descriptor or without (then its
-  // peers' exchange fails, and they propose no carve).
+  // peers' exchange fails, and they propose no carve); one without keeps none of theirs.
   const Status exchanged = c.mesh->AllExchange(local.ok() ? w.fd : -1, kHostWordsTag, [&](int member, int fd) {
+    if (!local.ok()) {
+      close(fd);
+      return Status::Ok();
+    }
     return MapAndRegister(c, fd, &w.byHost[member]).Prefixed(Fmt("rank ", c.topo.hostMembers[member], "'s host words"));
   });
   if (w.fd >= 0) close(w.fd);  // every mapping holds the memory

@@ -6,7 +6,8 @@
 // waiting kernel sees about a microsecond later, instead of a stream write that the GPU's
 // front end takes several microseconds to carry out (tools/perf/stream_write_probe.cu).
 //
-// Made while the communicator is created, after the host mesh: host peers in other processes
+// Made while the communicator is created, after the host mesh, where CCO_GDA_HOST_SIGNALS=1
+// (every rank takes part in the exchange either way): host peers in other processes
 // send their descriptors over the mesh, and each maps the others'; ranks that share a process
 // share one mapping of each rank's words (a process holds one mapping per rank, not one per
 // pair: 128 ranks as threads would otherwise hold 16384), published in a registry of the
