@@ -178,10 +178,21 @@ for step in "${steps[@]}"; do
       # its fence): tools/perf/gda_rtt_probe.cu, built by tools/stage_device.sh.
       mps_start
       timeout 120 python3 -m cco.launch -n 2 --timeout 100 stage/bin/gda_rtt_probe 2>&1 | tee "$OUT/gda-rtt-probe.txt"
+      # The same through the proxy alone, the LSA senders' signal words in host memory (CPU stores)
+      # or in device memory (stream writes), and the first one's timeline (docs/gda.md).
+      for hw in 1 0; do
+        rm -rf /tmp/cco-rtt-trace && mkdir -p /tmp/cco-rtt-trace
+        CCO_GDA_HOST_SIGNALS=$hw CCO_GDA_DIRECT_MAX_BYTES=0 CCO_TRACE=/tmp/cco-rtt-trace timeout 120 \
+          python3 -m cco.launch -n 2 --timeout 100 stage/bin/gda_rtt_probe 2>&1 | tee "$OUT/gda-rtt-proxy-hw$hw.txt"
+        python3 tools/perf/proxy_timeline.py /tmp/cco-rtt-trace | tee "$OUT/proxy-timeline-hw$hw.txt"
+      done
       # And a block-wide barrier round for each way of releasing it.
       timeout 120 python3 -m cco.launch -n 2 --timeout 100 stage/bin/barrier_fence_probe 2>&1 |
         tee "$OUT/barrier-fence-probe.txt"
       mps_stop
+      # What the proxy's completion words cost: stream writes, and CPU stores the GPU polls (one
+      # thread polling, and a block of 128).
+      timeout 60 stage/bin/stream_write_probe 20000 2>&1 | tee "$OUT/stream-write-probe.txt"
       # Which driver calls wait for a running kernel of their context.
       timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt"
       # The GDA doorbell rung by many warps at once: the chain of marks reaches the device maximum.
