@@ -147,9 +147,10 @@ typedef struct ccoDevComm {
                               * then), a device before it ignores it */
   uint64_t gdaHostSignals;   /* device address of this rank's host signal words (host memory its
                               * host peers' proxies write with CPU stores: abi/gda.h,
-                              * cco_gda_host_signal_word), 0: none (the proxy words of every
-                              * sender are in gdaSignals). Added in ABI version 7, which grew the
-                              * struct: a host and a device of other versions refuse each other */
+                              * cco_gda_host_signal_word), 0: none. Added in ABI version 7, which
+                              * grew the struct; in version 8 they hold what the proxy stores, the
+                              * rest staying in gdaSignals (in 7 an LSA sender's proxy words moved
+                              * there whole): a host and a device of other versions refuse each other */
 } ccoDevComm;
 
 /* The cpu platform's bell of a rank (ccoDevComm.hostBell), a pair of words in shared memory:

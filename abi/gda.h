@@ -100,11 +100,12 @@ CCO_ABI_INLINE uint64_t cco_gda_direct_signal_word(uint32_t signalIds, int32_t w
   return (uint64_t)signalIds * (uint64_t)worldSize + (uint64_t)signalId * (uint64_t)lsaSize + (uint64_t)senderLsaRank;
 }
 
-/* Host signal words (ccoDevComm.gdaHostSignals, where not 0): the proxy words of the senders in
- * the target's LSA team move to host memory, one per (signal id, sender's LSA rank), so that
- * the sender's proxy writes them with a CPU store once nothing it queued before is still
- * running (a stream write where something is); the words of senders outside the LSA team stay
- * in gdaSignals. Each still has one writer, the sender's proxy. */
+/* Host signal words (ccoDevComm.gdaHostSignals, where not 0): one more word per (signal id,
+ * sender's LSA rank), in host memory, for the signals the sender's proxy can write with a CPU
+ * store, those with nothing it queued before still running; a signal behind work still on its
+ * stream (a put's) goes to the sender's proxy word in gdaSignals by a stream write, as without
+ * host words. The proxy keeps each word's own running sum; a signal's value adds the host
+ * words to the others. Each word still has one writer, the sender's proxy. */
 CCO_ABI_INLINE uint64_t cco_gda_host_signal_word(uint32_t signalId, int32_t senderLsaRank, int32_t lsaSize) {
   return (uint64_t)signalId * (uint64_t)lsaSize + (uint64_t)senderLsaRank;
 }

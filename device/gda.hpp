@@ -158,9 +158,11 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API uint64_t trace_buffer() const;
   /// Whether the proxy failed this context's ring to GDA-team index `index` (its peer lost).
   CCO_DEVICE_API bool ring_failed(int32_t index) const;
-  /// This rank's words of signal `id` that world rank `sender` adds to: its proxy's, and
-  /// the one its device adds to directly (null outside this rank's LSA team).
-  CCO_DEVICE_API void sender_words(uint32_t id, int32_t sender, const uint64_t** proxy, const uint64_t** direct) const;
+  /// This rank's words of signal `id` that world rank `sender` adds to: its proxy's, the
+  /// one its device adds to directly, and its proxy's host word (both null outside this
+  /// rank's LSA team; the host word null without host signal words).
+  CCO_DEVICE_API void sender_words(uint32_t id, int32_t sender, const uint64_t** proxy, const uint64_t** direct,
+                                   const uint64_t** host) const;
   /// Barrier `index`'s epoch word (this rank's progress), after the flush targets.
   CCO_DEVICE_API uint64_t* barrier_epoch(uint32_t index) const;
 
@@ -183,12 +185,13 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // A window of this communicator, live, holding `bytes` from `offset`: what the proxy would
   // refuse by failing the ring (every later call on it ABORTED) is refused here instead.
   CCO_DEVICE_API bool window_holds(ccoWindow_t win, uint64_t offset, uint64_t bytes) const;
-  // Signal `id`'s value here: the sum of its words over the GDA team and the direct words.
+  // Signal `id`'s value here: the sum of its words over the GDA team, the direct words and
+  // the host words.
   CCO_DEVICE_API uint64_t signal_value(uint32_t id) const;
   CCO_DEVICE_API uint64_t direct_word(uint32_t id, int32_t senderLsaRank) const;
-  // Sender `sender`'s proxy word of signal `id`: in host memory for an LSA sender where the
-  // device communicator has host signal words, else in the resources (abi/gda.h).
-  CCO_DEVICE_API const uint64_t* proxy_word(uint32_t id, int32_t sender) const;
+  // The host word of signal `id` that the proxy of LSA rank `senderLsaRank` stores into
+  // (abi/gda.h), null where the device communicator has no host signal words.
+  CCO_DEVICE_API const uint64_t* host_word(uint32_t id, int32_t senderLsaRank) const;
   CCO_DEVICE_API uint64_t* counter_word(int32_t id) const;
   CCO_DEVICE_API uint64_t* shadow(int32_t id) const;
   CCO_DEVICE_API uint64_t* counter_shadow(int32_t id) const;

@@ -286,21 +286,20 @@ CCO_DEVICE_API bool ccoGda<Provider, Mode>::ring_failed(int32_t index) const {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API void ccoGda<Provider, Mode>::sender_words(uint32_t id, int32_t sender, const uint64_t** proxy,
-                                                         const uint64_t** direct) const {
+                                                         const uint64_t** direct, const uint64_t** host) const {
   const uint64_t* words = reinterpret_cast<const uint64_t*>(f_.signals);
   const int32_t lsaSender = sender - f_.topo.lsaWorldBase;
-  *proxy = proxy_word(id, sender);
-  *direct = static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize)
-                ? words + direct_word(id, lsaSender)
-                : nullptr;
+  const bool lsa = static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize);
+  *proxy = words + cco_gda_signal_word(id, sender, f_.topo.nRanks);
+  *direct = lsa ? words + direct_word(id, lsaSender) : nullptr;
+  *host = lsa ? host_word(id, lsaSender) : nullptr;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API const uint64_t* ccoGda<Provider, Mode>::proxy_word(uint32_t id, int32_t sender) const {
-  const int32_t lsaSender = sender - f_.topo.lsaWorldBase;
-  if (f_.hostSignals != 0 && static_cast<uint32_t>(lsaSender) < static_cast<uint32_t>(f_.topo.lsaSize))
-    return reinterpret_cast<const uint64_t*>(f_.hostSignals) + cco_gda_host_signal_word(id, lsaSender, f_.topo.lsaSize);
-  return reinterpret_cast<const uint64_t*>(f_.signals) + cco_gda_signal_word(id, sender, f_.topo.nRanks);
+CCO_DEVICE_API const uint64_t* ccoGda<Provider, Mode>::host_word(uint32_t id, int32_t senderLsaRank) const {
+  if (f_.hostSignals == 0) return nullptr;
+  return reinterpret_cast<const uint64_t*>(f_.hostSignals) +
+         cco_gda_host_signal_word(id, senderLsaRank, f_.topo.lsaSize);
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -380,19 +379,25 @@ CCO_DEVICE_API uint64_t ccoGda<Provider, Mode>::signal_value(uint32_t id) const 
     CCO_UNROLL
     for (int32_t k = 0; k < 8; ++k) {
       const int32_t sender = i + k < f_.peerCount ? cco_gda_conn_team_peer(type, &t, i + k) : -1;
-      v[k] = sender < 0 ? 0 : arch::load<arch::PollOrder, scope::System>(proxy_word(id, sender));
+      v[k] = sender < 0 ? 0
+                        : arch::load<arch::PollOrder, scope::System>(words + cco_gda_signal_word(id, sender, t.nRanks));
     }
     CCO_UNROLL
     for (int32_t k = 0; k < 8; ++k) sum += v[k];
   }
-  // The direct words: one per LSA rank (zero for one that never sent directly).
+  // The direct words, one per LSA rank (zero for one that never sent directly), and the host
+  // words likewise, loaded together: a poll waits for one bus trip to host memory, not several.
+  const bool host = f_.hostSignals != 0;
   for (int32_t i = 0; i < t.lsaSize; i += 8) {
-    uint64_t v[8];
+    uint64_t v[8], h[8];
     CCO_UNROLL
-    for (int32_t k = 0; k < 8; ++k)
-      v[k] = i + k < t.lsaSize ? arch::load<arch::PollOrder, scope::System>(words + direct_word(id, i + k)) : 0;
+    for (int32_t k = 0; k < 8; ++k) {
+      const bool in = i + k < t.lsaSize;
+      v[k] = in ? arch::load<arch::PollOrder, scope::System>(words + direct_word(id, i + k)) : 0;
+      h[k] = in && host ? arch::load<arch::PollOrder, scope::System>(host_word(id, i + k)) : 0;
+    }
     CCO_UNROLL
-    for (int32_t k = 0; k < 8; ++k) sum += v[k];
+    for (int32_t k = 0; k < 8; ++k) sum += v[k] + h[k];
   }
   return sum;
 }
@@ -648,13 +653,15 @@ template <class Coop, class Provider> CCO_DEVICE_API int32_t ccoGdaBarrierSessio
        i += static_cast<int32_t>(coop_.size())) {
     const int32_t peer = gda_.team_peer(i);
     if (peer == dc.rank) continue;
-    // The peer's word from its proxy plus, in the LSA team, the one it adds to directly.
-    const uint64_t *word, *direct;
-    gda_.sender_words(id, peer, &word, &direct);
+    // The peer's word from its proxy plus, in the LSA team, the one it adds to directly and
+    // its proxy's host word.
+    const uint64_t *word, *direct, *host;
+    gda_.sender_words(id, peer, &word, &direct, &host);
     status = spin_wait<RingSpin>(
         [&] {
           const uint64_t viaDirect = direct ? arch::load<order::Acquire, scope::System>(direct) : 0;
-          return arch::load<order::Acquire, scope::System>(word) + viaDirect >= target;
+          const uint64_t viaHost = host ? arch::load<order::Acquire, scope::System>(host) : 0;
+          return arch::load<order::Acquire, scope::System>(word) + viaDirect + viaHost >= target;
         },
         [&] { return gda_.ring_failed(i); }, gda_.limits());
   }

@@ -342,9 +342,10 @@ TEST_P(GdaOnHost, TheDirectPathTakesNoTicket) {
 }
 
 // Where each path's signal lands. Ranks as threads share their host words through the
-// process's registry: asked for (hostwords), a signal through the proxy lands in the target's
-// host word of its sender (abi/gda.h), never in its proxy word in device memory; without them,
-// there; with the direct path on, a signal the device sends itself lands in its direct word.
+// process's registry: asked for (hostwords), a signal alone through the proxy, whose stream
+// has nothing running (the cpu platform's never has), lands in the target's host word of its
+// sender (abi/gda.h), not in its proxy word in device memory; without them, there; with the
+// direct path on, a signal the device sends itself lands in its direct word.
 TEST_P(GdaOnHost, SignalsOfLsaPeersLandInTheHostWords) {
   const bool direct = this->direct(), hostWords = strcmp(GetParam(), "hostwords") == 0;
   EXPECT_EQ(RunGdaRanks(3, CCO_GDA_CONNECTION_FULL,

@@ -95,48 +95,53 @@ TEST_F(GdaProcesses, FullRingExactData) {
   }
 }
 
-// Every operation through the proxy (the direct path off): signals of an LSA peer land in this
-// rank's host signal words (abi/gda.h), which the device communicator names, and never in its
-// proxy words in device memory; signals alone (the proxy's CPU store once its stream ran dry)
-// and signals behind a put's data (on the stream) alike, with the data exact (CCO_GDA_HOST_SIGNALS=1
-// asks for them). With CCO_GDA_HOST_SIGNALS=0 on one rank, neither rank uses host words, and the
-// same signals land in the device-memory proxy words.
+// Every operation through the proxy (the direct path off), with host signal words
+// (CCO_GDA_HOST_SIGNALS=1): a signal to an LSA peer that follows no work still on the proxy's
+// stream is a CPU store into the target's host word of its sender (abi/gda.h); one behind a
+// put's data goes to the sender's proxy word in device memory on the stream. A wait sums both,
+// so signals alone, signals behind data, and the two taking turns on one signal id (a put with
+// INC, flushed, then ADD 5 alone) all count exactly, with the data exact. On the cpu platform
+// a stream runs each submission at once, so which word takes each signal is known: the test
+// checks each word's running sum. With CCO_GDA_HOST_SIGNALS=0 on one rank, neither rank uses
+// host words, and every signal lands in the device-memory proxy words.
 int HostWordRounds(int rank, int n, const ccoUniqueId& id, bool hostWords) {
   if (!hostWords && rank == 1) setenv("CCO_GDA_HOST_SIGNALS", "0", 1);  // one rank is enough
   RankState s;
   if (Create(rank, n, id, CCO_GDA_CONNECTION_FULL, &s) != 0) return 1;
   RANK_CHECK((s.dc.gdaHostSignals != 0) == hostWords && s.dc.gdaDirectMaxBytes == 0);
+  constexpr int kPings = 300, kPuts = 20;
+  constexpr uint64_t kAlone = 5;  // what the signal after each put adds
   {
     ccoGda<> gda(s.dc, 0, kWaitNs);
     const int peer = 1 - rank;
-    constexpr int kPings = 300, kPuts = 20;
     constexpr size_t kBytes = 64 << 10;
     for (int i = 0; i < kPings; ++i) {  // signal 1 alone, back and forth
       if (rank == 1) RANK_CHECK(gda.wait_signal(1, 1) == CCO_DEVICE_STATUS_OK);
       RANK_CHECK(gda.signal(peer, 1) == CCO_DEVICE_STATUS_OK);
       if (rank == 0) RANK_CHECK(gda.wait_signal(1, 1) == CCO_DEVICE_STATUS_OK);
     }
-    for (int round = 0; round < kPuts; ++round) {  // signal 0 behind 64 KiB each
+    for (int round = 0; round < kPuts; ++round) {  // signal 0 behind 64 KiB, then alone
       for (size_t i = 0; i < kBytes; ++i) s.mem[i] = Byte(rank, round, i);
       RANK_CHECK(gda.put(peer, s.win, kBytes, s.win, 0, kBytes, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK);
-      RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);  // the proxy's stream has run dry
+      RANK_CHECK(gda.signal(peer, 0, CCO_SIGNAL_ADD, kAlone) == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(gda.wait_signal(0, 1 + kAlone) == CCO_DEVICE_STATUS_OK);
       for (size_t i = 0; i < kBytes; ++i)
         RANK_CHECK(reinterpret_cast<volatile unsigned char*>(s.mem)[kBytes + i] == Byte(peer, round, i));
       RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
       RANK_OK(ccoBarrierAll(s.comm));  // the peer's next put lands where this one was read
     }
-    // The peer's running sums, in its word of this rank's host signal words (or, without them,
-    // in its proxy words in device memory).
+    // The peer's running sums in its proxy words in device memory, and in its host words.
     const auto* proxy = reinterpret_cast<const volatile uint64_t*>(s.dc.gdaSignals);
-    uint64_t pings = proxy[cco_gda_signal_word(1, peer, n)], puts = proxy[cco_gda_signal_word(0, peer, n)];
+    const uint64_t pings = proxy[cco_gda_signal_word(1, peer, n)], puts = proxy[cco_gda_signal_word(0, peer, n)];
     if (hostWords) {
-      RANK_CHECK(pings == 0 && puts == 0);
       const auto* host = reinterpret_cast<const volatile uint64_t*>(s.dc.gdaHostSignals);
       const int32_t peerLsa = peer;  // one node: a rank's LSA rank is its world rank
-      pings = host[cco_gda_host_signal_word(1, peerLsa, s.dc.lsaSize)];
-      puts = host[cco_gda_host_signal_word(0, peerLsa, s.dc.lsaSize)];
+      RANK_CHECK(pings == 0 && host[cco_gda_host_signal_word(1, peerLsa, s.dc.lsaSize)] == kPings);
+      RANK_CHECK(puts == kPuts && host[cco_gda_host_signal_word(0, peerLsa, s.dc.lsaSize)] == kAlone * kPuts);
+    } else {
+      RANK_CHECK(pings == kPings && puts == (1 + kAlone) * kPuts);
     }
-    RANK_CHECK(pings == kPings && puts == kPuts);
     RANK_CHECK(gda.read_signal(0) == 0 && gda.read_signal(1) == 0);
   }
   RANK_OK(ccoBarrierAll(s.comm));

@@ -16,6 +16,9 @@
 //                 behind a stream's work)
 //   ... x128      the write, the pinned host store and the memfd rows again with a block of 128
 //                 threads polling (a group's wait), not one
+//   write +host/N the write x1 row with the polling thread also loading a word of pinned host
+//                 memory (never written: a waiter's host signal word) at every Nth poll: whether
+//                 a kernel polling host memory slows the stream's writes into device memory
 //   stream_write_probe [round_trips=20000]
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
 #include <cuda.h>
@@ -44,6 +47,22 @@ __global__ void Answer(const volatile unsigned long long* word, volatile unsigne
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) *ack = i;
+  }
+}
+
+// The same, one thread, which also loads *extra (pinned host memory, zero) at every `every`th
+// poll and adds it in, as a wait over device and host signal words does.
+__global__ void AnswerMixed(const volatile unsigned long long* word, const volatile unsigned long long* extra,
+                            int every, volatile unsigned long long* ack, int rounds) {
+  unsigned polls = 0;
+  for (unsigned long long i = 1; i <= static_cast<unsigned long long>(rounds); ++i) {
+    for (;;) {
+      unsigned long long v = *word;
+      if (++polls % every == 0) v += *extra;
+      if (v >= i) break;
+    }
+    __threadfence_system();
+    *ack = i;
   }
 }
 
@@ -210,6 +229,29 @@ int main(int argc, char** argv) {
            }
            CHECK(cuStreamBatchMemOp(writeStream, 2, ops, 0));
          }));
+  // A host word polled beside the device word (every poll, every 4th, every 16th).
+  for (int every : {1, 4, 16}) {
+    CHECK(cuMemsetD8(words, 0, 16));
+    *ack = 0;
+    flag[1] = 0;
+    AnswerMixed<<<1, 1, 0, kernelStream>>>(reinterpret_cast<const volatile unsigned long long*>(words),
+                                           reinterpret_cast<const volatile unsigned long long*>(flagDevice + 8), every,
+                                           reinterpret_cast<volatile unsigned long long*>(ackDevice), rounds);
+    double issued = 0;
+    const double t0 = NowUs();
+    for (int i = 1; i <= rounds; ++i) {
+      const double a = NowUs();
+      CHECK(cuStreamWriteValue64(writeStream, words, static_cast<cuuint64_t>(i), 0));
+      issued += NowUs() - a;
+      while (*ack < static_cast<unsigned long long>(i)) {
+      }
+    }
+    const Result r{(NowUs() - t0) / rounds, issued / rounds};
+    CHECK(cuStreamSynchronize(kernelStream));
+    char name[32];
+    snprintf(name, sizeof(name), "write +host/%d", every);
+    Report(name, r);
+  }
   *flag = 0;
   Report("host store", Run(kernelStream, flagDevice, ack, ackDevice, rounds, [&](unsigned long long i) { *flag = i; }));
   size_t size = 0;

@@ -267,9 +267,9 @@ bool SameHostCarve(const std::vector<Proposal>& all) {
 }
 
 // Bytes of host signal words a device communicator with `reqs` carves: one word per (signal
-// id, LSA sender), where CCO_GDA_HOST_SIGNALS asks for them (opt-in until a group's waits over
-// them, with one poller, have run on a GPU), it has GDA peers and LSA peers, and its direct
-// path is off (0: none). With the direct path on, the signals host words speed up (alone, on an
+// id, LSA sender), where CCO_GDA_HOST_SIGNALS asks for them (opt-in: on an H100 they speed a
+// signal alone up and slow a put's down, docs/gda.md), it has GDA peers and LSA peers, and its
+// direct path is off (0: none). With the direct path on, the signals host words speed up (alone, on an
 // idle ring) go direct anyway, and every wait would poll host memory besides its device words.
 size_t HostSignalBytes(const ccoComm& c, const ccoDevCommRequirements& reqs, int gdaPeers, DirectBounds direct) {
   if (gdaPeers == 0 || c.topo.lsaSize <= 1 || direct.single != 0 || !env::Flag("CCO_GDA_HOST_SIGNALS", false)) return 0;

@@ -56,6 +56,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   g->signalIds = static_cast<uint32_t>(reqs.gdaSignalCount + reqs.gdaBarrierCount);
   g->counterWords = static_cast<uint32_t>(reqs.gdaCounterCount);
   g->sent.assign(static_cast<size_t>(g->peerCount) * g->signalIds, 0);
+  g->sentHost.assign(g->sent.size(), 0);
   g->marks.assign(static_cast<size_t>(g->contexts) * g->counterWords * g->peerCount, 0);
 
   // The network first, collectively, whatever this rank's own requirements say: every rank

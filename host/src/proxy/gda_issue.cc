@@ -81,20 +81,24 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
     CCO_RETURN_IF_ERROR(stream.WriteValue64(dst, d.srcOffset));
   else if (d.op != CCO_GDA_OP_SIGNAL && d.bytes > 0)
     CCO_RETURN_IF_ERROR(stream.Copy(dst, src, d.bytes, d.op == CCO_GDA_OP_PUT_VALUE ? 0 : WindowPair(d)));
-  // Behind the data: this rank's word of the target's signal, its new sum. An LSA peer's word is
-  // in its host words where the device communicator has them (abi/gda.h).
+  // Behind the data: this rank's word of the target's signal, its new sum. Where nothing
+  // queued before still runs, an LSA peer's host word (abi/gda.h), by a CPU store that lands
+  // in about a microsecond and after everything before it; else the word on the target's
+  // device, by a stream write behind that work. Each word has its own running sum.
   uint64_t signalAddress = 0, sum = 0;
   if (d.signalOp != CCO_SIGNAL_NONE) {
-    sum = g.sentTo(peerIndex, d.signalId) += d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
+    const uint64_t add = d.signalOp == CCO_SIGNAL_INC ? 1 : d.signalValue;
     const int32_t lsaPeer = peer - c.topo.lsaWorldBase;
-    if (g.hostSignals && !c.hostWordsCpu.empty() && lsaPeer >= 0 && lsaPeer < c.topo.lsaSize) {
+    if (g.hostSignals && !c.hostWordsCpu.empty() && lsaPeer >= 0 && lsaPeer < c.topo.lsaSize && stream.Idle()) {
       const uint64_t offset =
           g.hostSignalOffset + sizeof(uint64_t) * cco_gda_host_signal_word(d.signalId, c.topo.lsaRank, c.topo.lsaSize);
       signalAddress = c.hostWordsDevice[host] + offset;
-      CCO_RETURN_IF_ERROR(WriteHostSignal(host, offset, sum, stream));
+      sum = g.sentToHost(peerIndex, d.signalId) += add;
+      __atomic_store_n(reinterpret_cast<uint64_t*>(c.hostWordsCpu[host] + offset), sum, __ATOMIC_RELEASE);
     } else {
       signalAddress = c.hostSlices[host] + g.signalOffset +
                       sizeof(uint64_t) * cco_gda_signal_word(d.signalId, c.topo.rank, c.topo.nRanks);
+      sum = g.sentTo(peerIndex, d.signalId) += add;
       CCO_RETURN_IF_ERROR(stream.WriteValue64(signalAddress, sum));
     }
   }
@@ -109,18 +113,6 @@ Status Proxy::Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGd
   // Everything issued before is ahead of it on the stream.
   if (d.flags & CCO_GDA_DESC_MARKER) CCO_RETURN_IF_ERROR(PassMarker(g, ring, d.counterId, stream));
   return Status::Ok();
-}
-
-// Where nothing queued before still runs, the word is written now: a CPU store into host
-// memory that the waiting kernel polls lands in about a microsecond, and after everything
-// before it. Else it goes behind that work on the stream (the same word, as the device reaches
-// it), as a signal after its data always does.
-Status Proxy::WriteHostSignal(int host, uint64_t offset, uint64_t sum, CopyQueue& stream) {
-  if (stream.Idle()) {
-    __atomic_store_n(reinterpret_cast<uint64_t*>(ctx_.hostWordsCpu[host] + offset), sum, __ATOMIC_RELEASE);
-    return Status::Ok();
-  }
-  return stream.WriteValue64(ctx_.hostWordsDevice[host] + offset, sum);
 }
 
 // The counter counts, per context, the markers every ring of the context has passed.

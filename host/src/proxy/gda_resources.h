@@ -45,14 +45,16 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   uint64_t signalWindowOffset = 0;  // ... the same, from the start of window `signalWindow`
   uint64_t counterOffset = 0;
   // Where the device communicator has host signal words (abi/gda.h): their offset in every
-  // host rank's host words. The proxy writes its words of LSA peers there.
+  // host rank's host words. The proxy stores there its signals to LSA peers that follow no
+  // work still running.
   bool hostSignals = false;
   uint64_t hostSignalOffset = 0;
 
   // Proxy state: the running sum this rank has written into each peer's word of each signal
-  // [peer index][signal id], and the counter markers each ring has passed
-  // [context][counter][peer index].
+  // [peer index][signal id], the same for its host words, and the counter markers each ring
+  // has passed [context][counter][peer index].
   std::vector<uint64_t> sent;
+  std::vector<uint64_t> sentHost;
   std::vector<uint64_t> marks;
   std::atomic<int64_t> netInFlight{0};  // ops with the network backend
   // Set when ccoDevCommDestroy gave up waiting for them: their completions then touch nothing.
@@ -62,6 +64,9 @@ struct GdaResources : std::enable_shared_from_this<GdaResources> {
   std::vector<uint64_t> received;
 
   uint64_t& sentTo(int peer, uint32_t signalId) { return sent[static_cast<size_t>(peer) * signalIds + signalId]; }
+  uint64_t& sentToHost(int peer, uint32_t signalId) {
+    return sentHost[static_cast<size_t>(peer) * signalIds + signalId];
+  }
   uint64_t& mark(int context, uint32_t counter, int peer) {
     return marks[(static_cast<size_t>(context) * counterWords + counter) * peerCount + peer];
   }

@@ -127,9 +127,6 @@ class Proxy : private NetTargetMap {
   // with CPU stores once its stream has run dry (GDA's one stream); null: always on the stream.
   template <class IssueFn, class StreamOf, class PeerOf, class NameOf>
   bool Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerOf, NameOf nameOf, StreamTail* tail);
-  // Writes sum into a signal word of host peer `host`'s host words at `offset`: a CPU store
-  // where nothing queued before still runs, else a stream write.
-  Status WriteHostSignal(int host, uint64_t offset, uint64_t sum, CopyQueue& stream);
   // Queues the work of descriptor `ticket` of ring `ring`; a failure names what was wrong.
   // *deferred: the work went to the network backend, which completes the ticket later.
   Status Issue(GdaResources& g, uint32_t ring, uint64_t ticket, const ccoGdaDesc& d, bool* deferred, CopyQueue& stream);
