@@ -159,3 +159,60 @@ def test_the_operators_targets_judge_one_rank_tables_only(tmp_path):
     assert got[OPS_CORE][0] == "missed"
     assert verdicts(report(tmp_path / "two.json", 2, ("cco.ops.gemm_ar, 2 ranks (bf16)", rows())))[OPS_MATMUL][0] == \
         "not measured"
+
+
+PROXY_RT = "GDA proxy round trip: signal <= 4, put 8 B <= 5, put 4 KiB <= 6 us"
+PUT_FLUSH = "GDA put + flush through the proxy <= 5 us up to 64 KiB"
+SDMA_RT, SDMA_BW, SDMA_QUIET = ("SDMA put+signal round trip <= 10 us", "SDMA put >= 90 % of cudaMemcpyAsync from 1 MiB",
+                                "SDMA put + quiet <= 8 us at 4 KiB")
+TCP_3X = "tcp round trip <= 3x the bare ping-pong (2-core machine)"
+
+
+def proxy_rows(signal=3.5, put8=4.5, put4k=5.5):
+    rows = [{"payload": p, "path": path, "launch": launch, "cco us/rt": us * (1 if path == "proxy" else 0.1) +
+             (0 if launch == "in-kernel" else 50)}
+            for p, us in (("signal only", signal), ("put 8B", put8), ("put 4KiB", put4k))
+            for path in ("direct", "proxy") for launch in ("in-kernel", "graph")]
+    return ("GDA put+signal round trip, ranks 0 and 1 on 1 GPU(s)", rows)
+
+
+def test_the_proxy_paths_targets_judge_their_own_rows_on_one_gpu(tmp_path):
+    """#32 on one GPU: the proxy rows in a kernel (not the direct path's nor graph launches),
+    put + flush up to 64 KiB only, SDMA bandwidth from 1 MiB, put + quiet at 4 KiB, tcp against
+    3x its own bare ping-pong."""
+    flush = [{"size": size, "group": "warp", "proxy us": us}
+             for size, us in ((4096, 4.0), (65536, 5.0), (1 << 20, 99.0))]
+    sdma_bw = [{"size": 4096, "put+quiet us": 7.5, "sdma/memcpy %": 10.0},
+               {"size": 1 << 20, "put+quiet us": 40.0, "sdma/memcpy %": 91.0},
+               {"size": 16 << 20, "put+quiet us": 60.0, "sdma/memcpy %": 95.0}]
+    good = report(tmp_path / "good.json", 1, proxy_rows(),
+                  ("GDA put+flush latency: the calling group's own copy against the proxy, rank 0 -> rank 1", flush),
+                  ("SDMA put+signal round trip, ranks 0 and 1 on 1 GPU(s)",
+                   [{"payload": 8, "cco us/rt": 9.0}, {"payload": 1 << 20, "cco us/rt": 10.0}]),
+                  ("SDMA put bandwidth, rank 0 -> rank 1 on 1 GPU(s)", sdma_bw),
+                  ("GDA over tcp round trip (two host ids over loopback, cpu platform)",
+                   [{"payload": "signal", "tcp us/rt": 15.0, "bare tcp us/rt": 5.0}]))
+    got = verdicts(good)
+    for name in (PROXY_RT, PUT_FLUSH, SDMA_RT, SDMA_BW, SDMA_QUIET, TCP_3X):
+        assert got[name][0] == "met", (name, got[name])
+    assert "signal only 3.5 (<= 4)" in got[PROXY_RT][1]
+    assert got[TCP_3X][1] == "us: signal 15.0 (3.0x bare 5.0)"
+
+    sdma_bw[1]["sdma/memcpy %"] = 89.0
+    flush[1]["proxy us"] = 5.1
+    bad = report(tmp_path / "bad.json", 1, proxy_rows(put4k=6.1),
+                 ("GDA put+flush latency: the calling group's own copy against the proxy", flush),
+                 ("SDMA put bandwidth, rank 0 -> rank 1 on 1 GPU(s)", sdma_bw),
+                 ("GDA over tcp round trip (two host ids over loopback, cpu platform)",
+                  [{"payload": "signal", "tcp us/rt": 15.1, "bare tcp us/rt": 5.0}]))
+    got = verdicts(bad)
+    for name in (PROXY_RT, PUT_FLUSH, SDMA_BW, TCP_3X):
+        assert got[name][0] == "missed", (name, got[name])
+    assert got[SDMA_RT][0] == "not measured"
+    # No 1 MiB row: not judged on the larger sizes alone; n/a figures are not measurements.
+    partial = report(tmp_path / "partial.json", 1,
+                     ("SDMA put bandwidth, rank 0 -> rank 1", [{"size": 16 << 20, "sdma/memcpy %": 95.0}]),
+                     ("GDA over tcp round trip", [{"payload": "signal", "tcp us/rt": "n/a", "bare tcp us/rt": 5.0}]))
+    got = verdicts(partial)
+    assert got[SDMA_BW][:2] == ("not measured", "no 1 MiB row")
+    assert got[TCP_3X][0] == "not measured"

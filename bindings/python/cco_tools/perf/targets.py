@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The project's own benchmark targets (issues #9, #11, #13), judged on `cco perf` reports:
+"""The project's own benchmark targets (issues #9, #11, #13, #30, #32), judged on `cco perf` reports:
 met, missed, or not measured (no such table, its anchors read n/a, or a target over NVLink
 judged on one GPU). `cco perf --targets` judges its own run; tools/perf/issue_targets.py
 judges saved reports. Every figure comes from the reports.
@@ -117,12 +117,15 @@ def tcp_round_trip(t):
         return NONE, why or "no rows"
     parts, verdict = [], MET
     for r in rows:
-        target = r.get("target us/rt")
+        tcp, target = number(r.get("tcp us/rt")), number(r.get("target us/rt"))
         if target is None:  # a report made without --targets: its anchors are in the row
-            target = tcp_round_trip_target(r["bare tcp us/rt"], r["local us/rt"])
-        if not r["tcp us/rt"] <= target:
+            bare, local = number(r.get("bare tcp us/rt")), number(r.get("local us/rt"))
+            target = tcp_round_trip_target(bare, local) if bare is not None and local is not None else None
+        if tcp is None or target is None:
+            return NONE, f"{r.get('payload')}: n/a"
+        if not tcp <= target:
             verdict = MISSED
-        parts.append(f"{r['payload']} {r['tcp us/rt']:.1f} (target {target:.1f})")
+        parts.append(f"{r['payload']} {tcp:.1f} (target {target:.1f})")
     return verdict, "us: " + ", ".join(parts)
 
 
@@ -279,6 +282,94 @@ def ops_machinery(t):
     return _judge_ops(rows, "core/fused %", 95)
 
 
+# --- #32: the proxy path at its floor (one GPU, two ranks) ---------------------------------
+PROXY_ROUND_TRIP_US = {"signal only": 4.0, "put 8B": 5.0, "put 4KiB": 6.0}
+
+
+def proxy_round_trip(t):
+    """GDA through both proxies, in a kernel: signal alone <= 4 us, put 8 B + signal <= 5, put
+    4 KiB + signal <= 6."""
+    rows, why = table(t, "GDA put+signal round trip")
+    if why:
+        return NONE, why
+    parts, verdict = [], MET
+    for payload, bound in PROXY_ROUND_TRIP_US.items():
+        row = next((r for r in rows if r.get("payload") == payload and r.get("path", "proxy") == "proxy"
+                    and r.get("launch") == "in-kernel" and number(r.get("cco us/rt")) is not None), None)
+        if row is None:
+            return NONE, f"no in-kernel '{payload}' row through the proxy"
+        if row["cco us/rt"] > bound:
+            verdict = MISSED
+        parts.append(f"{payload} {row['cco us/rt']:.1f} (<= {bound:g})")
+    return verdict, "us, in a kernel: " + ", ".join(parts)
+
+
+def proxy_put_flush(t):
+    """A put and its flush through the proxy, every size measured up to 64 KiB: <= 5 us."""
+    rows, why = table(t, "GDA put+flush latency")
+    if why:
+        return NONE, why
+    small = [r for r in rows if (size_bytes(r.get("size")) or 0) <= 64 << 10 and number(r.get("proxy us")) is not None]
+    if not small:
+        return NONE, "no proxy figure up to 64 KiB"
+    worst = max(small, key=lambda r: r["proxy us"])
+    return (MET if worst["proxy us"] <= 5 else MISSED), (
+        f"slowest {worst['proxy us']:.1f} us ({label(worst['size'])}, {worst.get('group', '?')}), "
+        f"fastest {min(r['proxy us'] for r in small):.1f}")
+
+
+def sdma_round_trip(t):
+    rows, why = table(t, "SDMA put+signal round trip")
+    if why:
+        return NONE, why
+    measured = [r for r in rows if number(r.get("cco us/rt")) is not None]
+    if not measured:
+        return NONE, "no figures"
+    verdict = MET if all(r["cco us/rt"] <= 10 for r in measured) else MISSED
+    return verdict, "us: " + ", ".join(f"{label(r['payload'])} {r['cco us/rt']:.1f}" for r in measured)
+
+
+def sdma_bandwidth(t):
+    """From 1 MiB, every size the report measured: >= 90 % of cudaMemcpyAsync."""
+    rows, why = table(t, "SDMA put bandwidth")
+    if why:
+        return NONE, why
+    large = [r for r in rows
+             if (size_bytes(r.get("size")) or 0) >= 1 << 20 and number(r.get("sdma/memcpy %")) is not None]
+    if not any(size_bytes(r["size"]) == 1 << 20 for r in large):
+        return NONE, "no 1 MiB row"
+    verdict = MET if all(r["sdma/memcpy %"] >= 90 for r in large) else MISSED
+    return verdict, "% of memcpy: " + ", ".join(f"{label(r['size'])} {r['sdma/memcpy %']:.0f}" for r in large)
+
+
+def sdma_put_quiet(t):
+    rows, why = table(t, "SDMA put bandwidth")
+    if why:
+        return NONE, why
+    row = next((r for r in rows if size_bytes(r.get("size")) == 4096 and number(r.get("put+quiet us")) is not None),
+               None)
+    if row is None:
+        return NONE, "no 4 KiB put+quiet figure"
+    return (MET if row["put+quiet us"] <= 8 else MISSED), f"{row['put+quiet us']:.1f} us"
+
+
+def tcp_within_bare(t):
+    """The tcp round trip within 3x the bare ping-pong of the same run (#32 asks it of the 2-core
+    CI machine: judge reports made there)."""
+    rows, why = table(t, "GDA over tcp round trip")
+    if why or not rows:
+        return NONE, why or "no rows"
+    parts, verdict = [], MET
+    for r in rows:
+        tcp, bare = number(r.get("tcp us/rt")), number(r.get("bare tcp us/rt"))
+        if tcp is None or bare is None:
+            return NONE, f"{r.get('payload')}: n/a"
+        if tcp > 3 * bare:
+            verdict = MISSED
+        parts.append(f"{r['payload']} {tcp:.1f} ({tcp / bare:.1f}x bare {bare:.1f})")
+    return verdict, "us: " + ", ".join(parts)
+
+
 TARGETS = [
     ("#9", "GDA put+signal round trip <= 10 us (default path)", gda_round_trip),
     ("#9", "GDA 256 MiB put >= 80 % of memcpy", gda_large_put),
@@ -290,6 +381,12 @@ TARGETS = [
     ("#13", "control plane", control_plane),
     ("#30", "each operator >= 95 % of torch.matmul, Llama shapes, M >= 4096", ops_vs_matmul),
     ("#30", "one rank: each operator within 5 % of its GEMM core", ops_machinery),
+    ("#32", "GDA proxy round trip: signal <= 4, put 8 B <= 5, put 4 KiB <= 6 us", proxy_round_trip),
+    ("#32", "GDA put + flush through the proxy <= 5 us up to 64 KiB", proxy_put_flush),
+    ("#32", "SDMA put+signal round trip <= 10 us", sdma_round_trip),
+    ("#32", "SDMA put >= 90 % of cudaMemcpyAsync from 1 MiB", sdma_bandwidth),
+    ("#32", "SDMA put + quiet <= 8 us at 4 KiB", sdma_put_quiet),
+    ("#32", "tcp round trip <= 3x the bare ping-pong (2-core machine)", tcp_within_bare),
 ]
 
 
