@@ -111,22 +111,33 @@ def gda_large_put(t):
     return (MET if share >= 80 else MISSED), f"{share:.1f} % of memcpy"
 
 
-def tcp_round_trip(t):
+def _tcp_round_trips(t, bound):
+    """Each tcp round trip row against bound(row), its limit in us (None: an anchor reads n/a):
+    (verdict, why not measured or None, [(row, figure, limit)])."""
     rows, why = table(t, "GDA over tcp round trip")
     if why or not rows:
-        return NONE, why or "no rows"
-    parts, verdict = [], MET
+        return NONE, why or "no rows", []
+    judged = []
     for r in rows:
-        tcp, target = number(r.get("tcp us/rt")), number(r.get("target us/rt"))
+        tcp, limit = number(r.get("tcp us/rt")), bound(r)
+        if tcp is None or limit is None:
+            return NONE, f"{r.get('payload')}: n/a", []
+        judged.append((r, tcp, limit))
+    return (MET if all(tcp <= limit for _, tcp, limit in judged) else MISSED), None, judged
+
+
+def tcp_round_trip(t):
+    def bound(r):
+        target = number(r.get("target us/rt"))
         if target is None:  # a report made without --targets: its anchors are in the row
             bare, local = number(r.get("bare tcp us/rt")), number(r.get("local us/rt"))
             target = tcp_round_trip_target(bare, local) if bare is not None and local is not None else None
-        if tcp is None or target is None:
-            return NONE, f"{r.get('payload')}: n/a"
-        if not tcp <= target:
-            verdict = MISSED
-        parts.append(f"{r['payload']} {tcp:.1f} (target {target:.1f})")
-    return verdict, "us: " + ", ".join(parts)
+        return target
+
+    verdict, why, judged = _tcp_round_trips(t, bound)
+    if why:
+        return verdict, why
+    return verdict, "us: " + ", ".join(f"{r['payload']} {tcp:.1f} (target {limit:.1f})" for r, tcp, limit in judged)
 
 
 def tcp_bandwidth(t):
@@ -356,18 +367,15 @@ def sdma_put_quiet(t):
 def tcp_within_bare(t):
     """The tcp round trip within 3x the bare ping-pong of the same run (#32 asks it of the 2-core
     CI machine: judge reports made there)."""
-    rows, why = table(t, "GDA over tcp round trip")
-    if why or not rows:
-        return NONE, why or "no rows"
-    parts, verdict = [], MET
-    for r in rows:
-        tcp, bare = number(r.get("tcp us/rt")), number(r.get("bare tcp us/rt"))
-        if tcp is None or bare is None:
-            return NONE, f"{r.get('payload')}: n/a"
-        if tcp > 3 * bare:
-            verdict = MISSED
-        parts.append(f"{r['payload']} {tcp:.1f} ({tcp / bare:.1f}x bare {bare:.1f})")
-    return verdict, "us: " + ", ".join(parts)
+    def bound(r):
+        bare = number(r.get("bare tcp us/rt"))
+        return 3 * bare if bare is not None else None
+
+    verdict, why, judged = _tcp_round_trips(t, bound)
+    if why:
+        return verdict, why
+    return verdict, "us: " + ", ".join(f"{r['payload']} {tcp:.1f} ({3 * tcp / limit:.1f}x bare {limit / 3:.1f})"
+                                       for r, tcp, limit in judged)
 
 
 TARGETS = [
