@@ -8,13 +8,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "comm/communicator.h"
 #include "common/env.h"
+#include "common/process_registry.h"
 #include "platform/memfd.h"
 
 namespace cco {
@@ -30,9 +29,8 @@ constexpr uint64_t kHostWordsTag = ~uint64_t{0} - 1;
 // The segments this process's ranks published for their in-process peers, by (communicator,
 // world rank).
 using RegistryKey = std::pair<std::string, int>;
-std::mutex registryMu;
-std::map<RegistryKey, std::shared_ptr<HostWordSegment>>& Registry() {
-  static auto* registry = new std::map<RegistryKey, std::shared_ptr<HostWordSegment>>;  // never destroyed
+ProcessRegistry<RegistryKey, std::shared_ptr<HostWordSegment>>& Registry() {
+  static auto* registry = new ProcessRegistry<RegistryKey, std::shared_ptr<HostWordSegment>>();  // never destroyed
   return *registry;
 }
 RegistryKey KeyOf(const ccoComm& c, int hostIndex) { return {c.idTag, c.topo.hostMembers[hostIndex]}; }
@@ -90,8 +88,7 @@ void PrepareHostWords(ccoComm& c) {
   // descriptor), so that the mesh stays in step with peers whose environment asks for them.
   Status local = env::Flag("CCO_GDA_HOST_SIGNALS", false) ? MakeOwn(c) : Unsupported("CCO_GDA_HOST_SIGNALS is not 1");
   if (local.ok() && AnyInThisProcess(c)) {
-    std::lock_guard<std::mutex> lock(registryMu);
-    Registry()[KeyOf(c, c.topo.hostRank)] = w.byHost[c.topo.hostRank];
+    Registry().Publish(KeyOf(c, c.topo.hostRank), w.byHost[c.topo.hostRank]);
     w.published = true;
   }
   // Every host rank in another process takes part, with its descriptor or without (then its
@@ -111,15 +108,10 @@ void PrepareHostWords(ccoComm& c) {
 void FinishHostWords(ccoComm& c) {
   HostWords& w = c.hostWords;
   Status s = w.prepared;
-  if (s.ok()) {
-    std::lock_guard<std::mutex> lock(registryMu);
-    for (int h = 0; h < c.HostSize() && s.ok(); ++h) {
-      if (h == c.topo.hostRank || !c.InThisProcess(h)) continue;
-      auto it = Registry().find(KeyOf(c, h));
-      if (it == Registry().end())
-        s = RemoteError(Fmt("rank ", c.topo.hostMembers[h], " shares this process but published no host words"));
-      else w.byHost[h] = it->second;
-    }
+  for (int h = 0; h < c.HostSize() && s.ok(); ++h) {
+    if (h == c.topo.hostRank || !c.InThisProcess(h)) continue;
+    if (!Registry().Find(KeyOf(c, h), &w.byHost[h]))
+      s = RemoteError(Fmt("rank ", c.topo.hostMembers[h], " shares this process but published no host words"));
   }
   w.prepared = s;
   if (!s.ok()) {
@@ -131,10 +123,7 @@ void FinishHostWords(ccoComm& c) {
 
 Status DestroyHostWords(ccoComm& c) {
   HostWords& w = c.hostWords;
-  if (w.published) {
-    std::lock_guard<std::mutex> lock(registryMu);
-    Registry().erase(KeyOf(c, c.topo.hostRank));
-  }
+  if (w.published) Registry().Withdraw(KeyOf(c, c.topo.hostRank));
   w.published = false;
   w.byHost.clear();  // each segment goes with its last holder
   if (w.fd >= 0) close(w.fd);

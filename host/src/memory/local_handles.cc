@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "memory/local_handles.h"
 
-#include <map>
-#include <mutex>
 #include <tuple>
+
+#include "common/process_registry.h"
 
 namespace cco {
 namespace local_handles {
@@ -14,9 +14,8 @@ struct Entry {
   size_t size;
 };
 
-std::mutex g_mu;
-std::map<Key, Entry>& Table() {
-  static auto* table = new std::map<Key, Entry>();
+ProcessRegistry<Key, Entry>& Table() {
+  static auto* table = new ProcessRegistry<Key, Entry>();  // never destroyed
   return *table;
 }
 
@@ -26,24 +25,17 @@ bool Key::operator<(const Key& o) const {
   return std::tie(comm, registration, rank) < std::tie(o.comm, o.registration, o.rank);
 }
 
-void Publish(const Key& key, MemHandle handle, size_t size) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  Table()[key] = Entry{handle, size};
-}
+void Publish(const Key& key, MemHandle handle, size_t size) { Table().Publish(key, Entry{handle, size}); }
 
 bool Find(const Key& key, MemHandle* handle, size_t* size) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  auto it = Table().find(key);
-  if (it == Table().end()) return false;
-  *handle = it->second.handle;
-  *size = it->second.size;
+  Entry entry;
+  if (!Table().Find(key, &entry)) return false;
+  *handle = entry.handle;
+  *size = entry.size;
   return true;
 }
 
-void Withdraw(const Key& key) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  Table().erase(key);
-}
+void Withdraw(const Key& key) { Table().Withdraw(key); }
 
 }  // namespace local_handles
 }  // namespace cco
