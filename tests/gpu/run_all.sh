@@ -69,10 +69,7 @@ for step in "${steps[@]}"; do
       # and the perf suite, ranks as processes (two on one GPU run at once under MPS).
       mps_start
       {
-        for batch in 0 1; do  # copies one by one, and in the driver's batches
-          CCO_COPY_BATCH=$batch timeout 60 stage/bin/gpu_platform_test --gtest_filter='Cuda*:Cpu*' 2>&1 |
-            grep -E "OK \]|FAILED|PASSED|Failure"
-        done
+        timeout 60 stage/bin/gpu_platform_test --gtest_filter='Cuda*:Cpu*' 2>&1 | grep -E "OK \]|FAILED|PASSED|Failure"
         # (the matrix and the gets of every size run in the pytest step, with every GPU test)
         timeout 400 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_gda_gpu.py \
           -k "not test_gda_matrix and not test_gets_land_exactly" 2>&1 | tail -15

@@ -106,9 +106,6 @@ def test_gpu_platform_round_trip_binary():
     binary = os.path.join(os.environ.get("CCO_STAGE", "stage"), "bin", "gpu_platform_test")
     if not os.path.exists(binary):
         pytest.skip("stage/bin/gpu_platform_test not staged")
-    # Twice: copies one by one, and in the driver's batches (CCO_COPY_BATCH=1: cuMemcpyBatchAsync).
-    for batch in ("0", "1"):
-        env = dict(os.environ, CCO_COPY_BATCH=batch)
-        r = subprocess.run([binary], capture_output=True, text=True, timeout=300, env=env)
-        print(r.stdout[-3000:])
-        assert r.returncode == 0, f"CCO_COPY_BATCH={batch}: " + r.stdout[-3000:] + r.stderr[-2000:]
+    r = subprocess.run([binary], capture_output=True, text=True, timeout=300)
+    print(r.stdout[-3000:])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -6,7 +6,6 @@
 #include <mutex>
 #include <vector>
 
-#include "common/env.h"
 #include "platform/driver_library.h"
 #include "platform/gpu_driver_api.h"
 #include "platform/gpu_vmm_platform.h"
@@ -44,9 +43,6 @@ struct CudaDriver {
                                           unsigned long long flags) = nullptr;
   DriverResult (*importFromShareableHandle)(AllocationHandle* handle, void* osHandle, int type) = nullptr;
   DriverResult (*streamBatchMemOp)(void* stream, unsigned count, void* params, unsigned flags) = nullptr;
-  // cuMemcpyBatchAsync_v2 (CUDA 13): (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream).
-  DriverResult (*memcpyBatchAsync)(gpu::DeviceAddress* dsts, gpu::DeviceAddress* srcs, size_t* sizes, size_t count,
-                                   void* attrs, size_t* attrsIdxs, size_t numAttrs, void* stream) = nullptr;
 
   // The driver's device handle of each ordinal; fixed once loaded.
   std::vector<CUdevice> devices;
@@ -193,38 +189,6 @@ DriverResult CudaStreamWriteValues64(void* stream, const gpu::DeviceAddress* add
   return kDriverSuccess;
 }
 
-// cuda.h's CUmemcpyAttributes: the source's access order, location hints for source and
-// destination (ignored outside managed memory), flags.
-struct CopyAttributes {
-  int32_t srcAccessOrder;  // CU_MEMCPY_SRC_ACCESS_ORDER_STREAM: read in stream order
-  int32_t srcLocationType, srcLocationId;
-  int32_t dstLocationType, dstLocationId;
-  uint32_t flags;
-};
-static_assert(sizeof(CopyAttributes) == 24, "CUmemcpyAttributes is 24 bytes");
-constexpr int32_t kSrcAccessOrderStream = 1;
-constexpr int32_t kLocationDevice = 1;
-constexpr unsigned kMaxBatchCopies = 64;
-
-DriverResult CudaCopiesAsync(void* stream, const gpu::DeviceAddress* dsts, const gpu::DeviceAddress* srcs,
-                             const uint64_t* sizes, unsigned count) {
-  CUdevice device = 0;
-  DriverResult result = Driver().ctxGetDevice(&device);  // the bound device: the hints' location
-  if (result != kDriverSuccess) return result;
-  CopyAttributes attributes{kSrcAccessOrderStream, kLocationDevice, device, kLocationDevice, device, 0};
-  size_t attributeFrom = 0;  // every copy takes attributes[0]
-  gpu::DeviceAddress d[kMaxBatchCopies], s[kMaxBatchCopies];
-  size_t n[kMaxBatchCopies];
-  for (unsigned done = 0; done < count;) {
-    const unsigned k = count - done < kMaxBatchCopies ? count - done : kMaxBatchCopies;
-    for (unsigned i = 0; i < k; ++i) d[i] = dsts[done + i], s[i] = srcs[done + i], n[i] = sizes[done + i];
-    result = Driver().memcpyBatchAsync(d, s, n, k, &attributes, &attributeFrom, 1, stream);
-    if (result != kDriverSuccess) return result;
-    done += k;
-  }
-  return kDriverSuccess;
-}
-
 // --- loading ---------------------------------------------------------------------------
 
 Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
@@ -266,9 +230,6 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
   if (library.ResolveOptional("cuStreamBatchMemOp_v2", &driver->streamBatchMemOp))
     api.streamWriteValues64 = {&CudaStreamWriteValues64, "cuStreamBatchMemOp_v2"};
-  // Batched copies only where asked for (CCO_COPY_BATCH=1) until measured against one copy a call.
-  if (env::Flag("CCO_COPY_BATCH", false) && library.ResolveOptional("cuMemcpyBatchAsync_v2", &driver->memcpyBatchAsync))
-    api.copiesAsync = {&CudaCopiesAsync, "cuMemcpyBatchAsync_v2"};
   if (library.ResolveOptional("cuMemHostRegister_v2", &api.hostRegister.fn) &&
       library.ResolveOptional("cuMemHostUnregister", &api.hostUnregister.fn))
     api.hostRegister.name = "cuMemHostRegister_v2", api.hostUnregister.name = "cuMemHostUnregister";

@@ -151,12 +151,6 @@ struct GpuDriverApi {
   // writes go one by one.
   DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned count)>
       streamWriteValues64;
-  // Copies in one submission, in no order among themselves (an adapter over
-  // cuMemcpyBatchAsync). Optional: fn is null where the driver lacks it or it is not wanted
-  // (CCO_COPY_BATCH), and the copies go one by one.
-  DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs,
-                               const uint64_t* sizes, unsigned count)>
-      copiesAsync;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
   // cuMemGetHandleForAddressRange / hipMemGetHandleForAddressRange (handle type 1: a
   // dma-buf fd). Optional: fn is null where the driver lacks it.

@@ -511,21 +511,6 @@ Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, u
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
-                                      const uint64_t* sizes, int count) {
-  if (api_.copiesAsync.fn == nullptr || count == 1)
-    return Platform::CopiesOnStream(device, stream, dsts, srcs, sizes, count);
-  if (count <= 0) return Status::Ok();
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result =
-      api_.copiesAsync.fn(reinterpret_cast<void*>(stream), dsts, srcs, sizes, static_cast<unsigned>(count));
-  if (result != kDriverSuccess)
-    return Failed(api_.copiesAsync, result,
-                  Fmt("stream=", Hex(stream), ", ", count, " copies, the first dst=", Hex(dsts[0]),
-                      ", src=", Hex(srcs[0]), ", size=", sizes[0]));
-  return Status::Ok();
-}
-
 Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) {
   CCO_RETURN_IF_ERROR(AlignedWord("StreamWriteValue64", address));
   CCO_BIND_DEVICE_FOR_SCOPE(device);

@@ -193,25 +193,6 @@ void ExpectStreamWork(Platform* platform, int device) {
   addresses[1] = va + 4;
   status = platform->StreamWriteValues64(device, stream, addresses.data(), values.data(), 2);
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
-  // Copies that touch none of each other's bytes, one submission where the driver batches them
-  // (CCO_COPY_BATCH=1 on CUDA; more than one batch's worth: 96 > 64): byte i of the device
-  // bytes to byte 255 - i of the host buffer, then a word behind them all.
-  void* scattered = nullptr;
-  uint64_t scatteredDevice = 0;
-  ASSERT_OK(platform->HostMappedAlloc(device, 256, &scattered, &scatteredDevice));
-  memset(scattered, 0, 256);
-  std::vector<uint64_t> dsts, srcs, sizes;
-  for (uint64_t i = 0; i < 96; ++i) {
-    dsts.push_back(scatteredDevice + 255 - i);
-    srcs.push_back(va + i % 64);
-    sizes.push_back(1);
-  }
-  ASSERT_OK(platform->CopiesOnStream(device, stream, dsts.data(), srcs.data(), sizes.data(), 96));
-  ASSERT_OK(platform->StreamSynchronize(device, stream));
-  const auto* landed = static_cast<const volatile unsigned char*>(scattered);
-  for (size_t i = 0; i < 96; ++i) EXPECT_EQ(landed[255 - i], bytes[i % 64]) << i;
-  EXPECT_EQ(landed[0], 0u);  // nothing beyond the copies
-  ASSERT_OK(platform->HostMappedFree(device, scattered));
   // A flag word for running kernels (a failed ring's mirror): written at once, whole.
   ASSERT_OK(platform->WriteDeviceWord(device, va + 136, 0xfeedfacecafef00dull));
   ASSERT_OK(platform->CopyFromDevice(device, &word, va + 136, sizeof(word)));
