@@ -202,6 +202,16 @@ CCO_DEVICE_API void wake_host_consumer(const uint32_t* asleep, const int32_t* fd
 // bell. Once it sleeps, the wait counts itself among the bell's sleepers and reads the bell's
 // count before each poll: a ring after that read ends the sleep that follows at once (the
 // futex finds the count moved), and the poll sees the word written before it.
+}  // namespace arch
+}  // namespace cco
+
+// The host library's (host/src/proxy/proxy.cc): one pass of the proxy of the rank whose bell
+// this is, made by a waiting thread; non-zero where it did anything. Weak: device code linked
+// without the library helps nobody.
+extern "C" int cco_host_proxy_help(const void* bell) __attribute__((weak));
+
+namespace cco {
+namespace arch {
 namespace host_detail {
 // A wait's slow steps, out of line: most waits end at a first poll, and the wait's own state
 // stays in registers.
@@ -239,6 +249,11 @@ class WaitPause {
   // After a poll that found nothing. Each sleep uses the bell's count as read before the
   // poll that preceded it: the first time, the count is only read (the next poll follows).
   void after_poll(uint32_t spins, uint32_t spinsBeforeBackoff, uint32_t backoffNs) {
+    // Past its first polls, a wait does its proxy's pass itself before giving its core away:
+    // what it waits for may be what that pass would carry.
+    if (bell_ != nullptr && spins >= host_detail::kSpinsBeforeYield && cco_host_proxy_help != nullptr &&
+        cco_host_proxy_help(bell_) != 0)
+      return;
     if (asleep_) {
       host_detail::sleep_on(bell_, seen_);
     } else if (bell_ == nullptr) {

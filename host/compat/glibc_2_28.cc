@@ -11,7 +11,8 @@
 //                                          in libdl.so.2 / libpthread.so.0 before 2.34 (linked)
 //   pthread_mutexattr_{init,destroy,       GLIBC_2.34 (moved into libc) -> GLIBC_2.2.5, and
 //   setpshared,setrobust},                 GLIBC_2.12 for the robust ones, in libpthread.so.0
-//   pthread_mutex_consistent               before 2.34 (the liveness word's robust mutex)
+//   pthread_mutex_consistent,              before 2.34 (the liveness word's robust mutex; the
+//   pthread_mutex_trylock                  proxy's pass, which a waiting thread may take)
 //   stat, fstat                            GLIBC_2.33 -> __xstat/__fxstat@GLIBC_2.2.5, what
 //                                          older headers called them through
 //   pthread_cond_clockwait                 GLIBC_2.30 (libstdc++'s steady-clock waits) ->
@@ -46,11 +47,13 @@ int cco_compat_pthread_mutexattr_destroy(pthread_mutexattr_t* attr);
 int cco_compat_pthread_mutexattr_setpshared(pthread_mutexattr_t* attr, int shared);
 int cco_compat_pthread_mutexattr_setrobust(pthread_mutexattr_t* attr, int robust);
 int cco_compat_pthread_mutex_consistent(pthread_mutex_t* mutex);
+int cco_compat_pthread_mutex_trylock(pthread_mutex_t* mutex);
 __asm__(".symver cco_compat_pthread_mutexattr_init, pthread_mutexattr_init@GLIBC_2.2.5");
 __asm__(".symver cco_compat_pthread_mutexattr_destroy, pthread_mutexattr_destroy@GLIBC_2.2.5");
 __asm__(".symver cco_compat_pthread_mutexattr_setpshared, pthread_mutexattr_setpshared@GLIBC_2.2.5");
 __asm__(".symver cco_compat_pthread_mutexattr_setrobust, pthread_mutexattr_setrobust@GLIBC_2.12");
 __asm__(".symver cco_compat_pthread_mutex_consistent, pthread_mutex_consistent@GLIBC_2.12");
+__asm__(".symver cco_compat_pthread_mutex_trylock, pthread_mutex_trylock@GLIBC_2.2.5");
 
 int __xstat(int version, const char* path, struct stat* out);
 int __fxstat(int version, int fd, struct stat* out);
@@ -81,6 +84,7 @@ CCO_COMPAT_HIDDEN int pthread_mutexattr_setrobust(pthread_mutexattr_t* attr, int
 CCO_COMPAT_HIDDEN int pthread_mutex_consistent(pthread_mutex_t* mutex) {
   return cco_compat_pthread_mutex_consistent(mutex);
 }
+CCO_COMPAT_HIDDEN int pthread_mutex_trylock(pthread_mutex_t* mutex) { return cco_compat_pthread_mutex_trylock(mutex); }
 CCO_COMPAT_HIDDEN int stat(const char* path, struct stat* out) { return __xstat(kStatVersion, path, out); }
 CCO_COMPAT_HIDDEN int fstat(int fd, struct stat* out) { return __fxstat(kStatVersion, fd, out); }
 

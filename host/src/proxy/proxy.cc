@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "common/env.h"
 #include "proxy/host_bell.h"
@@ -44,6 +47,14 @@ constexpr uint64_t kWatchPasses = 64;
 // CCO_TEST_LOSS_PAUSE_MS's bound.
 constexpr int64_t kMaxLossPauseMs = 1000;
 
+// The cpu platform's proxies by their rank's bell, for the device threads that help them
+// (cco_host_proxy_help).
+std::mutex helpedMu;
+std::map<uint64_t, std::shared_ptr<HelpGate>>& Helped() {
+  static auto* helped = new std::map<uint64_t, std::shared_ptr<HelpGate>>();  // never destroyed
+  return *helped;
+}
+
 }  // namespace
 
 Proxy::Proxy(ProxyContext context)
@@ -57,6 +68,12 @@ Proxy::Proxy(ProxyContext context)
       doorbellsWake_(wake_ >= 0 && ctx_.bells) {
   if (ctx_.bells && ctx_.statusWords)
     for (uint64_t slice : ctx_.hostSlices) bells_.push_back(BellAddress(slice, ctx_.statusOffset));
+  gate_ = std::make_shared<HelpGate>();
+  gate_->proxy = this;
+  if (!bells_.empty()) {
+    std::lock_guard<std::mutex> lock(helpedMu);
+    Helped()[bells_[ctx_.topo.hostRank]] = gate_;
+  }
 }
 
 void Proxy::RingBells() const {
@@ -68,6 +85,14 @@ void Proxy::RingOwnBell() const {
 }
 
 Proxy::~Proxy() {
+  if (!bells_.empty()) {
+    std::lock_guard<std::mutex> lock(helpedMu);
+    Helped().erase(bells_[ctx_.topo.hostRank]);
+  }
+  {
+    std::lock_guard<std::mutex> pass(gate_->mu);  // waits out a helper's pass; none comes after
+    gate_->proxy = nullptr;
+  }
   stop_ = true;
   Wake();
   if (thread_.joinable()) thread_.join();
@@ -258,6 +283,7 @@ void Proxy::Loop() {
   const bool spinsLong = GetThreadCpus(&cpus).ok() && static_cast<int>(cpus.size()) >= kCpusToKeepSpinning;
   prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // this thread's
   while (!stop_) {
+    std::unique_lock<std::mutex> pass(gate_->mu);
     // The list is copied only when Attach or Detach changed it: the hot loop takes no lock.
     if (generation_.load() != generation) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -276,6 +302,7 @@ void Proxy::Loop() {
     if (++passes % kWatchPasses == 0 && Clock::now() >= nextWatch_) WatchHostPeers();
     // Resources detached before `generation` are no longer in use.
     if (seenGeneration_.load(std::memory_order_relaxed) != generation) seenGeneration_ = generation;
+    pass.unlock();
     if (did) {
       idle = 0;
       continue;
@@ -283,6 +310,7 @@ void Proxy::Loop() {
     // Nothing to serve but the watch: no kernel's post can come, so wait on the sockets.
     if (work.empty() && sdmaWork.empty() && !threadNet_) {
       IdleWait();
+      std::lock_guard<std::mutex> watch(gate_->mu);
       WatchHostPeers();
       continue;
     }
@@ -299,10 +327,19 @@ void Proxy::Loop() {
   }
 }
 
+bool Proxy::Help() {
+  if (stop_) return false;
+  bool did = PassAll();
+  if (threadNet_) did |= ProgressNet(*threadNet_);
+  if (did) RingBells();
+  return did;
+}
+
 void Proxy::Nap() {
   if (doorbellsWake_) {
     // Asleep first, then a last look at the rings: a doorbell after that look finds the
     // thread asleep and writes wake_ (device/arch/host.h).
+    std::unique_lock<std::mutex> pass(gate_->mu);
     SetAsleep(true);
     if (PassAll()) {
       SetAsleep(false);
@@ -447,3 +484,17 @@ void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string&
 }
 
 }  // namespace cco
+
+// A device thread's wait on the cpu platform (device/arch/host.h), before it yields or sleeps:
+// one pass of the proxy of the rank whose bell it waits on; non-zero where it did anything.
+extern "C" int cco_host_proxy_help(const void* bell) {
+  std::shared_ptr<cco::HelpGate> gate;
+  {
+    std::lock_guard<std::mutex> lock(cco::helpedMu);
+    auto it = cco::Helped().find(reinterpret_cast<uint64_t>(bell));
+    if (it == cco::Helped().end()) return 0;
+    gate = it->second;
+  }
+  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);  // the thread or another helper is in one
+  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->Help() ? 1 : 0;
+}

@@ -64,6 +64,13 @@
 
 namespace cco {
 
+// What a waiting device thread reaches a proxy through (cco_host_proxy_help): the pass's
+// mutex, and the proxy, null once it is going.
+struct HelpGate {
+  std::mutex mu;
+  class Proxy* proxy = nullptr;
+};
+
 class Proxy : private NetTargetMap {
  public:
   explicit Proxy(ProxyContext context);
@@ -103,6 +110,11 @@ class Proxy : private NetTargetMap {
 
   // The cpu platform: this rank's waits asleep on its bell (proxy/host_bell.h) look now.
   void RingOwnBell() const;
+
+  // The cpu platform: one pass of the thread's work (rings, the network backend) made by a
+  // rank's waiting device thread, with the gate's mutex held; whether it did anything. On a
+  // small machine a hop then costs no hand-off to the proxy thread.
+  bool Help();
 
   // The first error the proxy or its network backend met (ccoRemoteError), Ok if none. Once it
   // names a lost rank, every ring to that rank has failed.
@@ -246,6 +258,9 @@ class Proxy : private NetTargetMap {
   std::chrono::steady_clock::time_point nextWatch_{};
   std::atomic<uint64_t> generation_{0};  // bumped by Attach and Detach; the thread acknowledges below
   std::atomic<uint64_t> seenGeneration_{0};
+  // Held by whoever runs a pass: the thread, or a device thread in Help (through the
+  // process's table of helped proxies, which may hold the gate after this proxy is gone).
+  std::shared_ptr<HelpGate> gate_;
 };
 
 }  // namespace cco
