@@ -283,8 +283,9 @@ void Proxy::Loop() {
   const bool spinsLong = GetThreadCpus(&cpus).ok() && static_cast<int>(cpus.size()) >= kCpusToKeepSpinning;
   prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // this thread's
   while (!stop_) {
+    // A pass holds the gate (a waiting device thread may make one itself: Help).
     std::unique_lock<std::mutex> pass(gate_->mu);
-    // The list is copied only when Attach or Detach changed it: the hot loop takes no lock.
+    // The list is copied only when Attach or Detach changed it: the hot loop takes no other lock.
     if (generation_.load() != generation) {
       std::lock_guard<std::mutex> lock(mu_);
       work = attached_;
