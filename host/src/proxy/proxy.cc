@@ -9,11 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 
 #include "common/env.h"
+#include "common/process_registry.h"
 #include "proxy/host_bell.h"
 #include "topology/cpu_affinity.h"
 
@@ -49,9 +49,8 @@ constexpr int64_t kMaxLossPauseMs = 1000;
 
 // The cpu platform's proxies by their rank's bell, for the device threads that help them
 // (cco_host_proxy_help).
-std::mutex helpedMu;
-std::map<uint64_t, std::shared_ptr<HelpGate>>& Helped() {
-  static auto* helped = new std::map<uint64_t, std::shared_ptr<HelpGate>>();  // never destroyed
+ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>& Helped() {
+  static auto* helped = new ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>();  // never destroyed
   return *helped;
 }
 
@@ -70,10 +69,7 @@ Proxy::Proxy(ProxyContext context)
     for (uint64_t slice : ctx_.hostSlices) bells_.push_back(BellAddress(slice, ctx_.statusOffset));
   gate_ = std::make_shared<HelpGate>();
   gate_->proxy = this;
-  if (!bells_.empty()) {
-    std::lock_guard<std::mutex> lock(helpedMu);
-    Helped()[bells_[ctx_.topo.hostRank]] = gate_;
-  }
+  if (!bells_.empty()) Helped().Publish(bells_[ctx_.topo.hostRank], gate_);
 }
 
 void Proxy::RingBells() const {
@@ -85,10 +81,7 @@ void Proxy::RingOwnBell() const {
 }
 
 Proxy::~Proxy() {
-  if (!bells_.empty()) {
-    std::lock_guard<std::mutex> lock(helpedMu);
-    Helped().erase(bells_[ctx_.topo.hostRank]);
-  }
+  if (!bells_.empty()) Helped().Withdraw(bells_[ctx_.topo.hostRank]);
   {
     std::lock_guard<std::mutex> pass(gate_->mu);  // waits out a helper's pass; none comes after
     gate_->proxy = nullptr;
@@ -490,12 +483,7 @@ void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string&
 // one pass of the proxy of the rank whose bell it waits on; non-zero where it did anything.
 extern "C" int cco_host_proxy_help(const void* bell) {
   std::shared_ptr<cco::HelpGate> gate;
-  {
-    std::lock_guard<std::mutex> lock(cco::helpedMu);
-    auto it = cco::Helped().find(reinterpret_cast<uint64_t>(bell));
-    if (it == cco::Helped().end()) return 0;
-    gate = it->second;
-  }
+  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
   std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);  // the thread or another helper is in one
   return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->Help() ? 1 : 0;
 }
