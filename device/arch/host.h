@@ -188,14 +188,29 @@ CCO_DEVICE_API void ring_bell(const void* bell) {
     (void)syscall(SYS_futex, &b->rings, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-// After a doorbell's store: a proxy asleep on the ring (abi/ring.h) is written awake. The
-// full fence pairs with the proxy's between raising `asleep` and its last look at the rings:
-// either it sees this doorbell, or this sees it asleep.
+}  // namespace arch
+}  // namespace cco
+
+// The host library's (host/src/proxy/proxy.cc): one pass of the proxy whose wake-up eventfd is
+// `fd`, made by the thread that rang its ring, where no pass is in progress; non-zero where it
+// made it. Weak: device code linked without the library passes nothing.
+extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) __attribute__((weak));
+
+namespace cco {
+namespace arch {
+
+// After a doorbell's store: a proxy asleep on the ring (abi/ring.h) gets the descriptor. The
+// ringing thread makes the proxy's pass itself where it can (its own process's proxy: on a
+// small machine a post then wakes no thread); else it writes the proxy awake. The full fence
+// pairs with the proxy's between raising `asleep` and its last look at the rings: either it
+// sees this doorbell, or this sees it asleep.
 CCO_DEVICE_API void wake_host_consumer(const uint32_t* asleep, const int32_t* fd) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (__atomic_load_n(asleep, __ATOMIC_RELAXED) == 0) return;
+  const int32_t wake = __atomic_load_n(fd, __ATOMIC_RELAXED);
+  if (cco_host_proxy_pass_by_wake != nullptr && cco_host_proxy_pass_by_wake(wake) != 0) return;
   const uint64_t one = 1;
-  (void)!::write(__atomic_load_n(fd, __ATOMIC_RELAXED), &one, sizeof(one));
+  (void)!::write(wake, &one, sizeof(one));
 }
 
 // One wait's pauses (device/spin_wait.hpp): spin_backoff's, except that the sleeps are on the
@@ -209,6 +224,11 @@ CCO_DEVICE_API void wake_host_consumer(const uint32_t* asleep, const int32_t* fd
 // this is, made by a waiting thread; non-zero where it did anything. Weak: device code linked
 // without the library helps nobody.
 extern "C" int cco_host_proxy_help(const void* bell) __attribute__((weak));
+// The same wait where it would sleep on the bell: asleep on that proxy's network input instead
+// (up to `bound_ns`, or not at all where the bell rang since `seen`), then the pass; non-zero
+// where it slept so. A reply from a peer then wakes the thread that waits for it, not the proxy
+// thread that would hand it on.
+extern "C" int cco_host_proxy_nap(const void* bell, uint32_t seen, long bound_ns) __attribute__((weak));
 
 namespace cco {
 namespace arch {
@@ -233,6 +253,9 @@ __attribute__((noinline)) inline bool quick_yield() {
 __attribute__((noinline)) inline void sleep_on(ccoHostBell* bell, uint32_t seen) {
   precise_sleeps();
   const long bound = bell_sleep_bound_ns;
+  // Asleep on the network, a ring of the bell (a host peer's store) is seen at the nap's end
+  // only: a short one, whatever the bell's sleeps are bounded by.
+  if (cco_host_proxy_nap != nullptr && cco_host_proxy_nap(bell, seen, bound < kSleepNs ? bound : kSleepNs) != 0) return;
   struct timespec ts = {bound / 1000000000, bound % 1000000000};
   (void)syscall(SYS_futex, &bell->rings, FUTEX_WAIT, seen, &ts, nullptr, 0);
 }

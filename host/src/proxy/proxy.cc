@@ -36,6 +36,16 @@ constexpr auto kNap = std::chrono::microseconds(20);
 // waits for its end: the host peers' watch, the network backend's timers.
 constexpr auto kLongNap = std::chrono::milliseconds(1);
 constexpr unsigned long kTimerSlackNs = 1000;
+// How long after a device thread slept on the network's input (HelpNap) the thread's naps
+// leave that input to it: what comes in once no wait reads it waits this long at most. As long
+// as a nap: a shorter window (200 us was measured) has the thread take the input back between
+// a ping-pong's waits on 2 cores, and its round trip doubles in one run of three.
+constexpr auto kHelperReadsFor = kLongNap;
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // After the network backend applied a request, how long the rings alone are polled for the
 // kernel's answer: a ping-pong's reply is usually posted sooner after its signal lands than a
@@ -48,9 +58,16 @@ constexpr uint64_t kWatchPasses = 64;
 constexpr int64_t kMaxLossPauseMs = 1000;
 
 // The cpu platform's proxies by their rank's bell, for the device threads that help them
-// (cco_host_proxy_help).
+// (cco_host_proxy_help, cco_host_proxy_nap).
 ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>& Helped() {
   static auto* helped = new ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>();  // never destroyed
+  return *helped;
+}
+
+// The same proxies by their wake-up eventfd, which their rings name (abi/ring.h), for the
+// device threads that ring them (cco_host_proxy_pass_by_wake).
+ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>& HelpedByWakeFd() {
+  static auto* helped = new ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>();  // never destroyed
   return *helped;
 }
 
@@ -70,6 +87,7 @@ Proxy::Proxy(ProxyContext context)
   gate_ = std::make_shared<HelpGate>();
   gate_->proxy = this;
   if (!bells_.empty()) Helped().Publish(bells_[ctx_.topo.hostRank], gate_);
+  if (doorbellsWake_) HelpedByWakeFd().Publish(wake_, gate_);
 }
 
 void Proxy::RingBells() const {
@@ -82,6 +100,7 @@ void Proxy::RingOwnBell() const {
 
 Proxy::~Proxy() {
   if (!bells_.empty()) Helped().Withdraw(bells_[ctx_.topo.hostRank]);
+  if (doorbellsWake_) HelpedByWakeFd().Withdraw(wake_);
   {
     std::lock_guard<std::mutex> pass(gate_->mu);  // waits out a helper's pass; none comes after
     gate_->proxy = nullptr;
@@ -329,6 +348,22 @@ bool Proxy::Help() {
   return did;
 }
 
+bool Proxy::HelpNap(const void* bell, uint32_t seen, long boundNs) {
+  const int input = threadNet_ ? threadNet_->InputFd() : -1;
+  // Not while Attach or Detach waits for the thread's next pass: the thread needs the gate.
+  if (stop_ || input < 0 || seenGeneration_.load() != generation_.load()) return false;
+  const ccoHostBell* b = static_cast<const ccoHostBell*>(bell);
+  if (__atomic_load_n(&b->rings, __ATOMIC_SEQ_CST) != seen) return false;
+  helperNappedAt_.store(SteadyNs(), std::memory_order_relaxed);
+  pollfd fds[2] = {{input, POLLIN, 0}, {wake_, POLLIN, 0}};
+  const nfds_t count = wake_ >= 0 ? 2 : 1;
+  const timespec nap{boundNs / 1000000000, boundNs % 1000000000};
+  (void)ppoll(fds, count, &nap, nullptr);
+  if (count == 2 && (fds[1].revents & POLLIN)) DrainWake();
+  (void)Help();
+  return true;
+}
+
 void Proxy::Nap() {
   if (doorbellsWake_) {
     // Asleep first, then a last look at the rings: a doorbell after that look finds the
@@ -343,16 +378,24 @@ void Proxy::Nap() {
   }
   pollfd fds[2];
   nfds_t count = 0;
-  const int input = threadNet_ ? threadNet_->InputFd() : -1;
+  // A device thread that slept on the input lately (HelpNap) will again: the reply it waits
+  // for wakes it alone, and the nap ends when the input would be the thread's again.
+  int64_t napNs = std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count();
+  const int64_t sinceHelper = SteadyNs() - helperNappedAt_.load(std::memory_order_relaxed);
+  const bool helperReads = sinceHelper < std::chrono::nanoseconds(kHelperReadsFor).count();
+  if (helperReads) napNs = std::min(napNs, std::chrono::nanoseconds(kHelperReadsFor).count() - sinceHelper);
+  const int input = threadNet_ && !helperReads ? threadNet_->InputFd() : -1;
   if (input >= 0) fds[count++] = pollfd{input, POLLIN, 0};
   if (wake_ >= 0) fds[count++] = pollfd{wake_, POLLIN, 0};
-  const timespec nap{0, std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count()};
+  const timespec nap{0, static_cast<long>(napNs)};
   (void)ppoll(fds, count, &nap, nullptr);
   if (doorbellsWake_) SetAsleep(false);
-  if (wake_ >= 0 && (fds[count - 1].revents & POLLIN)) {  // wake_ is the last one polled
-    uint64_t rung = 0;
-    (void)!read(wake_, &rung, sizeof(rung));
-  }
+  if (wake_ >= 0 && (fds[count - 1].revents & POLLIN)) DrainWake();  // wake_ is the last one polled
+}
+
+void Proxy::DrainWake() const {
+  uint64_t rung = 0;
+  (void)!read(wake_, &rung, sizeof(rung));
 }
 
 void Proxy::SetAsleep(bool asleep) {
@@ -486,4 +529,24 @@ extern "C" int cco_host_proxy_help(const void* bell) {
   if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
   std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);  // the thread or another helper is in one
   return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->Help() ? 1 : 0;
+}
+
+// A device thread's doorbell on the cpu platform, its proxy asleep (device/arch/host.h): the
+// proxy's pass, made by the ringing thread unless one is in progress; non-zero where it was.
+extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) {
+  std::shared_ptr<cco::HelpGate> gate;
+  if (!cco::HelpedByWakeFd().Find(fd, &gate)) return 0;
+  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
+  if (!pass.owns_lock() || gate->proxy == nullptr) return 0;
+  (void)gate->proxy->Help();
+  return 1;
+}
+
+// The same wait, where it would sleep on its bell: asleep on its proxy's network input
+// instead, then a pass (Proxy::HelpNap); non-zero where it slept so.
+extern "C" int cco_host_proxy_nap(const void* bell, uint32_t seen, long bound_ns) {
+  std::shared_ptr<cco::HelpGate> gate;
+  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
+  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
+  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->HelpNap(bell, seen, bound_ns) ? 1 : 0;
 }

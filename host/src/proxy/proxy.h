@@ -115,6 +115,12 @@ class Proxy : private NetTargetMap {
   // rank's waiting device thread, with the gate's mutex held; whether it did anything. On a
   // small machine a hop then costs no hand-off to the proxy thread.
   bool Help();
+  // The cpu platform: a waiting device thread, with the gate's mutex held, that would sleep on
+  // its bell sleeps on the network's input instead (and the thread's wake-ups), up to `boundNs`,
+  // then makes a pass: a reply from a peer then wakes the thread that waits for it, not the
+  // proxy thread that would hand it on. False where there is no network input to sleep on, or
+  // where `bell` rang since the wait read `seen` (it looks again at once).
+  bool HelpNap(const void* bell, uint32_t seen, long boundNs);
 
   // The first error the proxy or its network backend met (ccoRemoteError), Ok if none. Once it
   // names a lost rank, every ring to that rank has failed.
@@ -179,6 +185,7 @@ class Proxy : private NetTargetMap {
   // An idle pause of kNap, ended sooner by the network backend's input, by Wake, and (the cpu
   // platform) by a kernel's doorbell.
   void Nap();
+  void DrainWake() const;  // wake_ read empty
   // The cpu platform: every ring served says whether the thread sleeps (abi/ring.h).
   void SetAsleep(bool asleep);
   // The cpu platform, after a pass that did work: its writes may be what this rank's or a host
@@ -261,6 +268,9 @@ class Proxy : private NetTargetMap {
   // Held by whoever runs a pass: the thread, or a device thread in Help (through the
   // process's table of helped proxies, which may hold the gate after this proxy is gone).
   std::shared_ptr<HelpGate> gate_;
+  // When a device thread last slept on the network's input (HelpNap; steady clock, ns): while
+  // one did lately, the thread's naps leave that input to it, so one reply wakes one thread.
+  std::atomic<int64_t> helperNappedAt_{INT64_MIN / 2};
 };
 
 }  // namespace cco
