@@ -660,6 +660,11 @@ def _matrix(rank, rk):
             want[:8] = torch.tensor([word(1 - rank)], dtype=torch.int64).view(torch.uint8)
         if failed != 0 or not torch.equal(got, want):
             wrong.append((cell, failed, int((got != want).sum())))
+            if failed != 0 and not any(isinstance(w, str) for w in wrong):
+                try:  # what the proxy or the backend met, named (once): a failed ring fails every later cell
+                    rk.comm.check_async_error()
+                except Exception as e:  # noqa: BLE001
+                    wrong.append(f"{type(e).__name__}: {e}")
         rk.comm.barrier()  # both checked before either clears for the next cell
     _WHERE.pop(rank, None)
     return wrong
