@@ -532,13 +532,17 @@ extern "C" int cco_host_proxy_help(const void* bell) {
 }
 
 // A device thread's doorbell on the cpu platform, its proxy asleep (device/arch/host.h): the
-// proxy's pass, made by the ringing thread unless one is in progress; non-zero where it was.
+// proxy's passes, made by the ringing thread unless one is in progress, as the thread would make
+// them had it been woken: until one finds nothing (a pass that applied a peer's request leaves
+// the rest of its work to the next), a few at most. Non-zero where it made them.
 extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) {
+  constexpr int kMostPasses = 4;
   std::shared_ptr<cco::HelpGate> gate;
   if (!cco::HelpedByWakeFd().Find(fd, &gate)) return 0;
   std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
   if (!pass.owns_lock() || gate->proxy == nullptr) return 0;
-  (void)gate->proxy->Help();
+  for (int i = 0; i < kMostPasses && gate->proxy->Help(); ++i) {
+  }
   return 1;
 }
 
