@@ -384,7 +384,10 @@ def case_split(comm, rank, world, dev, dtypes):
             split.check()   # every barrier of the exchange met its peers
             args = (a, b, [m // world] * world, comm) if "a2a" in op else (a, b, comm)
             _check(f"split {op} step {step}", got, getattr(ops, op)(*args), rank)
-    ops.check(comm)
+            # Every rank's operator done before any split kernel starts: ranks sharing a GPU, a
+            # split kernel waiting at its barriers could hold the SMs a peer's operator needs.
+            ops.check(comm)
+            comm.barrier()
     split.close()
     print(f"PASS split rank {rank}", flush=True)
 
