@@ -13,7 +13,6 @@
 #include <mutex>
 
 #include "common/env.h"
-#include "common/process_registry.h"
 #include "proxy/host_bell.h"
 #include "topology/cpu_affinity.h"
 
@@ -57,20 +56,6 @@ constexpr uint64_t kWatchPasses = 64;
 // CCO_TEST_LOSS_PAUSE_MS's bound.
 constexpr int64_t kMaxLossPauseMs = 1000;
 
-// The cpu platform's proxies by their rank's bell, for the device threads that help them
-// (cco_host_proxy_help, cco_host_proxy_nap).
-ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>& Helped() {
-  static auto* helped = new ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>();  // never destroyed
-  return *helped;
-}
-
-// The same proxies by their wake-up eventfd, which their rings name (abi/ring.h), for the
-// device threads that ring them (cco_host_proxy_pass_by_wake).
-ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>& HelpedByWakeFd() {
-  static auto* helped = new ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>();  // never destroyed
-  return *helped;
-}
-
 }  // namespace
 
 Proxy::Proxy(ProxyContext context)
@@ -86,8 +71,7 @@ Proxy::Proxy(ProxyContext context)
     for (uint64_t slice : ctx_.hostSlices) bells_.push_back(BellAddress(slice, ctx_.statusOffset));
   gate_ = std::make_shared<HelpGate>();
   gate_->proxy = this;
-  if (!bells_.empty()) Helped().Publish(bells_[ctx_.topo.hostRank], gate_);
-  if (doorbellsWake_) HelpedByWakeFd().Publish(wake_, gate_);
+  PublishHelpGate(bells_.empty() ? 0 : bells_[ctx_.topo.hostRank], doorbellsWake_ ? wake_ : -1, gate_);
 }
 
 void Proxy::RingBells() const {
@@ -99,8 +83,7 @@ void Proxy::RingOwnBell() const {
 }
 
 Proxy::~Proxy() {
-  if (!bells_.empty()) Helped().Withdraw(bells_[ctx_.topo.hostRank]);
-  if (doorbellsWake_) HelpedByWakeFd().Withdraw(wake_);
+  WithdrawHelpGate(bells_.empty() ? 0 : bells_[ctx_.topo.hostRank], doorbellsWake_ ? wake_ : -1);
   {
     std::lock_guard<std::mutex> pass(gate_->mu);  // waits out a helper's pass; none comes after
     gate_->proxy = nullptr;
@@ -521,36 +504,3 @@ void Proxy::Fail(RingSet& rings, uint32_t ring, int32_t peer, const std::string&
 }
 
 }  // namespace cco
-
-// A device thread's wait on the cpu platform (device/arch/host.h), before it yields or sleeps:
-// one pass of the proxy of the rank whose bell it waits on; non-zero where it did anything.
-extern "C" int cco_host_proxy_help(const void* bell) {
-  std::shared_ptr<cco::HelpGate> gate;
-  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
-  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);  // the thread or another helper is in one
-  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->Help() ? 1 : 0;
-}
-
-// A device thread's doorbell on the cpu platform, its proxy asleep (device/arch/host.h): the
-// proxy's passes, made by the ringing thread unless one is in progress, as the thread would make
-// them had it been woken: until one finds nothing (a pass that applied a peer's request leaves
-// the rest of its work to the next), a few at most. Non-zero where it made them.
-extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) {
-  constexpr int kMostPasses = 4;
-  std::shared_ptr<cco::HelpGate> gate;
-  if (!cco::HelpedByWakeFd().Find(fd, &gate)) return 0;
-  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
-  if (!pass.owns_lock() || gate->proxy == nullptr) return 0;
-  for (int i = 0; i < kMostPasses && gate->proxy->Help(); ++i) {
-  }
-  return 1;
-}
-
-// The same wait, where it would sleep on its bell: asleep on its proxy's network input
-// instead, then a pass (Proxy::HelpNap); non-zero where it slept so.
-extern "C" int cco_host_proxy_nap(const void* bell, uint32_t seen, long bound_ns) {
-  std::shared_ptr<cco::HelpGate> gate;
-  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
-  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
-  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->HelpNap(bell, seen, bound_ns) ? 1 : 0;
-}

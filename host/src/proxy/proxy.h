@@ -58,18 +58,12 @@
 #include "common/phase_trace.h"
 #include "net/backend.h"
 #include "proxy/copy_queue.h"
+#include "proxy/help_gate.h"
 #include "proxy/gda_resources.h"
 #include "proxy/proxy_context.h"
 #include "proxy/sdma_resources.h"
 
 namespace cco {
-
-// What a waiting device thread reaches a proxy through (cco_host_proxy_help): the pass's
-// mutex, and the proxy, null once it is going.
-struct HelpGate {
-  std::mutex mu;
-  class Proxy* proxy = nullptr;
-};
 
 class Proxy : private NetTargetMap {
  public:

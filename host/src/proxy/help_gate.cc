@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#include "proxy/help_gate.h"
+
+#include "common/process_registry.h"
+#include "proxy/proxy.h"
+
+namespace cco {
+namespace {
+
+// The cpu platform's proxies by their rank's bell, for the device threads that help them
+// (cco_host_proxy_help, cco_host_proxy_nap).
+ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>& Helped() {
+  static auto* helped = new ProcessRegistry<uint64_t, std::shared_ptr<HelpGate>>();  // never destroyed
+  return *helped;
+}
+
+// The same proxies by their wake-up eventfd, which their rings name (abi/ring.h), for the
+// device threads that ring them (cco_host_proxy_pass_by_wake).
+ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>& HelpedByWakeFd() {
+  static auto* helped = new ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>();  // never destroyed
+  return *helped;
+}
+
+}  // namespace
+
+void PublishHelpGate(uint64_t bell, int32_t wakeFd, const std::shared_ptr<HelpGate>& gate) {
+  if (bell != 0) Helped().Publish(bell, gate);
+  if (wakeFd >= 0) HelpedByWakeFd().Publish(wakeFd, gate);
+}
+
+void WithdrawHelpGate(uint64_t bell, int32_t wakeFd) {
+  if (bell != 0) Helped().Withdraw(bell);
+  if (wakeFd >= 0) HelpedByWakeFd().Withdraw(wakeFd);
+}
+
+}  // namespace cco
+
+// A device thread's wait on the cpu platform (device/arch/host.h), before it yields or sleeps:
+// one pass of the proxy of the rank whose bell it waits on; non-zero where it did anything.
+extern "C" int cco_host_proxy_help(const void* bell) {
+  std::shared_ptr<cco::HelpGate> gate;
+  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
+  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);  // the thread or another helper is in one
+  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->Help() ? 1 : 0;
+}
+
+// A device thread's doorbell on the cpu platform, its proxy asleep (device/arch/host.h): the
+// proxy's passes, made by the ringing thread unless one is in progress, as the thread would make
+// them had it been woken: until one finds nothing (a pass that applied a peer's request leaves
+// the rest of its work to the next), a few at most. Non-zero where it made them.
+extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) {
+  constexpr int kMostPasses = 4;
+  std::shared_ptr<cco::HelpGate> gate;
+  if (!cco::HelpedByWakeFd().Find(fd, &gate)) return 0;
+  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
+  if (!pass.owns_lock() || gate->proxy == nullptr) return 0;
+  for (int i = 0; i < kMostPasses && gate->proxy->Help(); ++i) {
+  }
+  return 1;
+}
+
+// The same wait, where it would sleep on its bell: asleep on its proxy's network input
+// instead, then a pass (Proxy::HelpNap); non-zero where it slept so.
+extern "C" int cco_host_proxy_nap(const void* bell, uint32_t seen, long bound_ns) {
+  std::shared_ptr<cco::HelpGate> gate;
+  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
+  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
+  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->HelpNap(bell, seen, bound_ns) ? 1 : 0;
+}
