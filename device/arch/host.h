@@ -191,7 +191,7 @@ CCO_DEVICE_API void ring_bell(const void* bell) {
 }  // namespace arch
 }  // namespace cco
 
-// The host library's (host/src/proxy/proxy.cc): one pass of the proxy whose wake-up eventfd is
+// The host library's (host/src/proxy/help_gate.cc): one pass of the proxy whose wake-up eventfd is
 // `fd`, made by the thread that rang its ring, where no pass is in progress; non-zero where it
 // made it. Weak: device code linked without the library passes nothing.
 extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) __attribute__((weak));
@@ -220,7 +220,7 @@ CCO_DEVICE_API void wake_host_consumer(const uint32_t* asleep, const int32_t* fd
 }  // namespace arch
 }  // namespace cco
 
-// The host library's (host/src/proxy/proxy.cc): one pass of the proxy of the rank whose bell
+// The host library's (host/src/proxy/help_gate.cc): one pass of the proxy of the rank whose bell
 // this is, made by a waiting thread; non-zero where it did anything. Weak: device code linked
 // without the library helps nobody.
 extern "C" int cco_host_proxy_help(const void* bell) __attribute__((weak));
