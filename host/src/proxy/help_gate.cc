@@ -21,6 +21,15 @@ ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>& HelpedByWakeFd() {
   return *helped;
 }
 
+// What every hook does: finds the gate under `key`, and where no pass is in progress and the
+// proxy is not going, calls pass(proxy) holding it; 0 where it did not get that far.
+template <class Table, class Key, class Pass> int WithGate(Table& table, const Key& key, Pass pass) {
+  std::shared_ptr<HelpGate> gate;
+  if (!table.Find(key, &gate)) return 0;
+  std::unique_lock<std::mutex> held(gate->mu, std::try_to_lock);  // the thread or another helper is in one
+  return held.owns_lock() && gate->proxy != nullptr ? pass(*gate->proxy) : 0;
+}
+
 }  // namespace
 
 void PublishHelpGate(uint64_t bell, int32_t wakeFd, const std::shared_ptr<HelpGate>& gate) {
@@ -38,10 +47,8 @@ void WithdrawHelpGate(uint64_t bell, int32_t wakeFd) {
 // A device thread's wait on the cpu platform (device/arch/host.h), before it yields or sleeps:
 // one pass of the proxy of the rank whose bell it waits on; non-zero where it did anything.
 extern "C" int cco_host_proxy_help(const void* bell) {
-  std::shared_ptr<cco::HelpGate> gate;
-  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
-  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);  // the thread or another helper is in one
-  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->Help() ? 1 : 0;
+  return cco::WithGate(cco::Helped(), reinterpret_cast<uint64_t>(bell),
+                       [](cco::Proxy& proxy) { return proxy.Help() ? 1 : 0; });
 }
 
 // A device thread's doorbell on the cpu platform, its proxy asleep (device/arch/host.h): the
@@ -49,21 +56,17 @@ extern "C" int cco_host_proxy_help(const void* bell) {
 // them had it been woken: until one finds nothing (a pass that applied a peer's request leaves
 // the rest of its work to the next), a few at most. Non-zero where it made them.
 extern "C" int cco_host_proxy_pass_by_wake(int32_t fd) {
-  constexpr int kMostPasses = 4;
-  std::shared_ptr<cco::HelpGate> gate;
-  if (!cco::HelpedByWakeFd().Find(fd, &gate)) return 0;
-  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
-  if (!pass.owns_lock() || gate->proxy == nullptr) return 0;
-  for (int i = 0; i < kMostPasses && gate->proxy->Help(); ++i) {
-  }
-  return 1;
+  return cco::WithGate(cco::HelpedByWakeFd(), fd, [](cco::Proxy& proxy) {
+    constexpr int kMostPasses = 4;
+    for (int i = 0; i < kMostPasses && proxy.Help(); ++i) {
+    }
+    return 1;
+  });
 }
 
 // The same wait, where it would sleep on its bell: asleep on its proxy's network input
 // instead, then a pass (Proxy::HelpNap); non-zero where it slept so.
 extern "C" int cco_host_proxy_nap(const void* bell, uint32_t seen, long bound_ns) {
-  std::shared_ptr<cco::HelpGate> gate;
-  if (!cco::Helped().Find(reinterpret_cast<uint64_t>(bell), &gate)) return 0;
-  std::unique_lock<std::mutex> pass(gate->mu, std::try_to_lock);
-  return pass.owns_lock() && gate->proxy != nullptr && gate->proxy->HelpNap(bell, seen, bound_ns) ? 1 : 0;
+  return cco::WithGate(cco::Helped(), reinterpret_cast<uint64_t>(bell),
+                       [&](cco::Proxy& proxy) { return proxy.HelpNap(bell, seen, bound_ns) ? 1 : 0; });
 }

@@ -265,10 +265,7 @@ void Proxy::IdleWait() {
   bool words = false;  // a host peer's liveness word to look at: a death shows there first
   for (const auto& w : watched_) words |= PeerWord(w.first) != nullptr;
   const int waitMs = words ? kIdleWaitWatchingWordsMs : kIdleWaitMs;
-  if (poll(fds.data(), fds.size(), waitMs) > 0 && wake_ >= 0 && (fds.back().revents & POLLIN)) {
-    uint64_t count = 0;
-    (void)!read(wake_, &count, sizeof(count));
-  }
+  if (poll(fds.data(), fds.size(), waitMs) > 0 && wake_ >= 0 && (fds.back().revents & POLLIN)) DrainWake();
 }
 
 }  // namespace cco

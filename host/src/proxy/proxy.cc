@@ -71,7 +71,7 @@ Proxy::Proxy(ProxyContext context)
     for (uint64_t slice : ctx_.hostSlices) bells_.push_back(BellAddress(slice, ctx_.statusOffset));
   gate_ = std::make_shared<HelpGate>();
   gate_->proxy = this;
-  PublishHelpGate(bells_.empty() ? 0 : bells_[ctx_.topo.hostRank], doorbellsWake_ ? wake_ : -1, gate_);
+  PublishHelpGate(OwnBell(), doorbellsWake_ ? wake_ : -1, gate_);
 }
 
 void Proxy::RingBells() const {
@@ -79,11 +79,13 @@ void Proxy::RingBells() const {
 }
 
 void Proxy::RingOwnBell() const {
-  if (!bells_.empty()) RingHostBell(bells_[ctx_.topo.hostRank]);
+  if (OwnBell() != 0) RingHostBell(OwnBell());
 }
 
+uint64_t Proxy::OwnBell() const { return bells_.empty() ? 0 : bells_[ctx_.topo.hostRank]; }
+
 Proxy::~Proxy() {
-  WithdrawHelpGate(bells_.empty() ? 0 : bells_[ctx_.topo.hostRank], doorbellsWake_ ? wake_ : -1);
+  WithdrawHelpGate(OwnBell(), doorbellsWake_ ? wake_ : -1);
   {
     std::lock_guard<std::mutex> pass(gate_->mu);  // waits out a helper's pass; none comes after
     gate_->proxy = nullptr;
@@ -338,11 +340,7 @@ bool Proxy::HelpNap(const void* bell, uint32_t seen, long boundNs) {
   const ccoHostBell* b = static_cast<const ccoHostBell*>(bell);
   if (__atomic_load_n(&b->rings, __ATOMIC_SEQ_CST) != seen) return false;
   helperNappedAt_.store(SteadyNs(), std::memory_order_relaxed);
-  pollfd fds[2] = {{input, POLLIN, 0}, {wake_, POLLIN, 0}};
-  const nfds_t count = wake_ >= 0 ? 2 : 1;
-  const timespec nap{boundNs / 1000000000, boundNs % 1000000000};
-  (void)ppoll(fds, count, &nap, nullptr);
-  if (count == 2 && (fds[1].revents & POLLIN)) DrainWake();
+  SleepOn(input, boundNs);
   (void)Help();
   return true;
 }
@@ -359,20 +357,23 @@ void Proxy::Nap() {
       return;
     }
   }
-  pollfd fds[2];
-  nfds_t count = 0;
   // A device thread that slept on the input lately (HelpNap) will again: the reply it waits
   // for wakes it alone, and the nap ends when the input would be the thread's again.
   int64_t napNs = std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count();
   const int64_t sinceHelper = SteadyNs() - helperNappedAt_.load(std::memory_order_relaxed);
   const bool helperReads = sinceHelper < std::chrono::nanoseconds(kHelperReadsFor).count();
   if (helperReads) napNs = std::min(napNs, std::chrono::nanoseconds(kHelperReadsFor).count() - sinceHelper);
-  const int input = threadNet_ && !helperReads ? threadNet_->InputFd() : -1;
+  SleepOn(threadNet_ && !helperReads ? threadNet_->InputFd() : -1, napNs);
+  if (doorbellsWake_) SetAsleep(false);
+}
+
+void Proxy::SleepOn(int input, int64_t ns) const {
+  pollfd fds[2];
+  nfds_t count = 0;
   if (input >= 0) fds[count++] = pollfd{input, POLLIN, 0};
   if (wake_ >= 0) fds[count++] = pollfd{wake_, POLLIN, 0};
-  const timespec nap{0, static_cast<long>(napNs)};
-  (void)ppoll(fds, count, &nap, nullptr);
-  if (doorbellsWake_) SetAsleep(false);
+  const timespec bound{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  (void)ppoll(fds, count, &bound, nullptr);
   if (wake_ >= 0 && (fds[count - 1].revents & POLLIN)) DrainWake();  // wake_ is the last one polled
 }
 

@@ -179,7 +179,11 @@ class Proxy : private NetTargetMap {
   // An idle pause of kNap, ended sooner by the network backend's input, by Wake, and (the cpu
   // platform) by a kernel's doorbell.
   void Nap();
-  void DrainWake() const;  // wake_ read empty
+  // Up to `ns`, until the network's `input` (negative: none) or wake_ is readable; wake_ read
+  // empty after.
+  void SleepOn(int input, int64_t ns) const;
+  void DrainWake() const;    // wake_ read empty
+  uint64_t OwnBell() const;  // this rank's bell; 0 where there is none (not the cpu platform)
   // The cpu platform: every ring served says whether the thread sleeps (abi/ring.h).
   void SetAsleep(bool asleep);
   // The cpu platform, after a pass that did work: its writes may be what this rank's or a host
