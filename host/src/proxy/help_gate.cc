@@ -27,7 +27,18 @@ template <class Table, class Key, class Pass> int WithGate(Table& table, const K
   std::shared_ptr<HelpGate> gate;
   if (!table.Find(key, &gate)) return 0;
   std::unique_lock<std::mutex> held(gate->mu, std::try_to_lock);  // the thread or another helper is in one
-  return held.owns_lock() && gate->proxy != nullptr ? pass(*gate->proxy) : 0;
+  if (!held.owns_lock() || gate->proxy == nullptr) return 0;
+  const int did = pass(*gate->proxy);
+  held.unlock();
+  // The proxy thread found the gate held and went to sleep (Proxy::StandAside): a doorbell
+  // rung before it slept may be in a ring this pass had read already. The fence pairs with the
+  // thread's between raising the flag and its own try: it gets the gate, or this sees the flag.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (gate->threadAside.load(std::memory_order_relaxed) && gate->threadAside.exchange(false)) {
+    held.try_lock();
+    if (held.owns_lock() && gate->proxy != nullptr) (void)gate->proxy->Help();
+  }
+  return did;
 }
 
 }  // namespace

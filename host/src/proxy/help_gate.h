@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -20,6 +21,9 @@ class Proxy;
 struct HelpGate {
   std::mutex mu;
   Proxy* proxy = nullptr;
+  // Raised by the proxy thread that found the gate held and sleeps (Proxy::StandAside): the
+  // holder, after its release, makes one more pass for a doorbell rung before the thread slept.
+  std::atomic<bool> threadAside{false};
 };
 
 // Makes `gate` found by `bell` (0: none) and by `wakeFd` (negative: none); Withdraw undoes it.

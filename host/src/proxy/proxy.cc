@@ -280,8 +280,17 @@ void Proxy::Loop() {
   const bool spinsLong = GetThreadCpus(&cpus).ok() && static_cast<int>(cpus.size()) >= kCpusToKeepSpinning;
   prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // this thread's
   while (!stop_) {
-    // A pass holds the gate (a waiting device thread may make one itself: Help).
-    std::unique_lock<std::mutex> pass(gate_->mu);
+    // A pass holds the gate (a waiting device thread may make one itself: Help). Where one does,
+    // the thread stands aside rather than queue behind it: a queued thread is woken at the
+    // helper's release to redo the pass just made, on a core the helper's peer may need.
+    std::unique_lock<std::mutex> pass(gate_->mu, std::try_to_lock);
+    if (!pass.owns_lock()) {
+      if (generation_.load() == generation) {
+        StandAside();
+        continue;
+      }
+      pass.lock();  // Attach or Detach waits for this thread's pass (helpers do not nap meanwhile)
+    }
     // The list is copied only when Attach or Detach changed it: the hot loop takes no other lock.
     if (generation_.load() != generation) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -343,6 +352,22 @@ bool Proxy::HelpNap(const void* bell, uint32_t seen, long boundNs) {
   SleepOn(input, boundNs);
   (void)Help();
   return true;
+}
+
+void Proxy::StandAside() {
+  // Asleep first: a doorbell from here on makes its pass or writes wake_. One rung before is in
+  // a ring the helper may have passed already: the thread takes the gate for a last look, or
+  // the holder finds threadAside after its release and makes that pass (help_gate.cc).
+  if (doorbellsWake_) SetAsleep(true);
+  gate_->threadAside.store(true);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::unique_lock<std::mutex> pass(gate_->mu, std::try_to_lock);
+  if (!pass.owns_lock()) {
+    // The helper reads the network's input (HelpNap) or will: the thread sleeps on wake_ alone.
+    SleepOn(-1, std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count());
+  }
+  gate_->threadAside.store(false);
+  if (doorbellsWake_) SetAsleep(false);
 }
 
 void Proxy::Nap() {

@@ -179,6 +179,9 @@ class Proxy : private NetTargetMap {
   // An idle pause of kNap, ended sooner by the network backend's input, by Wake, and (the cpu
   // platform) by a kernel's doorbell.
   void Nap();
+  // The cpu platform: a device thread holds the gate (Help): the thread sleeps on wake_ until a
+  // doorbell, Wake or a long nap's end, and leaves that helper the passes.
+  void StandAside();
   // Up to `ns`, until the network's `input` (negative: none) or wake_ is readable; wake_ read
   // empty after.
   void SleepOn(int input, int64_t ns) const;
