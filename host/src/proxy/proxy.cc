@@ -40,6 +40,15 @@ constexpr unsigned long kTimerSlackNs = 1000;
 // as a nap: a shorter window (200 us was measured) has the thread take the input back between
 // a ping-pong's waits on 2 cores, and its round trip doubles in one run of three.
 constexpr auto kHelperReadsFor = kLongNap;
+// CCO_TEST_PROXY_NAP_MS's bound: a test lengthens the long naps past its waits' timeouts, so
+// that a doorbell the thread misses fails the test instead of costing a nap.
+constexpr int64_t kMaxTestNapMs = 60000;
+
+// kLongNap, or CCO_TEST_PROXY_NAP_MS where a test sets it.
+std::chrono::nanoseconds LongNap() {
+  const int64_t testMs = std::min<int64_t>(env::Int("CCO_TEST_PROXY_NAP_MS", 0), kMaxTestNapMs);
+  return testMs > 0 ? std::chrono::nanoseconds(std::chrono::milliseconds(testMs)) : std::chrono::nanoseconds(kLongNap);
+}
 
 int64_t SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -65,6 +74,7 @@ Proxy::Proxy(ProxyContext context)
       replyWait_(std::chrono::microseconds(
           std::min<int64_t>(env::Int("CCO_NET_REPLY_WAIT_US", kReplyWaitUs), kMaxReplyWaitUs))),
       lossPause_(std::chrono::milliseconds(std::min<int64_t>(env::Int("CCO_TEST_LOSS_PAUSE_MS", 0), kMaxLossPauseMs))),
+      longNap_(LongNap()),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       doorbellsWake_(wake_ >= 0 && ctx_.bells) {
   if (ctx_.bells && ctx_.statusWords)
@@ -363,8 +373,10 @@ void Proxy::StandAside() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   std::unique_lock<std::mutex> pass(gate_->mu, std::try_to_lock);
   if (!pass.owns_lock()) {
-    // The helper reads the network's input (HelpNap) or will: the thread sleeps on wake_ alone.
-    SleepOn(-1, std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count());
+    // The helper reads the network's input (HelpNap) or will: the thread sleeps on wake_ alone,
+    // no longer than the input is left to waits (input that comes once they stop waits that long).
+    const auto bound = doorbellsWake_ ? std::min<std::chrono::nanoseconds>(longNap_, kHelperReadsFor) : kNap;
+    SleepOn(-1, std::chrono::nanoseconds(bound).count());
   }
   gate_->threadAside.store(false);
   if (doorbellsWake_) SetAsleep(false);
@@ -384,7 +396,7 @@ void Proxy::Nap() {
   }
   // A device thread that slept on the input lately (HelpNap) will again: the reply it waits
   // for wakes it alone, and the nap ends when the input would be the thread's again.
-  int64_t napNs = std::chrono::nanoseconds(doorbellsWake_ ? kLongNap : kNap).count();
+  int64_t napNs = (doorbellsWake_ ? longNap_ : std::chrono::nanoseconds(kNap)).count();
   const int64_t sinceHelper = SteadyNs() - helperNappedAt_.load(std::memory_order_relaxed);
   const bool helperReads = sinceHelper < std::chrono::nanoseconds(kHelperReadsFor).count();
   if (helperReads) napNs = std::min(napNs, std::chrono::nanoseconds(kHelperReadsFor).count() - sinceHelper);

@@ -221,6 +221,8 @@ class Proxy : private NetTargetMap {
   std::chrono::nanoseconds replyWait_;  // CCO_NET_REPLY_WAIT_US
   // CCO_TEST_LOSS_PAUSE_MS: a pause between a loss's verdict and its rings failing (tests).
   std::chrono::milliseconds lossPause_;
+  // The cpu platform's long naps (kLongNap; CCO_TEST_PROXY_NAP_MS lengthens them for tests).
+  std::chrono::nanoseconds longNap_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   uint64_t stream_ = 0;

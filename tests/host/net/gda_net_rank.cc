@@ -9,6 +9,8 @@
 //   gda_net_rank dead RANK N VICTIM      the victim says "ready" on stdout and waits to be killed or cut
 //                                        off; the others put to it until that fails, and check that
 //                                        the failure names it, within the bound, and that nothing hangs
+//   gda_net_rank aside RANK 2 ROUNDS     posts by a thread that never waits, while the proxy thread
+//                                        stands aside for another thread's waits, then alone (Aside)
 //
 // Exit 0: every check held.
 #include <stdio.h>
@@ -141,11 +143,62 @@ int Dead(ccoComm* comm, int rank, int victim) {
   return 0;
 }
 
+// Two ranks. The proxy thread stands aside while a device wait makes its pass, asleep
+// (Proxy::StandAside), and leaves the network's input to the waits: once they stop, posts and
+// the peer's acks must still be served. Rank 0 has a poster thread that posts without ever
+// waiting through the device API (it reads its ack with plain loads, so it makes no pass
+// itself), beside a thread whose waits take the pass, and end, around those posts for the
+// first half of the rounds, then stop: the proxy thread, which stood aside for them, serves
+// the rest alone. Run with CCO_TEST_PROXY_NAP_MS long: a post or an ack that waits for the
+// end of a nap instead of waking the thread then outlasts the poster's deadline.
+int Aside(ccoComm* comm, int rank, int n, int rounds) {
+  RANK_CHECK(n == 2);
+  void* mem = nullptr;
+  ccoWindow_t win = 0;
+  RANK_CHECK(ccoWindowAllocRegister(comm, 1 << 16, &mem, &win) == ccoSuccess);
+  ccoDevCommRequirements reqs = Requirements(CCO_GDA_CONNECTION_FULL);
+  ccoDevComm dc;
+  RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
+  RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
+  ccoGda<> gda(dc, 0);
+  if (rank == 1) {  // acks each post on signal 1, and (first half) says so on signal 2 too
+    for (int i = 0; i < rounds; ++i) {
+      RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(gda.put(0, win, 64, win, 0, 8, CCO_SIGNAL_INC, 1) == CCO_DEVICE_STATUS_OK);
+      if (i < rounds / 2) RANK_CHECK(gda.put(0, win, 128, win, 0, 8, CCO_SIGNAL_INC, 2) == CCO_DEVICE_STATUS_OK);
+    }
+  } else {
+    bool posted = true;
+    int served = 0;
+    std::thread poster([&] {
+      ccoGda<> own(dc, 1);
+      for (int i = 1; i <= rounds && posted; ++i) {
+        posted = own.put(1, win, 0, win, 0, 8, CCO_SIGNAL_INC, 0) == CCO_DEVICE_STATUS_OK;
+        const Clock::time_point until = Clock::now() + std::chrono::seconds(5);
+        while (posted && own.read_signal(1) < static_cast<uint64_t>(i) && Clock::now() < until) {
+        }
+        if (own.read_signal(1) >= static_cast<uint64_t>(i)) served = i;
+        else posted = false;
+      }
+    });
+    bool waited = true;
+    for (int i = 0; i < rounds / 2 && waited; ++i) waited = gda.wait_signal(2, 1) == CCO_DEVICE_STATUS_OK;
+    poster.join();
+    printf("rank 0: %d of %d posts served (each within 5 s)\n", served, rounds);
+    RANK_CHECK(waited && posted && served == rounds);
+  }
+  RANK_CHECK(gda.flush() == CCO_DEVICE_STATUS_OK);
+  RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
+  RANK_CHECK(ccoDevCommDestroy(comm, &dc) == ccoSuccess);
+  RANK_CHECK(ccoWindowDeregister(comm, win) == ccoSuccess);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s matrix|bulk|dead RANK N [args]\n", argv[0]);
+    fprintf(stderr, "usage: %s matrix|bulk|dead|aside RANK N [args]\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -164,6 +217,7 @@ int main(int argc, char** argv) {
   if (mode == "matrix") result = Matrix(comm, rank, n);
   else if (mode == "bulk" && argc == 6) result = Bulk(comm, rank, n, strtoull(argv[4], nullptr, 10), atoi(argv[5]));
   else if (mode == "dead" && argc == 5) result = Dead(comm, rank, atoi(argv[4]));
+  else if (mode == "aside" && argc == 5) result = Aside(comm, rank, n, atoi(argv[4]));
   if (result == 0 && mode != "dead" && ccoBarrierAll(comm) != ccoSuccess) result = 1;
   ccoCommDestroy(comm);
   if (result == 0) printf("rank %d: PASS\n", rank);

@@ -154,6 +154,16 @@ def test_lost_peer_fails_in_bounded_time(hosts_of, how, tmp_path):
         assert "rank 2" in out
 
 
+def test_posts_while_the_proxy_stands_aside_are_served(tmp_path):
+    """Two host ids on loopback: a thread that posts and never waits, while its proxy's thread
+    stands aside for another thread's waits and then serves alone; with the proxy's naps at 30 s,
+    a post or an ack that waited for a nap's end would miss the poster's 5 s deadline."""
+    env = {"CCO_SOCKET_IFNAME": "=lo", "CCO_TEST_PROXY_NAP_MS": "30000"}
+    results = finish(launch(Loopback(2), 1, ["aside", "4000"], extra_env=env, tmp=str(tmp_path)), timeout=120)
+    assert_all_pass(results)
+    assert "4000 of 4000 posts served" in results[0][1]
+
+
 @pytest.mark.skipif(not rdma_devices(), reason="no RDMA device here: the verbs backend has never run on a NIC")
 def test_matrix_over_verbs(tmp_path):
     """Where this machine has an RDMA device: two "hosts" on it (host ids only), the matrix
