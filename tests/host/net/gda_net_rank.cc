@@ -161,11 +161,13 @@ int Aside(ccoComm* comm, int rank, int n, int rounds) {
   RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
   RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
   ccoGda<> gda(dc, 0);
+  // Rank 0's posts land at offset 0 of rank 1's window; rank 1's acks leave from offset 256 (not
+  // 0: a put's source is read while the next post may be landing there) for 64 and 128 of rank 0's.
   if (rank == 1) {  // acks each post on signal 1, and (first half) says so on signal 2 too
     for (int i = 0; i < rounds; ++i) {
       RANK_CHECK(gda.wait_signal(0, 1) == CCO_DEVICE_STATUS_OK);
-      RANK_CHECK(gda.put(0, win, 64, win, 0, 8, CCO_SIGNAL_INC, 1) == CCO_DEVICE_STATUS_OK);
-      if (i < rounds / 2) RANK_CHECK(gda.put(0, win, 128, win, 0, 8, CCO_SIGNAL_INC, 2) == CCO_DEVICE_STATUS_OK);
+      RANK_CHECK(gda.put(0, win, 64, win, 256, 8, CCO_SIGNAL_INC, 1) == CCO_DEVICE_STATUS_OK);
+      if (i < rounds / 2) RANK_CHECK(gda.put(0, win, 128, win, 256, 8, CCO_SIGNAL_INC, 2) == CCO_DEVICE_STATUS_OK);
     }
   } else {
     bool posted = true;
