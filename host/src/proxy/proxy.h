@@ -180,7 +180,8 @@ class Proxy : private NetTargetMap {
   // platform) by a kernel's doorbell.
   void Nap();
   // The cpu platform: a device thread holds the gate (Help): the thread sleeps on wake_ until a
-  // doorbell, Wake or a long nap's end, and leaves that helper the passes.
+  // doorbell or Wake, or for as long as the network's input is left to waits, and leaves that
+  // helper the passes.
   void StandAside();
   // Up to `ns`, until the network's `input` (negative: none) or wake_ is readable; wake_ read
   // empty after.
