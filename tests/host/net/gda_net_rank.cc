@@ -101,14 +101,20 @@ int Bulk(ccoComm* comm, int rank, int n, uint64_t bytes, int rounds) {
   return 0;
 }
 
-int Dead(ccoComm* comm, int rank, int victim) {
+// A window of `bytes` and a FULL device communicator, every rank past both: 0, else 1.
+int OpenFull(ccoComm* comm, size_t bytes, ccoWindow_t* win, ccoDevComm* dc) {
   void* mem = nullptr;
-  ccoWindow_t win = 0;
-  RANK_CHECK(ccoWindowAllocRegister(comm, 1 << 20, &mem, &win) == ccoSuccess);
+  RANK_CHECK(ccoWindowAllocRegister(comm, bytes, &mem, win) == ccoSuccess);
   ccoDevCommRequirements reqs = Requirements(CCO_GDA_CONNECTION_FULL);
-  ccoDevComm dc;
-  RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
+  RANK_CHECK(ccoDevCommCreate(comm, &reqs, dc) == ccoSuccess);
   RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
+  return 0;
+}
+
+int Dead(ccoComm* comm, int rank, int victim) {
+  ccoWindow_t win = 0;
+  ccoDevComm dc;
+  if (OpenFull(comm, 1 << 20, &win, &dc) != 0) return 1;
   if (rank == victim) {
     printf("ready\n");
     fflush(stdout);
@@ -153,13 +159,9 @@ int Dead(ccoComm* comm, int rank, int victim) {
 // end of a nap instead of waking the thread then outlasts the poster's deadline.
 int Aside(ccoComm* comm, int rank, int n, int rounds) {
   RANK_CHECK(n == 2);
-  void* mem = nullptr;
   ccoWindow_t win = 0;
-  RANK_CHECK(ccoWindowAllocRegister(comm, 1 << 16, &mem, &win) == ccoSuccess);
-  ccoDevCommRequirements reqs = Requirements(CCO_GDA_CONNECTION_FULL);
   ccoDevComm dc;
-  RANK_CHECK(ccoDevCommCreate(comm, &reqs, &dc) == ccoSuccess);
-  RANK_CHECK(ccoBarrierAll(comm) == ccoSuccess);
+  if (OpenFull(comm, 1 << 16, &win, &dc) != 0) return 1;
   ccoGda<> gda(dc, 0);
   // Rank 0's posts land at offset 0 of rank 1's window; rank 1's acks leave from offset 256 (not
   // 0: a put's source is read while the next post may be landing there) for 64 and 128 of rank 0's.
