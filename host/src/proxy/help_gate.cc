@@ -21,6 +21,29 @@ ProcessRegistry<int32_t, std::shared_ptr<HelpGate>>& HelpedByWakeFd() {
   return *helped;
 }
 
+// After a release of `gate`: where the proxy thread found it held and went to sleep
+// (Proxy::StandAside), a doorbell rung before it slept may be in a ring the pass had read
+// already, so one more pass is owed. It is made here, or, where another holds the gate by now,
+// left to that holder's release: the flag raised again, then one more try. Each side raises the
+// flag, or releases the gate, before a full fence and then looks at the other's: one of them
+// always sees the other. After its own pass it looks again: the thread may have stood aside
+// meanwhile.
+void PassOwedToThreadAside(HelpGate& gate) {
+  for (;;) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!gate.threadAside.load(std::memory_order_relaxed) || !gate.threadAside.exchange(false)) return;
+    std::unique_lock<std::mutex> held(gate.mu, std::try_to_lock);
+    if (!held.owns_lock()) {
+      gate.threadAside.store(true);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (!held.try_lock()) return;  // the holder owes it now
+      gate.threadAside.store(false);
+    }
+    if (gate.proxy == nullptr) return;
+    (void)gate.proxy->Help();
+  }
+}
+
 // What every hook does: finds the gate under `key`, and where no pass is in progress and the
 // proxy is not going, calls pass(proxy) holding it; 0 where it did not get that far.
 template <class Table, class Key, class Pass> int WithGate(Table& table, const Key& key, Pass pass) {
@@ -30,14 +53,7 @@ template <class Table, class Key, class Pass> int WithGate(Table& table, const K
   if (!held.owns_lock() || gate->proxy == nullptr) return 0;
   const int did = pass(*gate->proxy);
   held.unlock();
-  // The proxy thread found the gate held and went to sleep (Proxy::StandAside): a doorbell
-  // rung before it slept may be in a ring this pass had read already. The fence pairs with the
-  // thread's between raising the flag and its own try: it gets the gate, or this sees the flag.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (gate->threadAside.load(std::memory_order_relaxed) && gate->threadAside.exchange(false)) {
-    held.try_lock();
-    if (held.owns_lock() && gate->proxy != nullptr) (void)gate->proxy->Help();
-  }
+  PassOwedToThreadAside(*gate);
   return did;
 }
 

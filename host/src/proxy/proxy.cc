@@ -375,8 +375,9 @@ void Proxy::StandAside() {
   if (!pass.owns_lock()) {
     // The helper reads the network's input (HelpNap) or will: the thread sleeps on wake_ alone,
     // no longer than the input is left to waits (input that comes once they stop waits that long).
-    const auto bound = doorbellsWake_ ? std::min<std::chrono::nanoseconds>(longNap_, kHelperReadsFor) : kNap;
-    SleepOn(-1, std::chrono::nanoseconds(bound).count());
+    const std::chrono::nanoseconds bound =
+        doorbellsWake_ ? std::min<std::chrono::nanoseconds>(longNap_, kHelperReadsFor) : kNap;
+    SleepOn(-1, bound.count());
   }
   gate_->threadAside.store(false);
   if (doorbellsWake_) SetAsleep(false);
@@ -397,9 +398,10 @@ void Proxy::Nap() {
   // A device thread that slept on the input lately (HelpNap) will again: the reply it waits
   // for wakes it alone, and the nap ends when the input would be the thread's again.
   int64_t napNs = (doorbellsWake_ ? longNap_ : std::chrono::nanoseconds(kNap)).count();
+  const int64_t windowNs = std::chrono::nanoseconds(kHelperReadsFor).count();
   const int64_t sinceHelper = SteadyNs() - helperNappedAt_.load(std::memory_order_relaxed);
-  const bool helperReads = sinceHelper < std::chrono::nanoseconds(kHelperReadsFor).count();
-  if (helperReads) napNs = std::min(napNs, std::chrono::nanoseconds(kHelperReadsFor).count() - sinceHelper);
+  const bool helperReads = sinceHelper < windowNs;
+  if (helperReads) napNs = std::min(napNs, windowNs - sinceHelper);
   SleepOn(threadNet_ && !helperReads ? threadNet_->InputFd() : -1, napNs);
   if (doorbellsWake_) SetAsleep(false);
 }

@@ -58,8 +58,8 @@
 #include "common/phase_trace.h"
 #include "net/backend.h"
 #include "proxy/copy_queue.h"
-#include "proxy/help_gate.h"
 #include "proxy/gda_resources.h"
+#include "proxy/help_gate.h"
 #include "proxy/proxy_context.h"
 #include "proxy/sdma_resources.h"
 
