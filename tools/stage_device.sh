@@ -23,6 +23,8 @@ nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_en
 nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_busy_sms_probe.cu -lcuda -o stage/bin/copy_busy_sms_probe
 # What the proxy's completion words cost: stream writes, batched, or host stores the GPU polls.
 nvcc -std=c++17 -O2 -arch=sm_90 tools/perf/stream_write_probe.cu -lcuda -o stage/bin/stream_write_probe
+# What the release in a ring's post costs a round trip, against flag words with no fence.
+nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/ring_post_probe.cu -o stage/bin/ring_post_probe
 # Which driver calls wait for a running kernel (a proxy must not make them while one waits for it).
 nvcc -std=c++17 -arch=sm_90 -O2 tools/perf/blocking_call_probe.cu -lcuda -o stage/bin/blocking_call_probe
 # Where a GDA round trip goes; linked against the wheel's libcco.so where run_all.sh installs it.
