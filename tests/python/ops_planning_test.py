@@ -191,13 +191,19 @@ def test_gda_workspaces_hold_every_index_the_kernels_use(world, rows):
 
 def test_programs_stay_resident_with_ranks_sharing_a_gpu():
     assert planning.programs_for(132, 1, 10_000) == 132
-    assert planning.programs_for(132, 4, 10_000) == 33
+    # ranks sharing the GPU: all but one rank's programs leave a pair of SMs whole
+    assert planning.programs_for(132, 4, 10_000) == 21
+    assert planning.programs_for(132, 2, 10_000) == 65
+    assert planning.programs_for(132, 8, 10_000) == 9
     assert planning.programs_for(132, 2, 5) == 5
     assert planning.programs_for(132, 200, 5) == 1
     # copies carry GDA's and SDMA's transfers, and a copy on one GPU needs a free SM
-    assert planning.programs_for(132, 2, 10_000, "sdma") == 65
+    assert planning.programs_for(132, 2, 10_000, "sdma") == 64
     assert planning.programs_for(132, 1, 10_000, "gda") == 130
     assert planning.programs_for(132, 1, 10_000, "lsa") == 132
+    for sms, ranks in [(132, 2), (132, 3), (132, 4), (132, 8), (78, 4), (304, 8)]:
+        share = planning.resident_programs(sms, ranks)
+        assert share * ranks <= sms and (ranks - 1) * share <= sms // 2 - 1
 
 
 def test_tile_configs():

@@ -109,13 +109,33 @@ def tile_config(backend, in_dtype, small_m=None):
 COPY_SMS = 2
 
 
+def resident_programs(sm_count, ranks_per_gpu, reserved=0):
+    """Programs per rank that are resident at once with `ranks_per_gpu` ranks sharing a GPU of
+    `sm_count` multiprocessors, `reserved` of them kept free: one per multiprocessor split among
+    the ranks (a program that waits for a peer holds its SM, and a peer's programs that are not
+    resident would never come), and where ranks share the GPU, few enough that the programs of
+    all but one rank leave a pair of multiprocessors whole.
+
+    That pair is for what a late rank runs before its programs (a torch.matmul, say): its
+    peers' programs spin until it comes, and it must still find room. On an H100 with four ranks
+    (results/h100/README.md, ops-split-4ranks-diag-*), 33 programs a rank (every SM) left a
+    rank's matmul, and so its programs, waiting until its peers' waits timed out, while 16 a rank
+    ran clean. Why a pair: cuBLAS's kernels run in clusters of two SMs of one TPC, which programs
+    spread one to an SM over every TPC leave none of; (ranks - 1) * programs < SMs / 2 leaves one."""
+    usable = sm_count - reserved
+    ranks = max(1, ranks_per_gpu)
+    share = usable // ranks
+    if ranks > 1:
+        share = min(share, (usable // 2 - 1) // (ranks - 1))
+    return max(1, share)
+
+
 def programs_for(sm_count, ranks_per_gpu, tiles, transport="lsa"):
     """Persistent programs per rank: every program of every rank sharing the GPU resident at
-    once (a program that waits for a peer holds its multiprocessor, and a peer's programs
-    that are not resident would never come), COPY_SMS left free where copies carry the
-    transfers, at most one per tile."""
-    usable = sm_count - (COPY_SMS if transport in ("gda", "sdma") else 0)
-    return max(1, min(tiles, usable // max(1, ranks_per_gpu)))
+    once (resident_programs), COPY_SMS left free where copies carry the transfers, at most one
+    per tile."""
+    reserved = COPY_SMS if transport in ("gda", "sdma") else 0
+    return max(1, min(tiles, resident_programs(sm_count, ranks_per_gpu, reserved)))
 
 
 class Layout:

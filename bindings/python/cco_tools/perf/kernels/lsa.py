@@ -218,25 +218,14 @@ def twoshot_allreduce(dc, win, out, n, result_offset, iters, NRANKS: tl.constexp
 
 def max_programs(ranks_per_gpu, device=None):
     """Programs per rank that are resident at once with every rank sharing the GPU (`device`,
-    else the current one): one per multiprocessor split among the ranks (a waiting program
-    holds its SM slot), and where ranks share it, few enough that the programs of all but one
-    rank leave a pair of multiprocessors free.
-
-    That pair is for the kernel a late rank runs before its programs (CCO's split: torch.matmul):
-    its peers' programs spin until it comes, and it must still find room. On an H100 with four
-    ranks (results/h100/README.md, ops-split-4ranks-diag-*), 33 programs a rank (every SM)
-    left a rank's matmul, and so its programs, waiting until its peers' barriers timed out,
-    while 16 a rank ran clean. Why a pair: a guess that fits both, that the matmul's kernel
-    runs in clusters of two SMs of one TPC, which 99 spinning programs spread one to an SM
-    can leave none of; (ranks - 1) * programs < SMs / 2 leaves one whole."""
+    else the current one), leaving room for what a late rank runs first
+    (cco.ops.planning.resident_programs)."""
     import torch
 
+    from cco.ops.planning import resident_programs
+
     device = torch.cuda.current_device() if device is None else device
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    ranks = max(1, ranks_per_gpu)
-    if ranks == 1:
-        return max(1, sms)
-    return max(1, min(sms // ranks, (sms // 2 - 1) // (ranks - 1)))
+    return resident_programs(torch.cuda.get_device_properties(device).multi_processor_count, ranks_per_gpu)
 
 
 @triton.jit(do_not_specialize=["rounds"])
