@@ -9,6 +9,9 @@
 //   dtod            cuMemcpyDtoDAsync per copy (the types given, not looked up)
 //   batch           one cuMemcpyBatchAsync for all of them
 //   graph           the copies captured once and replayed (the anchor cco perf uses)
+//   graph set xN    a graph of N copies instantiated once; per N copies, each node's
+//                   addresses set (cuGraphExecMemcpyNodeSetParams) and one launch: what a proxy
+//                   that keeps such a graph per queue would pay (N = 1 and 16)
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
 #include <cuda.h>
 #include <stdio.h>
@@ -89,6 +92,45 @@ int main(int argc, char** argv) {
   CHECK(cuGraphInstantiate(&exec, graph, 0));
   auto replay = [&] { CHECK(cuGraphLaunch(exec, stream)); };
 
+  // Graphs of n copies whose addresses are set before each launch.
+  struct SetGraph {
+    CUgraphExec exec;
+    std::vector<CUgraphNode> nodes;
+  };
+  auto setGraph = [&](int n) {
+    SetGraph g;
+    CUgraph captured;
+    CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < n; ++i) CHECK(cuMemcpyAsync(dsts[i], srcs[i], size, stream));
+    CHECK(cuStreamEndCapture(stream, &captured));
+    size_t found = 0;
+    CHECK(cuGraphGetNodes(captured, nullptr, &found));
+    g.nodes.resize(found);
+    CHECK(cuGraphGetNodes(captured, g.nodes.data(), &found));
+    CHECK(cuGraphInstantiate(&g.exec, captured, 0));
+    return g;
+  };
+  CUcontext context;
+  CHECK(cuCtxGetCurrent(&context));
+  auto setAndLaunch = [&](SetGraph& g) {
+    return [&] {
+      const int n = static_cast<int>(g.nodes.size());
+      for (int first = 0; first + n <= count; first += n) {
+        for (int k = 0; k < n; ++k) {
+          CUDA_MEMCPY3D copy = {};
+          copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+          copy.srcDevice = srcs[first + k];
+          copy.dstDevice = dsts[first + k];
+          copy.WidthInBytes = size;
+          copy.Height = copy.Depth = 1;
+          CHECK(cuGraphExecMemcpyNodeSetParams(g.exec, g.nodes[k], &copy, context));
+        }
+        CHECK(cuGraphLaunch(g.exec, stream));
+      }
+    };
+  };
+  SetGraph set1 = setGraph(1), set16 = setGraph(count >= 16 ? 16 : 1);
+
   printf("%zu KiB x %d copies, one stream, %s memory\n", size >> 10, count, plain ? "cuMemAlloc" : "VMM");
   printf("%-14s %14s %14s %10s\n", "way", "queue us/copy", "total us/copy", "GB/s");
   for (int round = 0; round < 2; ++round) {  // the first round warms every path up
@@ -99,7 +141,9 @@ int main(int argc, char** argv) {
                 {"memcpy+write", Time(stream, count, memcpys(true))},
                 {"dtod", Time(stream, count, dtods)},
                 {"batch", Time(stream, count, batch)},
-                {"graph", Time(stream, count, replay)}};
+                {"graph", Time(stream, count, replay)},
+                {"graph set x1", Time(stream, count, setAndLaunch(set1))},
+                {"graph set x16", Time(stream, count / 16 * 16, setAndLaunch(set16))}};
     if (round == 0) continue;
     for (const auto& r : rows)
       printf("%-14s %14.2f %14.2f %10.1f\n", r.name, r.t.queueUs, r.t.totalUs, size / r.t.totalUs / 1e3);
