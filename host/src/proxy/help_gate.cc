@@ -75,7 +75,7 @@ void WithdrawHelpGate(uint64_t bell, int32_t wakeFd) {
 // one pass of the proxy of the rank whose bell it waits on; non-zero where it did anything.
 extern "C" int cco_host_proxy_help(const void* bell) {
   return cco::WithGate(cco::Helped(), reinterpret_cast<uint64_t>(bell),
-                       [](cco::Proxy& proxy) { return proxy.Help() ? 1 : 0; });
+                       [](cco::Proxy& proxy) { return proxy.HelpWait() ? 1 : 0; });
 }
 
 // A device thread's doorbell on the cpu platform, its proxy asleep (device/arch/host.h): the

@@ -35,8 +35,8 @@ constexpr auto kNap = std::chrono::microseconds(20);
 // waits for its end: the host peers' watch, the network backend's timers.
 constexpr auto kLongNap = std::chrono::milliseconds(1);
 constexpr unsigned long kTimerSlackNs = 1000;
-// How long after a device thread slept on the network's input (HelpNap) the thread's naps
-// leave that input to it: what comes in once no wait reads it waits this long at most. As long
+// How long after a waiting device thread read the network's input (HelpWait, HelpNap) the
+// thread's naps leave that input to the waits: what comes in once no wait reads it waits this long at most. As long
 // as a nap: a shorter window (200 us was measured) has the thread take the input back between
 // a ping-pong's waits on 2 cores, and its round trip doubles in one run of three.
 constexpr auto kHelperReadsFor = kLongNap;
@@ -314,7 +314,10 @@ void Proxy::Loop() {
     bool did = PassAll();
     if (threadNet_) did |= ProgressNet(*threadNet_);  // with the peers it lost
     if (did) RingBells();                             // before the reply's wait: the kernel that replies may sleep
-    if (threadNet_ && threadNet_->AwaitsReply()) AwaitReply();
+    // Spinning for the reply pays where the peer runs on another core; on a few cores it
+    // holds the one the reply needs (one CPU shared by both ranks: 22 us a round trip with
+    // the wait, 18 without; two: the same).
+    if (spinsLong && threadNet_ && threadNet_->AwaitsReply()) AwaitReply();
     // The clock is read every kWatchPasses passes only: a busy pass costs a few ring polls.
     if (++passes % kWatchPasses == 0 && Clock::now() >= nextWatch_) WatchHostPeers();
     // Resources detached before `generation` are no longer in use.
@@ -352,13 +355,20 @@ bool Proxy::Help() {
   return did;
 }
 
+bool Proxy::HelpWait() {
+  // A wait that passes reads the input: the thread sleeping on it too would be woken by each
+  // reply only to hand it on (one CPU shared by two ranks: a switch more and 5 us a hop).
+  if (threadNet_) helperReadAt_.store(SteadyNs(), std::memory_order_relaxed);
+  return Help();
+}
+
 bool Proxy::HelpNap(const void* bell, uint32_t seen, long boundNs) {
   const int input = threadNet_ ? threadNet_->InputFd() : -1;
   // Not while Attach or Detach waits for the thread's next pass: the thread needs the gate.
   if (stop_ || input < 0 || seenGeneration_.load() != generation_.load()) return false;
   const ccoHostBell* b = static_cast<const ccoHostBell*>(bell);
   if (__atomic_load_n(&b->rings, __ATOMIC_SEQ_CST) != seen) return false;
-  helperNappedAt_.store(SteadyNs(), std::memory_order_relaxed);
+  helperReadAt_.store(SteadyNs(), std::memory_order_relaxed);
   SleepOn(input, boundNs);
   (void)Help();
   return true;
@@ -399,7 +409,7 @@ void Proxy::Nap() {
   // for wakes it alone, and the nap ends when the input would be the thread's again.
   int64_t napNs = (doorbellsWake_ ? longNap_ : std::chrono::nanoseconds(kNap)).count();
   const int64_t windowNs = std::chrono::nanoseconds(kHelperReadsFor).count();
-  const int64_t sinceHelper = SteadyNs() - helperNappedAt_.load(std::memory_order_relaxed);
+  const int64_t sinceHelper = SteadyNs() - helperReadAt_.load(std::memory_order_relaxed);
   const bool helperReads = sinceHelper < windowNs;
   if (helperReads) napNs = std::min(napNs, windowNs - sinceHelper);
   SleepOn(threadNet_ && !helperReads ? threadNet_->InputFd() : -1, napNs);
@@ -464,11 +474,18 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
   bool did = false;
   for (uint32_t ring = 0; ring < rings.count; ++ring) {
     RingConsumer& consumer = rings.consumers[ring];
+    ccoGdaDesc d;
+    uint64_t ticket;
+    bool taken = !consumer.failed() && consumer.Next(&d, &ticket);
+    // An idle ring (nothing to take, nothing to publish) costs the look alone, no queue made
+    // and flushed: most rings are idle at most passes, and a pass is what a spinning proxy
+    // takes to see the next post (on a core shared with the peer, what it keeps from it).
+    if (!taken && !consumer.HasUnpublished()) {
+      if (trace) trace->Poll(ring, rings.hostWords(ring));
+      continue;
+    }
     CopyQueue stream(c.platform, c.device, streamOf(ring), tail);
-    for (int i = 0; i < kBurst && !consumer.failed(); ++i) {
-      ccoGdaDesc d;
-      uint64_t ticket;
-      if (!consumer.Next(&d, &ticket)) break;
+    for (int i = 0; taken; taken = ++i < kBurst && !consumer.failed() && consumer.Next(&d, &ticket)) {
       did = true;
       const uint64_t taken = trace && d.traceRecord ? TraceNow() : 0;
       bool deferred = false;

@@ -109,6 +109,9 @@ class Proxy : private NetTargetMap {
   // rank's waiting device thread, with the gate's mutex held; whether it did anything. On a
   // small machine a hop then costs no hand-off to the proxy thread.
   bool Help();
+  // The same for a waiting device thread (cco_host_proxy_help): a pass that reads the network's
+  // input, which the thread's naps then leave to the waits (as after HelpNap).
+  bool HelpWait();
   // The cpu platform: a waiting device thread, with the gate's mutex held, that would sleep on
   // its bell sleeps on the network's input instead (and the thread's wake-ups), up to `boundNs`,
   // then makes a pass: a reply from a peer then wakes the thread that waits for it, not the
@@ -272,9 +275,10 @@ class Proxy : private NetTargetMap {
   // Held by whoever runs a pass: the thread, or a device thread in Help (through the
   // process's table of helped proxies, which may hold the gate after this proxy is gone).
   std::shared_ptr<HelpGate> gate_;
-  // When a device thread last slept on the network's input (HelpNap; steady clock, ns): while
-  // one did lately, the thread's naps leave that input to it, so one reply wakes one thread.
-  std::atomic<int64_t> helperNappedAt_{INT64_MIN / 2};
+  // When a waiting device thread last read the network's input, in a pass (HelpWait) or asleep
+  // on it (HelpNap; steady clock, ns): while one did lately, the thread's naps leave that input
+  // to the waits, so a reply wakes no thread but the one that waits for it.
+  std::atomic<int64_t> helperReadAt_{INT64_MIN / 2};
 };
 
 }  // namespace cco

@@ -42,6 +42,8 @@ class RingConsumer {
   // Whether the done prefix grew since the last call; then `*consumed` is its new end,
   // the value `consumed` should be given.
   bool Unpublished(uint64_t* consumed);
+  // Whether Unpublished would say so (and change nothing).
+  bool HasUnpublished() const { return published_ != consumed_; }
   // Stops the ring: posters' waits end (ccoGdaRingError), naming `peer`.
   void Fail(ccoGdaRingError error, int32_t peer);
   // Writes `consumed` with a CPU store (release), where nothing queued before it still runs.
