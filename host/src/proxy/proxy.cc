@@ -36,9 +36,9 @@ constexpr auto kNap = std::chrono::microseconds(20);
 constexpr auto kLongNap = std::chrono::milliseconds(1);
 constexpr unsigned long kTimerSlackNs = 1000;
 // How long after a waiting device thread read the network's input (HelpWait, HelpNap) the
-// thread's naps leave that input to the waits: what comes in once no wait reads it waits this long at most. As long
-// as a nap: a shorter window (200 us was measured) has the thread take the input back between
-// a ping-pong's waits on 2 cores, and its round trip doubles in one run of three.
+// thread's naps leave that input to the waits: what comes in once no wait reads it waits this
+// long at most. As long as a nap: a shorter window (200 us was measured) has the thread take the
+// input back between a ping-pong's waits on 2 cores, and its round trip doubles in one run of three.
 constexpr auto kHelperReadsFor = kLongNap;
 // CCO_TEST_PROXY_NAP_MS's bound: a test lengthens the long naps past its waits' timeouts, so
 // that a doorbell the thread misses fails the test instead of costing a nap.
@@ -476,16 +476,16 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
     RingConsumer& consumer = rings.consumers[ring];
     ccoGdaDesc d;
     uint64_t ticket;
-    bool taken = !consumer.failed() && consumer.Next(&d, &ticket);
+    bool have = !consumer.failed() && consumer.Next(&d, &ticket);
     // An idle ring (nothing to take, nothing to publish) costs the look alone, no queue made
     // and flushed: most rings are idle at most passes, and a pass is what a spinning proxy
     // takes to see the next post (on a core shared with the peer, what it keeps from it).
-    if (!taken && !consumer.HasUnpublished()) {
+    if (!have && !consumer.HasUnpublished()) {
       if (trace) trace->Poll(ring, rings.hostWords(ring));
       continue;
     }
     CopyQueue stream(c.platform, c.device, streamOf(ring), tail);
-    for (int i = 0; taken; taken = ++i < kBurst && !consumer.failed() && consumer.Next(&d, &ticket)) {
+    for (int i = 0; have; have = ++i < kBurst && !consumer.failed() && consumer.Next(&d, &ticket)) {
       did = true;
       const uint64_t taken = trace && d.traceRecord ? TraceNow() : 0;
       bool deferred = false;
