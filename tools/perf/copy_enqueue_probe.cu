@@ -112,9 +112,9 @@ int main(int argc, char** argv) {
   };
   CUcontext context;
   CHECK(cuCtxGetCurrent(&context));
-  auto setAndLaunch = [&](SetGraph& g) {
-    return [&] {
-      const int n = static_cast<int>(g.nodes.size());
+  auto setAndLaunch = [&](SetGraph& prepared) {
+    return [&, g = &prepared] {  // the graph by pointer: the caller's, which outlives the call
+      const int n = static_cast<int>(g->nodes.size());
       for (int first = 0; first + n <= count; first += n) {
         for (int k = 0; k < n; ++k) {
           CUDA_MEMCPY3D copy = {};
@@ -123,9 +123,9 @@ int main(int argc, char** argv) {
           copy.dstDevice = dsts[first + k];
           copy.WidthInBytes = size;
           copy.Height = copy.Depth = 1;
-          CHECK(cuGraphExecMemcpyNodeSetParams(g.exec, g.nodes[k], &copy, context));
+          CHECK(cuGraphExecMemcpyNodeSetParams(g->exec, g->nodes[k], &copy, context));
         }
-        CHECK(cuGraphLaunch(g.exec, stream));
+        CHECK(cuGraphLaunch(g->exec, stream));
       }
     };
   };
