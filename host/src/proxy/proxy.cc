@@ -383,7 +383,7 @@ void Proxy::StandAside() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   std::unique_lock<std::mutex> pass(gate_->mu, std::try_to_lock);
   if (!pass.owns_lock()) {
-    // The helper reads the network's input (HelpNap) or will: the thread sleeps on wake_ alone,
+    // The helper reads the network's input (HelpWait, HelpNap): the thread sleeps on wake_ alone,
     // no longer than the input is left to waits (input that comes once they stop waits that long).
     const std::chrono::nanoseconds bound =
         doorbellsWake_ ? std::min<std::chrono::nanoseconds>(longNap_, kHelperReadsFor) : kNap;
@@ -405,8 +405,8 @@ void Proxy::Nap() {
       return;
     }
   }
-  // A device thread that slept on the input lately (HelpNap) will again: the reply it waits
-  // for wakes it alone, and the nap ends when the input would be the thread's again.
+  // A waiting device thread that read the input lately (HelpWait, HelpNap) will again: the reply
+  // it waits for wakes it alone, and the nap ends when the input would be the thread's again.
   int64_t napNs = (doorbellsWake_ ? longNap_ : std::chrono::nanoseconds(kNap)).count();
   const int64_t windowNs = std::chrono::nanoseconds(kHelperReadsFor).count();
   const int64_t sinceHelper = SteadyNs() - helperReadAt_.load(std::memory_order_relaxed);
