@@ -27,7 +27,7 @@ def tool(name):
 
 
 # The table's functions are compiled in PARTS kernels (compile_kernel.py says why).
-PARTS = 4
+PARTS = 8
 
 
 def compile_kernel(kind, arch, rocm, tmp_path, extra_env=None, part=None):

@@ -161,9 +161,9 @@ def _load_family_kernel(family, name=None, keep=lambda f: True):
 
 every_gda, EVERY_GDA_CALLS = _load_family_kernel("gda")
 # The same calls in GDA_PARTS kernels (every GDA_PARTS-th function each), for ahead-of-time compiles:
-# the AMD backend's time grows faster than a kernel's size (one kernel of every GDA call took several
-# times as long as four kernels of a quarter each).
-GDA_PARTS = 4
+# the AMD backend's time grows faster than a kernel's size (gfx950 on the 2-core machine, all the
+# parts: 60 s in 4 kernels, 34 s in 8, 24 s in 16; sm_90 19, 15 and 14 s).
+GDA_PARTS = 16
 
 
 def _gda_part(index):
