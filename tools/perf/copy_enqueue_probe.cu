@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
   if (settable != CUDA_SUCCESS) {
     const char* why = nullptr;
     cuGetErrorString(settable, &why);
-    printf("graph set: refused (%s; captured node: src type %d, dst type %d, width %zu, height %zu, depth %zu)\n",
-           why, set1.params[0].srcMemoryType, set1.params[0].dstMemoryType, set1.params[0].WidthInBytes,
+    printf("graph set: refused (%s; captured node: src type %d, dst type %d, width %zu, height %zu, depth %zu)\n", why,
+           set1.params[0].srcMemoryType, set1.params[0].dstMemoryType, set1.params[0].WidthInBytes,
            set1.params[0].Height, set1.params[0].Depth);
   }
   const auto none = [] {};
@@ -149,14 +149,14 @@ int main(int argc, char** argv) {
     const struct {
       const char* name;
       Timing t;
-    } rows[] = {{"memcpy", Time(stream, count, memcpys(false))},
-                {"memcpy+write", Time(stream, count, memcpys(true))},
-                {"dtod", Time(stream, count, dtods)},
-                {"batch", Time(stream, count, batch)},
-                {"graph", Time(stream, count, replay)},
-                {"graph set x1", settable ? Time(stream, count, none) : Time(stream, count, setAndLaunch(set1))},
-                {"graph set x16",
-                 settable ? Time(stream, count, none) : Time(stream, count / 16 * 16, setAndLaunch(set16))}};
+    } rows[] = {
+        {"memcpy", Time(stream, count, memcpys(false))},
+        {"memcpy+write", Time(stream, count, memcpys(true))},
+        {"dtod", Time(stream, count, dtods)},
+        {"batch", Time(stream, count, batch)},
+        {"graph", Time(stream, count, replay)},
+        {"graph set x1", settable ? Time(stream, count, none) : Time(stream, count, setAndLaunch(set1))},
+        {"graph set x16", settable ? Time(stream, count, none) : Time(stream, count / 16 * 16, setAndLaunch(set16))}};
     if (round == 0) continue;
     for (const auto& r : rows)
       printf("%-14s %14.2f %14.2f %10.1f\n", r.name, r.t.queueUs, r.t.totalUs, size / r.t.totalUs / 1e3);
