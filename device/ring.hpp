@@ -85,12 +85,10 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
 /// Where the device maximum already reaches `end`, another ring stored its link, so a ring
 /// with nothing new costs no bus write: a flush of an idle ring would otherwise write host
 /// memory, and the next system-scope fence wait for that write.
-/// A poster that knows where the maximum most likely stands (its own ticket: every post
-/// before it rang) passes it as `likely`: the swap then goes out at once, a memory trip
-/// fewer than loading the maximum first (about 0.3 us of a post); a wrong guess costs only
-/// the swap that fails and returns the true value.
-CCO_DEVICE_API void Doorbell(const View& r, uint64_t end, const uint64_t* likely = nullptr) {
-  uint64_t from = likely ? *likely : arch::load<order::Relaxed, scope::Device>(&r.dev->released);
+/// `from` is where the maximum most likely stands: a poster's own ticket (every post before
+/// it rang) lets the swap go out at once, a memory trip fewer than loading the maximum first;
+/// a wrong guess costs only the swap that fails and returns the true value.
+CCO_DEVICE_API void DoorbellFrom(const View& r, uint64_t from, uint64_t end) {
   while (cco_gda_before(from, end)) {
     const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
     if (was == from) {
@@ -100,6 +98,11 @@ CCO_DEVICE_API void Doorbell(const View& r, uint64_t end, const uint64_t* likely
     }
     from = was;
   }
+}
+
+/// The same where nothing hints at the maximum: it is loaded first.
+CCO_DEVICE_API void Doorbell(const View& r, uint64_t end) {
+  DoorbellFrom(r, arch::load<order::Relaxed, scope::Device>(&r.dev->released), end);
 }
 
 /// The proxy's `consumed` (host memory, a bus trip), raised into the device-side credit
@@ -160,7 +163,7 @@ CCO_DEVICE_API int32_t Post(const View& r, const ccoGdaDesc& desc, const WaitLim
   const int32_t status = Reserve(r, limits, ticket);
   if (status != CCO_DEVICE_STATUS_OK) return status;
   Write<Mode>(r, *ticket, desc);
-  if (Mode == CCO_GDA_DOORBELL_IMMEDIATE) Doorbell(r, *ticket + 1, ticket);
+  if (Mode == CCO_GDA_DOORBELL_IMMEDIATE) DoorbellFrom(r, *ticket, *ticket + 1);
   return CCO_DEVICE_STATUS_OK;
 }
 

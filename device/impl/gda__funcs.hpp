@@ -619,7 +619,7 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, con
     }
     arch::warp_sync_among(group);
     if (lane == leader && mine == CCO_DEVICE_STATUS_OK && RingMode == CCO_GDA_DOORBELL_IMMEDIATE)
-      ring::Doorbell(r, first + count, &first);
+      ring::DoorbellFrom(r, first, first + count);
   }
   return status;
 }

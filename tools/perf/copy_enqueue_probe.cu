@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
            set1.params[0].srcMemoryType, set1.params[0].dstMemoryType, set1.params[0].WidthInBytes,
            set1.params[0].Height, set1.params[0].Depth);
   }
+  const bool canSet = settable == CUDA_SUCCESS;
   const auto none = [] {};
 
   printf("%zu KiB x %d copies, one stream, %s memory\n", size >> 10, count, plain ? "cuMemAlloc" : "VMM");
@@ -149,17 +150,23 @@ int main(int argc, char** argv) {
     const struct {
       const char* name;
       Timing t;
-    } rows[] = {
-        {"memcpy", Time(stream, count, memcpys(false))},
-        {"memcpy+write", Time(stream, count, memcpys(true))},
-        {"dtod", Time(stream, count, dtods)},
-        {"batch", Time(stream, count, batch)},
-        {"graph", Time(stream, count, replay)},
-        {"graph set x1", settable ? Time(stream, count, none) : Time(stream, count, setAndLaunch(set1))},
-        {"graph set x16", settable ? Time(stream, count, none) : Time(stream, count / 16 * 16, setAndLaunch(set16))}};
+      bool ran;
+    } rows[] = {{"memcpy", Time(stream, count, memcpys(false)), true},
+                {"memcpy+write", Time(stream, count, memcpys(true)), true},
+                {"dtod", Time(stream, count, dtods), true},
+                {"batch", Time(stream, count, batch), true},
+                {"graph", Time(stream, count, replay), true},
+                {"graph set x1", canSet ? Time(stream, count, setAndLaunch(set1)) : Time(stream, count, none), canSet},
+                {"graph set x16",
+                 canSet ? Time(stream, count / 16 * 16, setAndLaunch(set16)) : Time(stream, count, none), canSet}};
     if (round == 0) continue;
-    for (const auto& r : rows)
+    for (const auto& r : rows) {
+      if (!r.ran) {
+        printf("%-14s %14s\n", r.name, "refused");
+        continue;
+      }
       printf("%-14s %14.2f %14.2f %10.1f\n", r.name, r.t.queueUs, r.t.totalUs, size / r.t.totalUs / 1e3);
+    }
   }
   return 0;
 }
