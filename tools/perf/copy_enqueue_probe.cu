@@ -9,9 +9,12 @@
 //   dtod            cuMemcpyDtoDAsync per copy (the types given, not looked up)
 //   batch           one cuMemcpyBatchAsync for all of them
 //   graph           the copies captured once and replayed (the anchor cco perf uses)
+//   graph x1        a graph of one copy replayed per copy: what a launch costs alone
 //   graph set xN    a graph of N copies instantiated once; per N copies, each node's
 //                   addresses set (cuGraphExecMemcpyNodeSetParams) and one launch: what a proxy
 //                   that keeps such a graph per queue would pay (N = 1 and 16)
+// and whether the driver lets a prepared node's operands move to another allocation (a proxy's
+// copies go between many windows, each its own allocation).
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
 #include <cuda.h>
 #include <stdio.h>
@@ -129,7 +132,7 @@ int main(int argc, char** argv) {
       }
     };
   };
-  SetGraph set1 = setGraph(1), set16 = setGraph(count >= 16 ? 16 : 1);
+  SetGraph set1 = setGraph(1), set16 = setGraph(count >= 16 ? 16 : 1), one = setGraph(1);
   // Whether the driver lets a node's addresses move at all: if not, say why and time the rest.
   CUDA_MEMCPY3D moved = set1.params[0];
   moved.srcDevice = srcs[count - 1], moved.dstDevice = dsts[count - 1];
@@ -142,6 +145,24 @@ int main(int argc, char** argv) {
            set1.params[0].Height, set1.params[0].Depth);
   }
   const bool canSet = settable == CUDA_SUCCESS;
+  // The operands moved across allocations: the source into the destinations' mapping and back.
+  if (canSet) {
+    CUDA_MEMCPY3D crossed = set1.params[0];
+    crossed.srcDevice = dsts[count - 1], crossed.dstDevice = srcs[count - 1];
+    const CUresult moved = cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context);
+    const char* why = "ok";
+    if (moved != CUDA_SUCCESS) cuGetErrorString(moved, &why);
+    printf("graph set across allocations: %s\n", why);
+    crossed.srcDevice = word, crossed.dstDevice = srcs[0], crossed.WidthInBytes = 8;  // from a cuMemAlloc'd word
+    const CUresult word8 = cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context);
+    why = "ok";
+    if (word8 != CUDA_SUCCESS) cuGetErrorString(word8, &why);
+    printf("graph set from cuMemAlloc memory, 8 bytes: %s\n", why);
+  }
+  // A graph of one copy, replayed: the launch's own cost, nothing set.
+  auto replayOne = [&] {
+    for (int i = 0; i < count; ++i) CHECK(cuGraphLaunch(one.exec, stream));
+  };
   const auto none = [] {};
 
   printf("%zu KiB x %d copies, one stream, %s memory\n", size >> 10, count, plain ? "cuMemAlloc" : "VMM");
@@ -156,6 +177,7 @@ int main(int argc, char** argv) {
                 {"dtod", Time(stream, count, dtods), true},
                 {"batch", Time(stream, count, batch), true},
                 {"graph", Time(stream, count, replay), true},
+                {"graph x1", Time(stream, count, replayOne), true},
                 {"graph set x1", canSet ? Time(stream, count, setAndLaunch(set1)) : Time(stream, count, none), canSet},
                 {"graph set x16",
                  canSet ? Time(stream, count / 16 * 16, setAndLaunch(set16)) : Time(stream, count, none), canSet}};
