@@ -69,7 +69,10 @@ for step in "${steps[@]}"; do
       # and the perf suite, ranks as processes (two on one GPU run at once under MPS).
       mps_start
       {
-        timeout 60 stage/bin/gpu_platform_test --gtest_filter='Cuda*:Cpu*' 2>&1 | grep -E "OK \]|FAILED|PASSED|Failure"
+        for graphs in 0 1; do  # copies one by one, and as launches of prepared graphs
+          CCO_COPY_GRAPHS=$graphs timeout 60 stage/bin/gpu_platform_test --gtest_filter='Cuda*:Cpu*' 2>&1 |
+            grep -E "OK \]|FAILED|PASSED|Failure"
+        done
         # (the matrix and the gets of every size run in the pytest step, with every GPU test)
         timeout 400 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_gda_gpu.py \
           -k "not test_gda_matrix and not test_gets_land_exactly" 2>&1 | tail -15

@@ -106,6 +106,16 @@ def test_gpu_platform_round_trip_binary():
     binary = os.path.join(os.environ.get("CCO_STAGE", "stage"), "bin", "gpu_platform_test")
     if not os.path.exists(binary):
         pytest.skip("stage/bin/gpu_platform_test not staged")
-    r = subprocess.run([binary], capture_output=True, text=True, timeout=300)
-    print(r.stdout[-3000:])
+    # Twice: copies one by one, and as launches of prepared graphs (CCO_COPY_GRAPHS=1).
+    for graphs in ("0", "1"):
+        env = dict(os.environ, CCO_COPY_GRAPHS=graphs)
+        r = subprocess.run([binary], capture_output=True, text=True, timeout=300, env=env)
+        print(r.stdout[-3000:])
+        assert r.returncode == 0, f"CCO_COPY_GRAPHS={graphs}: " + r.stdout[-3000:] + r.stderr[-2000:]
+    # Copies between device allocations, as the proxy's runs: the prepared graphs take every
+    # run's new operands (the driver said no refusal), and every byte lands (the test's own check).
+    env = dict(os.environ, CCO_COPY_GRAPHS="1")
+    r = subprocess.run([binary, "--gtest_filter=CudaPlatformTest.CopyRunsLandExactly"], capture_output=True,
+                       text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "CCO_COPY_GRAPHS:" not in r.stderr, r.stderr[-2000:]

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/env.h"
+#include "platform/cuda_copy_graphs.h"
 #include "platform/driver_library.h"
 #include "platform/gpu_driver_api.h"
 #include "platform/gpu_vmm_platform.h"
@@ -43,6 +45,8 @@ struct CudaDriver {
                                           unsigned long long flags) = nullptr;
   DriverResult (*importFromShareableHandle)(AllocationHandle* handle, void* osHandle, int type) = nullptr;
   DriverResult (*streamBatchMemOp)(void* stream, unsigned count, void* params, unsigned flags) = nullptr;
+  // Where CCO_COPY_GRAPHS=1 and the driver has graphs: what CudaCopiesAsync runs copies through.
+  gpu::CopyGraphs* copyGraphs = nullptr;
 
   // The driver's device handle of each ordinal; fixed once loaded.
   std::vector<CUdevice> devices;
@@ -189,6 +193,14 @@ DriverResult CudaStreamWriteValues64(void* stream, const gpu::DeviceAddress* add
   return kDriverSuccess;
 }
 
+// Runs of copies as launches of prepared graphs (CCO_COPY_GRAPHS=1): cuda_copy_graphs.h.
+DriverResult CudaCopiesAsync(void* stream, const gpu::DeviceAddress* dsts, const gpu::DeviceAddress* srcs,
+                             const uint64_t* sizes, unsigned count) {
+  return Driver().copyGraphs->Copy(stream, dsts, srcs, sizes, count);
+}
+
+void CudaForgetStreamCopies(void* stream) { Driver().copyGraphs->Forget(stream); }
+
 // --- loading ---------------------------------------------------------------------------
 
 Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
@@ -230,6 +242,14 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
   if (library.ResolveOptional("cuStreamBatchMemOp_v2", &driver->streamBatchMemOp))
     api.streamWriteValues64 = {&CudaStreamWriteValues64, "cuStreamBatchMemOp_v2"};
+  // Prepared graphs of copies only where asked for (CCO_COPY_GRAPHS=1) until measured on a GPU
+  // against one copy a call.
+  gpu::CopyGraphCalls graphCalls;
+  if (env::Flag("CCO_COPY_GRAPHS", false) && gpu::ResolveCopyGraphCalls(library, &graphCalls)) {
+    driver->copyGraphs = new gpu::CopyGraphs(graphCalls);  // lives as long as the driver
+    api.copiesAsync = {&CudaCopiesAsync, "cuGraphLaunch"};
+    api.forgetStreamCopies = &CudaForgetStreamCopies;
+  }
   if (library.ResolveOptional("cuMemHostRegister_v2", &api.hostRegister.fn) &&
       library.ResolveOptional("cuMemHostUnregister", &api.hostUnregister.fn))
     api.hostRegister.name = "cuMemHostRegister_v2", api.hostUnregister.name = "cuMemHostUnregister";

@@ -151,6 +151,14 @@ struct GpuDriverApi {
   // writes go one by one.
   DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned count)>
       streamWriteValues64;
+  // Copies in few submissions, in no order among themselves (CUDA: launches of prepared
+  // graphs, cuda_copy_graphs.h). Optional: fn is null where the driver lacks it or it is not
+  // wanted (CCO_COPY_GRAPHS), and the copies go one by one.
+  DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs,
+                               const uint64_t* sizes, unsigned count)>
+      copiesAsync;
+  // What copiesAsync keeps for a stream, freed before the stream is destroyed (null: nothing).
+  void (*forgetStreamCopies)(void* stream) = nullptr;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
   // cuMemGetHandleForAddressRange / hipMemGetHandleForAddressRange (handle type 1: a
   // dma-buf fd). Optional: fn is null where the driver lacks it.

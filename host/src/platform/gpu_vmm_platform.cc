@@ -497,6 +497,7 @@ Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
 
 Status GpuVmmPlatform::StreamDestroy(int device, uint64_t stream) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
+  if (api_.forgetStreamCopies != nullptr) api_.forgetStreamCopies(reinterpret_cast<void*>(stream));
   DriverResult result = api_.streamDestroy.fn(reinterpret_cast<void*>(stream));
   if (result != kDriverSuccess) return Failed(api_.streamDestroy, result, Fmt("stream=", Hex(stream)));
   return Status::Ok();
@@ -508,6 +509,23 @@ Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, u
   DriverResult result = api_.copyAsync.fn(dst, src, size, reinterpret_cast<void*>(stream));
   if (result != kDriverSuccess)
     return Failed(api_.copyAsync, result, Fmt("dst=", Hex(dst), ", src=", Hex(src), ", size=", size));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                      const uint64_t* sizes, int count) {
+  bool empty = false;  // a copy of no bytes (which a graph node cannot be): one by one, skipped there
+  for (int i = 0; i < count; ++i) empty |= sizes[i] == 0;
+  if (api_.copiesAsync.fn == nullptr || count == 1 || empty)
+    return Platform::CopiesOnStream(device, stream, dsts, srcs, sizes, count);
+  if (count <= 0) return Status::Ok();
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result =
+      api_.copiesAsync.fn(reinterpret_cast<void*>(stream), dsts, srcs, sizes, static_cast<unsigned>(count));
+  if (result != kDriverSuccess)
+    return Failed(api_.copiesAsync, result,
+                  Fmt("stream=", Hex(stream), ", ", count, " copies, the first dst=", Hex(dsts[0]),
+                      ", src=", Hex(srcs[0]), ", size=", sizes[0]));
   return Status::Ok();
 }
 

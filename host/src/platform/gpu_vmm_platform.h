@@ -62,6 +62,8 @@ class GpuVmmPlatform : public Platform {
   Status StreamCreate(int device, uint64_t* stream) override;
   Status StreamDestroy(int device, uint64_t stream) override;
   Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) override;
+  Status CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs, const uint64_t* sizes,
+                        int count) override;
   Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) override;
   Status StreamWriteValues64(int device, uint64_t stream, const uint64_t* addresses, const uint64_t* values,
                              int count) override;

@@ -124,6 +124,15 @@ class Platform {
     for (int i = 0; i < count; ++i) CCO_RETURN_IF_ERROR(StreamWriteValue64(device, stream, addresses[i], values[i]));
     return Status::Ok();
   }
+  // sizes[i] bytes from srcs[i] to dsts[i], i < count, behind the stream's work, in no order
+  // among themselves (the caller keeps copies that touch each other's bytes out of one call):
+  // in as few submissions as the platform can (CUDA with CCO_COPY_GRAPHS=1: launches of
+  // prepared graphs), else one copy at a time.
+  virtual Status CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                const uint64_t* sizes, int count) {
+    for (int i = 0; i < count; ++i) CCO_RETURN_IF_ERROR(CopyOnStream(device, stream, dsts[i], srcs[i], sizes[i]));
+    return Status::Ok();
+  }
   virtual Status StreamSynchronize(int device, uint64_t stream) = 0;
 
   // A dma-buf of device memory [va, va + size) for a NIC to register (the verbs backend):

@@ -8,6 +8,8 @@ namespace {
 
 // [a, a + n) and [b, b + n) share a byte.
 bool Overlap(uint64_t a, uint64_t b, uint64_t n) { return a < b + n && b < a + n; }
+// [a, a + n) and [b, b + m) share a byte.
+bool Overlap(uint64_t a, uint64_t n, uint64_t b, uint64_t m) { return n != 0 && m != 0 && a < b + m && b < a + n; }
 
 }  // namespace
 
@@ -18,15 +20,30 @@ CopyQueue::~CopyQueue() { (void)Flush(); }
 Status CopyQueue::Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t windows) {
   if (!failed_.ok()) return failed_;
   if (bytes == 0) return Status::Ok();
-  const bool continues = bytes_ != 0 && windows != 0 && windows == windows_ && dst == dst_ + bytes_ &&
-                         src == src_ + bytes_ && bytes <= UINT64_MAX - bytes_ && !Overlap(dst_, src_, bytes_ + bytes);
-  if (continues) {
-    bytes_ += bytes;
-    return Status::Ok();
+  if (copies_ > 0) {
+    const int last = copies_ - 1;
+    const uint64_t d = dsts_[last], s = srcs_[last], n = sizes_[last];
+    const bool continues = windows != 0 && windows == windows_ && dst == d + n && src == s + n &&
+                           bytes <= UINT64_MAX - n && !Overlap(d, s, n + bytes);
+    if (continues && !TouchesHeld(dst, src, bytes, /*skipLast=*/true)) {
+      sizes_[last] += bytes;
+      return Status::Ok();
+    }
   }
-  CCO_RETURN_IF_ERROR(Flush());
-  dst_ = dst, src_ = src, bytes_ = bytes, windows_ = windows;
+  CCO_RETURN_IF_ERROR(FlushWrites());  // a copy after writes: they go first
+  if (copies_ == kMaxCopies || TouchesHeld(dst, src, bytes, /*skipLast=*/false)) CCO_RETURN_IF_ERROR(FlushCopy());
+  dsts_[copies_] = dst, srcs_[copies_] = src, sizes_[copies_] = bytes;
+  ++copies_;
+  windows_ = windows;
   return Status::Ok();
+}
+
+bool CopyQueue::TouchesHeld(uint64_t dst, uint64_t src, uint64_t bytes, bool skipLast) const {
+  for (int i = 0; i < copies_ - (skipLast ? 1 : 0); ++i)
+    if (Overlap(dst, bytes, dsts_[i], sizes_[i]) || Overlap(src, bytes, dsts_[i], sizes_[i]) ||
+        Overlap(dst, bytes, srcs_[i], sizes_[i]))
+      return true;
+  return false;
 }
 
 Status CopyQueue::WriteValue64(uint64_t address, uint64_t value) {
@@ -55,12 +72,13 @@ Status CopyQueue::Flush() {
 
 Status CopyQueue::FlushCopy() {
   if (!failed_.ok()) return failed_;
-  if (bytes_ == 0) return Status::Ok();
-  const uint64_t dst = dst_, src = src_, bytes = bytes_;
-  bytes_ = 0;  // submitted, or failed for good
+  if (copies_ == 0) return Status::Ok();
+  const int count = copies_;
+  copies_ = 0;  // submitted, or failed for good
   ++submissions_;
   if (tail_) tail_->unmarked_ = true;
-  return Submitted(platform_->CopyOnStream(device_, stream_, dst, src, bytes));
+  if (count == 1) return Submitted(platform_->CopyOnStream(device_, stream_, dsts_[0], srcs_[0], sizes_[0]));
+  return Submitted(platform_->CopiesOnStream(device_, stream_, dsts_, srcs_, sizes_, count));
 }
 
 Status CopyQueue::FlushWrites() {

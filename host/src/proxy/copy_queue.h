@@ -8,14 +8,19 @@
 // another (a signal, then the ring's `consumed`) go as one submission too, where the driver
 // batches them (Platform::StreamWriteValues64: tools/perf/stream_write_probe.cu).
 //
+// Copies that do not continue one another are held too, up to kMaxCopies, and issued as one
+// submission where the driver batches copies (Platform::CopiesOnStream).
+//
 // Rules:
-//   - Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copy
+//   - Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copies
 //     held back, and a copy the writes held back, so nothing is ever ahead of the data
 //     before it, nor a copy ahead of a write before it.
 //   - Only copies between the same pair of windows join (`windows`, 0: never): one copy
 //     never spans two separately mapped allocations that happen to be neighbours.
 //   - Copies whose joined ranges would overlap stay apart (a chain of copies, each reading
 //     what the one before wrote, is well defined; one overlapping copy is not).
+//   - The copies of one submission run in no order among themselves, so a copy that touches
+//     a byte another held copy reads or writes (a chain) first issues those held.
 //   - The first submission that fails fails every call after it: the owner must not publish
 //     `consumed` over a copy that was held back and never submitted.
 // The owner calls Flush() before the stream is used any other way, and sees its status; the
@@ -70,14 +75,14 @@ class CopyQueue {
   Status Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t windows);
   // Writes `value` at `address` behind everything queued so far.
   Status WriteValue64(uint64_t address, uint64_t value);
-  // Issues what is held back (a copy, or writes), if anything.
+  // Issues what is held back (copies, or writes), if anything.
   Status Flush();
   // With a tail: a marker written behind everything queued so far (held with the writes
   // before it, so it costs no submission of its own). Without one, nothing.
   Status Mark();
   // Nothing held back, nothing failed, and (the tail says) nothing still running on the
   // stream: a word written now with a CPU store lands after everything queued before.
-  bool Idle() const { return tail_ != nullptr && failed_.ok() && bytes_ == 0 && writes_ == 0 && tail_->Idle(); }
+  bool Idle() const { return tail_ != nullptr && failed_.ok() && copies_ == 0 && writes_ == 0 && tail_->Idle(); }
 
   // Submissions so far (copies issued, writes): what the joining saves shows here.
   uint64_t submissions() const { return submissions_; }
@@ -92,9 +97,18 @@ class CopyQueue {
   Status FlushCopy();
   Status FlushWrites();
 
-  static constexpr int kMaxWrites = 16;                   // writes held back at most, then issued
-  uint64_t dst_ = 0, src_ = 0, bytes_ = 0, windows_ = 0;  // the copy held back (bytes_ 0: none)
-  // The writes held back, in order (writes_ 0: none); never at once with a copy.
+  // Whether a copy of `bytes` from src to dst writes a byte a held copy reads or writes, or
+  // reads one it writes (skipLast: the last held copy left out, which the copy would extend).
+  bool TouchesHeld(uint64_t dst, uint64_t src, uint64_t bytes, bool skipLast) const;
+
+  static constexpr int kMaxWrites = 16;  // writes held back at most, then issued
+  static constexpr int kMaxCopies = 16;  // copies held back at most, then issued
+  // The copies held back, in order (copies_ 0: none); the last one may still grow (joining),
+  // between the windows named by `windows_`.
+  uint64_t dsts_[kMaxCopies], srcs_[kMaxCopies], sizes_[kMaxCopies];
+  int copies_ = 0;
+  uint64_t windows_ = 0;
+  // The writes held back, in order (writes_ 0: none); never at once with copies.
   uint64_t writeAddresses_[kMaxWrites], writeValues_[kMaxWrites];
   int writes_ = 0;
   bool markerLast_ = false;  // the last write held back is the tail's marker

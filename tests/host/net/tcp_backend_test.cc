@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "counting_platform.h"
+#include "tests/host/testing/counting_platform.h"
 #include "net/tcp_backend.h"
 #include "net/tcp_wire.h"
 #include "platform/platform.h"

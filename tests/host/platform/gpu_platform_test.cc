@@ -193,6 +193,25 @@ void ExpectStreamWork(Platform* platform, int device) {
   addresses[1] = va + 4;
   status = platform->StreamWriteValues64(device, stream, addresses.data(), values.data(), 2);
   EXPECT_EQ(status.code(), ccoInvalidArgument) << status.message();
+  // Copies that touch none of each other's bytes, in few submissions where the platform can
+  // (CCO_COPY_GRAPHS=1 on CUDA; more than one graph's worth: 96 > 16): byte i of the device
+  // bytes to byte 255 - i of the host buffer, then a word behind them all.
+  void* scattered = nullptr;
+  uint64_t scatteredDevice = 0;
+  ASSERT_OK(platform->HostMappedAlloc(device, 256, &scattered, &scatteredDevice));
+  memset(scattered, 0, 256);
+  std::vector<uint64_t> dsts, srcs, sizes;
+  for (uint64_t i = 0; i < 96; ++i) {
+    dsts.push_back(scatteredDevice + 255 - i);
+    srcs.push_back(va + i % 64);
+    sizes.push_back(1);
+  }
+  ASSERT_OK(platform->CopiesOnStream(device, stream, dsts.data(), srcs.data(), sizes.data(), 96));
+  ASSERT_OK(platform->StreamSynchronize(device, stream));
+  const auto* landed = static_cast<const volatile unsigned char*>(scattered);
+  for (size_t i = 0; i < 96; ++i) EXPECT_EQ(landed[255 - i], bytes[i % 64]) << i;
+  EXPECT_EQ(landed[0], 0u);  // nothing beyond the copies
+  ASSERT_OK(platform->HostMappedFree(device, scattered));
   // A flag word for running kernels (a failed ring's mirror): written at once, whole.
   ASSERT_OK(platform->WriteDeviceWord(device, va + 136, 0xfeedfacecafef00dull));
   ASSERT_OK(platform->CopyFromDevice(device, &word, va + 136, sizeof(word)));
@@ -202,6 +221,47 @@ void ExpectStreamWork(Platform* platform, int device) {
   ASSERT_OK(platform->StreamDestroy(device, stream));
   ASSERT_OK(platform->HostMappedFree(device, host));
   ASSERT_OK(platform->DeviceFree(device, va));
+}
+
+// Runs of copies between two device allocations, as the proxy queues them between windows: each
+// run has other operands and sizes than the one before, some runs go the other way (a prepared
+// graph's nodes moved to other allocations), and every byte lands where it should.
+void ExpectCopyRuns(Platform* platform, int device) {
+  constexpr size_t kBytes = 64 << 10, kSlot = 2048;
+  uint64_t a = 0, b = 0;
+  ASSERT_OK(platform->DeviceAlloc(device, kBytes, &a));
+  ASSERT_OK(platform->DeviceAlloc(device, kBytes, &b));
+  std::vector<unsigned char> hostA(kBytes), hostB(kBytes, 0);
+  for (size_t i = 0; i < kBytes; ++i) hostA[i] = static_cast<unsigned char>(i * 131 + (i >> 8) + 7);
+  ASSERT_OK(platform->CopyToDevice(device, a, hostA.data(), kBytes));
+  ASSERT_OK(platform->CopyToDevice(device, b, hostB.data(), kBytes));
+  uint64_t stream = 0;
+  ASSERT_OK(platform->StreamCreate(device, &stream));
+  for (int run = 0; run < 6; ++run) {
+    const int count = run < 4 ? 16 : 5;  // the same graph reused, then another
+    const bool back = run % 2 == 1;      // b -> a: both operands in the other allocation
+    std::vector<unsigned char>& from = back ? hostB : hostA;
+    std::vector<unsigned char>& to = back ? hostA : hostB;
+    std::vector<uint64_t> dsts, srcs, sizes;
+    for (int k = 0; k < count; ++k) {
+      const size_t size = 1 + (k * 97 + run * 31) % kSlot;                          // 1 .. 2048 bytes
+      const size_t srcSlot = (k * 5 + run) % 32, dstSlot = (k * 7 + 3 * run) % 32;  // distinct: 7 is odd
+      srcs.push_back((back ? b : a) + srcSlot * kSlot);
+      dsts.push_back((back ? a : b) + dstSlot * kSlot);
+      sizes.push_back(size);
+      memcpy(&to[dstSlot * kSlot], &from[srcSlot * kSlot], size);  // the expected bytes
+    }
+    ASSERT_OK(platform->CopiesOnStream(device, stream, dsts.data(), srcs.data(), sizes.data(), count));
+    ASSERT_OK(platform->StreamSynchronize(device, stream));
+    std::vector<unsigned char> readA(kBytes), readB(kBytes);
+    ASSERT_OK(platform->CopyFromDevice(device, readA.data(), a, kBytes));
+    ASSERT_OK(platform->CopyFromDevice(device, readB.data(), b, kBytes));
+    EXPECT_TRUE(readA == hostA) << "run " << run;
+    EXPECT_TRUE(readB == hostB) << "run " << run;
+  }
+  ASSERT_OK(platform->StreamDestroy(device, stream));
+  ASSERT_OK(platform->DeviceFree(device, a));
+  ASSERT_OK(platform->DeviceFree(device, b));
 }
 
 // Host words (comm/host_words.h): two mappings of one memfd, as a rank and its in-process peer
@@ -326,6 +386,7 @@ TEST(CpuPlatformTest, StreamWorkLandsAtOnce) {
   Platform* platform = nullptr;
   ASSERT_OK(CreateCpuPlatform(&platform));
   ExpectStreamWork(platform, 0);
+  ExpectCopyRuns(platform, 0);
   ExpectHostRegistration(platform, 0);
   delete platform;
 }
@@ -354,6 +415,18 @@ TEST(CudaPlatformTest, VirtualMemoryRoundTrip) {
 }
 
 // --- HIP --------------------------------------------------------------------------------
+
+// Alone, so that tests/gpu can run it with CCO_COPY_GRAPHS=1 and find no refusal said.
+TEST(CudaPlatformTest, CopyRunsLandExactly) {
+  Platform* platform = nullptr;
+  bool skipped = true;
+  CreateOrSkip(&CreateCudaPlatform, kCudaLibraries, &platform, &skipped);
+  if (skipped) return;
+  int device = 0;
+  ASSERT_OK(platform->CurrentDevice(&device));
+  ExpectCopyRuns(platform, device);
+  delete platform;
+}
 
 TEST(HipPlatformTest, MissingDriverIsUnsupported) {
   if (AnyLibraryLoads(kHipLibraries)) GTEST_SKIP() << "libamdhip64 is installed here";

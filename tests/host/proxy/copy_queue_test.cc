@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The proxy's CopyQueue on the cpu platform (copies and writes land at once, in call order):
-// pieces that continue each other between the same windows become one copy, writes in a row
-// one submission, nothing is reordered between writes and copies, pieces that would overlap
-// once joined stay apart, and after a failed submission nothing more is submitted.
+// The proxy's CopyQueue on the cpu platform (copies and writes land at once, in call order),
+// through a CountingPlatform (the copies of one submission run last first, as a driver may run
+// them in any order): pieces that continue each other between the same windows become one
+// copy, copies apart from each other one submission, writes in a row one submission, nothing is
+// reordered between writes and copies, pieces that would overlap once joined stay apart, a copy
+// that touches a held one's bytes goes in a later submission, and after a failed submission
+// nothing more is submitted.
 #include <gtest/gtest.h>
 #include <stdint.h>
 
@@ -11,15 +14,27 @@
 
 #include "platform/platform.h"
 #include "proxy/copy_queue.h"
+#include "tests/host/testing/counting_platform.h"
 
 namespace cco {
 namespace {
 
 class CopyQueueTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(CreateCpuPlatform(&platform_).ok()); }
-  void TearDown() override { delete platform_; }
+  void SetUp() override {
+    ASSERT_TRUE(CreateCpuPlatform(&cpu_).ok());
+    counting_ = new CountingPlatform(cpu_);
+    platform_ = counting_;
+  }
+  void TearDown() override {
+    delete counting_;
+    delete cpu_;
+  }
   uint64_t At(std::vector<uint64_t>& v, size_t word) { return reinterpret_cast<uint64_t>(v.data() + word); }
+  // How many copies each copy submission carried.
+  std::vector<int> Copies() { return counting_->CopySubmissions(); }
+  Platform* cpu_ = nullptr;
+  CountingPlatform* counting_ = nullptr;
   Platform* platform_ = nullptr;
 };
 
@@ -39,9 +54,11 @@ TEST_F(CopyQueueTest, PiecesThatContinueEachOtherAreOneCopy) {
   EXPECT_EQ(dst[0], 0u);  // held back until something else needs the stream
   ASSERT_TRUE(q.Flush().ok());
   EXPECT_EQ(q.submissions(), 1u);
+  EXPECT_EQ(Copies(), std::vector<int>{1});
   EXPECT_EQ(dst, src);
 }
 
+// Copies apart from one another are copies of their own, in one submission.
 TEST_F(CopyQueueTest, PiecesOutOfOrderOrApartAreCopiesOfTheirOwn) {
   std::vector<uint64_t> src = Words(64, 1000), dst(64, 0);
   CopyQueue q(platform_, 0, 0);
@@ -50,7 +67,8 @@ TEST_F(CopyQueueTest, PiecesOutOfOrderOrApartAreCopiesOfTheirOwn) {
   ASSERT_TRUE(q.Copy(At(dst, 24), At(src, 16), 64, kPair).ok());  // the source continues, the destination does not
   ASSERT_TRUE(q.Copy(At(dst, 32), At(src, 32), 0, kPair).ok());   // nothing to copy: no submission
   ASSERT_TRUE(q.Flush().ok());
-  EXPECT_EQ(q.submissions(), 3u);
+  EXPECT_EQ(q.submissions(), 1u);
+  EXPECT_EQ(Copies(), std::vector<int>{3});
   for (size_t w = 0; w < 16; ++w) EXPECT_EQ(dst[w], src[w]) << w;
   for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[24 + w], src[16 + w]) << w;
   EXPECT_EQ(dst[16], 0u);
@@ -68,6 +86,7 @@ TEST_F(CopyQueueTest, AWriteComesAfterTheCopiesBeforeIt) {
   EXPECT_EQ(dst[3], 7u);
   EXPECT_EQ(dst[15], src[15]);
   EXPECT_EQ(q.submissions(), 2u);  // the joined copy, then the write
+  EXPECT_EQ(Copies(), std::vector<int>{1});
 }
 
 // A chain where each piece reads what the one before wrote: joined it would be one
@@ -79,11 +98,41 @@ TEST_F(CopyQueueTest, PiecesThatWouldOverlapOnceJoinedStayApart) {
   ASSERT_TRUE(q.Copy(At(v, 8), At(v, 0), 64, kPair).ok());   // [0, 8) -> [8, 16)
   ASSERT_TRUE(q.Copy(At(v, 16), At(v, 8), 64, kPair).ok());  // [8, 16) -> [16, 24): reads the first's result
   ASSERT_TRUE(q.Flush().ok());
-  EXPECT_EQ(q.submissions(), 2u);
+  EXPECT_EQ(q.submissions(), 2u);  // nor in one submission: the second reads what the first writes
+  EXPECT_EQ(Copies(), (std::vector<int>{1, 1}));
   for (size_t w = 0; w < 8; ++w) {
     EXPECT_EQ(v[8 + w], before[w]) << w;
     EXPECT_EQ(v[16 + w], before[w]) << w;  // the chain's result, not [8, 16)'s old words
   }
+}
+
+// A copy that writes what a held copy reads, or writes what it writes, goes in a later
+// submission too: within one, the platform here runs the later copy first.
+TEST_F(CopyQueueTest, ACopyTouchingAHeldCopysBytesWaitsForIt) {
+  std::vector<uint64_t> v = Words(64, 1000);
+  const std::vector<uint64_t> before = v;
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(v, 32), At(v, 0), 64, kPair).ok());   // reads [0, 8)
+  ASSERT_TRUE(q.Copy(At(v, 48), At(v, 56), 32, kPair).ok());  // apart from it: same submission
+  ASSERT_TRUE(q.Copy(At(v, 4), At(v, 16), 32, kPair).ok());   // writes [4, 8), which the first reads
+  ASSERT_TRUE(q.Copy(At(v, 36), At(v, 24), 16, kPair).ok());  // writes [36, 38), which the first writes
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(Copies(), (std::vector<int>{2, 2}));
+  // [32, 40) holds [0, 8) as it was before the third copy wrote [4, 8), but for [36, 38), which
+  // the fourth copy wrote after the first.
+  for (size_t w = 0; w < 8; ++w) EXPECT_EQ(v[32 + w], w == 4 || w == 5 ? before[20 + w] : before[w]) << w;
+  for (size_t w = 0; w < 4; ++w) EXPECT_EQ(v[4 + w], before[16 + w]) << w;
+  for (size_t w = 0; w < 4; ++w) EXPECT_EQ(v[48 + w], before[56 + w]) << w;
+}
+
+// More copies than a submission holds go in as many submissions as it takes.
+TEST_F(CopyQueueTest, ManyCopiesAreCutIntoSubmissions) {
+  std::vector<uint64_t> src = Words(40, 1000), dst(80, 0);
+  CopyQueue q(platform_, 0, 0);
+  for (size_t w = 0; w < src.size(); ++w) ASSERT_TRUE(q.Copy(At(dst, 2 * w), At(src, w), 8, kPair).ok());
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(Copies(), (std::vector<int>{16, 16, 8}));
+  for (size_t w = 0; w < src.size(); ++w) EXPECT_EQ(dst[2 * w], src[w]) << w;
 }
 
 // Pieces that continue each other but run between other windows (neighbours in the flat
@@ -96,7 +145,7 @@ TEST_F(CopyQueueTest, OnlyCopiesBetweenTheSameWindowsJoin) {
   ASSERT_TRUE(q.Copy(At(dst, 16), At(src, 16), 64, 0).ok());
   ASSERT_TRUE(q.Copy(At(dst, 24), At(src, 24), 64, 0).ok());
   ASSERT_TRUE(q.Flush().ok());
-  EXPECT_EQ(q.submissions(), 4u);
+  EXPECT_EQ(Copies(), std::vector<int>{4});  // four copies (none joined), one submission
   EXPECT_EQ(dst, src);
 }
 

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 // A platform that forwards every call to another and counts what went through it: the pinned
-// host allocations (count and bytes), and every call a GPU driver may make wait for running
+// host allocations (count and bytes), every call a GPU driver may make wait for running
 // kernels (allocations, stream creation, frees: tools/perf/blocking_call_probe.cu), which a
-// backend must not make once kernels can wait for it.
-#ifndef CCO_TESTS_NET_COUNTING_PLATFORM_H_
-#define CCO_TESTS_NET_COUNTING_PLATFORM_H_
+// backend must not make once kernels can wait for it, and the copies each stream submission
+// carried. Copies submitted together run last first: a batch's copies have no order among
+// themselves, so a caller that relied on one shows it.
+#ifndef CCO_TESTS_HOST_TESTING_COUNTING_PLATFORM_H_
+#define CCO_TESTS_HOST_TESTING_COUNTING_PLATFORM_H_
 
 #include <atomic>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "platform/platform.h"
 
@@ -19,6 +23,12 @@ class CountingPlatform final : public Platform {
   std::atomic<int> pinnedAllocations{0};
   std::atomic<size_t> pinnedBytes{0};
   std::atomic<int> callsThatMayWait{0};
+
+  // How many copies each copy submission carried, in order.
+  std::vector<int> CopySubmissions() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return copySubmissions_;
+  }
 
   ccoPlatform_t kind() const override { return inner_->kind(); }
   const char* name() const override { return inner_->name(); }
@@ -75,7 +85,14 @@ class CountingPlatform final : public Platform {
     return inner_->StreamDestroy(d, s);
   }
   Status CopyOnStream(int d, uint64_t s, uint64_t dst, uint64_t src, size_t size) override {
+    Submitted(1);
     return inner_->CopyOnStream(d, s, dst, src, size);
+  }
+  Status CopiesOnStream(int d, uint64_t s, const uint64_t* dsts, const uint64_t* srcs, const uint64_t* sizes,
+                        int count) override {
+    Submitted(count);
+    for (int i = count - 1; i >= 0; --i) CCO_RETURN_IF_ERROR(inner_->CopyOnStream(d, s, dsts[i], srcs[i], sizes[i]));
+    return Status::Ok();
   }
   Status StreamWriteValue64(int d, uint64_t s, uint64_t address, uint64_t value) override {
     return inner_->StreamWriteValue64(d, s, address, value);
@@ -95,9 +112,15 @@ class CountingPlatform final : public Platform {
 
  private:
   void Waits() { ++callsThatMayWait; }
+  void Submitted(int copies) {
+    std::lock_guard<std::mutex> lock(mu_);
+    copySubmissions_.push_back(copies);
+  }
   Platform* inner_;
+  std::mutex mu_;
+  std::vector<int> copySubmissions_;
 };
 
 }  // namespace cco
 
-#endif  // CCO_TESTS_NET_COUNTING_PLATFORM_H_
+#endif  // CCO_TESTS_HOST_TESTING_COUNTING_PLATFORM_H_

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+#include "platform/cuda_copy_graphs.h"
+
+#include <stdio.h>
+
+namespace cco {
+namespace gpu {
+namespace {
+
+constexpr DriverResult kInvalidValue = 1;  // CUDA_ERROR_INVALID_VALUE
+constexpr int kCaptureThreadLocal = 1;     // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+constexpr int kMemoryTypeDevice = 2;       // CU_MEMORYTYPE_DEVICE
+constexpr int kMemoryTypeUnified = 4;      // CU_MEMORYTYPE_UNIFIED
+
+// A captured node whose operands are the device addresses alone (srcDevice, dstDevice), of one
+// dimension: the only kind whose operands this file knows how to move. Host-typed operands
+// would keep their captured host pointer whatever dstDevice said.
+bool Movable(const Memcpy3D& p) {
+  const auto byAddress = [](int type) { return type == kMemoryTypeDevice || type == kMemoryTypeUnified; };
+  return byAddress(p.srcMemoryType) && byAddress(p.dstMemoryType) && p.srcXInBytes == 0 && p.srcY == 0 && p.srcZ == 0 &&
+         p.dstXInBytes == 0 && p.dstY == 0 && p.dstZ == 0 && p.Height == 1 && p.Depth == 1;
+}
+
+// Said once a process: CCO_COPY_GRAPHS asked for graphs, and some runs go without them.
+void SayRefused(const char* what, DriverResult result) {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  fprintf(stderr, "cco: CCO_COPY_GRAPHS: %s (CUresult %d); such runs of copies go one cuMemcpyAsync each\n", what,
+          result);
+}
+
+}  // namespace
+
+bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* c) {
+  // The versioned names where cuda.h maps the plain one to them.
+  return library.ResolveOptional("cuCtxGetCurrent", &c->ctxGetCurrent) &&
+         library.ResolveOptional("cuStreamCreate", &c->streamCreate) &&
+         library.ResolveOptional("cuStreamDestroy_v2", &c->streamDestroy) &&
+         library.ResolveOptional("cuMemcpyAsync", &c->copyAsync) &&
+         library.ResolveOptional("cuStreamBeginCapture_v2", &c->beginCapture) &&
+         library.ResolveOptional("cuStreamEndCapture", &c->endCapture) &&
+         library.ResolveOptional("cuGraphGetNodes", &c->graphGetNodes) &&
+         library.ResolveOptional("cuGraphMemcpyNodeGetParams", &c->memcpyNodeGetParams) &&
+         library.ResolveOptional("cuGraphInstantiateWithFlags", &c->instantiate) &&
+         library.ResolveOptional("cuGraphExecMemcpyNodeSetParams", &c->execMemcpyNodeSetParams) &&
+         library.ResolveOptional("cuGraphLaunch", &c->launch) &&
+         library.ResolveOptional("cuGraphExecDestroy", &c->execDestroy) &&
+         library.ResolveOptional("cuGraphDestroy", &c->graphDestroy);
+}
+
+DriverResult CopyGraphs::Copy(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
+                              unsigned count) {
+  for (unsigned done = 0; done < count;) {
+    const unsigned n = count - done < kMaxNodes ? count - done : kMaxNodes;
+    // One copy gains nothing from a graph: a launch costs the driver about what a copy does.
+    const DriverResult r = n == 1 ? calls_.copyAsync(dsts[done], srcs[done], sizes[done], stream)
+                                  : Run(stream, dsts + done, srcs + done, sizes + done, n);
+    if (r != kDriverSuccess) return r;
+    done += n;
+  }
+  return kDriverSuccess;
+}
+
+DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
+                             unsigned count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto found = prepared_.find({stream, count});
+  if (found == prepared_.end()) {
+    // Made from this run itself, whose operands it then holds: launched as it is.
+    Prepared fresh;
+    const DriverResult made = Prepare(dsts, srcs, sizes, count, &fresh);
+    found = prepared_.emplace(std::make_pair(stream, count), std::move(fresh)).first;
+    if (made != kDriverSuccess) {  // remembered: this stream's runs of `count` go one by one
+      SayRefused("a graph of copies could not be made", made);
+      ++refusals_;
+      return OneByOne(stream, dsts, srcs, sizes, count);
+    }
+  } else {
+    Prepared& p = found->second;
+    if (p.exec == nullptr) {
+      ++refusals_;
+      return OneByOne(stream, dsts, srcs, sizes, count);
+    }
+    void* context = nullptr;
+    DriverResult r = calls_.ctxGetCurrent(&context);
+    for (unsigned k = 0; r == kDriverSuccess && k < count; ++k) {
+      Memcpy3D params = p.params[k];
+      params.srcDevice = srcs[k], params.dstDevice = dsts[k], params.WidthInBytes = sizes[k];
+      r = calls_.execMemcpyNodeSetParams(p.exec, p.nodes[k], &params, context);
+    }
+    if (r != kDriverSuccess) {  // this run's operands refused: every node is set again next run
+      SayRefused("the driver refused a prepared copy's new operands", r);
+      ++refusals_;
+      return OneByOne(stream, dsts, srcs, sizes, count);
+    }
+  }
+  const DriverResult r = calls_.launch(found->second.exec, stream);
+  if (r == kDriverSuccess) ++launches_;
+  return r;
+}
+
+DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
+                                 unsigned count, Prepared* p) {
+  void* capture = nullptr;
+  DriverResult r = calls_.streamCreate(&capture, kStreamNonBlocking);
+  if (r != kDriverSuccess) return r;
+  r = calls_.beginCapture(capture, kCaptureThreadLocal);
+  for (unsigned i = 0; r == kDriverSuccess && i < count; ++i) r = calls_.copyAsync(dsts[i], srcs[i], sizes[i], capture);
+  void* graph = nullptr;
+  const DriverResult ended = calls_.endCapture(capture, &graph);  // also after a failure: the stream leaves capture
+  if (r == kDriverSuccess) r = ended;
+  (void)calls_.streamDestroy(capture);
+  if (graph != nullptr) p->graph = graph;
+  size_t found = 0;
+  if (r == kDriverSuccess) r = calls_.graphGetNodes(graph, nullptr, &found);
+  if (r == kDriverSuccess && found != count) r = kInvalidValue;  // not one copy node per copy
+  if (r == kDriverSuccess) {
+    p->nodes.resize(found);
+    p->params.resize(found);
+    r = calls_.graphGetNodes(graph, p->nodes.data(), &found);
+  }
+  for (size_t k = 0; r == kDriverSuccess && k < found; ++k) {
+    r = calls_.memcpyNodeGetParams(p->nodes[k], &p->params[k]);
+    if (r == kDriverSuccess && !Movable(p->params[k])) r = kInvalidValue;
+  }
+  if (r == kDriverSuccess) r = calls_.instantiate(&p->exec, graph, 0);
+  if (r != kDriverSuccess) Free(p);
+  return r;
+}
+
+DriverResult CopyGraphs::OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs,
+                                  const uint64_t* sizes, unsigned count) {
+  for (unsigned i = 0; i < count; ++i) {
+    const DriverResult r = calls_.copyAsync(dsts[i], srcs[i], sizes[i], stream);
+    if (r != kDriverSuccess) return r;
+  }
+  return kDriverSuccess;
+}
+
+void CopyGraphs::Forget(void* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = prepared_.lower_bound({stream, 0}); it != prepared_.end() && it->first.first == stream;) {
+    Free(&it->second);  // a launch still running is freed by the driver when it completes
+    it = prepared_.erase(it);
+  }
+}
+
+void CopyGraphs::Free(Prepared* p) {
+  if (p->exec != nullptr) (void)calls_.execDestroy(p->exec);
+  if (p->graph != nullptr) (void)calls_.graphDestroy(p->graph);
+  *p = Prepared();
+}
+
+}  // namespace gpu
+}  // namespace cco

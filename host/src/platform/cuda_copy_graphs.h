@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// A run of copies queued as one launch of a prepared CUDA graph.
+//
+// cuMemcpyAsync costs 5-6 us of host time per copy on the device machines, and
+// cuMemcpyBatchAsync as much per copy, while a graph of 200 copies launches for 0.02-0.07 us a
+// copy (tools/perf/copy_enqueue_probe.cu): one copy a call bounds the proxy's puts far below
+// memcpy's bandwidth. So a run of copies goes as one launch of a graph with that many copy
+// nodes, made once per (stream, count) by capturing such a run, and given each run's
+// addresses and sizes before its launch (cuGraphExecMemcpyNodeSetParams: "only future launches
+// see the change", so a launch still running keeps its own).
+//
+// The nodes have no edges: the copies of a run run in no order among themselves, as the
+// caller's contract says (Platform::CopiesOnStream). Where the driver refuses a node's new
+// operands (it does where "the operands' mappings changed", e.g. host memory where device
+// memory was captured), the run goes one cuMemcpyAsync at a time instead: the graphs are a
+// cost, never a condition.
+#ifndef CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_
+#define CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "platform/driver_library.h"
+#include "platform/gpu_driver_api.h"
+
+namespace cco {
+namespace gpu {
+
+// cuda.h's CUDA_MEMCPY3D: only the operands and the width are changed here; the rest is the
+// captured node's, as the driver filled it in.
+struct Memcpy3D {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  int srcMemoryType;
+  const void* srcHost;
+  DeviceAddress srcDevice;
+  void* srcArray;
+  void* reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  int dstMemoryType;
+  void* dstHost;
+  DeviceAddress dstDevice;
+  void* dstArray;
+  void* reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
+
+// The driver calls a graph run needs (resolved by ResolveCopyGraphCalls).
+struct CopyGraphCalls {
+  DriverResult (*ctxGetCurrent)(void** context) = nullptr;
+  DriverResult (*streamCreate)(void** stream, unsigned flags) = nullptr;
+  DriverResult (*streamDestroy)(void* stream) = nullptr;
+  DriverResult (*copyAsync)(DeviceAddress dst, DeviceAddress src, size_t size, void* stream) = nullptr;
+  DriverResult (*beginCapture)(void* stream, int mode) = nullptr;
+  DriverResult (*endCapture)(void* stream, void** graph) = nullptr;
+  DriverResult (*graphGetNodes)(void* graph, void** nodes, size_t* count) = nullptr;
+  DriverResult (*memcpyNodeGetParams)(void* node, Memcpy3D* params) = nullptr;
+  DriverResult (*instantiate)(void** exec, void* graph, unsigned long long flags) = nullptr;
+  DriverResult (*execMemcpyNodeSetParams)(void* exec, void* node, const Memcpy3D* params, void* context) = nullptr;
+  DriverResult (*launch)(void* exec, void* stream) = nullptr;
+  DriverResult (*execDestroy)(void* exec) = nullptr;
+  DriverResult (*graphDestroy)(void* graph) = nullptr;
+};
+
+// Whether the driver has every call (false: copies go one a call).
+bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* calls);
+
+class CopyGraphs {
+ public:
+  // Runs longer than this go as several launches.
+  static constexpr unsigned kMaxNodes = 16;
+
+  explicit CopyGraphs(const CopyGraphCalls& calls) : calls_(calls) {}
+
+  // sizes[i] bytes from srcs[i] to dsts[i], i < count, behind `stream`'s work, in no order
+  // among themselves; the calling thread's context is the stream's.
+  DriverResult Copy(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
+                    unsigned count);
+  // The graphs made for `stream`, freed (before the stream is destroyed).
+  void Forget(void* stream);
+
+  // Runs launched as graphs, and runs the driver refused a graph (copied one by one).
+  uint64_t launches() const { return launches_; }
+  uint64_t refusals() const { return refusals_; }
+
+ private:
+  struct Prepared {
+    void* graph = nullptr;
+    void* exec = nullptr;
+    std::vector<void*> nodes;
+    std::vector<Memcpy3D> params;  // as captured: the memory types the driver chose
+  };
+  // One launch of at most kMaxNodes copies.
+  DriverResult Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
+                   unsigned count);
+  // A graph of `count` copies made by capturing these on a stream of its own (the caller's
+  // stream may be synchronized by another thread meanwhile, which would end a capture on it).
+  DriverResult Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes, unsigned count,
+                       Prepared* prepared);
+  DriverResult OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
+                        unsigned count);
+  void Free(Prepared* prepared);
+
+  CopyGraphCalls calls_;
+  std::mutex mu_;  // the graphs, their launches and the counts
+  std::map<std::pair<void*, unsigned>, Prepared> prepared_;
+  uint64_t launches_ = 0, refusals_ = 0;
+};
+
+static_assert(sizeof(Memcpy3D) == 200, "CUDA_MEMCPY3D is 200 bytes");
+static_assert(offsetof(Memcpy3D, srcMemoryType) == 32, "CUDA_MEMCPY3D layout");
+static_assert(offsetof(Memcpy3D, srcDevice) == 48, "CUDA_MEMCPY3D layout");
+static_assert(offsetof(Memcpy3D, dstMemoryType) == 120, "CUDA_MEMCPY3D layout");
+static_assert(offsetof(Memcpy3D, dstDevice) == 136, "CUDA_MEMCPY3D layout");
+static_assert(offsetof(Memcpy3D, WidthInBytes) == 176, "CUDA_MEMCPY3D layout");
+
+}  // namespace gpu
+}  // namespace cco
+
+#endif  // CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_

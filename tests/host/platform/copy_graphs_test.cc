@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+// CopyGraphs (platform/cuda_copy_graphs.h) over a fake driver whose "device addresses" are host
+// pointers: a run is captured once per (stream, count) and launched, later runs set every
+// node's operands and size and launch the same graph, a refusal anywhere sends the run one
+// copy at a time (and every byte still lands), and Forget frees a stream's graphs.
+#include "platform/cuda_copy_graphs.h"
+
+#include <gtest/gtest.h>
+#include <string.h>
+
+#include <map>
+#include <vector>
+
+namespace cco {
+namespace gpu {
+namespace {
+
+struct FakeNode {
+  Memcpy3D params;
+};
+struct FakeGraph {
+  std::vector<FakeNode*> nodes;
+};
+struct FakeExec {
+  FakeGraph* graph;
+  std::vector<Memcpy3D> params;  // per node, as the exec holds them
+};
+
+// The fake driver's state: one test at a time.
+struct Fake {
+  void* capturing = nullptr;  // the stream in capture
+  FakeGraph* captured = nullptr;
+  int streams = 0, graphs = 0, execs = 0;  // live objects
+  int copies = 0, launches = 0, captures = 0, sets = 0;
+  int memoryType = 4;      // what captured nodes get (CU_MEMORYTYPE_UNIFIED)
+  bool refuseSet = false;  // cuGraphExecMemcpyNodeSetParams fails
+  bool extraNode = false;  // a capture makes one node more than copies
+  std::vector<void*> launchedOn;
+} fake;
+
+void Move(const Memcpy3D& p) {
+  memcpy(reinterpret_cast<void*>(p.dstDevice), reinterpret_cast<const void*>(p.srcDevice), p.WidthInBytes);
+}
+
+Memcpy3D Params(DeviceAddress dst, DeviceAddress src, size_t size) {
+  Memcpy3D p = {};
+  p.srcMemoryType = p.dstMemoryType = fake.memoryType;
+  p.srcDevice = src, p.dstDevice = dst, p.WidthInBytes = size, p.Height = 1, p.Depth = 1;
+  return p;
+}
+
+CopyGraphCalls FakeCalls() {
+  CopyGraphCalls c;
+  c.ctxGetCurrent = [](void** context) {
+    *context = &fake;
+    return 0;
+  };
+  c.streamCreate = [](void** stream, unsigned) {
+    ++fake.streams;
+    *stream = new int(0);
+    return 0;
+  };
+  c.streamDestroy = [](void* stream) {
+    --fake.streams;
+    delete static_cast<int*>(stream);
+    return 0;
+  };
+  c.copyAsync = [](DeviceAddress dst, DeviceAddress src, size_t size, void* stream) {
+    if (stream == fake.capturing) {
+      fake.captured->nodes.push_back(new FakeNode{Params(dst, src, size)});
+      if (fake.extraNode) fake.captured->nodes.push_back(new FakeNode{Params(dst, src, size)});
+      return 0;
+    }
+    ++fake.copies;
+    Move(Params(dst, src, size));
+    return 0;
+  };
+  c.beginCapture = [](void* stream, int mode) {
+    EXPECT_EQ(mode, 1);  // thread-local
+    fake.capturing = stream;
+    fake.captured = new FakeGraph;
+    ++fake.graphs, ++fake.captures;
+    return 0;
+  };
+  c.endCapture = [](void* stream, void** graph) {
+    EXPECT_EQ(stream, fake.capturing);
+    *graph = fake.captured;
+    fake.capturing = nullptr;
+    return 0;
+  };
+  c.graphGetNodes = [](void* graph, void** nodes, size_t* count) {
+    FakeGraph* g = static_cast<FakeGraph*>(graph);
+    if (nodes != nullptr)
+      for (size_t i = 0; i < g->nodes.size() && i < *count; ++i) nodes[i] = g->nodes[g->nodes.size() - 1 - i];
+    *count = g->nodes.size();  // handed out last first: the order is the driver's
+    return 0;
+  };
+  c.memcpyNodeGetParams = [](void* node, Memcpy3D* params) {
+    *params = static_cast<FakeNode*>(node)->params;
+    return 0;
+  };
+  c.instantiate = [](void** exec, void* graph, unsigned long long) {
+    FakeGraph* g = static_cast<FakeGraph*>(graph);
+    FakeExec* e = new FakeExec{g, {}};
+    for (FakeNode* n : g->nodes) e->params.push_back(n->params);
+    ++fake.execs;
+    *exec = e;
+    return 0;
+  };
+  c.execMemcpyNodeSetParams = [](void* exec, void* node, const Memcpy3D* params, void* context) {
+    EXPECT_EQ(context, &fake);
+    if (fake.refuseSet) return 1;
+    FakeExec* e = static_cast<FakeExec*>(exec);
+    for (size_t i = 0; i < e->graph->nodes.size(); ++i)
+      if (e->graph->nodes[i] == node) e->params[i] = *params, ++fake.sets;
+    return 0;
+  };
+  c.launch = [](void* exec, void* stream) {
+    ++fake.launches;
+    fake.launchedOn.push_back(stream);
+    for (const Memcpy3D& p : static_cast<FakeExec*>(exec)->params) Move(p);
+    return 0;
+  };
+  c.execDestroy = [](void* exec) {
+    --fake.execs;
+    delete static_cast<FakeExec*>(exec);
+    return 0;
+  };
+  c.graphDestroy = [](void* graph) {
+    --fake.graphs;
+    for (FakeNode* n : static_cast<FakeGraph*>(graph)->nodes) delete n;
+    delete static_cast<FakeGraph*>(graph);
+    return 0;
+  };
+  return c;
+}
+
+class CopyGraphsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fake = Fake();
+    for (size_t i = 0; i < sizeof(from); ++i) from[i] = static_cast<unsigned char>(i * 13 + 5);
+    memset(to, 0, sizeof(to));
+  }
+  void TearDown() override {
+    graphs.Forget(streamA);
+    graphs.Forget(streamB);
+    EXPECT_EQ(fake.graphs, 0);  // nothing leaked
+    EXPECT_EQ(fake.execs, 0);
+    EXPECT_EQ(fake.streams, 0);  // the capture streams too
+  }
+  // `count` copies of `size` bytes: piece k of `from` (offset `shift` + 64 k) to piece
+  // (count - 1 - k) of `to`.
+  DriverResult Run(void* stream, unsigned count, size_t size, size_t shift) {
+    std::vector<DeviceAddress> dsts, srcs;
+    std::vector<uint64_t> sizes;
+    for (unsigned k = 0; k < count; ++k) {
+      srcs.push_back(reinterpret_cast<DeviceAddress>(from + shift + 64 * k));
+      dsts.push_back(reinterpret_cast<DeviceAddress>(to + 64 * (count - 1 - k)));
+      sizes.push_back(size);
+    }
+    return graphs.Copy(stream, dsts.data(), srcs.data(), sizes.data(), count);
+  }
+  void ExpectLanded(unsigned count, size_t size, size_t shift) {
+    for (unsigned k = 0; k < count; ++k)
+      ASSERT_EQ(memcmp(to + 64 * (count - 1 - k), from + shift + 64 * k, size), 0) << "piece " << k;
+  }
+
+  unsigned char from[64 * 40], to[64 * 40];
+  void* streamA = reinterpret_cast<void*>(0x100);
+  void* streamB = reinterpret_cast<void*>(0x200);
+  CopyGraphs graphs{FakeCalls()};
+};
+
+TEST_F(CopyGraphsTest, ARunIsCapturedOnceThenItsGraphTakesNewOperands) {
+  ASSERT_EQ(Run(streamA, 8, 64, 0), 0);
+  ExpectLanded(8, 64, 0);
+  EXPECT_EQ(fake.captures, 1);
+  EXPECT_EQ(fake.launches, 1);
+  EXPECT_EQ(fake.copies, 0);             // none went one by one
+  ASSERT_EQ(Run(streamA, 8, 40, 3), 0);  // other sources and sizes: the same graph
+  ExpectLanded(8, 40, 3);
+  for (unsigned k = 0; k < 8; ++k)  // and no byte more: the rest of each piece is the first run's
+    ASSERT_EQ(memcmp(to + 64 * (7 - k) + 40, from + 64 * k + 40, 24), 0) << "piece " << k;
+  EXPECT_EQ(fake.captures, 1);
+  EXPECT_EQ(fake.sets, 8);
+  EXPECT_EQ(fake.launches, 2);
+  ASSERT_EQ(Run(streamA, 5, 64, 1), 0);  // another count: another graph
+  ASSERT_EQ(Run(streamB, 8, 64, 2), 0);  // another stream: another graph
+  ExpectLanded(8, 64, 2);
+  EXPECT_EQ(fake.captures, 3);
+  EXPECT_EQ(fake.launchedOn.back(), streamB);
+  EXPECT_EQ(graphs.launches(), 4u);
+  EXPECT_EQ(graphs.refusals(), 0u);
+  graphs.Forget(streamA);  // streamA's two graphs freed, streamB's kept
+  EXPECT_EQ(fake.graphs, 1);
+  ASSERT_EQ(Run(streamB, 8, 10, 7), 0);
+  ExpectLanded(8, 10, 7);
+  EXPECT_EQ(fake.captures, 3);
+}
+
+TEST_F(CopyGraphsTest, LongRunsGoAsSeveralLaunchesAndALoneCopyAsACopy) {
+  ASSERT_EQ(Run(streamA, 33, 64, 0), 0);  // 16 + 16 + 1
+  ExpectLanded(33, 64, 0);
+  EXPECT_EQ(fake.launches, 2);
+  EXPECT_EQ(fake.captures, 1);  // the two runs of 16 share a graph
+  EXPECT_EQ(fake.copies, 1);
+}
+
+TEST_F(CopyGraphsTest, RefusedOperandsGoOneByOneAndTheGraphStays) {
+  ASSERT_EQ(Run(streamA, 4, 64, 0), 0);
+  fake.refuseSet = true;
+  ASSERT_EQ(Run(streamA, 4, 50, 9), 0);
+  ExpectLanded(4, 50, 9);
+  EXPECT_EQ(fake.copies, 4);
+  EXPECT_EQ(graphs.refusals(), 1u);
+  fake.refuseSet = false;  // a later run may use the graph again
+  ASSERT_EQ(Run(streamA, 4, 30, 4), 0);
+  ExpectLanded(4, 30, 4);
+  EXPECT_EQ(fake.launches, 2);
+  EXPECT_EQ(fake.captures, 1);
+}
+
+TEST_F(CopyGraphsTest, NodesWithHostOperandsAreNeverMoved) {
+  fake.memoryType = 1;  // CU_MEMORYTYPE_HOST: srcHost would stay what was captured
+  ASSERT_EQ(Run(streamA, 4, 64, 0), 0);
+  ExpectLanded(4, 64, 0);
+  ASSERT_EQ(Run(streamA, 4, 64, 5), 0);
+  ExpectLanded(4, 64, 5);
+  EXPECT_EQ(fake.launches, 0);
+  EXPECT_EQ(fake.copies, 8);
+  EXPECT_EQ(fake.captures, 1);  // the refusal is remembered: not captured again
+  EXPECT_EQ(graphs.refusals(), 2u);
+}
+
+TEST_F(CopyGraphsTest, AGraphOfTheWrongShapeIsRefused) {
+  fake.extraNode = true;  // not one copy node per copy
+  ASSERT_EQ(Run(streamA, 3, 64, 0), 0);
+  ExpectLanded(3, 64, 0);
+  EXPECT_EQ(fake.launches, 0);
+  EXPECT_EQ(fake.copies, 3);
+}
+
+}  // namespace
+}  // namespace gpu
+}  // namespace cco
