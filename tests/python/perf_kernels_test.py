@@ -57,7 +57,7 @@ def kernels_to_compile():
                                        "nbytes": "i64", "queue": "i32", "FIRST": "constexpr"}, {"FIRST": False}),
         ("sdma_put_quiet", S.put_quiet, {"dc": "u64", "win": "u64", "status": "*i32", "peer": "i32", "count": "i32",
                                          "src": "i64", "dst": "i64", "nbytes": "i64", "queue": "i32",
-                                         "EACH": "constexpr"}, {"EACH": False}),
+                                         "slots": "i32", "EACH": "constexpr"}, {"EACH": False}),
         ("lsa_put", K.lsa_put, copy_sig, {"BLOCK": 2048}),
         ("lsa_get", K.lsa_get, copy_sig, {"BLOCK": 2048}),
         ("barrier_loop", K.barrier_loop, {"dc": "u64", "rounds": "i32", "status": "*i32", "COOP": "constexpr",

@@ -28,14 +28,16 @@ def pingpong(dc, win, status, peer, rounds, nbytes, queue, FIRST: tl.constexpr):
     tl.atomic_add(status, bad)
 
 
-@triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes", "queue"])
-def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue, EACH: tl.constexpr):
+@triton.jit(do_not_specialize=["peer", "count", "src", "dst", "nbytes", "queue", "slots"])
+def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue, slots, EACH: tl.constexpr):
     """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
-    `dst` on `queue` without a signal; EACH: quiet the queue after every put (each copy's
+    `dst` + (i % slots) * nbytes on `queue` without a signal (puts to `slots` distinct places, as
+    a transfer cut into pieces has them); EACH: quiet the queue after every put (each copy's
     latency), else once at the end (the copies run back to back: bandwidth)."""
     bad = 0
-    for _ in range(count):
-        bad += cco.Sdma.put(dc, peer, win, dst, win, src, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
+    for i in range(count):
+        at = dst + (i % slots).to(tl.int64) * nbytes
+        bad += cco.Sdma.put(dc, peer, win, at, win, src, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
                             signal=cco.SdmaSignal.OFF)
         if EACH:
             bad += cco.Sdma.quiet_queue(dc, peer, queue)

@@ -32,7 +32,9 @@ def _bandwidth(ctx):
         f"SDMA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
         [R.size(), R.number("reps"), R.figure("put+quiet", "us"), R.figure("sdma", "GB/s"), R.spread(),
          R.figure("memcpy", "GB/s"), R.figure("lsa put", "GB/s"), R.figure("sdma/memcpy", "%")],
-        note="a kernel posts `reps` puts on queue 0 and quiets once (the copies run back to back); put+quiet: one "
+        note="a kernel posts `reps` puts on queue 0 and quiets once (the copies run back to back), each to the next "
+             "`size`-byte slot of rank 1's span (puts that touch none of each other's bytes, as the pieces of one "
+             "transfer; at size = span all go to one place); put+quiet: one "
              "put waited for each time (the latency); memcpy: cudaMemcpyAsync of the same bytes, replayed from a CUDA "
              "graph; lsa put: a Triton kernel storing into the peer's window; reps: puts in each timed run")
     span = opts.max_bytes
@@ -40,8 +42,9 @@ def _bandwidth(ctx):
     P.fill_sources(group, span)
 
     def puts(size, count, each=False):
+        slots = max(1, span // size)
         return lambda rk: lambda: S.put_quiet[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
-                                                    0, EACH=each, num_warps=4, extern_libs=group.libs)
+                                                    0, slots, EACH=each, num_warps=4, extern_libs=group.libs)
 
     def lsa(size):
         def make(rk):
