@@ -21,6 +21,10 @@ bool Movable(const Memcpy3D& p) {
          p.dstXInBytes == 0 && p.dstY == 0 && p.dstZ == 0 && p.Height == 1 && p.Depth == 1;
 }
 
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED .. CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: a capture
+// this one met, or that forbade a call this one made.
+bool CaptureConflict(DriverResult r) { return r >= 900 && r <= 908; }
+
 // Said once a process: CCO_COPY_GRAPHS asked for graphs, and some runs go without them.
 void SayRefused(const char* what, DriverResult result) {
   static bool said = false;
@@ -70,8 +74,12 @@ DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const Devi
     // Made from this run itself, whose operands it then holds: launched as it is.
     Prepared fresh;
     const DriverResult made = Prepare(dsts, srcs, sizes, count, &fresh);
-    found = prepared_.emplace(std::make_pair(stream, count), std::move(fresh)).first;
-    if (made != kDriverSuccess) {  // remembered: this stream's runs of `count` go one by one
+    // A refusal is remembered (this stream's runs of `count` go one by one), but not a capture
+    // the process's other captures got in the way of (another thread capturing in the global
+    // mode forbids some calls here): that one is tried again at the next run.
+    if (made == kDriverSuccess || !CaptureConflict(made))
+      found = prepared_.emplace(std::make_pair(stream, count), std::move(fresh)).first;
+    if (made != kDriverSuccess) {
       SayRefused("a graph of copies could not be made", made);
       ++refusals_;
       return OneByOne(stream, dsts, srcs, sizes, count);

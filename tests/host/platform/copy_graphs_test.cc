@@ -35,6 +35,7 @@ struct Fake {
   int memoryType = 4;      // what captured nodes get (CU_MEMORYTYPE_UNIFIED)
   bool refuseSet = false;  // cuGraphExecMemcpyNodeSetParams fails
   bool extraNode = false;  // a capture makes one node more than copies
+  int captureResult = 0;   // what cuStreamBeginCapture returns
   std::vector<void*> launchedOn;
 } fake;
 
@@ -77,12 +78,14 @@ CopyGraphCalls FakeCalls() {
   };
   c.beginCapture = [](void* stream, int mode) {
     EXPECT_EQ(mode, 1);  // thread-local
+    if (fake.captureResult != 0) return fake.captureResult;
     fake.capturing = stream;
     fake.captured = new FakeGraph;
     ++fake.graphs, ++fake.captures;
     return 0;
   };
   c.endCapture = [](void* stream, void** graph) {
+    if (fake.capturing == nullptr) return 901;  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: none began
     EXPECT_EQ(stream, fake.capturing);
     *graph = fake.captured;
     fake.capturing = nullptr;
@@ -231,6 +234,18 @@ TEST_F(CopyGraphsTest, NodesWithHostOperandsAreNeverMoved) {
   EXPECT_EQ(fake.copies, 8);
   EXPECT_EQ(fake.captures, 1);  // the refusal is remembered: not captured again
   EXPECT_EQ(graphs.refusals(), 2u);
+}
+
+TEST_F(CopyGraphsTest, ACaptureAnotherCaptureForbadeIsTriedAgain) {
+  fake.captureResult = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: a global-mode capture elsewhere
+  ASSERT_EQ(Run(streamA, 4, 64, 0), 0);
+  ExpectLanded(4, 64, 0);
+  EXPECT_EQ(fake.copies, 4);
+  fake.captureResult = 0;
+  ASSERT_EQ(Run(streamA, 4, 64, 6), 0);  // not remembered: captured now, launched
+  ExpectLanded(4, 64, 6);
+  EXPECT_EQ(fake.captures, 1);
+  EXPECT_EQ(fake.launches, 1);
 }
 
 TEST_F(CopyGraphsTest, AGraphOfTheWrongShapeIsRefused) {
