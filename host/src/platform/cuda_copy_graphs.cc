@@ -8,22 +8,17 @@ namespace gpu {
 namespace {
 
 constexpr DriverResult kInvalidValue = 1;  // CUDA_ERROR_INVALID_VALUE
-constexpr int kCaptureThreadLocal = 1;     // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 constexpr int kMemoryTypeDevice = 2;       // CU_MEMORYTYPE_DEVICE
 constexpr int kMemoryTypeUnified = 4;      // CU_MEMORYTYPE_UNIFIED
 
-// A captured node whose operands are the device addresses alone (srcDevice, dstDevice), of one
-// dimension: the only kind whose operands this file knows how to move. Host-typed operands
-// would keep their captured host pointer whatever dstDevice said.
+// A node whose operands are the device addresses alone (srcDevice, dstDevice), of one
+// dimension, as the driver holds it: the only kind whose operands this file knows how to move.
+// Host-typed operands would keep their host pointer whatever dstDevice said.
 bool Movable(const Memcpy3D& p) {
   const auto byAddress = [](int type) { return type == kMemoryTypeDevice || type == kMemoryTypeUnified; };
   return byAddress(p.srcMemoryType) && byAddress(p.dstMemoryType) && p.srcXInBytes == 0 && p.srcY == 0 && p.srcZ == 0 &&
          p.dstXInBytes == 0 && p.dstY == 0 && p.dstZ == 0 && p.Height == 1 && p.Depth == 1;
 }
-
-// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED .. CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: a capture
-// this one met, or that forbade a call this one made.
-bool CaptureConflict(DriverResult r) { return r >= 900 && r <= 908; }
 
 // Said once a process: CCO_COPY_GRAPHS asked for graphs, and some runs go without them.
 void SayRefused(const char* what, DriverResult result) {
@@ -37,14 +32,10 @@ void SayRefused(const char* what, DriverResult result) {
 }  // namespace
 
 bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* c) {
-  // The versioned names where cuda.h maps the plain one to them.
   return library.ResolveOptional("cuCtxGetCurrent", &c->ctxGetCurrent) &&
-         library.ResolveOptional("cuStreamCreate", &c->streamCreate) &&
-         library.ResolveOptional("cuStreamDestroy_v2", &c->streamDestroy) &&
          library.ResolveOptional("cuMemcpyAsync", &c->copyAsync) &&
-         library.ResolveOptional("cuStreamBeginCapture_v2", &c->beginCapture) &&
-         library.ResolveOptional("cuStreamEndCapture", &c->endCapture) &&
-         library.ResolveOptional("cuGraphGetNodes", &c->graphGetNodes) &&
+         library.ResolveOptional("cuGraphCreate", &c->graphCreate) &&
+         library.ResolveOptional("cuGraphAddMemcpyNode", &c->addMemcpyNode) &&
          library.ResolveOptional("cuGraphMemcpyNodeGetParams", &c->memcpyNodeGetParams) &&
          library.ResolveOptional("cuGraphInstantiateWithFlags", &c->instantiate) &&
          library.ResolveOptional("cuGraphExecMemcpyNodeSetParams", &c->execMemcpyNodeSetParams) &&
@@ -74,12 +65,8 @@ DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const Devi
     // Made from this run itself, whose operands it then holds: launched as it is.
     Prepared fresh;
     const DriverResult made = Prepare(dsts, srcs, sizes, count, &fresh);
-    // A refusal is remembered (this stream's runs of `count` go one by one), but not a capture
-    // the process's other captures got in the way of (another thread capturing in the global
-    // mode forbids some calls here): that one is tried again at the next run.
-    if (made == kDriverSuccess || !CaptureConflict(made))
-      found = prepared_.emplace(std::make_pair(stream, count), std::move(fresh)).first;
-    if (made != kDriverSuccess) {
+    found = prepared_.emplace(std::make_pair(stream, count), std::move(fresh)).first;
+    if (made != kDriverSuccess) {  // remembered: this stream's runs of `count` go one by one
       SayRefused("a graph of copies could not be made", made);
       ++refusals_;
       return OneByOne(stream, dsts, srcs, sizes, count);
@@ -110,29 +97,21 @@ DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const Devi
 
 DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                                  unsigned count, Prepared* p) {
-  void* capture = nullptr;
-  DriverResult r = calls_.streamCreate(&capture, kStreamNonBlocking);
-  if (r != kDriverSuccess) return r;
-  r = calls_.beginCapture(capture, kCaptureThreadLocal);
-  for (unsigned i = 0; r == kDriverSuccess && i < count; ++i) r = calls_.copyAsync(dsts[i], srcs[i], sizes[i], capture);
-  void* graph = nullptr;
-  const DriverResult ended = calls_.endCapture(capture, &graph);  // also after a failure: the stream leaves capture
-  if (r == kDriverSuccess) r = ended;
-  (void)calls_.streamDestroy(capture);
-  if (graph != nullptr) p->graph = graph;
-  size_t found = 0;
-  if (r == kDriverSuccess) r = calls_.graphGetNodes(graph, nullptr, &found);
-  if (r == kDriverSuccess && found != count) r = kInvalidValue;  // not one copy node per copy
-  if (r == kDriverSuccess) {
-    p->nodes.resize(found);
-    p->params.resize(found);
-    r = calls_.graphGetNodes(graph, p->nodes.data(), &found);
-  }
-  for (size_t k = 0; r == kDriverSuccess && k < found; ++k) {
-    r = calls_.memcpyNodeGetParams(p->nodes[k], &p->params[k]);
+  void* context = nullptr;
+  DriverResult r = calls_.ctxGetCurrent(&context);
+  if (r == kDriverSuccess) r = calls_.graphCreate(&p->graph, 0);
+  p->nodes.assign(count, nullptr);
+  p->params.resize(count);
+  for (unsigned k = 0; r == kDriverSuccess && k < count; ++k) {
+    Memcpy3D params = {};
+    params.srcMemoryType = params.dstMemoryType = kMemoryTypeUnified;  // what cuMemcpyAsync's capture gives
+    params.srcDevice = srcs[k], params.dstDevice = dsts[k];
+    params.WidthInBytes = sizes[k], params.Height = 1, params.Depth = 1;
+    r = calls_.addMemcpyNode(&p->nodes[k], p->graph, nullptr, 0, &params, context);
+    if (r == kDriverSuccess) r = calls_.memcpyNodeGetParams(p->nodes[k], &p->params[k]);
     if (r == kDriverSuccess && !Movable(p->params[k])) r = kInvalidValue;
   }
-  if (r == kDriverSuccess) r = calls_.instantiate(&p->exec, graph, 0);
+  if (r == kDriverSuccess) r = calls_.instantiate(&p->exec, p->graph, 0);
   if (r != kDriverSuccess) Free(p);
   return r;
 }

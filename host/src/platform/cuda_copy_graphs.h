@@ -5,15 +5,16 @@
 // cuMemcpyBatchAsync as much per copy, while a graph of 200 copies launches for 0.02-0.07 us a
 // copy (tools/perf/copy_enqueue_probe.cu): one copy a call bounds the proxy's puts far below
 // memcpy's bandwidth. So a run of copies goes as one launch of a graph with that many copy
-// nodes, made once per (stream, count) by capturing such a run, and given each run's
-// addresses and sizes before its launch (cuGraphExecMemcpyNodeSetParams: "only future launches
-// see the change", so a launch still running keeps its own).
+// nodes, made once per (stream, count) from such a run, and given each run's addresses and
+// sizes before its launch (cuGraphExecMemcpyNodeSetParams: "only future launches see the
+// change", so a launch still running keeps its own). The graph is built node by node, never
+// captured: a stream in capture while another thread synchronised the context crashed the
+// process inside the driver (SIGSEGV in cuCtxSynchronize, one run of three on an H100).
 //
 // The nodes have no edges: the copies of a run run in no order among themselves, as the
-// caller's contract says (Platform::CopiesOnStream). Where the driver refuses a node's new
-// operands (it does where "the operands' mappings changed", e.g. host memory where device
-// memory was captured), the run goes one cuMemcpyAsync at a time instead: the graphs are a
-// cost, never a condition.
+// caller's contract says (Platform::CopiesOnStream). Where the driver refuses a node or its
+// new operands (it does where "the operands' mappings changed"), the run goes one
+// cuMemcpyAsync at a time instead: the graphs are a cost, never a condition.
 #ifndef CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_
 #define CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_
 
@@ -32,7 +33,7 @@ namespace cco {
 namespace gpu {
 
 // cuda.h's CUDA_MEMCPY3D: only the operands and the width are changed here; the rest is the
-// captured node's, as the driver filled it in.
+// node's, as the driver holds it.
 struct Memcpy3D {
   size_t srcXInBytes, srcY, srcZ, srcLOD;
   int srcMemoryType;
@@ -54,12 +55,10 @@ struct Memcpy3D {
 // The driver calls a graph run needs (resolved by ResolveCopyGraphCalls).
 struct CopyGraphCalls {
   DriverResult (*ctxGetCurrent)(void** context) = nullptr;
-  DriverResult (*streamCreate)(void** stream, unsigned flags) = nullptr;
-  DriverResult (*streamDestroy)(void* stream) = nullptr;
   DriverResult (*copyAsync)(DeviceAddress dst, DeviceAddress src, size_t size, void* stream) = nullptr;
-  DriverResult (*beginCapture)(void* stream, int mode) = nullptr;
-  DriverResult (*endCapture)(void* stream, void** graph) = nullptr;
-  DriverResult (*graphGetNodes)(void* graph, void** nodes, size_t* count) = nullptr;
+  DriverResult (*graphCreate)(void** graph, unsigned flags) = nullptr;
+  DriverResult (*addMemcpyNode)(void** node, void* graph, void* const* dependencies, size_t count,
+                                const Memcpy3D* params, void* context) = nullptr;
   DriverResult (*memcpyNodeGetParams)(void* node, Memcpy3D* params) = nullptr;
   DriverResult (*instantiate)(void** exec, void* graph, unsigned long long flags) = nullptr;
   DriverResult (*execMemcpyNodeSetParams)(void* exec, void* node, const Memcpy3D* params, void* context) = nullptr;
@@ -94,13 +93,12 @@ class CopyGraphs {
     void* graph = nullptr;
     void* exec = nullptr;
     std::vector<void*> nodes;
-    std::vector<Memcpy3D> params;  // as captured: the memory types the driver chose
+    std::vector<Memcpy3D> params;  // as the driver holds them (its view of the memory types)
   };
   // One launch of at most kMaxNodes copies.
   DriverResult Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                    unsigned count);
-  // A graph of `count` copies made by capturing these on a stream of its own (the caller's
-  // stream may be synchronized by another thread meanwhile, which would end a capture on it).
+  // A graph of `count` copy nodes without edges, holding these copies.
   DriverResult Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes, unsigned count,
                        Prepared* prepared);
   DriverResult OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,

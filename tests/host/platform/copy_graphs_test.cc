@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CopyGraphs (platform/cuda_copy_graphs.h) over a fake driver whose "device addresses" are host
-// pointers: a run is captured once per (stream, count) and launched, later runs set every
+// pointers: a run is built once per (stream, count) and launched, later runs set every
 // node's operands and size and launch the same graph, a refusal anywhere sends the run one
 // copy at a time (and every byte still lands), and Forget frees a stream's graphs.
 #include "platform/cuda_copy_graphs.h"
@@ -28,26 +28,16 @@ struct FakeExec {
 
 // The fake driver's state: one test at a time.
 struct Fake {
-  void* capturing = nullptr;  // the stream in capture
-  FakeGraph* captured = nullptr;
-  int streams = 0, graphs = 0, execs = 0;  // live objects
-  int copies = 0, launches = 0, captures = 0, sets = 0;
-  int memoryType = 4;      // what captured nodes get (CU_MEMORYTYPE_UNIFIED)
+  int graphs = 0, execs = 0;  // live objects
+  int copies = 0, launches = 0, builds = 0, sets = 0;
+  int memoryType = 4;      // what the driver says a node's operands are (CU_MEMORYTYPE_UNIFIED)
   bool refuseSet = false;  // cuGraphExecMemcpyNodeSetParams fails
-  bool extraNode = false;  // a capture makes one node more than copies
-  int captureResult = 0;   // what cuStreamBeginCapture returns
+  bool refuseAdd = false;  // cuGraphAddMemcpyNode fails
   std::vector<void*> launchedOn;
 } fake;
 
 void Move(const Memcpy3D& p) {
   memcpy(reinterpret_cast<void*>(p.dstDevice), reinterpret_cast<const void*>(p.srcDevice), p.WidthInBytes);
-}
-
-Memcpy3D Params(DeviceAddress dst, DeviceAddress src, size_t size) {
-  Memcpy3D p = {};
-  p.srcMemoryType = p.dstMemoryType = fake.memoryType;
-  p.srcDevice = src, p.dstDevice = dst, p.WidthInBytes = size, p.Height = 1, p.Depth = 1;
-  return p;
 }
 
 CopyGraphCalls FakeCalls() {
@@ -56,46 +46,28 @@ CopyGraphCalls FakeCalls() {
     *context = &fake;
     return 0;
   };
-  c.streamCreate = [](void** stream, unsigned) {
-    ++fake.streams;
-    *stream = new int(0);
-    return 0;
-  };
-  c.streamDestroy = [](void* stream) {
-    --fake.streams;
-    delete static_cast<int*>(stream);
-    return 0;
-  };
-  c.copyAsync = [](DeviceAddress dst, DeviceAddress src, size_t size, void* stream) {
-    if (stream == fake.capturing) {
-      fake.captured->nodes.push_back(new FakeNode{Params(dst, src, size)});
-      if (fake.extraNode) fake.captured->nodes.push_back(new FakeNode{Params(dst, src, size)});
-      return 0;
-    }
+  c.copyAsync = [](DeviceAddress dst, DeviceAddress src, size_t size, void*) {
     ++fake.copies;
-    Move(Params(dst, src, size));
+    Memcpy3D p = {};
+    p.dstDevice = dst, p.srcDevice = src, p.WidthInBytes = size;
+    Move(p);
     return 0;
   };
-  c.beginCapture = [](void* stream, int mode) {
-    EXPECT_EQ(mode, 1);  // thread-local
-    if (fake.captureResult != 0) return fake.captureResult;
-    fake.capturing = stream;
-    fake.captured = new FakeGraph;
-    ++fake.graphs, ++fake.captures;
+  c.graphCreate = [](void** graph, unsigned flags) {
+    EXPECT_EQ(flags, 0u);
+    ++fake.graphs, ++fake.builds;
+    *graph = new FakeGraph;
     return 0;
   };
-  c.endCapture = [](void* stream, void** graph) {
-    if (fake.capturing == nullptr) return 901;  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: none began
-    EXPECT_EQ(stream, fake.capturing);
-    *graph = fake.captured;
-    fake.capturing = nullptr;
-    return 0;
-  };
-  c.graphGetNodes = [](void* graph, void** nodes, size_t* count) {
-    FakeGraph* g = static_cast<FakeGraph*>(graph);
-    if (nodes != nullptr)
-      for (size_t i = 0; i < g->nodes.size() && i < *count; ++i) nodes[i] = g->nodes[g->nodes.size() - 1 - i];
-    *count = g->nodes.size();  // handed out last first: the order is the driver's
+  c.addMemcpyNode = [](void** node, void* graph, void* const*, size_t dependencies, const Memcpy3D* params,
+                       void* context) {
+    EXPECT_EQ(dependencies, 0u);  // no edges: the copies of a run in no order
+    EXPECT_EQ(context, &fake);
+    if (fake.refuseAdd) return 1;
+    FakeNode* n = new FakeNode{*params};
+    n->params.srcMemoryType = n->params.dstMemoryType = fake.memoryType;
+    static_cast<FakeGraph*>(graph)->nodes.push_back(n);
+    *node = n;
     return 0;
   };
   c.memcpyNodeGetParams = [](void* node, Memcpy3D* params) {
@@ -150,7 +122,6 @@ class CopyGraphsTest : public ::testing::Test {
     graphs.Forget(streamB);
     EXPECT_EQ(fake.graphs, 0);  // nothing leaked
     EXPECT_EQ(fake.execs, 0);
-    EXPECT_EQ(fake.streams, 0);  // the capture streams too
   }
   // `count` copies of `size` bytes: piece k of `from` (offset `shift` + 64 k) to piece
   // (count - 1 - k) of `to`.
@@ -175,23 +146,23 @@ class CopyGraphsTest : public ::testing::Test {
   CopyGraphs graphs{FakeCalls()};
 };
 
-TEST_F(CopyGraphsTest, ARunIsCapturedOnceThenItsGraphTakesNewOperands) {
+TEST_F(CopyGraphsTest, ARunIsBuiltOnceThenItsGraphTakesNewOperands) {
   ASSERT_EQ(Run(streamA, 8, 64, 0), 0);
   ExpectLanded(8, 64, 0);
-  EXPECT_EQ(fake.captures, 1);
+  EXPECT_EQ(fake.builds, 1);
   EXPECT_EQ(fake.launches, 1);
   EXPECT_EQ(fake.copies, 0);             // none went one by one
   ASSERT_EQ(Run(streamA, 8, 40, 3), 0);  // other sources and sizes: the same graph
   ExpectLanded(8, 40, 3);
   for (unsigned k = 0; k < 8; ++k)  // and no byte more: the rest of each piece is the first run's
     ASSERT_EQ(memcmp(to + 64 * (7 - k) + 40, from + 64 * k + 40, 24), 0) << "piece " << k;
-  EXPECT_EQ(fake.captures, 1);
+  EXPECT_EQ(fake.builds, 1);
   EXPECT_EQ(fake.sets, 8);
   EXPECT_EQ(fake.launches, 2);
   ASSERT_EQ(Run(streamA, 5, 64, 1), 0);  // another count: another graph
   ASSERT_EQ(Run(streamB, 8, 64, 2), 0);  // another stream: another graph
   ExpectLanded(8, 64, 2);
-  EXPECT_EQ(fake.captures, 3);
+  EXPECT_EQ(fake.builds, 3);
   EXPECT_EQ(fake.launchedOn.back(), streamB);
   EXPECT_EQ(graphs.launches(), 4u);
   EXPECT_EQ(graphs.refusals(), 0u);
@@ -199,14 +170,14 @@ TEST_F(CopyGraphsTest, ARunIsCapturedOnceThenItsGraphTakesNewOperands) {
   EXPECT_EQ(fake.graphs, 1);
   ASSERT_EQ(Run(streamB, 8, 10, 7), 0);
   ExpectLanded(8, 10, 7);
-  EXPECT_EQ(fake.captures, 3);
+  EXPECT_EQ(fake.builds, 3);
 }
 
 TEST_F(CopyGraphsTest, LongRunsGoAsSeveralLaunchesAndALoneCopyAsACopy) {
   ASSERT_EQ(Run(streamA, 33, 64, 0), 0);  // 16 + 16 + 1
   ExpectLanded(33, 64, 0);
   EXPECT_EQ(fake.launches, 2);
-  EXPECT_EQ(fake.captures, 1);  // the two runs of 16 share a graph
+  EXPECT_EQ(fake.builds, 1);  // the two runs of 16 share a graph
   EXPECT_EQ(fake.copies, 1);
 }
 
@@ -221,39 +192,31 @@ TEST_F(CopyGraphsTest, RefusedOperandsGoOneByOneAndTheGraphStays) {
   ASSERT_EQ(Run(streamA, 4, 30, 4), 0);
   ExpectLanded(4, 30, 4);
   EXPECT_EQ(fake.launches, 2);
-  EXPECT_EQ(fake.captures, 1);
+  EXPECT_EQ(fake.builds, 1);
 }
 
 TEST_F(CopyGraphsTest, NodesWithHostOperandsAreNeverMoved) {
-  fake.memoryType = 1;  // CU_MEMORYTYPE_HOST: srcHost would stay what was captured
+  fake.memoryType = 1;  // CU_MEMORYTYPE_HOST: srcHost would stay what the node holds
   ASSERT_EQ(Run(streamA, 4, 64, 0), 0);
   ExpectLanded(4, 64, 0);
   ASSERT_EQ(Run(streamA, 4, 64, 5), 0);
   ExpectLanded(4, 64, 5);
   EXPECT_EQ(fake.launches, 0);
   EXPECT_EQ(fake.copies, 8);
-  EXPECT_EQ(fake.captures, 1);  // the refusal is remembered: not captured again
+  EXPECT_EQ(fake.builds, 1);  // the refusal is remembered: not built again
   EXPECT_EQ(graphs.refusals(), 2u);
 }
 
-TEST_F(CopyGraphsTest, ACaptureAnotherCaptureForbadeIsTriedAgain) {
-  fake.captureResult = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: a global-mode capture elsewhere
-  ASSERT_EQ(Run(streamA, 4, 64, 0), 0);
-  ExpectLanded(4, 64, 0);
-  EXPECT_EQ(fake.copies, 4);
-  fake.captureResult = 0;
-  ASSERT_EQ(Run(streamA, 4, 64, 6), 0);  // not remembered: captured now, launched
-  ExpectLanded(4, 64, 6);
-  EXPECT_EQ(fake.captures, 1);
-  EXPECT_EQ(fake.launches, 1);
-}
-
-TEST_F(CopyGraphsTest, AGraphOfTheWrongShapeIsRefused) {
-  fake.extraNode = true;  // not one copy node per copy
+TEST_F(CopyGraphsTest, ANodeTheDriverRefusesIsRemembered) {
+  fake.refuseAdd = true;
   ASSERT_EQ(Run(streamA, 3, 64, 0), 0);
   ExpectLanded(3, 64, 0);
+  fake.refuseAdd = false;  // not tried again for this stream and count
+  ASSERT_EQ(Run(streamA, 3, 64, 2), 0);
+  ExpectLanded(3, 64, 2);
   EXPECT_EQ(fake.launches, 0);
-  EXPECT_EQ(fake.copies, 3);
+  EXPECT_EQ(fake.copies, 6);
+  EXPECT_EQ(fake.builds, 1);
 }
 
 }  // namespace
