@@ -2,14 +2,14 @@
 // A run of copies queued as one launch of a prepared CUDA graph.
 //
 // cuMemcpyAsync costs 5-6 us of host time per copy on the device machines, and
-// cuMemcpyBatchAsync as much per copy, while a graph of 200 copies launches for 0.02-0.07 us a
-// copy (tools/perf/copy_enqueue_probe.cu): one copy a call bounds the proxy's puts far below
-// memcpy's bandwidth. So a run of copies goes as one launch of a graph with that many copy
-// nodes, made once per (stream, count) from such a run, and given each run's addresses and
-// sizes before its launch (cuGraphExecMemcpyNodeSetParams: "only future launches see the
-// change", so a launch still running keeps its own). The graph is built node by node, never
-// captured: a stream in capture while another thread synchronised the context crashed the
-// process inside the driver (SIGSEGV in cuCtxSynchronize, one run of three on an H100).
+// cuMemcpyBatchAsync as much per copy, while a graph of sixteen copies whose nodes are given new
+// operands before each launch costs 1.4 us a copy (tools/perf/copy_enqueue_probe.cu, H100): one
+// copy a call bounds the proxy's puts far below memcpy's bandwidth. So a run of copies goes as
+// one launch of a graph with that many copy nodes, made once per (stream, count) from such a
+// run, and given each run's addresses and sizes before its launch (cuGraphExecMemcpyNodeSetParams: "only future
+// launches see the change", so a launch still running keeps its own). The graph is built node by node, never captured:
+// a stream in capture while another thread synchronised the context crashed the process inside the driver (SIGSEGV in
+// the main thread's synchronize, two runs of eight on an H100).
 //
 // The nodes have no edges: the copies of a run run in no order among themselves, as the
 // caller's contract says (Platform::CopiesOnStream). Where the driver refuses a node or its
