@@ -74,6 +74,13 @@ template <class O = order::Relaxed> CCO_DEVICE_API uint64_t RollingMax(uint64_t*
   return seen;
 }
 
+/// Tells the proxy that the swap from `from` to `end` was this poster's: the link into the
+/// mark of ticket `from`, then a wake for a host's proxy asleep.
+CCO_DEVICE_API void Link(const View& r, uint64_t from, uint64_t end) {
+  arch::store<order::Relaxed, scope::System>(r.marks + cco_gda_slot_of(from, r.depth), end);
+  arch::wake_host_consumer(&r.host->consumerAsleep, &r.host->consumerWakeFd);  // a host's proxy asleep
+}
+
 /// Rings the doorbell: releases every ticket below `end`. Raises the device maximum from X to `end` by
 /// compare-and-swap, and the poster whose swap took effect stores the link (`end` into the
 /// mark of ticket X, abi/ring.h) that the proxy follows. Each link has one word and one writer,
@@ -92,8 +99,7 @@ CCO_DEVICE_API void DoorbellFrom(const View& r, uint64_t from, uint64_t end) {
   while (cco_gda_before(from, end)) {
     const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
     if (was == from) {
-      arch::store<order::Relaxed, scope::System>(r.marks + cco_gda_slot_of(from, r.depth), end);
-      arch::wake_host_consumer(&r.host->consumerAsleep, &r.host->consumerWakeFd);  // a host's proxy asleep
+      Link(r, from, end);
       return;
     }
     from = was;
@@ -103,6 +109,26 @@ CCO_DEVICE_API void DoorbellFrom(const View& r, uint64_t from, uint64_t end) {
 /// The same where nothing hints at the maximum: it is loaded first.
 CCO_DEVICE_API void Doorbell(const View& r, uint64_t end) {
   DoorbellFrom(r, arch::load<order::Relaxed, scope::Device>(&r.dev->released), end);
+}
+
+/// A doorbell in two steps around the writing of the slots it releases, for a poster that
+/// rings for itself: SwapEarly raises the device maximum from `from` (the poster's first
+/// ticket) to `end` before the slots are written, and RingAfter, once they are, stores the
+/// link if that swap took effect, else rings on from where the maximum stood. The swap's memory
+/// trip then overlaps the descriptors' stores (the release that ends each waits for both at
+/// once, a device-scope trip fewer per post), and the proxy still meets the link only after the
+/// slots are complete. A maximum above slots not yet written is what abi/ring.h allows: the
+/// proxy acts on a slot only once its `seq` says it is complete.
+CCO_DEVICE_API uint64_t SwapEarly(const View& r, uint64_t from, uint64_t end) {
+  return arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
+}
+
+CCO_DEVICE_API void RingAfter(const View& r, uint64_t from, uint64_t end, uint64_t swapped) {
+  if (swapped == from) {
+    Link(r, from, end);
+    return;
+  }
+  DoorbellFrom(r, swapped, end);
 }
 
 /// The proxy's `consumed` (host memory, a bus trip), raised into the device-side credit
@@ -162,8 +188,13 @@ template <ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API int32_t Post(const View& r, const ccoGdaDesc& desc, const WaitLimits& limits, uint64_t* ticket) {
   const int32_t status = Reserve(r, limits, ticket);
   if (status != CCO_DEVICE_STATUS_OK) return status;
+  if (Mode != CCO_GDA_DOORBELL_IMMEDIATE) {
+    Write<Mode>(r, *ticket, desc);
+    return CCO_DEVICE_STATUS_OK;
+  }
+  const uint64_t swapped = SwapEarly(r, *ticket, *ticket + 1);
   Write<Mode>(r, *ticket, desc);
-  if (Mode == CCO_GDA_DOORBELL_IMMEDIATE) DoorbellFrom(r, *ticket, *ticket + 1);
+  RingAfter(r, *ticket, *ticket + 1, swapped);
   return CCO_DEVICE_STATUS_OK;
 }
 

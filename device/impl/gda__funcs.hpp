@@ -607,8 +607,10 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, con
     // The leader reserves the group's slots once they are all free (or none: a failed wait
     // leaves no ticket unwritten); every lane of the group gets its verdict. The leader may
     // still be waiting in Reserve when the others reach the shuffle: it names the group.
-    uint64_t first = 0, reserved = CCO_DEVICE_STATUS_OK;
+    uint64_t first = 0, reserved = CCO_DEVICE_STATUS_OK, swapped = 0;
     if (lane == leader) reserved = static_cast<uint32_t>(ring::Reserve(r, limits_, &first, count));
+    const bool rings = RingMode == CCO_GDA_DOORBELL_IMMEDIATE;
+    if (lane == leader && rings && reserved == CCO_DEVICE_STATUS_OK) swapped = ring::SwapEarly(r, first, first + count);
     first = arch::shuffle_among(first, leader, group);
     const int32_t mine = static_cast<int32_t>(static_cast<uint32_t>(arch::shuffle_among(reserved, leader, group)));
     if (mine == CCO_DEVICE_STATUS_OK) {
@@ -618,8 +620,7 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, con
       status = mine;
     }
     arch::warp_sync_among(group);
-    if (lane == leader && mine == CCO_DEVICE_STATUS_OK && RingMode == CCO_GDA_DOORBELL_IMMEDIATE)
-      ring::DoorbellFrom(r, first, first + count);
+    if (lane == leader && mine == CCO_DEVICE_STATUS_OK && rings) ring::RingAfter(r, first, first + count, swapped);
   }
   return status;
 }
