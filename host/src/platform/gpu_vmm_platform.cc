@@ -516,7 +516,7 @@ Status GpuVmmPlatform::CopiesOnStream(int device, uint64_t stream, const uint64_
                                       const uint64_t* sizes, int count) {
   bool empty = false;  // a copy of no bytes (which a graph node cannot be): one by one, skipped there
   for (int i = 0; i < count; ++i) empty |= sizes[i] == 0;
-  if (api_.copiesAsync.fn == nullptr || count == 1 || empty)
+  if (api_.copiesAsync.fn == nullptr || empty)
     return Platform::CopiesOnStream(device, stream, dsts, srcs, sizes, count);
   if (count <= 0) return Status::Ok();
   CCO_BIND_DEVICE_FOR_SCOPE(device);

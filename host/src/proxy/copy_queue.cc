@@ -77,7 +77,6 @@ Status CopyQueue::FlushCopy() {
   copies_ = 0;  // submitted, or failed for good
   ++submissions_;
   if (tail_) tail_->unmarked_ = true;
-  if (count == 1) return Submitted(platform_->CopyOnStream(device_, stream_, dsts_[0], srcs_[0], sizes_[0]));
   return Submitted(platform_->CopiesOnStream(device_, stream_, dsts_, srcs_, sizes_, count));
 }
 

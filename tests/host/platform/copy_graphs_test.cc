@@ -125,10 +125,11 @@ class CopyGraphsTest : public ::testing::Test {
   }
   // `count` copies of `size` bytes: piece k of `from` (offset `shift` + 64 k) to piece
   // (count - 1 - k) of `to`.
-  DriverResult Run(void* stream, unsigned count, size_t size, size_t shift) {
+  DriverResult Run(void* stream, unsigned count, size_t size, size_t shift, bool reversed = false) {
     std::vector<DeviceAddress> dsts, srcs;
     std::vector<uint64_t> sizes;
-    for (unsigned k = 0; k < count; ++k) {
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned k = reversed ? count - 1 - j : j;
       srcs.push_back(reinterpret_cast<DeviceAddress>(from + shift + 64 * k));
       dsts.push_back(reinterpret_cast<DeviceAddress>(to + 64 * (count - 1 - k)));
       sizes.push_back(size);
@@ -173,12 +174,42 @@ TEST_F(CopyGraphsTest, ARunIsBuiltOnceThenItsGraphTakesNewOperands) {
   EXPECT_EQ(fake.builds, 3);
 }
 
-TEST_F(CopyGraphsTest, LongRunsGoAsSeveralLaunchesAndALoneCopyAsACopy) {
+TEST_F(CopyGraphsTest, LongRunsGoAsSeveralLaunches) {
   ASSERT_EQ(Run(streamA, 33, 64, 0), 0);  // 16 + 16 + 1
   ExpectLanded(33, 64, 0);
+  EXPECT_EQ(fake.launches, 3);
+  EXPECT_EQ(fake.builds, 2);  // the two runs of 16 share a graph; the lone copy has its own
+  EXPECT_EQ(fake.copies, 0);
+}
+
+TEST_F(CopyGraphsTest, RepeatedCopiesCostALaunchAlone) {
+  ASSERT_EQ(Run(streamA, 8, 64, 0), 0);
+  for (unsigned char& b : from) b = static_cast<unsigned char>(b * 3 + 1);  // new bytes, same copies
+  ASSERT_EQ(Run(streamA, 8, 64, 0, /*reversed=*/true), 0);                  // in another order
+  ExpectLanded(8, 64, 0);                                                   // copied again, by the graph as it stood
+  EXPECT_EQ(fake.sets, 0);
   EXPECT_EQ(fake.launches, 2);
-  EXPECT_EQ(fake.builds, 1);  // the two runs of 16 share a graph
-  EXPECT_EQ(fake.copies, 1);
+}
+
+TEST_F(CopyGraphsTest, APartlyRepeatedRunSetsOnlyItsNewCopies) {
+  const auto at = [](unsigned char* base, size_t offset) { return reinterpret_cast<DeviceAddress>(base + offset); };
+  DeviceAddress dsts[4] = {at(to, 0), at(to, 64), at(to, 128), at(to, 192)};
+  DeviceAddress srcs[4] = {at(from, 0), at(from, 64), at(from, 128), at(from, 192)};
+  uint64_t sizes[4] = {64, 64, 64, 64};
+  ASSERT_EQ(graphs.Copy(streamA, dsts, srcs, sizes, 4), 0);
+  // One copy as before (given in another place of the run), one with the same ends but fewer
+  // bytes, two new ones: three sets.
+  DeviceAddress dsts2[4] = {at(to, 256), at(to, 192), at(to, 320), at(to, 0)};
+  DeviceAddress srcs2[4] = {at(from, 7), at(from, 192), at(from, 9), at(from, 0)};
+  uint64_t sizes2[4] = {50, 40, 30, 64};
+  for (unsigned char& b : from) b = static_cast<unsigned char>(b ^ 0x5a);
+  ASSERT_EQ(graphs.Copy(streamA, dsts2, srcs2, sizes2, 4), 0);
+  EXPECT_EQ(fake.sets, 3);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(memcmp(reinterpret_cast<void*>(dsts2[i]), reinterpret_cast<void*>(srcs2[i]), sizes2[i]), 0) << i;
+  EXPECT_EQ(to[256 + 50], 0);  // no byte more
+  EXPECT_EQ(to[320 + 30], 0);
+  EXPECT_EQ(to[192 + 40], from[192 + 40] ^ 0x5a);  // the shortened copy's tail: the first run's bytes
 }
 
 TEST_F(CopyGraphsTest, RefusedOperandsGoOneByOneAndTheGraphStays) {

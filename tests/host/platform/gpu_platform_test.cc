@@ -225,7 +225,8 @@ void ExpectStreamWork(Platform* platform, int device) {
 
 // Runs of copies between two device allocations, as the proxy queues them between windows: each
 // run has other operands and sizes than the one before, some runs go the other way (a prepared
-// graph's nodes moved to other allocations), and every byte lands where it should.
+// graph's nodes moved to other allocations), the last repeats an earlier run's copies (a graph
+// launched as it stands), and every byte lands where it should.
 void ExpectCopyRuns(Platform* platform, int device) {
   constexpr size_t kBytes = 64 << 10, kSlot = 2048;
   uint64_t a = 0, b = 0;
@@ -237,9 +238,10 @@ void ExpectCopyRuns(Platform* platform, int device) {
   ASSERT_OK(platform->CopyToDevice(device, b, hostB.data(), kBytes));
   uint64_t stream = 0;
   ASSERT_OK(platform->StreamCreate(device, &stream));
-  for (int run = 0; run < 6; ++run) {
-    const int count = run < 4 ? 16 : 5;  // the same graph reused, then another
-    const bool back = run % 2 == 1;      // b -> a: both operands in the other allocation
+  for (int step = 0; step < 7; ++step) {
+    const int run = step == 6 ? 4 : step;  // the last repeats run 4's copies (of bytes run 5 changed)
+    const int count = run < 4 ? 16 : 5;    // the same graph reused, then another
+    const bool back = run % 2 == 1;        // b -> a: both operands in the other allocation
     std::vector<unsigned char>& from = back ? hostB : hostA;
     std::vector<unsigned char>& to = back ? hostA : hostB;
     std::vector<uint64_t> dsts, srcs, sizes;
@@ -256,8 +258,8 @@ void ExpectCopyRuns(Platform* platform, int device) {
     std::vector<unsigned char> readA(kBytes), readB(kBytes);
     ASSERT_OK(platform->CopyFromDevice(device, readA.data(), a, kBytes));
     ASSERT_OK(platform->CopyFromDevice(device, readB.data(), b, kBytes));
-    EXPECT_TRUE(readA == hostA) << "run " << run;
-    EXPECT_TRUE(readB == hostB) << "run " << run;
+    EXPECT_TRUE(readA == hostA) << "step " << step;
+    EXPECT_TRUE(readB == hostB) << "step " << step;
   }
   ASSERT_OK(platform->StreamDestroy(device, stream));
   ASSERT_OK(platform->DeviceFree(device, a));
