@@ -242,8 +242,8 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuStreamSynchronize", &api.streamSynchronize));
   if (library.ResolveOptional("cuStreamBatchMemOp_v2", &driver->streamBatchMemOp))
     api.streamWriteValues64 = {&CudaStreamWriteValues64, "cuStreamBatchMemOp_v2"};
-  // Prepared graphs of copies only where asked for (CCO_COPY_GRAPHS=1) until measured on a GPU
-  // against one copy a call.
+  // Prepared graphs of copies only where asked for (CCO_COPY_GRAPHS=1): the graphs as now built
+  // have not run on a GPU (docs/sdma.md, "How the proxy queues copies").
   gpu::CopyGraphCalls graphCalls;
   if (env::Flag("CCO_COPY_GRAPHS", false) && gpu::ResolveCopyGraphCalls(library, &graphCalls)) {
     driver->copyGraphs = new gpu::CopyGraphs(graphCalls);  // lives as long as the driver

@@ -8,8 +8,8 @@
 // another (a signal, then the ring's `consumed`) go as one submission too, where the driver
 // batches them (Platform::StreamWriteValues64: tools/perf/stream_write_probe.cu).
 //
-// Copies that do not continue one another are held too, up to kMaxCopies, and issued as one
-// submission where the driver batches copies (Platform::CopiesOnStream).
+// Copies that do not continue one another are held too, up to kMaxCopies, and issued in one
+// Platform::CopiesOnStream (on CUDA with CCO_COPY_GRAPHS=1, one launch of a prepared graph).
 //
 // Rules:
 //   - Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copies
