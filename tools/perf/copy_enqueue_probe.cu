@@ -138,26 +138,20 @@ int main(int argc, char** argv) {
   moved.srcDevice = srcs[count - 1], moved.dstDevice = dsts[count - 1];
   const CUresult settable = cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &moved, context);
   if (settable != CUDA_SUCCESS) {
-    const char* why = nullptr;
-    cuGetErrorString(settable, &why);
-    printf("graph set: refused (%s; captured node: src type %d, dst type %d, width %zu, height %zu, depth %zu)\n", why,
-           set1.params[0].srcMemoryType, set1.params[0].dstMemoryType, set1.params[0].WidthInBytes,
-           set1.params[0].Height, set1.params[0].Depth);
+    printf("graph set: refused (%s; captured node: src type %d, dst type %d, width %zu, height %zu, depth %zu)\n",
+           ResultText(settable), set1.params[0].srcMemoryType, set1.params[0].dstMemoryType,
+           set1.params[0].WidthInBytes, set1.params[0].Height, set1.params[0].Depth);
   }
   const bool canSet = settable == CUDA_SUCCESS;
   // The operands moved across allocations: the source into the destinations' mapping and back.
   if (canSet) {
     CUDA_MEMCPY3D crossed = set1.params[0];
     crossed.srcDevice = dsts[count - 1], crossed.dstDevice = srcs[count - 1];
-    const CUresult moved = cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context);
-    const char* why = "ok";
-    if (moved != CUDA_SUCCESS) cuGetErrorString(moved, &why);
-    printf("graph set across allocations: %s\n", why);
+    printf("graph set across allocations: %s\n",
+           ResultText(cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context)));
     crossed.srcDevice = word, crossed.dstDevice = srcs[0], crossed.WidthInBytes = 8;  // from a cuMemAlloc'd word
-    const CUresult word8 = cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context);
-    why = "ok";
-    if (word8 != CUDA_SUCCESS) cuGetErrorString(word8, &why);
-    printf("graph set from cuMemAlloc memory, 8 bytes: %s\n", why);
+    printf("graph set from cuMemAlloc memory, 8 bytes: %s\n",
+           ResultText(cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context)));
   }
   // A graph of one copy, replayed: the launch's own cost, nothing set.
   auto replayOne = [&] {

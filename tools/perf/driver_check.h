@@ -2,6 +2,7 @@
 // What the single-file probes of tools/perf that use the CUDA driver share (each is built
 // alone by nvcc in stage_device.sh):
 //   CHECK(call)          a driver call that must succeed, or the probe exits naming it
+//   ResultText(r)        how the driver says a result ("ok" for success), for rows it refused
 //   UseGpu0()            the driver initialised, GPU 0's primary context current (returned,
 //                        for the probe's other threads to make current)
 //   PinnedOnGpu0()       the allocation properties of device memory on GPU 0, as a
@@ -15,15 +16,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call)                                                     \
-  do {                                                                  \
-    CUresult r_ = (call);                                               \
-    if (r_ != CUDA_SUCCESS) {                                           \
-      const char* m_ = nullptr;                                         \
-      cuGetErrorString(r_, &m_);                                        \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, m_); \
-      exit(1);                                                          \
-    }                                                                   \
+static inline const char* ResultText(CUresult r) {
+  const char* text = "ok";
+  if (r != CUDA_SUCCESS && cuGetErrorString(r, &text) != CUDA_SUCCESS) text = "an unknown CUresult";
+  return text;
+}
+
+#define CHECK(call)                                                                 \
+  do {                                                                              \
+    CUresult r_ = (call);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ResultText(r_)); \
+      exit(1);                                                                      \
+    }                                                                               \
   } while (0)
 
 static inline CUcontext UseGpu0() {

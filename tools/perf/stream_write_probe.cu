@@ -111,9 +111,7 @@ static CUdeviceptr VmmHostWord(size_t* size) {
   CUmemGenericAllocationHandle handle;
   if (r == CUDA_SUCCESS) r = cuMemCreate(&handle, granularity, &prop, 0);
   if (r != CUDA_SUCCESS) {
-    const char* m = nullptr;
-    cuGetErrorString(r, &m);
-    printf("vmm host     cuMemCreate(HOST_NUMA) refused: %s\n", m);
+    printf("vmm host     cuMemCreate(HOST_NUMA) refused: %s\n", ResultText(r));
     return 0;
   }
   int fd = -1;
@@ -131,9 +129,7 @@ static CUdeviceptr VmmHostWord(size_t* size) {
   access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   r = cuMemSetAccess(va, granularity, access, 2);
   if (r != CUDA_SUCCESS) {
-    const char* m = nullptr;
-    cuGetErrorString(r, &m);
-    printf("vmm host     cuMemSetAccess(device and host) refused: %s\n", m);
+    printf("vmm host     cuMemSetAccess(device and host) refused: %s\n", ResultText(r));
     return 0;
   }
   *size = granularity;
@@ -155,9 +151,7 @@ static void MemfdRows(CUstream kernelStream, CUstream writeStream, int rounds) {
   volatile unsigned long long* w = static_cast<volatile unsigned long long*>(map);
   const CUresult r = cuMemHostRegister(map, 4096, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
   if (r != CUDA_SUCCESS) {
-    const char* m = nullptr;
-    cuGetErrorString(r, &m);
-    printf("memfd        cuMemHostRegister refused: %s\n", m);
+    printf("memfd        cuMemHostRegister refused: %s\n", ResultText(r));
     return;
   }
   CUdeviceptr dev;
