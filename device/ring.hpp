@@ -81,6 +81,11 @@ CCO_DEVICE_API void Link(const View& r, uint64_t from, uint64_t end) {
   arch::wake_host_consumer(&r.host->consumerAsleep, &r.host->consumerWakeFd);  // a host's proxy asleep
 }
 
+/// Raises the device maximum from `from` to `end` if it stands at `from`; returns where it stood.
+CCO_DEVICE_API uint64_t Swap(const View& r, uint64_t from, uint64_t end) {
+  return arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
+}
+
 /// Rings the doorbell: releases every ticket below `end`. Raises the device maximum from X to `end` by
 /// compare-and-swap, and the poster whose swap took effect stores the link (`end` into the
 /// mark of ticket X, abi/ring.h) that the proxy follows. Each link has one word and one writer,
@@ -97,7 +102,7 @@ CCO_DEVICE_API void Link(const View& r, uint64_t from, uint64_t end) {
 /// a wrong guess costs only the swap that fails and returns the true value.
 CCO_DEVICE_API void DoorbellFrom(const View& r, uint64_t from, uint64_t end) {
   while (cco_gda_before(from, end)) {
-    const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
+    const uint64_t was = Swap(r, from, end);
     if (was == from) {
       Link(r, from, end);
       return;
@@ -112,17 +117,13 @@ CCO_DEVICE_API void Doorbell(const View& r, uint64_t end) {
 }
 
 /// A doorbell in two steps around the writing of the slots it releases, for a poster that
-/// rings for itself: SwapEarly raises the device maximum from `from` (the poster's first
-/// ticket) to `end` before the slots are written, and RingAfter, once they are, stores the
-/// link if that swap took effect, else rings on from where the maximum stood. The swap's memory
-/// trip then overlaps the descriptors' stores (the release that ends each waits for both at
-/// once, a device-scope trip fewer per post), and the proxy still meets the link only after the
-/// slots are complete. A maximum above slots not yet written is what abi/ring.h allows: the
-/// proxy acts on a slot only once its `seq` says it is complete.
-CCO_DEVICE_API uint64_t SwapEarly(const View& r, uint64_t from, uint64_t end) {
-  return arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->released, from, end);
-}
-
+/// rings for itself: Swap raises the device maximum from `from` (the poster's first ticket) to
+/// `end` before the slots are written, and RingAfter, once they are, stores the link if that
+/// swap took effect, else rings on from where the maximum stood. The swap's memory trip then
+/// overlaps the descriptors' stores (the release that ends each waits for both at once, a
+/// device-scope trip fewer per post), and the proxy still meets the link only after the slots
+/// are complete. A maximum above slots not yet written is what abi/ring.h allows: the proxy
+/// acts on a slot only once its `seq` says it is complete.
 CCO_DEVICE_API void RingAfter(const View& r, uint64_t from, uint64_t end, uint64_t swapped) {
   if (swapped == from) {
     Link(r, from, end);
@@ -192,7 +193,7 @@ CCO_DEVICE_API int32_t Post(const View& r, const ccoGdaDesc& desc, const WaitLim
     Write<Mode>(r, *ticket, desc);
     return CCO_DEVICE_STATUS_OK;
   }
-  const uint64_t swapped = SwapEarly(r, *ticket, *ticket + 1);
+  const uint64_t swapped = Swap(r, *ticket, *ticket + 1);
   Write<Mode>(r, *ticket, desc);
   RingAfter(r, *ticket, *ticket + 1, swapped);
   return CCO_DEVICE_STATUS_OK;

@@ -610,7 +610,7 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::PostAggregated(int32_t index, con
     uint64_t first = 0, reserved = CCO_DEVICE_STATUS_OK, swapped = 0;
     if (lane == leader) reserved = static_cast<uint32_t>(ring::Reserve(r, limits_, &first, count));
     const bool rings = RingMode == CCO_GDA_DOORBELL_IMMEDIATE;
-    if (lane == leader && rings && reserved == CCO_DEVICE_STATUS_OK) swapped = ring::SwapEarly(r, first, first + count);
+    if (lane == leader && rings && reserved == CCO_DEVICE_STATUS_OK) swapped = ring::Swap(r, first, first + count);
     first = arch::shuffle_among(first, leader, group);
     const int32_t mine = static_cast<int32_t>(static_cast<uint32_t>(arch::shuffle_among(reserved, leader, group)));
     if (mine == CCO_DEVICE_STATUS_OK) {
