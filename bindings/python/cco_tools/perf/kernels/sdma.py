@@ -33,9 +33,10 @@ def put_quiet(dc, win, status, peer, count, src, dst, nbytes, queue, slots, EACH
     """`count` times: put `nbytes` from this rank's window offset `src` to the peer's offset
     `dst` + (i % slots) * nbytes on `queue` without a signal (puts to `slots` distinct places, as
     a transfer cut into pieces has them); EACH: quiet the queue after every put (each copy's
-    latency), else once at the end (the copies run back to back: bandwidth)."""
+    latency), else once at the end (the copies run back to back: bandwidth). With several
+    programs, program p posts puts p, p + programs, ... into the same queue at once."""
     bad = 0
-    for i in range(count):
+    for i in range(tl.program_id(0), count, tl.num_programs(0)):
         at = dst + (i % slots).to(tl.int64) * nbytes
         bad += cco.Sdma.put(dc, peer, win, at, win, src, nbytes, queue, 0, coop=cco.CoopScope.BLOCK,
                             signal=cco.SdmaSignal.OFF)

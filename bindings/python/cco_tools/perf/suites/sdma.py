@@ -18,6 +18,7 @@ from cco_tools.perf.report import size_label
 from cco_tools.perf.suites import pair as P
 
 LSA_BLOCK, LSA_WARPS, LSA_PER_SM = 2048, 8, 4  # the LSA put's shape (lsa_put.COPY_CONFIGS[0])
+MANY_POSTERS = 8  # programs posting the bandwidth puts at once in the table's last columns
 
 
 def run(ctx):
@@ -31,20 +32,24 @@ def _bandwidth(ctx):
     rows = ctx.report.suite(
         f"SDMA put bandwidth, rank 0 -> rank 1 on {torch.cuda.device_count()} GPU(s)",
         [R.size(), R.number("reps"), R.figure("put+quiet", "us"), R.figure("sdma", "GB/s"), R.spread(),
-         R.figure("memcpy", "GB/s"), R.figure("lsa put", "GB/s"), R.figure("sdma/memcpy", "%")],
+         R.figure("memcpy", "GB/s"), R.figure("lsa put", "GB/s"), R.figure("sdma/memcpy", "%"),
+         R.figure(f"sdma x{MANY_POSTERS}", "GB/s"), R.figure(f"x{MANY_POSTERS}/memcpy", "%")],
         note="a kernel posts `reps` puts on queue 0 and quiets once (the copies run back to back), each to the next "
              "`size`-byte slot of rank 1's span (puts that touch none of each other's bytes, as the pieces of one "
              "transfer; at size = span all go to one place); put+quiet: one "
              "put waited for each time (the latency); memcpy: cudaMemcpyAsync of the same bytes, replayed from a CUDA "
-             "graph; lsa put: a Triton kernel storing into the peer's window; reps: puts in each timed run")
+             "graph; lsa put: a Triton kernel storing into the peer's window; reps: puts in each timed run; "
+             f"sdma x{MANY_POSTERS}: the same puts posted by {MANY_POSTERS} programs at once into the same queue (a "
+             "program's post costs microseconds on the device: one program alone may not keep the proxy busy)")
     span = opts.max_bytes
     status = P.status_words(group)
     P.fill_sources(group, span)
 
-    def puts(size, count, each=False):
+    def puts(size, count, each=False, programs=1):
         slots = max(1, span // size)
-        return lambda rk: lambda: S.put_quiet[(1,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0, span, size,
-                                                    0, slots, EACH=each, num_warps=4, extern_libs=group.libs)
+        return lambda rk: lambda: S.put_quiet[(programs,)](rk.dc.ptr, rk.win.handle, status[rk.rank], 1, count, 0,
+                                                           span, size, 0, slots, EACH=each, num_warps=4,
+                                                           extern_libs=group.libs)
 
     def lsa(size):
         def make(rk):
@@ -64,9 +69,10 @@ def _bandwidth(ctx):
         t_put = group.time_kernels(group.on([0], puts(size, reps)), reps, trials)
         t_copy = group.time_graphs(group.on([0], P.memcpy(size, span)), reps, trials)
         t_lsa = group.time_graphs(group.on([0], lsa(size)), reps, trials)
+        t_many = group.time_kernels(group.on([0], puts(size, reps, programs=MANY_POSTERS)), reps, trials)
         gb = size / 1e9
         rows.append([size, reps, t_each * 1e6, gb / t_put, spread_of(t_put), gb / t_copy, gb / t_lsa,
-                     100 * t_copy / t_put])
+                     100 * t_copy / t_put, gb / t_many, 100 * t_copy / t_many])
     P.check_status(group, status, "SDMA put bandwidth")
     P.check_landed(group, span, puts(span, 1), "SDMA put")
 
