@@ -13,6 +13,10 @@
 //   graph set xN    a graph of N copies instantiated once; per N copies, each node's
 //                   addresses set (cuGraphExecMemcpyNodeSetParams) and one launch: what a proxy
 //                   that keeps such a graph per queue would pay (N = 1 and 16)
+//   set x1, write   graph set x1, each launch followed by cuStreamWriteValue64 (the ring's
+//                   `consumed` behind a proxy's pass of one copy, as the proxy writes it now)
+//   set x1+write    one graph of the copy and the write behind it (a memory-operation node),
+//                   both nodes set before each launch: the pass as one submission
 // and whether the driver lets a prepared node's operands move to another allocation (a proxy's
 // copies go between many windows, each its own allocation).
 // Built by tools/stage_device.sh (nvcc) into stage/bin.
@@ -153,6 +157,63 @@ int main(int argc, char** argv) {
     printf("graph set from cuMemAlloc memory, 8 bytes: %s\n",
            ResultText(cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &crossed, context)));
   }
+  // The copy and a write behind it as one graph: both nodes set before each launch.
+  struct CopyWriteGraph {
+    CUgraphExec exec;
+    CUgraphNode copy, write;
+    CUDA_MEMCPY3D copyParams;
+    CUDA_BATCH_MEM_OP_NODE_PARAMS writeParams;
+    CUstreamBatchMemOpParams op;
+  } cw = {};
+  CUresult copyWrite = CUDA_SUCCESS;
+  {
+    CUgraph captured;
+    CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK(cuMemcpyAsync(dsts[0], srcs[0], size, stream));
+    copyWrite = cuStreamWriteValue64(stream, word, 1, 0);
+    const CUresult ended = cuStreamEndCapture(stream, &captured);  // a refused write ends the capture failed
+    if (copyWrite == CUDA_SUCCESS) copyWrite = ended;
+    size_t found = 0;
+    if (copyWrite == CUDA_SUCCESS) CHECK(cuGraphGetNodes(captured, nullptr, &found));
+    std::vector<CUgraphNode> nodes(found);
+    if (found != 0) CHECK(cuGraphGetNodes(captured, nodes.data(), &found));
+    for (CUgraphNode node : nodes) {
+      CUgraphNodeType type;
+      CHECK(cuGraphNodeGetType(node, &type));
+      if (type == CU_GRAPH_NODE_TYPE_MEMCPY) cw.copy = node;
+      if (type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) cw.write = node;
+    }
+    if (copyWrite == CUDA_SUCCESS && (cw.copy == nullptr || cw.write == nullptr)) copyWrite = CUDA_ERROR_NOT_FOUND;
+    if (copyWrite == CUDA_SUCCESS) {
+      CHECK(cuGraphMemcpyNodeGetParams(cw.copy, &cw.copyParams));
+      CHECK(cuGraphBatchMemOpNodeGetParams(cw.write, &cw.writeParams));
+      cw.op = cw.writeParams.paramArray[0];  // the driver's array lives with the graph: keep a copy
+      cw.writeParams.paramArray = &cw.op;
+      CHECK(cuGraphInstantiate(&cw.exec, captured, 0));
+    }
+  }
+  printf("graph of a copy and a write: %s\n", ResultText(copyWrite));
+  auto setCopyWrite = [&] {
+    for (int i = 0; i < count; ++i) {
+      CUDA_MEMCPY3D copy = cw.copyParams;
+      copy.srcDevice = srcs[i];
+      copy.dstDevice = dsts[i];
+      CHECK(cuGraphExecMemcpyNodeSetParams(cw.exec, cw.copy, &copy, context));
+      cw.op.writeValue.value64 = i + 1;
+      CHECK(cuGraphExecBatchMemOpNodeSetParams(cw.exec, cw.write, &cw.writeParams));
+      CHECK(cuGraphLaunch(cw.exec, stream));
+    }
+  };
+  auto setThenWrite = [&] {
+    for (int i = 0; i < count; ++i) {
+      CUDA_MEMCPY3D copy = set1.params[0];
+      copy.srcDevice = srcs[i];
+      copy.dstDevice = dsts[i];
+      CHECK(cuGraphExecMemcpyNodeSetParams(set1.exec, set1.nodes[0], &copy, context));
+      CHECK(cuGraphLaunch(set1.exec, stream));
+      CHECK(cuStreamWriteValue64(stream, word, i + 1, 0));
+    }
+  };
   // A graph of one copy, replayed: the launch's own cost, nothing set.
   auto replayOne = [&] {
     for (int i = 0; i < count; ++i) CHECK(cuGraphLaunch(one.exec, stream));
@@ -174,7 +235,11 @@ int main(int argc, char** argv) {
                 {"graph x1", Time(stream, count, replayOne), true},
                 {"graph set x1", canSet ? Time(stream, count, setAndLaunch(set1)) : Time(stream, count, none), canSet},
                 {"graph set x16",
-                 canSet ? Time(stream, count / 16 * 16, setAndLaunch(set16)) : Time(stream, count, none), canSet}};
+                 canSet ? Time(stream, count / 16 * 16, setAndLaunch(set16)) : Time(stream, count, none), canSet},
+                {"set x1, write", canSet ? Time(stream, count, setThenWrite) : Time(stream, count, none), canSet},
+                {"set x1+write",
+                 canSet && copyWrite == CUDA_SUCCESS ? Time(stream, count, setCopyWrite) : Time(stream, count, none),
+                 canSet && copyWrite == CUDA_SUCCESS}};
     if (round == 0) continue;
     for (const auto& r : rows) {
       if (!r.ran) {
