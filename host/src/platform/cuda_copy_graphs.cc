@@ -30,8 +30,12 @@ void SayRefused(const char* what, DriverResult result) {
   static bool said = false;
   if (said) return;
   said = true;
-  fprintf(stderr, "cco: CCO_COPY_GRAPHS: %s (CUresult %d); such runs of copies go one cuMemcpyAsync each\n", what,
-          result);
+  fprintf(stderr, "cco: CCO_COPY_GRAPHS: %s (CUresult %d); such runs go one cuMemcpyAsync a copy\n", what, result);
+}
+
+void Describe(const DeviceAddress* addresses, const uint64_t* values, unsigned writes, BatchWrite64* ops) {
+  for (unsigned i = 0; i < writes; ++i)
+    ops[i] = BatchWrite64{kStreamMemOpWriteValue64, 0, addresses[i], values[i], 0, 0, 0, 0};
 }
 
 }  // namespace
@@ -44,48 +48,66 @@ bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* c) {
          library.ResolveOptional("cuGraphMemcpyNodeGetParams", &c->memcpyNodeGetParams) &&
          library.ResolveOptional("cuGraphInstantiateWithFlags", &c->instantiate) &&
          library.ResolveOptional("cuGraphExecMemcpyNodeSetParams", &c->execMemcpyNodeSetParams) &&
+         library.ResolveOptional("cuGraphAddBatchMemOpNode", &c->addBatchMemOpNode) &&
+         library.ResolveOptional("cuGraphExecBatchMemOpNodeSetParams", &c->execBatchMemOpNodeSetParams) &&
+         library.ResolveOptional("cuStreamBatchMemOp_v2", &c->streamBatchMemOp) &&
          library.ResolveOptional("cuGraphLaunch", &c->launch) &&
          library.ResolveOptional("cuGraphExecDestroy", &c->execDestroy) &&
          library.ResolveOptional("cuGraphDestroy", &c->graphDestroy);
 }
 
 DriverResult CopyGraphs::Copy(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                              unsigned count) {
+                              unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
+  bool written = false;
   for (unsigned done = 0; done < count;) {
     const unsigned n = count - done < kMaxNodes ? count - done : kMaxNodes;
+    // The writes with the last launch, in its graph where the driver takes such nodes.
+    bool withWrites;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      withWrites = done + n == count && writes > 0 && writes <= kMaxWrites && !writeNodesRefused_;
+    }
     // One copy too: a one-node graph launches for 1.8 us, set for 3.1, against 5.0 a cuMemcpyAsync.
-    const DriverResult r = Run(stream, dsts + done, srcs + done, sizes + done, n);
+    const DriverResult r =
+        Run(stream, dsts + done, srcs + done, sizes + done, n, addresses, values, withWrites ? writes : 0);
     if (r != kDriverSuccess) return r;
+    written |= withWrites;
     done += n;
   }
-  return kDriverSuccess;
+  return written ? kDriverSuccess : Writes(stream, addresses, values, writes);
 }
 
 DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                             unsigned count) {
+                             unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto found = prepared_.find({stream, count});
+  auto found = prepared_.find(std::make_tuple(stream, count, writes));
   if (found == prepared_.end()) {
     // Made from this run itself, whose operands it then holds: launched as it is.
     Prepared fresh;
-    const DriverResult made = Prepare(dsts, srcs, sizes, count, &fresh);
-    found = prepared_.emplace(std::make_pair(stream, count), std::move(fresh)).first;
-    if (made != kDriverSuccess) {  // remembered: this stream's runs of `count` go one by one
-      SayRefused("a graph of copies could not be made", made);
+    bool writeNodeRefused = false;
+    const DriverResult made = Prepare(dsts, srcs, sizes, count, addresses, values, writes, &fresh, &writeNodeRefused);
+    found = prepared_.emplace(std::make_tuple(stream, count, writes), std::move(fresh)).first;
+    if (made != kDriverSuccess) {  // remembered: this stream's runs of this shape go one by one
+      // A node of writes refused: from now on every run's writes go apart, its copies in graphs.
+      writeNodesRefused_ |= writeNodeRefused;
+      SayRefused(
+          writeNodeRefused ? "a graph's node of writes could not be made" : "a graph of copies could not be made",
+          made);
       ++refusals_;
-      return OneByOne(stream, dsts, srcs, sizes, count);
+      return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
     }
   } else {
     Prepared& p = found->second;
     if (p.exec == nullptr) {
       ++refusals_;
-      return OneByOne(stream, dsts, srcs, sizes, count);
+      return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
     }
-    const DriverResult r = SetOperands(&p, dsts, srcs, sizes, count);
+    DriverResult r = SetOperands(&p, dsts, srcs, sizes, count);
+    if (r == kDriverSuccess && writes > 0) r = SetWrites(&p, addresses, values, writes);
     if (r != kDriverSuccess) {  // this run's operands refused: the nodes it touched are set again
-      SayRefused("the driver refused a prepared copy's new operands", r);
+      SayRefused("the driver refused a prepared node's new operands", r);
       ++refusals_;
-      return OneByOne(stream, dsts, srcs, sizes, count);
+      return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
     }
   }
   const DriverResult r = calls_.launch(found->second.exec, stream);
@@ -106,16 +128,15 @@ DriverResult CopyGraphs::SetOperands(Prepared* p, const DeviceAddress* dsts, con
         ++held;
         break;
       }
-  if (held == count) return kDriverSuccess;  // a repeated run: not even the context is asked for
-  void* context = nullptr;
-  DriverResult r = calls_.ctxGetCurrent(&context);
+  if (held == count) return kDriverSuccess;  // a repeated run
+  DriverResult r = kDriverSuccess;
   unsigned k = 0;
   for (unsigned i = 0; r == kDriverSuccess && i < count; ++i) {
     if (placed[i]) continue;
     while (taken[k]) ++k;
     Memcpy3D params = p->params[k];
     params.srcDevice = srcs[i], params.dstDevice = dsts[i], params.WidthInBytes = sizes[i];
-    r = calls_.execMemcpyNodeSetParams(p->exec, p->nodes[k], &params, context);
+    r = calls_.execMemcpyNodeSetParams(p->exec, p->nodes[k], &params, p->context);
     // What the node holds now: the new copy, or (refused) nothing any copy would match.
     if (r == kDriverSuccess) p->params[k] = params;
     else p->params[k].WidthInBytes = 0;
@@ -124,10 +145,18 @@ DriverResult CopyGraphs::SetOperands(Prepared* p, const DeviceAddress* dsts, con
   return r;
 }
 
+DriverResult CopyGraphs::SetWrites(Prepared* p, const DeviceAddress* addresses, const uint64_t* values,
+                                   unsigned writes) {
+  BatchWrite64 ops[kMaxWrites];
+  Describe(addresses, values, writes, ops);
+  const BatchMemOpNodeParams params{p->context, writes, ops, 0};  // the driver copies the ops
+  return calls_.execBatchMemOpNodeSetParams(p->exec, p->writes, &params);
+}
+
 DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                                 unsigned count, Prepared* p) {
-  void* context = nullptr;
-  DriverResult r = calls_.ctxGetCurrent(&context);
+                                 unsigned count, const DeviceAddress* addresses, const uint64_t* values,
+                                 unsigned writes, Prepared* p, bool* writeNodeRefused) {
+  DriverResult r = calls_.ctxGetCurrent(&p->context);
   if (r == kDriverSuccess) r = calls_.graphCreate(&p->graph, 0);
   p->nodes.assign(count, nullptr);
   p->params.resize(count);
@@ -136,9 +165,16 @@ DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress*
     params.srcMemoryType = params.dstMemoryType = kMemoryTypeUnified;  // what cuMemcpyAsync's capture gives
     params.srcDevice = srcs[k], params.dstDevice = dsts[k];
     params.WidthInBytes = sizes[k], params.Height = 1, params.Depth = 1;
-    r = calls_.addMemcpyNode(&p->nodes[k], p->graph, nullptr, 0, &params, context);
+    r = calls_.addMemcpyNode(&p->nodes[k], p->graph, nullptr, 0, &params, p->context);
     if (r == kDriverSuccess) r = calls_.memcpyNodeGetParams(p->nodes[k], &p->params[k]);
     if (r == kDriverSuccess && !Movable(p->params[k])) r = kInvalidValue;
+  }
+  if (r == kDriverSuccess && writes > 0) {
+    BatchWrite64 ops[kMaxWrites];
+    Describe(addresses, values, writes, ops);
+    const BatchMemOpNodeParams params{p->context, writes, ops, 0};
+    r = calls_.addBatchMemOpNode(&p->writes, p->graph, p->nodes.data(), count, &params);
+    *writeNodeRefused = r != kDriverSuccess;
   }
   if (r == kDriverSuccess) r = calls_.instantiate(&p->exec, p->graph, 0);
   if (r != kDriverSuccess) Free(p);
@@ -146,17 +182,31 @@ DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress*
 }
 
 DriverResult CopyGraphs::OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs,
-                                  const uint64_t* sizes, unsigned count) {
+                                  const uint64_t* sizes, unsigned count, const DeviceAddress* addresses,
+                                  const uint64_t* values, unsigned writes) {
   for (unsigned i = 0; i < count; ++i) {
     const DriverResult r = calls_.copyAsync(dsts[i], srcs[i], sizes[i], stream);
     if (r != kDriverSuccess) return r;
+  }
+  return Writes(stream, addresses, values, writes);
+}
+
+DriverResult CopyGraphs::Writes(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
+  BatchWrite64 ops[kMaxWrites];
+  for (unsigned done = 0; done < writes;) {
+    const unsigned n = writes - done < kMaxWrites ? writes - done : kMaxWrites;
+    Describe(addresses + done, values + done, n, ops);
+    const DriverResult r = calls_.streamBatchMemOp(stream, n, ops, 0);
+    if (r != kDriverSuccess) return r;
+    done += n;
   }
   return kDriverSuccess;
 }
 
 void CopyGraphs::Forget(void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = prepared_.lower_bound({stream, 0}); it != prepared_.end() && it->first.first == stream;) {
+  for (auto it = prepared_.lower_bound(std::make_tuple(stream, 0u, 0u));
+       it != prepared_.end() && std::get<0>(it->first) == stream;) {
     Free(&it->second);  // a launch still running is freed by the driver when it completes
     it = prepared_.erase(it);
   }

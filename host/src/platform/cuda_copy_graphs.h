@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A run of copies queued as one launch of a prepared CUDA graph.
+// A run of copies, and the words written behind them, queued as one launch of a prepared CUDA graph.
 //
 // cuMemcpyAsync costs 5-6 us of host time per copy on the device machines, and
 // cuMemcpyBatchAsync as much per copy, while a graph of sixteen copies whose nodes are given new
@@ -11,10 +11,14 @@
 // a stream in capture while another thread synchronised the context crashed the process inside the driver (SIGSEGV in
 // the main thread's synchronize, two runs of eight on an H100).
 //
-// The nodes have no edges: the copies of a run run in no order among themselves, as the
-// caller's contract says (Platform::CopiesOnStream). Where the driver refuses a node or its
+// The copy nodes have no edges: the copies of a run run in no order among themselves, as the
+// caller's contract says (Platform::CopiesOnStream). Words written behind the copies (a signal,
+// a ring's `consumed`: Platform::CopiesThenWrites) are one memory-operation node that depends on
+// every copy node, given its values before each launch, so a proxy's pass over a ring costs one
+// launch instead of a launch and a cuStreamBatchMemOp. Where the driver refuses a node or its
 // new operands (it does where "the operands' mappings changed"), the run goes one
-// cuMemcpyAsync at a time instead: the graphs are a cost, never a condition.
+// cuMemcpyAsync at a time instead, its writes in one cuStreamBatchMemOp: the graphs are a cost,
+// never a condition.
 #ifndef CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_
 #define CCO_HOST_PLATFORM_CUDA_COPY_GRAPHS_H_
 
@@ -23,7 +27,7 @@
 
 #include <map>
 #include <mutex>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 #include "platform/driver_library.h"
@@ -52,6 +56,28 @@ struct Memcpy3D {
   size_t WidthInBytes, Height, Depth;
 };
 
+// cuda.h's CUstreamBatchMemOpParams as a CU_STREAM_MEM_OP_WRITE_VALUE_64: a 48-byte union
+// whose writeValue member is (operation, address, value64, flags, alias).
+struct BatchWrite64 {
+  uint32_t operation;  // kStreamMemOpWriteValue64
+  uint32_t pad0;
+  uint64_t address;
+  uint64_t value;
+  uint32_t flags;  // 0: ordered after the stream's earlier work, with a memory barrier
+  uint32_t pad1;
+  uint64_t alias;  // the driver's own
+  uint64_t pad2;
+};
+constexpr uint32_t kStreamMemOpWriteValue64 = 5;  // CU_STREAM_MEM_OP_WRITE_VALUE_64
+
+// cuda.h's CUDA_BATCH_MEM_OP_NODE_PARAMS (the v1 that cuGraphAddBatchMemOpNode takes).
+struct BatchMemOpNodeParams {
+  void* context;
+  unsigned count;
+  BatchWrite64* ops;
+  unsigned flags;
+};
+
 // The driver calls a graph run needs (resolved by ResolveCopyGraphCalls).
 struct CopyGraphCalls {
   DriverResult (*ctxGetCurrent)(void** context) = nullptr;
@@ -62,6 +88,10 @@ struct CopyGraphCalls {
   DriverResult (*memcpyNodeGetParams)(void* node, Memcpy3D* params) = nullptr;
   DriverResult (*instantiate)(void** exec, void* graph, unsigned long long flags) = nullptr;
   DriverResult (*execMemcpyNodeSetParams)(void* exec, void* node, const Memcpy3D* params, void* context) = nullptr;
+  DriverResult (*addBatchMemOpNode)(void** node, void* graph, void* const* dependencies, size_t count,
+                                    const BatchMemOpNodeParams* params) = nullptr;
+  DriverResult (*execBatchMemOpNodeSetParams)(void* exec, void* node, const BatchMemOpNodeParams* params) = nullptr;
+  DriverResult (*streamBatchMemOp)(void* stream, unsigned count, BatchWrite64* ops, unsigned flags) = nullptr;
   DriverResult (*launch)(void* exec, void* stream) = nullptr;
   DriverResult (*execDestroy)(void* exec) = nullptr;
   DriverResult (*graphDestroy)(void* graph) = nullptr;
@@ -72,15 +102,19 @@ bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* calls);
 
 class CopyGraphs {
  public:
-  // Runs longer than this go as several launches.
+  // Runs longer than this go as several launches, the writes with the last.
   static constexpr unsigned kMaxNodes = 16;
+  // Writes in one node at most; more go in cuStreamBatchMemOp calls behind the launches.
+  static constexpr unsigned kMaxWrites = 16;
 
   explicit CopyGraphs(const CopyGraphCalls& calls) : calls_(calls) {}
 
   // sizes[i] bytes from srcs[i] to dsts[i], i < count, behind `stream`'s work, in no order
-  // among themselves; the calling thread's context is the stream's.
+  // among themselves; then values[j] written at addresses[j], j < writes, in that order, behind
+  // every copy. The calling thread's context is the stream's.
   DriverResult Copy(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                    unsigned count);
+                    unsigned count, const DeviceAddress* addresses = nullptr, const uint64_t* values = nullptr,
+                    unsigned writes = 0);
   // The graphs made for `stream`, freed (before the stream is destroyed).
   void Forget(void* stream);
 
@@ -92,30 +126,43 @@ class CopyGraphs {
   struct Prepared {
     void* graph = nullptr;
     void* exec = nullptr;
+    void* context = nullptr;  // the stream's, which the nodes' parameters name
     std::vector<void*> nodes;
     std::vector<Memcpy3D> params;  // what each node holds (the driver's view of the memory types)
+    void* writes = nullptr;        // the node of writes behind every copy node (null: none)
   };
-  // One launch of at most kMaxNodes copies.
+  // One launch of at most kMaxNodes copies and kMaxWrites writes behind them.
   DriverResult Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                   unsigned count);
-  // A graph of `count` copy nodes without edges, holding these copies.
+                   unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
+  // A graph of `count` copy nodes without edges, holding these copies, and where `writes` is
+  // not 0 a node of these writes after all of them (*writeNodeRefused: the driver refused that node).
   DriverResult Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes, unsigned count,
-                       Prepared* prepared);
+                       const DeviceAddress* addresses, const uint64_t* values, unsigned writes, Prepared* prepared,
+                       bool* writeNodeRefused);
   // Gives the exec's nodes this run's copies, setting only the nodes that do not hold one of
   // them already (a set costs the driver ~1.3 us a node; calls that repeat their copies, as
   // an operator's do, then cost a launch alone). Every node then holds one of the copies.
   DriverResult SetOperands(Prepared* prepared, const DeviceAddress* dsts, const DeviceAddress* srcs,
                            const uint64_t* sizes, unsigned count);
+  // Gives the exec's node of writes these values (every launch: `consumed` moves on).
+  DriverResult SetWrites(Prepared* prepared, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
   DriverResult OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                        unsigned count);
+                        unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
+  // The writes alone, kMaxWrites a cuStreamBatchMemOp.
+  DriverResult Writes(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
   void Free(Prepared* prepared);
 
   CopyGraphCalls calls_;
   std::mutex mu_;  // the graphs, their launches and the counts
-  std::map<std::pair<void*, unsigned>, Prepared> prepared_;
+  // By (stream, copies, writes).
+  std::map<std::tuple<void*, unsigned, unsigned>, Prepared> prepared_;
+  bool writeNodesRefused_ = false;  // the driver refused a node of writes: writes go apart from then on
   uint64_t launches_ = 0, refusals_ = 0;
 };
 
+static_assert(sizeof(BatchWrite64) == 48, "CUstreamBatchMemOpParams is 48 bytes");
+static_assert(sizeof(BatchMemOpNodeParams) == 32, "CUDA_BATCH_MEM_OP_NODE_PARAMS is 32 bytes");
+static_assert(offsetof(BatchMemOpNodeParams, ops) == 16, "CUDA_BATCH_MEM_OP_NODE_PARAMS layout");
 static_assert(sizeof(Memcpy3D) == 200, "CUDA_MEMCPY3D is 200 bytes");
 static_assert(offsetof(Memcpy3D, srcMemoryType) == 32, "CUDA_MEMCPY3D layout");
 static_assert(offsetof(Memcpy3D, srcDevice) == 48, "CUDA_MEMCPY3D layout");

@@ -163,29 +163,16 @@ DriverResult CudaImportFd(AllocationHandle* handle, int fd) {
                                             gpu::kMemHandleTypePosixFileDescriptor);
 }
 
-// cuda.h's CUstreamBatchMemOpParams as a CU_STREAM_MEM_OP_WRITE_VALUE_64: a 48-byte union
-// whose writeValue member is (operation, address, value64, flags, alias).
-struct BatchWrite64 {
-  uint32_t operation;  // CU_STREAM_MEM_OP_WRITE_VALUE_64
-  uint32_t pad0;
-  uint64_t address;
-  uint64_t value;
-  uint32_t flags;  // 0: ordered after the stream's earlier work, with a memory barrier
-  uint32_t pad1;
-  uint64_t alias;  // the driver's own
-  uint64_t pad2;
-};
-static_assert(sizeof(BatchWrite64) == 48, "CUstreamBatchMemOpParams is 48 bytes");
-constexpr uint32_t kStreamMemOpWriteValue64 = 5;
+// cuStreamBatchMemOp's operations: gpu::BatchWrite64 (cuda_copy_graphs.h).
 constexpr unsigned kMaxBatchWrites = 64;
 
 DriverResult CudaStreamWriteValues64(void* stream, const gpu::DeviceAddress* addresses, const uint64_t* values,
                                      unsigned count) {
-  BatchWrite64 ops[kMaxBatchWrites];
+  gpu::BatchWrite64 ops[kMaxBatchWrites];
   for (unsigned done = 0; done < count;) {
     const unsigned n = count - done < kMaxBatchWrites ? count - done : kMaxBatchWrites;
     for (unsigned i = 0; i < n; ++i)
-      ops[i] = BatchWrite64{kStreamMemOpWriteValue64, 0, addresses[done + i], values[done + i], 0, 0, 0, 0};
+      ops[i] = gpu::BatchWrite64{gpu::kStreamMemOpWriteValue64, 0, addresses[done + i], values[done + i], 0, 0, 0, 0};
     const DriverResult result = Driver().streamBatchMemOp(stream, n, ops, 0);
     if (result != kDriverSuccess) return result;
     done += n;
@@ -195,8 +182,9 @@ DriverResult CudaStreamWriteValues64(void* stream, const gpu::DeviceAddress* add
 
 // Runs of copies as launches of prepared graphs (CCO_COPY_GRAPHS=1): cuda_copy_graphs.h.
 DriverResult CudaCopiesAsync(void* stream, const gpu::DeviceAddress* dsts, const gpu::DeviceAddress* srcs,
-                             const uint64_t* sizes, unsigned count) {
-  return Driver().copyGraphs->Copy(stream, dsts, srcs, sizes, count);
+                             const uint64_t* sizes, unsigned count, const gpu::DeviceAddress* addresses,
+                             const uint64_t* values, unsigned writes) {
+  return Driver().copyGraphs->Copy(stream, dsts, srcs, sizes, count, addresses, values, writes);
 }
 
 void CudaForgetStreamCopies(void* stream) { Driver().copyGraphs->Forget(stream); }

@@ -151,11 +151,13 @@ struct GpuDriverApi {
   // writes go one by one.
   DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned count)>
       streamWriteValues64;
-  // Copies in few submissions, in no order among themselves (CUDA: launches of prepared
-  // graphs, cuda_copy_graphs.h). Optional: fn is null where the driver lacks it or it is not
-  // wanted (CCO_COPY_GRAPHS), and the copies go one by one.
+  // Copies in few submissions, in no order among themselves, then `writes` 64-bit writes
+  // behind all of them, in order, as streamWriteValues64's (CUDA: launches of prepared graphs,
+  // cuda_copy_graphs.h). Optional: fn is null where the driver lacks it or it is not wanted
+  // (CCO_COPY_GRAPHS), and the copies go one by one.
   DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs,
-                               const uint64_t* sizes, unsigned count)>
+                               const uint64_t* sizes, unsigned count, const DeviceAddress* addresses,
+                               const uint64_t* values, unsigned writes)>
       copiesAsync;
   // What copiesAsync keeps for a stream, freed before the stream is destroyed (null: nothing).
   void (*forgetStreamCopies)(void* stream) = nullptr;

@@ -520,12 +520,31 @@ Status GpuVmmPlatform::CopiesOnStream(int device, uint64_t stream, const uint64_
     return Platform::CopiesOnStream(device, stream, dsts, srcs, sizes, count);
   if (count <= 0) return Status::Ok();
   CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result =
-      api_.copiesAsync.fn(reinterpret_cast<void*>(stream), dsts, srcs, sizes, static_cast<unsigned>(count));
+  DriverResult result = api_.copiesAsync.fn(reinterpret_cast<void*>(stream), dsts, srcs, sizes,
+                                            static_cast<unsigned>(count), nullptr, nullptr, 0);
   if (result != kDriverSuccess)
     return Failed(api_.copiesAsync, result,
                   Fmt("stream=", Hex(stream), ", ", count, " copies, the first dst=", Hex(dsts[0]),
                       ", src=", Hex(srcs[0]), ", size=", sizes[0]));
+  return Status::Ok();
+}
+
+Status GpuVmmPlatform::CopiesThenWrites(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                        const uint64_t* sizes, int copies, const uint64_t* addresses,
+                                        const uint64_t* values, int writes) {
+  bool empty = false;  // as CopiesOnStream
+  for (int i = 0; i < copies; ++i) empty |= sizes[i] == 0;
+  if (api_.copiesAsync.fn == nullptr || empty || copies <= 0 || writes <= 0)
+    return Platform::CopiesThenWrites(device, stream, dsts, srcs, sizes, copies, addresses, values, writes);
+  for (int i = 0; i < writes; ++i) CCO_RETURN_IF_ERROR(AlignedWord("CopiesThenWrites", addresses[i]));
+  CCO_BIND_DEVICE_FOR_SCOPE(device);
+  DriverResult result =
+      api_.copiesAsync.fn(reinterpret_cast<void*>(stream), dsts, srcs, sizes, static_cast<unsigned>(copies), addresses,
+                          values, static_cast<unsigned>(writes));
+  if (result != kDriverSuccess)
+    return Failed(api_.copiesAsync, result,
+                  Fmt("stream=", Hex(stream), ", ", copies, " copies and ", writes,
+                      " writes, the first dst=", Hex(dsts[0]), ", the first written address=", Hex(addresses[0])));
   return Status::Ok();
 }
 

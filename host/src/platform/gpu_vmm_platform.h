@@ -64,6 +64,9 @@ class GpuVmmPlatform : public Platform {
   Status CopyOnStream(int device, uint64_t stream, uint64_t dst, uint64_t src, size_t size) override;
   Status CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs, const uint64_t* sizes,
                         int count) override;
+  Status CopiesThenWrites(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                          const uint64_t* sizes, int copies, const uint64_t* addresses, const uint64_t* values,
+                          int writes) override;
   Status StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) override;
   Status StreamWriteValues64(int device, uint64_t stream, const uint64_t* addresses, const uint64_t* values,
                              int count) override;

@@ -133,6 +133,15 @@ class Platform {
     for (int i = 0; i < count; ++i) CCO_RETURN_IF_ERROR(CopyOnStream(device, stream, dsts[i], srcs[i], sizes[i]));
     return Status::Ok();
   }
+  // The copies as CopiesOnStream, then the writes as StreamWriteValues64 behind all of them:
+  // one submission where the platform can (CUDA with CCO_COPY_GRAPHS=1: the writes a node of
+  // the copies' graph), else those two calls.
+  virtual Status CopiesThenWrites(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                  const uint64_t* sizes, int copies, const uint64_t* addresses, const uint64_t* values,
+                                  int writes) {
+    CCO_RETURN_IF_ERROR(CopiesOnStream(device, stream, dsts, srcs, sizes, copies));
+    return StreamWriteValues64(device, stream, addresses, values, writes);
+  }
   virtual Status StreamSynchronize(int device, uint64_t stream) = 0;
 
   // A dma-buf of device memory [va, va + size) for a NIC to register (the verbs backend):

@@ -20,7 +20,7 @@ CopyQueue::~CopyQueue() { (void)Flush(); }
 Status CopyQueue::Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t windows) {
   if (!failed_.ok()) return failed_;
   if (bytes == 0) return Status::Ok();
-  if (copies_ > 0) {
+  if (copies_ > 0 && writes_ == 0) {  // (a copy grown past writes held behind it would pass them)
     const int last = copies_ - 1;
     const uint64_t d = dsts_[last], s = srcs_[last], n = sizes_[last];
     const bool continues = windows != 0 && windows == windows_ && dst == d + n && src == s + n &&
@@ -30,7 +30,7 @@ Status CopyQueue::Copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t wind
       return Status::Ok();
     }
   }
-  CCO_RETURN_IF_ERROR(FlushWrites());  // a copy after writes: they go first
+  if (writes_ > 0) CCO_RETURN_IF_ERROR(Flush());  // a copy after writes: they go first, with the copies before them
   if (copies_ == kMaxCopies || TouchesHeld(dst, src, bytes, /*skipLast=*/false)) CCO_RETURN_IF_ERROR(FlushCopy());
   dsts_[copies_] = dst, srcs_[copies_] = src, sizes_[copies_] = bytes;
   ++copies_;
@@ -48,8 +48,7 @@ bool CopyQueue::TouchesHeld(uint64_t dst, uint64_t src, uint64_t bytes, bool ski
 
 Status CopyQueue::WriteValue64(uint64_t address, uint64_t value) {
   if (!failed_.ok()) return failed_;
-  CCO_RETURN_IF_ERROR(FlushCopy());
-  if (writes_ == kMaxWrites) CCO_RETURN_IF_ERROR(FlushWrites());
+  if (writes_ == kMaxWrites) CCO_RETURN_IF_ERROR(Flush());
   writeAddresses_[writes_] = address;
   writeValues_[writes_] = value;
   ++writes_;
@@ -66,8 +65,20 @@ Status CopyQueue::Mark() {
 }
 
 Status CopyQueue::Flush() {
+  if (!failed_.ok()) return failed_;
+  if (copies_ > 0 && writes_ > 0) return FlushBoth();
   CCO_RETURN_IF_ERROR(FlushCopy());
   return FlushWrites();
+}
+
+Status CopyQueue::FlushBoth() {
+  const int copies = copies_, writes = writes_;
+  copies_ = writes_ = 0;  // submitted, or failed for good
+  ++submissions_;
+  const Status s = Submitted(platform_->CopiesThenWrites(device_, stream_, dsts_, srcs_, sizes_, copies,
+                                                         writeAddresses_, writeValues_, writes));
+  Marked(s);
+  return s;
 }
 
 Status CopyQueue::FlushCopy() {
@@ -87,14 +98,18 @@ Status CopyQueue::FlushWrites() {
   writes_ = 0;  // submitted, or failed for good
   ++submissions_;
   const Status s = Submitted(platform_->StreamWriteValues64(device_, stream_, writeAddresses_, writeValues_, count));
-  if (tail_ && s.ok() && markerLast_) {  // the marker vouches for this batch and all before it
+  Marked(s);
+  return s;
+}
+
+void CopyQueue::Marked(const Status& submitted) {
+  if (tail_ && submitted.ok() && markerLast_) {  // the marker vouches for this submission and all before it
     tail_->marked_ = tail_->next_;
     tail_->unmarked_ = false;
   } else if (tail_) {
     tail_->unmarked_ = true;
   }
   markerLast_ = false;
-  return s;
 }
 
 Status CopyQueue::Submitted(Status s) {

@@ -9,12 +9,14 @@
 // batches them (Platform::StreamWriteValues64: tools/perf/stream_write_probe.cu).
 //
 // Copies that do not continue one another are held too, up to kMaxCopies, and issued in one
-// Platform::CopiesOnStream (on CUDA with CCO_COPY_GRAPHS=1, one launch of a prepared graph).
+// Platform::CopiesOnStream (on CUDA with CCO_COPY_GRAPHS=1, one launch of a prepared graph);
+// the writes behind them go with them (Platform::CopiesThenWrites: there, a node of that graph).
 //
 // Rules:
-//   - Stream order is kept: a write (a signal, a counter, `consumed`) first issues the copies
-//     held back, and a copy the writes held back, so nothing is ever ahead of the data
-//     before it, nor a copy ahead of a write before it.
+//   - Stream order is kept: writes (a signal, a counter, `consumed`) are held behind the copies
+//     held before them and submitted with them, after them; a copy after writes first issues
+//     everything held, and never joins a copy that writes are held behind. So nothing is ever
+//     ahead of the data before it, nor a copy ahead of a write before it.
 //   - Only copies between the same pair of windows join (`windows`, 0: never): one copy
 //     never spans two separately mapped allocations that happen to be neighbours.
 //   - Copies whose joined ranges would overlap stay apart (a chain of copies, each reading
@@ -96,6 +98,9 @@ class CopyQueue {
   StreamTail* tail_;
   Status FlushCopy();
   Status FlushWrites();
+  Status FlushBoth();  // the copies held, then the writes held behind them: one submission
+  // After a submission that ended in writes: whether the tail's marker now vouches for it.
+  void Marked(const Status& submitted);
 
   // Whether a copy of `bytes` from src to dst writes a byte a held copy reads or writes, or
   // reads one it writes (skipLast: the last held copy left out, which the copy would extend).
@@ -108,7 +113,7 @@ class CopyQueue {
   uint64_t dsts_[kMaxCopies], srcs_[kMaxCopies], sizes_[kMaxCopies];
   int copies_ = 0;
   uint64_t windows_ = 0;
-  // The writes held back, in order (writes_ 0: none); never at once with copies.
+  // The writes held back, in order (writes_ 0: none), behind every copy held back.
   uint64_t writeAddresses_[kMaxWrites], writeValues_[kMaxWrites];
   int writes_ = 0;
   bool markerLast_ = false;  // the last write held back is the tail's marker

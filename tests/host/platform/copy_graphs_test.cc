@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // CopyGraphs (platform/cuda_copy_graphs.h) over a fake driver whose "device addresses" are host
-// pointers: a run is built once per (stream, count) and launched, later runs set every
-// node's operands and size and launch the same graph, a refusal anywhere sends the run one
-// copy at a time (and every byte still lands), and Forget frees a stream's graphs.
+// pointers: a run is built once per (stream, copies, writes) and launched, later runs set the
+// nodes that do not hold their copies and the node of writes, and launch the same graph; the
+// writes land after every copy; a refusal anywhere sends the run one copy at a time (and every
+// byte still lands, every write after them), and Forget frees a stream's graphs.
 #include "platform/cuda_copy_graphs.h"
 
 #include <gtest/gtest.h>
@@ -18,26 +19,40 @@ namespace {
 struct FakeNode {
   Memcpy3D params;
 };
+struct FakeWrites {
+  std::vector<BatchWrite64> ops;
+};
 struct FakeGraph {
   std::vector<FakeNode*> nodes;
+  FakeWrites* writes = nullptr;
 };
 struct FakeExec {
   FakeGraph* graph;
   std::vector<Memcpy3D> params;  // per node, as the exec holds them
+  std::vector<BatchWrite64> writes;
 };
 
 // The fake driver's state: one test at a time.
 struct Fake {
   int graphs = 0, execs = 0;  // live objects
   int copies = 0, launches = 0, builds = 0, sets = 0;
-  int memoryType = 4;      // what the driver says a node's operands are (CU_MEMORYTYPE_UNIFIED)
-  bool refuseSet = false;  // cuGraphExecMemcpyNodeSetParams fails
-  bool refuseAdd = false;  // cuGraphAddMemcpyNode fails
+  int writeSets = 0, batches = 0;  // node-of-writes sets, cuStreamBatchMemOp calls
+  int memoryType = 4;              // what the driver says a node's operands are (CU_MEMORYTYPE_UNIFIED)
+  bool refuseSet = false;          // cuGraphExecMemcpyNodeSetParams fails
+  bool refuseAdd = false;          // cuGraphAddMemcpyNode fails
+  bool refuseWriteNode = false;    // cuGraphAddBatchMemOpNode fails
+  bool refuseWriteSet = false;     // cuGraphExecBatchMemOpNodeSetParams fails
   std::vector<void*> launchedOn;
 } fake;
 
 void Move(const Memcpy3D& p) {
   memcpy(reinterpret_cast<void*>(p.dstDevice), reinterpret_cast<const void*>(p.srcDevice), p.WidthInBytes);
+}
+
+void Write(const BatchWrite64& op) {
+  EXPECT_EQ(op.operation, kStreamMemOpWriteValue64);
+  EXPECT_EQ(op.flags, 0u);  // behind the stream's earlier work
+  *reinterpret_cast<uint64_t*>(op.address) = op.value;
 }
 
 CopyGraphCalls FakeCalls() {
@@ -76,8 +91,9 @@ CopyGraphCalls FakeCalls() {
   };
   c.instantiate = [](void** exec, void* graph, unsigned long long) {
     FakeGraph* g = static_cast<FakeGraph*>(graph);
-    FakeExec* e = new FakeExec{g, {}};
+    FakeExec* e = new FakeExec{g, {}, {}};
     for (FakeNode* n : g->nodes) e->params.push_back(n->params);
+    if (g->writes) e->writes = g->writes->ops;
     ++fake.execs;
     *exec = e;
     return 0;
@@ -90,10 +106,39 @@ CopyGraphCalls FakeCalls() {
       if (e->graph->nodes[i] == node) e->params[i] = *params, ++fake.sets;
     return 0;
   };
+  c.addBatchMemOpNode = [](void** node, void* graph, void* const* dependencies, size_t count,
+                           const BatchMemOpNodeParams* params) {
+    FakeGraph* g = static_cast<FakeGraph*>(graph);
+    EXPECT_EQ(count, g->nodes.size());  // behind every copy node
+    for (size_t i = 0; i < count; ++i) EXPECT_EQ(dependencies[i], g->nodes[i]);
+    EXPECT_EQ(params->context, &fake);
+    if (fake.refuseWriteNode) return 1;
+    g->writes = new FakeWrites{std::vector<BatchWrite64>(params->ops, params->ops + params->count)};
+    *node = g->writes;
+    return 0;
+  };
+  c.execBatchMemOpNodeSetParams = [](void* exec, void* node, const BatchMemOpNodeParams* params) {
+    FakeExec* e = static_cast<FakeExec*>(exec);
+    EXPECT_EQ(node, e->graph->writes);
+    EXPECT_EQ(params->context, &fake);
+    EXPECT_EQ(params->count, e->writes.size());  // a node's count cannot change
+    if (fake.refuseWriteSet) return 1;
+    e->writes.assign(params->ops, params->ops + params->count);
+    ++fake.writeSets;
+    return 0;
+  };
+  c.streamBatchMemOp = [](void*, unsigned count, BatchWrite64* ops, unsigned flags) {
+    EXPECT_EQ(flags, 0u);
+    ++fake.batches;
+    for (unsigned i = 0; i < count; ++i) Write(ops[i]);
+    return 0;
+  };
   c.launch = [](void* exec, void* stream) {
     ++fake.launches;
     fake.launchedOn.push_back(stream);
-    for (const Memcpy3D& p : static_cast<FakeExec*>(exec)->params) Move(p);
+    FakeExec* e = static_cast<FakeExec*>(exec);
+    for (const Memcpy3D& p : e->params) Move(p);
+    for (const BatchWrite64& op : e->writes) Write(op);  // after every copy
     return 0;
   };
   c.execDestroy = [](void* exec) {
@@ -104,6 +149,7 @@ CopyGraphCalls FakeCalls() {
   c.graphDestroy = [](void* graph) {
     --fake.graphs;
     for (FakeNode* n : static_cast<FakeGraph*>(graph)->nodes) delete n;
+    delete static_cast<FakeGraph*>(graph)->writes;
     delete static_cast<FakeGraph*>(graph);
     return 0;
   };
@@ -125,7 +171,8 @@ class CopyGraphsTest : public ::testing::Test {
   }
   // `count` copies of `size` bytes: piece k of `from` (offset `shift` + 64 k) to piece
   // (count - 1 - k) of `to`.
-  DriverResult Run(void* stream, unsigned count, size_t size, size_t shift, bool reversed = false) {
+  DriverResult Run(void* stream, unsigned count, size_t size, size_t shift, bool reversed = false, unsigned writes = 0,
+                   uint64_t value = 0) {
     std::vector<DeviceAddress> dsts, srcs;
     std::vector<uint64_t> sizes;
     for (unsigned j = 0; j < count; ++j) {
@@ -134,14 +181,29 @@ class CopyGraphsTest : public ::testing::Test {
       dsts.push_back(reinterpret_cast<DeviceAddress>(to + 64 * (count - 1 - k)));
       sizes.push_back(size);
     }
-    return graphs.Copy(stream, dsts.data(), srcs.data(), sizes.data(), count);
+    // Write j: value + j into words[j]; the first also into to's first word, which a copy
+    // writes too (the write must land after it).
+    std::vector<DeviceAddress> addresses;
+    std::vector<uint64_t> values;
+    for (unsigned j = 0; j < writes; ++j) {
+      addresses.push_back(reinterpret_cast<DeviceAddress>(j == 0 ? reinterpret_cast<uint64_t*>(to) : words + j));
+      values.push_back(value + j);
+    }
+    return graphs.Copy(stream, dsts.data(), srcs.data(), sizes.data(), count, addresses.data(), values.data(), writes);
+  }
+  void ExpectWritten(unsigned writes, uint64_t value) {
+    uint64_t first;
+    memcpy(&first, to, 8);
+    EXPECT_EQ(first, value);
+    for (unsigned j = 1; j < writes; ++j) EXPECT_EQ(words[j], value + j) << j;
   }
   void ExpectLanded(unsigned count, size_t size, size_t shift) {
     for (unsigned k = 0; k < count; ++k)
       ASSERT_EQ(memcmp(to + 64 * (count - 1 - k), from + shift + 64 * k, size), 0) << "piece " << k;
   }
 
-  unsigned char from[64 * 40], to[64 * 40];
+  alignas(8) unsigned char from[64 * 40], to[64 * 40];
+  uint64_t words[20] = {};
   void* streamA = reinterpret_cast<void*>(0x100);
   void* streamB = reinterpret_cast<void*>(0x200);
   CopyGraphs graphs{FakeCalls()};
@@ -248,6 +310,69 @@ TEST_F(CopyGraphsTest, ANodeTheDriverRefusesIsRemembered) {
   EXPECT_EQ(fake.launches, 0);
   EXPECT_EQ(fake.copies, 6);
   EXPECT_EQ(fake.builds, 1);
+}
+
+// Every piece but the first word of `to`, which the run's first write takes after the copies.
+void ExpectPiecesBelowTheWrite(const unsigned char* to, const unsigned char* from, unsigned count, size_t shift) {
+  for (unsigned k = 0; k + 1 < count; ++k)
+    ASSERT_EQ(memcmp(to + 64 * (count - 1 - k), from + shift + 64 * k, 64), 0) << "piece " << k;
+  ASSERT_EQ(memcmp(to + 8, from + shift + 64 * (count - 1) + 8, 56), 0);
+}
+
+TEST_F(CopyGraphsTest, CopiesAndTheWritesBehindThemAreOneLaunch) {
+  ASSERT_EQ(Run(streamA, 3, 64, 0, false, 3, 100), 0);
+  ExpectWritten(3, 100);  // the first after the copy that writes the same word
+  ExpectPiecesBelowTheWrite(to, from, 3, 0);
+  EXPECT_EQ(fake.builds, 1);
+  EXPECT_EQ(fake.launches, 1);
+  EXPECT_EQ(fake.copies + fake.batches, 0);
+  ASSERT_EQ(Run(streamA, 3, 64, 0, false, 3, 200), 0);  // the same copies, new values: the node of writes set
+  ExpectWritten(3, 200);
+  EXPECT_EQ(fake.sets, 0);
+  EXPECT_EQ(fake.writeSets, 1);
+  EXPECT_EQ(fake.launches, 2);
+  EXPECT_EQ(fake.builds, 1);
+  ASSERT_EQ(Run(streamA, 3, 64, 0), 0);  // the same copies without writes: a graph of their own
+  EXPECT_EQ(fake.builds, 2);
+  ExpectLanded(3, 64, 0);
+  EXPECT_EQ(graphs.refusals(), 0u);
+}
+
+TEST_F(CopyGraphsTest, TheWritesGoWithTheLastLaunchOfALongRun) {
+  ASSERT_EQ(Run(streamA, 20, 64, 0, false, 2, 50), 0);  // 16 + 4, the writes after the 4
+  ExpectWritten(2, 50);
+  ExpectPiecesBelowTheWrite(to, from, 20, 0);
+  EXPECT_EQ(fake.launches, 2);
+  EXPECT_EQ(fake.batches, 0);
+}
+
+TEST_F(CopyGraphsTest, ANodeOfWritesTheDriverRefusesSendsWritesApartFromThenOn) {
+  fake.refuseWriteNode = true;
+  ASSERT_EQ(Run(streamA, 2, 64, 0, false, 2, 10), 0);
+  ExpectWritten(2, 10);
+  ExpectPiecesBelowTheWrite(to, from, 2, 0);
+  EXPECT_EQ(fake.copies, 2);  // that run one by one, its writes in one batch after
+  EXPECT_EQ(fake.batches, 1);
+  fake.refuseWriteNode = false;  // remembered: copies in graphs, writes apart
+  ASSERT_EQ(Run(streamA, 2, 64, 5, false, 2, 20), 0);
+  ExpectWritten(2, 20);
+  ExpectPiecesBelowTheWrite(to, from, 2, 5);
+  EXPECT_EQ(fake.launches, 1);
+  EXPECT_EQ(fake.batches, 2);
+  EXPECT_EQ(fake.copies, 2);
+  EXPECT_EQ(graphs.refusals(), 1u);
+}
+
+TEST_F(CopyGraphsTest, RefusedValuesSendTheRunOneByOne) {
+  ASSERT_EQ(Run(streamA, 2, 64, 0, false, 1, 7), 0);
+  fake.refuseWriteSet = true;
+  ASSERT_EQ(Run(streamA, 2, 64, 3, false, 1, 8), 0);
+  ExpectWritten(1, 8);
+  ExpectPiecesBelowTheWrite(to, from, 2, 3);
+  EXPECT_EQ(fake.launches, 1);
+  EXPECT_EQ(fake.copies, 2);
+  EXPECT_EQ(fake.batches, 1);
+  EXPECT_EQ(graphs.refusals(), 1u);
 }
 
 }  // namespace

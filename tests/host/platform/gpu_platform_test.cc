@@ -226,7 +226,9 @@ void ExpectStreamWork(Platform* platform, int device) {
 // Runs of copies between two device allocations, as the proxy queues them between windows: each
 // run has other operands and sizes than the one before, some runs go the other way (a prepared
 // graph's nodes moved to other allocations), the last repeats an earlier run's copies (a graph
-// launched as it stands), and every byte lands where it should.
+// launched as it stands), some have words written behind them (a host-mapped word, as a ring's
+// `consumed`, and a word the run's first copy also writes, which the write must win), and every
+// byte lands where it should.
 void ExpectCopyRuns(Platform* platform, int device) {
   constexpr size_t kBytes = 64 << 10, kSlot = 2048;
   uint64_t a = 0, b = 0;
@@ -236,6 +238,10 @@ void ExpectCopyRuns(Platform* platform, int device) {
   for (size_t i = 0; i < kBytes; ++i) hostA[i] = static_cast<unsigned char>(i * 131 + (i >> 8) + 7);
   ASSERT_OK(platform->CopyToDevice(device, a, hostA.data(), kBytes));
   ASSERT_OK(platform->CopyToDevice(device, b, hostB.data(), kBytes));
+  void* words = nullptr;
+  uint64_t wordsDevice = 0;
+  ASSERT_OK(platform->HostMappedAlloc(device, 64, &words, &wordsDevice));
+  memset(words, 0, 64);
   uint64_t stream = 0;
   ASSERT_OK(platform->StreamCreate(device, &stream));
   for (int step = 0; step < 7; ++step) {
@@ -253,8 +259,21 @@ void ExpectCopyRuns(Platform* platform, int device) {
       sizes.push_back(size);
       memcpy(&to[dstSlot * kSlot], &from[srcSlot * kSlot], size);  // the expected bytes
     }
-    ASSERT_OK(platform->CopiesOnStream(device, stream, dsts.data(), srcs.data(), sizes.data(), count));
+    const bool written = step >= 2 && step != 4;  // runs of 16 and of 5 with writes; run 4 without
+    const uint64_t value = 0x1000 + step, firstDst = dsts[0] - (back ? a : b);
+    const uint64_t addresses[2] = {wordsDevice + 8 * (step % 8), dsts[0]};
+    const uint64_t values[2] = {value, ~value};
+    if (written) {
+      memcpy(&to[firstDst], &values[1], 8);
+      ASSERT_OK(platform->CopiesThenWrites(device, stream, dsts.data(), srcs.data(), sizes.data(), count, addresses,
+                                           values, 2));
+    } else {
+      ASSERT_OK(platform->CopiesOnStream(device, stream, dsts.data(), srcs.data(), sizes.data(), count));
+    }
     ASSERT_OK(platform->StreamSynchronize(device, stream));
+    if (written) {
+      EXPECT_EQ(static_cast<const volatile uint64_t*>(words)[step % 8], value) << "step " << step;
+    }
     std::vector<unsigned char> readA(kBytes), readB(kBytes);
     ASSERT_OK(platform->CopyFromDevice(device, readA.data(), a, kBytes));
     ASSERT_OK(platform->CopyFromDevice(device, readB.data(), b, kBytes));
@@ -262,6 +281,7 @@ void ExpectCopyRuns(Platform* platform, int device) {
     EXPECT_TRUE(readB == hostB) << "step " << step;
   }
   ASSERT_OK(platform->StreamDestroy(device, stream));
+  ASSERT_OK(platform->HostMappedFree(device, words));
   ASSERT_OK(platform->DeviceFree(device, a));
   ASSERT_OK(platform->DeviceFree(device, b));
 }

@@ -3,9 +3,9 @@
 // through a CountingPlatform (the copies of one submission run last first, as a driver may run
 // them in any order): pieces that continue each other between the same windows become one
 // copy, copies apart from each other one submission, writes in a row one submission, nothing is
-// reordered between writes and copies, pieces that would overlap once joined stay apart, a copy
-// that touches a held one's bytes goes in a later submission, and after a failed submission
-// nothing more is submitted.
+// reordered between writes and copies (the writes behind copies go with them, one submission),
+// pieces that would overlap once joined stay apart, a copy that touches a held one's bytes goes
+// in a later submission, and after a failed submission nothing more is submitted.
 #include <gtest/gtest.h>
 #include <stdint.h>
 
@@ -85,8 +85,50 @@ TEST_F(CopyQueueTest, AWriteComesAfterTheCopiesBeforeIt) {
   ASSERT_TRUE(q.Flush().ok());
   EXPECT_EQ(dst[3], 7u);
   EXPECT_EQ(dst[15], src[15]);
-  EXPECT_EQ(q.submissions(), 2u);  // the joined copy, then the write
+  EXPECT_EQ(q.submissions(), 1u);  // the joined copy with the write behind it
+  EXPECT_EQ(counting_->copiesThenWrites, 1);
   EXPECT_EQ(Copies(), std::vector<int>{1});
+}
+
+// Copies apart, then the words behind them (a signal, `consumed`, the tail's marker): one
+// submission, and the marker vouches for all of it.
+TEST_F(CopyQueueTest, CopiesAndTheWritesBehindThemAreOneSubmission) {
+  std::vector<uint64_t> src = Words(32, 1000), dst(32, 0), words(2, 0);
+  uint64_t written = 0, landed = 0;
+  StreamTail tail(&landed, reinterpret_cast<uint64_t>(&written));
+  CopyQueue q(platform_, 0, 0, &tail);
+  ASSERT_TRUE(q.Copy(At(dst, 16), At(src, 0), 64, kPair).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 16), 64, kPair).ok());
+  ASSERT_TRUE(q.WriteValue64(At(words, 0), 5).ok());
+  ASSERT_TRUE(q.WriteValue64(At(words, 1), 6).ok());
+  ASSERT_TRUE(q.Mark().ok());
+  EXPECT_EQ(words[0], 0u);  // all held back
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(q.submissions(), 1u);
+  EXPECT_EQ(Copies(), std::vector<int>{2});
+  EXPECT_EQ(counting_->copiesThenWrites, 1);
+  for (size_t w = 0; w < 8; ++w) {
+    EXPECT_EQ(dst[16 + w], src[w]) << w;
+    EXPECT_EQ(dst[w], src[16 + w]) << w;
+  }
+  EXPECT_EQ(words, (std::vector<uint64_t>{5, 6}));
+  EXPECT_EQ(written, 1u);
+  landed = written;
+  EXPECT_TRUE(q.Idle());
+}
+
+// A piece that continues a copy with writes held behind it does not join it: the joined copy
+// would land ahead of those writes. Here the write's word is the piece's, so the piece must win.
+TEST_F(CopyQueueTest, APieceNeverJoinsACopyThatWritesAreHeldBehind) {
+  std::vector<uint64_t> src = Words(16, 1000), dst(16, 0);
+  CopyQueue q(platform_, 0, 0);
+  ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 9), 7).ok());
+  ASSERT_TRUE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());  // continues the first
+  ASSERT_TRUE(q.Flush().ok());
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(q.submissions(), 2u);  // the copy and the write, then the piece
+  EXPECT_EQ(Copies(), (std::vector<int>{1, 1}));
 }
 
 // A chain where each piece reads what the one before wrote: joined it would be one
@@ -173,7 +215,7 @@ TEST_F(CopyQueueTest, ACopyComesAfterTheWritesBeforeIt) {
   ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
   ASSERT_TRUE(q.WriteValue64(At(dst, 5), 9).ok());
   ASSERT_TRUE(q.Flush().ok());
-  EXPECT_EQ(q.submissions(), 3u);  // the write, the copy, the write
+  EXPECT_EQ(q.submissions(), 2u);  // the write, then the copy with the write behind it
   EXPECT_EQ(dst[3], src[3]);
   EXPECT_EQ(dst[5], 9u);
 }
@@ -194,15 +236,15 @@ TEST_F(CopyQueueTest, AfterAFailedSubmissionNothingMoreIsSubmitted) {
   std::vector<uint64_t> src = Words(16, 1000), dst(16, 0);
   CopyQueue q(platform_, 0, 0);
   ASSERT_TRUE(q.Copy(At(dst, 0), At(src, 0), 64, kPair).ok());
-  ASSERT_TRUE(q.WriteValue64(At(dst, 0) + 4, 7).ok());            // held back: it fails when issued
-  for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[w], src[w]) << w;  // the copy before it was issued
-  EXPECT_FALSE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());
+  ASSERT_TRUE(q.WriteValue64(At(dst, 0) + 4, 7).ok());            // held back behind it: it fails when issued
+  EXPECT_FALSE(q.Copy(At(dst, 8), At(src, 8), 64, kPair).ok());   // issues the two
+  for (size_t w = 0; w < 8; ++w) EXPECT_EQ(dst[w], src[w]) << w;  // the copy before the write landed
   EXPECT_FALSE(q.Flush().ok());
   EXPECT_FALSE(q.WriteValue64(At(dst, 15), 9).ok());
   EXPECT_FALSE(q.Flush().ok());
   EXPECT_EQ(dst[8], 0u);
   EXPECT_EQ(dst[15], 0u);
-  EXPECT_EQ(q.submissions(), 2u);
+  EXPECT_EQ(q.submissions(), 1u);
 }
 
 TEST_F(CopyQueueTest, WritesHeldBackAreIssuedWhenTheQueueGoes) {

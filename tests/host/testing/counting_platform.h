@@ -23,6 +23,7 @@ class CountingPlatform final : public Platform {
   std::atomic<int> pinnedAllocations{0};
   std::atomic<size_t> pinnedBytes{0};
   std::atomic<int> callsThatMayWait{0};
+  std::atomic<int> copiesThenWrites{0};  // submissions of copies with writes behind them
 
   // How many copies each copy submission carried, in order.
   std::vector<int> CopySubmissions() {
@@ -92,6 +93,14 @@ class CountingPlatform final : public Platform {
                         int count) override {
     Submitted(count);
     for (int i = count - 1; i >= 0; --i) CCO_RETURN_IF_ERROR(inner_->CopyOnStream(d, s, dsts[i], srcs[i], sizes[i]));
+    return Status::Ok();
+  }
+  // One submission: the copies (last first, as above), then the writes in order.
+  Status CopiesThenWrites(int d, uint64_t s, const uint64_t* dsts, const uint64_t* srcs, const uint64_t* sizes,
+                          int copies, const uint64_t* addresses, const uint64_t* values, int writes) override {
+    ++copiesThenWrites;
+    CCO_RETURN_IF_ERROR(CopiesOnStream(d, s, dsts, srcs, sizes, copies));
+    for (int i = 0; i < writes; ++i) CCO_RETURN_IF_ERROR(inner_->StreamWriteValue64(d, s, addresses[i], values[i]));
     return Status::Ok();
   }
   Status StreamWriteValue64(int d, uint64_t s, uint64_t address, uint64_t value) override {
