@@ -153,6 +153,42 @@ void WhileTheHostWaits(CUcontext ctx) {
       ctx, "cuMemHostAlloc 4 MiB portable|devicemap",
       [&] { CHECK(cuMemHostAlloc(&more, 4 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP)); }, true);
   Probe(ctx, "cuMemAlloc 4 MiB", [&] { CHECK(cuMemAlloc(&moreDevice, 4 << 20)); }, true);
+  // A graph of one copy (the proxy's prepared copies, cuda_copy_graphs.h): its making, and a
+  // later launch with the node's operands set, as the proxy's pass does.
+  CUgraph graph = nullptr;
+  CUgraphNode node = nullptr;
+  CUgraphExec exec = nullptr;
+  CUDA_MEMCPY3D copy = {};
+  copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  copy.srcDevice = k.device, copy.dstDevice = k.device + 2048, copy.WidthInBytes = 64, copy.Height = copy.Depth = 1;
+  CUcontext current;
+  CHECK(cuCtxGetCurrent(&current));
+  Probe(
+      ctx, "cuGraphCreate + cuGraphAddMemcpyNode",
+      [&] {
+        CHECK(cuGraphCreate(&graph, 0));
+        CHECK(cuGraphAddMemcpyNode(&node, graph, nullptr, 0, &copy, current));
+      },
+      true);
+  Probe(ctx, "cuGraphInstantiate (one copy)", [&] { CHECK(cuGraphInstantiate(&exec, graph, 0)); }, true);
+  Probe(
+      ctx, "cuGraphUpload + sync",
+      [&] {
+        CHECK(cuGraphUpload(exec, k.stream));
+        CHECK(cuStreamSynchronize(k.stream));
+      },
+      true);
+  Probe(
+      ctx, "cuGraphExecMemcpyNodeSetParams + launch + sync",
+      [&] {
+        copy.srcDevice = k.device + 512;
+        CHECK(cuGraphExecMemcpyNodeSetParams(exec, node, &copy, current));
+        CHECK(cuGraphLaunch(exec, k.stream));
+        CHECK(cuStreamSynchronize(k.stream));
+      },
+      true);
+  CHECK(cuGraphExecDestroy(exec));
+  CHECK(cuGraphDestroy(graph));
   Probe(
       ctx, "cuStreamCreate",
       [&] {
