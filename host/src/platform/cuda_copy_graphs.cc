@@ -51,68 +51,66 @@ bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* c) {
          library.ResolveOptional("cuGraphAddBatchMemOpNode", &c->addBatchMemOpNode) &&
          library.ResolveOptional("cuGraphExecBatchMemOpNodeSetParams", &c->execBatchMemOpNodeSetParams) &&
          library.ResolveOptional("cuStreamBatchMemOp_v2", &c->streamBatchMemOp) &&
-         library.ResolveOptional("cuGraphLaunch", &c->launch) &&
+         library.ResolveOptional("cuGraphUpload", &c->upload) && library.ResolveOptional("cuGraphLaunch", &c->launch) &&
          library.ResolveOptional("cuGraphExecDestroy", &c->execDestroy) &&
          library.ResolveOptional("cuGraphDestroy", &c->graphDestroy);
 }
 
+DriverResult CopyGraphs::PrepareStream(void* stream, DeviceAddress scratch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DriverResult first = kDriverSuccess;
+  for (unsigned count = 1; count <= kMaxNodes; ++count)
+    for (unsigned writes = 0; writes <= kPreparedWrites; ++writes) {
+      Prepared made;
+      const DriverResult r = Make(stream, scratch, count, writes, &made);  // refused: kept without an exec
+      if (r != kDriverSuccess && first == kDriverSuccess) first = r;
+      prepared_[std::make_tuple(stream, count, writes)] = std::move(made);
+    }
+  if (first != kDriverSuccess) SayRefused("a graph of copies could not be made", first);
+  return first;
+}
+
 DriverResult CopyGraphs::Copy(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                               unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
-  bool written = false;
+  if (count == 0) return Writes(stream, addresses, values, writes);
   for (unsigned done = 0; done < count;) {
     const unsigned n = count - done < kMaxNodes ? count - done : kMaxNodes;
-    // The writes with the last launch, in its graph where the driver takes such nodes.
-    bool withWrites;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      withWrites = done + n == count && writes > 0 && writes <= kMaxWrites && !writeNodesRefused_;
-    }
+    const bool last = done + n == count;  // the writes go behind the last launch
     // One copy too: a one-node graph launches for 1.8 us, set for 3.1, against 5.0 a cuMemcpyAsync.
-    const DriverResult r =
-        Run(stream, dsts + done, srcs + done, sizes + done, n, addresses, values, withWrites ? writes : 0);
+    const DriverResult r = Run(stream, dsts + done, srcs + done, sizes + done, n, addresses, values, last ? writes : 0);
     if (r != kDriverSuccess) return r;
-    written |= withWrites;
     done += n;
   }
-  return written ? kDriverSuccess : Writes(stream, addresses, values, writes);
+  return kDriverSuccess;
+}
+
+CopyGraphs::Prepared* CopyGraphs::Find(void* stream, unsigned count, unsigned writes) {
+  auto found = prepared_.find(std::make_tuple(stream, count, writes));
+  return found == prepared_.end() || found->second.exec == nullptr ? nullptr : &found->second;
 }
 
 DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                              unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto found = prepared_.find(std::make_tuple(stream, count, writes));
-  if (found == prepared_.end()) {
-    // Made from this run itself, whose operands it then holds: launched as it is.
-    Prepared fresh;
-    bool writeNodeRefused = false;
-    const DriverResult made = Prepare(dsts, srcs, sizes, count, addresses, values, writes, &fresh, &writeNodeRefused);
-    found = prepared_.emplace(std::make_tuple(stream, count, writes), std::move(fresh)).first;
-    if (made != kDriverSuccess) {  // remembered: this stream's runs of this shape go one by one
-      // A node of writes refused: from now on every run's writes go apart, its copies in graphs.
-      writeNodesRefused_ |= writeNodeRefused;
-      SayRefused(
-          writeNodeRefused ? "a graph's node of writes could not be made" : "a graph of copies could not be made",
-          made);
-      ++refusals_;
-      return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
-    }
-  } else {
-    Prepared& p = found->second;
-    if (p.exec == nullptr) {
-      ++refusals_;
-      return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
-    }
-    DriverResult r = SetOperands(&p, dsts, srcs, sizes, count);
-    if (r == kDriverSuccess && writes > 0) r = SetWrites(&p, addresses, values, writes);
-    if (r != kDriverSuccess) {  // this run's operands refused: the nodes it touched are set again
-      SayRefused("the driver refused a prepared node's new operands", r);
-      ++refusals_;
-      return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
-    }
+  Prepared* p = writes <= kPreparedWrites ? Find(stream, count, writes) : nullptr;
+  const bool writesApart = p == nullptr && writes > 0;  // then the copies' graph alone, if there is one
+  if (writesApart) p = Find(stream, count, 0);
+  if (p == nullptr) {  // never made for this stream, or refused when it was (said then)
+    SayRefused("a run of copies on a stream without prepared graphs", 0);
+    ++refusals_;
+    return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
   }
-  const DriverResult r = calls_.launch(found->second.exec, stream);
-  if (r == kDriverSuccess) ++launches_;
-  return r;
+  DriverResult r = SetOperands(p, dsts, srcs, sizes, count);
+  if (r == kDriverSuccess && !writesApart && writes > 0) r = SetWrites(p, addresses, values, writes);
+  if (r != kDriverSuccess) {  // this run's operands refused: the nodes it touched are set again
+    SayRefused("the driver refused a prepared node's new operands", r);
+    ++refusals_;
+    return OneByOne(stream, dsts, srcs, sizes, count, addresses, values, writes);
+  }
+  r = calls_.launch(p->exec, stream);
+  if (r != kDriverSuccess) return r;
+  ++launches_;
+  return writesApart ? Writes(stream, addresses, values, writes) : kDriverSuccess;
 }
 
 DriverResult CopyGraphs::SetOperands(Prepared* p, const DeviceAddress* dsts, const DeviceAddress* srcs,
@@ -120,15 +118,12 @@ DriverResult CopyGraphs::SetOperands(Prepared* p, const DeviceAddress* dsts, con
   // First the copies some node holds already (the nodes have no order: any may carry any copy),
   // then the others onto the nodes left.
   bool taken[kMaxNodes] = {}, placed[kMaxNodes] = {};
-  unsigned held = 0;
   for (unsigned i = 0; i < count; ++i)
     for (unsigned k = 0; k < count; ++k)
       if (!taken[k] && Holds(p->params[k], dsts[i], srcs[i], sizes[i])) {
         taken[k] = placed[i] = true;
-        ++held;
         break;
       }
-  if (held == count) return kDriverSuccess;  // a repeated run
   DriverResult r = kDriverSuccess;
   unsigned k = 0;
   for (unsigned i = 0; r == kDriverSuccess && i < count; ++i) {
@@ -147,15 +142,13 @@ DriverResult CopyGraphs::SetOperands(Prepared* p, const DeviceAddress* dsts, con
 
 DriverResult CopyGraphs::SetWrites(Prepared* p, const DeviceAddress* addresses, const uint64_t* values,
                                    unsigned writes) {
-  BatchWrite64 ops[kMaxWrites];
+  BatchWrite64 ops[kPreparedWrites];
   Describe(addresses, values, writes, ops);
   const BatchMemOpNodeParams params{p->context, writes, ops, 0};  // the driver copies the ops
   return calls_.execBatchMemOpNodeSetParams(p->exec, p->writes, &params);
 }
 
-DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
-                                 unsigned count, const DeviceAddress* addresses, const uint64_t* values,
-                                 unsigned writes, Prepared* p, bool* writeNodeRefused) {
+DriverResult CopyGraphs::Make(void* stream, DeviceAddress scratch, unsigned count, unsigned writes, Prepared* p) {
   DriverResult r = calls_.ctxGetCurrent(&p->context);
   if (r == kDriverSuccess) r = calls_.graphCreate(&p->graph, 0);
   p->nodes.assign(count, nullptr);
@@ -163,20 +156,24 @@ DriverResult CopyGraphs::Prepare(const DeviceAddress* dsts, const DeviceAddress*
   for (unsigned k = 0; r == kDriverSuccess && k < count; ++k) {
     Memcpy3D params = {};
     params.srcMemoryType = params.dstMemoryType = kMemoryTypeUnified;  // what cuMemcpyAsync's capture gives
-    params.srcDevice = srcs[k], params.dstDevice = dsts[k];
-    params.WidthInBytes = sizes[k], params.Height = 1, params.Depth = 1;
+    params.srcDevice = scratch + 16 * k, params.dstDevice = scratch + 16 * k + 8;
+    params.WidthInBytes = 8, params.Height = 1, params.Depth = 1;
     r = calls_.addMemcpyNode(&p->nodes[k], p->graph, nullptr, 0, &params, p->context);
     if (r == kDriverSuccess) r = calls_.memcpyNodeGetParams(p->nodes[k], &p->params[k]);
     if (r == kDriverSuccess && !Movable(p->params[k])) r = kInvalidValue;
   }
   if (r == kDriverSuccess && writes > 0) {
-    BatchWrite64 ops[kMaxWrites];
+    DeviceAddress addresses[kPreparedWrites];
+    uint64_t values[kPreparedWrites] = {};
+    for (unsigned j = 0; j < writes; ++j) addresses[j] = scratch + 16 * kMaxNodes + 8 * j;
+    BatchWrite64 ops[kPreparedWrites];
     Describe(addresses, values, writes, ops);
     const BatchMemOpNodeParams params{p->context, writes, ops, 0};
     r = calls_.addBatchMemOpNode(&p->writes, p->graph, p->nodes.data(), count, &params);
-    *writeNodeRefused = r != kDriverSuccess;
   }
   if (r == kDriverSuccess) r = calls_.instantiate(&p->exec, p->graph, 0);
+  // Its device copy made now: a first launch would otherwise allocate while kernels wait.
+  if (r == kDriverSuccess) r = calls_.upload(p->exec, stream);
   if (r != kDriverSuccess) Free(p);
   return r;
 }
@@ -192,9 +189,10 @@ DriverResult CopyGraphs::OneByOne(void* stream, const DeviceAddress* dsts, const
 }
 
 DriverResult CopyGraphs::Writes(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
-  BatchWrite64 ops[kMaxWrites];
+  constexpr unsigned kBatch = 16;
+  BatchWrite64 ops[kBatch];
   for (unsigned done = 0; done < writes;) {
-    const unsigned n = writes - done < kMaxWrites ? writes - done : kMaxWrites;
+    const unsigned n = writes - done < kBatch ? writes - done : kBatch;
     Describe(addresses + done, values + done, n, ops);
     const DriverResult r = calls_.streamBatchMemOp(stream, n, ops, 0);
     if (r != kDriverSuccess) return r;

@@ -5,11 +5,19 @@
 // cuMemcpyBatchAsync as much per copy, while a graph of sixteen copies whose nodes are given new
 // operands before each launch costs 1.4 us a copy (tools/perf/copy_enqueue_probe.cu, H100): one
 // copy a call bounds the proxy's puts far below memcpy's bandwidth. So a run of copies goes as
-// one launch of a graph with that many copy nodes, made once per (stream, count) from such a
-// run, and given each run's addresses and sizes before its launch (cuGraphExecMemcpyNodeSetParams: "only future
-// launches see the change", so a launch still running keeps its own). The graph is built node by node, never captured:
-// a stream in capture while another thread synchronised the context crashed the process inside the driver (SIGSEGV in
-// the main thread's synchronize, two runs of eight on an H100).
+// one launch of a graph with that many copy nodes, given the run's addresses and sizes before
+// its launch (cuGraphExecMemcpyNodeSetParams: "only future launches see the change", so a launch
+// still running keeps its own).
+//
+// The graphs are made when the stream is (PrepareStream: every count of copies up to kMaxNodes,
+// each with 0 to kPreparedWrites writes behind), never while the proxy serves kernels: made on the
+// proxy's thread while a kernel waited for it and another thread waited inside the driver for
+// that kernel, they held the proxy until the kernel gave up (CCO_COPY_GRAPHS=1 with 8 programs
+// posting to one queue, an H100: every run took the 20 s bound; the driver's allocations wait for
+// the kernel then, docs/gda.md "Streams and threads"). A run of a shape not made goes one
+// cuMemcpyAsync a copy. Each is built node by node, never captured: a stream in capture while
+// another thread synchronised the context crashed the process inside the driver (SIGSEGV in the
+// main thread's synchronize, two runs of eight on an H100).
 //
 // The copy nodes have no edges: the copies of a run run in no order among themselves, as the
 // caller's contract says (Platform::CopiesOnStream). Words written behind the copies (a signal,
@@ -92,6 +100,7 @@ struct CopyGraphCalls {
                                     const BatchMemOpNodeParams* params) = nullptr;
   DriverResult (*execBatchMemOpNodeSetParams)(void* exec, void* node, const BatchMemOpNodeParams* params) = nullptr;
   DriverResult (*streamBatchMemOp)(void* stream, unsigned count, BatchWrite64* ops, unsigned flags) = nullptr;
+  DriverResult (*upload)(void* exec, void* stream) = nullptr;
   DriverResult (*launch)(void* exec, void* stream) = nullptr;
   DriverResult (*execDestroy)(void* exec) = nullptr;
   DriverResult (*graphDestroy)(void* graph) = nullptr;
@@ -104,10 +113,21 @@ class CopyGraphs {
  public:
   // Runs longer than this go as several launches, the writes with the last.
   static constexpr unsigned kMaxNodes = 16;
-  // Writes in one node at most; more go in cuStreamBatchMemOp calls behind the launches.
-  static constexpr unsigned kMaxWrites = 16;
+  // Writes in a prepared node at most (a proxy's pass writes a signal, `consumed` and a marker);
+  // more go in cuStreamBatchMemOp calls behind the launch.
+  static constexpr unsigned kPreparedWrites = 3;
+  // Bytes of device memory PrepareStream's graphs copy within and write into until their
+  // first run: of the kind the runs' operands are (a node moves between VMM allocations, not
+  // from VMM to cuMemAlloc memory: tools/perf/copy_enqueue_probe.cu).
+  static constexpr size_t kScratchBytes = (2 * kMaxNodes + kPreparedWrites) * 8;
 
   explicit CopyGraphs(const CopyGraphCalls& calls) : calls_(calls) {}
+
+  // Makes `stream`'s graphs (for the stream's context, current on the calling thread), their
+  // nodes copying within `scratch` (kScratchBytes of device memory) until a run sets them.
+  // Call where no kernel can wait for this stream's work (where the stream is made). A graph
+  // the driver refuses is remembered: runs of its shape go one by one. Returns the first refusal.
+  DriverResult PrepareStream(void* stream, DeviceAddress scratch);
 
   // sizes[i] bytes from srcs[i] to dsts[i], i < count, behind `stream`'s work, in no order
   // among themselves; then values[j] written at addresses[j], j < writes, in that order, behind
@@ -118,7 +138,8 @@ class CopyGraphs {
   // The graphs made for `stream`, freed (before the stream is destroyed).
   void Forget(void* stream);
 
-  // Runs launched as graphs, and runs the driver refused a graph (copied one by one).
+  // Runs launched as graphs, and runs that went one by one (no graph of their shape, or the
+  // driver refused their operands).
   uint64_t launches() const { return launches_; }
   uint64_t refusals() const { return refusals_; }
 
@@ -131,14 +152,15 @@ class CopyGraphs {
     std::vector<Memcpy3D> params;  // what each node holds (the driver's view of the memory types)
     void* writes = nullptr;        // the node of writes behind every copy node (null: none)
   };
-  // One launch of at most kMaxNodes copies and kMaxWrites writes behind them.
+  // One launch of at most kMaxNodes copies and the writes behind them (their graph's node, or
+  // a cuStreamBatchMemOp after the launch where no graph of this shape has one).
   DriverResult Run(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                    unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
-  // A graph of `count` copy nodes without edges, holding these copies, and where `writes` is
-  // not 0 a node of these writes after all of them (*writeNodeRefused: the driver refused that node).
-  DriverResult Prepare(const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes, unsigned count,
-                       const DeviceAddress* addresses, const uint64_t* values, unsigned writes, Prepared* prepared,
-                       bool* writeNodeRefused);
+  // The prepared graph of this shape, or null where there is none (or the driver refused it).
+  Prepared* Find(void* stream, unsigned count, unsigned writes);
+  // A graph of `count` copy nodes without edges and, where `writes` is not 0, a node of that
+  // many writes after all of them, copying and writing within `scratch`; instantiated and uploaded.
+  DriverResult Make(void* stream, DeviceAddress scratch, unsigned count, unsigned writes, Prepared* prepared);
   // Gives the exec's nodes this run's copies, setting only the nodes that do not hold one of
   // them already (a set costs the driver ~1.3 us a node; calls that repeat their copies, as
   // an operator's do, then cost a launch alone). Every node then holds one of the copies.
@@ -148,7 +170,7 @@ class CopyGraphs {
   DriverResult SetWrites(Prepared* prepared, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
   DriverResult OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                         unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
-  // The writes alone, kMaxWrites a cuStreamBatchMemOp.
+  // The writes alone, in cuStreamBatchMemOp calls.
   DriverResult Writes(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
   void Free(Prepared* prepared);
 
@@ -156,7 +178,6 @@ class CopyGraphs {
   std::mutex mu_;  // the graphs, their launches and the counts
   // By (stream, copies, writes).
   std::map<std::tuple<void*, unsigned, unsigned>, Prepared> prepared_;
-  bool writeNodesRefused_ = false;  // the driver refused a node of writes: writes go apart from then on
   uint64_t launches_ = 0, refusals_ = 0;
 };
 

@@ -187,6 +187,10 @@ DriverResult CudaCopiesAsync(void* stream, const gpu::DeviceAddress* dsts, const
   return Driver().copyGraphs->Copy(stream, dsts, srcs, sizes, count, addresses, values, writes);
 }
 
+DriverResult CudaPrepareStreamCopies(void* stream, gpu::DeviceAddress scratch) {
+  return Driver().copyGraphs->PrepareStream(stream, scratch);
+}
+
 void CudaForgetStreamCopies(void* stream) { Driver().copyGraphs->Forget(stream); }
 
 // --- loading ---------------------------------------------------------------------------
@@ -236,6 +240,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   if (env::Flag("CCO_COPY_GRAPHS", false) && gpu::ResolveCopyGraphCalls(library, &graphCalls)) {
     driver->copyGraphs = new gpu::CopyGraphs(graphCalls);  // lives as long as the driver
     api.copiesAsync = {&CudaCopiesAsync, "cuGraphLaunch"};
+    api.prepareStreamCopies = &CudaPrepareStreamCopies;
     api.forgetStreamCopies = &CudaForgetStreamCopies;
   }
   if (library.ResolveOptional("cuMemHostRegister_v2", &api.hostRegister.fn) &&

@@ -159,7 +159,10 @@ struct GpuDriverApi {
                                const uint64_t* sizes, unsigned count, const DeviceAddress* addresses,
                                const uint64_t* values, unsigned writes)>
       copiesAsync;
-  // What copiesAsync keeps for a stream, freed before the stream is destroyed (null: nothing).
+  // What copiesAsync needs made for a stream before its first run, made where the stream is
+  // (scratch: device memory of the kind the runs copy, cuda_copy_graphs.h), and freed before
+  // the stream is destroyed (both null: nothing).
+  DriverResult (*prepareStreamCopies)(void* stream, DeviceAddress scratch) = nullptr;
   void (*forgetStreamCopies)(void* stream) = nullptr;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
   // cuMemGetHandleForAddressRange / hipMemGetHandleForAddressRange (handle type 1: a

@@ -492,6 +492,39 @@ Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
   DriverResult result = api_.streamCreate.fn(&created, kStreamNonBlocking);
   if (result != kDriverSuccess) return Failed(api_.streamCreate, result, Fmt("device=", device, ", non-blocking"));
   *stream = reinterpret_cast<uint64_t>(created);
+  // The stream's prepared copies, made now: never while kernels wait for the stream's work.
+  // Where they cannot be, its runs go one copy a call (and the first such run says so).
+  uint64_t scratch = 0;
+  if (api_.prepareStreamCopies != nullptr && CopyScratch(device, &scratch).ok())
+    (void)api_.prepareStreamCopies(created, scratch);
+  return Status::Ok();
+}
+
+// One granule of VMM device memory per device, mapped for the process's life: prepared copy
+// nodes move between VMM allocations, not from cuMemAlloc memory to VMM (copy_enqueue_probe).
+Status GpuVmmPlatform::CopyScratch(int device, uint64_t* va) {
+  std::lock_guard<std::mutex> lock(scratchMu_);
+  auto found = copyScratch_.find(device);
+  if (found != copyScratch_.end()) {
+    *va = found->second;
+    return Status::Ok();
+  }
+  DeviceInfo info;
+  CCO_RETURN_IF_ERROR(GetDeviceInfo(device, &info));
+  uint64_t at = 0;
+  CCO_RETURN_IF_ERROR(Reserve(device, info.granularity, 0, &at));
+  MemHandle handle = 0;
+  Status s = Create(device, info.granularity, &handle);
+  if (s.ok()) {
+    s = Map(device, at, info.granularity, handle, 0);
+    (void)Destroy(device, handle);  // the mapping keeps the memory
+  }
+  if (!s.ok()) {
+    (void)Release(device, at, info.granularity);
+    return s;
+  }
+  copyScratch_[device] = at;
+  *va = at;
   return Status::Ok();
 }
 

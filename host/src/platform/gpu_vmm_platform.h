@@ -106,6 +106,8 @@ class GpuVmmPlatform : public Platform {
   // context-wide synchronize: either would wait for every kernel of the process, including
   // one of another rank (ranks as threads) that waits for this rank's call to return.
   template <class Work> Status OnControlStream(int device, const char* what, Work work);
+  // The device's scratch for prepared copies (api_.prepareStreamCopies), made on first use.
+  Status CopyScratch(int device, uint64_t* va);
 
   const GpuDriverApi api_;
   std::once_flag offsetProbe_;
@@ -114,6 +116,8 @@ class GpuVmmPlatform : public Platform {
   std::map<int, void*> controlStreams_;  // by device, made on first use, kept for the process
   std::mutex paddedMutex_;
   std::map<uint64_t, PaddedReservation> padded_;  // by the aligned address handed out
+  std::mutex scratchMu_;
+  std::map<int, uint64_t> copyScratch_;  // by device, kept for the process
 };
 
 }  // namespace gpu

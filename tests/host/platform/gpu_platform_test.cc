@@ -223,7 +223,7 @@ void ExpectStreamWork(Platform* platform, int device) {
   ASSERT_OK(platform->DeviceFree(device, va));
 }
 
-// Runs of copies between two device allocations, as the proxy queues them between windows: each
+// Runs of copies between two VMM allocations, as the proxy queues them between windows: each
 // run has other operands and sizes than the one before, some runs go the other way (a prepared
 // graph's nodes moved to other allocations), the last repeats an earlier run's copies (a graph
 // launched as it stands), some have words written behind them (a host-mapped word, as a ring's
@@ -231,9 +231,19 @@ void ExpectStreamWork(Platform* platform, int device) {
 // byte lands where it should.
 void ExpectCopyRuns(Platform* platform, int device) {
   constexpr size_t kBytes = 64 << 10, kSlot = 2048;
-  uint64_t a = 0, b = 0;
-  ASSERT_OK(platform->DeviceAlloc(device, kBytes, &a));
-  ASSERT_OK(platform->DeviceAlloc(device, kBytes, &b));
+  // Two mappings of their own in one reservation, as windows are (VMM memory: what a proxy's
+  // prepared copies are made for).
+  DeviceInfo info;
+  ASSERT_OK(platform->GetDeviceInfo(device, &info));
+  const size_t granule = info.granularity < kBytes ? kBytes : info.granularity;
+  uint64_t a = 0;
+  ASSERT_OK(platform->Reserve(device, 2 * granule, 0, &a));
+  const uint64_t b = a + granule;
+  MemHandle handles[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(platform->Create(device, granule, &handles[i]));
+    ASSERT_OK(platform->Map(device, a + i * granule, granule, handles[i], 0));
+  }
   std::vector<unsigned char> hostA(kBytes), hostB(kBytes, 0);
   for (size_t i = 0; i < kBytes; ++i) hostA[i] = static_cast<unsigned char>(i * 131 + (i >> 8) + 7);
   ASSERT_OK(platform->CopyToDevice(device, a, hostA.data(), kBytes));
@@ -282,8 +292,11 @@ void ExpectCopyRuns(Platform* platform, int device) {
   }
   ASSERT_OK(platform->StreamDestroy(device, stream));
   ASSERT_OK(platform->HostMappedFree(device, words));
-  ASSERT_OK(platform->DeviceFree(device, a));
-  ASSERT_OK(platform->DeviceFree(device, b));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(platform->Unmap(device, a + i * granule, granule));
+    ASSERT_OK(platform->Destroy(device, handles[i]));
+  }
+  ASSERT_OK(platform->Release(device, a, 2 * granule));
 }
 
 // Host words (comm/host_words.h): two mappings of one memfd, as a rank and its in-process peer
