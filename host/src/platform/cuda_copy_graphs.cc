@@ -64,7 +64,9 @@ DriverResult CopyGraphs::PrepareStream(void* stream, DeviceAddress scratch) {
       Prepared made;
       const DriverResult r = Make(stream, scratch, count, writes, &made);  // refused: kept without an exec
       if (r != kDriverSuccess && first == kDriverSuccess) first = r;
-      prepared_[std::make_tuple(stream, count, writes)] = std::move(made);
+      Prepared& slot = prepared_[std::make_tuple(stream, count, writes)];
+      Free(&slot);  // a stream prepared twice keeps only its newest graphs
+      slot = std::move(made);
     }
   if (first != kDriverSuccess) SayRefused("a graph of copies could not be made", first);
   return first;

@@ -263,6 +263,13 @@ TEST_F(CopyGraphsTest, EveryShapeIsMadeAheadAndARunOnlySetsAndLaunches) {
   for (uint64_t w : scratch) EXPECT_EQ(w, 0u);  // never launched with the scratch copies
 }
 
+TEST_F(CopyGraphsTest, AStreamPreparedTwiceKeepsOneSetOfGraphs) {
+  Prepare();
+  Prepare();
+  EXPECT_EQ(fake.graphs, kShapes);
+  EXPECT_EQ(fake.execs, kShapes);
+}
+
 TEST_F(CopyGraphsTest, ARunOnAStreamNeverPreparedGoesOneByOne) {
   Prepare();
   ASSERT_EQ(Run(streamB, 4, 64, 0, false, 2, 9), 0);
