@@ -218,6 +218,12 @@ class CopyGraphsTest : public ::testing::Test {
     EXPECT_EQ(first, value);
     for (unsigned j = 1; j < writes; ++j) EXPECT_EQ(words[j], value + j) << j;
   }
+  // What the driver was asked for: graph launches, copies one by one, batches of writes.
+  void ExpectCalls(int launches, int copies, int batches) {
+    EXPECT_EQ(fake.launches, launches);
+    EXPECT_EQ(fake.copies, copies);
+    EXPECT_EQ(fake.batches, batches);
+  }
   // Every piece but the first word of `to`, which the run's first write takes after the copies.
   void ExpectPiecesBelowTheWrite(unsigned count, size_t shift) {
     for (unsigned k = 0; k + 1 < count; ++k)
@@ -275,9 +281,7 @@ TEST_F(CopyGraphsTest, ARunOnAStreamNeverPreparedGoesOneByOne) {
   ASSERT_EQ(Run(streamB, 4, 64, 0, false, 2, 9), 0);
   ExpectWritten(2, 9);
   ExpectPiecesBelowTheWrite(4, 0);
-  EXPECT_EQ(fake.copies, 4);
-  EXPECT_EQ(fake.batches, 1);
-  EXPECT_EQ(fake.launches, 0);
+  ExpectCalls(0, 4, 1);          // one copy a call, the writes in a batch after
   EXPECT_EQ(fake.builds, made);  // nothing made while serving: kernels may be waiting
   EXPECT_EQ(graphs.refusals(), 1u);
 }
@@ -396,9 +400,7 @@ TEST_F(CopyGraphsTest, MoreWritesThanANodeHoldsGoBehindTheLaunch) {
   ASSERT_EQ(Run(streamA, 2, 64, 0, false, CopyGraphs::kPreparedWrites + 2, 70), 0);
   ExpectWritten(CopyGraphs::kPreparedWrites + 2, 70);
   ExpectPiecesBelowTheWrite(2, 0);
-  EXPECT_EQ(fake.launches, 1);  // the copies' graph, then one batch of writes
-  EXPECT_EQ(fake.batches, 1);
-  EXPECT_EQ(fake.copies, 0);
+  ExpectCalls(1, 0, 1);  // the copies' graph, then one batch of writes
 }
 
 TEST_F(CopyGraphsTest, ANodeOfWritesTheDriverRefusesSendsWritesApart) {
@@ -408,9 +410,7 @@ TEST_F(CopyGraphsTest, ANodeOfWritesTheDriverRefusesSendsWritesApart) {
   ASSERT_EQ(Run(streamA, 2, 64, 0, false, 2, 10), 0);
   ExpectWritten(2, 10);
   ExpectPiecesBelowTheWrite(2, 0);
-  EXPECT_EQ(fake.launches, 1);  // the copies in their graph, the writes in a batch after
-  EXPECT_EQ(fake.batches, 1);
-  EXPECT_EQ(fake.copies, 0);
+  ExpectCalls(1, 0, 1);  // the copies in their graph, the writes in a batch after
 }
 
 TEST_F(CopyGraphsTest, RefusedValuesSendTheRunOneByOne) {
@@ -420,9 +420,7 @@ TEST_F(CopyGraphsTest, RefusedValuesSendTheRunOneByOne) {
   ASSERT_EQ(Run(streamA, 2, 64, 3, false, 1, 8), 0);
   ExpectWritten(1, 8);
   ExpectPiecesBelowTheWrite(2, 3);
-  EXPECT_EQ(fake.launches, 1);
-  EXPECT_EQ(fake.copies, 2);
-  EXPECT_EQ(fake.batches, 1);
+  ExpectCalls(1, 2, 1);  // the first run launched; the refused one a copy a call, then its writes
   EXPECT_EQ(graphs.refusals(), 1u);
 }
 
