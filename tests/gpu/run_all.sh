@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
-#   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
+#   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|sdma-diag|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
 #   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-sdma-status ops-examples ops-bench
 #   ops-core)
 # Logs and results go to $OUT. NVLink multicast stays off.
@@ -132,6 +132,24 @@ for step in "${steps[@]}"; do
         echo "perf sdma: exit $?"; tail -3 "$OUT/perf-sdma.err"
         python3 -m cco_tools.perf.report "$OUT/perf-sdma.json"
       } 2>&1 | tee "$OUT/sdma.log"
+      mps_stop ;;
+    sdma-diag)
+      # Where an SDMA put's time goes, one program and eight posting to one queue (the trace's
+      # steps: tools/perf/sdma_timeline_probe.py), and whether the driver calls the prepared copy
+      # graphs make wait for a kernel that another thread waits for; then the bandwidth table
+      # with the graphs off and on. Waits bounded at 5 s: a stalled shape costs seconds, not the call.
+      stage/bin/blocking_call_probe host-waits 2>&1 | tee "$OUT/blocking-host-waits.txt" | grep -i graph
+      mps_start
+      for graphs in 0 1; do
+        rm -rf /tmp/cco-sdma-trace && mkdir -p /tmp/cco-sdma-trace
+        CCO_COPY_GRAPHS=$graphs CCO_TIMEOUT_MS=5000 CCO_ENABLE_SDMA=1 CCO_TRACE=/tmp/cco-sdma-trace timeout 90 \
+          python3 -m cco.launch -n 2 --timeout 80 tools/perf/sdma_timeline_probe.py "$OUT/sdma-timeline-g$graphs" \
+          2>&1 | tee "$OUT/sdma-timeline-g$graphs.txt" | grep "a put"
+        CCO_COPY_GRAPHS=$graphs CCO_TIMEOUT_MS=5000 CCO_ENABLE_SDMA=1 timeout 120 python3 -m cco_tools launch -n 2 \
+          -m cco_tools perf --suites sdma --quick --max-size 16M --json "$OUT/perf-sdma-g$graphs.json" \
+          > "$OUT/perf-sdma-g$graphs.txt" 2>&1
+        echo "perf sdma, CCO_COPY_GRAPHS=$graphs: exit $?"
+      done
       mps_stop ;;
     perf)
       # One process per suite, each bounded: a stuck suite costs its own figures only.
