@@ -12,7 +12,7 @@
 // The graphs are made when the stream is (PrepareStream: every count of copies up to kMaxNodes,
 // each with 0 to kPreparedWrites writes behind), never while the proxy serves kernels: made on the
 // proxy's thread while a kernel waited for it and another thread waited inside the driver for
-// that kernel, they held the proxy until the kernel gave up (CCO_COPY_GRAPHS=1 with 8 programs
+// that kernel, they most likely held the proxy until the kernel gave up (CCO_COPY_GRAPHS=1 with 8 programs
 // posting to one queue, an H100: every run took the 20 s bound; the driver's allocations wait for
 // the kernel then, docs/gda.md "Streams and threads"). A run of a shape not made goes one
 // cuMemcpyAsync a copy. Each is built node by node, never captured: a stream in capture while
