@@ -12,12 +12,12 @@
 // The graphs are made when the stream is (PrepareStream: every count of copies up to kMaxNodes,
 // each with 0 to kPreparedWrites writes behind), never while the proxy serves kernels: made on the
 // proxy's thread while a kernel waited for it and another thread waited inside the driver for
-// that kernel, they most likely held the proxy until the kernel gave up (CCO_COPY_GRAPHS=1 with 8 programs
-// posting to one queue, an H100: every run took the 20 s bound; the driver's allocations wait for
-// the kernel then, docs/gda.md "Streams and threads"). A run of a shape not made goes one
-// cuMemcpyAsync a copy. Each is built node by node, never captured: a stream in capture while
-// another thread synchronised the context crashed the process inside the driver (SIGSEGV in the
-// main thread's synchronize, two runs of eight on an H100).
+// that kernel, they most likely held the proxy until the kernel gave up (CCO_COPY_GRAPHS=1 with
+// 8 programs posting to one queue, an H100: every run took the 20 s bound; the driver's
+// allocations wait for the kernel then, docs/gda.md "Streams and threads"). A run of a shape not
+// made goes one cuMemcpyAsync a copy. Each is built node by node, never captured: a stream in
+// capture while another thread synchronised the context crashed the process inside the driver
+// (SIGSEGV in the main thread's synchronize, two runs of eight on an H100).
 //
 // The copy nodes have no edges: the copies of a run run in no order among themselves, as the
 // caller's contract says (Platform::CopiesOnStream). Words written behind the copies (a signal,
