@@ -40,6 +40,20 @@ void Describe(const DeviceAddress* addresses, const uint64_t* values, unsigned w
 
 }  // namespace
 
+DriverResult WriteValuesInBatches(StreamBatchMemOp batchMemOp, void* stream, const DeviceAddress* addresses,
+                                  const uint64_t* values, unsigned count) {
+  constexpr unsigned kBatch = 64;  // operations a call
+  BatchWrite64 ops[kBatch];
+  for (unsigned done = 0; done < count;) {
+    const unsigned n = count - done < kBatch ? count - done : kBatch;
+    Describe(addresses + done, values + done, n, ops);
+    const DriverResult r = batchMemOp(stream, n, ops, 0);
+    if (r != kDriverSuccess) return r;
+    done += n;
+  }
+  return kDriverSuccess;
+}
+
 bool ResolveCopyGraphCalls(const DriverLibrary& library, CopyGraphCalls* c) {
   return library.ResolveOptional("cuCtxGetCurrent", &c->ctxGetCurrent) &&
          library.ResolveOptional("cuMemcpyAsync", &c->copyAsync) &&
@@ -74,7 +88,7 @@ DriverResult CopyGraphs::PrepareStream(void* stream, DeviceAddress scratch) {
 
 DriverResult CopyGraphs::Copy(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                               unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
-  if (count == 0) return Writes(stream, addresses, values, writes);
+  if (count == 0) return WriteValuesInBatches(calls_.streamBatchMemOp, stream, addresses, values, writes);
   for (unsigned done = 0; done < count;) {
     const unsigned n = count - done < kMaxNodes ? count - done : kMaxNodes;
     const bool last = done + n == count;  // the writes go behind the last launch
@@ -112,7 +126,8 @@ DriverResult CopyGraphs::Run(void* stream, const DeviceAddress* dsts, const Devi
   r = calls_.launch(p->exec, stream);
   if (r != kDriverSuccess) return r;
   ++launches_;
-  return writesApart ? Writes(stream, addresses, values, writes) : kDriverSuccess;
+  return writesApart ? WriteValuesInBatches(calls_.streamBatchMemOp, stream, addresses, values, writes)
+                     : kDriverSuccess;
 }
 
 DriverResult CopyGraphs::SetOperands(Prepared* p, const DeviceAddress* dsts, const DeviceAddress* srcs,
@@ -187,20 +202,7 @@ DriverResult CopyGraphs::OneByOne(void* stream, const DeviceAddress* dsts, const
     const DriverResult r = calls_.copyAsync(dsts[i], srcs[i], sizes[i], stream);
     if (r != kDriverSuccess) return r;
   }
-  return Writes(stream, addresses, values, writes);
-}
-
-DriverResult CopyGraphs::Writes(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned writes) {
-  constexpr unsigned kBatch = 16;
-  BatchWrite64 ops[kBatch];
-  for (unsigned done = 0; done < writes;) {
-    const unsigned n = writes - done < kBatch ? writes - done : kBatch;
-    Describe(addresses + done, values + done, n, ops);
-    const DriverResult r = calls_.streamBatchMemOp(stream, n, ops, 0);
-    if (r != kDriverSuccess) return r;
-    done += n;
-  }
-  return kDriverSuccess;
+  return WriteValuesInBatches(calls_.streamBatchMemOp, stream, addresses, values, writes);
 }
 
 void CopyGraphs::Forget(void* stream) {

@@ -78,6 +78,15 @@ struct BatchWrite64 {
 };
 constexpr uint32_t kStreamMemOpWriteValue64 = 5;  // CU_STREAM_MEM_OP_WRITE_VALUE_64
 
+// cuStreamBatchMemOp's shape, with the operations as BatchWrite64.
+using StreamBatchMemOp = DriverResult (*)(void* stream, unsigned count, BatchWrite64* ops, unsigned flags);
+
+// values[i] written at addresses[i], i < count, in order, behind `stream`'s work, through
+// `batchMemOp` (cuStreamBatchMemOp): as few calls as its batches take. What
+// Platform::StreamWriteValues64 does on CUDA, and CopyGraphs' writes where no graph carries them.
+DriverResult WriteValuesInBatches(StreamBatchMemOp batchMemOp, void* stream, const DeviceAddress* addresses,
+                                  const uint64_t* values, unsigned count);
+
 // cuda.h's CUDA_BATCH_MEM_OP_NODE_PARAMS (the v1 that cuGraphAddBatchMemOpNode takes).
 struct BatchMemOpNodeParams {
   void* context;
@@ -99,7 +108,7 @@ struct CopyGraphCalls {
   DriverResult (*addBatchMemOpNode)(void** node, void* graph, void* const* dependencies, size_t count,
                                     const BatchMemOpNodeParams* params) = nullptr;
   DriverResult (*execBatchMemOpNodeSetParams)(void* exec, void* node, const BatchMemOpNodeParams* params) = nullptr;
-  DriverResult (*streamBatchMemOp)(void* stream, unsigned count, BatchWrite64* ops, unsigned flags) = nullptr;
+  StreamBatchMemOp streamBatchMemOp = nullptr;
   DriverResult (*upload)(void* exec, void* stream) = nullptr;
   DriverResult (*launch)(void* exec, void* stream) = nullptr;
   DriverResult (*execDestroy)(void* exec) = nullptr;
@@ -170,8 +179,6 @@ class CopyGraphs {
   DriverResult SetWrites(Prepared* prepared, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
   DriverResult OneByOne(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs, const uint64_t* sizes,
                         unsigned count, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
-  // The writes alone, in cuStreamBatchMemOp calls.
-  DriverResult Writes(void* stream, const DeviceAddress* addresses, const uint64_t* values, unsigned writes);
   void Free(Prepared* prepared);
 
   CopyGraphCalls calls_;

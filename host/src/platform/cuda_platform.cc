@@ -44,7 +44,7 @@ struct CudaDriver {
   DriverResult (*exportToShareableHandle)(void* shareable, AllocationHandle handle, int type,
                                           unsigned long long flags) = nullptr;
   DriverResult (*importFromShareableHandle)(AllocationHandle* handle, void* osHandle, int type) = nullptr;
-  DriverResult (*streamBatchMemOp)(void* stream, unsigned count, void* params, unsigned flags) = nullptr;
+  gpu::StreamBatchMemOp streamBatchMemOp = nullptr;
   // Where CCO_COPY_GRAPHS=1 and the driver has graphs: what CudaCopiesAsync runs copies through.
   gpu::CopyGraphs* copyGraphs = nullptr;
 
@@ -163,21 +163,9 @@ DriverResult CudaImportFd(AllocationHandle* handle, int fd) {
                                             gpu::kMemHandleTypePosixFileDescriptor);
 }
 
-// cuStreamBatchMemOp's operations: gpu::BatchWrite64 (cuda_copy_graphs.h).
-constexpr unsigned kMaxBatchWrites = 64;
-
 DriverResult CudaStreamWriteValues64(void* stream, const gpu::DeviceAddress* addresses, const uint64_t* values,
                                      unsigned count) {
-  gpu::BatchWrite64 ops[kMaxBatchWrites];
-  for (unsigned done = 0; done < count;) {
-    const unsigned n = count - done < kMaxBatchWrites ? count - done : kMaxBatchWrites;
-    for (unsigned i = 0; i < n; ++i)
-      ops[i] = gpu::BatchWrite64{gpu::kStreamMemOpWriteValue64, 0, addresses[done + i], values[done + i], 0, 0, 0, 0};
-    const DriverResult result = Driver().streamBatchMemOp(stream, n, ops, 0);
-    if (result != kDriverSuccess) return result;
-    done += n;
-  }
-  return kDriverSuccess;
+  return gpu::WriteValuesInBatches(Driver().streamBatchMemOp, stream, addresses, values, count);
 }
 
 // Runs of copies as launches of prepared graphs (CCO_COPY_GRAPHS=1): cuda_copy_graphs.h.
