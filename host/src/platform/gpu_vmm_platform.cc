@@ -545,30 +545,16 @@ Status GpuVmmPlatform::CopyOnStream(int device, uint64_t stream, uint64_t dst, u
   return Status::Ok();
 }
 
-Status GpuVmmPlatform::CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
-                                      const uint64_t* sizes, int count) {
-  bool empty = false;  // a copy of no bytes (which a graph node cannot be): one by one, skipped there
-  for (int i = 0; i < count; ++i) empty |= sizes[i] == 0;
-  if (api_.copiesAsync.fn == nullptr || empty)
-    return Platform::CopiesOnStream(device, stream, dsts, srcs, sizes, count);
-  if (count <= 0) return Status::Ok();
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result = api_.copiesAsync.fn(reinterpret_cast<void*>(stream), dsts, srcs, sizes,
-                                            static_cast<unsigned>(count), nullptr, nullptr, 0);
-  if (result != kDriverSuccess)
-    return Failed(api_.copiesAsync, result,
-                  Fmt("stream=", Hex(stream), ", ", count, " copies, the first dst=", Hex(dsts[0]),
-                      ", src=", Hex(srcs[0]), ", size=", sizes[0]));
-  return Status::Ok();
+bool GpuVmmPlatform::CopiesGoAsOne(const uint64_t* sizes, int count) const {
+  if (api_.copiesAsync.fn == nullptr || count <= 0) return false;
+  for (int i = 0; i < count; ++i)
+    if (sizes[i] == 0) return false;  // a copy of no bytes, which a graph node cannot be: one by one, skipped there
+  return true;
 }
 
-Status GpuVmmPlatform::CopiesThenWrites(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
-                                        const uint64_t* sizes, int copies, const uint64_t* addresses,
-                                        const uint64_t* values, int writes) {
-  bool empty = false;  // as CopiesOnStream
-  for (int i = 0; i < copies; ++i) empty |= sizes[i] == 0;
-  if (api_.copiesAsync.fn == nullptr || empty || copies <= 0 || writes <= 0)
-    return Platform::CopiesThenWrites(device, stream, dsts, srcs, sizes, copies, addresses, values, writes);
+Status GpuVmmPlatform::CopiesAsOne(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                   const uint64_t* sizes, int copies, const uint64_t* addresses, const uint64_t* values,
+                                   int writes) {
   for (int i = 0; i < writes; ++i) CCO_RETURN_IF_ERROR(AlignedWord("CopiesThenWrites", addresses[i]));
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   DriverResult result =
@@ -577,8 +563,22 @@ Status GpuVmmPlatform::CopiesThenWrites(int device, uint64_t stream, const uint6
   if (result != kDriverSuccess)
     return Failed(api_.copiesAsync, result,
                   Fmt("stream=", Hex(stream), ", ", copies, " copies and ", writes,
-                      " writes, the first dst=", Hex(dsts[0]), ", the first written address=", Hex(addresses[0])));
+                      " writes, the first dst=", Hex(dsts[0]), ", src=", Hex(srcs[0]), ", size=", sizes[0]));
   return Status::Ok();
+}
+
+Status GpuVmmPlatform::CopiesOnStream(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                      const uint64_t* sizes, int count) {
+  if (!CopiesGoAsOne(sizes, count)) return Platform::CopiesOnStream(device, stream, dsts, srcs, sizes, count);
+  return CopiesAsOne(device, stream, dsts, srcs, sizes, count, nullptr, nullptr, 0);
+}
+
+Status GpuVmmPlatform::CopiesThenWrites(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs,
+                                        const uint64_t* sizes, int copies, const uint64_t* addresses,
+                                        const uint64_t* values, int writes) {
+  if (!CopiesGoAsOne(sizes, copies) || writes <= 0)
+    return Platform::CopiesThenWrites(device, stream, dsts, srcs, sizes, copies, addresses, values, writes);
+  return CopiesAsOne(device, stream, dsts, srcs, sizes, copies, addresses, values, writes);
 }
 
 Status GpuVmmPlatform::StreamWriteValue64(int device, uint64_t stream, uint64_t address, uint64_t value) {

@@ -106,6 +106,11 @@ class GpuVmmPlatform : public Platform {
   // context-wide synchronize: either would wait for every kernel of the process, including
   // one of another rank (ranks as threads) that waits for this rank's call to return.
   template <class Work> Status OnControlStream(int device, const char* what, Work work);
+  // Whether api_.copiesAsync can take these copies in one call, and that call (with the writes
+  // behind them; none for CopiesOnStream).
+  bool CopiesGoAsOne(const uint64_t* sizes, int count) const;
+  Status CopiesAsOne(int device, uint64_t stream, const uint64_t* dsts, const uint64_t* srcs, const uint64_t* sizes,
+                     int copies, const uint64_t* addresses, const uint64_t* values, int writes);
   // The device's scratch for prepared copies (api_.prepareStreamCopies), made on first use.
   Status CopyScratch(int device, uint64_t* va);
 
