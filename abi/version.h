@@ -9,7 +9,7 @@
 #ifndef CCO_ABI_VERSION_H_
 #define CCO_ABI_VERSION_H_
 
-#define CCO_ABI_VERSION 8
+#define CCO_ABI_VERSION 9
 
 /* Magic numbers open every struct that crosses the kernel boundary, so a device
  * function handed a wrong pointer, or a struct from another ABI, can be told apart.

@@ -143,10 +143,17 @@ CCO_DEVICE_API uint64_t ReadConsumed(const View& r) {
 /// Waits until every ticket below `end` is consumed.
 /// The credit cache is read with acquire and raised with release, so that a poster that
 /// learns from it that a slot is free is ordered after the proxy's reads of that slot, as
-/// if it had read `consumed` itself.
+/// if it had read `consumed` itself. Where the proxy mirrors `consumed` into the cache
+/// (abi/ring.h), the wait polls the cache alone, and the ring's failure in device memory:
+/// the only host word it then reads is the abort flag, at its check interval.
 CCO_DEVICE_API int32_t WaitConsumed(const View& r, uint64_t end, const WaitLimits& limits) {
   if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end))
     return CCO_DEVICE_STATUS_OK;
+  if (arch::load<order::Relaxed, scope::Device>(&r.dev->consumedMirrored) != 0) {
+    return spin_wait<RingSpin>(
+        [&] { return !cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end); },
+        [&] { return Failed(r.dev); }, limits);
+  }
   return Wait([&] { return !cco_gda_before(ReadConsumed(r), end); }, r.host, limits);
 }
 

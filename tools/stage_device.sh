@@ -21,6 +21,9 @@ nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # wha
 nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_enqueue_probe  # a proxy's copies
 # Whether a copy on one GPU progresses while spinning kernels hold every SM (the SDMA transport's case).
 nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_busy_sms_probe.cu -lcuda -o stage/bin/copy_busy_sms_probe
+# Whether programs polling a word (host or device memory) slow a stream's copies (SDMA's waiters).
+nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_beside_pollers_probe.cu -lcuda \
+  -o stage/bin/copy_beside_pollers_probe
 # What the proxy's completion words cost: stream writes, batched, or host stores the GPU polls.
 nvcc -std=c++17 -O2 -arch=sm_90 tools/perf/stream_write_probe.cu -lcuda -o stage/bin/stream_write_probe
 # What the release in a ring's post costs a round trip, against flag words with no fence.

@@ -59,8 +59,9 @@ int32_t FlushInMode(int mode, RingView r, const WaitLimits& l) {
 // `producers` threads post `perProducer` descriptors each, thread p in mode modeOf(p), then
 // flush; the consumer takes them, checks each and the per-producer order, and completes them
 // out of order. Everything arrives exactly once.
-void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(int), uint64_t first = 0) {
-  TestRing ring(depth, first);
+void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(int), uint64_t first = 0,
+                  bool mirrored = false) {
+  TestRing ring(depth, first, mirrored);
   std::atomic<int> failures{0};
   std::atomic<bool> stop{false};
   std::vector<uint64_t> nextOf(producers, 0);
@@ -113,6 +114,9 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
   }
   EXPECT_EQ(ring.consumer.consumed(), first + static_cast<uint64_t>(total));
   EXPECT_EQ(ring.host.consumed, first + static_cast<uint64_t>(total));
+  if (mirrored) {
+    EXPECT_EQ(ring.dev.consumedCache, first + static_cast<uint64_t>(total));
+  }
 }
 
 int AllImmediate(int) { return 0; }
@@ -342,6 +346,40 @@ TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
     failer.join();
     EXPECT_EQ(ring.host.errorPeer, 3);
   }
+}
+
+// SDMA's rings: the proxy writes `consumed` into the device-side cache too, and waiters poll
+// that copy alone (no host memory a poll), their ring's failure in device memory too.
+TEST(GdaRing, MirroredRingsCarryManyProducersThroughTheDeviceCopy) {
+  RunProducers(8, 16, 200, Mixed, 0, /*mirrored=*/true);
+  RunProducers(4, 8, 100, AllDeferred, (1ull << 32) - 50, /*mirrored=*/true);
+}
+
+TEST(GdaRing, MirroredRingsWaitOnTheDeviceCopyAlone) {
+  TestRing ring(2, 0, /*mirrored=*/true);
+  ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 0), ring.limits()), 0);
+  ccoGdaDesc d;
+  uint64_t ticket;
+  ASSERT_TRUE(ring.consumer.Next(&d, &ticket));
+  ring.Complete(ticket, /*mirror=*/false);  // host memory says done, the device's copy not yet
+  ASSERT_EQ(ring.host.consumed, 1u);
+  EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits(50'000'000)), CCO_DEVICE_STATUS_TIMEOUT);
+  EXPECT_EQ(ring.dev.consumedCache, 0u);  // no poster raised it from host memory
+  std::thread mirror([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    __atomic_store_n(&ring.dev.consumedCache, uint64_t{1}, __ATOMIC_RELEASE);
+  });
+  EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_OK);
+  mirror.join();
+
+  // A failure: the device-side word ends the wait (the proxy sets it with the host's error).
+  ASSERT_EQ(PostAs<ccoGdaImmediate>(ring.view(), Describe(0, 1), ring.limits()), 0);
+  std::thread failer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    __atomic_store_n(&ring.dev.failed, uint64_t{1}, __ATOMIC_RELEASE);
+  });
+  EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_ABORTED);
+  failer.join();
 }
 
 // --- the peer arithmetic of abi/gda.h ------------------------------------------------------

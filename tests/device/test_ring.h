@@ -22,18 +22,23 @@ struct TestRing {
   RingConsumer consumer;
   uint32_t abort = 0;
 
-  explicit TestRing(uint32_t depth, uint64_t first = 0) : slots(depth), marks(depth) {
+  // mirrored: the proxy writes `consumed` into the device-side cache too (abi/ring.h).
+  explicit TestRing(uint32_t depth, uint64_t first = 0, bool mirrored = false) : slots(depth), marks(depth) {
     RingConsumer::Initialize(memory(), first);
     dev.head = dev.released = dev.consumedCache = first;
+    dev.consumedMirrored = mirrored ? 1 : 0;
     consumer = RingConsumer(memory(), first);
   }
   RingMemory memory() { return RingMemory{slots.data(), marks.data(), &host, static_cast<uint32_t>(slots.size())}; }
   ring::View view() { return ring::View{slots.data(), marks.data(), &host, &dev, static_cast<uint32_t>(slots.size())}; }
-  // The proxy's part: the work of `ticket` is done, and `consumed` says so.
-  void Complete(uint64_t ticket) {
+  // The proxy's part: the work of `ticket` is done, and `consumed` says so (and its device
+  // copy, where mirrored, unless the test holds that back).
+  void Complete(uint64_t ticket, bool mirror = true) {
     consumer.Complete(ticket);
     uint64_t consumed;
-    if (consumer.Unpublished(&consumed)) __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
+    if (!consumer.Unpublished(&consumed)) return;
+    __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
+    if (dev.consumedMirrored && mirror) __atomic_store_n(&dev.consumedCache, consumed, __ATOMIC_RELEASE);
   }
   WaitLimits limits(uint64_t timeoutNs = 20'000'000'000ull) { return WaitLimits{&abort, timeoutNs}; }
 };

@@ -51,18 +51,6 @@ double WaitMs(cudaEvent_t done) {
   return -1;
 }
 
-// Fresh device memory mapped as a communicator's windows are.
-CUdeviceptr VmmAlloc(size_t bytes) {
-  const CUmemAllocationProp prop = PinnedOnGpu0();
-  size_t granularity = 0;
-  CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  bytes = (bytes + granularity - 1) / granularity * granularity;
-  CUdeviceptr va;
-  CHECK(cuMemAddressReserve(&va, bytes, 0, 0, 0));
-  MapFreshAt(va, bytes);
-  return va;
-}
-
 int main() {
   const int device = 0;  // GPU 0, as driver_check.h's helpers
   RT_CHECK(cudaSetDevice(device));
@@ -83,7 +71,7 @@ int main() {
   RT_CHECK(cudaMalloc(&d0, kMax));
   RT_CHECK(cudaMalloc(&d1, kMax));
   pairs[0] = {"cudaMalloc", reinterpret_cast<CUdeviceptr>(d0), reinterpret_cast<CUdeviceptr>(d1)};
-  pairs[1] = {"VMM", VmmAlloc(kMax), VmmAlloc(kMax)};
+  pairs[1] = {"VMM", VmmAllocOnGpu0(kMax), VmmAllocOnGpu0(kMax)};
 
   int *release, *arrived;
   RT_CHECK(cudaHostAlloc(&release, sizeof(int), cudaHostAllocMapped));

@@ -9,6 +9,7 @@
 //                        communicator's windows are made
 //   MapFreshAt(at, size) fresh device memory of GPU 0 mapped at `at` (inside a reservation),
 //                        readable and writable, as a communicator maps a window
+//   VmmAllocOnGpu0(size) the same at an address of its own (size rounded up to the granularity)
 #ifndef CCO_TOOLS_PERF_DRIVER_CHECK_H_
 #define CCO_TOOLS_PERF_DRIVER_CHECK_H_
 
@@ -58,6 +59,17 @@ static inline void MapFreshAt(CUdeviceptr at, size_t size) {
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   CHECK(cuMemSetAccess(at, size, &access, 1));
+}
+
+static inline CUdeviceptr VmmAllocOnGpu0(size_t size) {
+  const CUmemAllocationProp prop = PinnedOnGpu0();
+  size_t granularity = 0;
+  CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  size = (size + granularity - 1) / granularity * granularity;
+  CUdeviceptr va;
+  CHECK(cuMemAddressReserve(&va, size, 0, 0, 0));
+  MapFreshAt(va, size);
+  return va;
 }
 
 #endif  // CCO_TOOLS_PERF_DRIVER_CHECK_H_

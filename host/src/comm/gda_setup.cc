@@ -74,7 +74,7 @@ Status CreateGdaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::s
   if (anyNet) g->received.assign(static_cast<size_t>(g->signalIds) * c.topo.nRanks, 0);
   if (local.ok())
     local = AllocateRings(c.platform, c.device, static_cast<uint32_t>(g->contexts * g->peerCount),
-                          CCO_GDA_RING_DEPTH_DEFAULT, &g->rings)
+                          CCO_GDA_RING_DEPTH_DEFAULT, /*mirrorConsumed=*/false, &g->rings)
                 .Prefixed("GDA");
   Status s = Agree(c, "ccoDevCommCreate (GDA resources)", local);
   if (!s.ok()) {

@@ -20,7 +20,11 @@ Status CreateSdmaResources(ccoComm& c, const ccoDevCommRequirements& reqs, std::
   const uint32_t slots = static_cast<uint32_t>(s->lsaSize * s->queues);
   s->sent.assign(slots, 0);
   s->landed.assign(slots, 0);
-  Status local = AllocateRings(c.platform, c.device, slots, CCO_SDMA_RING_DEPTH_DEFAULT, &s->rings).Prefixed("SDMA");
+  // Mirrored: SDMA's `consumed` always goes behind copies on a stream, and its waiters are
+  // whole programs that would otherwise poll host memory while those copies run.
+  Status local =
+      AllocateRings(c.platform, c.device, slots, CCO_SDMA_RING_DEPTH_DEFAULT, /*mirrorConsumed=*/true, &s->rings)
+          .Prefixed("SDMA");
   if (local.ok()) local = c.proxy->QueueStreams(s->queues, &s->streams);
   Status agreed = Agree(c, "ccoDevCommCreate (SDMA resources)", local);
   if (!agreed.ok()) {

@@ -503,10 +503,12 @@ bool Proxy::Drain(RingSet& rings, IssueFn issue, StreamOf streamOf, PeerOf peerO
     Status s;
     uint64_t consumed;
     if (consumer.Unpublished(&consumed)) {
-      if (stream.Idle()) {
+      if (stream.Idle() && !rings.mirrorConsumed) {
         consumer.StoreConsumed(consumed);
       } else {
         s = stream.WriteValue64(rings.consumedAddress(ring), consumed);
+        // Posters of a mirrored ring read only this copy, and nothing else raises it.
+        if (s.ok() && rings.mirrorConsumed) s = stream.WriteValue64(rings.consumedCacheAddress(ring), consumed);
         if (s.ok()) s = stream.Mark();
       }
     }

@@ -5,10 +5,12 @@
 
 namespace cco {
 
-Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, RingSet* rings) {
+Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, bool mirrorConsumed,
+                     RingSet* rings) {
   RingSet& r = *rings;
   r.count = count;
   r.depth = depth;
+  r.mirrorConsumed = mirrorConsumed;
   r.hostBytes = cco_gda_host_bytes(count, depth);
   CCO_RETURN_IF_ERROR(platform->HostMappedAlloc(device, r.hostBytes, &r.host, &r.hostDevice).Prefixed("proxy rings"));
   auto* slots = static_cast<ccoGdaDesc*>(r.host);
@@ -27,7 +29,12 @@ Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t de
   r.staging = static_cast<uint64_t*>(staging);
   CCO_RETURN_IF_ERROR(
       platform->DeviceAlloc(device, count * sizeof(ccoGdaRingDevice), &r.device).Prefixed("proxy ring state"));
-  return platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice));
+  CCO_RETURN_IF_ERROR(platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice)));
+  for (uint32_t i = 0; mirrorConsumed && i < count; ++i) {
+    CCO_RETURN_IF_ERROR(platform->WriteDeviceWord(
+        device, cco_gda_ring_device_address(r.device, i) + offsetof(ccoGdaRingDevice, consumedMirrored), 1));
+  }
+  return Status::Ok();
 }
 
 Status FreeRings(Platform* platform, int device, RingSet* rings) {

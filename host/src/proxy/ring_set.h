@@ -32,6 +32,10 @@ struct RingSet {
   uint64_t stagingDevice = 0;
   std::vector<RingConsumer> consumers;
   std::shared_ptr<RingTrace> trace;  // the device communicator traces (proxy/trace_stamps.h); else null
+  // Every `consumed` is written into the ring's device-side credit cache too (abi/ring.h,
+  // consumedMirrored), behind the same work: rings whose `consumed` always goes through a
+  // stream (SDMA's), so that their waiters poll device memory, not host memory.
+  bool mirrorConsumed = false;
 
   uint64_t slotsAddress() const { return hostDevice; }
   uint64_t hostWordsAddress() const { return hostDevice + cco_gda_host_words_offset(count, depth); }
@@ -43,6 +47,9 @@ struct RingSet {
     return reinterpret_cast<const ccoGdaRingHost*>(static_cast<const char*>(host) +
                                                    cco_gda_host_words_offset(count, depth)) +
            ring;
+  }
+  uint64_t consumedCacheAddress(uint32_t ring) const {
+    return cco_gda_ring_device_address(device, ring) + offsetof(ccoGdaRingDevice, consumedCache);
   }
   uint64_t failedAddress(uint32_t ring) const {
     return cco_gda_ring_device_address(device, ring) + offsetof(ccoGdaRingDevice, failed);
@@ -56,9 +63,11 @@ struct RingSet {
   }
 };
 
-// Allocates and initialises `count` empty rings of `depth` (a power of two) on `device`.
+// Allocates and initialises `count` empty rings of `depth` (a power of two) on `device`, their
+// `consumed` mirrored into device memory where `mirrorConsumed` (RingSet::mirrorConsumed).
 // FreeRings frees them, and also what a call that failed had made.
-Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, RingSet* rings);
+Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t depth, bool mirrorConsumed,
+                     RingSet* rings);
 Status FreeRings(Platform* platform, int device, RingSet* rings);
 
 }  // namespace cco
