@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """tools/perf/issue_targets.py on reports written here: each target met, missed or not
-measured as its figures say, the report made on more GPUs preferred, n/a and NaN figures
+measured as its figures say, the report made on more GPUs preferred, then the newest, n/a and NaN figures
 never taken for measurements."""
 
 import json
@@ -11,9 +11,12 @@ sys.path.insert(0, os.path.join(os.getcwd(), "tools", "perf"))
 import issue_targets  # noqa: E402
 
 
-def report(path, gpus, *suites):
-    path.write_text(json.dumps({"header": f"cco perf: {gpus} x NVIDIA H200, triton 3.6.0",
-                                "suites": [{"suite": title, "columns": [], "rows": rows} for title, rows in suites]}))
+def report(path, gpus, *suites, date=None):
+    made = {"header": f"cco perf: {gpus} x NVIDIA H200, triton 3.6.0",
+            "suites": [{"suite": title, "columns": [], "rows": rows} for title, rows in suites]}
+    if date:
+        made["meta"] = {"date_utc": date}
+    path.write_text(json.dumps(made))
     return str(path)
 
 
@@ -123,6 +126,19 @@ def test_the_report_of_more_gpus_counts_then_the_last_named(tmp_path):
     assert verdicts(two_slow, two_fast, one)["LSA barrier <= 2.0 us"][0] == "met"
     (tmp_path / "junk.json").write_text("not json")
     assert verdicts(str(tmp_path))["LSA barrier <= 2.0 us"][2].endswith("b.json")  # a folder: every report in it
+
+
+def test_of_reports_on_as_many_gpus_the_newest_counts_whatever_its_name(tmp_path):
+    table = "LSA barrier latency, 2 ranks"
+    older = report(tmp_path / "z.json", 2, (table, [{"coop": "block", "order": "acq_rel", "us/round": 2.5}]),
+                   date="2026-12-06T05:00:00+00:00")
+    newer = report(tmp_path / "a.json", 2, (table, [{"coop": "block", "order": "acq_rel", "us/round": 1.5}]),
+                   date="2026-12-07T08:00:00+00:00")
+    assert verdicts(older, newer)["LSA barrier <= 2.0 us"][0] == "met"
+    assert verdicts(str(tmp_path))["LSA barrier <= 2.0 us"][2].endswith("a.json")
+    more_gpus = report(tmp_path / "m.json", 4, (table, [{"coop": "block", "order": "acq_rel", "us/round": 2.5}]),
+                       date="2026-12-01T00:00:00+00:00")
+    assert verdicts(older, newer, more_gpus)["LSA barrier <= 2.0 us"][0] == "missed"  # more GPUs first
 
 
 def test_the_command_prints_one_row_per_target(tmp_path, capsys):

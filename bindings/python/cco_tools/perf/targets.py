@@ -45,7 +45,7 @@ class Tables:
     reports: (source, report as a dict) pairs."""
 
     def __init__(self, reports):
-        self.tables = []  # (title, rows, gpus, source)
+        self.tables = []  # (title, rows, gpus, source, date)
         self.used = None  # the source of the table the last find() returned
         for source, report in reports:
             try:
@@ -54,17 +54,21 @@ class Tables:
                 continue  # not a cco perf report
             m = re.search(r"(\d+) x ", report.get("header", ""))
             gpus = int(m.group(1)) if m else None
+            meta = report.get("meta")
+            date = str(meta.get("date_utc", "")) if isinstance(meta, dict) else ""
             for s in suites:
-                self.tables.append((s.get("suite", ""), s.get("rows", []), gpus, source))
+                self.tables.append((s.get("suite", ""), s.get("rows", []), gpus, source, date))
 
     def find(self, prefix):
         """The rows and GPU count of the table whose title starts with `prefix`: made on the
-        most GPUs, then the last named."""
-        found = [(gpus or 0, i) for i, (title, _, gpus, _) in enumerate(self.tables) if title.startswith(prefix)]
+        most GPUs, then the newest (the report's meta.date_utc; ISO dates sort as text), then
+        the last named."""
+        found = [(gpus or 0, date, i) for i, (title, _, gpus, _, date) in enumerate(self.tables)
+                 if title.startswith(prefix)]
         if not found:
             self.used = None
             return None, None
-        _, rows, gpus, self.used = self.tables[max(found)[1]]
+        _, rows, gpus, self.used, _ = self.tables[max(found)[2]]
         return rows, gpus
 
 
