@@ -7,11 +7,12 @@
 // `consumed` behind them.
 //
 // For each poller count (0, 1, 8, 32 programs of 128 threads) and target (a host-mapped word,
-// a device word), a kernel polls with acquire loads (system scope for the host word, GPU scope
-// for the device word, as the device library's waits do) until released or 3 s of GPU time
-// have passed; meanwhile a stream of its own runs `copies` copies of `size` bytes between two
-// VMM mappings, each followed by a 64-bit stream write to host memory (as the proxy's passes
-// are), and the probe reports the microseconds a copy, from the first queued to the last done.
+// a device word, a device word with a pause of 256 ns or 1 us after each poll), a kernel polls
+// with acquire loads (system scope for the host word, GPU scope for the device word, as the
+// device library's waits do) until released or 3 s of GPU time have passed; meanwhile a stream
+// of its own runs `copies` copies of `size` bytes between two VMM mappings, each followed by a
+// 64-bit stream write to host memory (as the proxy's passes are), and the probe reports the
+// microseconds a copy, from the first queued to the last done.
 //
 //   nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_beside_pollers_probe.cu -lcuda -o copy_beside_pollers_probe
 //   copy_beside_pollers_probe [SIZE_KiB [COPIES]]      (default 1024 KiB, 100 copies)
@@ -23,9 +24,11 @@
 #include "tools/perf/runtime_check.h"
 
 // Polls *word until *release is set (looked at every 256 polls, as the library's waits look at
-// their limits) or 3 s of GPU time have passed. OnHost: *word is host memory.
+// their limits) or 3 s of GPU time have passed, pausing pauseNs after each poll (0: none).
+// OnHost: *word is host memory.
 template <bool OnHost>
-__global__ void __launch_bounds__(128) Poll(const uint64_t* word, volatile int* release, int* arrived) {
+__global__ void __launch_bounds__(128)
+    Poll(const uint64_t* word, volatile int* release, int* arrived, uint32_t pauseNs) {
   if (threadIdx.x == 0) atomicAdd(arrived, 1);
   uint64_t start, now, sink = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -34,6 +37,7 @@ __global__ void __launch_bounds__(128) Poll(const uint64_t* word, volatile int* 
     if (OnHost) asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
     else asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
     sink += v;
+    if (pauseNs != 0) __nanosleep(pauseNs);
     if (polls % 256 == 0) {
       if (*release) break;
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
@@ -71,16 +75,25 @@ int main(int argc, char** argv) {
 
   printf("%zu KiB x %d copies on one stream (VMM to VMM), each followed by a stream write to host memory\n",
          bytes >> 10, copies);
-  printf("%-12s %8s %12s\n", "polled word", "programs", "us a copy");
+  printf("%-22s %8s %12s\n", "polled word", "programs", "us a copy");
   const int programCounts[] = {0, 1, 8, 32};
-  for (int onHost = 1; onHost >= 0; --onHost) {
+  struct Target {
+    const char* name;
+    bool onHost;
+    uint32_t pauseNs;
+  };
+  const Target targets[] = {{"host", true, 0},
+                            {"device", false, 0},
+                            {"device, 256 ns pauses", false, 256},
+                            {"device, 1 us pauses", false, 1000}};
+  for (const Target& target : targets) {
     for (int programs : programCounts) {
-      if (programs == 0 && !onHost) continue;  // no pollers: one row
+      if (programs == 0 && &target != &targets[0]) continue;  // no pollers: one row
       *release = 0;
       *arrived = 0;
       if (programs > 0) {
-        if (onHost) Poll<true><<<programs, 128, 0, spin>>>(hostWordDevice, release, arrived);
-        else Poll<false><<<programs, 128, 0, spin>>>(deviceWord, release, arrived);
+        if (target.onHost) Poll<true><<<programs, 128, 0, spin>>>(hostWordDevice, release, arrived, target.pauseNs);
+        else Poll<false><<<programs, 128, 0, spin>>>(deviceWord, release, arrived, target.pauseNs);
         RT_CHECK(cudaGetLastError());
         const double t0 = NowUs();
         while (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) < programs && NowUs() - t0 < 1e6) {
@@ -99,11 +112,8 @@ int main(int argc, char** argv) {
       RT_CHECK(cudaStreamSynchronize(spin));
       RT_CHECK(cudaStreamSynchronize(stream));
       *consumed = 0;
-      printf("%-12s %8d %12.2f%s\n",
-             programs == 0 ? "-"
-             : onHost      ? "host"
-                           : "device",
-             programs, us / copies, done ? "" : "  (not done in 2 s)");
+      printf("%-22s %8d %12.2f%s\n", programs == 0 ? "-" : target.name, programs, us / copies,
+             done ? "" : "  (not done in 2 s)");
     }
   }
   return 0;

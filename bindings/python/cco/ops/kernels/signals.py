@@ -66,6 +66,18 @@ def device_clock(_semantic=None):
     return core.inline_asm_elementwise(asm, result, [], dtype=core.int64, is_pure=False, pack=1, _semantic=_semantic)
 
 
+@core.extern
+def device_pause(_semantic=None):
+    """About a quarter of a microsecond idle (NVIDIA nanosleep 256 ns, AMD s_sleep 2: 128
+    clocks), for a poll whose answer comes from the proxy's copies: programs polling without
+    pause slow those copies (tools/perf/copy_beside_pollers_probe.cu). Returns 0."""
+    if _semantic.builder.options.backend_name == "hip":
+        asm, result = "s_sleep 2\n\tv_mov_b32 $0, 0", "=v"
+    else:
+        asm, result = "nanosleep.u32 256;\n\tmov.u32 $0, 0;", "=r"
+    return core.inline_asm_elementwise(asm, result, [], dtype=core.int32, is_pure=False, pack=1, _semantic=_semantic)
+
+
 @triton.jit
 def ptr_at(address, DTYPE: tl.constexpr):
     """DTYPE* at a byte address (uint64 / int64) that is 16-byte aligned: a window's areas
@@ -153,7 +165,8 @@ def _poll(dc, address, index, queue, want, status, timeout, KIND: tl.constexpr):
     """Polls until _behind is no longer negative; gives up once `timeout` ticks of
     device_clock passed, or at once when the communicator was aborted or another program of
     this rank gave up (status word 0, which it then sets). Returns 1 when it gave up. A wait
-    whose own time ran out also notes what it waited for (_note_wait)."""
+    whose own time ran out also notes what it waited for (_note_wait). An SDMA count's wait
+    pauses before each poll after its first (device_pause)."""
     behind = _behind(dc, address, index, queue, want, KIND)
     late = behind < 0
     if late:
@@ -165,6 +178,8 @@ def _poll(dc, address, index, queue, want, status, timeout, KIND: tl.constexpr):
         else:
             gave_up = tl.load(status, volatile=True) != 0
         while late & (gave_up == 0):
+            if KIND == 2:   # an SDMA count: copies microseconds away, which unpaused polls slow
+                device_pause()
             behind = _behind(dc, address, index, queue, want, KIND)
             late = behind < 0
             polls += 1
