@@ -76,13 +76,25 @@ def _mm(a, b, dtype):
     return (a.float() @ b.float()).to(dtype)
 
 
-def _check(name, got, want, rank):
+def _check(name, got, want, rank, comm=None):
+    """Raises unless got equals want; with `comm`, the message also says what ops.check says of
+    the calls so far (a call that gave up, or whose counts disagreed, leaves its rows void)."""
     import torch
 
     if got.dtype != want.dtype or not torch.equal(got.float(), want.float()):
         bad = (got.float() != want.float()).nonzero()
+        verdict = ""
+        if comm is not None:
+            from cco import ops
+
+            try:
+                ops.check(comm)
+                verdict = "; ops.check: every call clean"
+            except Exception as e:  # what it raises is the report
+                verdict = f"; ops.check: {e}"
         raise AssertionError(f"rank {rank}: {name}: {bad.shape[0]} of {want.numel()} elements differ, first at "
-                             f"{bad[0].tolist()}: {got[tuple(bad[0])].item()} != {want[tuple(bad[0])].item()}")
+                             f"{bad[0].tolist()}: {got[tuple(bad[0])].item()} != {want[tuple(bad[0])].item()}"
+                             f"{verdict}")
     print(f"ok {name} (rank {rank})", flush=True)  # where a stuck run stopped
 
 
@@ -305,12 +317,12 @@ def case_sdma(comm, rank, world, dev, dtypes):
                                    for r in range(world)])
                 _check(f"a2a_gemm sdma {dtype} {splits} call {call}",
                        ops.a2a_gemm(a_all[rank], b, splits[rank], comm, out_splits=recv, transport="sdma"),
-                       _mm(moved, b, out_dtype), rank)
+                       _mm(moved, b, out_dtype), rank, comm)
                 prods = [_mm(a_all[r], b_same, out_dtype) for r in range(world)]
                 _check(f"gemm_a2a sdma {dtype} {splits} call {call}",
                        ops.gemm_a2a(a_all[rank], b_same, splits[rank], comm, out_splits=recv, transport="sdma"),
                        torch.cat([prods[r][sum(splits[r][:rank]):sum(splits[r][:rank]) + splits[r][rank]]
-                                  for r in range(world)]), rank)
+                                  for r in range(world)]), rank, comm)
     a = _ints((128, 64), rank, torch.bfloat16, dev)
     b = _ints((64, 256), 1, torch.bfloat16, dev)
     splits = [_splits(world, 128, 5 + r) for r in range(world)]
