@@ -85,7 +85,7 @@ typedef struct ccoGdaRingHost {
 typedef struct ccoGdaRingDevice {
   uint64_t head;
   uint64_t released;
-  uint64_t consumedCache;    /* the last `consumed` a poster read */
+  uint64_t consumedCache;    /* the last `consumed` a poster read, or (mirrored) the proxy wrote */
   uint64_t failed;           /* non-zero once the proxy failed the ring (ccoGdaRingHost.error says
                                 why): the direct path, which reads no host word, sees it here */
   uint64_t consumedMirrored; /* non-zero: the proxy writes every `consumed` into consumedCache
