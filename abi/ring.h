@@ -20,10 +20,10 @@
  *             of earlier laps are at most X, so no mark is ever cleared.
  *   consumed  (host memory, written by the proxy, behind the work on its stream)  tickets
  *             below it are complete; posters wait for credit on it (head - consumed < depth),
- *             through a device-side cache. Where the ring's `consumedMirrored` is set, the
- *             proxy's stream writes every `consumed` into that cache too, behind the same work,
- *             and posters wait on the cache alone: device memory, no bus trip a poll (polls of
- *             host memory from many programs slow the very copies they wait for)
+ *             through a device-side cache. SDMA's rings are mirrored: the proxy's stream writes
+ *             every `consumed` into that cache too, behind the same work, and their posters
+ *             wait on the cache alone: device memory, no bus trip a poll (polls of host memory
+ *             from many programs slow the very copies they wait for)
  *
  * A slot is complete when its `seq` word, written last with release order, equals its
  * ticket + 1: the proxy never acts on a descriptor that is still being written, even when a
@@ -85,12 +85,10 @@ typedef struct ccoGdaRingHost {
 typedef struct ccoGdaRingDevice {
   uint64_t head;
   uint64_t released;
-  uint64_t consumedCache;    /* the last `consumed` a poster read, or (mirrored) the proxy wrote */
-  uint64_t failed;           /* non-zero once the proxy failed the ring (ccoGdaRingHost.error says
-                                why): the direct path, which reads no host word, sees it here */
-  uint64_t consumedMirrored; /* non-zero: the proxy writes every `consumed` into consumedCache
-                                as well (set when the ring is made, never changed) */
-  uint64_t pad[3];
+  uint64_t consumedCache; /* the last `consumed` a poster read, or (mirrored) the proxy wrote */
+  uint64_t failed;        /* non-zero once the proxy failed the ring (ccoGdaRingHost.error says
+                             why): the direct path, which reads no host word, sees it here */
+  uint64_t pad[4];
 } ccoGdaRingDevice;
 
 typedef enum ccoGdaRingError {
@@ -116,7 +114,6 @@ CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, error) == 64, "ccoGdaRingHost.error")
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingHost, consumerAsleep) == 72, "ccoGdaRingHost.consumerAsleep");
 CCO_STATIC_ASSERT(sizeof(ccoGdaRingDevice) == 64, "ccoGdaRingDevice size");
 CCO_STATIC_ASSERT(offsetof(ccoGdaRingDevice, failed) == 24, "ccoGdaRingDevice.failed");
-CCO_STATIC_ASSERT(offsetof(ccoGdaRingDevice, consumedMirrored) == 32, "ccoGdaRingDevice.consumedMirrored");
 
 /* --- tickets ----------------------------------------------------------------------------- */
 

@@ -143,13 +143,15 @@ CCO_DEVICE_API uint64_t ReadConsumed(const View& r) {
 /// Waits until every ticket below `end` is consumed.
 /// The credit cache is read with acquire and raised with release, so that a poster that
 /// learns from it that a slot is free is ordered after the proxy's reads of that slot, as
-/// if it had read `consumed` itself. Where the proxy mirrors `consumed` into the cache
-/// (abi/ring.h), the wait polls the cache alone, and the ring's failure in device memory:
-/// the only host word it then reads is the abort flag, at its check interval.
+/// if it had read `consumed` itself. Mirrored (a ring whose proxy writes `consumed` into the
+/// cache too: SDMA's, abi/ring.h), the wait polls the cache alone, and the ring's failure in
+/// device memory: the only host word it then reads is the abort flag, at its check interval.
+/// (A template argument, not a field of the view: GDA's posts compile as they did.)
+template <bool Mirrored = false>
 CCO_DEVICE_API int32_t WaitConsumed(const View& r, uint64_t end, const WaitLimits& limits) {
   if (!cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end))
     return CCO_DEVICE_STATUS_OK;
-  if (arch::load<order::Relaxed, scope::Device>(&r.dev->consumedMirrored) != 0) {
+  if (Mirrored) {
     return spin_wait<RingSpin>(
         [&] { return !cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), end); },
         [&] { return Failed(r.dev); }, limits);
@@ -162,13 +164,14 @@ CCO_DEVICE_API int32_t WaitConsumed(const View& r, uint64_t end, const WaitLimit
 /// none), then the tickets, by compare-and-swap. A wait that fails (timeout, abort, a failed
 /// ring) has taken no ticket: a ticket whose slot is never written would stop the proxy
 /// there for good. count <= depth.
+template <bool Mirrored = false>
 CCO_DEVICE_API int32_t Reserve(const View& r, const WaitLimits& limits, uint64_t* first, uint64_t count = 1) {
   uint64_t head = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   for (;;) {
     const uint64_t freeFrom = head + count - r.depth;  // consumed must pass this for the last slot to be free
     if (cco_gda_before(arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache), freeFrom)) {
       Doorbell(r, head);  // the deadlock rule
-      const int32_t status = WaitConsumed(r, freeFrom, limits);
+      const int32_t status = WaitConsumed<Mirrored>(r, freeFrom, limits);
       if (status != CCO_DEVICE_STATUS_OK) return status;
     }
     const uint64_t was = arch::compare_exchange<order::Relaxed, scope::Device>(&r.dev->head, head, head + count);
@@ -192,9 +195,9 @@ template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API void Write(const View& r, uint
 
 /// One post: reserve, write, and ring if the mode rings for itself. On success `*ticket`
 /// is the post's ticket.
-template <ccoGdaDoorbellMode Mode>
+template <ccoGdaDoorbellMode Mode, bool Mirrored = false>
 CCO_DEVICE_API int32_t Post(const View& r, const ccoGdaDesc& desc, const WaitLimits& limits, uint64_t* ticket) {
-  const int32_t status = Reserve(r, limits, ticket);
+  const int32_t status = Reserve<Mirrored>(r, limits, ticket);
   if (status != CCO_DEVICE_STATUS_OK) return status;
   if (Mode != CCO_GDA_DOORBELL_IMMEDIATE) {
     Write<Mode>(r, *ticket, desc);
@@ -210,14 +213,15 @@ CCO_DEVICE_API int32_t Post(const View& r, const ccoGdaDesc& desc, const WaitLim
 /// fences first: its posts' stores were not ordered).
 /// A ring with nothing outstanding costs one memory trip: its three device words share a
 /// cache line and are loaded together.
-template <ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t Flush(const View& r, const WaitLimits& limits) {
+template <ccoGdaDoorbellMode Mode, bool Mirrored = false>
+CCO_DEVICE_API int32_t Flush(const View& r, const WaitLimits& limits) {
   if (Mode == CCO_GDA_DOORBELL_CALLER_ORDERED) arch::fence<scope::System>();
   const uint64_t end = arch::load<order::Relaxed, scope::Device>(&r.dev->head);
   const uint64_t released = arch::load<order::Relaxed, scope::Device>(&r.dev->released);
   const uint64_t cached = arch::load<order::Acquire, scope::Device>(&r.dev->consumedCache);
   if (!cco_gda_before(released, end) && !cco_gda_before(cached, end)) return CCO_DEVICE_STATUS_OK;
   Doorbell(r, end);
-  return WaitConsumed(r, end, limits);
+  return WaitConsumed<Mirrored>(r, end, limits);
 }
 
 }  // namespace ring

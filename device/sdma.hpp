@@ -130,7 +130,7 @@ class ccoSdma {
     const uint64_t begin = trace::Begin(traced);
     const int32_t status = group::EveryRing<Coop>(
         queue_count(), [&](int32_t q) { return ring_of(peer, q); },
-        [&](int32_t q) { return ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, q), limits_); });
+        [&](int32_t q) { return ring::Flush<CCO_GDA_DOORBELL_DEFERRED, kMirrored>(ring_of(peer, q), limits_); });
     trace::Span<Coop>(traced, begin, trace::Event{CCO_TRACE_SDMA_QUIET, 0, peer, 0, ~0u, 0, 0, status});
     return status;
   }
@@ -140,7 +140,7 @@ class ccoSdma {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t traced = dc_.trace;
     const uint64_t begin = trace::Begin(traced);
-    const int32_t status = ring::Flush<CCO_GDA_DOORBELL_DEFERRED>(ring_of(peer, queue), limits_);
+    const int32_t status = ring::Flush<CCO_GDA_DOORBELL_DEFERRED, kMirrored>(ring_of(peer, queue), limits_);
     trace::Record(
         traced, begin,
         trace::Event{CCO_TRACE_SDMA_QUIET, 0, peer, slot(peer, queue), static_cast<uint32_t>(queue), 0, 0, status});
@@ -164,6 +164,9 @@ class ccoSdma {
   CCO_DEVICE_API int32_t reset_local(int32_t peer, int32_t queue) { return ResetPool(kLocal, peer, queue); }
 
  private:
+  // SDMA's rings are mirrored: their proxy writes `consumed` into the device-side cache too, and
+  // their waits poll device memory alone (abi/ring.h).
+  static constexpr bool kMirrored = true;
   CCO_DEVICE_API bool target_ok(int32_t peer, int32_t queue) const {
     return queue_count() > 0 && static_cast<uint32_t>(peer) < static_cast<uint32_t>(dc_.lsaSize) &&
            static_cast<uint32_t>(queue) < static_cast<uint32_t>(queue_count());
@@ -271,13 +274,13 @@ class ccoSdma {
       // Tracing off, one test of the device communicator's field; on, the post between the
       // trace's stamps, its descriptor naming its record (the proxy stamps that record).
       if (!trace::On(traced)) {
-        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(r, posted, limits_, &ticket)
-                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(r, posted, limits_, &ticket);
+        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED, kMirrored>(r, posted, limits_, &ticket)
+                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE, kMirrored>(r, posted, limits_, &ticket);
       } else {
         const uint64_t begin = arch::timer_ns();
         posted.traceRecord = trace::Take(traced);
-        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED>(r, posted, limits_, &ticket)
-                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE>(r, posted, limits_, &ticket);
+        status = aggregate ? ring::Post<CCO_GDA_DOORBELL_DEFERRED, kMirrored>(r, posted, limits_, &ticket)
+                           : ring::Post<CCO_GDA_DOORBELL_IMMEDIATE, kMirrored>(r, posted, limits_, &ticket);
         const uint16_t kind = d.op == CCO_GDA_OP_PUT ? CCO_TRACE_SDMA_PUT : CCO_TRACE_SDMA_GET;
         const uint16_t traceFlags = static_cast<uint16_t>((d.signalOp != CCO_SIGNAL_NONE ? CCO_TRACE_FLAG_SIGNAL : 0) |
                                                           ((d.flags & CCO_SDMA_DESC_LOCAL) ? CCO_TRACE_FLAG_LOCAL : 0));

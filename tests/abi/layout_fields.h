@@ -35,7 +35,7 @@
   X(ccoGdaRingHost, consumed) X(ccoGdaRingHost, pad0) X(ccoGdaRingHost, error) X(ccoGdaRingHost, errorPeer) \
   X(ccoGdaRingHost, consumerAsleep) X(ccoGdaRingHost, consumerWakeFd) X(ccoGdaRingHost, pad1) \
   X(ccoGdaRingDevice, head) X(ccoGdaRingDevice, released) X(ccoGdaRingDevice, consumedCache) X(ccoGdaRingDevice, failed) \
-  X(ccoGdaRingDevice, consumedMirrored) X(ccoGdaRingDevice, pad) \
+  X(ccoGdaRingDevice, pad) \
   X(ccoTraceBuffer, magic) X(ccoTraceBuffer, version) X(ccoTraceBuffer, capacity) X(ccoTraceBuffer, sampleCapacity) \
   X(ccoTraceBuffer, sampleEvery) X(ccoTraceBuffer, reserved0) X(ccoTraceBuffer, next) X(ccoTraceBuffer, samplesNext) \
   X(ccoTraceBuffer, hostClock) X(ccoTraceBuffer, reserved) \

@@ -35,24 +35,26 @@ ccoGdaDesc Describe(uint32_t producer, uint64_t k) {
   return d;
 }
 
-template <ccoGdaDoorbellMode Mode> int32_t PostAs(RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
+template <ccoGdaDoorbellMode Mode, bool Mirrored = false>
+int32_t PostAs(RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
   uint64_t ticket;
-  return ring::Post<Mode>(r, d, l, &ticket);
+  return ring::Post<Mode, Mirrored>(r, d, l, &ticket);
 }
 
-int32_t PostInMode(int mode, RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
+// Mirrored: the ring's waits read the device-side copy of `consumed` alone (SDMA's rings).
+template <bool Mirrored> int32_t PostInMode(int mode, RingView r, const ccoGdaDesc& d, const WaitLimits& l) {
   switch (mode) {
-    case 0: return PostAs<ccoGdaImmediate>(r, d, l);
-    case 1: return PostAs<ccoGdaDeferred>(r, d, l);
-    default: return PostAs<ccoGdaCallerOrdered>(r, d, l);
+    case 0: return PostAs<ccoGdaImmediate, Mirrored>(r, d, l);
+    case 1: return PostAs<ccoGdaDeferred, Mirrored>(r, d, l);
+    default: return PostAs<ccoGdaCallerOrdered, Mirrored>(r, d, l);
   }
 }
 
-int32_t FlushInMode(int mode, RingView r, const WaitLimits& l) {
+template <bool Mirrored> int32_t FlushInMode(int mode, RingView r, const WaitLimits& l) {
   switch (mode) {
-    case 0: return ring::Flush<ccoGdaImmediate>(r, l);
-    case 1: return ring::Flush<ccoGdaDeferred>(r, l);
-    default: return ring::Flush<ccoGdaCallerOrdered>(r, l);
+    case 0: return ring::Flush<ccoGdaImmediate, Mirrored>(r, l);
+    case 1: return ring::Flush<ccoGdaDeferred, Mirrored>(r, l);
+    default: return ring::Flush<ccoGdaCallerOrdered, Mirrored>(r, l);
   }
 }
 
@@ -99,8 +101,11 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
       const int mode = modeOf(p);
       int32_t s = CCO_DEVICE_STATUS_OK;
       for (int k = 0; k < perProducer && s == CCO_DEVICE_STATUS_OK; ++k)
-        s = PostInMode(mode, ring.view(), Describe(p, k), ring.limits());
-      if (s == CCO_DEVICE_STATUS_OK) s = FlushInMode(mode, ring.view(), ring.limits());
+        s = mirrored ? PostInMode<true>(mode, ring.view(), Describe(p, k), ring.limits())
+                     : PostInMode<false>(mode, ring.view(), Describe(p, k), ring.limits());
+      if (s == CCO_DEVICE_STATUS_OK)
+        s = mirrored ? FlushInMode<true>(mode, ring.view(), ring.limits())
+                     : FlushInMode<false>(mode, ring.view(), ring.limits());
       status[p] = s;
     });
   }
@@ -363,13 +368,13 @@ TEST(GdaRing, MirroredRingsWaitOnTheDeviceCopyAlone) {
   ASSERT_TRUE(ring.consumer.Next(&d, &ticket));
   ring.Complete(ticket, /*mirror=*/false);  // host memory says done, the device's copy not yet
   ASSERT_EQ(ring.host.consumed, 1u);
-  EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits(50'000'000)), CCO_DEVICE_STATUS_TIMEOUT);
+  EXPECT_EQ((ring::Flush<ccoGdaImmediate, true>(ring.view(), ring.limits(50'000'000))), CCO_DEVICE_STATUS_TIMEOUT);
   EXPECT_EQ(ring.dev.consumedCache, 0u);  // no poster raised it from host memory
   std::thread mirror([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     __atomic_store_n(&ring.dev.consumedCache, uint64_t{1}, __ATOMIC_RELEASE);
   });
-  EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_OK);
+  EXPECT_EQ((ring::Flush<ccoGdaImmediate, true>(ring.view(), ring.limits())), CCO_DEVICE_STATUS_OK);
   mirror.join();
 
   // A failure: the device-side word ends the wait (the proxy sets it with the host's error).
@@ -378,7 +383,7 @@ TEST(GdaRing, MirroredRingsWaitOnTheDeviceCopyAlone) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     __atomic_store_n(&ring.dev.failed, uint64_t{1}, __ATOMIC_RELEASE);
   });
-  EXPECT_EQ(ring::Flush<ccoGdaImmediate>(ring.view(), ring.limits()), CCO_DEVICE_STATUS_ABORTED);
+  EXPECT_EQ((ring::Flush<ccoGdaImmediate, true>(ring.view(), ring.limits())), CCO_DEVICE_STATUS_ABORTED);
   failer.join();
 }
 

@@ -21,12 +21,12 @@ struct TestRing {
   ccoGdaRingDevice dev{};
   RingConsumer consumer;
   uint32_t abort = 0;
+  bool mirrored;  // the proxy writes `consumed` into the device-side cache too (abi/ring.h)
 
-  // mirrored: the proxy writes `consumed` into the device-side cache too (abi/ring.h).
-  explicit TestRing(uint32_t depth, uint64_t first = 0, bool mirrored = false) : slots(depth), marks(depth) {
+  explicit TestRing(uint32_t depth, uint64_t first = 0, bool mirrored = false)
+      : slots(depth), marks(depth), mirrored(mirrored) {
     RingConsumer::Initialize(memory(), first);
     dev.head = dev.released = dev.consumedCache = first;
-    dev.consumedMirrored = mirrored ? 1 : 0;
     consumer = RingConsumer(memory(), first);
   }
   RingMemory memory() { return RingMemory{slots.data(), marks.data(), &host, static_cast<uint32_t>(slots.size())}; }
@@ -38,7 +38,7 @@ struct TestRing {
     uint64_t consumed;
     if (!consumer.Unpublished(&consumed)) return;
     __atomic_store_n(&host.consumed, consumed, __ATOMIC_RELEASE);
-    if (dev.consumedMirrored && mirror) __atomic_store_n(&dev.consumedCache, consumed, __ATOMIC_RELEASE);
+    if (mirrored && mirror) __atomic_store_n(&dev.consumedCache, consumed, __ATOMIC_RELEASE);
   }
   WaitLimits limits(uint64_t timeoutNs = 20'000'000'000ull) { return WaitLimits{&abort, timeoutNs}; }
 };

@@ -29,12 +29,7 @@ Status AllocateRings(Platform* platform, int device, uint32_t count, uint32_t de
   r.staging = static_cast<uint64_t*>(staging);
   CCO_RETURN_IF_ERROR(
       platform->DeviceAlloc(device, count * sizeof(ccoGdaRingDevice), &r.device).Prefixed("proxy ring state"));
-  CCO_RETURN_IF_ERROR(platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice)));
-  for (uint32_t i = 0; mirrorConsumed && i < count; ++i) {
-    CCO_RETURN_IF_ERROR(platform->WriteDeviceWord(
-        device, cco_gda_ring_device_address(r.device, i) + offsetof(ccoGdaRingDevice, consumedMirrored), 1));
-  }
-  return Status::Ok();
+  return platform->Memset(device, r.device, 0, count * sizeof(ccoGdaRingDevice));
 }
 
 Status FreeRings(Platform* platform, int device, RingSet* rings) {

@@ -32,9 +32,9 @@ struct RingSet {
   uint64_t stagingDevice = 0;
   std::vector<RingConsumer> consumers;
   std::shared_ptr<RingTrace> trace;  // the device communicator traces (proxy/trace_stamps.h); else null
-  // Every `consumed` is written into the ring's device-side credit cache too (abi/ring.h,
-  // consumedMirrored), behind the same work: rings whose `consumed` always goes through a
-  // stream (SDMA's), so that their waiters poll device memory, not host memory.
+  // Every `consumed` is written into the ring's device-side credit cache too, behind the same
+  // work (abi/ring.h: SDMA's rings, whose `consumed` always goes through a stream), so that
+  // their waiters poll device memory, not host memory.
   bool mirrorConsumed = false;
 
   uint64_t slotsAddress() const { return hostDevice; }
