@@ -603,6 +603,15 @@ def test_a_wait_that_ran_out_of_time_is_described():
     assert "the LSA flag at 0x1000" in planning.describe_wait(outside, layout, base)
 
 
+def test_a_failed_call_is_described_by_the_status_it_returned():
+    """Status word 7 as note_failure leaves it: the ccoDeviceStatus of a failed GDA or SDMA call."""
+    assert planning.describe_failed_call(1).startswith("a GDA or SDMA call returned TIMEOUT")
+    assert "ABORTED (the proxy failed its ring" in planning.describe_failed_call(2)
+    assert "INVALID_ARGUMENT" in planning.describe_failed_call(3)
+    assert planning.describe_failed_call(9) == "a GDA or SDMA call returned device status 9"
+    assert planning.STATUS_WORDS > 7   # the word is in the plan's status area
+
+
 def test_descriptor_scratch_is_the_plans_and_set_only_around_its_launches(monkeypatch):
     """The TMA core's descriptors live in scratch Triton asks an allocator for at each launch:
     inside cco.ops.scratch.descriptor_scratch the plan's one buffer (made once, grown when a

@@ -193,8 +193,8 @@ class OpsContext:
         return t
 
     def status(self):
-        """(gave up, counts mismatched, what a wait that ran out of time waited for or "")
-        over every plan; waits for this rank's work."""
+        """(gave up, counts mismatched, what a wait that ran out of time waited for and what a
+        failed GDA or SDMA call returned, or "") over every plan; waits for this rank's work."""
         torch = _torch()
         torch.cuda.synchronize(self.device)
         gave_up = mismatch = False
@@ -210,11 +210,16 @@ class OpsContext:
     @staticmethod
     def plan_status(plan):
         """One plan's status words (planning.STATUS_WORDS), and what a wait of it that ran out
-        of time waited for ("" if none); the caller synchronised."""
+        of time waited for and what a GDA or SDMA call of it that failed returned ("" if
+        neither); the caller synchronised."""
         torch = _torch()
         words = plan.workspace.view(plan.layout["status"], planning.STATUS_WORDS, torch.int32).cpu().tolist()
-        what = planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr) if words[2] else ""
-        return words, what
+        said = []
+        if words[2]:
+            said.append(planning.describe_wait(words, plan.layout, plan.workspace.win.local_ptr))
+        if words[7]:
+            said.append(planning.describe_failed_call(words[7]))
+        return words, "; ".join(said)
 
 
 def check(comm):
@@ -232,7 +237,8 @@ def check(comm):
         comm.check_async_error()
         raise CCOTimeoutError(RESULT_CODES["ccoTimeout"],
                               "cco.ops: a call gave up waiting for a peer's tiles (a rank that never made the "
-                              "same call, or the communicator was aborted); its result and every later one are void"
+                              "same call, the communicator was aborted, or a GDA or SDMA call failed); its result "
+                              "and every later one are void"
                               + (f" ({waited})" if waited else ""))
     if mismatch:
         raise OperandError("cco.ops: a peer sent another number of rows than out_splits said")

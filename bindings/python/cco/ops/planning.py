@@ -60,6 +60,19 @@ def describe_wait(words, layout, base):
     return f"a wait that ran out of time: {what}, wanted {wanted}, read {read}"
 
 
+# ccoDeviceStatus (abi/enums.h) as a failed GDA or SDMA call of a kernel leaves it in status
+# word 7 (cco.ops.kernels.signals.note_failure), and what each means there.
+FAILED_CALLS = {1: "TIMEOUT (its ring stayed full, or its queue's copies did not complete, in time)",
+                2: "ABORTED (the proxy failed its ring: a peer lost or a transfer refused; or the communicator "
+                   "was aborted)",
+                3: "INVALID_ARGUMENT (a queue, peer, window or range the device refused)"}
+
+
+def describe_failed_call(code):
+    """Status word 7 of a plan (the device status a failed GDA or SDMA call returned) in words."""
+    return f"a GDA or SDMA call returned {FAILED_CALLS.get(code, f'device status {code}')}"
+
+
 def cdiv(a, b):
     return -(-a // b)
 

@@ -250,8 +250,11 @@ def _signal_step(mine, off_sent, peer, sig, epoch, NSIG: tl.constexpr):
 
 @triton.jit
 def note_failure(status, failed):
-    """A GDA or SDMA call that failed (a lost peer, an abort, a queue that timed out) voids the call."""
+    """A GDA or SDMA call that failed (a lost peer, an abort, a queue that timed out) voids the
+    call; status word 7 keeps the device status it returned (cco.ops.planning.describe_failed_call;
+    plain stores: of several, any one)."""
     if failed != 0:
+        tl.store(status + 7, failed)
         tl.store(status, 1)
 
 
