@@ -61,9 +61,9 @@ template <bool Mirrored> int32_t FlushInMode(int mode, RingView r, const WaitLim
 // `producers` threads post `perProducer` descriptors each, thread p in mode modeOf(p), then
 // flush; the consumer takes them, checks each and the per-producer order, and completes them
 // out of order. Everything arrives exactly once.
-void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(int), uint64_t first = 0,
-                  bool mirrored = false) {
-  TestRing ring(depth, first, mirrored);
+template <bool Mirrored = false>
+void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(int), uint64_t first = 0) {
+  TestRing ring(depth, first, Mirrored);
   std::atomic<int> failures{0};
   std::atomic<bool> stop{false};
   std::vector<uint64_t> nextOf(producers, 0);
@@ -101,11 +101,8 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
       const int mode = modeOf(p);
       int32_t s = CCO_DEVICE_STATUS_OK;
       for (int k = 0; k < perProducer && s == CCO_DEVICE_STATUS_OK; ++k)
-        s = mirrored ? PostInMode<true>(mode, ring.view(), Describe(p, k), ring.limits())
-                     : PostInMode<false>(mode, ring.view(), Describe(p, k), ring.limits());
-      if (s == CCO_DEVICE_STATUS_OK)
-        s = mirrored ? FlushInMode<true>(mode, ring.view(), ring.limits())
-                     : FlushInMode<false>(mode, ring.view(), ring.limits());
+        s = PostInMode<Mirrored>(mode, ring.view(), Describe(p, k), ring.limits());
+      if (s == CCO_DEVICE_STATUS_OK) s = FlushInMode<Mirrored>(mode, ring.view(), ring.limits());
       status[p] = s;
     });
   }
@@ -119,7 +116,7 @@ void RunProducers(uint32_t depth, int producers, int perProducer, int (*modeOf)(
   }
   EXPECT_EQ(ring.consumer.consumed(), first + static_cast<uint64_t>(total));
   EXPECT_EQ(ring.host.consumed, first + static_cast<uint64_t>(total));
-  if (mirrored) {
+  if (Mirrored) {
     EXPECT_EQ(ring.dev.consumedCache, first + static_cast<uint64_t>(total));
   }
 }
@@ -356,8 +353,8 @@ TEST(GdaRing, CreditWaitsTimeOutAbortAndSeeRingErrors) {
 // SDMA's rings: the proxy writes `consumed` into the device-side cache too, and waiters poll
 // that copy alone (no host memory a poll), their ring's failure in device memory too.
 TEST(GdaRing, MirroredRingsCarryManyProducersThroughTheDeviceCopy) {
-  RunProducers(8, 16, 200, Mixed, 0, /*mirrored=*/true);
-  RunProducers(4, 8, 100, AllDeferred, (1ull << 32) - 50, /*mirrored=*/true);
+  RunProducers</*Mirrored=*/true>(8, 16, 200, Mixed);
+  RunProducers</*Mirrored=*/true>(4, 8, 100, AllDeferred, (1ull << 32) - 50);
 }
 
 TEST(GdaRing, MirroredRingsWaitOnTheDeviceCopyAlone) {
