@@ -4,6 +4,17 @@
 //   blocking_call_probe first-copy   only the process's first copies (odd-sized, through
 //                                    cuMemcpyAsync, between device and mapped pinned memory)
 //   blocking_call_probe first-alloc  only the process's first pinned allocations
+//   blocking_call_probe copy-shapes  the process's first device -> device copies of each
+//                                    alignment (16, 8, 4, 2, 1 bytes), each size class in turn
+//   blocking_call_probe copy-shapes-host-waits  the same while another thread waits for the kernel
+//   blocking_call_probe context-latency  how long a word written by a stream of another context
+//                                    (the kernel's, or one of the proxy's own) takes to release a
+//                                    spinning kernel: alone, and behind a 64 KiB copy
+//   blocking_call_probe own-context  what a context of the proxy's own costs, and whether its
+//                                    streams reach cuMemAlloc'd and VMM memory of the kernel's
+//   blocking_call_probe beside-waits the proxy's calls while another thread loads a module (what
+//                                    CUDA's lazy loading does at a kernel's first launch) or
+//                                    allocates, in the kernel's context and in one of its own
 //   blocking_call_probe host-waits   the proxy's calls while another thread of the process
 //                                    waits inside the driver for the kernel
 // A kernel on a non-blocking stream spins on a host-mapped word (a flush waiting for its
@@ -17,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -46,7 +58,9 @@ alignas(4096) unsigned spinWord[1024];
 // hostWaits: meanwhile a third thread copies device memory into pageable memory on the
 // kernel's stream, so it waits for the kernel inside the driver (what `tensor.cpu()` or
 // `loss.item()` does while a communication kernel runs).
-void Probe(CUcontext ctx, const char* name, const std::function<void()>& call, bool hostWaits = false) {
+// alongside: instead, that call on a third thread of `ctx` (a module's load, say).
+void Probe(CUcontext ctx, const char* name, const std::function<void()>& call, bool hostWaits = false,
+           const std::function<void()>& alongside = nullptr) {
   static bool registered = false;
   if (!registered) CHECK(cuMemHostRegister(spinWord, sizeof spinWord, CU_MEMHOSTREGISTER_DEVICEMAP));
   registered = true;
@@ -59,7 +73,12 @@ void Probe(CUcontext ctx, const char* name, const std::function<void()>& call, b
   std::thread waiter;
   static char pageable[4096];
   static CUdeviceptr source = 0;
-  if (hostWaits) {
+  if (alongside) {
+    waiter = std::thread([&] {
+      CHECK(cuCtxSetCurrent(ctx));
+      alongside();
+    });
+  } else if (hostWaits) {
     if (source == 0) CHECK(cuMemAlloc(&source, sizeof pageable));
     waiter = std::thread([&] {
       CHECK(cuCtxSetCurrent(ctx));
@@ -83,8 +102,11 @@ void Probe(CUcontext ctx, const char* name, const std::function<void()>& call, b
   if (waiter.joinable()) waiter.join();
   CHECK(cuStreamSynchronize(kernelStream));
   CHECK(cuStreamDestroy(kernelStream));
-  printf("%-44s%s %9.3f ms  %s\n", name, hostWaits ? " (+ host copy behind the kernel)" : "", took,
-         took >= 0.9 * kReleaseMs ? "WAITS FOR THE KERNEL" : "ok");
+  printf("%-60s%s %9.3f ms  %s\n", name,
+         alongside   ? " (+ a module loading)"
+         : hostWaits ? " (+ host copy behind the kernel)"
+                     : "",
+         took, took >= 0.9 * kReleaseMs ? "WAITS FOR THE KERNEL" : "ok");
 }
 
 // What the modes copy between: a stream, 4 KiB of device memory, 4 KiB of mapped pinned memory.
@@ -120,6 +142,187 @@ void FirstCopies(CUcontext ctx) {
   MapFreshAt(vmm, granularity);
   Probe(ctx, "first cuMemcpyAsync 13 B VMM -> pinned", [&] { k.Copy(k.hostDevice + 1, vmm + 3, 13); });
   Probe(ctx, "first cuMemcpyAsync 13 B pinned -> VMM", [&] { k.Copy(vmm + 9, k.hostDevice + 2, 13); });
+}
+
+// The process's first device -> device copies of each alignment and size: a copy on one GPU
+// runs as a kernel of the driver's (planning.COPY_SMS), which it may load on first use.
+void CopyShapes(CUcontext ctx, bool hostWaits) {
+  const Scratch k;
+  CUdeviceptr big;
+  CHECK(cuMemAlloc(&big, 4 << 20));
+  char name[96];
+  for (const size_t bytes : {size_t{20400}, size_t{1} << 20}) {
+    for (const unsigned align : {16u, 8u, 4u, 2u, 1u}) {
+      const size_t n = bytes - 16 + align;  // a multiple of `align`, and of nothing wider
+      snprintf(name, sizeof name, "first D2D copy, %zu B, %u-byte aligned", n, align);
+      Probe(ctx, name, [&] { k.Copy(big + (2 << 20) + align, big + align, n); }, hostWaits);
+    }
+  }
+  CHECK(cuMemFree(big));
+}
+
+// A module with one empty kernel, as PTX: each load of it is a module load of its own.
+const char kEmptyModule[] = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry empty() { ret; }\n";
+
+// The proxy's calls while another thread of the kernel's process makes a call that waits for
+// the kernel: a module's load (CUDA's lazy loading loads one at a kernel's first launch: a
+// torch operator first used while a CCO kernel waits for its proxy, say), or an allocation
+// (torch's allocator growing its pool). Made in the kernel's context, and in a context of the
+// proxy's own.
+void WhileAnotherThreadWaits(CUcontext ctx) {
+  const Scratch k;
+  const std::pair<const char*, std::function<void()>> alongside[] = {
+      {"module load",
+       [] {
+         CUmodule module;
+         CHECK(cuModuleLoadData(&module, kEmptyModule));
+       }},
+      {"cuMemAlloc",
+       [] {
+         CUdeviceptr p;
+         CHECK(cuMemAlloc(&p, 64 << 20));
+       }},
+  };
+  CUdeviceptr vmm = VmmAllocOnGpu0(2 << 20);
+  CUdevice dev;
+  CHECK(cuCtxGetDevice(&dev));
+  CUcontext own;
+  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  CUstream ownStream;
+  CHECK(cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING));
+  CHECK(cuCtxSetCurrent(ctx));
+  const auto inOwn = [&](const std::function<void()>& call) {
+    CHECK(cuCtxSetCurrent(own));
+    call();
+  };
+  const std::pair<const char*, std::function<void()>> calls[] = {
+      {"D2D cuMemcpyAsync + sync", [&] { k.Copy(k.device + 1024, k.device, 512); }},
+      {"cuStreamWriteValue64 + sync",
+       [&] {
+         CHECK(cuStreamWriteValue64(k.stream, k.device + 64, 7, 0));
+         CHECK(cuStreamSynchronize(k.stream));
+       }},
+      {"cuStreamQuery", [&] { (void)cuStreamQuery(k.stream); }},
+      {"own context: VMM copy + sync",
+       [&] {
+         inOwn([&] {
+           CHECK(cuMemcpyAsync(vmm + 4096, vmm, 512, ownStream));
+           CHECK(cuStreamSynchronize(ownStream));
+         });
+       }},
+      {"own context: cuStreamWriteValue64 + sync",
+       [&] {
+         inOwn([&] {
+           CHECK(cuStreamWriteValue64(ownStream, vmm + 64, 7, 0));
+           CHECK(cuStreamSynchronize(ownStream));
+         });
+       }},
+  };
+  char name[128];
+  for (const auto& other : alongside) {
+    snprintf(name, sizeof name, "%s itself", other.first);
+    Probe(ctx, name, other.second);
+    for (const auto& call : calls) {
+      snprintf(name, sizeof name, "%s, beside a %s", call.first, other.first);
+      Probe(ctx, name, call.second, false, other.second);
+    }
+  }
+}
+
+__global__ void SpinUntilAtLeast(const volatile unsigned long long* word, unsigned long long value,
+                                 unsigned long long giveUpNs) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (*word < value && now - start < giveUpNs);
+}
+
+// A kernel of the primary context spins until a device word reaches a value; a stream of
+// `writer` (the primary context, or another of this process's) writes it, alone or behind a
+// copy. The time from the write's call to the kernel's end: how soon a proxy working in that
+// context releases a kernel (other contexts' work may have to wait for a time slice).
+void ContextLatency(CUcontext ctx) {
+  CUdeviceptr vmm = VmmAllocOnGpu0(2 << 20);
+  CHECK(cuMemsetD8(vmm, 0, 2 << 20));
+  CUstream kernelStream;
+  CHECK(cuStreamCreate(&kernelStream, CU_STREAM_NON_BLOCKING));
+  CUdevice dev;
+  CHECK(cuCtxGetDevice(&dev));
+  CUcontext own;
+  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  unsigned long long value = 0;
+  for (const bool ownContext : {false, true}) {
+    for (const bool copyFirst : {false, true}) {
+      const CUcontext writer = ownContext ? own : ctx;
+      CHECK(cuCtxSetCurrent(writer));
+      CUstream stream;
+      CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+      CHECK(cuCtxSetCurrent(ctx));
+      constexpr int kTrials = 21;
+      double us[kTrials];
+      for (int t = 0; t < kTrials; ++t) {
+        ++value;
+        SpinUntilAtLeast<<<1, 1, 0, reinterpret_cast<cudaStream_t>(kernelStream)>>>(
+            reinterpret_cast<const unsigned long long*>(vmm), value, 5'000'000'000ull);
+        CHECK(static_cast<CUresult>(cudaGetLastError()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the kernel spins
+        const double start = NowMs();
+        std::thread proxy([&] {
+          CHECK(cuCtxSetCurrent(writer));
+          if (copyFirst) CHECK(cuMemcpyAsync(vmm + (1 << 20), vmm + 4096, 64 << 10, stream));
+          CHECK(cuStreamWriteValue64(stream, vmm, value, 0));
+        });
+        CHECK(cuStreamSynchronize(kernelStream));
+        us[t] = (NowMs() - start) * 1e3;
+        proxy.join();
+        CHECK(cuCtxSetCurrent(writer));
+        CHECK(cuStreamSynchronize(stream));
+        CHECK(cuCtxSetCurrent(ctx));
+      }
+      std::sort(us, us + kTrials);
+      printf("%-16s %-22s released in %9.1f us (median of %d; min %.1f, max %.1f)\n",
+             ownContext ? "own context" : "kernel's context", copyFirst ? "behind a 64 KiB copy" : "a word alone",
+             us[kTrials / 2], kTrials, us[0], us[kTrials - 1]);
+    }
+  }
+}
+
+// What a context of the proxy's own costs, and which memory of the kernel's context it reaches:
+// a stream write and a copy into cuMemAlloc'd memory and into VMM memory.
+void OwnContextReach(CUcontext ctx) {
+  size_t freeBefore, total, freeAfter;
+  CHECK(cuMemGetInfo(&freeBefore, &total));
+  CUdeviceptr plain;
+  CHECK(cuMemAlloc(&plain, 4096));
+  CHECK(cuMemsetD8(plain, 0, 4096));
+  CUdeviceptr vmm = VmmAllocOnGpu0(2 << 20);
+  CHECK(cuMemsetD8(vmm, 0, 2 << 20));
+  CUdevice dev;
+  CHECK(cuCtxGetDevice(&dev));
+  const double start = NowMs();
+  CUcontext own;
+  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  CUstream stream;
+  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  const double made = NowMs() - start;
+  CHECK(cuMemGetInfo(&freeAfter, &total));
+  printf("own context: made in %.1f ms, %.0f MiB of device memory\n", made, (freeBefore - freeAfter) / 1048576.0 - 2);
+  for (const auto& [name, at] : {std::pair<const char*, CUdeviceptr>{"cuMemAlloc'd", plain}, {"VMM", vmm}}) {
+    CUresult w = cuStreamWriteValue64(stream, at, 42, 0);
+    if (w == CUDA_SUCCESS) w = cuStreamSynchronize(stream);
+    CUresult c = w == CUDA_SUCCESS ? cuMemcpyAsync(at + 64, at, 8, stream) : w;
+    if (c == CUDA_SUCCESS) c = cuStreamSynchronize(stream);
+    uint64_t back[9] = {};
+    CHECK(cuCtxSetCurrent(ctx));
+    if (c == CUDA_SUCCESS) CHECK(cuMemcpyDtoH(back, at, sizeof back));
+    CHECK(cuCtxSetCurrent(own));
+    printf("own context into the kernel context's %s memory: write %s, copy %s, read back %llu %llu\n", name,
+           ResultText(w), ResultText(c), static_cast<unsigned long long>(back[0]),
+           static_cast<unsigned long long>(back[8]));
+    if (c != CUDA_SUCCESS) break;  // the context is unusable after a fault
+  }
 }
 
 // The process's first pinned allocations.
@@ -247,6 +450,11 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "first-copy") == 0) FirstCopies(ctx);
   else if (strcmp(mode, "first-alloc") == 0) FirstAllocations(ctx);
+  else if (strcmp(mode, "copy-shapes") == 0) CopyShapes(ctx, false);
+  else if (strcmp(mode, "context-latency") == 0) ContextLatency(ctx);
+  else if (strcmp(mode, "own-context") == 0) OwnContextReach(ctx);
+  else if (strcmp(mode, "beside-waits") == 0) WhileAnotherThreadWaits(ctx);
+  else if (strcmp(mode, "copy-shapes-host-waits") == 0) CopyShapes(ctx, true);
   else if (strcmp(mode, "host-waits") == 0) WhileTheHostWaits(ctx);
   else EachCall(ctx);
   return 0;
