@@ -16,6 +16,7 @@
 
 #include "common/env.h"
 #include "net/tcp_connection.h"
+#include "platform/proxy_scope.h"
 
 namespace cco {
 
@@ -122,6 +123,7 @@ TcpBackend::TcpBackend(Platform* platform, int device, const TcpOptions& options
 Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& options, std::vector<Fd> outgoing,
                           std::vector<Fd> incoming, std::unique_ptr<TcpBackend>* out) {
   std::unique_ptr<TcpBackend> b(new TcpBackend(platform, device, options));
+  ProxyWorkScope scope;  // the stream is the proxy's (platform/proxy_scope.h)
   CCO_RETURN_IF_ERROR(platform->StreamCreate(device, &b->stream_).Prefixed("the GDA tcp stream"));
   b->streamMade_ = true;
   b->fence_.reset(new StreamFence(platform, device, b->stream_));
@@ -172,6 +174,7 @@ Status TcpBackend::Create(Platform* platform, int device, const TcpOptions& opti
 }
 
 TcpBackend::~TcpBackend() {
+  ProxyWorkScope scope;
   // Copies into and out of the staging chunks may still be queued: they run first.
   if (streamMade_) platform_->StreamSynchronize(device_, stream_);
   peers_.clear();
@@ -196,6 +199,7 @@ void TcpBackend::SayFailed(int32_t blamed, NetTargetMap& map) {
 }
 
 void TcpBackend::Drain() {
+  ProxyWorkScope scope;
   if (streamMade_) platform_->StreamSynchronize(device_, stream_);
 }
 

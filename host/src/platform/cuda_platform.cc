@@ -12,6 +12,7 @@
 #include "platform/gpu_driver_api.h"
 #include "platform/gpu_vmm_platform.h"
 #include "platform/platform.h"
+#include "platform/proxy_scope.h"
 
 namespace cco {
 
@@ -39,6 +40,11 @@ struct CudaDriver {
   DriverResult (*ctxGetCurrent)(CUcontext* context) = nullptr;
   DriverResult (*ctxSetCurrent)(CUcontext context) = nullptr;
   DriverResult (*ctxGetDevice)(CUdevice* device) = nullptr;
+  // Optional (the proxy's own contexts, platform/proxy_scope.h): cuCtxCreate as CUDA 12.5+
+  // spells it (params, flags, device) or as before (flags, device), and cuCtxPopCurrent.
+  DriverResult (*ctxCreateV4)(CUcontext* context, void* params, unsigned flags, CUdevice device) = nullptr;
+  DriverResult (*ctxCreateV2)(CUcontext* context, unsigned flags, CUdevice device) = nullptr;
+  DriverResult (*ctxPopCurrent)(CUcontext* context) = nullptr;
   DriverResult (*deviceGetPciBusId)(char* busId, int length, CUdevice device) = nullptr;
   DriverResult (*deviceTotalMem)(size_t* bytes, CUdevice device) = nullptr;
   DriverResult (*exportToShareableHandle)(void* shareable, AllocationHandle handle, int type,
@@ -56,6 +62,9 @@ struct CudaDriver {
   // uses, and releasing it could tear down memory others still map.
   std::mutex contextMutex;
   std::vector<CUcontext> primaryContexts;
+  // Each device's context for the host proxy's work (platform/proxy_scope.h), made on first
+  // use and kept for the process lifetime, as the proxy's streams live in it.
+  std::vector<CUcontext> proxyContexts;
 };
 
 CudaDriver& Driver() {
@@ -98,17 +107,41 @@ Status PrimaryContext(int device, CUcontext* context) {
   return Status::Ok();
 }
 
+// The device's context for the proxy's work, made on first use; the caller's current context
+// stays as it was (cuCtxCreate pushes the new one: it is popped).
+Status ProxyContext(int device, CUcontext* context) {
+  CudaDriver& driver = Driver();
+  std::lock_guard<std::mutex> lock(driver.contextMutex);  // (PrimaryContext checked `device`)
+  CUcontext& slot = driver.proxyContexts[device];
+  if (slot == nullptr) {
+    CUcontext made = nullptr;
+    DriverResult result = driver.ctxCreateV4 != nullptr ? driver.ctxCreateV4(&made, nullptr, 0, driver.devices[device])
+                                                        : driver.ctxCreateV2(&made, 0, driver.devices[device]);
+    if (result != kDriverSuccess) {
+      return CudaCallFailed("cuCtxCreate", result, Fmt("device=", device, ", the proxy's own context"));
+    }
+    CUcontext popped = nullptr;
+    driver.ctxPopCurrent(&popped);
+    slot = made;
+  }
+  *context = slot;
+  return Status::Ok();
+}
+
 Status EnterCudaDevice(int device, uint64_t* saved) {
   CudaDriver& driver = Driver();
-  CUcontext primary = nullptr;
-  CCO_RETURN_IF_ERROR(PrimaryContext(device, &primary));
+  CUcontext target = nullptr;
+  CCO_RETURN_IF_ERROR(PrimaryContext(device, &target));
+  // The proxy's work in a context of its own, where the driver can make one.
+  if (ProxyWorkScope::Active() && ProxyWorkScope::OwnContext() && driver.ctxPopCurrent != nullptr)
+    CCO_RETURN_IF_ERROR(ProxyContext(device, &target));
   CUcontext current = nullptr;
   DriverResult result = driver.ctxGetCurrent(&current);
   if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetCurrent", result, "");
   *saved = reinterpret_cast<uint64_t>(current);
-  if (current == primary) return Status::Ok();
-  result = driver.ctxSetCurrent(primary);
-  if (result != kDriverSuccess) return CudaCallFailed("cuCtxSetCurrent", result, Fmt("device=", device, " primary"));
+  if (current == target) return Status::Ok();
+  result = driver.ctxSetCurrent(target);
+  if (result != kDriverSuccess) return CudaCallFailed("cuCtxSetCurrent", result, Fmt("device=", device));
   return Status::Ok();
 }
 
@@ -194,6 +227,10 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("cuCtxGetCurrent", &driver->ctxGetCurrent));
   CCO_RETURN_IF_ERROR(library.Resolve("cuCtxSetCurrent", &driver->ctxSetCurrent));
   CCO_RETURN_IF_ERROR(library.Resolve("cuCtxGetDevice", &driver->ctxGetDevice));
+  if ((library.ResolveOptional("cuCtxCreate_v4", &driver->ctxCreateV4) ||
+       library.ResolveOptional("cuCtxCreate_v2", &driver->ctxCreateV2)) &&
+      !library.ResolveOptional("cuCtxPopCurrent_v2", &driver->ctxPopCurrent))
+    driver->ctxPopCurrent = nullptr;
   CCO_RETURN_IF_ERROR(library.Resolve("cuDeviceGetPCIBusId", &driver->deviceGetPciBusId));
   CCO_RETURN_IF_ERROR(library.Resolve("cuDeviceTotalMem_v2", &driver->deviceTotalMem));
   CCO_RETURN_IF_ERROR(library.Resolve("cuMemExportToShareableHandle", &driver->exportToShareableHandle));
@@ -277,6 +314,7 @@ Status InitializeDevices(CudaDriver* driver) {
     }
   }
   driver->primaryContexts.assign(count, nullptr);
+  driver->proxyContexts.assign(count, nullptr);
   return Status::Ok();
 }
 

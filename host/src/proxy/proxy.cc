@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "common/env.h"
+#include "platform/proxy_scope.h"
 #include "proxy/host_bell.h"
 #include "topology/cpu_affinity.h"
 
@@ -104,7 +105,8 @@ Proxy::~Proxy() {
   Wake();
   if (thread_.joinable()) thread_.join();
   if (wake_ >= 0) close(wake_);
-  net_.reset();  // its sockets and stream, before this proxy's stream
+  ProxyWorkScope scope;  // the streams are the proxy's (platform/proxy_scope.h)
+  net_.reset();          // its sockets and stream, before this proxy's stream
   if (streamMade_) {
     ctx_.platform->StreamSynchronize(ctx_.device, stream_);
     ctx_.platform->StreamDestroy(ctx_.device, stream_);
@@ -118,6 +120,7 @@ Proxy::~Proxy() {
 }
 
 Status Proxy::QueueStreams(int queues, std::vector<uint64_t>* streams) {
+  ProxyWorkScope scope;
   std::lock_guard<std::mutex> lock(queueStreamsMu_);
   while (static_cast<int>(queueStreams_.size()) < queues) {
     uint64_t stream = 0;
@@ -131,6 +134,7 @@ Status Proxy::QueueStreams(int queues, std::vector<uint64_t>* streams) {
 
 Status Proxy::Attach(const std::shared_ptr<GdaResources>& g) {
   if (!streamMade_) {
+    ProxyWorkScope scope;
     CCO_RETURN_IF_ERROR(ctx_.platform->StreamCreate(ctx_.device, &stream_).Prefixed("the GDA proxy's stream"));
     streamMade_ = true;
     // Without its marker word, every word goes on the stream, as it always may.
@@ -260,6 +264,7 @@ void Proxy::Quiesce() {
 }
 
 void Proxy::Synchronize(uint64_t stream, const char* what) {
+  ProxyWorkScope scope;
   Status s = ctx_.platform->StreamSynchronize(ctx_.device, stream);
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -278,6 +283,7 @@ Status Proxy::AsyncError() const {
 }
 
 void Proxy::Loop() {
+  ProxyWorkScope scope;  // every stream call of the thread in the proxy's own context
   using Clock = std::chrono::steady_clock;
   std::vector<std::shared_ptr<GdaResources>>& work = threadWork_;
   std::vector<std::shared_ptr<SdmaResources>>& sdmaWork = threadSdma_;

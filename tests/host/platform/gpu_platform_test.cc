@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "platform/gpu_vmm_platform.h"
 #include "platform/memfd.h"
 #include "platform/platform.h"
+#include "platform/proxy_scope.h"
 
 namespace cco {
 namespace {
@@ -460,6 +463,114 @@ TEST(CudaPlatformTest, CopyRunsLandExactly) {
   int device = 0;
   ASSERT_OK(platform->CurrentDevice(&device));
   ExpectCopyRuns(platform, device);
+  delete platform;
+}
+
+// The proxy's stream work while the process loads a module in its primary context: a load
+// (CUDA's lazy loading, at a kernel's first launch) waits for that context's running kernel,
+// and holds back the stream calls made in that context meanwhile; the proxy's own context
+// (platform/proxy_scope.h) is not held back. A kernel of the primary context spins on a
+// host-mapped word; a second thread loads a module; a third, in a ProxyWorkScope, copies and
+// writes on a stream of the proxy's, which must be done long before the kernel is released.
+namespace spin {
+
+// Spins until the word at its parameter is not 0, or 5 s went by. (PTX: the driver compiles it
+// for whatever GPU this is.)
+const char kSpinModule[] =
+    ".version 8.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 word) {\n"
+    "  .reg .pred p; .reg .u64 a, v, t0, t, d;\n"
+    "  ld.param.u64 a, [word];\n  mov.u64 t0, %globaltimer;\n"
+    "again:\n  ld.volatile.global.u64 v, [a];\n  setp.ne.u64 p, v, 0;\n  @p bra done;\n"
+    "  mov.u64 t, %globaltimer;\n  sub.u64 d, t, t0;\n  setp.lt.u64 p, d, 5000000000;\n  @p bra again;\n"
+    "done:\n  ret;\n}\n";
+const char kOtherModule[] = ".version 8.0\n.target sm_70\n.address_size 64\n.visible .entry other() { ret; }\n";
+
+struct Driver {
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  template <class Fn> Fn Get(const char* name) { return reinterpret_cast<Fn>(dlsym(library, name)); }
+};
+
+}  // namespace spin
+
+TEST(CudaPlatformTest, ProxyStreamsAreNotHeldBackByAModuleLoad) {
+  Platform* platform = nullptr;
+  bool skipped = true;
+  CreateOrSkip(&CreateCudaPlatform, kCudaLibraries, &platform, &skipped);
+  if (skipped) return;
+  if (!ProxyWorkScope::OwnContext()) GTEST_SKIP() << "CCO_PROXY_CONTEXT=0: the proxy works in the primary context";
+  int device = 0;
+  ASSERT_OK(platform->CurrentDevice(&device));
+  spin::Driver d;
+  using Ctx = void*;
+  auto primaryRetain = d.Get<int (*)(Ctx*, int)>("cuDevicePrimaryCtxRetain");
+  auto setCurrent = d.Get<int (*)(Ctx)>("cuCtxSetCurrent");
+  auto loadData = d.Get<int (*)(void**, const void*)>("cuModuleLoadData");
+  auto getFunction = d.Get<int (*)(void**, void*, const char*)>("cuModuleGetFunction");
+  auto launch = d.Get<int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                              void**, void**)>("cuLaunchKernel");
+  auto sync = d.Get<int (*)()>("cuCtxSynchronize");
+  ASSERT_TRUE(primaryRetain && setCurrent && loadData && getFunction && launch && sync);
+  Ctx primary = nullptr;
+  ASSERT_EQ(primaryRetain(&primary, device), 0);  // (ordinal == CUdevice on every driver CCO loads)
+  ASSERT_EQ(setCurrent(primary), 0);
+  void* module = nullptr;
+  void* kernel = nullptr;
+  ASSERT_EQ(loadData(&module, spin::kSpinModule), 0);
+  ASSERT_EQ(getFunction(&kernel, module, "spin"), 0);
+
+  void* word = nullptr;
+  uint64_t wordDevice = 0, va = 0;
+  ASSERT_OK(platform->HostMappedAlloc(device, 8, &word, &wordDevice));
+  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));  // in the primary context
+  const std::vector<unsigned char> bytes = {9, 8, 7, 6, 5, 4, 3, 2};
+  ASSERT_OK(platform->CopyToDevice(device, va, bytes.data(), bytes.size()));
+  uint64_t proxyStream = 0;
+  {
+    ProxyWorkScope scope;  // the proxy's context and stream, made before any kernel runs (as Attach does)
+    ASSERT_OK(platform->StreamCreate(device, &proxyStream));
+  }
+  ASSERT_EQ(setCurrent(primary), 0);
+  void* params[] = {&wordDevice};
+  ASSERT_EQ(launch(kernel, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr), 0);
+  std::thread loader([&] {
+    setCurrent(primary);
+    void* other = nullptr;
+    loadData(&other, spin::kOtherModule);  // waits for the kernel
+  });
+  usleep(50 * 1000);  // the load is waiting by now
+  Status proxyStatus;
+  double tookMs = 0;
+  std::atomic<bool> done{false};
+  std::thread proxy([&] {
+    ProxyWorkScope scope;
+    const auto start = std::chrono::steady_clock::now();
+    proxyStatus = platform->CopyOnStream(device, proxyStream, va + 64, va, bytes.size());
+    if (proxyStatus.ok()) proxyStatus = platform->StreamWriteValue64(device, proxyStream, va + 128, 77);
+    if (proxyStatus.ok()) proxyStatus = platform->StreamSynchronize(device, proxyStream);
+    tookMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    done = true;
+  });
+  // Released once the proxy's work is done, or after 2 s (then the test fails, below).
+  for (int i = 0; i < 200 && !done; ++i) usleep(10 * 1000);
+  __atomic_store_n(static_cast<uint64_t*>(word), 1, __ATOMIC_RELEASE);
+  proxy.join();
+  loader.join();
+  ASSERT_EQ(sync(), 0);
+  ASSERT_TRUE(proxyStatus.ok()) << proxyStatus.message();
+  EXPECT_LT(tookMs, 1000.0) << "the proxy's stream work waited for the primary context's module load";
+  std::vector<unsigned char> back(bytes.size());
+  uint64_t written = 0;
+  ASSERT_OK(platform->CopyFromDevice(device, back.data(), va + 64, back.size()));
+  ASSERT_OK(platform->CopyFromDevice(device, &written, va + 128, sizeof written));
+  EXPECT_EQ(back, bytes);
+  EXPECT_EQ(written, 77u);
+  {
+    ProxyWorkScope scope;
+    ASSERT_OK(platform->StreamDestroy(device, proxyStream));
+  }
+  ASSERT_OK(platform->DeviceFree(device, va));
+  ASSERT_OK(platform->HostMappedFree(device, word));
   delete platform;
 }
 

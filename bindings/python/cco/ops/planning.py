@@ -190,12 +190,13 @@ class Plan:
 
 
 def _header(layout, programs, world):
-    """Per-program call counters, the status words, and the start flags: at the start of a
+    """Per-program call counters (then one word: the programs that ended the call's sends,
+    cco.ops.kernels.signals.quiet_when_last), the status words, and the start flags: at the start of a
     call every rank raises its start flag on every peer (with the rows it sends that peer),
     and a call ends only once every peer's start flag of that call is up. So a rank is at
     most one call ahead of any peer even where it receives nothing from it (an empty
     all-to-all split), which is what the two workspace halves need."""
-    layout.add("counters", programs * INT32)
+    layout.add("counters", (programs + 1) * INT32)
     layout.add("status", STATUS_WORDS * INT32)
     layout.add("hello", 2 * world * INT32)
     layout.add("counts", 2 * world * COUNT_BYTES)

@@ -37,7 +37,8 @@ import triton.language as tl
 from cco.ir.triton import cco
 from cco.ops.kernels.core import b_operand, load_tile, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
-                                     raise_flag, sdma_queue, trace_begin, trace_end, wait_copies, wait_flag, wait_for)
+                                     quiet_when_last, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
+                                     wait_flag, wait_for)
 
 
 @triton.jit
@@ -227,7 +228,6 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     trace_end(dc, cco.TraceTag.WAIT, u, traced)
 
         if SDMA:   # a copy the proxy refused fails here, not as a receiver's timeout
-            for d in range(pid, WORLD - 1, programs):
-                note_failure(status, cco.Sdma.quiet(dc, (me + 1 + d) % WORLD, coop=cco.CoopScope.BLOCK))
+            quiet_when_last(dc, mine, off_counters, status, me, WORLD)
         await_hellos(dc, mine, me, off_hello, off_counts, None, epoch, status, timeout, WORLD, GDA)
         end_call(mine, off_counters, epoch)

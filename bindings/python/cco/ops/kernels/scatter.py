@@ -20,8 +20,8 @@ import triton.language as tl
 from cco.ir.triton import cco
 from cco.ops.kernels.core import b_operand, copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, count_tile, end_call, gda_put, landed_before,
-                                     note_failure, open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end,
-                                     wait_copies, wait_for)
+                                     note_failure, open_call, ptr_at, quiet_when_last, raise_flag, sdma_queue,
+                                     trace_begin, trace_end, wait_copies, wait_for)
 
 
 @triton.jit(do_not_specialize=["M", "timeout", "active"])
@@ -173,8 +173,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                     copy_rows(slot, N, dst, N, tl.minimum(BM, cnt - c * BM), N, 32, BC)
 
         if SDMA:   # a copy the proxy refused fails here, not as a receiver's timeout
-            for d in range(pid, WORLD - 1, programs):
-                note_failure(status, cco.Sdma.quiet(dc, (me + WORLD - 1 - d) % WORLD, coop=cco.CoopScope.BLOCK))
+            quiet_when_last(dc, mine, off_counters, status, me, WORLD)
         if CHECK_COUNTS:
             await_hellos(dc, mine, me, off_hello, off_counts, table + T_RECVR, epoch, status, timeout, WORLD, GDA)
         else:

@@ -30,7 +30,7 @@ chunk of the earlier calls (kept in the workspace: splits change) plus this call
 gemm_ag's row blocks are copied by whichever program completes them, in any order, so a
 receiver waits for all of the call's; gemm_a2a's rows for a receiver go as one copy, counted as
 a2a_gemm's; the reduce pair's tile rows land in any order too, and are waited for all together
-(cco.ops.kernels.reduce; refused by cco.ops.checks for now). Start flags stay LSA's.
+(cco.ops.kernels.reduce). Start flags stay LSA's.
 
 A wait gives up once `timeout` ticks of the GPU's clock went by (device_clock: nanoseconds on
 NVIDIA, 10 ns on AMD; the host converts CCO_TIMEOUT_MS), looked at every _ABORT_EVERY polls
@@ -309,6 +309,22 @@ def sdma_queue(sender, receiver, WORLD: tl.constexpr, QUEUES: tl.constexpr):
     """SDMA: the queue `sender` copies to `receiver` on, as both compute it: receiver d = sender
     - d (rank - 1 first, the one that needs a sender's rows first) on queue (d - 1) % QUEUES."""
     return ((sender - receiver + WORLD) % WORLD - 1) % QUEUES
+
+
+@triton.jit
+def quiet_when_last(dc, mine, off_counters, status, me, WORLD: tl.constexpr):
+    """SDMA, where any program may post a copy (the tile that completes a row block or a
+    receiver's rows): the last program of the call to get here quiets every peer's queues.
+    Each program posted its copies before it arrived, so that quiet covers every copy of the
+    call: one the proxy refused fails this call, and none still reads this rank's memory when
+    the kernel ends. (A quiet per program would miss the copies programs post after it.)
+    The count is the word after the programs' call counters, back to 0 for the next call."""
+    tl.debug_barrier()   # the program's posts (made by its thread 0) before its arrival
+    ended = ptr_at(mine + off_counters, tl.int32) + tl.num_programs(0)
+    if tl.atomic_add(ended, 1, sem="acq_rel", scope="gpu") == tl.num_programs(0) - 1:
+        tl.store(ended, 0)
+        for d in tl.static_range(1, WORLD):
+            note_failure(status, cco.Sdma.quiet(dc, (me + d) % WORLD, coop=cco.CoopScope.BLOCK))
 
 
 @triton.jit
