@@ -2,6 +2,7 @@
 // The CUDA platform: GpuVmmPlatform over libcuda.so.1, loaded with dlopen. No CUDA header
 // is included; the types below are cuda.h's, as the driver's ABI fixes them.
 #include <stdint.h>
+#include <stdio.h>
 
 #include <mutex>
 #include <vector>
@@ -65,6 +66,7 @@ struct CudaDriver {
   // Each device's context for the host proxy's work (platform/proxy_scope.h), made on first
   // use and kept for the process lifetime, as the proxy's streams live in it.
   std::vector<CUcontext> proxyContexts;
+  std::vector<bool> proxyContextRefused;  // the driver would not make it: the primary serves
 };
 
 CudaDriver& Driver() {
@@ -108,24 +110,30 @@ Status PrimaryContext(int device, CUcontext* context) {
 }
 
 // The device's context for the proxy's work, made on first use; the caller's current context
-// stays as it was (cuCtxCreate pushes the new one: it is popped).
-Status ProxyContext(int device, CUcontext* context) {
+// stays as it was (cuCtxCreate pushes the new one: it is popped). Where the driver cannot make
+// one (device memory, or MPS's pool of work queues, exhausted), the proxy works in the primary
+// context instead, said once on stderr: slower to serve beside a module load, not wrong.
+void ProxyContext(int device, CUcontext* context) {
   CudaDriver& driver = Driver();
   std::lock_guard<std::mutex> lock(driver.contextMutex);  // (PrimaryContext checked `device`)
   CUcontext& slot = driver.proxyContexts[device];
-  if (slot == nullptr) {
+  if (slot == nullptr && !driver.proxyContextRefused[device]) {
     CUcontext made = nullptr;
     DriverResult result = driver.ctxCreateV4 != nullptr ? driver.ctxCreateV4(&made, nullptr, 0, driver.devices[device])
                                                         : driver.ctxCreateV2(&made, 0, driver.devices[device]);
-    if (result != kDriverSuccess) {
-      return CudaCallFailed("cuCtxCreate", result, Fmt("device=", device, ", the proxy's own context"));
+    if (result == kDriverSuccess) {
+      CUcontext popped = nullptr;
+      driver.ctxPopCurrent(&popped);
+      slot = made;
+    } else {
+      driver.proxyContextRefused[device] = true;
+      fprintf(stderr,
+              "cco: the proxy's own context on cuda device %d was refused (cuCtxCreate: %s); the proxy works in "
+              "the primary context (docs/sdma.md, \"The proxy's own context\")\n",
+              device, DescribeCudaError(result).c_str());
     }
-    CUcontext popped = nullptr;
-    driver.ctxPopCurrent(&popped);
-    slot = made;
   }
-  *context = slot;
-  return Status::Ok();
+  if (slot != nullptr) *context = slot;
 }
 
 Status EnterCudaDevice(int device, uint64_t* saved) {
@@ -134,7 +142,7 @@ Status EnterCudaDevice(int device, uint64_t* saved) {
   CCO_RETURN_IF_ERROR(PrimaryContext(device, &target));
   // The proxy's work in a context of its own, where the driver can make one.
   if (ProxyWorkScope::Active() && ProxyWorkScope::OwnContext() && driver.ctxPopCurrent != nullptr)
-    CCO_RETURN_IF_ERROR(ProxyContext(device, &target));
+    ProxyContext(device, &target);
   CUcontext current = nullptr;
   DriverResult result = driver.ctxGetCurrent(&current);
   if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetCurrent", result, "");
@@ -315,6 +323,7 @@ Status InitializeDevices(CudaDriver* driver) {
   }
   driver->primaryContexts.assign(count, nullptr);
   driver->proxyContexts.assign(count, nullptr);
+  driver->proxyContextRefused.assign(count, false);
   return Status::Ok();
 }
 

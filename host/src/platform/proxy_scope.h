@@ -13,8 +13,9 @@
 // The scope is per thread: the proxy's thread holds one for its life, and other threads hold
 // one around the calls that make, wait for or end the proxy's streams. Inside it, a platform
 // that has such a context (CUDA; created on first use, ~0.2 s and ~0.5 GiB of device memory
-// on an H100) binds it instead of the device's primary context. CCO_PROXY_CONTEXT=0 keeps the
-// proxy in the primary context.
+// on an H100) binds it instead of the device's primary context; where the driver refuses to
+// make it, the primary context serves, said once on stderr. CCO_PROXY_CONTEXT=0 keeps the proxy
+// in the primary context.
 #ifndef CCO_HOST_PLATFORM_PROXY_SCOPE_H_
 #define CCO_HOST_PLATFORM_PROXY_SCOPE_H_
 
