@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|sdma-diag|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
-#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-sdma-status ops-sdma-repeat
+#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-sdma-context ops-sdma-status ops-sdma-repeat
 #   ops-examples ops-bench ops-core)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
@@ -246,7 +246,7 @@ for step in "${steps[@]}"; do
       python3 -m cco_tools trace merge "$OUT/trace" -o "$OUT/trace-all.json" && python3 -m cco_tools trace check "$OUT/trace-all.json"
       mps_stop
       timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_trace_gpu.py -ra 2>&1 | tee "$OUT/trace.log" | tail -30 ;;
-    ops|ops-lsa|ops-gda|ops-sdma|ops-sdma-status|ops-sdma-repeat|ops-examples|ops-bench|ops-core)
+    ops|ops-lsa|ops-gda|ops-sdma|ops-sdma-context|ops-sdma-status|ops-sdma-repeat|ops-examples|ops-bench|ops-core)
       # The fused GEMM + collective operators (cco.ops), rank processes sharing the GPU under
       # MPS. `ops` runs every part; each part alone fits one device call (600 s) once Triton's
       # cache (/tmp/cco-triton, kept while the machine stays warm) holds the kernels:
@@ -254,6 +254,9 @@ for step in "${steps[@]}"; do
       #             bad operands, a rank that never calls
       #   ops-gda:  the same over GDA (one host; two virtual nodes over tcp), 2 and 4 ranks
       #   ops-sdma: every operator over SDMA, 2 and 4 ranks
+      #   ops-sdma-context: the proxy's own context (docs/sdma.md): its stream work beside a module
+      #             load, and the all-to-all pair's calls one by one with it and without it
+      #             (CCO_PROXY_CONTEXT=0: the proxy held back, the quiet timing out)
       #   ops-sdma-status: every operator over SDMA, 25 calls of each at two shapes, and whether a
       #             copy needs an SM (why plans over copies leave planning.COPY_SMS free)
       #   ops-sdma-repeat: the 2-rank sdma case OPS_REPEAT (4) times, each under a fresh MPS
@@ -265,13 +268,22 @@ for step in "${steps[@]}"; do
       export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/cco-triton}
       mps_start
       {
-        parts=("${step#ops-}"); [[ $step == ops ]] && parts=(lsa gda sdma sdma-status examples bench core)
+        parts=("${step#ops-}"); [[ $step == ops ]] && parts=(lsa gda sdma sdma-context sdma-status examples bench core)
         for part in "${parts[@]}"; do
           case $part in
             lsa|gda|sdma)
               k=$part; [[ $part == lsa ]] && k="not gda and not sdma"
               timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_ops.py -k "$k" \
                 --junitxml="$OUT/ops-$part-junit.xml" -ra 2>&1 | tail -40 ;;
+            sdma-context)
+              timeout 60 stage/bin/gpu_platform_test --gtest_filter='*ProxyStreams*' 2>&1 |
+                grep -E "OK \]|FAILED|PASSED|Failure|SKIPPED"
+              for own in 1 0; do
+                echo "CCO_PROXY_CONTEXT=$own:"
+                CCO_PROXY_CONTEXT=$own CCO_ENABLE_SDMA=1 timeout 150 python3 -m cco.launch -n 2 --timeout 140 \
+                  tools/perf/ops_a2a_sdma_probe.py 3 free gemm_a2a 2>&1 | grep -E "wrong|at rest"
+                mps_stop; mps_start   # a failed run can leave the GPU busy for the next
+              done ;;
             sdma-status)
               timeout 60 stage/bin/copy_busy_sms_probe | tee "$OUT/copy-busy-sms-probe.log"
               for shape in 200,96,300 256,128,512; do
