@@ -113,9 +113,12 @@ Status PrimaryContext(int device, CUcontext* context) {
 // stays as it was (cuCtxCreate pushes the new one: it is popped). Where the driver cannot make
 // one (device memory, or MPS's pool of work queues, exhausted), the proxy works in the primary
 // context instead, said once on stderr: slower to serve beside a module load, not wrong.
-void ProxyContext(int device, CUcontext* context) {
+// Whether *context is the proxy's (false: no such device, or refused; the caller binds the
+// primary context, which says what is wrong with `device`).
+bool ProxyContext(int device, CUcontext* context) {
   CudaDriver& driver = Driver();
-  std::lock_guard<std::mutex> lock(driver.contextMutex);  // (PrimaryContext checked `device`)
+  if (device < 0 || static_cast<size_t>(device) >= driver.devices.size()) return false;
+  std::lock_guard<std::mutex> lock(driver.contextMutex);
   CUcontext& slot = driver.proxyContexts[device];
   if (slot == nullptr && !driver.proxyContextRefused[device]) {
     CUcontext made = nullptr;
@@ -133,16 +136,18 @@ void ProxyContext(int device, CUcontext* context) {
               device, DescribeCudaError(result).c_str());
     }
   }
-  if (slot != nullptr) *context = slot;
+  if (slot == nullptr) return false;
+  *context = slot;
+  return true;
 }
 
 Status EnterCudaDevice(int device, uint64_t* saved) {
   CudaDriver& driver = Driver();
   CUcontext target = nullptr;
-  CCO_RETURN_IF_ERROR(PrimaryContext(device, &target));
-  // The proxy's work in a context of its own, where the driver can make one.
-  if (ProxyWorkScope::Active() && ProxyWorkScope::OwnContext() && driver.ctxPopCurrent != nullptr)
-    ProxyContext(device, &target);
+  // The proxy's work in a context of its own, where the driver can make one; everything else
+  // in the primary context. (One look-up a call: the proxy's thread makes many.)
+  const bool proxyWork = ProxyWorkScope::Active() && ProxyWorkScope::OwnContext() && driver.ctxPopCurrent != nullptr;
+  if (!proxyWork || !ProxyContext(device, &target)) CCO_RETURN_IF_ERROR(PrimaryContext(device, &target));
   CUcontext current = nullptr;
   DriverResult result = driver.ctxGetCurrent(&current);
   if (result != kDriverSuccess) return CudaCallFailed("cuCtxGetCurrent", result, "");
