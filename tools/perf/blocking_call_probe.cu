@@ -161,6 +161,16 @@ void CopyShapes(CUcontext ctx, bool hostWaits) {
   CHECK(cuMemFree(big));
 }
 
+// A context of the proxy's own on the current context's device, left current (as cuCtxCreate
+// leaves it).
+CUcontext MakeOwnContext() {
+  CUdevice dev;
+  CHECK(cuCtxGetDevice(&dev));
+  CUcontext own;
+  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  return own;
+}
+
 // A module with one empty kernel, as PTX: each load of it is a module load of its own.
 const char kEmptyModule[] = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry empty() { ret; }\n";
 
@@ -184,10 +194,7 @@ void WhileAnotherThreadWaits(CUcontext ctx) {
        }},
   };
   CUdeviceptr vmm = VmmAllocOnGpu0(2 << 20);
-  CUdevice dev;
-  CHECK(cuCtxGetDevice(&dev));
-  CUcontext own;
-  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  const CUcontext own = MakeOwnContext();
   CUstream ownStream;
   CHECK(cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING));
   CHECK(cuCtxSetCurrent(ctx));
@@ -247,10 +254,7 @@ void ContextLatency(CUcontext ctx) {
   CHECK(cuMemsetD8(vmm, 0, 2 << 20));
   CUstream kernelStream;
   CHECK(cuStreamCreate(&kernelStream, CU_STREAM_NON_BLOCKING));
-  CUdevice dev;
-  CHECK(cuCtxGetDevice(&dev));
-  CUcontext own;
-  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  const CUcontext own = MakeOwnContext();
   CHECK(cuCtxSetCurrent(ctx));
   unsigned long long value = 0;
   for (const bool ownContext : {false, true}) {
@@ -299,11 +303,8 @@ void OwnContextReach(CUcontext ctx) {
   CHECK(cuMemsetD8(plain, 0, 4096));
   CUdeviceptr vmm = VmmAllocOnGpu0(2 << 20);
   CHECK(cuMemsetD8(vmm, 0, 2 << 20));
-  CUdevice dev;
-  CHECK(cuCtxGetDevice(&dev));
   const double start = NowMs();
-  CUcontext own;
-  CHECK(cuCtxCreate(&own, nullptr, 0, dev));
+  const CUcontext own = MakeOwnContext();
   CUstream stream;
   CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   const double made = NowMs() - start;

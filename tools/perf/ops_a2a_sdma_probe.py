@@ -108,7 +108,7 @@ def main(rounds, mode, names):
         comm.barrier()
         for op in names:   # quiet now: every copy sent here has landed and been counted
             landed, pool, status, _ = bookkeeping(comm, op, m, world)
-            if landed != [p for p in pool] or status[0]:
+            if landed != pool or status[0]:
                 print(f"rank {rank}: round {r} M={m} {op} at rest: landed {landed} != pool {pool} or status {status}",
                       flush=True)
     print(f"rank {rank}: {mode}: {rounds} rounds, {wrong} wrong calls", flush=True)
