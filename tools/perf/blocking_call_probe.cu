@@ -15,6 +15,9 @@
 //   blocking_call_probe beside-waits the proxy's calls while another thread loads a module (what
 //                                    CUDA's lazy loading does at a kernel's first launch) or
 //                                    allocates, in the kernel's context and in one of its own
+//   blocking_call_probe own-context-ladder  a copy, a stream write and a sync in the proxy's own
+//                                    context beside a module load, from this probe's setting
+//                                    (beside-waits) to gpu_platform_test's one change at a time
 //   blocking_call_probe host-waits   the proxy's calls while another thread of the process
 //                                    waits inside the driver for the kernel
 // A kernel on a non-blocking stream spins on a host-mapped word (a flush waiting for its
@@ -293,6 +296,107 @@ void ContextLatency(CUcontext ctx) {
   }
 }
 
+// The spinning kernel as a PTX module of its own (as gpu_platform_test loads it).
+const char kSpinPtx[] =
+    ".version 8.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 word) {\n"
+    "  .reg .pred p; .reg .u64 a, v, t0, t, d;\n"
+    "  ld.param.u64 a, [word];\n  mov.u64 t0, %globaltimer;\n"
+    "again:\n  ld.volatile.global.u64 v, [a];\n  setp.ne.u64 p, v, 0;\n  @p bra done;\n"
+    "  mov.u64 t, %globaltimer;\n  sub.u64 d, t, t0;\n  setp.lt.u64 p, d, 5000000000;\n  @p bra again;\n"
+    "done:\n  ret;\n}\n";
+const char kOtherSm70[] = ".version 8.0\n.target sm_70\n.address_size 64\n.visible .entry other() { ret; }\n";
+
+// One rung: which of gpu_platform_test's settings differ from beside-waits'.
+struct Rung {
+  bool cuMemAllocMemory;  // the copy within cuMemAlloc'd memory of the primary context (else VMM)
+  bool legacyStream;      // the kernel on the legacy default stream (else a non-blocking one)
+  bool ptxKernel;         // the kernel loaded from PTX and launched by cuLaunchKernel (else <<<>>>)
+  bool sm70Module;        // the module loaded beside it is sm_70 PTX (else sm_90)
+  bool warmed;            // the own context made one copy before the kernel started
+};
+
+void OwnContextLadder(CUcontext ctx) {
+  CUmodule spinModule;
+  CUfunction spin;
+  CHECK(cuModuleLoadData(&spinModule, kSpinPtx));
+  CHECK(cuModuleGetFunction(&spin, spinModule, "spin"));
+  unsigned long long* word = nullptr;
+  CHECK(cuMemHostAlloc(reinterpret_cast<void**>(&word), 8, CU_MEMHOSTALLOC_DEVICEMAP));
+  CUdeviceptr wordDevice;
+  CHECK(cuMemHostGetDevicePointer(&wordDevice, word, 0));
+  CUdeviceptr plain, vmm = VmmAllocOnGpu0(2 << 20);
+  CHECK(cuMemAlloc(&plain, 4096));
+  CUstream kernelStream;
+  CHECK(cuStreamCreate(&kernelStream, CU_STREAM_NON_BLOCKING));
+  const Rung rungs[] = {
+      {false, false, false, false, false},  // beside-waits' setting
+      {true, false, false, false, false},  {false, true, false, false, false}, {false, false, true, false, false},
+      {false, false, false, true, false},  {true, true, true, true, false},  // gpu_platform_test's setting
+      {false, true, true, true, false},    {true, false, true, true, false},   {true, true, false, true, false},
+      {true, true, true, false, false},    {true, true, true, true, true},
+  };
+  for (const Rung& r : rungs) {
+    const CUcontext own = MakeOwnContext();
+    CUstream ownStream;
+    CHECK(cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING));
+    const CUdeviceptr base = r.cuMemAllocMemory ? plain : vmm;
+    if (r.warmed) {
+      CHECK(cuMemcpyAsync(base + 2048, base + 1024, 8, ownStream));
+      CHECK(cuStreamSynchronize(ownStream));
+    }
+    CHECK(cuCtxSetCurrent(ctx));
+    *word = 0;
+    const CUstream launchOn = r.legacyStream ? nullptr : kernelStream;
+    if (r.ptxKernel) {
+      void* params[] = {&wordDevice};
+      CHECK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, launchOn, params, nullptr));
+    } else {
+      SpinUntilSet<<<1, 1, 0, reinterpret_cast<cudaStream_t>(launchOn)>>>(reinterpret_cast<unsigned*>(word),
+                                                                          8ull * 2'000'000'000ull);
+      CHECK(static_cast<CUresult>(cudaGetLastError()));
+    }
+    double loadedAt = 0;
+    std::thread loader([&] {
+      CHECK(cuCtxSetCurrent(ctx));
+      CUmodule other;
+      CHECK(cuModuleLoadData(&other, r.sm70Module ? kOtherSm70 : kEmptyModule));
+      loadedAt = NowMs();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the load is waiting by now
+    double copyMs = 0, writeMs = 0, syncMs = 0;
+    std::atomic<bool> done{false};
+    std::thread proxy([&] {
+      CHECK(cuCtxSetCurrent(own));
+      const double t0 = NowMs();
+      CHECK(cuMemcpyAsync(base + 64, base, 8, ownStream));
+      const double t1 = NowMs();
+      CHECK(cuStreamWriteValue64(ownStream, base + 128, 77, 0));
+      const double t2 = NowMs();
+      CHECK(cuStreamSynchronize(ownStream));
+      const double t3 = NowMs();
+      copyMs = t1 - t0, writeMs = t2 - t1, syncMs = t3 - t2;
+      done = true;
+    });
+    const double start = NowMs();
+    while (!done && NowMs() - start < kReleaseMs) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const double releasedAt = NowMs();
+    __atomic_store_n(word, 1ull, __ATOMIC_RELEASE);
+    proxy.join();
+    loader.join();
+    CHECK(cuCtxSynchronize());
+    printf("%-9s %-12s %-8s load %s%s: copy %8.3f, write %8.3f, sync %8.3f ms; load %s  %s\n",
+           r.cuMemAllocMemory ? "cuMemAlloc" : "VMM", r.legacyStream ? "legacy" : "non-blocking",
+           r.ptxKernel ? "ptx" : "<<<>>>", r.sm70Module ? "sm_70" : "sm_90", r.warmed ? ", warmed" : "", copyMs,
+           writeMs, syncMs, loadedAt >= releasedAt ? "waited" : "DID NOT WAIT",
+           copyMs + writeMs + syncMs >= 0.9 * kReleaseMs ? "WAITS FOR THE KERNEL" : "ok");
+    CHECK(cuCtxSetCurrent(own));
+    CHECK(cuStreamDestroy(ownStream));
+    CHECK(cuCtxDestroy(own));
+    CHECK(cuCtxSetCurrent(ctx));
+  }
+}
+
 // What a context of the proxy's own costs, and which memory of the kernel's context it reaches:
 // a stream write and a copy into cuMemAlloc'd memory and into VMM memory.
 void OwnContextReach(CUcontext ctx) {
@@ -455,6 +559,7 @@ int main(int argc, char** argv) {
   else if (strcmp(mode, "context-latency") == 0) ContextLatency(ctx);
   else if (strcmp(mode, "own-context") == 0) OwnContextReach(ctx);
   else if (strcmp(mode, "beside-waits") == 0) WhileAnotherThreadWaits(ctx);
+  else if (strcmp(mode, "own-context-ladder") == 0) OwnContextLadder(ctx);
   else if (strcmp(mode, "copy-shapes-host-waits") == 0) CopyShapes(ctx, true);
   else if (strcmp(mode, "host-waits") == 0) WhileTheHostWaits(ctx);
   else EachCall(ctx);
