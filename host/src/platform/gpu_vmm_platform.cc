@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "platform/proxy_scope.h"
+
 namespace cco {
 namespace gpu {
 
@@ -363,7 +365,7 @@ Status GpuVmmPlatform::Unmap(int device, uint64_t va, size_t size) {
 template <class Work> Status GpuVmmPlatform::OnControlStream(int device, const char* what, Work work) {
   CCO_BIND_DEVICE_FOR_SCOPE(device);
   std::lock_guard<std::mutex> lock(controlMutex_);
-  void*& stream = controlStreams_[device];
+  void*& stream = controlStreams_[{device, ProxyWorkScope::Active()}];
   if (stream == nullptr) {
     DriverResult made = api_.streamCreate.fn(&stream, kStreamNonBlocking);
     if (made != kDriverSuccess) {
@@ -509,20 +511,8 @@ Status GpuVmmPlatform::CopyScratch(int device, uint64_t* va) {
     *va = found->second;
     return Status::Ok();
   }
-  DeviceInfo info;
-  CCO_RETURN_IF_ERROR(GetDeviceInfo(device, &info));
   uint64_t at = 0;
-  CCO_RETURN_IF_ERROR(Reserve(device, info.granularity, 0, &at));
-  MemHandle handle = 0;
-  Status s = Create(device, info.granularity, &handle);
-  if (s.ok()) {
-    s = Map(device, at, info.granularity, handle, 0);
-    (void)Destroy(device, handle);  // the mapping keeps the memory
-  }
-  if (!s.ok()) {
-    (void)Release(device, at, info.granularity);
-    return s;
-  }
+  CCO_RETURN_IF_ERROR(DeviceAlloc(device, 1, &at));
   copyScratch_[device] = at;
   *va = at;
   return Status::Ok();
@@ -628,25 +618,54 @@ Status GpuVmmPlatform::StreamSynchronize(int device, uint64_t stream) {
   return Status::Ok();
 }
 
+// Device memory of CCO's own (the proxy's ring state, descriptors, traces, copy scratch) is
+// mapped memory, as windows are, not cuMemAlloc'd: a mapping serves every context of the
+// process alike, while memory allocated in a context is reached from another (the proxy's own,
+// platform/proxy_scope.h) through the context that owns it, and waits whenever that context
+// does (a module load beside a running kernel). Sizes round up to the granularity.
 Status GpuVmmPlatform::DeviceAlloc(int device, size_t size, uint64_t* va) {
   if (va == nullptr) return InvalidArgument("DeviceAlloc: va is null");
   if (size == 0) return InvalidArgument("DeviceAlloc: size is 0");
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DeviceAddress allocated = 0;
-  DriverResult result = api_.memAlloc.fn(&allocated, size);
-  if (result != kDriverSuccess) return Failed(api_.memAlloc, result, Fmt("size=", size, ", device=", device));
-  *va = allocated;
+  DeviceInfo info;
+  CCO_RETURN_IF_ERROR(GetDeviceInfo(device, &info));
+  if (info.granularity == 0 || size > SIZE_MAX - info.granularity)
+    return InvalidArgument(Fmt("DeviceAlloc: size ", size, " is too large"));
+  const size_t bytes = (size + info.granularity - 1) / info.granularity * info.granularity;
+  uint64_t at = 0;
+  CCO_RETURN_IF_ERROR(Reserve(device, bytes, 0, &at));
+  MemHandle handle = 0;
+  Status s = Create(device, bytes, &handle);
+  if (s.ok()) {
+    s = Map(device, at, bytes, handle, 0);
+    (void)Destroy(device, handle);  // the mapping keeps the memory
+  }
+  if (!s.ok()) {
+    (void)Release(device, at, bytes);
+    return s.Prefixed(Fmt("DeviceAlloc of ", size, " bytes"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(deviceAllocMu_);
+    deviceAllocs_[at] = bytes;
+  }
+  *va = at;
   return Status::Ok();
 }
 
 Status GpuVmmPlatform::DeviceFree(int device, uint64_t va) {
   if (va == 0) return Status::Ok();
-  CCO_BIND_DEVICE_FOR_SCOPE(device);
-  DriverResult result = api_.memFree.fn(va);
-  if (result != kDriverSuccess) {
-    return Failed(api_.memFree, result, Fmt("va=", Hex(va), ", device=", device));
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(deviceAllocMu_);
+    auto found = deviceAllocs_.find(va);
+    if (found == deviceAllocs_.end())
+      return InvalidArgument(Fmt("DeviceFree: ", Hex(va), " is not an address DeviceAlloc handed out"));
+    bytes = found->second;
+    deviceAllocs_.erase(found);
   }
-  return Status::Ok();
+  Failures failures;
+  failures.Note(Unmap(device, va, bytes));
+  failures.Note(Release(device, va, bytes));
+  return failures.Summary(Fmt("DeviceFree of ", Hex(va)));
 }
 
 }  // namespace gpu

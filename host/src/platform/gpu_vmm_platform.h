@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "platform/gpu_driver_api.h"
 #include "platform/platform.h"
@@ -117,10 +118,15 @@ class GpuVmmPlatform : public Platform {
   const GpuDriverApi api_;
   std::once_flag offsetProbe_;
   bool mapsAtOffset_ = false;
-  std::mutex controlMutex_;              // held across one piece of control work: the stream is shared
-  std::map<int, void*> controlStreams_;  // by device, made on first use, kept for the process
+  std::mutex controlMutex_;  // held across one piece of control work: the stream is shared
+  // By device and by whose work it is (the proxy's runs in a context of its own,
+  // platform/proxy_scope.h, and a stream belongs to the context it was made in): made on
+  // first use, kept for the process.
+  std::map<std::pair<int, bool>, void*> controlStreams_;
   std::mutex paddedMutex_;
   std::map<uint64_t, PaddedReservation> padded_;  // by the aligned address handed out
+  std::mutex deviceAllocMu_;
+  std::map<uint64_t, size_t> deviceAllocs_;  // DeviceAlloc's mappings: their sizes, by address
   std::mutex scratchMu_;
   std::map<int, uint64_t> copyScratch_;  // by device, kept for the process
 };

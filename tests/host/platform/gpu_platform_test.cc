@@ -522,7 +522,7 @@ TEST(CudaPlatformTest, ProxyStreamsAreNotHeldBackByAModuleLoad) {
   void* word = nullptr;
   uint64_t wordDevice = 0, va = 0;
   ASSERT_OK(platform->HostMappedAlloc(device, 8, &word, &wordDevice));
-  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));  // in the primary context
+  ASSERT_OK(platform->DeviceAlloc(device, 256, &va));
   const std::vector<unsigned char> bytes = {9, 8, 7, 6, 5, 4, 3, 2};
   ASSERT_OK(platform->CopyToDevice(device, va, bytes.data(), bytes.size()));
   uint64_t proxyStream = 0;
