@@ -287,8 +287,6 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
   else api.hostRegister.fn = nullptr;
   if (library.ResolveOptional("cuMemGetHandleForAddressRange", &api.rangeHandle.fn))
     api.rangeHandle.name = "cuMemGetHandleForAddressRange";
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemAlloc_v2", &api.memAlloc));
-  CCO_RETURN_IF_ERROR(ResolveEntry(library, "cuMemFree_v2", &api.memFree));
 
   api.pciBusId = {&CudaPciBusId, "cuDeviceGetPCIBusId"};
   api.totalMemory = {&CudaTotalMemory, "cuDeviceTotalMem_v2"};

@@ -169,9 +169,6 @@ struct GpuDriverApi {
   // dma-buf fd). Optional: fn is null where the driver lacks it.
   DriverEntry<DriverResult (*)(void* handle, DeviceAddress va, size_t size, int type, unsigned long long flags)>
       rangeHandle;
-
-  DriverEntry<DriverResult (*)(DeviceAddress* va, size_t size)> memAlloc;
-  DriverEntry<DriverResult (*)(DeviceAddress va)> memFree;
 };
 
 // "cuMemCreate(size=4096, device=1) failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".

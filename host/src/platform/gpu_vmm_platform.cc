@@ -502,7 +502,7 @@ Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
   return Status::Ok();
 }
 
-// One granule of VMM device memory per device, mapped for the process's life: prepared copy
+// One granule of DeviceAlloc's (mapped) memory per device, for the process's life: prepared copy
 // nodes move between VMM allocations, not from cuMemAlloc memory to VMM (copy_enqueue_probe).
 Status GpuVmmPlatform::CopyScratch(int device, uint64_t* va) {
   std::lock_guard<std::mutex> lock(scratchMu_);

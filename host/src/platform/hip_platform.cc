@@ -57,8 +57,6 @@ struct HipDriver {
   DriverResult (*memcpyDtoH)(void* dst, void* src, size_t size) = nullptr;
   DriverResult (*hostMalloc)(void** host, size_t size, unsigned flags) = nullptr;
   DriverResult (*hostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;
-  DriverResult (*deviceMalloc)(void** va, size_t size) = nullptr;
-  DriverResult (*deviceFree)(void* va) = nullptr;
   DriverResult (*memcpyAsync)(void* dst, const void* src, size_t size, int kind, void* stream) = nullptr;
   DriverResult (*streamWriteValue64)(void* stream, void* address, uint64_t value, unsigned flags) = nullptr;
 
@@ -214,15 +212,6 @@ DriverResult HipHostDevicePointer(DeviceAddress* device, void* host, unsigned fl
   return result;
 }
 
-DriverResult HipMemAlloc(DeviceAddress* va, size_t size) {
-  void* allocated = nullptr;
-  DriverResult result = Driver().deviceMalloc(&allocated, size);
-  *va = AsInteger(allocated);
-  return result;
-}
-
-DriverResult HipMemFree(DeviceAddress va) { return Driver().deviceFree(AsPointer(va)); }
-
 DriverResult HipCopyAsync(DeviceAddress dst, DeviceAddress src, size_t size, void* stream) {
   constexpr int kHipMemcpyDefault = 4;  // hipMemcpyDefault: unified addressing decides
   return Driver().memcpyAsync(AsPointer(dst), AsPointer(src), size, kHipMemcpyDefault, stream);
@@ -256,8 +245,6 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemcpyDtoH", &driver->memcpyDtoH));
   CCO_RETURN_IF_ERROR(library.Resolve("hipHostMalloc", &driver->hostMalloc));
   CCO_RETURN_IF_ERROR(library.Resolve("hipHostGetDevicePointer", &driver->hostGetDevicePointer));
-  CCO_RETURN_IF_ERROR(library.Resolve("hipMalloc", &driver->deviceMalloc));
-  CCO_RETURN_IF_ERROR(library.Resolve("hipFree", &driver->deviceFree));
   CCO_RETURN_IF_ERROR(library.Resolve("hipMemcpyAsync", &driver->memcpyAsync));
   CCO_RETURN_IF_ERROR(library.Resolve("hipStreamWriteValue64", &driver->streamWriteValue64));
 
@@ -293,8 +280,6 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, HipDriver* driver) {
   api.copyDtoH = {&HipCopyDtoH, "hipMemcpyDtoH"};
   api.hostAlloc = {&HipHostAlloc, "hipHostMalloc"};
   api.hostDevicePointer = {&HipHostDevicePointer, "hipHostGetDevicePointer"};
-  api.memAlloc = {&HipMemAlloc, "hipMalloc"};
-  api.memFree = {&HipMemFree, "hipFree"};
   api.copyAsync = {&HipCopyAsync, "hipMemcpyAsync"};
   api.kind = ccoPlatformHip;
   api.platformName = "hip";

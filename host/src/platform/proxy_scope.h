@@ -7,8 +7,10 @@
 // (tools/perf/blocking_call_probe.cu beside-waits: 1000 ms, as long as the kernel ran). A proxy
 // working in the user's context could then not serve a kernel that waits for it (an SDMA
 // quiet, a GDA flush through the proxy) until that kernel gave up. In a context of its own
-// the same calls return at once, and its streams reach the process's device memory (VMM and
-// cuMemAlloc'd alike) and portable pinned host memory.
+// the same calls return at once on mapped memory (windows, Platform::DeviceAlloc's) and
+// portable pinned host memory. A copy touching memory cuMemAlloc'd in the waiting context
+// still waits (own-context-ladder in the same probe: 1000 ms against 0.06-0.08), so the proxy
+// touches none: CCO's own device memory is mapped too.
 //
 // The scope is per thread: the proxy's thread holds one for its life, and other threads hold
 // one around the calls that make, wait for or end the proxy's streams. Inside it, a platform
