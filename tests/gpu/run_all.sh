@@ -256,7 +256,7 @@ for step in "${steps[@]}"; do
       #   ops-sdma: every operator over SDMA, 2 and 4 ranks
       #   ops-sdma-context: the proxy's own context (docs/sdma.md): its stream work beside a module
       #             load, and the all-to-all pair's calls one by one with it and without it
-      #             (CCO_PROXY_CONTEXT=0: the proxy held back, the quiet timing out)
+      #             (CCO_PROXY_CONTEXT=0: the proxy may be held back, the quiet timing out)
       #   ops-sdma-status: every operator over SDMA, 25 calls of each at two shapes, and whether a
       #             copy needs an SM (why plans over copies leave planning.COPY_SMS free)
       #   ops-sdma-repeat: the 2-rank sdma case OPS_REPEAT (4) times, each under a fresh MPS
