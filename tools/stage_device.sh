@@ -19,6 +19,8 @@ cp bazel-bin/tests/host/platform/gpu_platform_test bazel-bin/tools/perf/gda_tcp_
 cp bazel-bin/tests/trace/untraced-nvptx-sm_90-proxy.bc stage/
 nvcc -std=c++17 -O2 tools/perf/vmm_probe.cu -lcuda -o stage/bin/vmm_probe  # what the VMM calls cost
 nvcc -std=c++17 -O2 tools/perf/copy_enqueue_probe.cu -lcuda -o stage/bin/copy_enqueue_probe  # a proxy's copies
+# Whether a proxy's copies queue faster from several host threads (contexts of their own).
+nvcc -std=c++17 -O2 tools/perf/copy_workers_probe.cu -lcuda -o stage/bin/copy_workers_probe
 # Whether a copy on one GPU progresses while spinning kernels hold every SM (the SDMA transport's case).
 nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/perf/copy_busy_sms_probe.cu -lcuda -o stage/bin/copy_busy_sms_probe
 # Whether programs polling a word (host or device memory) slow a stream's copies (SDMA's waiters).

@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "platform/cuda_copy_graphs.h"
+#include "platform/cuda_copy_lanes.h"
 #include "platform/driver_library.h"
 #include "platform/gpu_driver_api.h"
 #include "platform/gpu_vmm_platform.h"
@@ -54,6 +55,9 @@ struct CudaDriver {
   gpu::StreamBatchMemOp streamBatchMemOp = nullptr;
   // Where CCO_COPY_GRAPHS=1 and the driver has graphs: what CudaCopiesAsync runs copies through.
   gpu::CopyGraphs* copyGraphs = nullptr;
+  // Otherwise, where the process may use CPUs enough (or CCO_COPY_LANES asks): the lanes that
+  // CudaLaneCopiesAsync runs copies through.
+  gpu::CopyLanes* copyLanes = nullptr;
 
   // The driver's device handle of each ordinal; fixed once loaded.
   std::vector<CUdevice> devices;
@@ -227,6 +231,19 @@ DriverResult CudaPrepareStreamCopies(void* stream, gpu::DeviceAddress scratch) {
 
 void CudaForgetStreamCopies(void* stream) { Driver().copyGraphs->Forget(stream); }
 
+// Runs of copies queued by several threads at once: cuda_copy_lanes.h.
+DriverResult CudaLaneCopiesAsync(void* stream, const gpu::DeviceAddress* dsts, const gpu::DeviceAddress* srcs,
+                                 const uint64_t* sizes, unsigned count, const gpu::DeviceAddress* addresses,
+                                 const uint64_t* values, unsigned writes) {
+  return Driver().copyLanes->Copy(stream, dsts, srcs, sizes, count, addresses, values, writes);
+}
+
+DriverResult CudaPrepareStreamLanes(void* stream, gpu::DeviceAddress) {
+  return Driver().copyLanes->PrepareStream(stream);
+}
+
+void CudaForgetStreamLanes(void* stream) { Driver().copyLanes->Forget(stream); }
+
 // --- loading ---------------------------------------------------------------------------
 
 Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
@@ -280,6 +297,14 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
     api.copiesAsync = {&CudaCopiesAsync, "cuGraphLaunch"};
     api.prepareStreamCopies = &CudaPrepareStreamCopies;
     api.forgetStreamCopies = &CudaForgetStreamCopies;
+  }
+  gpu::CopyLaneCalls laneCalls;
+  const unsigned lanes = gpu::DefaultCopyLanes();
+  if (driver->copyGraphs == nullptr && lanes > 1 && gpu::ResolveCopyLaneCalls(library, &laneCalls)) {
+    driver->copyLanes = new gpu::CopyLanes(laneCalls, lanes);  // lives as long as the driver
+    api.copiesAsync = {&CudaLaneCopiesAsync, "cuMemcpyAsync"};
+    api.prepareStreamCopies = &CudaPrepareStreamLanes;
+    api.forgetStreamCopies = &CudaForgetStreamLanes;
   }
   if (library.ResolveOptional("cuMemHostRegister_v2", &api.hostRegister.fn) &&
       library.ResolveOptional("cuMemHostUnregister", &api.hostUnregister.fn))

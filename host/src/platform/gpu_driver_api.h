@@ -153,14 +153,15 @@ struct GpuDriverApi {
       streamWriteValues64;
   // Copies in few submissions, in no order among themselves, then `writes` 64-bit writes
   // behind all of them, in order, as streamWriteValues64's (CUDA: launches of prepared graphs,
-  // cuda_copy_graphs.h). Optional: fn is null where the driver lacks it or it is not wanted
-  // (CCO_COPY_GRAPHS), and the copies go one by one.
+  // cuda_copy_graphs.h, or copies queued by several threads, cuda_copy_lanes.h). Optional: fn
+  // is null where the driver lacks it or it is not wanted (CCO_COPY_GRAPHS, CCO_COPY_LANES), and
+  // the copies go one by one.
   DriverEntry<DriverResult (*)(void* stream, const DeviceAddress* dsts, const DeviceAddress* srcs,
                                const uint64_t* sizes, unsigned count, const DeviceAddress* addresses,
                                const uint64_t* values, unsigned writes)>
       copiesAsync;
   // What copiesAsync needs made for a stream before its first run, made where the stream is
-  // (scratch: device memory of the kind the runs copy, cuda_copy_graphs.h), and freed before
+  // (scratch: device memory of the kind the runs copy, cuda_copy_graphs.h; the lanes take none), and freed before
   // the stream is destroyed (both null: nothing).
   DriverResult (*prepareStreamCopies)(void* stream, DeviceAddress scratch) = nullptr;
   void (*forgetStreamCopies)(void* stream) = nullptr;
