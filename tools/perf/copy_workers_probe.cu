@@ -58,6 +58,7 @@ class Worker {
   ~Worker() {
     CHECK(cuCtxSetCurrent(context_));
     if (exec_ != nullptr) CHECK(cuGraphExecDestroy(exec_));
+    if (graph_ != nullptr) CHECK(cuGraphDestroy(graph_));
     CHECK(cuStreamDestroy(stream_));
     if (ownContext_) CHECK(cuCtxDestroy(context_));
   }
@@ -111,7 +112,7 @@ class Worker {
     params_.resize(found);
     for (size_t k = 0; k < found; ++k) CHECK(cuGraphMemcpyNodeGetParams(nodes_[k], &params_[k]));
     CHECK(cuGraphInstantiate(&exec_, captured, 0));
-    CHECK(cuGraphDestroy(captured));
+    graph_ = captured;  // the nodes set before each launch are this graph's: kept while the exec is
   }
 
   Way way_;
@@ -119,6 +120,7 @@ class Worker {
   CUcontext context_ = nullptr;
   bool ownContext_ = false;
   CUstream stream_ = nullptr;
+  CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
   std::vector<CUgraphNode> nodes_;
   std::vector<CUDA_MEMCPY3D> params_;
