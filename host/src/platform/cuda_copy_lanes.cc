@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "platform/cuda_copy_lanes.h"
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -26,20 +29,29 @@ inline void Pause() {
 #endif
 }
 
+// A helper's state word, changed only by compare-and-swap: the caller claims an awake helper,
+// the helper puts itself to sleep only if nobody claimed it first, and a caller or a stop wakes it.
+// (A futex, not std::condition_variable: that needs GLIBCXX_3.4.30, newer than the wheel allows.)
+constexpr uint32_t kAwake = 0, kClaimed = 1, kAsleep = 2;
+
+void FutexWait(std::atomic<uint32_t>* word, uint32_t value) {
+  (void)syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, value, nullptr, nullptr, 0);
+}
+
+void FutexWake(std::atomic<uint32_t>* word) {
+  (void)syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
 }  // namespace
 
-// One helper thread. The caller claims it (under mu, while it is awake), hands it a share
-// (the share's fields, then `posted` with release order) and waits for `finished` to catch up.
+// One helper thread. The caller claims it (kAwake -> kClaimed), hands it a share (the share's
+// fields, then `posted` with release order) and waits for `finished` to catch up.
 struct CopyLanes::Helper {
   void* stream = nullptr;  // its own, in the pool's context
   void* done = nullptr;    // recorded behind each share
   std::thread thread;
 
-  std::mutex mu;
-  std::condition_variable wake;
-  bool asleep = false;               // under mu: a caller must not claim it, only poke it
-  bool poked = false;                // under mu: a caller found it asleep; it polls again
-  std::atomic<bool> claimed{false};  // set under mu by a caller: it may not sleep
+  std::atomic<uint32_t> state{kAwake};
   std::atomic<bool> stop{false};
 
   std::atomic<uint64_t> posted{0}, finished{0};
@@ -131,11 +143,9 @@ DriverResult CopyLanes::MakePool(void* context, Pool* pool) {
 void CopyLanes::StopPool(Pool* pool) {
   std::lock_guard<std::mutex> run(pool->runMu);
   for (auto& h : pool->helpers) {
-    {
-      std::lock_guard<std::mutex> lock(h->mu);
-      h->stop.store(true);
-    }
-    h->wake.notify_one();
+    h->stop.store(true);
+    h->state.store(kAwake);
+    FutexWake(&h->state);
     if (h->thread.joinable()) h->thread.join();
     if (h->done != nullptr) calls_.eventDestroy(h->done);
     if (h->stream != nullptr) calls_.streamDestroy(h->stream);
@@ -158,7 +168,7 @@ void CopyLanes::Serve(Pool* pool, Helper* h) {
   for (unsigned polls = 0;; ++polls) {
     const uint64_t posted = h->posted.load(std::memory_order_acquire);
     if (posted != seen) {
-      h->claimed.store(false, std::memory_order_relaxed);
+      h->state.store(kAwake);  // the claim is spent
       DriverResult r = bound;
       if (r == kDriverSuccess) r = calls_.streamWaitEvent(h->stream, pool->fork, 0);
       if (r == kDriverSuccess) r = QueueShare(h->stream, h->dsts, h->srcs, h->sizes, h->count);
@@ -170,15 +180,13 @@ void CopyLanes::Serve(Pool* pool, Helper* h) {
       continue;
     }
     if (h->stop.load(std::memory_order_relaxed)) return;
-    if (h->claimed.load(std::memory_order_relaxed) || polls % 64 != 0 || NowUs() - lastWork < kSpinUs) {
+    if (polls % 64 != 0 || NowUs() - lastWork < kSpinUs) {
       Pause();
       continue;
     }
-    std::unique_lock<std::mutex> lock(h->mu);
-    if (h->claimed.load() || h->stop.load() || h->posted.load() != seen) continue;
-    h->asleep = true;
-    h->wake.wait(lock, [h] { return h->poked || h->stop.load(); });
-    h->asleep = h->poked = false;
+    uint32_t awake = kAwake;
+    if (!h->state.compare_exchange_strong(awake, kAsleep)) continue;  // claimed: a share is coming
+    while (h->state.load() == kAsleep && !h->stop.load()) FutexWait(&h->state, kAsleep);
     lastWork = NowUs();
   }
 }
@@ -210,20 +218,18 @@ DriverResult CopyLanes::Copy(void* stream, const DeviceAddress* dsts, const Devi
     // poked for the next run rather than waited for.
     for (auto& h : pool->helpers) {
       if (helpers + 1 >= count) break;
-      std::lock_guard<std::mutex> lock(h->mu);
-      if (h->asleep) {
-        h->poked = true;
-        h->wake.notify_one();
-      } else {
-        h->claimed.store(true);
+      uint32_t expected = kAwake;
+      if (h->state.compare_exchange_strong(expected, kClaimed)) {
         taking[helpers++] = h.get();
+      } else if (expected == kAsleep && h->state.compare_exchange_strong(expected, kAwake)) {
+        FutexWake(&h->state);
       }
     }
   }
   DriverResult r = kDriverSuccess;
   if (helpers > 0) r = calls_.eventRecord(pool->fork, stream);
   if (r != kDriverSuccess) {
-    for (unsigned k = 0; k < helpers; ++k) taking[k]->claimed.store(false);
+    for (unsigned k = 0; k < helpers; ++k) taking[k]->state.store(kAwake);
     return r;
   }
   // Share k of `shares`: copies [k * count / shares, (k + 1) * count / shares); the caller's is 0.

@@ -34,7 +34,6 @@
 #include <stdint.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
