@@ -6,10 +6,13 @@
 // that read what an earlier run wrote read it written; helpers take shares of a run of two
 // copies or more, a lone copy goes on its own stream with no fork; a helper's failure fails
 // the run and nothing is written behind it; a stream never prepared, or forgotten, goes one
-// copy at a time; a sleeping helper is poked, not waited for.
+// copy at a time; a sleeping helper is poked, not waited for. And how many lanes a process
+// takes: CCO_COPY_LANES where set, else its CPUs over twice the ranks of its host, 1 to 4.
 #include "platform/cuda_copy_lanes.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <chrono>
@@ -312,6 +315,57 @@ TEST_F(CopyLanesTest, ASleepingHelperIsPokedNotWaitedFor) {
   EXPECT_GT(lanes_->forks(), 0u);
   RunStreams(1, AllStreams());
   EXPECT_EQ(to[1], 2u);
+}
+
+// The environment of one DefaultCopyLanes test, restored after it.
+class LaneEnvironment : public ::testing::Test {
+ protected:
+  static constexpr const char* kNames[] = {"CCO_COPY_LANES", "LOCAL_WORLD_SIZE", "CCO_LOCAL_RANK", "CCO_WORLD_SIZE"};
+  void SetUp() override {
+    for (const char* name : kNames) {
+      const char* v = getenv(name);
+      saved_.push_back(v == nullptr ? nullptr : strdup(v));
+      unsetenv(name);
+    }
+  }
+  void TearDown() override {
+    for (size_t i = 0; i < saved_.size(); ++i) {
+      if (saved_[i] == nullptr) unsetenv(kNames[i]);
+      else setenv(kNames[i], saved_[i], 1);
+      free(saved_[i]);
+    }
+  }
+  // What the rule gives with this process's CPUs and `ranks` on the host.
+  static unsigned Expected(int ranks) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    EXPECT_EQ(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+    const int fit = CPU_COUNT(&cpus) / (2 * ranks);
+    return fit < 1 ? 1 : (fit > 4 ? 4 : static_cast<unsigned>(fit));
+  }
+  std::vector<char*> saved_;
+};
+
+TEST_F(LaneEnvironment, CcoCopyLanesIsTakenAsAskedUpToTheMost) {
+  setenv("CCO_COPY_LANES", "3", 1);
+  EXPECT_EQ(DefaultCopyLanes(), 3u);
+  setenv("CCO_COPY_LANES", "1", 1);
+  EXPECT_EQ(DefaultCopyLanes(), 1u);
+  setenv("CCO_COPY_LANES", "1000", 1);
+  EXPECT_EQ(DefaultCopyLanes(), CopyLanes::kMaxLanes);
+}
+
+TEST_F(LaneEnvironment, UnsetItSharesTheCpusBetweenTheRanksOfTheHost) {
+  EXPECT_EQ(DefaultCopyLanes(), Expected(1));
+  setenv("LOCAL_WORLD_SIZE", "8", 1);  // torchrun
+  EXPECT_EQ(DefaultCopyLanes(), Expected(8));
+  unsetenv("LOCAL_WORLD_SIZE");
+  setenv("CCO_WORLD_SIZE", "4", 1);  // without cco.launch's local rank: not known to be one host
+  EXPECT_EQ(DefaultCopyLanes(), Expected(1));
+  setenv("CCO_LOCAL_RANK", "0", 1);  // cco.launch: every rank on this host
+  EXPECT_EQ(DefaultCopyLanes(), Expected(4));
+  setenv("LOCAL_WORLD_SIZE", "2", 1);  // torchrun's count first
+  EXPECT_EQ(DefaultCopyLanes(), Expected(2));
 }
 
 }  // namespace
