@@ -217,7 +217,9 @@ for step in "${steps[@]}"; do
       # Which driver calls wait for a running kernel of their context.
       timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt"
       # The GDA doorbell rung by many warps at once: the chain of marks reaches the device maximum.
-      timeout 120 stage/bin/ring_doorbell_probe 2>&1 | tee "$OUT/ring-doorbell-probe.txt" ;;
+      timeout 120 stage/bin/ring_doorbell_probe 2>&1 | tee "$OUT/ring-doorbell-probe.txt"
+      # What a proxy's copy costs the driver's host side, queued by 1 to 8 threads (the copy lanes).
+      timeout 120 stage/bin/copy_workers_probe 1024 384 2>&1 | tee "$OUT/copy-workers-probe.txt" ;;
     tcp)
       # The tcp backend's round trips and bandwidth against a bare socket (cpu platform: no GPU
       # work, but this machine's cores), and the floor under them: a bare round trip with each
