@@ -24,10 +24,11 @@
 // and its signal wait for nothing more than before.
 //
 // Helpers poll for work while the proxy is busy, for kSpinUs after their last share, then
-// sleep; a run finds a sleeping helper no share (it wakes it for the next run) rather than
-// waiting for its wake-up. A helper's failure fails the run, which then writes nothing.
+// sleep on a futex; a run finds a sleeping helper no share (it wakes it for the next run)
+// rather than waiting for its wake-up. A helper's failure fails the run, which then writes nothing.
 // Streams, events and threads are made when the run's stream is (PrepareStream), never while
-// kernels wait for the proxy (cuStreamCreate waits for running kernels: docs/gda.md).
+// kernels wait for the proxy (cuStreamCreate waits for running kernels: docs/performance.md,
+// "SDMA waits on device memory").
 #ifndef CCO_HOST_PLATFORM_CUDA_COPY_LANES_H_
 #define CCO_HOST_PLATFORM_CUDA_COPY_LANES_H_
 
