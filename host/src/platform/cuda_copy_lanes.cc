@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <system_error>
 
 #include "common/env.h"
 
@@ -15,8 +16,9 @@ namespace cco {
 namespace gpu {
 namespace {
 
-constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
-constexpr unsigned kDefaultMostLanes = 4;    // copy_workers_probe: 4 threads already at the copy engine's rate
+constexpr unsigned kEventDisableTiming = 2;   // CU_EVENT_DISABLE_TIMING
+constexpr DriverResult kThreadRefused = 304;  // CUDA_ERROR_OPERATING_SYSTEM: the OS gave no thread
+constexpr unsigned kDefaultMostLanes = 4;     // copy_workers_probe: 4 threads already at the copy engine's rate
 
 int64_t NowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -98,7 +100,8 @@ unsigned DefaultCopyLanes() {
   return fit < 1 ? 1 : (fit > kDefaultMostLanes ? kDefaultMostLanes : static_cast<unsigned>(fit));
 }
 
-CopyLanes::CopyLanes(const CopyLaneCalls& calls, unsigned lanes) : calls_(calls), lanes_(lanes) {}
+CopyLanes::CopyLanes(const CopyLaneCalls& calls, unsigned lanes)
+    : calls_(calls), lanes_(lanes < kMaxLanes ? lanes : kMaxLanes) {}
 
 CopyLanes::~CopyLanes() {
   for (auto& pool : pools_) StopPool(pool.get());
@@ -135,7 +138,12 @@ DriverResult CopyLanes::MakePool(void* context, Pool* pool) {
     if (r == kDriverSuccess) r = calls_.eventCreate(&h->done, kEventDisableTiming);
     Helper* raw = h.get();
     pool->helpers.push_back(std::move(h));  // freed by StopPool, made in full or not
-    if (r == kDriverSuccess) raw->thread = std::thread(&CopyLanes::Serve, this, pool, raw);
+    if (r != kDriverSuccess) break;
+    try {
+      raw->thread = std::thread(&CopyLanes::Serve, this, pool, raw);
+    } catch (const std::system_error&) {  // no thread to be had: the pool goes without lanes
+      r = kThreadRefused;
+    }
   }
   return r;
 }
@@ -243,13 +251,22 @@ DriverResult CopyLanes::Copy(void* stream, const DeviceAddress* dsts, const Devi
   r = QueueShare(stream, dsts, srcs, sizes, count / shares);
   // Join: every helper's share queued (a few driver calls each), then the run's stream waits
   // for each of them.
+  // A failed run still joins the shares that were queued in full, so that nothing of it can
+  // run beside what comes later on the run's stream.
   for (unsigned k = 0; k < helpers; ++k) {
     Helper* h = taking[k];
     const uint64_t want = h->posted.load(std::memory_order_relaxed);
-    while (h->finished.load(std::memory_order_acquire) != want) Pause();
+    for (unsigned spins = 1; h->finished.load(std::memory_order_acquire) != want; ++spins) {
+      if (spins % 1024 == 0) sched_yield();  // a helper the OS took off its CPU
+      else Pause();
+    }
     if (r == kDriverSuccess) r = h->result;
   }
-  for (unsigned k = 0; k < helpers && r == kDriverSuccess; ++k) r = calls_.streamWaitEvent(stream, taking[k]->done, 0);
+  for (unsigned k = 0; k < helpers; ++k) {
+    if (taking[k]->result != kDriverSuccess) continue;
+    const DriverResult joined = calls_.streamWaitEvent(stream, taking[k]->done, 0);
+    if (r == kDriverSuccess) r = joined;
+  }
   if (r != kDriverSuccess) return r;
   if (helpers > 0) {
     forks_.fetch_add(1, std::memory_order_relaxed);

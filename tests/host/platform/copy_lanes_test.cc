@@ -131,8 +131,8 @@ CopyLaneCalls FakeCalls() {
 void RunStreams(unsigned seed, const std::vector<FakeStream*>& streams) {
   std::mt19937 random(seed);
   std::vector<size_t> at(streams.size(), 0);
-  std::map<void*, uint64_t> recorded;  // event -> records run
-  std::map<int, int> copiesLeft;       // run -> copies not yet run
+  std::map<void*, std::set<uint64_t>> recorded;  // event -> which of its records ran
+  std::map<int, int> copiesLeft;                 // run -> copies not yet run
   for (FakeStream* s : streams)
     for (const Op& op : s->ops)
       if (op.kind == Op::kCopy) ++copiesLeft[op.run];
@@ -141,7 +141,7 @@ void RunStreams(unsigned seed, const std::vector<FakeStream*>& streams) {
     for (size_t i = 0; i < streams.size(); ++i) {
       if (at[i] == streams[i]->ops.size()) continue;
       const Op& op = streams[i]->ops[at[i]];
-      if (op.kind != Op::kWait || recorded[op.event] >= op.nth) ready.push_back(i);
+      if (op.kind != Op::kWait || op.nth == 0 || recorded[op.event].count(op.nth)) ready.push_back(i);
     }
     if (ready.empty()) break;
     const size_t i = ready[random() % ready.size()];
@@ -151,7 +151,7 @@ void RunStreams(unsigned seed, const std::vector<FakeStream*>& streams) {
         memcpy(reinterpret_cast<void*>(op.dst), reinterpret_cast<const void*>(op.src), op.bytes);
         --copiesLeft[op.run];
         break;
-      case Op::kRecord: recorded[op.event] = op.nth; break;
+      case Op::kRecord: recorded[op.event].insert(op.nth); break;
       case Op::kWait: break;
       case Op::kWrite:
         EXPECT_EQ(copiesLeft[op.run], 0) << "a write of run " << op.run << " ran before a copy of it";
@@ -210,9 +210,14 @@ TEST_F(CopyLanesTest, ARunLandsEveryByteAndItsWritesAfterEveryCopy) {
     std::fill(words, words + 3, 0);
     fake.run = seed;
     ASSERT_EQ(lanes_->Copy(stream_, dsts, srcs, sizes, kCopies, addresses, values, 3), 0);
+    size_t queued = 0;
+    for (FakeStream* s : AllStreams())
+      for (const Op& op : s->ops) queued += op.kind == Op::kCopy;
+    EXPECT_EQ(queued, kCopies) << "a copy queued twice, or not at all";
     RunStreams(seed, AllStreams());
     EXPECT_EQ(dst, src) << "seed " << seed;
     EXPECT_EQ(words[0], 11u);
+    EXPECT_EQ(words[1], 22u);
     EXPECT_EQ(words[2], 33u);
   }
   EXPECT_GT(lanes_->forks(), 0u) << "no run was shared: the helpers never woke";
@@ -245,6 +250,52 @@ TEST_F(CopyLanesTest, ARunReadsWhatTheRunBeforeWrote) {
     RunStreams(seed, AllStreams());
     EXPECT_EQ(c, want) << "seed " << seed << ": a copy read bytes the run before had not written yet";
   }
+}
+
+// Two proxies of one context (two communicators) share its helpers and fork event: runs on
+// two streams from two threads at once still read what their own stream's run before wrote.
+TEST_F(CopyLanesTest, TwoStreamsOfOneContextKeepTheirOwnOrder) {
+  Make(4);
+  void* other = nullptr;
+  ASSERT_EQ(FakeCalls().streamCreate(&other, 1), 0);
+  ASSERT_EQ(lanes_->PrepareStream(other), 0);
+  constexpr unsigned kCopies = 8, kBytes = 16;
+  struct Chain {
+    std::vector<uint8_t> a, b, c, want;
+    DeviceAddress aa[kCopies], bb[kCopies], cc[kCopies], reversed[kCopies];
+    uint64_t sizes[kCopies];
+  } chains[2];
+  for (int k = 0; k < 2; ++k) {
+    Chain& ch = chains[k];
+    ch.a.resize(kCopies * kBytes), ch.b.resize(kCopies * kBytes), ch.c.resize(kCopies * kBytes);
+    ch.want.resize(kCopies * kBytes);
+    for (size_t i = 0; i < ch.a.size(); ++i) ch.a[i] = static_cast<uint8_t>(i * (k + 2) + 1);
+    for (unsigned i = 0; i < kCopies; ++i) {
+      ch.aa[i] = At(&ch.a[i * kBytes]), ch.bb[i] = At(&ch.b[i * kBytes]), ch.cc[i] = At(&ch.c[i * kBytes]);
+      ch.reversed[i] = At(&ch.b[(kCopies - 1 - i) * kBytes]);
+      memcpy(&ch.want[i * kBytes], &ch.a[(kCopies - 1 - i) * kBytes], kBytes);
+      ch.sizes[i] = kBytes;
+    }
+  }
+  void* streams[2] = {stream_, other};
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    for (Chain& ch : chains) std::fill(ch.b.begin(), ch.b.end(), 0), std::fill(ch.c.begin(), ch.c.end(), 0);
+    std::thread threads[2];
+    for (int k = 0; k < 2; ++k) {
+      threads[k] = std::thread([&, k] {
+        Chain& ch = chains[k];
+        for (int round = 0; round < 3; ++round) {  // a -> b, then b -> c reversed, three times over
+          EXPECT_EQ(lanes_->Copy(streams[k], ch.bb, ch.aa, ch.sizes, kCopies), 0);
+          EXPECT_EQ(lanes_->Copy(streams[k], ch.cc, ch.reversed, ch.sizes, kCopies), 0);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    RunStreams(seed, AllStreams());
+    for (int k = 0; k < 2; ++k) EXPECT_EQ(chains[k].c, chains[k].want) << "seed " << seed << ", stream " << k;
+  }
+  lanes_->Forget(other);
+  FakeCalls().streamDestroy(other);
 }
 
 TEST_F(CopyLanesTest, ALoneCopyGoesOnItsStreamWithNoFork) {
