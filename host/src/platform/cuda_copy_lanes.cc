@@ -268,10 +268,7 @@ DriverResult CopyLanes::Copy(void* stream, const DeviceAddress* dsts, const Devi
     if (r == kDriverSuccess) r = joined;
   }
   if (r != kDriverSuccess) return r;
-  if (helpers > 0) {
-    forks_.fetch_add(1, std::memory_order_relaxed);
-    helperShares_.fetch_add(helpers, std::memory_order_relaxed);
-  }
+  if (helpers > 0) forks_.fetch_add(1, std::memory_order_relaxed);
   return writes == 0 ? kDriverSuccess
                      : WriteValuesInBatches(calls_.streamBatchMemOp, stream, addresses, values, writes);
 }

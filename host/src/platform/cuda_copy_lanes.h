@@ -65,8 +65,10 @@ struct CopyLaneCalls {
 // Whether the driver has every call.
 bool ResolveCopyLaneCalls(const DriverLibrary& library, CopyLaneCalls* calls);
 
-// The lanes a stream gets: CCO_COPY_LANES where set (1: none), else a quarter of the CPUs this
-// thread may run on, at most 4 (a proxy thread and its helpers per rank, several ranks a host).
+// The lanes a context gets: CCO_COPY_LANES where set (1: none; at most kMaxLanes), else the CPUs
+// this thread may run on over twice the ranks of the host (torchrun's LOCAL_WORLD_SIZE, or
+// CCO_WORLD_SIZE under cco.launch), 1 to 4: every rank's proxy thread and helpers together
+// take at most half the CPUs.
 unsigned DefaultCopyLanes();
 
 class CopyLanes {
@@ -93,9 +95,8 @@ class CopyLanes {
   // `stream` forgotten (before it is destroyed); its context's helpers stay for its next streams.
   void Forget(void* stream);
 
-  // Runs cut into shares, and shares queued by helpers.
+  // Runs cut into shares (helpers took part).
   uint64_t forks() const { return forks_.load(std::memory_order_relaxed); }
-  uint64_t sharesByHelpers() const { return helperShares_.load(std::memory_order_relaxed); }
 
  private:
   struct Helper;
@@ -112,7 +113,7 @@ class CopyLanes {
   std::mutex mu_;  // pools_, poolOf_
   std::vector<std::unique_ptr<Pool>> pools_;
   std::map<void*, Pool*> poolOf_;  // by stream
-  std::atomic<uint64_t> forks_{0}, helperShares_{0};
+  std::atomic<uint64_t> forks_{0};
 };
 
 }  // namespace gpu
