@@ -5,10 +5,11 @@ is in cco.ops.kernels.signals.
 
 The product reads its tiles one of two ways (TMA, a constant of the launch: cco.ops.planning.
 uses_tma). On NVIDIA sm_90 and later, with rows a multiple of 16 bytes apart, by the tensor
-memory accelerator: B through a descriptor each program makes once, A through one made per tile
-from that tile's first row, since a tile's rows come from `a` or from a peer's slot, chosen at
-run time (two descriptors fixed at launch would need two pipelined loops and twice the shared
-memory). Elsewhere by pointer loads (cp.async on NVIDIA).
+memory accelerator, through descriptors made on the device: B's once a program, A's once a
+program per block of rows that share a source (all of `a`; in the gather kernel, `a` or one
+peer's slot, chosen at run time: two descriptors fixed at launch would need two pipelined loops
+and twice the shared memory). Making a descriptor costs a write of 128 bytes and a proxy fence,
+so none is made per tile. Elsewhere by pointer loads (cp.async on NVIDIA).
 """
 
 import triton
@@ -54,27 +55,36 @@ def b_operand(b, K, N, sbk, sbn, BK: tl.constexpr, BN: tl.constexpr, TMA: tl.con
 
 
 @triton.jit
-def mma(a_ptr, sam, b, sbk, sbn, nrows, col0, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-        EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
-    """The fp32 product of rows [0, nrows) of A (a_ptr, row stride sam, unit column stride)
-    with columns [col0, col0 + BN) of B (b from b_operand; strides sbk, sbn), K deep. Rows past
-    nrows are zeros (TMA) or repeat valid ones; their results are never stored."""
+def a_operand(a, rows, K, sam, BM: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr):
+    """What mma reads A through: rows [0, rows) of a row-major matrix at `a` (row stride sam,
+    K columns). TMA: a descriptor over them, which reads zeros past `rows` and past K; else the
+    pointer itself."""
     if TMA:
-        return _mma_tma(a_ptr, sam, b, nrows, col0, K, BM, BN, BK, B_T)
+        return tl.make_tensor_descriptor(a, shape=[tl.maximum(rows, 1), K], strides=[sam, 1], block_shape=[BM, BK])
     else:
-        return _mma_pointers(a_ptr, sam, b, sbk, sbn, nrows, col0, N, K, BM, BN, BK, EVEN_K, EVEN_N)
+        return a
 
 
 @triton.jit
-def _mma_tma(a_ptr, sam, b_desc, nrows, col0, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-             B_T: tl.constexpr):
-    """mma through descriptors: A's made here over the tile's rows (TMA reads zeros past nrows
-    and past K), B's from b_operand."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[tl.maximum(nrows, 1), K], strides=[sam, 1],
-                                       block_shape=[BM, BK])
+def mma(a_in, row0, sam, b, sbk, sbn, nrows, col0, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+        EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
+    """The fp32 product of rows [row0, row0 + nrows) of A (a_in from a_operand; row stride sam,
+    unit column stride) with columns [col0, col0 + BN) of B (b from b_operand; strides sbk,
+    sbn), K deep. Rows past nrows are zeros (TMA, past the descriptor's rows) or repeat valid
+    ones; their results are never stored."""
+    if TMA:
+        return _mma_tma(a_in, row0, b, col0, K, BM, BN, BK, B_T)
+    else:
+        return _mma_pointers(a_in + row0.to(tl.int64) * sam, sam, b, sbk, sbn, nrows, col0, N, K, BM, BN, BK, EVEN_K,
+                             EVEN_N)
+
+
+@triton.jit
+def _mma_tma(a_desc, row0, b_desc, col0, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, B_T: tl.constexpr):
+    """mma through the descriptors of a_operand and b_operand."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
-        a = a_desc.load([0, k * BK])
+        a = a_desc.load([row0, k * BK])
         if B_T:
             b = b_desc.load([col0, k * BK]).T
         else:

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import async_proxy_fence, b_operand, copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, async_proxy_fence, b_operand, copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, end_call, gda_put_from, landed_before, note_failure,
                                      open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
                                      wait_for)
@@ -124,7 +124,6 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                                                                CHECK_COUNTS, GDA, NSIG)
         b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
 
-        tiles = _field(table, T_TPRE, WORLD)
         own_tiles = _field(table, T_TPRE, 1)
         units = _field(table, T_UPRE, WORLD - 1)
         if SDMA:
@@ -135,47 +134,50 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
         local_first = _field(table, T_LOCAL, 0)
         my_units = tl.maximum(0, tl.cdiv(units - pid, programs))
         my_own = tl.maximum(0, tl.cdiv(own_tiles - pid, programs))
-        my_tiles = tl.maximum(0, tl.cdiv(tiles - pid, programs))
         pushed = 0
-        for it in range(0, my_tiles):
-            g = pid + it * programs
-            traced = trace_begin(dc)  # the tile's range, its pushes and its wait included
-            # Pushes due by now: spread over this program's own-row tiles, all before its first
-            # tile of a peer's rows.
-            due = my_units
-            if g < own_tiles:
-                due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
-            while pushed < due:
-                _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
-                           off_slots, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,
-                           T_SOFF, T_SCNT, T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
-                pushed += 1
-            i = 0
-            for j in tl.static_range(1, WORLD):
-                i += (g >= _field(table, T_TPRE, j)).to(tl.int32)
+        it = 0   # this program's tiles so far
+        # Source by source (tiles [TPRE[i], TPRE[i+1]) read sender SRC[i]'s rows): A's
+        # descriptor is made once a source, not once a tile.
+        for i in range(0, WORLD):
             src = _field(table, T_SRC, i)
             cnt = _field(table, T_CNT, i)
-            t = g - _field(table, T_TPRE, i)
-            mt, nt = tile_coords(t, tl.cdiv(cnt, BM), NT, GROUP_M)
-            row0 = mt * BM
-            nrows = tl.minimum(BM, cnt - row0)
+            lo = _field(table, T_TPRE, i)
             if i == 0:
-                a_rows = a + (local_first + row0).to(tl.int64) * stride_am
+                rows_at = a + local_first.to(tl.int64) * stride_am
                 sam = stride_am
             else:
-                waited = trace_begin(dc)
-                _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, mt, par, epoch, timeout, WORLD, CHUNKS,
-                            GDA, SDMA, SIG_FLAGS, QUEUES)
-                if TMA:   # the rows came through another proxy (a peer's stores, a copy, a put)
-                    async_proxy_fence()
-                trace_end(dc, cco.TraceTag.WAIT, g, waited)
-                a_rows = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP + row0).to(tl.int64) * K
+                rows_at = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP).to(tl.int64) * K
                 sam = K
-            acc = mma(a_rows, sam, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N, TMA,
-                      B_T)
-            first_out = _field(table, T_OUT, i) + row0
-            store_tile(out + first_out.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN)
-            trace_end(dc, cco.TraceTag.TILE, g, traced)
+            a_in = a_operand(rows_at, cnt, K, sam, BM, BK, TMA)
+            first_out = _field(table, T_OUT, i)
+            for g in range(lo + (pid - lo % programs + programs) % programs, _field(table, T_TPRE, i + 1), programs):
+                traced = trace_begin(dc)  # the tile's range, its pushes and its wait included
+                # Pushes due by now: spread over this program's own-row tiles, all before its
+                # first tile of a peer's rows.
+                due = my_units
+                if g < own_tiles:
+                    due = tl.minimum(my_units, tl.cdiv((it + 1) * my_units, tl.maximum(my_own, 1)))
+                while pushed < due:
+                    _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status,
+                               off_flags, off_slots, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM,
+                               T_DST, T_SOFF, T_SCNT, T_UPRE, BC, DT, ES, GDA, SIG_FLAGS, NSIG)
+                    pushed += 1
+                mt, nt = tile_coords(g - lo, tl.cdiv(cnt, BM), NT, GROUP_M)
+                row0 = mt * BM
+                nrows = tl.minimum(BM, cnt - row0)
+                if i != 0:
+                    waited = trace_begin(dc)
+                    _wait_chunk(dc, mine, me, status, off_flags, off_landed, src, mt, par, epoch, timeout, WORLD,
+                                CHUNKS, GDA, SDMA, SIG_FLAGS, QUEUES)
+                    if TMA:   # the rows came through another proxy (a peer's stores, a copy, a put)
+                        async_proxy_fence()
+                    trace_end(dc, cco.TraceTag.WAIT, g, waited)
+                acc = mma(a_in, row0, sam, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K,
+                          EVEN_N, TMA, B_T)
+                store_tile(out + (first_out + row0).to(tl.int64) * N, N, nrows, nt * BN, N,
+                           acc.to(out.dtype.element_ty), BM, BN)
+                trace_end(dc, cco.TraceTag.TILE, g, traced)
+                it += 1
         while pushed < my_units:
             _push_unit(dc, ws, pid + pushed * programs, a, stride_am, table, me, base, stride, status, off_flags,
                        off_slots, off_sent, src_win, src_off, K, epoch, WORLD, CAP, CHUNKS, BM, T_DST,

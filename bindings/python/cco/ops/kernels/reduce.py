@@ -35,7 +35,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import b_operand, load_tile, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, b_operand, load_tile, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
                                      quiet_when_last, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
                                      wait_flag, wait_for)
@@ -121,6 +121,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         OWNED: tl.constexpr = OWNED_MT * NT
         slot_elems = N.to(tl.int64) * SLOT_ROWS
         result_elems = M.to(tl.int64) * N
+        a_in = a_operand(a, M, K, stride_am, BM, BK, TMA)
         b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
 
         # 1. partial tiles into their owners' slots
@@ -131,7 +132,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
             omt, nt = tile_coords(t, OWNED_MT, NT, GROUP_M)
             row0, nrows, slot_row = _owned_rows(owner, omt, M, M_OWN, BM, WORLD, ALL_REDUCE)
             if nrows > 0:
-                acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN,
+                acc = mma(a_in, row0, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN,
                           N, K, BM, BN, BK, EVEN_K, EVEN_N, TMA, B_T)
                 at = (par * WORLD + me) * slot_elems + slot_row.to(tl.int64) * N   # in the owner's slots
                 flag = ((par * WORLD + me) * OWNED + t).to(tl.int64) * 4

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import b_operand, copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, b_operand, copy_rows, mma, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, count_tile, end_call, gda_put, landed_before,
                                      note_failure, open_call, ptr_at, quiet_when_last, raise_flag, sdma_queue,
                                      trace_begin, trace_end, wait_copies, wait_for)
@@ -65,6 +65,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                                                                CHECK_COUNTS, GDA, NSIG)
         slot_elems = N.to(tl.int64) * CAP   # one sender's slot
         slot_bytes = slot_elems * ES
+        a_in = a_operand(a, M, K, stride_am, BM, BK, TMA)
         b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
 
         for g in range(pid, MT * NT, programs):
@@ -72,7 +73,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
             mt, nt = tile_coords(g, MT, NT, GROUP_M)
             row0 = mt * BM
             nrows = tl.minimum(BM, M - row0)
-            acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N,
+            acc = mma(a_in, row0, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N,
                       K, BM, BN, BK, EVEN_K, EVEN_N, TMA, B_T)
             value = acc.to(OT)
             if BROADCAST:

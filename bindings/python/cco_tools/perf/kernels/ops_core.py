@@ -11,7 +11,7 @@ import triton.language as tl
 
 from cco.ops import checks, planning
 from cco.ops.context import gpu_features
-from cco.ops.kernels.core import b_operand, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, b_operand, mma, store_tile, tile_coords
 from cco.ops.scratch import descriptor_scratch
 
 
@@ -24,13 +24,14 @@ def core_gemm(a, b, c, M, N, K, stride_am, stride_bk, stride_bn, NT: tl.constexp
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     MT = tl.cdiv(M, BM)
+    a_in = a_operand(a, M, K, stride_am, BM, BK, TMA)
     b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
     for t in range(pid, MT * NT, programs):
         mt, nt = tile_coords(t, MT, NT, GROUP_M)
         row0 = mt * BM
         nrows = tl.minimum(BM, M - row0)
-        acc = mma(a + row0.to(tl.int64) * stride_am, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM,
-                  BN, BK, EVEN_K, EVEN_N, TMA, B_T)
+        acc = mma(a_in, row0, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N,
+                  TMA, B_T)
         store_tile(c + row0.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(c.dtype.element_ty), BM, BN)
 
 

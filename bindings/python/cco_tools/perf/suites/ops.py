@@ -104,13 +104,16 @@ def _timed(run, reps, comm):
 
 def in_turns(timers, rounds):
     """{name: median} of the timers (name -> a callable that times one run), each called
-    `rounds` times, taking turns in their order: a GPU clock that drifts during the measurement
-    (this H100's torch.matmul moved by 20 % within one run) then weighs on every figure of a row
-    alike, where one run of each, one after the other, would put the drift into their ratio."""
-    samples = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            samples[name].append(timer())
+    `rounds` times, taking turns: a GPU clock that drifts during the measurement (this H100's
+    torch.matmul moved by 20 % within one run) then weighs on every figure of a row alike, where
+    one run of each, one after the other, would put the drift into their ratio. Each round
+    starts one timer further on, so that none always runs first (on a GPU just woken) or always
+    right after the others' heat."""
+    names = list(timers)
+    samples = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name].append(timers[name]())
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
