@@ -105,6 +105,18 @@ def test_b_layout_is_agreed_and_steers_the_tma_core():
     assert not planning.uses_tma(True, fp8)                       # 24 one-byte elements a row of a
 
 
+def test_the_result_is_stored_by_tma_where_its_rows_are_16_byte_multiples():
+    """The result's own tiles leave by TMA (cco.ops.kernels.core.store_out) on hardware that has
+    it, where a result row (N elements of the output type) is a multiple of 16 bytes long; the
+    inputs' rows do not matter."""
+    n8 = checks.problem("gemm_ag", op_((8, 36)), op_((36, 8), strides=(8, 1)), 2)        # 16-byte rows
+    n12 = checks.problem("gemm_ag", op_((8, 64)), op_((64, 12), strides=(12, 1)), 2)     # 24-byte rows
+    assert planning.stores_by_tma(True, n8) and not planning.uses_tma(True, n8)   # a's rows: 72 bytes
+    assert not planning.stores_by_tma(False, n8) and not planning.stores_by_tma(True, n12)
+    fp8 = checks.problem("gemm_ag", op_((8, 32), "float8_e4m3fn"), op_((32, 8), "float8_e4m3fn"), 2)
+    assert fp8.out_dtype == "bfloat16" and planning.stores_by_tma(True, fp8)   # 8 bf16 results a row
+
+
 def test_a_result_that_does_not_start_on_16_bytes_is_refused():
     with pytest.raises(OperandError, match="out must start on a 16-byte boundary"):
         checks.problem("gemm_ar", op_((8, 4)), op_((4, 6)), 2, out=Operand((8, 6), "bfloat16", (6, 1), True, False))

@@ -54,7 +54,8 @@ def compile_kernel(kernel, ints, pointers, constexprs, target, in_dtype, world=N
     unit, strided = ("stride_bk", "stride_bn") if b_t else ("stride_bn", "stride_bk")
     ints = [strided if name == "stride_bk" else name for name in ints]
     signature.update({name: ("i64" if name.startswith(wide) else "i32") for name in ints})
-    constexprs = dict(dict(TMA=target.backend == "cuda", B_T=False), **constexprs, WORLD=world, BM=tiles.bm,
+    nvidia = target.backend == "cuda"
+    constexprs = dict(dict(TMA=nvidia, TMA_OUT=nvidia, B_T=False), **constexprs, WORLD=world, BM=tiles.bm,
                       BN=tiles.bn, BK=tiles.bk, GROUP_M=tiles.group_m, EVEN_K=True, EVEN_N=True, **{unit: 1})
     signature.update({name: "constexpr" for name in constexprs})
     aligned = [n for n in signature if signature[n].startswith("*") or n in ("K", "N", "stride_am", strided)
@@ -149,6 +150,8 @@ def test_every_operator_compiles_with_cco_inlined(compiled):
 
 
 TMA_LOAD = r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global"
+TMA_STORE = r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta"
+SHARED_MAX = 227 * 1024   # what one block may have on sm_90 and sm_100
 
 
 def test_the_gemm_core_is_pipelined_on_nvidia(compiled):
@@ -164,18 +167,23 @@ def test_the_gemm_core_is_pipelined_on_nvidia(compiled):
         assert re.search(r"wgmma|tcgen05", code), f"{op}: no tensor-core MMA of the generation"
         assert re.search(TMA_LOAD, code), f"{op}: no TMA load"
         assert c.metadata.global_scratch_size >= 2 * 128, f"{op}: no scratch for two descriptors"
+        # Its own result's tiles leave by TMA, staged half a tile at a time beside the four
+        # stages (gemm_a2a's rows go each to its receiver's place: pointer stores).
+        assert bool(re.search(TMA_STORE, code)) == (op != "gemm_a2a"), f"{op}: TMA stores of its result"
+        assert c.metadata.shared <= SHARED_MAX, f"{op}: {c.metadata.shared} bytes of shared memory"
 
 
 @pytest.mark.parametrize("kernel, b_t, tma",
                          [("gather", True, True), ("gather", False, False), ("reduce", True, False)])
 def test_the_gemm_core_reads_b_either_way(kernel, b_t, tma):
     """b row-major or column-major (x @ w.t()), by TMA or, where rows are not 16-byte multiples
-    apart, by pointer loads (cp.async), which leave no TMA load and no scratch; pipelined either
+    apart, by pointer loads (cp.async), which (with the result stored by pointers too, as where
+    its rows are no 16-byte multiples either) leave no TMA load and no scratch; pipelined either
     way (the fixture's kernels are the row-major TMA case). The gather kernel reads a peer's rows
     by TMA only after a generic-to-async proxy fence."""
     target = TARGETS["cuda-sm_90"]
-    c = gather(target, "bfloat16", TMA=tma, B_T=b_t) if kernel == "gather" else \
-        reduce(target, "bfloat16", True, TMA=tma, B_T=b_t)
+    c = gather(target, "bfloat16", TMA=tma, TMA_OUT=tma, B_T=b_t) if kernel == "gather" else \
+        reduce(target, "bfloat16", True, TMA=tma, TMA_OUT=tma, B_T=b_t)
     code = _code(target, c)
     assert c.metadata.shared >= 4 * 48 * 1024, c.metadata.shared
     assert re.search(r"wgmma", code)

@@ -71,6 +71,7 @@ def gemm_constexprs(ctx, plan, problem):
     t = plan.tiles
     return dict(BM=t.bm, BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=problem.k % t.bk == 0,
                 EVEN_N=problem.n % t.bn == 0, TMA=planning.uses_tma(ctx.tma, problem), B_T=problem.b_kmajor,
+                TMA_OUT=planning.stores_by_tma(ctx.tma, problem),
                 num_warps=t.warps, num_stages=t.stages)
 
 

@@ -454,6 +454,13 @@ def uses_tma(tma_hardware, problem):
     return bool(tma_hardware) and problem.k * size % 16 == 0 and b_row * size % 16 == 0
 
 
+def stores_by_tma(tma_hardware, problem):
+    """Whether the GEMM core stores the tiles of this rank's own result by TMA (cco.ops.kernels.
+    core.store_out): on hardware that has it, where a result row is a multiple of 16 bytes long
+    (the result is contiguous and starts on 16 bytes: cco.ops.checks)."""
+    return bool(tma_hardware) and problem.n * ITEMSIZE[problem.out_dtype] % 16 == 0
+
+
 def recv_from_sends(sends, rank):
     """Rows rank `rank` receives from each rank, given every rank's send vector."""
     return tuple(s[rank] for s in sends)

@@ -131,6 +131,32 @@ def store_tile(dst_ptr, row_stride, nrows, col0, N, value, BM: tl.constexpr, BN:
 
 
 @triton.jit
+def out_operand(out, rows, N, BM: tl.constexpr, BN: tl.constexpr, TMA_OUT: tl.constexpr):
+    """Where store_out writes: rows [0, rows) of a row-major matrix of N columns at `out`.
+    TMA_OUT: a descriptor over them, whose stores stop at `rows` and N by themselves; a tile goes
+    in two halves, so that one half's staging (32 KiB) fits in shared memory beside four stages
+    of loads. Else the pointer itself."""
+    if TMA_OUT:
+        return tl.make_tensor_descriptor(out, shape=[tl.maximum(rows, 1), N], strides=[N, 1],
+                                         block_shape=[BM, BN // 2])
+    else:
+        return out
+
+
+@triton.jit
+def store_out(o, row0, nrows, col0, N, value, BM: tl.constexpr, BN: tl.constexpr, TMA_OUT: tl.constexpr):
+    """value (BM x BN) into rows [row0, row0 + nrows) and columns [col0, col0 + BN) ∩ [0, N) of
+    what out_operand made. By TMA the stores are asynchronous: the tile's registers are free as
+    soon as they are staged, and the next tile's loads start while the stores drain."""
+    if TMA_OUT:
+        left, right = tl.split(tl.permute(tl.reshape(value, (BM, 2, BN // 2)), (0, 2, 1)))
+        o.store([row0, col0], left)
+        o.store([row0, col0 + BN // 2], right)
+    else:
+        store_tile(o + row0.to(tl.int64) * N, N, nrows, col0, N, value, BM, BN)
+
+
+@triton.jit
 def load_tile(src_ptr, row_stride, nrows, col0, N, BM: tl.constexpr, BN: tl.constexpr):
     """The BM x BN tile at rows [0, nrows), columns [col0, ...) of a row-major matrix, as
     fp32 (zeros outside), read past L1 (peers wrote it)."""

@@ -19,7 +19,8 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import a_operand, async_proxy_fence, b_operand, copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import (a_operand, async_proxy_fence, b_operand, copy_rows, mma, out_operand, store_out,
+                                   tile_coords)
 from cco.ops.kernels.signals import (await_hellos, count_landed, end_call, gda_put_from, landed_before, note_failure,
                                      open_call, ptr_at, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
                                      wait_for)
@@ -106,7 +107,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 T_LOCAL: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr,
                 BC: tl.constexpr, ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr,
                 NSIG: tl.constexpr, SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr,
-                B_T: tl.constexpr):
+                B_T: tl.constexpr, TMA_OUT: tl.constexpr):
     """out[OUT[i] + r, :] = rows r of sender SRC[i]'s block (CNT[i] rows) @ b, for every i.
     active == 0: returns at once (loads the binary before any rank waits on it). GDA and SDMA
     read `a`'s rows from window src_win at src_off (`a` itself where it lies in a pool's window,
@@ -149,7 +150,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                 rows_at = ptr_at(mine + off_slots, DT) + ((par * WORLD + src) * CAP).to(tl.int64) * K
                 sam = K
             a_in = a_operand(rows_at, cnt, K, sam, BM, BK, TMA)
-            first_out = _field(table, T_OUT, i)
+            o_in = out_operand(out + _field(table, T_OUT, i).to(tl.int64) * N, cnt, N, BM, BN, TMA_OUT)
             for g in range(lo + (pid - lo % programs + programs) % programs, _field(table, T_TPRE, i + 1), programs):
                 traced = trace_begin(dc)  # the tile's range, its pushes and its wait included
                 # Pushes due by now: spread over this program's own-row tiles, all before its
@@ -174,8 +175,7 @@ def gather_gemm(dc, ws, a, b, out, gathered, table, M_OUT, K, N, stride_am, stri
                     trace_end(dc, cco.TraceTag.WAIT, g, waited)
                 acc = mma(a_in, row0, sam, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K,
                           EVEN_N, TMA, B_T)
-                store_tile(out + (first_out + row0).to(tl.int64) * N, N, nrows, nt * BN, N,
-                           acc.to(out.dtype.element_ty), BM, BN)
+                store_out(o_in, row0, nrows, nt * BN, N, acc.to(out.dtype.element_ty), BM, BN, TMA_OUT)
                 trace_end(dc, cco.TraceTag.TILE, g, traced)
                 it += 1
         while pushed < my_units:

@@ -35,7 +35,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import a_operand, b_operand, load_tile, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, b_operand, load_tile, mma, out_operand, store_out, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_tile, end_call, gda_put, note_failure, open_call, ptr_at,
                                      quiet_when_last, raise_flag, sdma_queue, trace_begin, trace_end, wait_copies,
                                      wait_flag, wait_for)
@@ -107,7 +107,8 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                 NT: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                 EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, ALL_REDUCE: tl.constexpr, ES: tl.constexpr,
                 GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, SIG_RFLAGS: tl.constexpr, NSIG: tl.constexpr,
-                SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr):
+                SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr,
+                TMA_OUT: tl.constexpr):
     """ALL_REDUCE: out (M x N) = the sum over ranks of a @ b. Else out (M/W x N) = rows
     [rank M/W, ...) of that sum. active == 0: returns at once."""
     if active != 0:
@@ -123,6 +124,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
         result_elems = M.to(tl.int64) * N
         a_in = a_operand(a, M, K, stride_am, BM, BK, TMA)
         b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
+        o_in = out_operand(out, M if ALL_REDUCE else M_OWN, N, BM, BN, TMA_OUT)
 
         # 1. partial tiles into their owners' slots
         for g in range(pid, WORLD * OWNED, programs):
@@ -185,7 +187,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                     acc += load_tile(slot, N, nrows, nt * BN, N, BM, BN)
                 value = acc.to(OT)
                 if ALL_REDUCE:
-                    store_tile(out + row0.to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                    store_out(o_in, row0, nrows, nt * BN, N, value, BM, BN, TMA_OUT)
                     mt = row0 // BM
                     if PUTS:
                         _share_sum(dc, ws, mine, status, off_result, off_sent, off_arrivals, value, row0, nrows, nt,
@@ -201,7 +203,7 @@ def gemm_reduce(dc, ws, a, b, out, M, K, N, stride_am, stride_bk, stride_bn,
                             raise_flag(base + peer.to(tl.int64) * stride + off_rflags +
                                        (par * MT * NT + mt * NT + nt).to(tl.int64) * 4, epoch)
                 else:
-                    store_tile(out + (omt * BM).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                    store_out(o_in, omt * BM, nrows, nt * BN, N, value, BM, BN, TMA_OUT)
             trace_end(dc, cco.TraceTag.REDUCE, t, traced)
 
         # 3. gemm_ar: the tiles the others own

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from cco.ir.triton import cco
-from cco.ops.kernels.core import a_operand, b_operand, copy_rows, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, b_operand, copy_rows, mma, out_operand, store_out, store_tile, tile_coords
 from cco.ops.kernels.signals import (await_hellos, count_landed, count_tile, end_call, gda_put, landed_before,
                                      note_failure, open_call, ptr_at, quiet_when_last, raise_flag, sdma_queue,
                                      trace_begin, trace_end, wait_copies, wait_for)
@@ -35,7 +35,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                  T_OUT: tl.constexpr, T_SENDR: tl.constexpr, T_RECVR: tl.constexpr, BC: tl.constexpr,
                  ES: tl.constexpr, GDA: tl.constexpr, SIG_FLAGS: tl.constexpr, NSIG: tl.constexpr,
                  SDMA: tl.constexpr, QUEUES: tl.constexpr, TMA: tl.constexpr, B_T: tl.constexpr,
-                 ROWS16: tl.constexpr):
+                 ROWS16: tl.constexpr, TMA_OUT: tl.constexpr):
     """BROADCAST: out[me * M + r] = (a @ b)[r] on every rank (gemm_ag). Else rows
     [DOFF[j], DOFF[j+1]) of a @ b go to rank j, which stores those from rank i at OUT (gemm_a2a).
     active == 0: returns at once (loads the binary before any rank waits on it).
@@ -67,6 +67,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
         slot_bytes = slot_elems * ES
         a_in = a_operand(a, M, K, stride_am, BM, BK, TMA)
         b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
+        mine_out = out_operand(out + (me * M).to(tl.int64) * N, M, N, BM, BN, TMA_OUT and BROADCAST)   # gemm_ag's
 
         for g in range(pid, MT * NT, programs):
             traced = trace_begin(dc)  # the tile's range: its product and its stores into the peers
@@ -77,7 +78,7 @@ def gemm_scatter(dc, ws, a, b, out, table, M, K, N, stride_am, stride_bk, stride
                       K, BM, BN, BK, EVEN_K, EVEN_N, TMA, B_T)
             value = acc.to(OT)
             if BROADCAST:
-                store_tile(out + (me * M + row0).to(tl.int64) * N, N, nrows, nt * BN, N, value, BM, BN)
+                store_out(mine_out, row0, nrows, nt * BN, N, value, BM, BN, TMA_OUT)
                 if PUTS:
                     if WORLD > 1:
                         at = (par * WORLD + me) * slot_elems + row0.to(tl.int64) * N

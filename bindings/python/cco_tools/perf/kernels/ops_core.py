@@ -11,14 +11,14 @@ import triton.language as tl
 
 from cco.ops import checks, planning
 from cco.ops.context import gpu_features
-from cco.ops.kernels.core import a_operand, b_operand, mma, store_tile, tile_coords
+from cco.ops.kernels.core import a_operand, b_operand, mma, out_operand, store_out, tile_coords
 from cco.ops.scratch import descriptor_scratch
 
 
 @triton.jit(do_not_specialize=["M"])
 def core_gemm(a, b, c, M, N, K, stride_am, stride_bk, stride_bn, NT: tl.constexpr, BM: tl.constexpr,
               BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
-              TMA: tl.constexpr, B_T: tl.constexpr):
+              TMA: tl.constexpr, B_T: tl.constexpr, TMA_OUT: tl.constexpr):
     """c (M x N, row-major) = a (M x K, unit column stride) @ b, tile by tile over the programs
     (NT: tiles across N, a constant as in the operators' kernels)."""
     pid = tl.program_id(0)
@@ -26,13 +26,14 @@ def core_gemm(a, b, c, M, N, K, stride_am, stride_bk, stride_bn, NT: tl.constexp
     MT = tl.cdiv(M, BM)
     a_in = a_operand(a, M, K, stride_am, BM, BK, TMA)
     b_in = b_operand(b, K, N, stride_bk, stride_bn, BK, BN, TMA, B_T)
+    c_out = out_operand(c, M, N, BM, BN, TMA_OUT)
     for t in range(pid, MT * NT, programs):
         mt, nt = tile_coords(t, MT, NT, GROUP_M)
         row0 = mt * BM
         nrows = tl.minimum(BM, M - row0)
         acc = mma(a_in, row0, stride_am, b_in, stride_bk, stride_bn, nrows, nt * BN, N, K, BM, BN, BK, EVEN_K, EVEN_N,
                   TMA, B_T)
-        store_tile(c + row0.to(tl.int64) * N, N, nrows, nt * BN, N, acc.to(c.dtype.element_ty), BM, BN)
+        store_out(c_out, row0, nrows, nt * BN, N, acc.to(c.dtype.element_ty), BM, BN, TMA_OUT)
 
 
 class _Scratch:
@@ -54,9 +55,11 @@ def core_matmul(a, b, out, sm_count, ranks_per_gpu, backend="cuda"):
     grid = (planning.programs_for(sm_count, ranks_per_gpu, tiles),)
     b_t = checks.b_kmajor(checks.Operand(tuple(b.shape), dtype, tuple(b.stride())))
     problem = checks.Problem("core", 1, m, k, n, dtype, dtype, m, b_kmajor=b_t)
-    tma = planning.uses_tma(backend == "cuda" and gpu_features(a.device)[1], problem)
+    tma_hardware = backend == "cuda" and gpu_features(a.device)[1]
+    tma = planning.uses_tma(tma_hardware, problem)
     with descriptor_scratch(_SCRATCH, a.device):
         core_gemm[grid](a, b, out, m, n, k, a.stride(0), b.stride(0), b.stride(1), NT=triton.cdiv(n, t.bn), BM=t.bm,
                         BN=t.bn, BK=t.bk, GROUP_M=t.group_m, EVEN_K=k % t.bk == 0, EVEN_N=n % t.bn == 0, TMA=tma,
-                        B_T=b_t, num_warps=t.warps, num_stages=t.stages)
+                        B_T=b_t, TMA_OUT=planning.stores_by_tma(tma_hardware, problem), num_warps=t.warps,
+                        num_stages=t.stages)
     return out
