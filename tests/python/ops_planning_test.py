@@ -263,22 +263,25 @@ def gather_model(world, a, b, send, broadcast, tiles=TILES, programs=3):
         for pid in range(programs):
             my_units = max(0, cdiv(units - pid, programs))
             my_own = max(0, cdiv(own - pid, programs))
-            pushed = 0
-            for it in range(max(0, cdiv(total - pid, programs))):
-                g = pid + it * programs
-                due = min(my_units, cdiv((it + 1) * my_units, max(my_own, 1))) if g < own else my_units
-                pushed = max(pushed, due)
-                i = sum(g >= t[f["TPRE"] + j] for j in range(1, world))
-                if i > 0:
-                    assert pushed == my_units, "a program would wait before its pushes are out"
-                src, cnt = t[f["SRC"] + i], t[f["CNT"] + i]
-                mt, nt = tile_coords(g - t[f["TPRE"] + i], cdiv(cnt, bm), cdiv(n, bn), tiles.group_m)
-                r0, nr = mt * bm, min(bm, cnt - mt * bm)
-                block = a[me][t[f["LOCAL"]] + r0:t[f["LOCAL"]] + r0 + nr] if i == 0 else slots[me, src, r0:r0 + nr]
-                cols = slice(nt * bn, min(n, nt * bn + bn))
-                o = t[f["OUT"] + i] + r0
-                assert np.isnan(out[o:o + nr, cols]).all(), "a result tile written twice"
-                out[o:o + nr, cols] = block @ b[me][:, cols]
+            pushed = it = 0
+            walked = []
+            for i in range(world):   # source by source, as the kernel makes A's descriptor once a source
+                src, cnt, lo = t[f["SRC"] + i], t[f["CNT"] + i], t[f["TPRE"] + i]
+                for g in range(lo + (pid - lo % programs + programs) % programs, t[f["TPRE"] + i + 1], programs):
+                    walked.append(g)
+                    due = min(my_units, cdiv((it + 1) * my_units, max(my_own, 1))) if g < own else my_units
+                    pushed = max(pushed, due)
+                    if i > 0:
+                        assert pushed == my_units, "a program would wait before its pushes are out"
+                    mt, nt = tile_coords(g - lo, cdiv(cnt, bm), cdiv(n, bn), tiles.group_m)
+                    r0, nr = mt * bm, min(bm, cnt - mt * bm)
+                    block = a[me][t[f["LOCAL"]] + r0:t[f["LOCAL"]] + r0 + nr] if i == 0 else slots[me, src, r0:r0 + nr]
+                    cols = slice(nt * bn, min(n, nt * bn + bn))
+                    o = t[f["OUT"] + i] + r0
+                    assert np.isnan(out[o:o + nr, cols]).all(), "a result tile written twice"
+                    out[o:o + nr, cols] = block @ b[me][:, cols]
+                    it += 1
+            assert walked == list(range(pid, total, programs)), "a program's tiles are its own, in order"
         outs.append(out)
     return outs
 
