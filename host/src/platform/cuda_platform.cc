@@ -297,6 +297,7 @@ Status ResolveSymbols(const gpu::DriverLibrary& library, CudaDriver* driver) {
     api.copiesAsync = {&CudaCopiesAsync, "cuGraphLaunch"};
     api.prepareStreamCopies = &CudaPrepareStreamCopies;
     api.forgetStreamCopies = &CudaForgetStreamCopies;
+    api.copiesTakeScratch = true;
   }
   gpu::CopyLaneCalls laneCalls;
   const unsigned lanes = gpu::DefaultCopyLanes();

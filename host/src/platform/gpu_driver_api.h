@@ -160,11 +160,13 @@ struct GpuDriverApi {
                                const uint64_t* sizes, unsigned count, const DeviceAddress* addresses,
                                const uint64_t* values, unsigned writes)>
       copiesAsync;
-  // What copiesAsync needs made for a stream before its first run, made where the stream is
-  // (scratch: device memory of the kind the runs copy, cuda_copy_graphs.h; the lanes take none), and freed before
-  // the stream is destroyed (both null: nothing).
+  // What copiesAsync needs made for a stream before its first run, made where the stream is,
+  // and freed before the stream is destroyed (both null: nothing). scratch: device memory of the
+  // kind the runs copy, where copiesTakeScratch says the preparation works within some
+  // (cuda_copy_graphs.h); else 0, and none is allocated (the lanes, cuda_copy_lanes.h).
   DriverResult (*prepareStreamCopies)(void* stream, DeviceAddress scratch) = nullptr;
   void (*forgetStreamCopies)(void* stream) = nullptr;
+  bool copiesTakeScratch = false;
   DriverEntry<DriverResult (*)(void* stream)> streamSynchronize;
   // cuMemGetHandleForAddressRange / hipMemGetHandleForAddressRange (handle type 1: a
   // dma-buf fd). Optional: fn is null where the driver lacks it.

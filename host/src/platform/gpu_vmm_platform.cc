@@ -497,7 +497,7 @@ Status GpuVmmPlatform::StreamCreate(int device, uint64_t* stream) {
   // The stream's prepared copies, made now: never while kernels wait for the stream's work.
   // Where they cannot be, its runs go one copy a call (and the first such run says so).
   uint64_t scratch = 0;
-  if (api_.prepareStreamCopies != nullptr && CopyScratch(device, &scratch).ok())
+  if (api_.prepareStreamCopies != nullptr && (!api_.copiesTakeScratch || CopyScratch(device, &scratch).ok()))
     (void)api_.prepareStreamCopies(created, scratch);
   return Status::Ok();
 }

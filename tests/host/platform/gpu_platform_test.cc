@@ -619,6 +619,8 @@ struct FakeDriver {
   bool ignoresOffsets = false;  // one that says yes and maps from the first byte anyway
   int maps = 0;
   int unmaps = 0;
+  int streams = 0;
+  std::vector<std::pair<void*, gpu::DeviceAddress>> prepared;  // (stream, scratch) of each preparation
 };
 FakeDriver fake;
 
@@ -796,6 +798,48 @@ TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
 }
 
 // Whether a driver maps at an offset into a handle is learned by trying, once.
+gpu::DriverResult FakeStreamCreate(void** stream, unsigned) {
+  *stream = reinterpret_cast<void*>(static_cast<uintptr_t>(0x5000 + ++fake.streams));
+  return 0;
+}
+gpu::DriverResult FakeTotalMemory(size_t* bytes, int) {
+  *bytes = size_t{80} << 30;
+  return 0;
+}
+gpu::DriverResult FakePrepareCopies(void* stream, gpu::DeviceAddress scratch) {
+  fake.prepared.emplace_back(stream, scratch);
+  return 0;
+}
+
+// Copy lanes prepare a stream with no scratch: none is allocated. Prepared graphs work within
+// device memory: one granule a device, made with the device's first stream and kept for its next.
+TEST_F(FakeDriverTest, StreamsGetCopyScratchOnlyWherePreparedCopiesTakeIt) {
+  gpu::GpuDriverApi api = FakeApi();
+  api.streamCreate = {&FakeStreamCreate, "fakeStreamCreate"};
+  api.prepareStreamCopies = &FakePrepareCopies;
+  api.totalMemory = {&FakeTotalMemory, "fakeTotalMemory"};
+  {
+    gpu::GpuVmmPlatform lanes(api);
+    uint64_t stream = 0;
+    ASSERT_OK(lanes.StreamCreate(1, &stream));
+    ASSERT_EQ(fake.prepared.size(), 1u);
+    EXPECT_EQ(fake.prepared[0].first, reinterpret_cast<void*>(stream));
+    EXPECT_EQ(fake.prepared[0].second, 0u);
+    EXPECT_TRUE(fake.reserved.empty());
+  }
+  api.copiesTakeScratch = true;
+  gpu::GpuVmmPlatform graphs(api);
+  uint64_t first = 0, second = 0;
+  ASSERT_OK(graphs.StreamCreate(1, &first));
+  const size_t reservations = fake.reserved.size();
+  ASSERT_OK(graphs.StreamCreate(1, &second));
+  ASSERT_EQ(fake.prepared.size(), 3u);
+  EXPECT_NE(fake.prepared[1].second, 0u);
+  EXPECT_EQ(fake.prepared[2].second, fake.prepared[1].second);
+  EXPECT_GT(reservations, 0u);
+  EXPECT_EQ(fake.reserved.size(), reservations);
+}
+
 TEST_F(FakeDriverTest, OffsetMappingIsProbedOnce) {
   EXPECT_TRUE(platform_.MapsAtOffset(1));
   EXPECT_EQ(fake.maps, 2);
