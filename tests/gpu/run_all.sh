@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|sdma-diag|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
-#   (ops also in parts that each fit a device call: ops-lsa ops-gda ops-sdma ops-sdma-context ops-sdma-status ops-sdma-repeat
+#   (ops also in parts that each fit a device call: ops-quick ops-lsa ops-gda ops-sdma ops-sdma-context ops-sdma-status ops-sdma-repeat
 #   ops-examples ops-bench ops-core)
 # Logs and results go to $OUT. NVLink multicast stays off.
 set -uo pipefail
@@ -248,6 +248,21 @@ for step in "${steps[@]}"; do
       python3 -m cco_tools trace merge "$OUT/trace" -o "$OUT/trace-all.json" && python3 -m cco_tools trace check "$OUT/trace-all.json"
       mps_stop
       timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_trace_gpu.py -ra 2>&1 | tee "$OUT/trace.log" | tail -30 ;;
+    ops-quick)
+      # After a kernel change, from a cold Triton cache in one device call: every operator in
+      # bf16 alone (CCO_TEST_OPS_DTYPES), LSA with 2 and 4 ranks, GDA and SDMA with 2.
+      export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/cco-triton} CCO_TEST_OPS_DTYPES=bfloat16
+      mps_start
+      for run in "2 ops graph split" "4 ops" "2 ops@gda graph@gda" "2 sdma"; do
+        set -- $run
+        n=$1; shift
+        CCO_ENABLE_SDMA=1 timeout 200 python3 -m cco.launch -n "$n" --timeout 190 tests/gpu/test_ops.py "$@" \
+          > "$OUT/ops-quick-$n-${1//@/-}.log" 2>&1
+        echo "$n ranks, $*: exit $? ($(grep -c '] ok ' "$OUT/ops-quick-$n-${1//@/-}.log") checks ok," \
+             "$(grep -c 'PASS' "$OUT/ops-quick-$n-${1//@/-}.log") PASS lines)"
+      done
+      mps_stop
+      unset CCO_TEST_OPS_DTYPES ;;
     ops|ops-lsa|ops-gda|ops-sdma|ops-sdma-context|ops-sdma-status|ops-sdma-repeat|ops-examples|ops-bench|ops-core)
       # The fused GEMM + collective operators (cco.ops), rank processes sharing the GPU under
       # MPS. `ops` runs every part; each part alone fits one device call (600 s) once Triton's

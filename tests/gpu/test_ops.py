@@ -441,6 +441,20 @@ def case_timeout(comm, rank, world, dev, dtypes, transport=None):
     comm.abort()   # the ranks' calls are out of step now: no collective teardown
 
 
+def _chosen(dtypes, only):
+    """The dtypes CCO_TEST_OPS_DTYPES names (comma-separated torch names: bfloat16,float16,
+    float8_e4m3fn), all where it is unset: a short run after a kernel change (bf16 alone compiles
+    a third of the kernels). A name this GPU has no dtype for is an error, not a silent skip."""
+    if not only:
+        return dtypes
+    names = {str(d).split(".")[-1]: d for d in dtypes}
+    asked = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in asked if n not in names]
+    if unknown or not asked:
+        raise SystemExit(f"CCO_TEST_OPS_DTYPES={only!r}: name some of {', '.join(names)} (this GPU's)")
+    return [names[n] for n in asked]
+
+
 def main(cases):
     import torch
 
@@ -455,6 +469,7 @@ def main(cases):
     dtypes = [torch.bfloat16, torch.float16]
     if torch.cuda.get_device_capability()[0] >= 9 and not getattr(torch.version, "hip", None):
         dtypes.append(torch.float8_e4m3fn)
+    dtypes = _chosen(dtypes, os.environ.get("CCO_TEST_OPS_DTYPES"))
     comm = Communicator.init(world, rank, uid)
     try:
         for case in cases or CASES[:-1]:

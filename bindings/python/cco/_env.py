@@ -41,7 +41,7 @@ KNOWN = frozenset({
     # read by examples only (examples/flydsl/03_put.py, examples/python/quick_reference.py)
     "CCO_GDA_CONN", "CCO_BCAST_DIR",
     # the repository's build and test scripts
-    "CCO_PYTHON", "CCO_STAGE", "CCO_TEST_ID_FILE", "CCO_LLVM22_BIN", "CCO_NET_RANK_BIN",
+    "CCO_PYTHON", "CCO_STAGE", "CCO_TEST_ID_FILE", "CCO_LLVM22_BIN", "CCO_NET_RANK_BIN", "CCO_TEST_OPS_DTYPES",
 } | set(ALIASES.values()) | {"MORI_CCO_GDA_CONN"})
 
 
