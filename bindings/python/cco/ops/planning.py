@@ -93,8 +93,9 @@ class TileConfig:
     group_m: int = 8
 
 
-# NVIDIA Hopper / Blackwell: 128x256x64, 8 warps, 4 stages (192 KiB of shared memory) is the
-# shape that keeps a plain Triton GEMM within a few percent of cuBLAS at the layers' shapes.
+# NVIDIA Hopper / Blackwell: 128x256x64, 8 warps, 4 stages (192 KiB of shared memory, and 32 KiB
+# more to stage half a tile of the result for its TMA store: 224 of the 227 a block may have) is
+# the shape that keeps a plain Triton GEMM within a few percent of cuBLAS at the layers' shapes.
 # AMD CDNA3/4 has 64 KiB of LDS: 128x128x64 double-buffered.
 TILE_CONFIGS = {
     "cuda": {"bfloat16": TileConfig(128, 256, 64, 8, 4), "float16": TileConfig(128, 256, 64, 8, 4),
