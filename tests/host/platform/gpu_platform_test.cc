@@ -797,7 +797,6 @@ TEST_F(FakeDriverTest, CurrentDeviceAndBusIdsBindNothing) {
   EXPECT_EQ(fake.boundDevice, 1);
 }
 
-// Whether a driver maps at an offset into a handle is learned by trying, once.
 gpu::DriverResult FakeStreamCreate(void** stream, unsigned) {
   *stream = reinterpret_cast<void*>(static_cast<uintptr_t>(0x5000 + ++fake.streams));
   return 0;
@@ -840,6 +839,7 @@ TEST_F(FakeDriverTest, StreamsGetCopyScratchOnlyWherePreparedCopiesTakeIt) {
   EXPECT_EQ(fake.reserved.size(), reservations);
 }
 
+// Whether a driver maps at an offset into a handle is learned by trying, once.
 TEST_F(FakeDriverTest, OffsetMappingIsProbedOnce) {
   EXPECT_TRUE(platform_.MapsAtOffset(1));
   EXPECT_EQ(fake.maps, 2);
