@@ -173,8 +173,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // signal or counter wait then ends, since what it waits for may never come.
   CCO_DEVICE_API bool any_ring_failed() const;
   CCO_DEVICE_API ring::View ring_of(int32_t index) const;
-  // A null handle is id 0, which no window has: the proxy refuses the operation.
-  CCO_DEVICE_API static uint32_t window_id(ccoWindow_t win);
+  // A handle's descriptor, which window_fields reads (a null handle reads as zeros: id 0,
+  // which no window has).
+  CCO_DEVICE_API static const ccoWindowDevice* window(ccoWindow_t win);
   CCO_DEVICE_API uint64_t* resource(uint64_t offset) const;
   CCO_DEVICE_API bool signal_ok(int32_t id) const;
   // A user call's signal: none, or one of the user signals (the barriers' words after them
@@ -184,7 +185,7 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API static bool bits_ok(int32_t bits, uint64_t least);
   // A window of this communicator, live, holding `bytes` from `offset`: what the proxy would
   // refuse by failing the ring (every later call on it ABORTED) is refused here instead.
-  CCO_DEVICE_API bool window_holds(ccoWindow_t win, uint64_t offset, uint64_t bytes) const;
+  CCO_DEVICE_API bool window_holds(const WindowFields& win, uint64_t offset, uint64_t bytes) const;
   // Signal `id`'s value here: the sum of its words over the GDA team, the direct words and
   // the host words.
   CCO_DEVICE_API uint64_t signal_value(uint32_t id) const;

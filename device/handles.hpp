@@ -18,15 +18,40 @@
 
 namespace cco {
 
-/// A device communicator of this ABI (magic, version and size).
-CCO_DEVICE_API bool devcomm_valid(const ccoDevComm& d) {
-  return d.magic == CCO_DEV_COMM_MAGIC && d.abiVersion == CCO_ABI_VERSION && d.size == sizeof(ccoDevComm);
+/// Whether every test holds, all evaluated, with no branch between them (unlike &&): a chain
+/// of && whose tests each load a field of a handle makes every load wait for the test before
+/// it, an L2 trip apiece on nvptx once an acquire or a fence has emptied L1 (every post and
+/// wait has one), on the critical path of each post. Fields loaded together and tested with
+/// all_hold cost one trip.
+template <class... Tests> CCO_DEVICE_API bool all_hold(Tests... tests) {
+  return (static_cast<unsigned>(tests) & ...) != 0;
 }
 
-/// A live window descriptor of this ABI, and `offset` at most its size. A window must stay
-/// registered while a kernel uses it: each thread of a group reads its descriptor.
+/// A device communicator of this ABI (magic, version and size).
+CCO_DEVICE_API bool devcomm_valid(const ccoDevComm& d) {
+  return all_hold(d.magic == CCO_DEV_COMM_MAGIC, d.abiVersion == CCO_ABI_VERSION, d.size == sizeof(ccoDevComm));
+}
+
+/// A window descriptor's fields that calls test and use, loaded together before any test
+/// (all_hold). A null handle reads as all zeros: not live, id 0, which no window has. A window
+/// must stay registered while a kernel uses it: each thread of a group reads its descriptor.
+struct WindowFields {
+  uint32_t magic, abiVersion, id;
+  int32_t lsaRank, lsaSize, lsaWorldBase;
+  uint64_t flatBase, stride, offset, size;
+};
+CCO_DEVICE_API WindowFields window_fields(const ccoWindowDevice* win) {
+  if (win == nullptr) return WindowFields{};
+  return WindowFields{win->magic,        win->abiVersion, win->id,     win->lsaRank, win->lsaSize,
+                      win->lsaWorldBase, win->flatBase,   win->stride, win->offset,  win->size};
+}
+
+/// A live window descriptor of this ABI, and `offset` at most its size.
+CCO_DEVICE_API bool window_live(const WindowFields& w, uint64_t offset) {
+  return all_hold(w.magic == CCO_WINDOW_MAGIC, w.abiVersion == CCO_ABI_VERSION, offset <= w.size);
+}
 CCO_DEVICE_API bool lsa_window_offset_ok(const ccoWindowDevice* win, uint64_t offset) {
-  return win != nullptr && win->magic == CCO_WINDOW_MAGIC && win->abiVersion == CCO_ABI_VERSION && offset <= win->size;
+  return window_live(window_fields(win), offset);
 }
 
 }  // namespace cco

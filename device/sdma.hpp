@@ -61,22 +61,21 @@ namespace cco {
 class ccoSdma {
  public:
   CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0)
-      : dc_(dc), limits_(wait_limits(dc, timeoutNs)) {}
+      : f_(dc), limits_(wait_limits(dc, timeoutNs)) {}
 
   /// Queues per peer (0: SDMA is not enabled on this device communicator, or it is none of
   /// this ABI: every call is then INVALID_ARGUMENT).
-  CCO_DEVICE_API int32_t queue_count() const {
-    return devcomm_valid(dc_) && dc_.sdmaRingSlots != 0 ? static_cast<int32_t>(dc_.sdmaQueueCount) : 0;
-  }
+  CCO_DEVICE_API int32_t queue_count() const { return f_.queueCount; }
 
   template <class Coop = ccoCoopThread, bool Signal = true>
   CCO_DEVICE_API int32_t put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
     // failing the queue's ring is refused here.
-    if (!windows_hold(dst, dstOffset, src, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    const WindowFields to = window_fields(window(dst)), from = window_fields(window(src));
+    if (!windows_hold(to, dstOffset, from, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags,
-                      Describe(CCO_GDA_OP_PUT, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+                      Describe(CCO_GDA_OP_PUT, Signal, flags, to.id, dstOffset, from.id, srcOffset, bytes));
   }
 
   template <class Coop = ccoCoopThread, bool Signal = true>
@@ -84,9 +83,10 @@ class ccoSdma {
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
     // failing the queue's ring is refused here.
-    if (!windows_hold(dst, dstOffset, src, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+    const WindowFields to = window_fields(window(dst)), from = window_fields(window(src));
+    if (!windows_hold(to, dstOffset, from, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags,
-                      Describe(CCO_GDA_OP_GET, Signal, flags, dst, dstOffset, src, srcOffset, bytes));
+                      Describe(CCO_GDA_OP_GET, Signal, flags, to.id, dstOffset, from.id, srcOffset, bytes));
   }
 
   /// The same on resolved pointers: `dst` in `peer`'s copy of a window, `src` in this rank's.
@@ -126,7 +126,7 @@ class ccoSdma {
   /// shares out the queues; every thread returns the group's verdict.
   template <class Coop = ccoCoopThread> CCO_DEVICE_API int32_t quiet(int32_t peer) {
     if (!target_ok(peer, 0)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    const uint64_t traced = dc_.trace;
+    const uint64_t traced = f_.trace;
     const uint64_t begin = trace::Begin(traced);
     const int32_t status = group::EveryRing<Coop>(
         queue_count(), [&](int32_t q) { return ring_of(peer, q); },
@@ -138,7 +138,7 @@ class ccoSdma {
   /// Every post to `peer` on `queue` so far is released and complete.
   CCO_DEVICE_API int32_t quiet_queue(int32_t peer, int32_t queue) {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    const uint64_t traced = dc_.trace;
+    const uint64_t traced = f_.trace;
     const uint64_t begin = trace::Begin(traced);
     const int32_t status = ring::Flush<CCO_GDA_DOORBELL_DEFERRED, kMirrored>(ring_of(peer, queue), limits_);
     trace::Record(
@@ -164,36 +164,64 @@ class ccoSdma {
   CCO_DEVICE_API int32_t reset_local(int32_t peer, int32_t queue) { return ResetPool(kLocal, peer, queue); }
 
  private:
+  // The fields of the device communicator this handle uses, read once when it is made, all at
+  // once: a handle reading them where it needs them (the bitcode's `dc` lives in global
+  // memory) would load them after the tests and the barrier before them, and after every
+  // acquire and fence, which empty L1 on nvptx: a memory trip each, one after another, on the
+  // critical path of every post.
+  struct Fields {
+    int32_t queueCount;  // 0: SDMA off, or a device communicator of another ABI
+    int32_t lsaRank, lsaSize;
+    uint32_t ringDepth;
+    uint64_t ringSlots, ringHost, ringDevice, signals, local, flatBase, stride;
+    uint64_t shadows;  // this rank's shadows (its copy of the resources)
+    uint64_t trace;
+    CCO_DEVICE_API explicit Fields(const ccoDevComm& dc)
+        : queueCount(all_hold(devcomm_valid(dc), dc.sdmaRingSlots != 0) ? static_cast<int32_t>(dc.sdmaQueueCount) : 0),
+          lsaRank(dc.lsaRank),
+          lsaSize(dc.lsaSize),
+          ringDepth(dc.sdmaRingDepth),
+          ringSlots(dc.sdmaRingSlots),
+          ringHost(dc.sdmaRingHost),
+          ringDevice(dc.sdmaRingDevice),
+          signals(dc.sdmaSignals),
+          local(dc.sdmaLocal),
+          flatBase(dc.lsaFlatBase),
+          stride(dc.lsaStride),
+          shadows(
+              cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset) +
+              dc.sdmaShadowOffset),
+          trace(dc.trace) {}
+  };
+
   // SDMA's rings are mirrored: their proxy writes `consumed` into the device-side cache too, and
   // their waits poll device memory alone (abi/ring.h).
   static constexpr bool kMirrored = true;
   CCO_DEVICE_API bool target_ok(int32_t peer, int32_t queue) const {
-    return queue_count() > 0 && static_cast<uint32_t>(peer) < static_cast<uint32_t>(dc_.lsaSize) &&
+    return queue_count() > 0 && static_cast<uint32_t>(peer) < static_cast<uint32_t>(f_.lsaSize) &&
            static_cast<uint32_t>(queue) < static_cast<uint32_t>(queue_count());
   }
   CCO_DEVICE_API uint32_t slot(int32_t peer, int32_t queue) const {
-    return cco_sdma_slot(peer, queue, dc_.sdmaQueueCount);
+    return cco_sdma_slot(peer, queue, static_cast<uint32_t>(f_.queueCount));
   }
   CCO_DEVICE_API ring::View ring_of(int32_t peer, int32_t queue) const {
-    return ring::At(dc_.sdmaRingSlots, dc_.sdmaRingHost, dc_.sdmaRingDevice, dc_.sdmaRingDepth, slot(peer, queue));
+    return ring::At(f_.ringSlots, f_.ringHost, f_.ringDevice, f_.ringDepth, slot(peer, queue));
   }
   // The pools: their words in the resource window's flat copy, their shadows in this rank's.
   enum Pool { kRemote = 0, kLocal = 1 };
   CCO_DEVICE_API const uint64_t* word(Pool pool, int32_t peer, int32_t queue) const {
-    return reinterpret_cast<const uint64_t*>(pool == kRemote ? dc_.sdmaSignals : dc_.sdmaLocal) + slot(peer, queue);
+    return reinterpret_cast<const uint64_t*>(pool == kRemote ? f_.signals : f_.local) + slot(peer, queue);
   }
   CCO_DEVICE_API uint64_t* shadow(Pool pool, int32_t peer, int32_t queue) const {
-    const uint64_t resources =
-        cco_slice_address(dc_.lsaFlatBase, dc_.lsaStride, static_cast<uint64_t>(dc_.lsaRank), dc_.resourceOffset);
-    uint64_t* shadows = reinterpret_cast<uint64_t*>(resources + dc_.sdmaShadowOffset);
-    return shadows + static_cast<uint64_t>(pool) * dc_.lsaSize * dc_.sdmaQueueCount + slot(peer, queue);
+    uint64_t* shadows = reinterpret_cast<uint64_t*>(f_.shadows);
+    return shadows + static_cast<uint64_t>(pool) * f_.lsaSize * f_.queueCount + slot(peer, queue);
   }
   template <class Coop> CCO_DEVICE_API int32_t WaitPool(Pool pool, int32_t peer, int32_t queue, uint64_t least) {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     const uint64_t* w = word(pool, peer, queue);
     // The queue's ring to the peer fails when the peer is lost: its signals may never come.
     const ccoGdaRingDevice* dev = ring_of(peer, queue).dev;
-    const uint64_t traced = dc_.trace;
+    const uint64_t traced = f_.trace;
     const uint64_t begin = trace::Begin(traced);
     const int32_t status =
         group::Consume<Coop>([&] { return arch::load<order::Acquire, scope::System>(w); },
@@ -213,10 +241,13 @@ class ccoSdma {
     *shadow(pool, peer, queue) = arch::load<order::Acquire, scope::System>(word(pool, peer, queue));
     return CCO_DEVICE_STATUS_OK;
   }
-  CCO_DEVICE_API bool windows_hold(ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset,
-                                   uint64_t bytes) const {
-    return window_holds(dc_.lsaFlatBase, dc_.lsaStride, dst, dstOffset, bytes) &&
-           window_holds(dc_.lsaFlatBase, dc_.lsaStride, src, srcOffset, bytes);
+  CCO_DEVICE_API static const ccoWindowDevice* window(ccoWindow_t win) {
+    return reinterpret_cast<const ccoWindowDevice*>(win);
+  }
+  CCO_DEVICE_API bool windows_hold(const WindowFields& dst, uint64_t dstOffset, const WindowFields& src,
+                                   uint64_t srcOffset, uint64_t bytes) const {
+    return all_hold(window_holds(dst, f_.flatBase, f_.stride, dstOffset, bytes),
+                    window_holds(src, f_.flatBase, f_.stride, srcOffset, bytes));
   }
 
   // What a put or get descriptor says whichever way it names its memory.
@@ -229,20 +260,21 @@ class ccoSdma {
     return d;
   }
 
-  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, ccoWindow_t dst,
-                                            uint64_t dstOffset, ccoWindow_t src, uint64_t srcOffset, uint64_t bytes) {
+  CCO_DEVICE_API static ccoGdaDesc Describe(ccoGdaOp op, bool signal, uint32_t flags, uint32_t dstWindow,
+                                            uint64_t dstOffset, uint32_t srcWindow, uint64_t srcOffset,
+                                            uint64_t bytes) {
     ccoGdaDesc d = Header(op, signal, flags, bytes);
-    d.dstWindow = reinterpret_cast<const ccoWindowDevice*>(dst)->id;
+    d.dstWindow = dstWindow;
     d.dstOffset = dstOffset;
-    d.srcWindow = reinterpret_cast<const ccoWindowDevice*>(src)->id;
+    d.srcWindow = srcWindow;
     d.srcOffset = srcOffset;
     return d;
   }
 
   // Whether `address` lies in LSA rank `rank`'s slice of the flat range.
   CCO_DEVICE_API bool InSlice(uint64_t address, int32_t rank) const {
-    return static_cast<uint32_t>(rank) < static_cast<uint32_t>(dc_.lsaSize) && dc_.lsaStride != 0 &&
-           address >= dc_.lsaFlatBase && (address - dc_.lsaFlatBase) / dc_.lsaStride == static_cast<uint64_t>(rank);
+    return static_cast<uint32_t>(rank) < static_cast<uint32_t>(f_.lsaSize) && f_.stride != 0 &&
+           address >= f_.flatBase && (address - f_.flatBase) / f_.stride == static_cast<uint64_t>(rank);
   }
 
   // Pointers as offsets from the LSA team's flat base; false where one is not in the slice
@@ -252,17 +284,17 @@ class ccoSdma {
                                    const void* src, uint64_t bytes, ccoGdaDesc* d) const {
     const uint64_t to = reinterpret_cast<uint64_t>(dst), from = reinterpret_cast<uint64_t>(src);
     const bool put = op == CCO_GDA_OP_PUT;
-    if (!InSlice(to, put ? peer : dc_.lsaRank) || !InSlice(from, put ? dc_.lsaRank : peer)) return false;
+    if (!InSlice(to, put ? peer : f_.lsaRank) || !InSlice(from, put ? f_.lsaRank : peer)) return false;
     *d = Header(op, signal, flags, bytes);
     d->flags |= CCO_SDMA_DESC_FLAT;
-    d->dstOffset = to - dc_.lsaFlatBase;
-    d->srcOffset = from - dc_.lsaFlatBase;
+    d->dstOffset = to - f_.flatBase;
+    d->srcOffset = from - f_.flatBase;
     return true;
   }
 
   template <class Coop> CCO_DEVICE_API int32_t Post(int32_t peer, int32_t queue, uint32_t flags, const ccoGdaDesc& d) {
     if (!target_ok(peer, queue) || (flags & ~CCO_SDMA_FLAGS_ALL) != 0) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
-    const uint64_t traced = dc_.trace;
+    const uint64_t traced = f_.trace;
     Coop coop;
     coop.sync();  // the group's earlier writes come before the post
     int32_t status = CCO_DEVICE_STATUS_OK;
@@ -292,7 +324,7 @@ class ccoSdma {
     return worst_status(coop, status);  // thread 0's, in every thread
   }
 
-  const ccoDevComm& dc_;
+  Fields f_;
   WaitLimits limits_;
 };
 

@@ -47,13 +47,14 @@ template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src,
                                                    uint64_t srcOffset, uint64_t bytes, ccoSignalOp signalOp,
                                                    int32_t signalId, uint64_t signalValue) {
-  if (!user_signal_ok(signalOp, signalId) || !window_holds(dst, dstOffset, bytes) ||
-      !window_holds(src, srcOffset, bytes))
+  const WindowFields to = window_fields(window(dst)), from = window_fields(window(src));
+  if (!all_hold(user_signal_ok(signalOp, signalId), window_holds(to, dstOffset, bytes),
+                window_holds(from, srcOffset, bytes)))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   ccoGdaDesc d = Describe(CCO_GDA_OP_PUT, signalOp, signalId, signalValue);
-  d.dstWindow = window_id(dst);
+  d.dstWindow = to.id;
   d.dstOffset = dstOffset;
-  d.srcWindow = window_id(src);
+  d.srcWindow = from.id;
   d.srcOffset = srcOffset;
   d.bytes = bytes;
   return Post<Coop, TM>(peer, d, dst, src);
@@ -64,10 +65,11 @@ template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset,
                                                          uint64_t value, ccoSignalOp signalOp, int32_t signalId,
                                                          uint64_t signalValue, uint32_t bytes) {
-  if (bytes == 0 || bytes > 8 || !user_signal_ok(signalOp, signalId) || !window_holds(dst, dstOffset, bytes))
+  const WindowFields to = window_fields(window(dst));
+  if (!all_hold(bytes != 0, bytes <= 8, user_signal_ok(signalOp, signalId), window_holds(to, dstOffset, bytes)))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue);
-  d.dstWindow = window_id(dst);
+  d.dstWindow = to.id;
   d.dstOffset = dstOffset;
   d.srcOffset = value;
   d.bytes = bytes;
@@ -78,12 +80,13 @@ template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::get(int32_t peer, ccoWindow_t remote, uint64_t remoteOffset,
                                                    ccoWindow_t local, uint64_t localOffset, uint64_t bytes) {
-  if (!window_holds(local, localOffset, bytes) || !window_holds(remote, remoteOffset, bytes))
+  const WindowFields here = window_fields(window(local)), there = window_fields(window(remote));
+  if (!all_hold(window_holds(here, localOffset, bytes), window_holds(there, remoteOffset, bytes)))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   ccoGdaDesc d = Describe(CCO_GDA_OP_GET, CCO_SIGNAL_NONE, 0, 0);
-  d.dstWindow = window_id(local);
+  d.dstWindow = here.id;
   d.dstOffset = localOffset;
-  d.srcWindow = window_id(remote);
+  d.srcWindow = there.id;
   d.srcOffset = remoteOffset;
   d.bytes = bytes;
   return Post<Coop, TM>(peer, d, local, remote);
@@ -332,8 +335,8 @@ CCO_DEVICE_API ring::View ccoGda<Provider, Mode>::ring_of(int32_t index) const {
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API uint32_t ccoGda<Provider, Mode>::window_id(ccoWindow_t win) {
-  return win == 0 ? 0 : reinterpret_cast<const ccoWindowDevice*>(win)->id;
+CCO_DEVICE_API const ccoWindowDevice* ccoGda<Provider, Mode>::window(ccoWindow_t win) {
+  return reinterpret_cast<const ccoWindowDevice*>(win);
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
@@ -362,8 +365,9 @@ CCO_DEVICE_API bool ccoGda<Provider, Mode>::bits_ok(int32_t bits, uint64_t least
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API bool ccoGda<Provider, Mode>::window_holds(ccoWindow_t win, uint64_t offset, uint64_t bytes) const {
-  return cco::window_holds(f_.flatBase, f_.stride, win, offset, bytes);
+CCO_DEVICE_API bool ccoGda<Provider, Mode>::window_holds(const WindowFields& win, uint64_t offset,
+                                                         uint64_t bytes) const {
+  return cco::window_holds(win, f_.flatBase, f_.stride, offset, bytes);
 }
 
 // Each sender writes only its own words (abi/gda.h). arch::PollOrder loads (relaxed on GPUs),
