@@ -27,6 +27,12 @@ template <class... Tests> CCO_DEVICE_API bool all_hold(Tests... tests) {
   return (static_cast<unsigned>(tests) & ...) != 0;
 }
 
+/// Computes every value here (arch::compute_here): the loads of a handle's fields go out
+/// together where it is made, none left to a first use behind a test.
+template <class... Values> CCO_DEVICE_API void compute_all_here(Values... values) {
+  (arch::compute_here(static_cast<uint64_t>(values)), ...);
+}
+
 /// A device communicator of this ABI (magic, version and size).
 CCO_DEVICE_API bool devcomm_valid(const ccoDevComm& d) {
   return all_hold(d.magic == CCO_DEV_COMM_MAGIC, d.abiVersion == CCO_ABI_VERSION, d.size == sizeof(ccoDevComm));

@@ -61,7 +61,9 @@ namespace cco {
 class ccoSdma {
  public:
   CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0)
-      : f_(dc), limits_(wait_limits(dc, timeoutNs)) {}
+      : f_(dc), limits_(wait_limits(dc, timeoutNs)) {
+    compute_here(limits_);
+  }
 
   /// Queues per peer (0: SDMA is not enabled on this device communicator, or it is none of
   /// this ABI: every call is then INVALID_ARGUMENT).
@@ -191,7 +193,10 @@ class ccoSdma {
           shadows(
               cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset) +
               dc.sdmaShadowOffset),
-          trace(dc.trace) {}
+          trace(dc.trace) {
+      compute_all_here(queueCount, lsaRank, lsaSize, ringDepth, ringSlots, ringHost, ringDevice, signals, local,
+                       flatBase, stride, shadows, trace);
+    }
   };
 
   // SDMA's rings are mirrored: their proxy writes `consumed` into the device-side cache too, and

@@ -52,6 +52,14 @@ CCO_DEVICE_API WaitLimits wait_limits(const ccoDevComm& dc, uint64_t timeoutNs) 
   return limits;
 }
 
+/// The limits made here, their loads with the handle's other fields (arch::compute_here): a
+/// handle's posts and waits read them behind its tests.
+CCO_DEVICE_API void compute_here(const WaitLimits& limits) {
+  arch::compute_here(reinterpret_cast<uint64_t>(limits.abortFlag));
+  arch::compute_here(limits.timeoutNs);
+  arch::compute_here(reinterpret_cast<uint64_t>(limits.bell));
+}
+
 /// The proxy rings' waits (credit, flush, signals and counters, the GDA barrier): what they
 /// wait for comes through a host thread, so they check their limits and the rings' error
 /// words often and back off early.

@@ -133,6 +133,9 @@ CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
   return *(const __attribute__((address_space(4))) uint64_t*)p;
 }
 
+// Where loads are made (nvptx.h): left to the compiler here (amdgcn is compiled, not timed).
+CCO_DEVICE_API void compute_here(uint64_t) {}
+
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_AMDGCN_CHECK("load", IsLoadOrder);
   return __hip_atomic_load(p, OrderId<O>::value, amdgcn_detail::ScopeId<S>::value);

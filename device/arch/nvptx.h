@@ -149,6 +149,11 @@ CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
 #endif
 }
 
+// Values computed at this point: their loads go out here, with the others made here, and the
+// compiler may not sink them behind a later test to their first use (InstCombine sinks a
+// load whose every use lies past a branch), which would make each wait for that test.
+CCO_DEVICE_API void compute_here(uint64_t v) { asm volatile("" ::"l"(v)); }
+
 // --- atomics --------------------------------------------------------------------------
 // Primary templates reject what no specialisation below covers, at compile time.
 template <class O, class S, class T> CCO_DEVICE_API T load(const T*) {

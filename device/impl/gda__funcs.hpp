@@ -29,7 +29,9 @@ namespace cco {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API ccoGda<Provider, Mode>::ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs)
-    : dc_(dc), f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {}
+    : dc_(dc), f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {
+  compute_here(limits_);
+}
 
 template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::team_size() const {
   return cco::team_size(dc_, CCO_TEAM_GDA);

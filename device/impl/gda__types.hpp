@@ -30,10 +30,9 @@ constexpr ccoGdaDoorbellMode ccoGdaCallerOrdered = CCO_GDA_DOORBELL_CALLER_ORDER
 namespace gda {
 
 /// The fields of a device communicator a ccoGda handle uses, read once when the handle is
-/// made. A handle built on a ccoDevComm in global memory (the bitcode's `dc`) would otherwise
-/// load them again after every fence and barrier (the compiler must assume memory changed; a
-/// system-scope fence empties L1 on nvptx): a memory trip each, on the critical path of every
-/// round trip.
+/// made, all at once (compute_all_here). A handle built on a ccoDevComm in global memory (the bitcode's `dc`) would
+/// otherwise load them again after every fence and barrier (the compiler must assume memory changed; a system-scope
+/// fence empties L1 on nvptx): a memory trip each, on the critical path of every round trip.
 struct HandleFields {
   ccoGdaTopo topo;
   bool valid;  // devcomm_valid
@@ -70,7 +69,12 @@ struct HandleFields {
         shadowOffset(dc.gdaShadowOffset),
         flushOffset(dc.gdaFlushOffset),
         trace(dc.trace),
-        hostSignals(dc.gdaHostSignals) {}
+        hostSignals(dc.gdaHostSignals) {
+    compute_all_here(topo.rank, topo.nRanks, topo.lsaRank, topo.lsaSize, topo.lsaWorldBase, topo.node, topo.nNodes,
+                     topo.uniform, valid, connectionType, peerCount, contextCount, signalCount, counterCount,
+                     barrierCount, ringDepth, directMaxBytes, directGroupMaxBytes, ringSlots, ringHost, ringDevice,
+                     signals, counters, flatBase, stride, resources, shadowOffset, flushOffset, trace, hostSignals);
+  }
 };
 
 }  // namespace gda
