@@ -194,6 +194,8 @@ def test_llc_generates_code(request, variant, table, llc_results):
                     framed.append(function)
             assert not framed, f"{len(framed)} functions with a local-memory frame on {cpu}: {framed[:8]}"
             check_barrier_orders(asm, table, cpu)
+            if llc == opt(request, "llc"):  # the bounds are llc-19's code
+                check_post_load_groups(asm, cpu)
 
 
 def function_bodies(asm):
@@ -229,3 +231,46 @@ def check_barrier_orders(asm, table, cpu):
                 f"{f['symbol']} on {cpu}: loads do not match order {order}"
         seen += 1
     assert seen == 42
+
+
+# The posts' loads of their handles' fields (window descriptors, the device communicator) before
+# the ring's reservation, in groups: the loads between two conditional branches. A branch on a
+# test of a loaded field makes the loads after it wait for that load: after an acquire or a
+# fence has emptied L1 (every post and wait has one), an L2 trip per group, on the critical
+# path of every post. Loaded together and tested without branches between them (device/handles.hpp
+# all_hold, arch::compute_here), a post needs a few groups (handle fields, then each window
+# behind a null test of its handle, which loads nothing); chains of && made 15-20.
+# The count follows the layout order of the PTX up to the post's first ordered access, so
+# a group on a side path (tracing) may count too: the bounds hold llc-19's code with room of one.
+POST_LOAD_GROUP_BOUNDS = {
+    "cco_sdma_put__thread": 4, "cco_sdma_put__block": 4, "cco_sdma_get__block": 4, "cco_sdma_put_ptr__block": 2,
+    "cco_gda_put__it__inc": 4, "cco_gda_put__ib__inc": 4, "cco_gda_put_value__it__inc": 3, "cco_gda_get__it": 4,
+    "cco_gda_signal__thread__inc": 2, "cco_gda_signal__block__inc": 2,
+}
+
+
+def load_groups_before_reservation(body):
+    """Groups of plain loads (a handle's fields; not parameters) closed by a branch, before
+    the first load or atomic with a memory order (the ring's words: the post proper)."""
+    groups, open_group = 0, False
+    for line in body.splitlines():
+        text = re.sub(r"//.*", "", line).strip()
+        if re.match(r"(ld|atom|red)\.(relaxed|acquire|release|acq_rel)", text):
+            break
+        if re.match(r"ld\.(global\.)?(v[24]\.)?[bsuf]\d+", text):
+            open_group = True
+        elif re.match(r"(@%p\d+\s+)?bra", text) or text.startswith("barrier"):
+            groups += open_group
+            open_group = False
+    return groups + open_group
+
+
+def check_post_load_groups(asm, cpu):
+    bodies = function_bodies(asm)
+    over = {}
+    for symbol, bound in POST_LOAD_GROUP_BOUNDS.items():
+        assert symbol in bodies, f"{symbol} not in {cpu} code"
+        groups = load_groups_before_reservation(bodies[symbol])
+        if groups > bound:
+            over[symbol] = groups
+    assert not over, f"posts on {cpu} load their handles' fields in more groups than {POST_LOAD_GROUP_BOUNDS}: {over}"
