@@ -194,8 +194,9 @@ class ccoSdma {
               cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset) +
               dc.sdmaShadowOffset),
           trace(dc.trace) {
+      // (the trace field only where trace points are compiled: an untraced build never reads it)
       compute_all_here(queueCount, lsaRank, lsaSize, ringDepth, ringSlots, ringHost, ringDevice, signals, local,
-                       flatBase, stride, shadows, trace);
+                       flatBase, stride, shadows, cco::trace::kCompiled ? trace : 0);
     }
   };
 

@@ -15,6 +15,7 @@
 #include "device/arch/arch.h"
 #include "device/handles.hpp"
 #include "device/team.hpp"
+#include "device/trace.hpp"
 
 /// The portable provider: descriptors go through host-visible rings to the proxy.
 struct ccoGdaProxy {};
@@ -70,10 +71,12 @@ struct HandleFields {
         flushOffset(dc.gdaFlushOffset),
         trace(dc.trace),
         hostSignals(dc.gdaHostSignals) {
+    // (the trace field only where trace points are compiled: an untraced build never reads it)
     compute_all_here(topo.rank, topo.nRanks, topo.lsaRank, topo.lsaSize, topo.lsaWorldBase, topo.node, topo.nNodes,
                      topo.uniform, valid, connectionType, peerCount, contextCount, signalCount, counterCount,
                      barrierCount, ringDepth, directMaxBytes, directGroupMaxBytes, ringSlots, ringHost, ringDevice,
-                     signals, counters, flatBase, stride, resources, shadowOffset, flushOffset, trace, hostSignals);
+                     signals, counters, flatBase, stride, resources, shadowOffset, flushOffset,
+                     cco::trace::kCompiled ? trace : 0, hostSignals);
   }
 };
 
