@@ -150,7 +150,8 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
 
   // --- for ccoGdaBarrierSession ----------------------------------------------------------
 
-  CCO_DEVICE_API const ccoDevComm& devcomm() const;
+  /// The device communicator's fields the handle read when it was made.
+  CCO_DEVICE_API const gda::HandleFields& fields() const;
   /// A device communicator of this ABI with GDA, and a context of it.
   CCO_DEVICE_API bool context_ok() const;
   CCO_DEVICE_API const WaitLimits& limits() const;
@@ -236,7 +237,6 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   CCO_DEVICE_API trace::Event TraceWait(uint16_t kind, int32_t peer, uint32_t aux, uint64_t least,
                                         int32_t status) const;
 
-  const ccoDevComm& dc_;
   gda::HandleFields f_;
   int32_t context_;
   WaitLimits limits_;

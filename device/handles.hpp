@@ -11,6 +11,7 @@
 #ifndef CCO_DEVICE_HANDLES_HPP_
 #define CCO_DEVICE_HANDLES_HPP_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/cco_abi.h"
@@ -39,17 +40,38 @@ CCO_DEVICE_API bool devcomm_valid(const ccoDevComm& d) {
 }
 
 /// A window descriptor's fields that calls test and use, loaded together before any test
-/// (all_hold). A null handle reads as all zeros: not live, id 0, which no window has. A window
-/// must stay registered while a kernel uses it: each thread of a group reads its descriptor.
+/// (all_hold), by invariant loads: a window must stay registered while a kernel uses it, so
+/// nothing writes its descriptor meanwhile, and a kernel that makes many calls on one window
+/// may load it once. A null or misaligned handle reads as all zeros: not live, id 0, which no
+/// window has.
 struct WindowFields {
   uint32_t magic, abiVersion, id;
   int32_t lsaRank, lsaSize, lsaWorldBase;
   uint64_t flatBase, stride, offset, size;
 };
 CCO_DEVICE_API WindowFields window_fields(const ccoWindowDevice* win) {
-  if (win == nullptr) return WindowFields{};
-  return WindowFields{win->magic,        win->abiVersion, win->id,     win->lsaRank, win->lsaSize,
-                      win->lsaWorldBase, win->flatBase,   win->stride, win->offset,  win->size};
+  const uint64_t at = reinterpret_cast<uint64_t>(win);
+  if (at == 0 || at % alignof(ccoWindowDevice) != 0) return WindowFields{};
+  const uint64_t* words = reinterpret_cast<const uint64_t*>(win);
+  const auto low = [](uint64_t w) { return static_cast<uint32_t>(w); };
+  const auto high = [](uint64_t w) { return static_cast<uint32_t>(w >> 32); };
+  // The words of abi/window.h: magic | abiVersion, flatBase, stride, offset, size,
+  // lsaRank | lsaSize, rank | lsaWorldBase, id | reserved0 (little-endian, as every target is).
+  static_assert(offsetof(ccoWindowDevice, abiVersion) == 4 && offsetof(ccoWindowDevice, lsaSize) == 44 &&
+                    offsetof(ccoWindowDevice, lsaWorldBase) == 52 && offsetof(ccoWindowDevice, id) == 56,
+                "window_fields reads ccoWindowDevice as words");
+  const uint64_t head = arch::load_invariant(words), ranks = arch::load_invariant(words + 5),
+                 world = arch::load_invariant(words + 6), id = arch::load_invariant(words + 7);
+  return WindowFields{low(head),
+                      high(head),
+                      low(id),
+                      static_cast<int32_t>(low(ranks)),
+                      static_cast<int32_t>(high(ranks)),
+                      static_cast<int32_t>(high(world)),
+                      arch::load_invariant(words + 1),
+                      arch::load_invariant(words + 2),
+                      arch::load_invariant(words + 3),
+                      arch::load_invariant(words + 4)};
 }
 
 /// A live window descriptor of this ABI, and `offset` at most its size.

@@ -29,17 +29,21 @@ namespace cco {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API ccoGda<Provider, Mode>::ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs)
-    : dc_(dc), f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {
+    : f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {
   compute_here(limits_);
 }
 
+// (from the handle's fields, as team.hpp's team_size and team_world_rank give them for the
+// GDA team: no load of the device communicator behind a test)
 template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::team_size() const {
-  return cco::team_size(dc_, CCO_TEAM_GDA);
+  return f_.peerCount;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::team_peer(int32_t index) const {
-  return team_world_rank(dc_, CCO_TEAM_GDA, index);
+  if (index < 0 || index >= f_.peerCount) return -1;
+  const ccoGdaTopo t = topo();
+  return cco_gda_conn_team_peer(f_.connectionType, &t, index);
 }
 
 // --- posts -------------------------------------------------------------------------------
@@ -266,8 +270,8 @@ CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::flush_wait() {
 // --- for ccoGdaBarrierSession ------------------------------------------------------------
 
 template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API const ccoDevComm& ccoGda<Provider, Mode>::devcomm() const {
-  return dc_;
+CCO_DEVICE_API const gda::HandleFields& ccoGda<Provider, Mode>::fields() const {
+  return f_;
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode> CCO_DEVICE_API bool ccoGda<Provider, Mode>::context_ok() const {
@@ -640,26 +644,26 @@ CCO_DEVICE_API ccoGdaBarrierSession<Coop, Provider>::ccoGdaBarrierSession(Coop c
     : coop_(coop), gda_(gda), index_(index) {}
 
 template <class Coop, class Provider> CCO_DEVICE_API int32_t ccoGdaBarrierSession<Coop, Provider>::sync() {
-  const ccoDevComm& dc = gda_.devcomm();
+  const gda::HandleFields& f = gda_.fields();
   // (a bad context is refused before the epoch moves: a round that signalled nobody would
   // pair this rank's later rounds with the peers' earlier ones)
-  if (!gda_.context_ok() || index_ >= dc.gdaBarrierCount) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
+  if (!gda_.context_ok() || index_ >= f.barrierCount) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   uint64_t* epoch = gda_.barrier_epoch(index_);
   const uint64_t traced = gda_.trace_buffer();
   const uint64_t begin = trace::Begin(traced);
   coop_.sync();
   const uint64_t target = *epoch + 1;
-  const uint32_t id = dc.gdaSignalCount + index_;  // the barrier's signal, one word per sender
+  const uint32_t id = f.signalCount + index_;  // the barrier's signal, one word per sender
   int32_t status = CCO_DEVICE_STATUS_OK;
-  for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+  for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < f.peerCount && status == CCO_DEVICE_STATUS_OK;
        i += static_cast<int32_t>(coop_.size())) {
     const int32_t peer = gda_.team_peer(i);
-    if (peer != dc.rank) status = gda_.template barrier_signal<ccoCoopThread>(peer, index_);
+    if (peer != f.topo.rank) status = gda_.template barrier_signal<ccoCoopThread>(peer, index_);
   }
-  for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < dc.gdaPeerCount && status == CCO_DEVICE_STATUS_OK;
+  for (int32_t i = static_cast<int32_t>(coop_.thread_rank()); i < f.peerCount && status == CCO_DEVICE_STATUS_OK;
        i += static_cast<int32_t>(coop_.size())) {
     const int32_t peer = gda_.team_peer(i);
-    if (peer == dc.rank) continue;
+    if (peer == f.topo.rank) continue;
     // The peer's word from its proxy plus, in the LSA team, the one it adds to directly and
     // its proxy's host word.
     const uint64_t *word, *direct, *host;

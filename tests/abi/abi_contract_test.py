@@ -250,14 +250,14 @@ POST_LOAD_GROUP_BOUNDS = {
 
 
 def load_groups_before_reservation(body):
-    """Groups of plain loads (a handle's fields; not parameters) closed by a branch, before
+    """Groups of plain or invariant loads (a handle's fields; not parameters) closed by a branch, before
     the first load or atomic with a memory order (the ring's words: the post proper)."""
     groups, open_group = 0, False
     for line in body.splitlines():
         text = re.sub(r"//.*", "", line).strip()
         if re.match(r"(ld|atom|red)\.(relaxed|acquire|release|acq_rel)", text):
             break
-        if re.match(r"ld\.(global\.)?(v[24]\.)?[bsuf]\d+", text):
+        if re.match(r"ld\.(global\.)?(nc\.)?(v[24]\.)?[bsuf]\d+", text):
             open_group = True
         elif re.match(r"(@%p\d+\s+)?bra", text) or text.startswith("barrier"):
             groups += open_group
