@@ -73,6 +73,9 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // A device communicator of another ABI (or no device communicator: magic and version are
   // checked) makes every call of the handle INVALID_ARGUMENT, as does a context out of range.
   CCO_DEVICE_API ccoGda(const ccoDevComm& dc, int32_t context = 0, uint64_t timeoutNs = 0);
+  /// The same reading `dc`'s fields with `read` (handles.hpp: ReadInvariant where it lies in
+  /// global memory, as the bitcode's does).
+  template <class Read> CCO_DEVICE_API ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs, Read read);
 
   /// GDA-team size (connected peers) and the world rank of team index `index` (-1 outside).
   CCO_DEVICE_API int32_t team_size() const;

@@ -34,9 +34,35 @@ template <class... Values> CCO_DEVICE_API void compute_all_here(Values... values
   (arch::compute_here(static_cast<uint64_t>(values)), ...);
 }
 
+/// How a handle reads its device communicator's fields when it is made: as they are (a C++
+/// kernel's copy, often a parameter), or, where it lies in global memory (the bitcode's `dc`),
+/// by invariant loads of their words: nothing writes a device communicator while a kernel
+/// runs, so a kernel that makes many calls may load its fields once, and no acquire or fence
+/// of one call makes the next load them again.
+struct ReadAsIs {
+  template <class T> CCO_DEVICE_API T operator()(const T& field) const { return field; }
+};
+template <int Bytes> struct WordOf {
+  using Type = uint64_t;
+};
+template <> struct WordOf<4> {
+  using Type = uint32_t;
+};
+struct ReadInvariant {
+  template <class T> CCO_DEVICE_API T operator()(const T& field) const {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "a field of 4 or 8 bytes");
+    using Word = typename WordOf<sizeof(T)>::Type;
+    const Word bits = arch::load_invariant(reinterpret_cast<const Word*>(&field));
+    T value;
+    __builtin_memcpy(&value, &bits, sizeof(T));
+    return value;
+  }
+};
+
 /// A device communicator of this ABI (magic, version and size).
-CCO_DEVICE_API bool devcomm_valid(const ccoDevComm& d) {
-  return all_hold(d.magic == CCO_DEV_COMM_MAGIC, d.abiVersion == CCO_ABI_VERSION, d.size == sizeof(ccoDevComm));
+template <class Read = ReadAsIs> CCO_DEVICE_API bool devcomm_valid(const ccoDevComm& d, Read read = Read()) {
+  return all_hold(read(d.magic) == CCO_DEV_COMM_MAGIC, read(d.abiVersion) == CCO_ABI_VERSION,
+                  read(d.size) == sizeof(ccoDevComm));
 }
 
 /// A window descriptor's fields that calls test and use, loaded together before any test

@@ -60,8 +60,12 @@ namespace cco {
 
 class ccoSdma {
  public:
-  CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0)
-      : f_(dc), limits_(wait_limits(dc, timeoutNs)) {
+  CCO_DEVICE_API explicit ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs = 0) : ccoSdma(dc, timeoutNs, ReadAsIs()) {}
+  /// The same reading `dc`'s fields with `read` (handles.hpp: ReadInvariant where it lies in
+  /// global memory, as the bitcode's does).
+  template <class Read>
+  CCO_DEVICE_API ccoSdma(const ccoDevComm& dc, uint64_t timeoutNs, Read read)
+      : f_(dc, read), limits_(wait_limits(dc, timeoutNs, read)) {
     compute_here(limits_);
   }
 
@@ -178,25 +182,27 @@ class ccoSdma {
     uint64_t ringSlots, ringHost, ringDevice, signals, local, flatBase, stride;
     uint64_t shadows;  // this rank's shadows (its copy of the resources)
     uint64_t trace;
-    CCO_DEVICE_API explicit Fields(const ccoDevComm& dc)
-        : queueCount(all_hold(devcomm_valid(dc), dc.sdmaRingSlots != 0) ? static_cast<int32_t>(dc.sdmaQueueCount) : 0),
-          lsaRank(dc.lsaRank),
-          lsaSize(dc.lsaSize),
-          ringDepth(dc.sdmaRingDepth),
-          ringSlots(dc.sdmaRingSlots),
-          ringHost(dc.sdmaRingHost),
-          ringDevice(dc.sdmaRingDevice),
-          signals(dc.sdmaSignals),
-          local(dc.sdmaLocal),
-          flatBase(dc.lsaFlatBase),
-          stride(dc.lsaStride),
-          shadows(
-              cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset) +
-              dc.sdmaShadowOffset),
-          trace(dc.trace) {
-      // (the trace field only where trace points are compiled: an untraced build never reads it)
+    template <class Read>
+    CCO_DEVICE_API Fields(const ccoDevComm& dc, Read read)
+        : queueCount(all_hold(devcomm_valid(dc, read), read(dc.sdmaRingSlots) != 0)
+                         ? static_cast<int32_t>(read(dc.sdmaQueueCount))
+                         : 0),
+          lsaRank(read(dc.lsaRank)),
+          lsaSize(read(dc.lsaSize)),
+          ringDepth(read(dc.sdmaRingDepth)),
+          ringSlots(read(dc.sdmaRingSlots)),
+          ringHost(read(dc.sdmaRingHost)),
+          ringDevice(read(dc.sdmaRingDevice)),
+          signals(read(dc.sdmaSignals)),
+          local(read(dc.sdmaLocal)),
+          flatBase(read(dc.lsaFlatBase)),
+          stride(read(dc.lsaStride)),
+          shadows(cco_slice_address(read(dc.lsaFlatBase), read(dc.lsaStride), static_cast<uint64_t>(read(dc.lsaRank)),
+                                    read(dc.resourceOffset)) +
+                  read(dc.sdmaShadowOffset)),
+          trace(cco::trace::kCompiled ? read(dc.trace) : 0) {
       compute_all_here(queueCount, lsaRank, lsaSize, ringDepth, ringSlots, ringHost, ringDevice, signals, local,
-                       flatBase, stride, shadows, cco::trace::kCompiled ? trace : 0);
+                       flatBase, stride, shadows, trace);
     }
   };
 

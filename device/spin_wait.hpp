@@ -27,6 +27,7 @@
 #include "abi/devcomm.h"
 #include "abi/enums.h"
 #include "device/arch/arch.h"
+#include "device/handles.hpp"
 
 namespace cco {
 
@@ -46,9 +47,11 @@ CCO_DEVICE_API WaitLimits wait_limits(const uint32_t* abortFlag, uint32_t waitTi
                                                      : uint64_t{waitTimeoutMs} * 1000000u;
   return WaitLimits{abortFlag, bound};
 }
-CCO_DEVICE_API WaitLimits wait_limits(const ccoDevComm& dc, uint64_t timeoutNs) {
-  WaitLimits limits = wait_limits(reinterpret_cast<const uint32_t*>(dc.abortFlag), dc.waitTimeoutMs, timeoutNs);
-  limits.bell = reinterpret_cast<const void*>(dc.hostBell);
+template <class Read = ReadAsIs>
+CCO_DEVICE_API WaitLimits wait_limits(const ccoDevComm& dc, uint64_t timeoutNs, Read read = Read()) {
+  WaitLimits limits =
+      wait_limits(reinterpret_cast<const uint32_t*>(read(dc.abortFlag)), read(dc.waitTimeoutMs), timeoutNs);
+  limits.bell = reinterpret_cast<const void*>(read(dc.hostBell));
   return limits;
 }
 

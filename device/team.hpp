@@ -20,13 +20,15 @@
 #include "abi/cco_abi.h"
 #include "abi/gda.h"
 #include "device/arch/arch.h"
+#include "device/handles.hpp"
 
 namespace cco {
 
 /// The topology the GDA connection arithmetic (abi/gda.h) takes, from the device communicator.
-CCO_DEVICE_API ccoGdaTopo gda_topo(const ccoDevComm& dc) {
-  return ccoGdaTopo{dc.rank, dc.worldSize, dc.lsaRank,        dc.lsaSize, dc.teamLsa.worldBase,
-                    dc.node, dc.nNodes,    dc.gdaUniformNodes};
+template <class Read = ReadAsIs> CCO_DEVICE_API ccoGdaTopo gda_topo(const ccoDevComm& dc, Read read = Read()) {
+  return ccoGdaTopo{read(dc.rank),    read(dc.worldSize),         read(dc.lsaRank),
+                    read(dc.lsaSize), read(dc.teamLsa.worldBase), read(dc.node),
+                    read(dc.nNodes),  read(dc.gdaUniformNodes)};
 }
 
 CCO_DEVICE_API int32_t team_size(const ccoDevComm& dc, int32_t kind) {

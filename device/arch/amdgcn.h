@@ -132,6 +132,9 @@ CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__
 CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
   return *(const __attribute__((address_space(4))) uint64_t*)p;
 }
+CCO_DEVICE_API uint32_t load_invariant(const uint32_t* p) {
+  return *(const __attribute__((address_space(4))) uint32_t*)p;
+}
 
 // Where loads are made (nvptx.h): left to the compiler here (amdgcn is compiled, not timed).
 CCO_DEVICE_API void compute_here(uint64_t) {}

@@ -21,7 +21,7 @@
 //                   add<O,S>(p,v): fetch_add without the old value (O Relaxed or Release),
 //                   which need not wait for the memory's answer (a `red` on nvptx)
 //                   for T = uint32_t and uint64_t, O and S tags of memory_order.h
-//   invariant       load_invariant(const uint64_t*): a word nothing writes while the kernel
+//   invariant       load_invariant(const uint64_t* / const uint32_t*): a word nothing writes while the kernel
 //                   runs, which the compiler may load once (a device communicator's fields)
 //                   compute_here(uint64_t v): v's loads are made at this point, not sunk by
 //                   the compiler behind a later test (a no-op where not timed)

@@ -71,6 +71,7 @@ CCO_DEVICE_API uint32_t lane_count(LaneMask m) { return static_cast<uint32_t>(__
 
 // A word that no one writes while the kernel runs: a plain load on the host.
 CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) { return *p; }
+CCO_DEVICE_API uint32_t load_invariant(const uint32_t* p) { return *p; }
 
 // Where loads are made (nvptx.h): left to the compiler on the host.
 CCO_DEVICE_API void compute_here(uint64_t) {}

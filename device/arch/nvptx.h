@@ -148,6 +148,13 @@ CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) {
   return static_cast<uint64_t>(__ldg(reinterpret_cast<const unsigned long long*>(p)));
 #endif
 }
+CCO_DEVICE_API uint32_t load_invariant(const uint32_t* p) {
+#if defined(__clang__)
+  return static_cast<uint32_t>(__nvvm_ldg_i(reinterpret_cast<const int*>(p)));
+#else
+  return __ldg(reinterpret_cast<const unsigned int*>(p));
+#endif
+}
 
 // Values computed at this point: their loads go out here, with the others made here, and the
 // compiler may not sink them behind a later test to their first use (InstCombine sinks a

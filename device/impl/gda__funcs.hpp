@@ -29,7 +29,12 @@ namespace cco {
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API ccoGda<Provider, Mode>::ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs)
-    : f_(dc), context_(context), limits_(wait_limits(dc, timeoutNs)) {
+    : ccoGda(dc, context, timeoutNs, ReadAsIs()) {}
+
+template <class Provider, ccoGdaDoorbellMode Mode>
+template <class Read>
+CCO_DEVICE_API ccoGda<Provider, Mode>::ccoGda(const ccoDevComm& dc, int32_t context, uint64_t timeoutNs, Read read)
+    : f_(dc, read), context_(context), limits_(wait_limits(dc, timeoutNs, read)) {
   compute_here(limits_);
 }
 

@@ -45,38 +45,38 @@ struct HandleFields {
   uint32_t shadowOffset, flushOffset;
   uint64_t trace;        // the trace buffer (abi/trace.h), 0: off
   uint64_t hostSignals;  // the LSA senders' proxy words in host memory (abi/gda.h), 0: in `signals`
-  CCO_DEVICE_API explicit HandleFields(const ccoDevComm& dc)
-      : topo(gda_topo(dc)),
-        valid(devcomm_valid(dc)),
-        connectionType(static_cast<int32_t>(dc.gdaConnectionType)),
-        peerCount(dc.gdaPeerCount),
-        contextCount(dc.gdaContextCount),
-        signalCount(dc.gdaSignalCount),
-        counterCount(dc.gdaCounterCount),
-        barrierCount(dc.gdaBarrierCount),
-        ringDepth(dc.gdaRingDepth),
-        directMaxBytes(dc.gdaDirectMaxBytes),
-        directGroupMaxBytes(dc.gdaDirectGroupMaxBytes > dc.gdaDirectMaxBytes ? dc.gdaDirectGroupMaxBytes
-                                                                             : dc.gdaDirectMaxBytes),
-        ringSlots(dc.gdaRingSlots),
-        ringHost(dc.gdaRingHost),
-        ringDevice(dc.gdaRingDevice),
-        signals(dc.gdaSignals),
-        counters(dc.gdaCounters),
-        flatBase(dc.lsaFlatBase),
-        stride(dc.lsaStride),
-        resources(
-            cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset)),
-        shadowOffset(dc.gdaShadowOffset),
-        flushOffset(dc.gdaFlushOffset),
-        trace(dc.trace),
-        hostSignals(dc.gdaHostSignals) {
-    // (the trace field only where trace points are compiled: an untraced build never reads it)
+  template <class Read = ReadAsIs>
+  CCO_DEVICE_API explicit HandleFields(const ccoDevComm& dc, Read read = Read())
+      : topo(gda_topo(dc, read)),
+        valid(devcomm_valid(dc, read)),
+        connectionType(static_cast<int32_t>(read(dc.gdaConnectionType))),
+        peerCount(read(dc.gdaPeerCount)),
+        contextCount(read(dc.gdaContextCount)),
+        signalCount(read(dc.gdaSignalCount)),
+        counterCount(read(dc.gdaCounterCount)),
+        barrierCount(read(dc.gdaBarrierCount)),
+        ringDepth(read(dc.gdaRingDepth)),
+        directMaxBytes(read(dc.gdaDirectMaxBytes)),
+        directGroupMaxBytes(read(dc.gdaDirectGroupMaxBytes) > read(dc.gdaDirectMaxBytes)
+                                ? read(dc.gdaDirectGroupMaxBytes)
+                                : read(dc.gdaDirectMaxBytes)),
+        ringSlots(read(dc.gdaRingSlots)),
+        ringHost(read(dc.gdaRingHost)),
+        ringDevice(read(dc.gdaRingDevice)),
+        signals(read(dc.gdaSignals)),
+        counters(read(dc.gdaCounters)),
+        flatBase(read(dc.lsaFlatBase)),
+        stride(read(dc.lsaStride)),
+        resources(cco_slice_address(read(dc.lsaFlatBase), read(dc.lsaStride), static_cast<uint64_t>(read(dc.lsaRank)),
+                                    read(dc.resourceOffset))),
+        shadowOffset(read(dc.gdaShadowOffset)),
+        flushOffset(read(dc.gdaFlushOffset)),
+        trace(cco::trace::kCompiled ? read(dc.trace) : 0),
+        hostSignals(read(dc.gdaHostSignals)) {
     compute_all_here(topo.rank, topo.nRanks, topo.lsaRank, topo.lsaSize, topo.lsaWorldBase, topo.node, topo.nNodes,
                      topo.uniform, valid, connectionType, peerCount, contextCount, signalCount, counterCount,
                      barrierCount, ringDepth, directMaxBytes, directGroupMaxBytes, ringSlots, ringHost, ringDevice,
-                     signals, counters, flatBase, stride, resources, shadowOffset, flushOffset,
-                     cco::trace::kCompiled ? trace : 0, hostSignals);
+                     signals, counters, flatBase, stride, resources, shadowOffset, flushOffset, trace, hostSignals);
   }
 };
 

@@ -133,22 +133,22 @@ CCO_DEVICE_API int32_t lsa_barrier_sync(uint64_t dc, int32_t index, uint64_t tim
 }
 
 // --- GDA (device/gda.hpp): a handle per call, over the caller's context ------------------
-// GDA and SDMA handles keep a reference to the device communicator: to the caller's copy in
-// global memory here (a reference to a local copy would give every function a local-memory
-// frame where it is not inlined; the handles read their fields once themselves). A handle
-// that cannot be read at all (null, misaligned) gets `bad` without a load; the handles refuse
-// one of another ABI themselves (magic and version).
+// GDA and SDMA handles copy the fields they use when they are made, here by invariant loads
+// of the caller's device communicator in global memory (handles.hpp ReadInvariant): a kernel
+// that makes many calls may load them once. A handle that cannot be read at all (null,
+// misaligned) gets `bad` without a load; the handles refuse one of another ABI themselves
+// (magic and version).
 CCO_DEVICE_API const ccoDevComm& devcomm_in_memory(uint64_t dc) { return *reinterpret_cast<const ccoDevComm*>(dc); }
 constexpr int32_t kInvalid = CCO_DEVICE_STATUS_INVALID_ARGUMENT;
 template <ccoGdaDoorbellMode Mode, class R, class Call>
 CCO_DEVICE_API R with_gda(uint64_t dc, int32_t ctx, R bad, Call call) {
   if (!devcomm_pointer_ok(dc)) return bad;
-  ccoGda<ccoGdaProxy, Mode> handle(devcomm_in_memory(dc), ctx);
+  ccoGda<ccoGdaProxy, Mode> handle(devcomm_in_memory(dc), ctx, 0, ReadInvariant());
   return call(handle);
 }
 template <class R, class Call> CCO_DEVICE_API R with_sdma(uint64_t dc, R bad, Call call) {
   if (!devcomm_pointer_ok(dc)) return bad;
-  ccoSdma handle(devcomm_in_memory(dc));
+  ccoSdma handle(devcomm_in_memory(dc), 0, ReadInvariant());
   return call(handle);
 }
 
