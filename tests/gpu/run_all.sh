@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|sdma-diag|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
+#   (device-ab: this tree's device bitcode against stage/old's, tools/perf/stage_old_bitcode.sh)
 #   (ops also in parts that each fit a device call: ops-quick ops-lsa ops-gda ops-sdma ops-sdma-context ops-sdma-status ops-sdma-repeat
 #   ops-examples ops-bench ops-core)
 # Logs and results go to $OUT. NVLink multicast stays off.
@@ -248,6 +249,30 @@ for step in "${steps[@]}"; do
       python3 -m cco_tools trace merge "$OUT/trace" -o "$OUT/trace-all.json" && python3 -m cco_tools trace check "$OUT/trace-all.json"
       mps_stop
       timeout 900 python3 -m pytest -q -s -p no:cacheprovider tests/gpu/test_trace_gpu.py -ra 2>&1 | tee "$OUT/trace.log" | tail -30 ;;
+    device-ab)
+      # A change of the device library alone, timed against an earlier commit's bitcode with one
+      # host library: `bash tools/perf/stage_old_bitcode.sh REV` stages it in stage/old. Each
+      # suite in DEVICE_AB_SUITES (default "sdma gda", --quick) runs with this tree's bitcode and
+      # the old one (CCO_DEVICE_BC), in turns, DEVICE_AB_ROUNDS times (default 1), 2 rank
+      # processes under MPS; each run bounded by DEVICE_AB_TIMEOUT (default 140 s).
+      old=stage/old/libcco_device-nvptx-sm_90-proxy.bc
+      if [[ ! -f $old ]]; then echo "device-ab: no $old (tools/perf/stage_old_bitcode.sh)"; continue; fi
+      mps_start
+      for round in $(seq "${DEVICE_AB_ROUNDS:-1}"); do
+        for suite in ${DEVICE_AB_SUITES:-sdma gda}; do
+          for which in new old; do
+            bc=(); [[ $which == old ]] && bc=(env CCO_DEVICE_BC="$PWD/$old")
+            name=device-ab-$suite-$which-$round
+            "${bc[@]}" env TRITON_CACHE_DIR="/tmp/cco-triton-$which" CCO_ENABLE_SDMA=1 \
+              timeout "${DEVICE_AB_TIMEOUT:-140}" python3 -m cco_tools launch -n 2 -m cco_tools perf \
+              --suites "$suite" --quick --max-size 1M --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+            rc=$?
+            echo "$name (old: $(cat stage/old/REV 2>/dev/null)): exit $rc"
+            python3 -m cco_tools.perf.report "$OUT/$name.json" 2>/dev/null | grep -iE "round trip|quiet|MiB|KiB|flush" | head -20
+          done
+        done
+      done
+      mps_stop ;;
     ops-quick)
       # After a kernel change, from a cold Triton cache in one device call: every operator in
       # bf16 alone (CCO_TEST_OPS_DTYPES), LSA with 2 and 4 ranks, GDA and SDMA with 2.
