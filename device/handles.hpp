@@ -65,6 +65,13 @@ template <class Read = ReadAsIs> CCO_DEVICE_API bool devcomm_valid(const ccoDevC
                   read(d.size) == sizeof(ccoDevComm));
 }
 
+/// This rank's copy of the device communicator's resources: its own slice of the flat range,
+/// at resourceOffset (the shadows, barrier words and flags the handles keep there).
+template <class Read = ReadAsIs> CCO_DEVICE_API uint64_t own_resources(const ccoDevComm& dc, Read read = Read()) {
+  return cco_slice_address(read(dc.lsaFlatBase), read(dc.lsaStride), static_cast<uint64_t>(read(dc.lsaRank)),
+                           read(dc.resourceOffset));
+}
+
 /// A window descriptor's fields that calls test and use, loaded together before any test
 /// (all_hold), by invariant loads: a window must stay registered while a kernel uses it, so
 /// nothing writes its descriptor meanwhile, and a kernel that makes many calls on one window

@@ -32,6 +32,7 @@
 #include "abi/cco_abi.h"
 #include "device/arch/arch.h"
 #include "device/coop.hpp"
+#include "device/handles.hpp"
 #include "device/spin_wait.hpp"
 #include "device/trace.hpp"
 
@@ -68,8 +69,7 @@ template <class Coop> class ccoLsaBarrierSession {
         index_(index),
         trace_(dc.trace),
         valid_(index < dc.lsaBarrierCount) {
-    const uint64_t resource =
-        cco_slice_address(dc.lsaFlatBase, dc.lsaStride, static_cast<uint64_t>(dc.lsaRank), dc.resourceOffset);
+    const uint64_t resource = own_resources(dc);
     epoch_ = reinterpret_cast<uint32_t*>(resource + dc.lsaBarrierEpochOffset) + 2 * index;
     verdict_ = epoch_ + 1;
     inbox_ =

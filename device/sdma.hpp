@@ -197,9 +197,7 @@ class ccoSdma {
           local(read(dc.sdmaLocal)),
           flatBase(read(dc.lsaFlatBase)),
           stride(read(dc.lsaStride)),
-          shadows(cco_slice_address(read(dc.lsaFlatBase), read(dc.lsaStride), static_cast<uint64_t>(read(dc.lsaRank)),
-                                    read(dc.resourceOffset)) +
-                  read(dc.sdmaShadowOffset)),
+          shadows(own_resources(dc, read) + read(dc.sdmaShadowOffset)),
           trace(cco::trace::kCompiled ? read(dc.trace) : 0) {
       compute_all_here(queueCount, lsaRank, lsaSize, ringDepth, ringSlots, ringHost, ringDevice, signals, local,
                        flatBase, stride, shadows, trace);
