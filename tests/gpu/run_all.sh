@@ -215,6 +215,8 @@ for step in "${steps[@]}"; do
       # What the proxy's completion words cost: stream writes, and CPU stores the GPU polls (one
       # thread polling, and a block of 128).
       timeout 60 stage/bin/stream_write_probe 20000 2>&1 | tee "$OUT/stream-write-probe.txt"
+      # What a ring post's release, its reservation and the whole ring::Post cost a round trip.
+      timeout 60 stage/bin/ring_post_probe 20000 2>&1 | tee "$OUT/ring-post-probe.txt"
       # Which driver calls wait for a running kernel of their context.
       timeout 60 stage/bin/blocking_call_probe 2>&1 | tee "$OUT/blocking-call-probe.txt"
       # The GDA doorbell rung by many warps at once: the chain of marks reaches the device maximum.
