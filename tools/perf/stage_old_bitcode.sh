@@ -3,7 +3,8 @@
 # Builds the sm_90 device bitcode of commit REV into DIR (by default stage/old), for
 # `tests/gpu/run_all.sh device-ab` to time the benchmarks with it (CCO_DEVICE_BC) beside this
 # tree's, with one host library: for a change of the device library alone, at the same ABI.
-#   bash tools/perf/stage_old_bitcode.sh b069e5c
+#   bash tools/stage_device.sh && bash tools/perf/stage_old_bitcode.sh b069e5c
+# (after tools/stage_device.sh, which empties stage/)
 set -euo pipefail
 rev=$1
 dir=${2:-stage/old}
