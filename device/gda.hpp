@@ -177,9 +177,6 @@ template <class Provider = ccoGdaProxy, ccoGdaDoorbellMode Mode = ccoGdaImmediat
   // signal or counter wait then ends, since what it waits for may never come.
   CCO_DEVICE_API bool any_ring_failed() const;
   CCO_DEVICE_API ring::View ring_of(int32_t index) const;
-  // A handle's descriptor, which window_fields reads (a null handle reads as zeros: id 0,
-  // which no window has).
-  CCO_DEVICE_API static const ccoWindowDevice* window(ccoWindow_t win);
   CCO_DEVICE_API uint64_t* resource(uint64_t offset) const;
   CCO_DEVICE_API bool signal_ok(int32_t id) const;
   // A user call's signal: none, or one of the user signals (the barriers' words after them

@@ -72,6 +72,11 @@ template <class Read = ReadAsIs> CCO_DEVICE_API uint64_t own_resources(const cco
                            read(dc.resourceOffset));
 }
 
+/// The descriptor a window handle names (a handle is its descriptor's device address).
+CCO_DEVICE_API const ccoWindowDevice* window_descriptor(ccoWindow_t win) {
+  return reinterpret_cast<const ccoWindowDevice*>(win);
+}
+
 /// A window descriptor's fields that calls test and use, loaded together before any test
 /// (all_hold), by invariant loads: a window must stay registered while a kernel uses it, so
 /// nothing writes its descriptor meanwhile, and a kernel that makes many calls on one window

@@ -59,7 +59,7 @@ CCO_DEVICE_API bool window_holds(const WindowFields& w, uint64_t flatBase, uint6
 }
 CCO_DEVICE_API bool window_holds(uint64_t flatBase, uint64_t stride, ccoWindow_t handle, uint64_t offset,
                                  uint64_t bytes) {
-  return window_holds(window_fields(reinterpret_cast<const ccoWindowDevice*>(handle)), flatBase, stride, offset, bytes);
+  return window_holds(window_fields(window_descriptor(handle)), flatBase, stride, offset, bytes);
 }
 
 }  // namespace cco
@@ -68,8 +68,7 @@ CCO_DEVICE_API bool window_holds(uint64_t flatBase, uint64_t stride, ccoWindow_t
 /// the load/store address of byte `offset` of LSA rank `peerLsaRank`'s copy of window `win`,
 /// or NULL where that rank is not an LSA peer, or `offset` lies past the window's end.
 CCO_DEVICE_API void* ccoGetLsaPeerPtr(ccoWindow_t win, int peerLsaRank, size_t offset) {
-  return reinterpret_cast<void*>(
-      cco::lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(win), peerLsaRank, offset));
+  return reinterpret_cast<void*>(cco::lsa_peer_address(cco::window_descriptor(win), peerLsaRank, offset));
 }
 
 #endif  // CCO_DEVICE_LSA_HPP_

@@ -78,7 +78,7 @@ class ccoSdma {
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
     // failing the queue's ring is refused here.
-    const WindowFields to = window_fields(window(dst)), from = window_fields(window(src));
+    const WindowFields to = window_fields(window_descriptor(dst)), from = window_fields(window_descriptor(src));
     if (!windows_hold(to, dstOffset, from, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags,
                       Describe(CCO_GDA_OP_PUT, Signal, flags, to.id, dstOffset, from.id, srcOffset, bytes));
@@ -89,7 +89,7 @@ class ccoSdma {
                              uint64_t bytes, int32_t queue, uint32_t flags = 0) {
     // Windows of this communicator, live, holding the bytes: what the proxy would refuse by
     // failing the queue's ring is refused here.
-    const WindowFields to = window_fields(window(dst)), from = window_fields(window(src));
+    const WindowFields to = window_fields(window_descriptor(dst)), from = window_fields(window_descriptor(src));
     if (!windows_hold(to, dstOffset, from, srcOffset, bytes)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     return Post<Coop>(peer, queue, flags,
                       Describe(CCO_GDA_OP_GET, Signal, flags, to.id, dstOffset, from.id, srcOffset, bytes));
@@ -250,9 +250,6 @@ class ccoSdma {
     if (!target_ok(peer, queue)) return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
     *shadow(pool, peer, queue) = arch::load<order::Acquire, scope::System>(word(pool, peer, queue));
     return CCO_DEVICE_STATUS_OK;
-  }
-  CCO_DEVICE_API static const ccoWindowDevice* window(ccoWindow_t win) {
-    return reinterpret_cast<const ccoWindowDevice*>(win);
   }
   CCO_DEVICE_API bool windows_hold(const WindowFields& dst, uint64_t dstOffset, const WindowFields& src,
                                    uint64_t srcOffset, uint64_t bytes) const {

@@ -58,7 +58,7 @@ template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::put(int32_t peer, ccoWindow_t dst, uint64_t dstOffset, ccoWindow_t src,
                                                    uint64_t srcOffset, uint64_t bytes, ccoSignalOp signalOp,
                                                    int32_t signalId, uint64_t signalValue) {
-  const WindowFields to = window_fields(window(dst)), from = window_fields(window(src));
+  const WindowFields to = window_fields(window_descriptor(dst)), from = window_fields(window_descriptor(src));
   if (!all_hold(user_signal_ok(signalOp, signalId), window_holds(to, dstOffset, bytes),
                 window_holds(from, srcOffset, bytes)))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
@@ -76,7 +76,7 @@ template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::put_value(int32_t peer, ccoWindow_t dst, uint64_t dstOffset,
                                                          uint64_t value, ccoSignalOp signalOp, int32_t signalId,
                                                          uint64_t signalValue, uint32_t bytes) {
-  const WindowFields to = window_fields(window(dst));
+  const WindowFields to = window_fields(window_descriptor(dst));
   if (!all_hold(bytes != 0, bytes <= 8, user_signal_ok(signalOp, signalId), window_holds(to, dstOffset, bytes)))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   ccoGdaDesc d = Describe(CCO_GDA_OP_PUT_VALUE, signalOp, signalId, signalValue);
@@ -91,7 +91,7 @@ template <class Provider, ccoGdaDoorbellMode Mode>
 template <class Coop, ccoThreadMode TM>
 CCO_DEVICE_API int32_t ccoGda<Provider, Mode>::get(int32_t peer, ccoWindow_t remote, uint64_t remoteOffset,
                                                    ccoWindow_t local, uint64_t localOffset, uint64_t bytes) {
-  const WindowFields here = window_fields(window(local)), there = window_fields(window(remote));
+  const WindowFields here = window_fields(window_descriptor(local)), there = window_fields(window_descriptor(remote));
   if (!all_hold(window_holds(here, localOffset, bytes), window_holds(there, remoteOffset, bytes)))
     return CCO_DEVICE_STATUS_INVALID_ARGUMENT;
   ccoGdaDesc d = Describe(CCO_GDA_OP_GET, CCO_SIGNAL_NONE, 0, 0);
@@ -346,11 +346,6 @@ CCO_DEVICE_API ring::View ccoGda<Provider, Mode>::ring_of(int32_t index) const {
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
-CCO_DEVICE_API const ccoWindowDevice* ccoGda<Provider, Mode>::window(ccoWindow_t win) {
-  return reinterpret_cast<const ccoWindowDevice*>(win);
-}
-
-template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API uint64_t* ccoGda<Provider, Mode>::resource(uint64_t offset) const {
   return reinterpret_cast<uint64_t*>(f_.resources + offset);
 }
@@ -569,15 +564,15 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::PutAsValue(ccoGdaDesc* d, ccoWindow_
   if (d->op != CCO_GDA_OP_PUT || d->bytes == 0 || d->bytes > 8 || d->flags != 0) return;  // (src checked by put)
   d->op = CCO_GDA_OP_PUT_VALUE;
   d->srcWindow = 0;
-  d->srcOffset = gda::LoadValue(lsa_local_address(reinterpret_cast<const ccoWindowDevice*>(src), d->srcOffset),
-                                static_cast<uint32_t>(d->bytes));
+  d->srcOffset =
+      gda::LoadValue(lsa_local_address(window_descriptor(src), d->srcOffset), static_cast<uint32_t>(d->bytes));
 }
 
 template <class Provider, ccoGdaDoorbellMode Mode>
 CCO_DEVICE_API void ccoGda<Provider, Mode>::DirectData(const ccoGdaDesc& d, ccoWindow_t dst, ccoWindow_t src,
                                                        int32_t lsaPeer, uint32_t rank, uint32_t size) const {
-  const ccoWindowDevice* to = reinterpret_cast<const ccoWindowDevice*>(dst);
-  const ccoWindowDevice* from = reinterpret_cast<const ccoWindowDevice*>(src);
+  const ccoWindowDevice* to = window_descriptor(dst);
+  const ccoWindowDevice* from = window_descriptor(src);
   if (d.op == CCO_GDA_OP_PUT) {
     gda::CopyShare(lsa_peer_address(to, lsaPeer, d.dstOffset), lsa_local_address(from, d.srcOffset), d.bytes, rank,
                    size);
@@ -585,7 +580,7 @@ CCO_DEVICE_API void ccoGda<Provider, Mode>::DirectData(const ccoGdaDesc& d, ccoW
     gda::CopyShare(lsa_local_address(to, d.dstOffset), lsa_peer_address(from, lsaPeer, d.srcOffset), d.bytes, rank,
                    size);
   } else if (d.op == CCO_GDA_OP_PUT_VALUE && rank == 0) {
-    gda::StoreValue(lsa_peer_address(reinterpret_cast<const ccoWindowDevice*>(dst), lsaPeer, d.dstOffset), d.srcOffset,
+    gda::StoreValue(lsa_peer_address(window_descriptor(dst), lsaPeer, d.dstOffset), d.srcOffset,
                     static_cast<uint32_t>(d.bytes));
   }
 }

@@ -31,9 +31,10 @@ constexpr ccoGdaDoorbellMode ccoGdaCallerOrdered = CCO_GDA_DOORBELL_CALLER_ORDER
 namespace gda {
 
 /// The fields of a device communicator a ccoGda handle uses, read once when the handle is
-/// made, all at once (compute_all_here). A handle built on a ccoDevComm in global memory (the bitcode's `dc`) would
-/// otherwise load them again after every fence and barrier (the compiler must assume memory changed; a system-scope
-/// fence empties L1 on nvptx): a memory trip each, on the critical path of every round trip.
+/// made, all at once (compute_all_here). A handle built on a ccoDevComm in global memory (the
+/// bitcode's `dc`) would otherwise load them again after every fence and barrier (the compiler
+/// must assume memory changed; a system-scope fence empties L1 on nvptx): a memory trip each,
+/// on the critical path of every round trip.
 struct HandleFields {
   ccoGdaTopo topo;
   bool valid;  // devcomm_valid

@@ -52,12 +52,11 @@ CCO_DEVICE_API ccoDevComm devcomm_fields(uint64_t dc) {
   __builtin_memcpy(&copy, words, sizeof(copy));
   return copy;
 }
-CCO_DEVICE_API const ccoWindowDevice* window(uint64_t win) { return reinterpret_cast<const ccoWindowDevice*>(win); }
 
 CCO_DEVICE_API int32_t abi_version() { return CCO_ABI_VERSION; }
 
 CCO_DEVICE_API uint64_t lsa_ptr(uint64_t win, int32_t peer, uint64_t offset) {
-  return lsa_peer_address(window(win), peer, offset);
+  return lsa_peer_address(window_descriptor(win), peer, offset);
 }
 
 // Getters: field(d) of a good device communicator, -1 for a bad one.
@@ -87,9 +86,11 @@ CCO_DEVICE_API int32_t system_fence(int32_t leaderOnly) {
 }
 
 CCO_DEVICE_API uint64_t lsa_ptr_world(uint64_t win, int32_t worldPeer, uint64_t offset) {
-  return lsa_world_peer_address(window(win), worldPeer, offset);
+  return lsa_world_peer_address(window_descriptor(win), worldPeer, offset);
 }
-CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) { return lsa_local_address(window(win), offset); }
+CCO_DEVICE_API uint64_t lsa_local_ptr(uint64_t win, uint64_t offset) {
+  return lsa_local_address(window_descriptor(win), offset);
+}
 
 // (a bad device communicator's abort flag is not read: not aborted)
 CCO_DEVICE_API int32_t devcomm_aborted(uint64_t dc) {
