@@ -141,7 +141,7 @@ for step in "${steps[@]}"; do
       # with the graphs off and on. Waits bounded at 5 s: a stalled shape costs seconds, not the call.
       stage/bin/blocking_call_probe host-waits 2>&1 | tee "$OUT/blocking-host-waits.txt" | grep -i graph
       mps_start
-      for graphs in 0 1; do
+      for graphs in ${SDMA_DIAG_GRAPHS:-0 1}; do  # SDMA_DIAG_GRAPHS=0: the default way alone
         rm -rf /tmp/cco-sdma-trace && mkdir -p /tmp/cco-sdma-trace
         CCO_COPY_GRAPHS=$graphs CCO_TIMEOUT_MS=5000 CCO_ENABLE_SDMA=1 CCO_TRACE=/tmp/cco-sdma-trace timeout 90 \
           python3 -m cco.launch -n 2 --timeout 80 tools/perf/sdma_timeline_probe.py "$OUT/sdma-timeline-g$graphs" \
