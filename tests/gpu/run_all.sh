@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: MIT
 # Every GPU check, on the device machine, from the repository root with stage/ carried:
 #   bash tests/gpu/run_all.sh [pytest|fail-bounded|examples|gda|gda-tcp|torchrun|sdma|sdma-diag|perf|perf-launch|two-gpus|probe|tcp|perf-procs|anchor|ops|trace ...]   (default: all)
-#   (device-ab: this tree's device bitcode against stage/old's, tools/perf/stage_old_bitcode.sh)
+#   (device-ab: this tree's device bitcode against stage/old's, tools/perf/stage_old_bitcode.sh;
+#    sdma-ways: the proxy's ways of queueing copies against each other)
 #   (ops also in parts that each fit a device call: ops-quick ops-lsa ops-gda ops-sdma ops-sdma-context ops-sdma-status ops-sdma-repeat
 #   ops-examples ops-bench ops-core)
-# Logs and results go to $OUT. NVLink multicast stays off.
+# Logs and results go to $OUT; the device tool brings back at most 8 files, so
+# `RUN_ALL_TAR=$OUT/all.tgz OUT=/tmp/o bash tests/gpu/run_all.sh STEP...` packs them all into one.
+# NVLink multicast stays off.
 set -uo pipefail
 OUT=${OUT:-/tmp/cco-out}
 mkdir -p "$OUT"
@@ -256,7 +259,9 @@ for step in "${steps[@]}"; do
       # host library: `bash tools/perf/stage_old_bitcode.sh REV` stages it in stage/old. Each
       # suite in DEVICE_AB_SUITES (default "sdma gda", --quick) runs with this tree's bitcode and
       # the old one (CCO_DEVICE_BC), in turns, DEVICE_AB_ROUNDS times (default 1), 2 rank
-      # processes under MPS; each run bounded by DEVICE_AB_TIMEOUT (default 140 s).
+      # processes under MPS; each run bounded by DEVICE_AB_TIMEOUT (default 140 s). Sizes up to
+      # 16 MiB: the bandwidth puts go to distinct slots of the span, so 1 MiB puts are 16 copies
+      # the proxy may queue at once, not one place written over and over.
       old=stage/old/libcco_device-nvptx-sm_90-proxy.bc
       if [[ ! -f $old ]]; then echo "device-ab: no $old (tools/perf/stage_old_bitcode.sh)"; continue; fi
       mps_start
@@ -267,13 +272,28 @@ for step in "${steps[@]}"; do
             name=device-ab-$suite-$which-$round
             "${bc[@]}" env TRITON_CACHE_DIR="/tmp/cco-triton-$which" CCO_ENABLE_SDMA=1 \
               timeout "${DEVICE_AB_TIMEOUT:-140}" python3 -m cco_tools launch -n 2 -m cco_tools perf \
-              --suites "$suite" --quick --max-size 1M --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+              --suites "$suite" --quick --max-size 16M --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
             rc=$?
             echo "$name (old: $(cat stage/old/REV 2>/dev/null)): exit $rc"
             python3 -m cco_tools.perf.report "$OUT/$name.json" 2>/dev/null | grep -iE "round trip|quiet|MiB|KiB|flush" | head -20
           done
         done
       done
+      mps_stop ;;
+    sdma-ways)
+      # Which way of queueing the proxy's copies serves a stream of SDMA puts best, in one call:
+      # the default (copy lanes), one lane, prepared graphs; then copy_workers_probe under MPS,
+      # as the ranks run (the probe step runs it without).
+      mps_start
+      for way in default CCO_COPY_LANES=1 CCO_COPY_GRAPHS=1; do
+        name=sdma-way-${way//[=_]/-}
+        setting=(); [[ $way != default ]] && setting=("$way")
+        env "${setting[@]}" CCO_ENABLE_SDMA=1 timeout 150 python3 -m cco_tools launch -n 2 -m cco_tools perf \
+          --suites sdma --quick --max-size 16M --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+        echo "$name: exit $?"
+        python3 -m cco_tools.perf.report "$OUT/$name.json" 2>/dev/null | grep -E "^ +[0-9]" | head -12
+      done
+      timeout 120 stage/bin/copy_workers_probe 1024 384 2>&1 | tee "$OUT/copy-workers-probe-mps.txt"
       mps_stop ;;
     ops-quick)
       # After a kernel change, from a cold Triton cache in one device call: every operator in
@@ -380,3 +400,4 @@ for step in "${steps[@]}"; do
       mps_stop ;;
   esac
 done 2>&1 | tee -a "$OUT/run_all.log"
+if [[ -n ${RUN_ALL_TAR:-} ]]; then tar czf "$RUN_ALL_TAR" -C "$OUT" .; fi
