@@ -30,8 +30,8 @@ template <class... Tests> CCO_DEVICE_API bool all_hold(Tests... tests) {
 
 /// Computes every value here (arch::compute_here): the loads of a handle's fields go out
 /// together where it is made, none left to a first use behind a test.
-template <class... Values> CCO_DEVICE_API void compute_all_here(Values... values) {
-  (arch::compute_here(static_cast<uint64_t>(values)), ...);
+template <class... Values> CCO_DEVICE_API void compute_all_here(Values&... values) {
+  (arch::compute_here(values), ...);
 }
 
 /// How a handle reads its device communicator's fields when it is made: as they are (a C++

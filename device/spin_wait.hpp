@@ -57,10 +57,10 @@ CCO_DEVICE_API WaitLimits wait_limits(const ccoDevComm& dc, uint64_t timeoutNs, 
 
 /// The limits made here, their loads with the handle's other fields (arch::compute_here): a
 /// handle's posts and waits read them behind its tests.
-CCO_DEVICE_API void compute_here(const WaitLimits& limits) {
-  arch::compute_here(reinterpret_cast<uint64_t>(limits.abortFlag));
+CCO_DEVICE_API void compute_here(WaitLimits& limits) {
+  arch::compute_here(limits.abortFlag);
   arch::compute_here(limits.timeoutNs);
-  arch::compute_here(reinterpret_cast<uint64_t>(limits.bell));
+  arch::compute_here(limits.bell);
 }
 
 /// The proxy rings' waits (credit, flush, signals and counters, the GDA barrier): what they

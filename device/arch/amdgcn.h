@@ -137,7 +137,7 @@ CCO_DEVICE_API uint32_t load_invariant(const uint32_t* p) {
 }
 
 // Where loads are made (nvptx.h): left to the compiler here (amdgcn is compiled, not timed).
-CCO_DEVICE_API void compute_here(uint64_t) {}
+template <class T> CCO_DEVICE_API void compute_here(T&) {}
 
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_AMDGCN_CHECK("load", IsLoadOrder);

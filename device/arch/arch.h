@@ -23,7 +23,7 @@
 //                   for T = uint32_t and uint64_t, O and S tags of memory_order.h
 //   invariant       load_invariant(const uint64_t* / const uint32_t*): a word nothing writes while the kernel
 //                   runs, which the compiler may load once (a device communicator's fields)
-//                   compute_here(uint64_t v): v's loads are made at this point, not sunk by
+//                   compute_here(T& v): v's loads are made at this point, not sunk by
 //                   the compiler behind a later test (a no-op where not timed)
 //   fences          fence<S>() (acq_rel)
 //                   PollOrder: the order of loads that poll several words and are followed

@@ -74,7 +74,7 @@ CCO_DEVICE_API uint64_t load_invariant(const uint64_t* p) { return *p; }
 CCO_DEVICE_API uint32_t load_invariant(const uint32_t* p) { return *p; }
 
 // Where loads are made (nvptx.h): left to the compiler on the host.
-CCO_DEVICE_API void compute_here(uint64_t) {}
+template <class T> CCO_DEVICE_API void compute_here(T&) {}
 
 template <class O, class S, class T> CCO_DEVICE_API T load(const T* p) {
   CCO_HOST_CHECK("load", IsLoadOrder);

@@ -156,10 +156,26 @@ CCO_DEVICE_API uint32_t load_invariant(const uint32_t* p) {
 #endif
 }
 
-// Values computed at this point: their loads go out here, with the others made here, and the
+// A value computed at this point: its loads go out here, with the others made here, and the
 // compiler may not sink them behind a later test to their first use (InstCombine sinks a
-// load whose every use lies past a branch), which would make each wait for that test.
-CCO_DEVICE_API void compute_here(uint64_t v) { asm volatile("" ::"l"(v)); }
+// load whose every use lies past a branch), which would make each wait for that test. The
+// value passes through an empty asm that is not volatile: a pure step, which a loop hoists
+// with the loads and which keeps nothing alive past the value's last use (a volatile asm
+// stayed in every loop that made a handle and kept all its fields live across it: spills).
+template <class T> CCO_DEVICE_API void compute_here(T& v) {
+  static_assert(sizeof(T) <= 8, "a value of at most 8 bytes");
+  if constexpr (sizeof(T) > 4) {
+    uint64_t word = 0;
+    __builtin_memcpy(&word, &v, sizeof(T));
+    asm("" : "+l"(word));
+    __builtin_memcpy(&v, &word, sizeof(T));
+  } else {
+    uint32_t word = 0;
+    __builtin_memcpy(&word, &v, sizeof(T));
+    asm("" : "+r"(word));
+    __builtin_memcpy(&v, &word, sizeof(T));
+  }
+}
 
 // --- atomics --------------------------------------------------------------------------
 // Primary templates reject what no specialisation below covers, at compile time.
